@@ -1,0 +1,50 @@
+/*
+ * The JSON config ("tpsim": 1, DESIGN.md section 4) -> a validated run spec.
+ *
+ * Every error names the file and the JSON Pointer of the offending value:
+ *   "cfg.json: /plan/fc2/style: unknown style \"rowise\" (expected one of
+ *    colwise, rowwise, replicate)"
+ *   "cfg.json: /tpsim: missing"
+ *   "cfg.json: /model/2/in_features: expected 8, the out_features of
+ *    /model/0, got 6"
+ * A cross-field error is reported at the later field, naming the earlier.
+ *
+ * Besides the spec, parsing produces the normalised config the trace
+ * records: the same settings with every default filled in, keys in a fixed
+ * order, plan entries in object form.
+ */
+#ifndef TPSIM_CONFIG_H
+#define TPSIM_CONFIG_H
+
+#include <cjson/cJSON.h>
+
+#include "tpsim/model.h"
+#include "tpsim/trace.h"
+
+/* Default memory budget of a run (DESIGN.md section 8). */
+#define TPS_DEFAULT_MAX_MEMORY ((int64_t)8 << 30)
+
+struct tps_run_spec {
+	struct tps_model_spec model;
+	enum tps_trace_values values;
+	double atol, rtol;       /* TP vs reference tolerance */
+	cJSON *normalized;       /* owned; the trace's "config" */
+};
+
+/*
+ * Validates a parsed config. `file` names it in messages. On success *spec
+ * is filled (free with tps_run_spec_free). On error: TPS_ERR_INPUT,
+ * TPS_ERR_LIMIT or TPS_ERR_UNSUPPORTED with the message above, *spec
+ * untouched.
+ */
+enum tps_status tps_config_parse(const cJSON *root, const char *file,
+				 struct tps_run_spec *spec,
+				 struct tps_error *err);
+
+/* Reads (strictly, at most 16 MiB; "-" is stdin) and parses a config file. */
+enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
+				struct tps_error *err);
+
+void tps_run_spec_free(struct tps_run_spec *spec);
+
+#endif

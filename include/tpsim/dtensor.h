@@ -1,0 +1,129 @@
+/*
+ * A distributed tensor, as DTensor has it: one global tensor held as one
+ * local tensor per rank, plus one placement per mesh dim.
+ *
+ *   replicate  every rank of the group holds the same values
+ *   shard(d)   the group splits tensor dim d by the chunk rule (tensor.h),
+ *              local rank i holding chunk i
+ *   partial    the global value is the sum over the group of the locals
+ *
+ * Several mesh dims may shard the same tensor dim: the split is applied mesh
+ * dim by mesh dim in mesh order (DTensor's order), so each rank's local
+ * region is a chunk of a chunk (tps_dtensor_local_region).
+ *
+ * Redistribution (the algebra of DESIGN.md section 2):
+ *   partial  -> replicate   all_reduce (sum)
+ *   partial  -> shard(d)    reduce_scatter along d
+ *   shard(d) -> replicate   all_gather along d
+ *   shard(d) -> shard(e)    all_to_all
+ *   replicate -> shard(d)   local split, no communication
+ * Mesh dims are changed one at a time: first every change that communicates,
+ * from the last mesh dim to the first (inner shards are gathered before outer
+ * ones), then the local splits from the first mesh dim to the last.
+ */
+#ifndef TPSIM_DTENSOR_H
+#define TPSIM_DTENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpsim/comm.h"
+#include "tpsim/mesh.h"
+#include "tpsim/tensor.h"
+
+enum tps_placement_kind {
+	TPS_PLACEMENT_REPLICATE,
+	TPS_PLACEMENT_SHARD,
+	TPS_PLACEMENT_PARTIAL,
+};
+
+struct tps_placement {
+	enum tps_placement_kind kind;
+	int dim; /* shard: the tensor dim, normalised to >= 0; else 0 */
+};
+
+struct tps_placement tps_placement_replicate(void);
+struct tps_placement tps_placement_shard(int dim);
+struct tps_placement tps_placement_partial(void);
+bool tps_placement_equal(struct tps_placement a, struct tps_placement b);
+/* "replicate", "shard(1)", "partial" into buf. Returns buf. */
+char *tps_placement_format(struct tps_placement p, char *buf, size_t size);
+
+struct tps_dtensor {
+	const struct tps_mesh *mesh;  /* not owned */
+	struct tps_shape global;
+	struct tps_placement placements[TPS_MAX_MESH_DIMS]; /* per mesh dim */
+	struct tps_tensor *locals;    /* world_size tensors, rank order; owned */
+};
+
+/*
+ * The region of the global tensor that `rank` holds: offset[d] and length[d]
+ * per tensor dim (partial and replicate dims do not narrow it).
+ */
+void tps_dtensor_local_region(const struct tps_mesh *mesh,
+			      const struct tps_shape *global,
+			      const struct tps_placement *placements, int rank,
+			      int64_t *offset, int64_t *length);
+
+/*
+ * distribute_tensor: every rank gets its region of `global`. A partial mesh
+ * dim puts the values on local rank 0 of each group and zeros elsewhere.
+ * Placements must be valid for the tensor (shard dims in range; asserted).
+ * On error *dt is untouched.
+ */
+enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
+				       const struct tps_mesh *mesh,
+				       const struct tps_tensor *global,
+				       const struct tps_placement *placements,
+				       struct tps_error *err);
+
+/* Takes ownership of `locals` (world_size tensors). Never fails. */
+void tps_dtensor_wrap(struct tps_dtensor *dt, const struct tps_mesh *mesh,
+		      const struct tps_shape *global,
+		      const struct tps_placement *placements,
+		      struct tps_tensor *locals);
+
+/*
+ * Assembles the global value for inspection (no collective is recorded):
+ * shards are placed at their regions, partial groups summed in ascending
+ * rank order into a zeroed buffer, replicas read from local rank 0.
+ */
+enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
+					struct tps_tensor *out,
+					struct tps_error *err);
+
+void tps_dtensor_free(struct tps_dtensor *dt);
+
+/* One step of a redistribution, as the observer sees it. */
+enum tps_redistribute_kind {
+	TPS_REDISTRIBUTE_COLLECTIVE,  /* report says which and what it moved */
+	TPS_REDISTRIBUTE_SPLIT,       /* replicate -> shard, local */
+};
+
+struct tps_redistribute_step {
+	enum tps_redistribute_kind kind;
+	int mesh_dim;
+	struct tps_placement before, after;  /* on that mesh dim */
+	struct tps_comm_report report;       /* collectives only */
+};
+
+/* Called after each step with the tensor as it now is. Returning an error
+ * stops the redistribution (dt is then left at that step). */
+typedef enum tps_status (*tps_redistribute_observer)(
+	void *ctx, const struct tps_redistribute_step *step,
+	const struct tps_dtensor *dt, struct tps_error *err);
+
+/*
+ * Changes dt's placements to target, one mesh dim at a time (see the top of
+ * this file), calling observer (may be NULL) after every step that does
+ * something. Steps on a mesh dim of size 1 relabel the placement only and are
+ * not reported. TPS_ERR_UNSUPPORTED for replicate -> partial and for a step
+ * on a tensor dim that an inner mesh dim keeps sharded (the nesting would be
+ * wrong). On error dt holds the last completed step.
+ */
+enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
+					 const struct tps_placement *target,
+					 tps_redistribute_observer observer,
+					 void *ctx, struct tps_error *err);
+
+#endif

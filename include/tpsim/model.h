@@ -1,0 +1,148 @@
+/*
+ * A model: a sequence of named modules, a parallelization plan applied to
+ * them, the run of one forward step on every simulated rank, and the
+ * single-device reference model on the same global parameters.
+ *
+ * The spec structs below are what a validated config (config.h) produces;
+ * the model never sees JSON. Messages about a module's plan start with the
+ * JSON Pointer the spec carries for it, so the CLI can name the config file
+ * and the place.
+ *
+ * Parameter values are made once, as global tensors, and then distributed:
+ * a run's result does not depend on the world size. Each parameter draws from
+ * its own random stream (seed + its name), so adding a module does not change
+ * the others.
+ */
+#ifndef TPSIM_MODEL_H
+#define TPSIM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpsim/nn.h"
+
+#define TPS_NAME_MAX 128
+#define TPS_POINTER_MAX 192
+
+enum tps_uneven {
+	TPS_UNEVEN_CHUNK,      /* torch.chunk: ceil(n/k), trailing short */
+	TPS_UNEVEN_DIVISIBLE,  /* Megatron: n % k != 0 is an error */
+};
+
+enum tps_init_method {
+	TPS_INIT_ARANGE,   /* 1, 2, 3, ... row-major */
+	TPS_INIT_ONES,
+	TPS_INIT_ZEROS,
+	TPS_INIT_UNIFORM,  /* U(-a, a) */
+	TPS_INIT_NORMAL,   /* N(0, a^2) */
+};
+
+struct tps_init_spec {
+	enum tps_init_method method;
+	uint64_t seed;
+};
+
+struct tps_module_spec {
+	char name[TPS_NAME_MAX];          /* dotted path: "block.fc1" */
+	enum tps_module_type type;
+	int64_t in_features, out_features; /* linear only */
+	bool bias;                         /* linear only */
+	enum tps_style style;
+	enum tps_bias_mode bias_mode;      /* rowwise only */
+	struct tps_placement input;        /* declared tp layout of the input */
+	struct tps_placement output;       /* declared tp layout of the output */
+	char plan_pointer[TPS_POINTER_MAX]; /* "/plan/fc2"; "/model/2" if
+					      unplanned */
+};
+
+/* An explicit global value for one parameter ("params" in the config). */
+struct tps_param_override {
+	char name[TPS_NAME_MAX + 8];       /* "fc1.bias" */
+	struct tps_tensor value;           /* the parameter's global shape */
+};
+
+struct tps_model_spec {
+	struct tps_mesh mesh;
+	int tp_dim;                        /* mesh dim index */
+	int dp_dim;                        /* mesh dim index, or -1 */
+	struct tps_module_spec *modules;
+	int n_modules;
+	struct tps_shape input_shape;
+	struct tps_init_spec input_init;
+	struct tps_init_spec param_init;
+	struct tps_param_override *overrides;
+	int n_overrides;
+	enum tps_uneven uneven;
+};
+
+/* Frees what the spec owns (modules, overrides); NULL is a no-op. */
+void tps_model_spec_free(struct tps_model_spec *spec);
+
+/* A parameter: its global value (for the trace and the reference) and how
+ * the ranks hold it. */
+struct tps_param {
+	char name[TPS_NAME_MAX + 8];
+	struct tps_tensor global;
+	struct tps_dtensor *dist;          /* points into the module's layer */
+};
+
+struct tps_model {
+	const struct tps_model_spec *spec; /* not owned; must outlive model */
+	struct tps_linear *layers;         /* n_modules; linear ones used */
+	struct tps_param *params;          /* weight, then bias, per linear */
+	int n_params;
+};
+
+/* Fills t (of the given shape) by an init method; `a` is the bound of
+ * uniform and the standard deviation of normal; `stream` names the random
+ * stream (parameter name, "input"). */
+enum tps_status tps_model_init_tensor(struct tps_tensor *t,
+				      const struct tps_shape *shape,
+				      struct tps_init_spec init, float a,
+				      const char *stream,
+				      struct tps_error *err);
+
+/*
+ * Makes the global parameters and distributes them by the plan. With
+ * uneven "divisible", a sharded size not divisible by the tp size is an
+ * error naming the module, the dim, its size and tp.
+ * On error *model is untouched.
+ */
+enum tps_status tps_model_init(struct tps_model *model,
+			       const struct tps_model_spec *spec,
+			       struct tps_error *err);
+void tps_model_free(struct tps_model *model);
+
+/* Emits one setup event per parameter, in module order. */
+enum tps_status tps_model_emit_setup(const struct tps_model *model,
+				     struct tps_event_sink sink,
+				     struct tps_error *err);
+
+/* The global model input, from spec->input_init with a = 1. */
+enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
+				     struct tps_tensor *input,
+				     struct tps_error *err);
+
+/*
+ * One forward step on every rank: the input is split over dp (if any),
+ * each module runs under its style, and the output is materialised in full
+ * over tp (events with module "output"). *output receives the assembled
+ * global output (inspection, not a collective).
+ */
+enum tps_status tps_model_forward(const struct tps_model *model,
+				  const struct tps_tensor *input,
+				  struct tps_event_sink sink, int step,
+				  struct tps_tensor *output,
+				  struct tps_error *err);
+
+/* The same model on one device, on the same global parameters. */
+enum tps_status tps_model_reference_forward(const struct tps_model *model,
+					    const struct tps_tensor *input,
+					    struct tps_tensor *output,
+					    struct tps_error *err);
+
+/* A rough upper bound of the bytes a run's tensors take, used to refuse a
+ * run over the memory budget before allocating. Saturates at INT64_MAX. */
+int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec);
+
+#endif

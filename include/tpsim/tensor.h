@@ -1,0 +1,125 @@
+/*
+ * tpsim tensors: dense, row-major, contiguous float32 arrays of 0..4 dims.
+ *
+ * A struct tps_tensor owns its data (tps_tensor_init / tps_tensor_free).
+ * An empty tensor (a dim of size 0, e.g. the (0, 4) shard of an uneven
+ * split) keeps its full shape and has data == NULL.
+ *
+ * Numerics (the contract of DESIGN.md section 3):
+ *  - tps_tensor_linear sums each output element over k in ascending order,
+ *    starting from 0.0f, then adds the bias (if any) once, after the sum.
+ *  - Element-wise ops are one float operation per element; nothing is fused
+ *    (the build uses -ffp-contract=off).
+ *
+ * Example: y = x W^T + b with x (2, 4), W (3, 4), b (3) gives y (2, 3).
+ */
+#ifndef TPSIM_TENSOR_H
+#define TPSIM_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpsim/error.h"
+
+#define TPS_MAX_DIMS 4
+/* No tensor may hold more elements than this (DESIGN.md section 8). */
+#define TPS_MAX_ELEMENTS ((int64_t)1 << 31)
+
+struct tps_shape {
+	int ndim;                     /* 0..TPS_MAX_DIMS */
+	int64_t dim[TPS_MAX_DIMS];    /* sizes, each >= 0; unused entries 0 */
+};
+
+struct tps_tensor {
+	struct tps_shape shape;
+	float *data;                  /* numel floats, row-major; NULL if empty */
+};
+
+/* Builds a shape from ndim sizes. Asserts ndim <= TPS_MAX_DIMS. */
+struct tps_shape tps_shape_make(int ndim, const int64_t *dims);
+bool tps_shape_equal(const struct tps_shape *a, const struct tps_shape *b);
+
+/* Number of elements, overflow-checked against TPS_MAX_ELEMENTS.
+ * On error TPS_ERR_LIMIT naming the shape; *numel untouched. */
+enum tps_status tps_shape_numel(const struct tps_shape *shape, int64_t *numel,
+				struct tps_error *err);
+
+/* Formats "(2, 4)" into buf (always NUL-terminated). Returns buf. */
+char *tps_shape_format(const struct tps_shape *shape, char *buf, size_t size);
+
+/* Normalises a possibly negative dim index (-1 = last) against ndim.
+ * Returns -1 if it is out of range. */
+int tps_dim_normalize(int dim, int ndim);
+
+/*
+ * The torch.chunk / DTensor split rule: n elements over k shards give shards
+ * of ceil(n/k), the trailing ones short or empty (13 over 6: 3,3,3,3,1,0).
+ * Sets the start and length of shard i (0 <= i < k).
+ */
+void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length);
+
+/* Allocates a zero-filled tensor. On error (limit, memory) *t is untouched. */
+enum tps_status tps_tensor_init(struct tps_tensor *t,
+				const struct tps_shape *shape,
+				struct tps_error *err);
+/* Frees the data and resets t to an empty 0-dim shape. NULL is a no-op. */
+void tps_tensor_free(struct tps_tensor *t);
+/* Element count of a valid tensor (validated at init, cannot overflow). */
+int64_t tps_tensor_numel(const struct tps_tensor *t);
+/* dst = a new copy of src. */
+enum tps_status tps_tensor_copy(struct tps_tensor *dst,
+				const struct tps_tensor *src,
+				struct tps_error *err);
+/* Replaces dst's contents by src's, freeing dst's old data; src is left empty.
+ * Never fails. */
+void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src);
+
+/* out = a copy of src[..., start:start+length, ...] along dim. */
+enum tps_status tps_tensor_narrow(struct tps_tensor *out,
+				  const struct tps_tensor *src, int dim,
+				  int64_t start, int64_t length,
+				  struct tps_error *err);
+/* out = concatenation of parts[0..n) along dim (other dims must agree). */
+enum tps_status tps_tensor_concat(struct tps_tensor *out,
+				  const struct tps_tensor *parts, int n,
+				  int dim, struct tps_error *err);
+
+/*
+ * y = x W^T (+ b).  x: (..., k), W: (n, k), b: (n) or NULL -> y: (..., n).
+ * y[r, j] = (sum over i = 0..k-1 ascending of x[r, i] * W[j, i]) + b[j].
+ * TPS_ERR_SHAPE when the shapes do not fit.
+ */
+enum tps_status tps_tensor_linear(struct tps_tensor *y,
+				  const struct tps_tensor *x,
+				  const struct tps_tensor *w,
+				  const struct tps_tensor *b,
+				  struct tps_error *err);
+
+/* The naive kernel behind tps_tensor_linear, kept as its reference:
+ * y (rows, n) = x (rows, k) W^T with W (n, k), one element at a time. */
+void tps_tensor_linear_naive(float *y, const float *x, const float *w,
+			     int64_t rows, int64_t n, int64_t k);
+
+/* y[..., j] += scale * b[j] for a (..., n) tensor and an (n) bias. With scale
+ * 1 this is the bias add; partial_split uses 1/N. Shapes are asserted. */
+void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
+			 float scale);
+/* dst += src, same shape (asserted). */
+void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src);
+/* dst = max(dst, src) element-wise, same shape (asserted). */
+void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src);
+/* t *= scale. */
+void tps_tensor_scale(struct tps_tensor *t, float scale);
+
+/* out = relu(x) / gelu(x) (the erf form, as torch's default), same shape. */
+enum tps_status tps_tensor_relu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err);
+enum tps_status tps_tensor_gelu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err);
+
+/* True when every element is finite; else sets *first_bad to its index. */
+bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);
+
+#endif

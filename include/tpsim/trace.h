@@ -1,0 +1,102 @@
+/*
+ * The trace: a streaming JSON writer for "tpsim.trace" version 1
+ * (DESIGN.md section 5), and the event sink the model reports to.
+ *
+ * The trace is written as it happens, top-level keys in this order:
+ * format, version, generator, config, mesh, params, inputs, events, result,
+ * comm. Each top-level key and each event is one line, so traces diff well.
+ * Tensor values are written by the streaming writer (never through a cJSON
+ * tree), as the shortest float32 decimals (numfmt.h).
+ *
+ * Values mode:
+ *   full     "values": nested arrays in the tensor's shape ([] when empty)
+ *   summary  instead of "values": "min", "max", "mean" (omitted when empty)
+ *            and "hash" (FNV-1a 64 of the little-endian float32 bytes, 16 hex
+ *            digits)
+ *   none     shapes only
+ *
+ * Use: tps_trace_init, tps_trace_begin, tps_trace_write_params,
+ * tps_trace_write_inputs, tps_trace_begin_events, events through
+ * tps_trace_sink, tps_trace_end_events, tps_trace_write_result,
+ * tps_trace_finish, tps_trace_free. The sink refuses an event holding a NaN
+ * or Inf with TPS_ERR_NUMERIC naming the event.
+ */
+#ifndef TPSIM_TRACE_H
+#define TPSIM_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "tpsim/model.h"
+
+enum tps_trace_values {
+	TPS_TRACE_VALUES_FULL,
+	TPS_TRACE_VALUES_SUMMARY,
+	TPS_TRACE_VALUES_NONE,
+};
+
+/* Collective counts and bytes per rank under one key ("all_reduce", "fc2",
+ * "forward", "tp"), in first-seen order. */
+struct tps_trace_tally {
+	int section;               /* 0 by op, 1 by phase, 2 module, 3 dim */
+	char key[TPS_NAME_MAX];
+	int64_t count;
+	int64_t bytes_per_rank;
+};
+
+struct tps_trace {
+	FILE *out;                   /* not owned */
+	enum tps_trace_values values;
+	const struct tps_mesh *mesh; /* not owned */
+	int64_t next_seq;
+	bool first_event;
+	int64_t collectives;         /* events of kind "collective" */
+	int64_t bytes_per_rank;      /* their sum */
+	struct tps_trace_tally *tallies;
+	size_t n_tallies, cap_tallies;
+};
+
+/* What the run concluded; the tensors are global. */
+struct tps_trace_result {
+	const struct tps_tensor *output;
+	const struct tps_tensor *reference_output;
+	float max_abs_diff;
+	bool match;
+};
+
+void tps_trace_init(struct tps_trace *t, FILE *out,
+		    enum tps_trace_values values, const struct tps_mesh *mesh);
+void tps_trace_free(struct tps_trace *t);
+
+/* format, version, generator, config (written as given) and mesh. */
+enum tps_status tps_trace_begin(struct tps_trace *t, const cJSON *config,
+				struct tps_error *err);
+enum tps_status tps_trace_write_params(struct tps_trace *t,
+				       const struct tps_model *model,
+				       struct tps_error *err);
+/* target may be NULL (inference). */
+enum tps_status tps_trace_write_inputs(struct tps_trace *t,
+				       const struct tps_tensor *input,
+				       const struct tps_tensor *target,
+				       struct tps_error *err);
+enum tps_status tps_trace_begin_events(struct tps_trace *t,
+				       struct tps_error *err);
+struct tps_event_sink tps_trace_sink(struct tps_trace *t);
+enum tps_status tps_trace_end_events(struct tps_trace *t,
+				     struct tps_error *err);
+enum tps_status tps_trace_write_result(struct tps_trace *t,
+				       const struct tps_trace_result *r,
+				       struct tps_error *err);
+/* Writes "comm", closes the document and flushes; reports write errors. */
+enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err);
+
+/* Writes a cJSON value (a string, number, bool, array or object) compactly,
+ * numbers as the shortest round-trip decimal. */
+void tps_trace_write_json(FILE *out, const cJSON *value);
+/* Writes s as a JSON string literal. */
+void tps_trace_write_string(FILE *out, const char *s);
+
+#endif

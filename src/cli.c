@@ -1,0 +1,435 @@
+#include "tpsim/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpsim/check.h"
+#include "tpsim/jsonio.h"
+#include "tpsim/mesh.h"
+#include "tpsim/numfmt.h"
+#include "tpsim/run.h"
+#include "tpsim/trace.h"
+#include "tps_version.h"
+
+static const char usage_text[] =
+"Usage: tpsim COMMAND [ARGS]\n"
+"Simulate tensor parallelism deterministically in one process.\n"
+"\n"
+"Commands:\n"
+"  run CONFIG [-o TRACE] [--max-memory SIZE]\n"
+"      Simulate the config (\"-\" reads stdin) on every rank and write the\n"
+"      JSON trace to TRACE (default: stdout). A one-line summary goes to\n"
+"      stderr. SIZE is bytes, or a number with K, M, G or T (default 8G).\n"
+"  check TRACE FIXTURE\n"
+"      Compare a trace with a hand-derived fixture; mismatches on stdout.\n"
+"  mesh --shape 3,2 [--names row,col] [--json]\n"
+"      Print every rank's coordinate and its group along each mesh dim,\n"
+"      as PyTorch's DeviceMesh and mesh[\"name\"] give them.\n"
+"\n"
+"Options:\n"
+"  -h, --help     show this help and exit\n"
+"  -V, --version  show the version and exit\n"
+"\n"
+"Exit status: 0 success or match, 1 mismatch (check failed, or the\n"
+"simulation disagrees with the single-device reference), 2 trouble.\n";
+
+/* A usage error: one line plus the hint. */
+static int usage_error(FILE *err, const char *fmt, const char *arg)
+{
+	char esc[256];
+	fputs("tpsim: ", err);
+	fprintf(err, fmt, arg ? tps_json_escape_for_message(arg, esc,
+							    sizeof esc) : "");
+	fputs("\nTry 'tpsim --help'.\n", err);
+	return TPS_EXIT_TROUBLE;
+}
+
+static int trouble(FILE *err, const struct tps_error *e)
+{
+	fprintf(err, "tpsim: %s\n", e->message);
+	return TPS_EXIT_TROUBLE;
+}
+
+/* "8G", "512M", "1048576" -> bytes; false if malformed or too large. */
+static bool parse_size(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+	int shift = 0;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || errno != 0 || v < 0) {
+		return false;
+	}
+	if (*end) {
+		const char *units = "KMGT";
+		const char *u = strchr(units, *end);
+		if (!u || end[1] != '\0') {
+			return false;
+		}
+		shift = 10 * (int)(u - units + 1);
+	}
+	if (v > (INT64_MAX >> shift)) {
+		return false;
+	}
+	*out = (int64_t)v << shift;
+	return true;
+}
+
+static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct tps_run_options opts = {NULL, NULL, TPS_DEFAULT_MAX_MEMORY};
+	struct tps_run_summary s;
+	struct tps_error e = {0};
+	char diff[TPS_NUMFMT_MAX];
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "-o") == 0 ||
+		    strcmp(argv[i], "--output") == 0) {
+			if (++i == argc) {
+				return usage_error(err, "run: %s needs a file",
+						   argv[i - 1]);
+			}
+			opts.output_path = argv[i];
+		} else if (strcmp(argv[i], "--max-memory") == 0) {
+			if (++i == argc || !parse_size(argv[i],
+						       &opts.max_memory)) {
+				return usage_error(err, "run: --max-memory "
+					"needs a size like 8G or 1048576, got "
+					"'%s'", i < argc ? argv[i] : "");
+			}
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			return usage_error(err, "run: unknown option '%s'",
+					   argv[i]);
+		} else if (opts.config_path) {
+			return usage_error(err, "run: unexpected argument '%s'",
+					   argv[i]);
+		} else {
+			opts.config_path = argv[i];
+		}
+	}
+	if (!opts.config_path) {
+		return usage_error(err, "run: missing CONFIG%s", NULL);
+	}
+	if (tps_run(&opts, out, &s, &e) != TPS_OK) {
+		return trouble(err, &e);
+	}
+	tps_format_float(s.max_abs_diff, diff);
+	fprintf(err, "tpsim: %s: mesh %s (world %d), %d module%s, %lld "
+		"event%s, %lld collective%s (%lld bytes/rank), max_abs_diff "
+		"%s: %s\n", opts.config_path, s.mesh, s.world_size,
+		s.n_modules, s.n_modules == 1 ? "" : "s", (long long)s.events,
+		s.events == 1 ? "" : "s", (long long)s.collectives,
+		s.collectives == 1 ? "" : "s", (long long)s.bytes_per_rank, diff,
+		s.match ? "matches the reference"
+			: "DIFFERS from the reference");
+	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
+}
+
+struct check_printer {
+	FILE *out;
+	const char *fixture;
+};
+
+static void print_mismatch(void *ctx, const char *line)
+{
+	struct check_printer *p = ctx;
+	char esc[256];
+	fprintf(p->out, "%s: %s\n",
+		tps_json_escape_for_message(p->fixture, esc, sizeof esc),
+		line);
+}
+
+static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
+{
+	cJSON *trace = NULL, *fixture = NULL;
+	struct tps_error e = {0};
+	struct check_printer printer = {out, NULL};
+	size_t mismatches = 0;
+	int rc = TPS_EXIT_TROUBLE;
+
+	for (int i = 2; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			return usage_error(err, "check: unknown option '%s'",
+					   argv[i]);
+		}
+	}
+	if (argc != 4) {
+		return usage_error(err, "check: expected TRACE FIXTURE%s",
+				   NULL);
+	}
+	printer.fixture = argv[3];
+	if (tps_json_load(argv[2], TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
+		    TPS_OK ||
+	    tps_json_load(argv[3], TPS_JSON_MAX_INPUT_BYTES, &fixture, &e) !=
+		    TPS_OK ||
+	    tps_check_fixture(trace, argv[2], fixture, argv[3],
+			      print_mismatch, &printer, &mismatches, &e) !=
+		    TPS_OK) {
+		rc = trouble(err, &e);
+		goto out;
+	}
+	fflush(out);
+	if (mismatches) {
+		fprintf(err, "tpsim: %s does not match %s: %zu mismatch%s\n",
+			argv[2], argv[3], mismatches,
+			mismatches == 1 ? "" : "es");
+		rc = TPS_EXIT_MISMATCH;
+	} else {
+		fprintf(err, "tpsim: %s matches %s\n", argv[2], argv[3]);
+		rc = TPS_EXIT_OK;
+	}
+out:
+	cJSON_Delete(trace);
+	cJSON_Delete(fixture);
+	return rc;
+}
+
+/* Splits "3,2" into sizes; false when malformed. */
+static bool parse_sizes(const char *s, int *sizes, int *n)
+{
+	*n = 0;
+	for (;;) {
+		char *end;
+		long v;
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (end == s || errno || v < 1 || v > TPS_MAX_WORLD ||
+		    *n == TPS_MAX_MESH_DIMS) {
+			return false;
+		}
+		sizes[(*n)++] = (int)v;
+		if (*end == '\0') {
+			return true;
+		}
+		if (*end != ',') {
+			return false;
+		}
+		s = end + 1;
+	}
+}
+
+/* Splits "row,col" in place into names. */
+static int split_names(char *s, char **names, int max)
+{
+	int n = 0;
+	for (char *p = s;; p++) {
+		if (*p == ',' || *p == '\0') {
+			bool last = *p == '\0';
+			if (n == max) {
+				return -1;
+			}
+			names[n++] = s;
+			*p = '\0';
+			s = p + 1;
+			if (last) {
+				return n;
+			}
+		}
+	}
+}
+
+static void print_group(FILE *out, const struct tps_mesh *m, unsigned mask,
+			int g)
+{
+	int ranks[TPS_MAX_WORLD];
+	int n = tps_mesh_group_size(m, mask);
+	tps_mesh_group_members(m, mask, g, ranks);
+	fputc('[', out);
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "%s%d", i ? ", " : "", ranks[i]);
+	}
+	fputc(']', out);
+}
+
+static void print_mesh_text(FILE *out, const struct tps_mesh *m)
+{
+	int coord[TPS_MAX_MESH_DIMS];
+	fputs("DeviceMesh shape (", out);
+	for (int i = 0; i < m->ndim; i++) {
+		fprintf(out, "%s%d", i ? ", " : "", m->shape[i]);
+	}
+	fputs("), mesh_dim_names (", out);
+	for (int i = 0; i < m->ndim; i++) {
+		fprintf(out, "%s'%s'", i ? ", " : "", m->dim_names[i]);
+	}
+	fprintf(out, "), world size %d, ranks row-major\n", m->world_size);
+	for (int r = 0; r < m->world_size; r++) {
+		tps_mesh_coord_of(m, r, coord);
+		fprintf(out, "Rank %d: coordinate (", r);
+		for (int i = 0; i < m->ndim; i++) {
+			fprintf(out, "%s%d", i ? ", " : "", coord[i]);
+		}
+		fputc(')', out);
+		for (int i = 0; i < m->ndim; i++) {
+			unsigned mask = 1u << i;
+			fprintf(out, ", mesh['%s'] = ", m->dim_names[i]);
+			print_group(out, m, mask,
+				    tps_mesh_group_index(m, mask, r));
+			fprintf(out, " (local rank %d)",
+				tps_mesh_local_rank(m, mask, r));
+		}
+		fputc('\n', out);
+	}
+}
+
+static void print_mesh_json(FILE *out, const struct tps_mesh *m)
+{
+	int coord[TPS_MAX_MESH_DIMS];
+	fputs("{\"shape\":[", out);
+	for (int i = 0; i < m->ndim; i++) {
+		fprintf(out, "%s%d", i ? "," : "", m->shape[i]);
+	}
+	fputs("],\"dim_names\":[", out);
+	for (int i = 0; i < m->ndim; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		tps_trace_write_string(out, m->dim_names[i]);
+	}
+	fprintf(out, "],\"world_size\":%d,\"groups\":{", m->world_size);
+	for (int i = 0; i < m->ndim; i++) {
+		unsigned mask = 1u << i;
+		fputs(i ? "," : "", out);
+		tps_trace_write_string(out, m->dim_names[i]);
+		fputs(":[", out);
+		for (int g = 0; g < tps_mesh_group_count(m, mask); g++) {
+			fputs(g ? "," : "", out);
+			print_group(out, m, mask, g);
+		}
+		fputc(']', out);
+	}
+	fputs("},\"ranks\":[", out);
+	for (int r = 0; r < m->world_size; r++) {
+		tps_mesh_coord_of(m, r, coord);
+		fprintf(out, "%s\n{\"rank\":%d,\"coordinate\":[", r ? "," : "",
+			r);
+		for (int i = 0; i < m->ndim; i++) {
+			fprintf(out, "%s%d", i ? "," : "", coord[i]);
+		}
+		fputs("],\"groups\":{", out);
+		for (int i = 0; i < m->ndim; i++) {
+			unsigned mask = 1u << i;
+			fputs(i ? "," : "", out);
+			tps_trace_write_string(out, m->dim_names[i]);
+			fputc(':', out);
+			print_group(out, m, mask,
+				    tps_mesh_group_index(m, mask, r));
+		}
+		fputs("},\"local_ranks\":{", out);
+		for (int i = 0; i < m->ndim; i++) {
+			fputs(i ? "," : "", out);
+			tps_trace_write_string(out, m->dim_names[i]);
+			fprintf(out, ":%d", tps_mesh_local_rank(m, 1u << i, r));
+		}
+		fputs("}}", out);
+	}
+	fputs("]}\n", out);
+}
+
+static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
+{
+	int sizes[TPS_MAX_MESH_DIMS], n = 0, n_names = 0;
+	char *names[TPS_MAX_MESH_DIMS];
+	char defaults[TPS_MAX_MESH_DIMS][8];
+	char names_buf[4 * TPS_MESH_NAME_MAX + 8];
+	const char *shape_arg = NULL, *names_arg = NULL;
+	struct tps_mesh mesh;
+	struct tps_error e = {0};
+	bool json = false;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			json = true;
+		} else if (strcmp(argv[i], "--shape") == 0 ||
+			   strcmp(argv[i], "--names") == 0) {
+			if (i + 1 == argc) {
+				return usage_error(err, "mesh: %s needs a "
+						   "value", argv[i]);
+			}
+			if (argv[i][2] == 's') {
+				shape_arg = argv[++i];
+			} else {
+				names_arg = argv[++i];
+			}
+		} else {
+			return usage_error(err, "mesh: unexpected argument "
+					   "'%s'", argv[i]);
+		}
+	}
+	if (!shape_arg) {
+		return usage_error(err, "mesh: missing --shape (e.g. --shape "
+				   "3,2)%s", NULL);
+	}
+	if (!parse_sizes(shape_arg, sizes, &n)) {
+		return usage_error(err, "mesh: --shape expects 1 to 4 sizes "
+				   "from 1 to 4096 separated by commas, got "
+				   "'%s'", shape_arg);
+	}
+	if (names_arg) {
+		if (strlen(names_arg) >= sizeof names_buf) {
+			return usage_error(err, "mesh: --names is too long%s",
+					   NULL);
+		}
+		memcpy(names_buf, names_arg, strlen(names_arg) + 1);
+		n_names = split_names(names_buf, names, TPS_MAX_MESH_DIMS);
+		if (n_names != n) {
+			return usage_error(err, "mesh: --names expects one "
+					   "name per mesh dim, got '%s'",
+					   names_arg);
+		}
+	} else {
+		for (int i = 0; i < n; i++) {
+			snprintf(defaults[i], sizeof defaults[i], "dim%d", i);
+			names[i] = defaults[i];
+		}
+	}
+	if (tps_mesh_init(&mesh, n, sizes, (const char *const *)names, &e) !=
+	    TPS_OK) {
+		return usage_error(err, "mesh: %s", e.message);
+	}
+	if (json) {
+		print_mesh_json(out, &mesh);
+	} else {
+		print_mesh_text(out, &mesh);
+	}
+	return TPS_EXIT_OK;
+}
+
+int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+	if (!cmd) {
+		return usage_error(err, "missing command%s", NULL);
+	}
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
+	    strcmp(cmd, "help") == 0) {
+		fputs(usage_text, out);
+		return TPS_EXIT_OK;
+	}
+	if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+		fputs("tpsim " TPS_VERSION "\n", out);
+		return TPS_EXIT_OK;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			fputs(usage_text, out);
+			return TPS_EXIT_OK;
+		}
+	}
+	if (strcmp(cmd, "run") == 0) {
+		return cmd_run(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "check") == 0) {
+		return cmd_check(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "mesh") == 0) {
+		return cmd_mesh(argc, argv, out, err);
+	}
+	return usage_error(err, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,353 @@
+#include "tpsim/dtensor.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tps_placement tps_placement_replicate(void)
+{
+	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0};
+}
+
+struct tps_placement tps_placement_shard(int dim)
+{
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim};
+}
+
+struct tps_placement tps_placement_partial(void)
+{
+	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0};
+}
+
+bool tps_placement_equal(struct tps_placement a, struct tps_placement b)
+{
+	return a.kind == b.kind &&
+	       (a.kind != TPS_PLACEMENT_SHARD || a.dim == b.dim);
+}
+
+char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
+{
+	switch (p.kind) {
+	case TPS_PLACEMENT_REPLICATE:
+		snprintf(buf, size, "replicate");
+		break;
+	case TPS_PLACEMENT_SHARD:
+		snprintf(buf, size, "shard(%d)", p.dim);
+		break;
+	case TPS_PLACEMENT_PARTIAL:
+		snprintf(buf, size, "partial");
+		break;
+	}
+	return buf;
+}
+
+void tps_dtensor_local_region(const struct tps_mesh *mesh,
+			      const struct tps_shape *global,
+			      const struct tps_placement *placements, int rank,
+			      int64_t *offset, int64_t *length)
+{
+	int coord[TPS_MAX_MESH_DIMS];
+	tps_mesh_coord_of(mesh, rank, coord);
+	for (int d = 0; d < global->ndim; d++) {
+		offset[d] = 0;
+		length[d] = global->dim[d];
+	}
+	/* Chunk of a chunk, mesh dim by mesh dim in mesh order. */
+	for (int i = 0; i < mesh->ndim; i++) {
+		int64_t start, len;
+		int d = placements[i].dim;
+		if (placements[i].kind != TPS_PLACEMENT_SHARD) {
+			continue;
+		}
+		assert(d >= 0 && d < global->ndim);
+		tps_chunk_range(length[d], mesh->shape[i], coord[i], &start,
+				&len);
+		offset[d] += start;
+		length[d] = len;
+	}
+}
+
+/* Copies region [offset, offset+length) of src into a new tensor. */
+static enum tps_status slice_region(struct tps_tensor *out,
+				    const struct tps_tensor *src,
+				    const int64_t *offset,
+				    const int64_t *length,
+				    struct tps_error *err)
+{
+	struct tps_tensor cur = {0}, next;
+	enum tps_status st = tps_tensor_copy(&cur, src, err);
+	for (int d = 0; d < src->shape.ndim && st == TPS_OK; d++) {
+		if (offset[d] == 0 && length[d] == src->shape.dim[d]) {
+			continue;
+		}
+		st = tps_tensor_narrow(&next, &cur, d, offset[d], length[d],
+				       err);
+		if (st == TPS_OK) {
+			tps_tensor_move(&cur, &next);
+		}
+	}
+	if (st == TPS_OK) {
+		*out = cur;
+	} else {
+		tps_tensor_free(&cur);
+	}
+	return st;
+}
+
+static void free_locals(struct tps_tensor *locals, int n)
+{
+	if (!locals) {
+		return;
+	}
+	for (int r = 0; r < n; r++) {
+		tps_tensor_free(&locals[r]);
+	}
+	free(locals);
+}
+
+void tps_dtensor_wrap(struct tps_dtensor *dt, const struct tps_mesh *mesh,
+		      const struct tps_shape *global,
+		      const struct tps_placement *placements,
+		      struct tps_tensor *locals)
+{
+	memset(dt, 0, sizeof *dt);
+	dt->mesh = mesh;
+	dt->global = *global;
+	for (int i = 0; i < mesh->ndim; i++) {
+		dt->placements[i] = placements[i];
+	}
+	dt->locals = locals;
+}
+
+enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
+				       const struct tps_mesh *mesh,
+				       const struct tps_tensor *global,
+				       const struct tps_placement *placements,
+				       struct tps_error *err)
+{
+	struct tps_tensor *locals;
+	enum tps_status st = TPS_OK;
+
+	locals = calloc((size_t)mesh->world_size, sizeof *locals);
+	if (!locals) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
+		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+		int coord[TPS_MAX_MESH_DIMS];
+		bool zero = false;
+		tps_dtensor_local_region(mesh, &global->shape, placements, r,
+					 offset, length);
+		st = slice_region(&locals[r], global, offset, length, err);
+		tps_mesh_coord_of(mesh, r, coord);
+		for (int i = 0; i < mesh->ndim; i++) {
+			if (placements[i].kind == TPS_PLACEMENT_PARTIAL &&
+			    coord[i] != 0) {
+				zero = true;
+			}
+		}
+		if (st == TPS_OK && zero) {
+			tps_tensor_scale(&locals[r], 0.0f);
+		}
+	}
+	if (st != TPS_OK) {
+		free_locals(locals, mesh->world_size);
+		return st;
+	}
+	tps_dtensor_wrap(dt, mesh, &global->shape, placements, locals);
+	return TPS_OK;
+}
+
+/* dst[region] += src, where src has the region's shape. */
+static void add_at(struct tps_tensor *dst, const struct tps_tensor *src,
+		   const int64_t *offset)
+{
+	int nd = dst->shape.ndim;
+	int64_t idx[TPS_MAX_DIMS] = {0};
+	int64_t n = tps_tensor_numel(src);
+	for (int64_t e = 0; e < n; e++) {
+		int64_t flat = 0;
+		for (int d = 0; d < nd; d++) {
+			flat = flat * dst->shape.dim[d] + offset[d] + idx[d];
+		}
+		dst->data[flat] += src->data[e];
+		for (int d = nd - 1; d >= 0; d--) {
+			if (++idx[d] < src->shape.dim[d]) {
+				break;
+			}
+			idx[d] = 0;
+		}
+	}
+}
+
+enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
+					struct tps_tensor *out,
+					struct tps_error *err)
+{
+	const struct tps_mesh *mesh = dt->mesh;
+	struct tps_tensor full;
+	enum tps_status st = tps_tensor_init(&full, &dt->global, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int r = 0; r < mesh->world_size; r++) {
+		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+		int coord[TPS_MAX_MESH_DIMS];
+		bool counted = true;
+		tps_mesh_coord_of(mesh, r, coord);
+		/* One replica per replicate dim; every member of shard and
+		 * partial dims contributes. */
+		for (int i = 0; i < mesh->ndim; i++) {
+			if (dt->placements[i].kind == TPS_PLACEMENT_REPLICATE &&
+			    coord[i] != 0) {
+				counted = false;
+			}
+		}
+		if (!counted) {
+			continue;
+		}
+		tps_dtensor_local_region(mesh, &dt->global, dt->placements, r,
+					 offset, length);
+		add_at(&full, &dt->locals[r], offset);
+	}
+	*out = full;
+	return TPS_OK;
+}
+
+void tps_dtensor_free(struct tps_dtensor *dt)
+{
+	if (!dt) {
+		return;
+	}
+	if (dt->mesh) {
+		free_locals(dt->locals, dt->mesh->world_size);
+	}
+	memset(dt, 0, sizeof *dt);
+}
+
+/* True when a mesh dim after i shards tensor dim d: a step on mesh dim i
+ * touching d would then concatenate or split in the wrong nesting order. */
+static bool inner_shards(const struct tps_dtensor *dt, int i, int d)
+{
+	for (int j = i + 1; j < dt->mesh->ndim; j++) {
+		if (dt->placements[j].kind == TPS_PLACEMENT_SHARD &&
+		    dt->placements[j].dim == d) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The local split of replicate -> shard(d) on mesh dim i. */
+static enum tps_status split_locally(struct tps_dtensor *dt, int i, int d,
+				     struct tps_error *err)
+{
+	const struct tps_mesh *mesh = dt->mesh;
+	struct tps_tensor *next;
+	enum tps_status st = TPS_OK;
+	next = calloc((size_t)mesh->world_size, sizeof *next);
+	if (!next) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
+		int coord[TPS_MAX_MESH_DIMS];
+		int64_t start, len;
+		tps_mesh_coord_of(mesh, r, coord);
+		tps_chunk_range(dt->locals[r].shape.dim[d], mesh->shape[i],
+				coord[i], &start, &len);
+		st = tps_tensor_narrow(&next[r], &dt->locals[r], d, start, len,
+				       err);
+	}
+	if (st != TPS_OK) {
+		free_locals(next, mesh->world_size);
+		return st;
+	}
+	free_locals(dt->locals, mesh->world_size);
+	dt->locals = next;
+	return TPS_OK;
+}
+
+/* Performs the change of mesh dim i from its placement to `to`. */
+static enum tps_status step(struct tps_dtensor *dt, int i,
+			    struct tps_placement to,
+			    tps_redistribute_observer observer, void *ctx,
+			    struct tps_error *err)
+{
+	struct tps_redistribute_step s = {0};
+	struct tps_placement from = dt->placements[i];
+	unsigned mask = 1u << i;
+	int touched = from.kind == TPS_PLACEMENT_SHARD ? from.dim : to.dim;
+	char a[32], b[32];
+	enum tps_status st;
+
+	s.kind = TPS_REDISTRIBUTE_COLLECTIVE;
+	s.mesh_dim = i;
+	s.before = from;
+	s.after = to;
+	if (to.kind == TPS_PLACEMENT_PARTIAL) {
+		return tps_error_set(err, TPS_ERR_UNSUPPORTED,
+			"redistribute %s -> partial on mesh dim \"%s\" is not "
+			"supported", tps_placement_format(from, a, sizeof a),
+			dt->mesh->dim_names[i]);
+	}
+	if ((from.kind == TPS_PLACEMENT_SHARD && inner_shards(dt, i, from.dim)) ||
+	    (to.kind == TPS_PLACEMENT_SHARD && inner_shards(dt, i, to.dim))) {
+		return tps_error_set(err, TPS_ERR_UNSUPPORTED,
+			"redistribute %s -> %s on mesh dim \"%s\": tensor dim "
+			"%d is also sharded by an inner mesh dim",
+			tps_placement_format(from, a, sizeof a),
+			tps_placement_format(to, b, sizeof b),
+			dt->mesh->dim_names[i], touched);
+	}
+	if (from.kind == TPS_PLACEMENT_PARTIAL) {
+		st = to.kind == TPS_PLACEMENT_REPLICATE
+			? tps_comm_all_reduce(dt->mesh, mask, dt->locals,
+					      TPS_REDUCE_SUM, &s.report, err)
+			: tps_comm_reduce_scatter(dt->mesh, mask, dt->locals,
+						  TPS_REDUCE_SUM, to.dim,
+						  &s.report, err);
+	} else if (from.kind == TPS_PLACEMENT_SHARD &&
+		   to.kind == TPS_PLACEMENT_REPLICATE) {
+		st = tps_comm_all_gather(dt->mesh, mask, dt->locals, from.dim,
+					 &s.report, err);
+	} else if (from.kind == TPS_PLACEMENT_SHARD) {
+		st = tps_comm_all_to_all(dt->mesh, mask, dt->locals, to.dim,
+					 from.dim, &s.report, err);
+	} else {
+		s.kind = TPS_REDISTRIBUTE_SPLIT;
+		st = split_locally(dt, i, to.dim, err);
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	dt->placements[i] = to;
+	if (observer && dt->mesh->shape[i] > 1) {
+		st = observer(ctx, &s, dt, err);
+	}
+	return st;
+}
+
+enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
+					 const struct tps_placement *target,
+					 tps_redistribute_observer observer,
+					 void *ctx, struct tps_error *err)
+{
+	const struct tps_mesh *mesh = dt->mesh;
+	enum tps_status st = TPS_OK;
+
+	for (int i = mesh->ndim - 1; i >= 0 && st == TPS_OK; i--) {
+		bool local_split =
+			dt->placements[i].kind == TPS_PLACEMENT_REPLICATE;
+		if (!tps_placement_equal(dt->placements[i], target[i]) &&
+		    !local_split) {
+			st = step(dt, i, target[i], observer, ctx, err);
+		}
+	}
+	for (int i = 0; i < mesh->ndim && st == TPS_OK; i++) {
+		if (!tps_placement_equal(dt->placements[i], target[i])) {
+			st = step(dt, i, target[i], observer, ctx, err);
+		}
+	}
+	return st;
+}

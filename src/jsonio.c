@@ -1,0 +1,1415 @@
+/*
+ * Strict JSON input: a validating scanner in front of cJSON.
+ *
+ * The scanner is iterative (an explicit stack of at most TPS_JSON_MAX_DEPTH
+ * frames), so hostile nesting cannot overflow the C stack. It keeps the
+ * decoded keys of every open object in one arena and a per-object hash set of
+ * them, so duplicate detection is O(1) per key. The JSON Pointer of the value
+ * being read is rebuilt from the frame stack only when an error is reported,
+ * and so is the line/column.
+ */
+#include "tpsim/jsonio.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* JSON Pointer building                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An untruncated pointer is at most PATH_ROOM bytes, so "..." always fits
+ * after it. A truncated pointer fills the buffer (len == TPS_JSON_PATH_MAX -
+ * 1), which is how later pushes know to leave it alone. Pushes never modify
+ * text before the length they started at, so tps_json_path_pop() restores it.
+ */
+#define PATH_ROOM (TPS_JSON_PATH_MAX - 4)
+#define PATH_FULL (TPS_JSON_PATH_MAX - 1)
+
+void tps_json_path_init(struct tps_json_path *p)
+{
+	assert(p);
+	p->text[0] = '\0';
+	p->len = 0;
+}
+
+/* Appends one unit (never split) or, if it does not fit, the dots. */
+static bool path_put(struct tps_json_path *p, const char *unit, size_t n)
+{
+	if (p->len >= PATH_FULL) {
+		return false;
+	}
+	if (p->len + n <= PATH_ROOM) {
+		memcpy(p->text + p->len, unit, n);
+		p->len += n;
+		p->text[p->len] = '\0';
+		return true;
+	}
+	memset(p->text + p->len, '.', PATH_FULL - p->len);
+	p->len = PATH_FULL;
+	p->text[p->len] = '\0';
+	return false;
+}
+
+/* Bytes in the UTF-8 sequence led by s[0] that are present (stops at NUL),
+ * so that truncation never splits a character. */
+static size_t utf8_unit_len(const unsigned char *s)
+{
+	size_t need = 1;
+	size_t n = 1;
+
+	if (s[0] >= 0xF0) {
+		need = 4;
+	} else if (s[0] >= 0xE0) {
+		need = 3;
+	} else if (s[0] >= 0xC0) {
+		need = 2;
+	}
+	while (n < need && (s[n] & 0xC0) == 0x80) {
+		n++;
+	}
+	return n;
+}
+
+void tps_json_path_push_key(struct tps_json_path *p, const char *key)
+{
+	const unsigned char *s = (const unsigned char *)key;
+	size_t n;
+
+	assert(p && key);
+	if (!path_put(p, "/", 1)) {
+		return;
+	}
+	for (; *s; s += n) {
+		bool ok;
+
+		/* RFC 6901: "~" -> "~0" and "/" -> "~1". */
+		if (*s == '~') {
+			n = 1;
+			ok = path_put(p, "~0", 2);
+		} else if (*s == '/') {
+			n = 1;
+			ok = path_put(p, "~1", 2);
+		} else {
+			n = utf8_unit_len(s);
+			ok = path_put(p, (const char *)s, n);
+		}
+		if (!ok) {
+			return;
+		}
+	}
+}
+
+void tps_json_path_push_index(struct tps_json_path *p, size_t index)
+{
+	char digits[24];
+	char unit[26];
+	size_t nd = 0;
+	size_t n = 0;
+
+	assert(p);
+	do {
+		digits[nd++] = (char)('0' + index % 10);
+		index /= 10;
+	} while (index);
+	unit[n++] = '/';
+	while (nd) {
+		unit[n++] = digits[--nd];
+	}
+	path_put(p, unit, n);
+}
+
+void tps_json_path_pop(struct tps_json_path *p, size_t saved_len)
+{
+	assert(p && saved_len <= p->len);
+	p->len = saved_len;
+	p->text[saved_len] = '\0';
+}
+
+const char *tps_json_path_str(const struct tps_json_path *p)
+{
+	assert(p);
+	return p->len ? p->text : "(root)";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Escaping user text for messages                                          */
+/* ------------------------------------------------------------------------ */
+
+static void hex_u4(char *unit, unsigned cp)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	unit[0] = '\\';
+	unit[1] = 'u';
+	unit[2] = hex[(cp >> 12) & 0xF];
+	unit[3] = hex[(cp >> 8) & 0xF];
+	unit[4] = hex[(cp >> 4) & 0xF];
+	unit[5] = hex[cp & 0xF];
+}
+
+/* The escaped form of the character at s, consuming *used bytes. */
+static size_t escape_unit(const unsigned char *s, char unit[8], size_t *used)
+{
+	const char *two = NULL;
+	size_t n;
+
+	*used = 1;
+	switch (s[0]) {
+	case '"': two = "\\\""; break;
+	case '\\': two = "\\\\"; break;
+	case '\n': two = "\\n"; break;
+	case '\t': two = "\\t"; break;
+	case '\r': two = "\\r"; break;
+	case '\b': two = "\\b"; break;
+	case '\f': two = "\\f"; break;
+	default: break;
+	}
+	if (two) {
+		memcpy(unit, two, 2);
+		return 2;
+	}
+	if (s[0] < 0x20 || s[0] == 0x7F) {
+		hex_u4(unit, s[0]);
+		return 6;
+	}
+	/* C1 controls (U+0080..U+009F) can drive terminals too. */
+	if (s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F) {
+		*used = 2;
+		hex_u4(unit, s[1]);
+		return 6;
+	}
+	n = utf8_unit_len(s);
+	memcpy(unit, s, n);
+	*used = n;
+	return n;
+}
+
+char *tps_json_escape_for_message(const char *text, char *out, size_t out_size)
+{
+	const unsigned char *s;
+	char unit[8];
+	size_t used, n, total = 0, limit, pos = 0;
+
+	assert(text && out);
+	if (out_size == 0) {
+		return out;
+	}
+	/* First pass: does the whole escaped text fit? Stop once it cannot. */
+	s = (const unsigned char *)text;
+	for (; *s && total < out_size; s += used) {
+		total += escape_unit(s, unit, &used);
+	}
+	limit = out_size - 1;
+	if (total > limit) {
+		limit = limit >= 3 ? limit - 3 : 0;
+	}
+	for (s = (const unsigned char *)text; *s; s += used) {
+		n = escape_unit(s, unit, &used);
+		if (pos + n > limit) {
+			break;
+		}
+		memcpy(out + pos, unit, n);
+		pos += n;
+	}
+	if (total > out_size - 1) {
+		for (size_t dots = 0; dots < 3 && pos < out_size - 1; dots++) {
+			out[pos++] = '.';
+		}
+	}
+	out[pos] = '\0';
+	return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading files                                                            */
+/* ------------------------------------------------------------------------ */
+
+#define STDIN_NAME "<stdin>"
+#define READ_CHUNK ((size_t)64 << 10)
+
+/* " (16 MiB)" for round limits, "" otherwise. */
+static void size_suffix(size_t n, char *buf, size_t size)
+{
+	static const char *const units[] = { "GiB", "MiB", "KiB" };
+	static const unsigned shifts[] = { 30, 20, 10 };
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < 3; i++) {
+		size_t unit = (size_t)1 << shifts[i];
+		if (n >= unit && n % unit == 0) {
+			snprintf(buf, size, " (%zu %s)", n / unit, units[i]);
+			return;
+		}
+	}
+}
+
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode)) {
+		return "a directory";
+	}
+	if (S_ISFIFO(mode)) {
+		return "a FIFO";
+	}
+	if (S_ISCHR(mode)) {
+		return "a character device";
+	}
+	if (S_ISBLK(mode)) {
+		return "a block device";
+	}
+	if (S_ISSOCK(mode)) {
+		return "a socket";
+	}
+	return "not a file";
+}
+
+enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
+				   char **out, size_t *out_len,
+				   struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	bool is_stdin;
+	char name[256];
+	char suffix[32];
+	struct stat sb;
+	char *buf = NULL;
+	size_t cap, n = 0;
+	int fd = -1;
+
+	assert(path && out && out_len);
+	is_stdin = strcmp(path, "-") == 0;
+	tps_json_escape_for_message(is_stdin ? STDIN_NAME : path, name,
+				    sizeof name);
+	/* Leaves room for buf[max + 1] and the NUL without overflow. */
+	if (max_bytes > SIZE_MAX - 2) {
+		max_bytes = SIZE_MAX - 2;
+	}
+	size_suffix(max_bytes, suffix, sizeof suffix);
+
+	if (is_stdin) {
+		fd = STDIN_FILENO;
+	} else {
+		/* O_NONBLOCK: opening a FIFO must not wait for a writer; it is
+		 * refused below, and has no effect on regular files. */
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			st = tps_error_set(err, TPS_ERR_IO, "%s: %s", name,
+					   strerror(errno));
+			goto out;
+		}
+	}
+	if (fstat(fd, &sb) != 0) {
+		st = tps_error_set(err, TPS_ERR_IO, "%s: %s", name,
+				   strerror(errno));
+		goto out;
+	}
+	if (!is_stdin && !S_ISREG(sb.st_mode)) {
+		st = tps_error_set(err, TPS_ERR_IO,
+				   "%s: not a regular file (%s)", name,
+				   file_kind(sb.st_mode));
+		goto out;
+	}
+	if (S_ISREG(sb.st_mode)) {
+		if (sb.st_size < 0 || (uintmax_t)sb.st_size > max_bytes) {
+			st = tps_error_set(err, TPS_ERR_LIMIT,
+					   "%s: file is %jd bytes, over the "
+					   "limit of %zu bytes%s",
+					   name, (intmax_t)sb.st_size,
+					   max_bytes, suffix);
+			goto out;
+		}
+		/* +2: one for the NUL, one so EOF is seen without growing. */
+		cap = (size_t)sb.st_size + 2;
+	} else {
+		cap = READ_CHUNK < max_bytes + 2 ? READ_CHUNK : max_bytes + 2;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		st = tps_error_set(err, TPS_ERR_NOMEM,
+				   "%s: out of memory reading %zu bytes", name,
+				   cap);
+		goto out;
+	}
+	for (;;) {
+		ssize_t got;
+
+		if (n > max_bytes) {
+			/* Pipes (and files growing while read) end up here. */
+			st = tps_error_set(err, TPS_ERR_LIMIT,
+					   "%s: input is over the limit of %zu "
+					   "bytes%s",
+					   name, max_bytes, suffix);
+			goto out;
+		}
+		if (n == cap - 1) {
+			size_t grown = cap <= (max_bytes + 2) / 2
+					       ? cap * 2
+					       : max_bytes + 2;
+			char *bigger = realloc(buf, grown);
+			if (!bigger) {
+				st = tps_error_set(err, TPS_ERR_NOMEM,
+						   "%s: out of memory reading "
+						   "%zu bytes",
+						   name, grown);
+				goto out;
+			}
+			buf = bigger;
+			cap = grown;
+		}
+		got = read(fd, buf + n, cap - 1 - n);
+		if (got < 0) {
+			if (errno == EINTR) {
+				continue;
+			}
+			st = tps_error_set(err, TPS_ERR_IO,
+					   "%s: read error: %s", name,
+					   strerror(errno));
+			goto out;
+		}
+		if (got == 0) {
+			break;
+		}
+		n += (size_t)got;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*out_len = n;
+	buf = NULL;
+out:
+	if (fd >= 0 && !is_stdin) {
+		close(fd);
+	}
+	free(buf);
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The strict scanner                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* cJSON 1.7.15 copies at most 63 characters of a number before strtod, so a
+ * longer number would be cut and its tail misread; see shorten_numbers(). */
+#define CJSON_NUMBER_MAX 63
+
+enum frame_kind { FRAME_ARRAY, FRAME_OBJECT };
+
+struct key_rec {
+	uint64_t hash;
+	size_t off; /* into scanner.keys */
+	size_t len;
+};
+
+struct frame {
+	enum frame_kind kind;
+	bool in_child;    /* a member is being read: it is in the pointer */
+	size_t index;     /* arrays: the current element */
+	size_t key_off;   /* objects: the current key, in scanner.keys */
+	size_t first_rec; /* objects: this object's keys start here */
+	size_t keys_mark; /* objects: scanner.keys_len at '{' */
+	size_t *slots;    /* objects: hash set of record index + 1, 0 empty */
+	size_t nslots;    /* a power of two, or 0 */
+};
+
+struct span {
+	size_t off, len;
+};
+
+struct scanner {
+	const char *name; /* escaped for messages */
+	const unsigned char *s;
+	size_t len;
+	size_t pos;
+	struct frame frames[TPS_JSON_MAX_DEPTH];
+	size_t depth;
+	/* Decoded keys of the open objects, each NUL-terminated; objects
+	 * close in LIFO order, so this is a stack. */
+	char *keys;
+	size_t keys_len, keys_cap;
+	struct key_rec *recs;
+	size_t nrecs, recs_cap;
+	struct span *longs; /* numbers cJSON would cut */
+	size_t nlongs, longs_cap;
+	struct tps_error *err;
+};
+
+/* Makes room for one more item in *buf (holding `used` of *cap). */
+static bool grow(void **buf, size_t *cap, size_t used, size_t item)
+{
+	size_t want, bytes;
+	void *bigger;
+
+	if (used < *cap) {
+		return true;
+	}
+	want = *cap ? *cap : 16;
+	if (*cap && __builtin_mul_overflow(*cap, 2, &want)) {
+		return false;
+	}
+	if (__builtin_mul_overflow(want, item, &bytes)) {
+		return false;
+	}
+	bigger = realloc(*buf, bytes);
+	if (!bigger) {
+		return false;
+	}
+	*buf = bigger;
+	*cap = want;
+	return true;
+}
+
+/* Line and column (1-based, columns in characters) of byte offset `at`. */
+static void line_col(const struct scanner *sc, size_t at, size_t *line,
+		     size_t *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < at && i < sc->len; i++) {
+		if (sc->s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else if ((sc->s[i] & 0xC0) != 0x80) {
+			(*col)++;
+		}
+	}
+}
+
+/* Rebuilds the pointer of the value being read from the frame stack. */
+static void scan_pointer(const struct scanner *sc, struct tps_json_path *p)
+{
+	tps_json_path_init(p);
+	for (size_t i = 0; i < sc->depth; i++) {
+		const struct frame *f = &sc->frames[i];
+
+		if (!f->in_child) {
+			break;
+		}
+		if (f->kind == FRAME_ARRAY) {
+			tps_json_path_push_index(p, f->index);
+		} else {
+			tps_json_path_push_key(p, sc->keys + f->key_off);
+		}
+	}
+}
+
+/* Fills err with "<name>: <pointer>: <what>". */
+static enum tps_status scan_fail(struct scanner *sc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static enum tps_status scan_fail(struct scanner *sc, const char *fmt, ...)
+{
+	struct tps_json_path p;
+	char ptr[TPS_JSON_PATH_MAX];
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	scan_pointer(sc, &p);
+	/* Keys may hold control characters; the line must stay one line. */
+	tps_json_escape_for_message(tps_json_path_str(&p), ptr, sizeof ptr);
+	return tps_error_set(sc->err, TPS_ERR_INPUT, "%s: %s: %s", sc->name,
+			     ptr, what);
+}
+
+/* "invalid JSON at line L, column C: <what>" for the byte at `at`. */
+static enum tps_status syntax_error(struct scanner *sc, size_t at,
+				    const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum tps_status syntax_error(struct scanner *sc, size_t at,
+				    const char *fmt, ...)
+{
+	char what[400];
+	size_t line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	line_col(sc, at, &line, &col);
+	return scan_fail(sc, "invalid JSON at line %zu, column %zu: %s", line,
+			 col, what);
+}
+
+static enum tps_status eof_error(struct scanner *sc)
+{
+	size_t line, col;
+
+	line_col(sc, sc->len, &line, &col);
+	return scan_fail(sc, "unexpected end of input at line %zu, column %zu",
+			 line, col);
+}
+
+static enum tps_status nomem_error(struct scanner *sc)
+{
+	return tps_error_set(sc->err, TPS_ERR_NOMEM,
+			     "%s: out of memory while checking JSON",
+			     sc->name);
+}
+
+/*
+ * Decodes the UTF-8 sequence at s (n bytes available) per RFC 3629: returns
+ * its length and code point, or 0 with *why naming the defect.
+ */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp,
+			  const char **why)
+{
+	size_t need;
+	uint32_t c = s[0];
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c < 0xC0) {
+		*why = "unexpected continuation byte";
+		return 0;
+	}
+	if (c < 0xC2) {
+		*why = "overlong encoding";
+		return 0;
+	}
+	if (c < 0xE0) {
+		need = 2;
+		c &= 0x1F;
+	} else if (c < 0xF0) {
+		need = 3;
+		c &= 0x0F;
+	} else if (c < 0xF5) {
+		need = 4;
+		c &= 0x07;
+	} else if (c < 0xF8) {
+		*why = "code point above U+10FFFF";
+		return 0;
+	} else {
+		*why = "byte that never appears in UTF-8";
+		return 0;
+	}
+	for (size_t i = 1; i < need; i++) {
+		if (i >= n || (s[i] & 0xC0) != 0x80) {
+			*why = "truncated sequence";
+			return 0;
+		}
+		c = (c << 6) | (s[i] & 0x3F);
+	}
+	if ((need == 3 && c < 0x800) || (need == 4 && c < 0x10000)) {
+		*why = "overlong encoding";
+		return 0;
+	}
+	if (c >= 0xD800 && c <= 0xDFFF) {
+		*why = "UTF-16 surrogate encoded in UTF-8";
+		return 0;
+	}
+	if (c > 0x10FFFF) {
+		*why = "code point above U+10FFFF";
+		return 0;
+	}
+	*cp = c;
+	return need;
+}
+
+/* Reports a NUL byte or invalid UTF-8 at `at`; TPS_OK if neither. */
+static enum tps_status check_bad_byte(struct scanner *sc, size_t at,
+				      const char *where)
+{
+	const char *why = NULL;
+	uint32_t cp;
+
+	if (sc->s[at] == 0) {
+		return syntax_error(sc, at, "NUL byte%s", where);
+	}
+	if (sc->s[at] >= 0x80 &&
+	    !utf8_decode(sc->s + at, sc->len - at, &cp, &why)) {
+		return syntax_error(sc, at, "invalid UTF-8 (%s)", why);
+	}
+	return TPS_OK;
+}
+
+/* "expected <what>, got <the character at pos>". */
+static enum tps_status unexpected(struct scanner *sc, const char *expected)
+{
+	const char *why = NULL;
+	size_t at = sc->pos;
+	uint32_t cp = 0;
+	unsigned c;
+
+	if (at >= sc->len) {
+		return eof_error(sc);
+	}
+	if (check_bad_byte(sc, at, "") != TPS_OK) {
+		return TPS_ERR_INPUT;
+	}
+	c = sc->s[at];
+	if (c >= 0x80) {
+		utf8_decode(sc->s + at, sc->len - at, &cp, &why);
+		return syntax_error(sc, at, "expected %s, got U+%04" PRIX32,
+				    expected, cp);
+	}
+	if (c < 0x20 || c == 0x7F) {
+		return syntax_error(sc, at,
+				    "expected %s, got control character "
+				    "U+%04X",
+				    expected, c);
+	}
+	return syntax_error(sc, at, "expected %s, got '%c'", expected, (int)c);
+}
+
+static void skip_ws(struct scanner *sc)
+{
+	while (sc->pos < sc->len) {
+		unsigned char c = sc->s[sc->pos];
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			break;
+		}
+		sc->pos++;
+	}
+}
+
+static bool key_put(struct scanner *sc, const void *bytes, size_t n)
+{
+	while (sc->keys_len + n > sc->keys_cap) {
+		if (!grow((void **)&sc->keys, &sc->keys_cap, sc->keys_cap, 1)) {
+			return false;
+		}
+	}
+	memcpy(sc->keys + sc->keys_len, bytes, n);
+	sc->keys_len += n;
+	return true;
+}
+
+static int hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9') {
+		return c - '0';
+	}
+	if (c >= 'a' && c <= 'f') {
+		return c - 'a' + 10;
+	}
+	if (c >= 'A' && c <= 'F') {
+		return c - 'A' + 10;
+	}
+	return -1;
+}
+
+/* Reads the 4 hex digits after "\u" at `esc` into *v. */
+static enum tps_status scan_hex4(struct scanner *sc, size_t esc, uint32_t *v)
+{
+	*v = 0;
+	for (size_t i = 2; i < 6; i++) {
+		int h;
+
+		if (esc + i >= sc->len) {
+			return eof_error(sc);
+		}
+		h = hex_value(sc->s[esc + i]);
+		if (h < 0) {
+			return syntax_error(sc, esc,
+					    "invalid \\u escape (expected 4 "
+					    "hex digits)");
+		}
+		*v = (*v << 4) | (uint32_t)h;
+	}
+	return TPS_OK;
+}
+
+static size_t utf8_encode(uint32_t cp, unsigned char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (unsigned char)(0xC0 | (cp >> 6));
+		out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (unsigned char)(0xE0 | (cp >> 12));
+		out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	out[0] = (unsigned char)(0xF0 | (cp >> 18));
+	out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+	out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+	out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+/* Scans the escape at sc->pos; with `key`, appends its decoded bytes. */
+static enum tps_status scan_escape(struct scanner *sc, bool key)
+{
+	enum tps_status st;
+	unsigned char utf8[4];
+	size_t esc = sc->pos, n = 1;
+	uint32_t cp, lo;
+	unsigned char e;
+
+	if (esc + 1 >= sc->len) {
+		return eof_error(sc);
+	}
+	e = sc->s[esc + 1];
+	switch (e) {
+	case '"': case '\\': case '/': utf8[0] = e; break;
+	case 'b': utf8[0] = '\b'; break;
+	case 'f': utf8[0] = '\f'; break;
+	case 'n': utf8[0] = '\n'; break;
+	case 'r': utf8[0] = '\r'; break;
+	case 't': utf8[0] = '\t'; break;
+	case 'u':
+		st = scan_hex4(sc, esc, &cp);
+		if (st != TPS_OK) {
+			return st;
+		}
+		if (cp >= 0xDC00 && cp <= 0xDFFF) {
+			return syntax_error(sc, esc,
+					    "lone surrogate \\u%04" PRIX32
+					    " (a low surrogate without a "
+					    "high one before it)",
+					    cp);
+		}
+		if (cp >= 0xD800 && cp <= 0xDBFF) {
+			size_t next = esc + 6;
+
+			if (next + 1 >= sc->len) {
+				return eof_error(sc);
+			}
+			if (sc->s[next] != '\\' || sc->s[next + 1] != 'u') {
+				return syntax_error(
+					sc, esc,
+					"lone surrogate \\u%04" PRIX32
+					" (expected a low surrogate "
+					"\\uDC00-\\uDFFF next)",
+					cp);
+			}
+			st = scan_hex4(sc, next, &lo);
+			if (st != TPS_OK) {
+				return st;
+			}
+			if (lo < 0xDC00 || lo > 0xDFFF) {
+				return syntax_error(sc, esc,
+						    "mismatched surrogate: "
+						    "\\u%04" PRIX32 " followed "
+						    "by \\u%04" PRIX32 ", not "
+						    "a low surrogate",
+						    cp, lo);
+			}
+			cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+			sc->pos += 6;
+		}
+		if (cp == 0) {
+			/* cJSON strings end at NUL: the text would be cut. */
+			return syntax_error(sc, esc,
+					    "\\u0000 (NUL) is not allowed");
+		}
+		sc->pos += 4;
+		n = utf8_encode(cp, utf8);
+		break;
+	default:
+		if (e >= 0x21 && e < 0x7F) {
+			return syntax_error(sc, esc, "invalid escape '\\%c'",
+					    (int)e);
+		}
+		return syntax_error(sc, esc,
+				    "invalid escape (backslash followed by "
+				    "byte 0x%02X)",
+				    (unsigned)e);
+	}
+	sc->pos += 2;
+	if (key && !key_put(sc, utf8, n)) {
+		return nomem_error(sc);
+	}
+	return TPS_OK;
+}
+
+/*
+ * Scans the string whose '"' is at sc->pos. With `key`, its decoded bytes
+ * and a NUL are appended to sc->keys and *key_len is their count.
+ */
+static enum tps_status scan_string(struct scanner *sc, bool key,
+				   size_t *key_len)
+{
+	enum tps_status st;
+	size_t start = sc->keys_len;
+	const char *why = NULL;
+	uint32_t cp;
+
+	sc->pos++;
+	for (;;) {
+		unsigned char c;
+		size_t from = sc->pos, n;
+
+		/* Fast path: plain printable ASCII. */
+		while (sc->pos < sc->len) {
+			c = sc->s[sc->pos];
+			if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') {
+				break;
+			}
+			sc->pos++;
+		}
+		if (key && sc->pos > from &&
+		    !key_put(sc, sc->s + from, sc->pos - from)) {
+			return nomem_error(sc);
+		}
+		if (sc->pos >= sc->len) {
+			return eof_error(sc);
+		}
+		c = sc->s[sc->pos];
+		if (c == '"') {
+			sc->pos++;
+			break;
+		}
+		if (c == '\\') {
+			st = scan_escape(sc, key);
+			if (st != TPS_OK) {
+				return st;
+			}
+			continue;
+		}
+		if (c == 0) {
+			return syntax_error(sc, sc->pos, "NUL byte in string");
+		}
+		if (c < 0x20) {
+			return syntax_error(sc, sc->pos,
+					    "raw control character U+%04X in "
+					    "string (it must be escaped)",
+					    (unsigned)c);
+		}
+		n = utf8_decode(sc->s + sc->pos, sc->len - sc->pos, &cp, &why);
+		if (!n) {
+			return syntax_error(sc, sc->pos, "invalid UTF-8 (%s)",
+					    why);
+		}
+		if (key && !key_put(sc, sc->s + sc->pos, n)) {
+			return nomem_error(sc);
+		}
+		sc->pos += n;
+	}
+	if (key) {
+		*key_len = sc->keys_len - start;
+		if (!key_put(sc, "", 1)) {
+			return nomem_error(sc);
+		}
+	}
+	return TPS_OK;
+}
+
+static bool is_digit(const struct scanner *sc, size_t at)
+{
+	return at < sc->len && sc->s[at] >= '0' && sc->s[at] <= '9';
+}
+
+static void skip_digits(struct scanner *sc)
+{
+	while (is_digit(sc, sc->pos)) {
+		sc->pos++;
+	}
+}
+
+/* number = [ "-" ] ( "0" / [1-9] *DIGIT ) [ "." 1*DIGIT ]
+ *          [ ( "e" / "E" ) [ "+" / "-" ] 1*DIGIT ]   (RFC 8259) */
+static enum tps_status scan_number(struct scanner *sc)
+{
+	size_t start = sc->pos;
+
+	if (sc->s[sc->pos] == '-') {
+		sc->pos++;
+		if (!is_digit(sc, sc->pos)) {
+			return unexpected(sc, "a digit after '-'");
+		}
+	}
+	if (sc->s[sc->pos] == '0') {
+		sc->pos++;
+		if (is_digit(sc, sc->pos)) {
+			return syntax_error(sc, start,
+					    "leading zero in number");
+		}
+	} else {
+		skip_digits(sc);
+	}
+	if (sc->pos < sc->len && sc->s[sc->pos] == '.') {
+		sc->pos++;
+		if (!is_digit(sc, sc->pos)) {
+			return unexpected(sc, "a digit after '.' in number");
+		}
+		skip_digits(sc);
+	}
+	if (sc->pos < sc->len &&
+	    (sc->s[sc->pos] == 'e' || sc->s[sc->pos] == 'E')) {
+		sc->pos++;
+		if (sc->pos < sc->len &&
+		    (sc->s[sc->pos] == '+' || sc->s[sc->pos] == '-')) {
+			sc->pos++;
+		}
+		if (!is_digit(sc, sc->pos)) {
+			return unexpected(sc, "a digit in the exponent");
+		}
+		skip_digits(sc);
+	}
+	if (sc->pos - start > CJSON_NUMBER_MAX) {
+		if (!grow((void **)&sc->longs, &sc->longs_cap, sc->nlongs,
+			  sizeof *sc->longs)) {
+			return nomem_error(sc);
+		}
+		sc->longs[sc->nlongs].off = start;
+		sc->longs[sc->nlongs].len = sc->pos - start;
+		sc->nlongs++;
+	}
+	return TPS_OK;
+}
+
+/* true / false; null is reported as not allowed. */
+static enum tps_status scan_literal(struct scanner *sc)
+{
+	static const char *const words[] = { "true", "false", "null" };
+	size_t left = sc->len - sc->pos;
+
+	for (size_t i = 0; i < 3; i++) {
+		size_t n = strlen(words[i]);
+
+		if (sc->s[sc->pos] != (unsigned char)words[i][0]) {
+			continue;
+		}
+		if (memcmp(sc->s + sc->pos, words[i], n < left ? n : left)) {
+			return syntax_error(sc, sc->pos,
+					    "invalid literal (expected true "
+					    "or false)");
+		}
+		if (left < n) {
+			return eof_error(sc);
+		}
+		if (i == 2) {
+			size_t line, col;
+
+			line_col(sc, sc->pos, &line, &col);
+			return scan_fail(sc,
+					 "null is not allowed (line %zu, "
+					 "column %zu)",
+					 line, col);
+		}
+		sc->pos += n;
+		return TPS_OK;
+	}
+	return unexpected(sc, "a JSON value");
+}
+
+/* FNV-1a: keys are local file content, not an attacker-chosen flood. */
+static uint64_t key_hash(const char *s, size_t n)
+{
+	uint64_t h = 14695981039346656037u;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211u;
+	}
+	return h;
+}
+
+/* Doubles f's hash set once it is half full. */
+static bool key_set_grow(struct scanner *sc, struct frame *f)
+{
+	size_t count = sc->nrecs - f->first_rec;
+	size_t nslots, *slots;
+
+	if ((count + 1) * 2 <= f->nslots) {
+		return true;
+	}
+	nslots = f->nslots ? f->nslots * 2 : 16;
+	slots = calloc(nslots, sizeof *slots);
+	if (!slots) {
+		return false;
+	}
+	for (size_t r = f->first_rec; r < sc->nrecs; r++) {
+		size_t i = (size_t)sc->recs[r].hash & (nslots - 1);
+
+		while (slots[i]) {
+			i = (i + 1) & (nslots - 1);
+		}
+		slots[i] = r + 1;
+	}
+	free(f->slots);
+	f->slots = slots;
+	f->nslots = nslots;
+	return true;
+}
+
+/* Adds the key just decoded at keys[off] (len bytes) to the top object;
+ * *dup is set instead if it is already there. */
+static enum tps_status key_add(struct scanner *sc, size_t off, size_t len,
+			       bool *dup)
+{
+	struct frame *f = &sc->frames[sc->depth - 1];
+	uint64_t h = key_hash(sc->keys + off, len);
+	size_t i;
+
+	*dup = false;
+	if (!key_set_grow(sc, f) ||
+	    !grow((void **)&sc->recs, &sc->recs_cap, sc->nrecs,
+		  sizeof *sc->recs)) {
+		return nomem_error(sc);
+	}
+	i = (size_t)h & (f->nslots - 1);
+	while (f->slots[i]) {
+		const struct key_rec *r = &sc->recs[f->slots[i] - 1];
+
+		if (r->hash == h && r->len == len &&
+		    memcmp(sc->keys + r->off, sc->keys + off, len) == 0) {
+			*dup = true;
+			return TPS_OK;
+		}
+		i = (i + 1) & (f->nslots - 1);
+	}
+	sc->recs[sc->nrecs].hash = h;
+	sc->recs[sc->nrecs].off = off;
+	sc->recs[sc->nrecs].len = len;
+	sc->nrecs++;
+	f->slots[i] = sc->nrecs;
+	return TPS_OK;
+}
+
+static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
+{
+	struct frame *f;
+
+	if (sc->depth == TPS_JSON_MAX_DEPTH) {
+		size_t line, col;
+
+		line_col(sc, sc->pos, &line, &col);
+		return scan_fail(sc,
+				 "nesting deeper than %d levels (line %zu, "
+				 "column %zu)",
+				 TPS_JSON_MAX_DEPTH, line, col);
+	}
+	f = &sc->frames[sc->depth++];
+	memset(f, 0, sizeof *f);
+	f->kind = k;
+	f->first_rec = sc->nrecs;
+	f->keys_mark = sc->keys_len;
+	sc->pos++;
+	return TPS_OK;
+}
+
+static void close_container(struct scanner *sc)
+{
+	struct frame *f = &sc->frames[--sc->depth];
+
+	if (f->kind == FRAME_OBJECT) {
+		free(f->slots);
+		sc->nrecs = f->first_rec;
+		sc->keys_len = f->keys_mark;
+	}
+	sc->pos++;
+}
+
+enum scan_state {
+	ST_VALUE,      /* a value starts here */
+	ST_FIRST_KEY,  /* after '{' */
+	ST_KEY,        /* after ',' in an object */
+	ST_AFTER_VALUE /* a value just ended */
+};
+
+/* Reads `{"key"` up to and including the ':' after it. */
+static enum tps_status scan_member_key(struct scanner *sc, bool first)
+{
+	struct frame *f = &sc->frames[sc->depth - 1];
+	enum tps_status st;
+	size_t off = sc->keys_len, len = 0;
+	char shown[128];
+	bool dup;
+
+	if (sc->pos >= sc->len || sc->s[sc->pos] != '"') {
+		return unexpected(sc, first ? "a string key or '}'"
+					    : "a string key");
+	}
+	st = scan_string(sc, true, &len);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* From here on the pointer names this member. */
+	f->in_child = true;
+	f->key_off = off;
+	st = key_add(sc, off, len, &dup);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (dup) {
+		return scan_fail(sc, "duplicate key \"%s\"",
+				 tps_json_escape_for_message(sc->keys + off,
+							     shown,
+							     sizeof shown));
+	}
+	skip_ws(sc);
+	if (sc->pos >= sc->len || sc->s[sc->pos] != ':') {
+		return unexpected(sc, "':' after the key");
+	}
+	sc->pos++;
+	return TPS_OK;
+}
+
+static enum tps_status scan_value_start(struct scanner *sc,
+					enum scan_state *next)
+{
+	enum tps_status st;
+	unsigned char c;
+
+	skip_ws(sc);
+	if (sc->pos >= sc->len) {
+		return eof_error(sc);
+	}
+	c = sc->s[sc->pos];
+	*next = ST_AFTER_VALUE;
+	if (c == '[' || c == '{') {
+		st = open_container(sc, c == '[' ? FRAME_ARRAY : FRAME_OBJECT);
+		if (st != TPS_OK) {
+			return st;
+		}
+		skip_ws(sc);
+		if (sc->pos < sc->len &&
+		    sc->s[sc->pos] == (c == '[' ? ']' : '}')) {
+			close_container(sc);
+		} else if (c == '[') {
+			sc->frames[sc->depth - 1].in_child = true;
+			*next = ST_VALUE;
+		} else {
+			*next = ST_FIRST_KEY;
+		}
+		return TPS_OK;
+	}
+	if (c == '"') {
+		return scan_string(sc, false, NULL);
+	}
+	if (c == '-' || (c >= '0' && c <= '9')) {
+		return scan_number(sc);
+	}
+	return scan_literal(sc);
+}
+
+/* After a value: ',' or the end of the container (or of the input). */
+static enum tps_status scan_after_value(struct scanner *sc,
+					enum scan_state *next, bool *done)
+{
+	struct frame *f;
+	unsigned char c;
+
+	skip_ws(sc);
+	if (sc->depth == 0) {
+		if (sc->pos < sc->len) {
+			if (check_bad_byte(sc, sc->pos,
+					   " after the JSON value") != TPS_OK) {
+				return TPS_ERR_INPUT;
+			}
+			return syntax_error(sc, sc->pos,
+					    "trailing content after the JSON "
+					    "value");
+		}
+		*done = true;
+		return TPS_OK;
+	}
+	f = &sc->frames[sc->depth - 1];
+	f->in_child = false;
+	if (sc->pos >= sc->len) {
+		return eof_error(sc);
+	}
+	c = sc->s[sc->pos];
+	if (c == ',') {
+		sc->pos++;
+		if (f->kind == FRAME_ARRAY) {
+			f->index++;
+			f->in_child = true;
+			*next = ST_VALUE;
+		} else {
+			*next = ST_KEY;
+		}
+		return TPS_OK;
+	}
+	if (c == (f->kind == FRAME_ARRAY ? ']' : '}')) {
+		close_container(sc);
+		*next = ST_AFTER_VALUE;
+		return TPS_OK;
+	}
+	return unexpected(sc, f->kind == FRAME_ARRAY ? "',' or ']'"
+						       : "',' or '}'");
+}
+
+static enum tps_status scan_document(struct scanner *sc)
+{
+	enum scan_state state = ST_VALUE;
+	enum tps_status st = TPS_OK;
+	bool done = false;
+
+	skip_ws(sc);
+	if (sc->pos >= sc->len) {
+		return scan_fail(sc, "empty input (expected a JSON value)");
+	}
+	while (!done && st == TPS_OK) {
+		switch (state) {
+		case ST_VALUE:
+			st = scan_value_start(sc, &state);
+			break;
+		case ST_FIRST_KEY:
+		case ST_KEY:
+			skip_ws(sc);
+			st = scan_member_key(sc, state == ST_FIRST_KEY);
+			state = ST_VALUE;
+			break;
+		case ST_AFTER_VALUE:
+			st = scan_after_value(sc, &state, &done);
+			break;
+		}
+	}
+	return st;
+}
+
+static void scanner_free(struct scanner *sc)
+{
+	while (sc->depth) {
+		struct frame *f = &sc->frames[--sc->depth];
+		if (f->kind == FRAME_OBJECT) {
+			free(f->slots);
+		}
+	}
+	free(sc->keys);
+	free(sc->recs);
+	free(sc->longs);
+}
+
+/*
+ * Copies the text with each number cJSON would cut replaced by "%.17g" of the
+ * same double (17 significant digits round-trip exactly), or by +-1e999 when
+ * it overflows, which cJSON reads back as the same infinity strtod gives.
+ * Assumes the C locale for the decimal point, as cJSON's strtod does.
+ */
+static enum tps_status shorten_numbers(struct scanner *sc, char **out,
+				       size_t *out_len)
+{
+	enum tps_status st = TPS_OK;
+	char *buf = NULL, *num = NULL;
+	size_t n = 0, from = 0;
+
+	/* Each replacement (at most 24 bytes) is shorter than the number. */
+	buf = malloc(sc->len + 1);
+	if (!buf) {
+		st = nomem_error(sc);
+		goto out;
+	}
+	for (size_t i = 0; i < sc->nlongs; i++) {
+		const struct span *sp = &sc->longs[i];
+		char rep[32];
+		double d;
+
+		memcpy(buf + n, sc->s + from, sp->off - from);
+		n += sp->off - from;
+		num = malloc(sp->len + 1);
+		if (!num) {
+			st = nomem_error(sc);
+			goto out;
+		}
+		memcpy(num, sc->s + sp->off, sp->len);
+		num[sp->len] = '\0';
+		d = strtod(num, NULL);
+		free(num);
+		num = NULL;
+		if (isinf(d)) {
+			snprintf(rep, sizeof rep, "%s",
+				 d < 0 ? "-1e999" : "1e999");
+		} else {
+			snprintf(rep, sizeof rep, "%.17g", d);
+		}
+		memcpy(buf + n, rep, strlen(rep));
+		n += strlen(rep);
+		from = sp->off + sp->len;
+	}
+	memcpy(buf + n, sc->s + from, sc->len - from);
+	n += sc->len - from;
+	buf[n] = '\0';
+	*out = buf;
+	*out_len = n;
+	buf = NULL;
+out:
+	free(buf);
+	free(num);
+	return st;
+}
+
+enum tps_status tps_json_parse_strict(const char *name, const char *text,
+				      size_t len, cJSON **out,
+				      struct tps_error *err)
+{
+	struct scanner sc;
+	char shown[256];
+	char *copy = NULL;
+	const char *src;
+	size_t src_len;
+	enum tps_status st;
+	cJSON *tree;
+
+	assert(name && out && (text || len == 0));
+	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
+	memset(&sc, 0, sizeof sc);
+	sc.name = tps_json_escape_for_message(name, shown, sizeof shown);
+	sc.s = (const unsigned char *)text;
+	sc.len = len;
+	sc.err = err;
+
+	st = scan_document(&sc);
+	if (st != TPS_OK) {
+		goto out;
+	}
+	src = text;
+	src_len = len;
+	if (sc.nlongs) {
+		st = shorten_numbers(&sc, &copy, &src_len);
+		if (st != TPS_OK) {
+			goto out;
+		}
+		src = copy;
+	}
+	/* The text is valid, so NULL here can only be a failed allocation. */
+	tree = cJSON_ParseWithLength(src, src_len);
+	if (!tree) {
+		st = tps_error_set(err, TPS_ERR_NOMEM,
+				   "%s: out of memory while building the JSON "
+				   "tree",
+				   sc.name);
+		goto out;
+	}
+	*out = tree;
+out:
+	scanner_free(&sc);
+	free(copy);
+	return st;
+}
+
+enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
+			      struct tps_error *err)
+{
+	enum tps_status st;
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert(path && out);
+	st = tps_json_read_file(path, max_bytes, &buf, &len, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	st = tps_json_parse_strict(strcmp(path, "-") == 0 ? STDIN_NAME : path,
+				   buf, len, out, err);
+	free(buf);
+	return st;
+}

@@ -1,0 +1,418 @@
+#include "tpsim/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpsim/rng.h"
+
+void tps_model_spec_free(struct tps_model_spec *spec)
+{
+	if (!spec) {
+		return;
+	}
+	for (int i = 0; i < spec->n_overrides; i++) {
+		tps_tensor_free(&spec->overrides[i].value);
+	}
+	free(spec->overrides);
+	free(spec->modules);
+	memset(spec, 0, sizeof *spec);
+}
+
+enum tps_status tps_model_init_tensor(struct tps_tensor *t,
+				      const struct tps_shape *shape,
+				      struct tps_init_spec init, float a,
+				      const char *stream,
+				      struct tps_error *err)
+{
+	struct tps_tensor v;
+	struct tps_rng rng;
+	int64_t n;
+	enum tps_status st = tps_tensor_init(&v, shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	n = tps_tensor_numel(&v);
+	tps_rng_seed_named(&rng, init.seed, stream);
+	for (int64_t i = 0; i < n; i++) {
+		switch (init.method) {
+		case TPS_INIT_ARANGE:
+			v.data[i] = (float)(i + 1);
+			break;
+		case TPS_INIT_ONES:
+			v.data[i] = 1.0f;
+			break;
+		case TPS_INIT_ZEROS:
+			break;
+		case TPS_INIT_UNIFORM:
+			v.data[i] = tps_rng_uniform(&rng, a);
+			break;
+		case TPS_INIT_NORMAL:
+			v.data[i] = tps_rng_normal(&rng, a);
+			break;
+		}
+	}
+	*t = v;
+	return TPS_OK;
+}
+
+/* The tp placements of a linear layer's weight and bias under its style. */
+static void param_placements(const struct tps_model_spec *spec,
+			     const struct tps_module_spec *m,
+			     struct tps_placement *weight,
+			     struct tps_placement *bias)
+{
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		weight[i] = tps_placement_replicate();
+		bias[i] = tps_placement_replicate();
+	}
+	if (m->style == TPS_STYLE_COLWISE) {
+		weight[spec->tp_dim] = tps_placement_shard(0);
+		bias[spec->tp_dim] = tps_placement_shard(0);
+	} else if (m->style == TPS_STYLE_ROWWISE) {
+		weight[spec->tp_dim] = tps_placement_shard(1);
+	}
+}
+
+static enum tps_status check_divisible(const struct tps_model_spec *spec,
+				       const struct tps_module_spec *m,
+				       const char *what, int64_t size,
+				       struct tps_error *err)
+{
+	int tp = spec->mesh.shape[spec->tp_dim];
+	if (spec->uneven != TPS_UNEVEN_DIVISIBLE || size % tp == 0) {
+		return TPS_OK;
+	}
+	return tps_error_set(err, TPS_ERR_INPUT,
+		"%s: %s %s: %s %lld not divisible by %s=%d (uneven: "
+		"divisible)", m->plan_pointer, tps_style_name(m->style),
+		m->name, what, (long long)size,
+		spec->mesh.dim_names[spec->tp_dim], tp);
+}
+
+/* Every size the plan splits over tp must divide in "divisible" mode. */
+static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
+					    struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		const struct tps_placement *io[2] = {&m->input, &m->output};
+		int nd = spec->input_shape.ndim;
+		if (m->style == TPS_STYLE_COLWISE) {
+			st = check_divisible(spec, m, "out_features",
+					     m->out_features, err);
+		} else if (m->style == TPS_STYLE_ROWWISE) {
+			st = check_divisible(spec, m, "in_features",
+					     m->in_features, err);
+		}
+		/* Sequence-parallel layouts split an activation dim other
+		 * than the last, whose size is the input's. */
+		for (int k = 0; k < 2 && st == TPS_OK; k++) {
+			int d = tps_dim_normalize(io[k]->dim, nd);
+			char what[32];
+			if (io[k]->kind != TPS_PLACEMENT_SHARD || d < 0 ||
+			    d == nd - 1) {
+				continue;
+			}
+			snprintf(what, sizeof what, "activation dim %d", d);
+			st = check_divisible(spec, m, what,
+					     spec->input_shape.dim[d], err);
+		}
+	}
+	return st;
+}
+
+static const struct tps_param_override *
+find_override(const struct tps_model_spec *spec, const char *name)
+{
+	for (int i = 0; i < spec->n_overrides; i++) {
+		if (strcmp(spec->overrides[i].name, name) == 0) {
+			return &spec->overrides[i];
+		}
+	}
+	return NULL;
+}
+
+/* Makes one parameter's global value and distributes it. */
+static enum tps_status make_param(const struct tps_model_spec *spec,
+				  struct tps_param *p, const char *module,
+				  const char *suffix,
+				  const struct tps_shape *shape, int64_t fan_in,
+				  const struct tps_placement *placements,
+				  struct tps_dtensor *dist,
+				  struct tps_error *err)
+{
+	const struct tps_param_override *o;
+	enum tps_status st;
+
+	snprintf(p->name, sizeof p->name, "%s.%s", module, suffix);
+	o = find_override(spec, p->name);
+	if (o) {
+		st = tps_tensor_copy(&p->global, &o->value, err);
+	} else {
+		/* nn.Linear's bound: a = 1/sqrt(fan_in), for W and b. */
+		float a = fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in))
+				     : 0.0f;
+		st = tps_model_init_tensor(&p->global, shape, spec->param_init,
+					   a, p->name, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_dtensor_distribute(dist, &spec->mesh, &p->global,
+					    placements, err);
+	}
+	p->dist = dist;
+	return st;
+}
+
+enum tps_status tps_model_init(struct tps_model *model,
+			       const struct tps_model_spec *spec,
+			       struct tps_error *err)
+{
+	struct tps_model m = {0};
+	enum tps_status st = check_plan_divisible(spec, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	m.spec = spec;
+	m.layers = calloc((size_t)spec->n_modules, sizeof *m.layers);
+	m.params = calloc((size_t)spec->n_modules * 2, sizeof *m.params);
+	if (!m.layers || !m.params) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
+		const struct tps_module_spec *ms = &spec->modules[i];
+		struct tps_linear *l = &m.layers[i];
+		struct tps_placement wp[TPS_MAX_MESH_DIMS];
+		struct tps_placement bp[TPS_MAX_MESH_DIMS];
+		int64_t wdims[2] = {ms->out_features, ms->in_features};
+		struct tps_shape wshape = tps_shape_make(2, wdims);
+		struct tps_shape bshape = tps_shape_make(1, wdims);
+
+		l->name = ms->name;
+		l->style = ms->style;
+		l->bias_mode = ms->bias_mode;
+		l->input = ms->input;
+		l->output = ms->output;
+		l->has_bias = ms->bias;
+		if (ms->type != TPS_MODULE_LINEAR) {
+			continue;
+		}
+		param_placements(spec, ms, wp, bp);
+		st = make_param(spec, &m.params[m.n_params++], ms->name,
+				"weight", &wshape, ms->in_features, wp,
+				&l->weight, err);
+		if (st == TPS_OK && ms->bias) {
+			st = make_param(spec, &m.params[m.n_params++],
+					ms->name, "bias", &bshape,
+					ms->in_features, bp, &l->bias, err);
+		}
+	}
+out:
+	if (st != TPS_OK) {
+		tps_model_free(&m);
+		return st;
+	}
+	*model = m;
+	return TPS_OK;
+}
+
+void tps_model_free(struct tps_model *model)
+{
+	if (!model) {
+		return;
+	}
+	for (int i = 0; i < model->n_params; i++) {
+		tps_tensor_free(&model->params[i].global);
+	}
+	if (model->layers) {
+		for (int i = 0; i < model->spec->n_modules; i++) {
+			tps_dtensor_free(&model->layers[i].weight);
+			tps_dtensor_free(&model->layers[i].bias);
+		}
+	}
+	free(model->params);
+	free(model->layers);
+	memset(model, 0, sizeof *model);
+}
+
+enum tps_status tps_model_emit_setup(const struct tps_model *model,
+				     struct tps_event_sink sink,
+				     struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
+		const struct tps_param *p = &model->params[i];
+		char module[TPS_NAME_MAX + 8];
+		struct tps_event ev = {0};
+		char *dot;
+		snprintf(module, sizeof module, "%s", p->name);
+		dot = strrchr(module, '.');
+		if (dot) {
+			*dot = '\0';
+		}
+		ev.step = -1;
+		ev.phase = "setup";
+		ev.module = module;
+		ev.kind = "layout";
+		ev.op = "distribute";
+		ev.tensor = p->name;
+		ev.mesh_dim = -1;
+		ev.value = p->dist;
+		st = sink.emit ? sink.emit(sink.ctx, &ev, err) : TPS_OK;
+	}
+	return st;
+}
+
+enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
+				     struct tps_tensor *input,
+				     struct tps_error *err)
+{
+	return tps_model_init_tensor(input, &spec->input_shape,
+				     spec->input_init, 1.0f, "input", err);
+}
+
+/* The input on every rank: replicated, then split over dp by the sampler. */
+static enum tps_status distribute_input(const struct tps_nn_context *ctx,
+					const struct tps_model_spec *spec,
+					const struct tps_tensor *input,
+					struct tps_dtensor *x,
+					struct tps_error *err)
+{
+	struct tps_placement p[TPS_MAX_MESH_DIMS];
+	enum tps_status st;
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		p[i] = tps_placement_replicate();
+	}
+	st = tps_dtensor_distribute(x, &spec->mesh, input, p, err);
+	if (st != TPS_OK || spec->dp_dim < 0) {
+		return st;
+	}
+	p[spec->dp_dim] = tps_placement_shard(0);
+	st = tps_nn_redistribute(ctx, x, p, "input", "input",
+				 "each dp rank takes its chunk of the batch",
+				 err);
+	if (st != TPS_OK) {
+		tps_dtensor_free(x);
+	}
+	return st;
+}
+
+enum tps_status tps_model_forward(const struct tps_model *model,
+				  const struct tps_tensor *input,
+				  struct tps_event_sink sink, int step,
+				  struct tps_tensor *output,
+				  struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
+				     "forward"};
+	struct tps_dtensor x = {0};
+	enum tps_status st = distribute_input(&ctx, spec, input, &x, err);
+
+	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		struct tps_dtensor y = {0};
+		if (m->type == TPS_MODULE_LINEAR) {
+			st = tps_nn_linear_forward(&ctx, &model->layers[i], &x,
+						   &y, err);
+		} else {
+			st = tps_nn_activation_forward(&ctx, m->type, m->name,
+						       &x, &y, err);
+		}
+		if (st == TPS_OK) {
+			tps_dtensor_free(&x);
+			x = y;
+		}
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout(&ctx, &x, tps_placement_replicate(),
+				      "output", "output", "the model output "
+				      "is materialised in full", err);
+	}
+	if (st == TPS_OK) {
+		st = tps_dtensor_full_tensor(&x, output, err);
+	}
+	tps_dtensor_free(&x);
+	return st;
+}
+
+enum tps_status tps_model_reference_forward(const struct tps_model *model,
+					    const struct tps_tensor *input,
+					    struct tps_tensor *output,
+					    struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_tensor x = {0}, y = {0};
+	enum tps_status st = tps_tensor_copy(&x, input, err);
+	int p = 0;
+
+	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		if (m->type == TPS_MODULE_LINEAR) {
+			const struct tps_tensor *w = &model->params[p++].global;
+			const struct tps_tensor *b =
+				m->bias ? &model->params[p++].global : NULL;
+			st = tps_tensor_linear(&y, &x, w, b, err);
+		} else if (m->type == TPS_MODULE_RELU) {
+			st = tps_tensor_relu(&y, &x, err);
+		} else {
+			st = tps_tensor_gelu(&y, &x, err);
+		}
+		if (st == TPS_OK) {
+			tps_tensor_move(&x, &y);
+		}
+	}
+	if (st == TPS_OK) {
+		*output = x;
+	} else {
+		tps_tensor_free(&x);
+	}
+	return st;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
+{
+	int64_t world = spec->mesh.world_size;
+	int64_t tp = spec->mesh.shape[spec->tp_dim];
+	int64_t rows = 1, widest, total = 0;
+
+	for (int d = 0; d + 1 < spec->input_shape.ndim; d++) {
+		rows = sat_mul(rows, spec->input_shape.dim[d]);
+	}
+	widest = spec->input_shape.ndim
+		? spec->input_shape.dim[spec->input_shape.ndim - 1] : 1;
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		int64_t w, copies;
+		if (m->type != TPS_MODULE_LINEAR) {
+			continue;
+		}
+		w = sat_mul(m->out_features, m->in_features + 1);
+		/* The global value plus every rank's local copy or shard. */
+		copies = m->style == TPS_STYLE_COLWISE ||
+			 m->style == TPS_STYLE_ROWWISE ? world / tp : world;
+		total = sat_add(total, sat_mul(w, copies + 1));
+		if (m->out_features > widest) {
+			widest = m->out_features;
+		}
+	}
+	/* About four live activations per rank (input, output, collective
+	 * scratch) and the reference's two. */
+	total = sat_add(total, sat_mul(sat_mul(rows, widest), 4 * world + 2));
+	return sat_mul(total, 4);
+}

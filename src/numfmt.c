@@ -1,0 +1,126 @@
+#include "tpsim/numfmt.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A foreign LC_NUMERIC may print "0,5"; JSON needs "0.5". */
+static void fix_decimal_point(char *buf)
+{
+	for (char *p = buf; *p; p++) {
+		if (*p == ',') {
+			*p = '.';
+		}
+	}
+}
+
+static bool reads_back(const char *text, double value, bool is_float)
+{
+	return is_float ? strtof(text, NULL) == (float)value
+			: strtod(text, NULL) == value;
+}
+
+/* The p significant digits of "-1.2345e+03" (sign dropped) into digits. */
+static int mantissa_digits(const char *sci, const char *e, char *digits)
+{
+	int n = 0;
+	for (const char *c = sci; c < e; c++) {
+		if (*c >= '0' && *c <= '9') {
+			digits[n++] = *c;
+		}
+	}
+	digits[n] = '\0';
+	return n;
+}
+
+/* Plain notation of digits d1 d2 ... dp x 10^(exponent - p + 1). */
+static size_t write_plain(const char *sci, const char *e, long exponent,
+			  char *buf)
+{
+	char digits[TPS_NUMFMT_MAX];
+	int p = mantissa_digits(sci, e, digits);
+	size_t n = 0;
+	if (sci[0] == '-') {
+		buf[n++] = '-';
+	}
+	if (exponent < 0) {
+		buf[n++] = '0';
+		buf[n++] = '.';
+		for (long z = 0; z < -exponent - 1; z++) {
+			buf[n++] = '0';
+		}
+		for (int i = 0; i < p; i++) {
+			buf[n++] = digits[i];
+		}
+	} else {
+		for (long i = 0; i <= exponent || i < p; i++) {
+			if (i == exponent + 1) {
+				buf[n++] = '.';
+			}
+			buf[n++] = i < p ? digits[i] : '0';
+		}
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+/* "1.5e+20" -> "1.5e20", "1e-45". */
+static size_t write_exponent(const char *sci, const char *e, long exponent,
+			     char *buf)
+{
+	size_t m = (size_t)(e - sci);
+	int n;
+	memcpy(buf, sci, m);
+	n = snprintf(buf + m, TPS_NUMFMT_MAX - m, "e%d", (int)exponent);
+	return m + (size_t)(n > 0 ? n : 0);
+}
+
+/*
+ * The shortest round trip: the fewest significant digits p (1..max_digits)
+ * whose "%.{p-1}e" form reads back to value. It is then written in plain
+ * notation when the decimal exponent is in [-5, max_plain) ("30", "0.001"),
+ * else in exponent notation ("1e-45", "3.4028235e+38"); both carry the same
+ * p digits.
+ */
+static size_t format_shortest(double value, int max_digits, int max_plain,
+			      bool is_float, char *buf)
+{
+	char sci[TPS_NUMFMT_MAX];
+	const char *e;
+	long exponent;
+	int p;
+
+	assert(isfinite(value));
+	if (value == 0.0) {
+		/* Keep the sign of -0, which reads back as -0. */
+		return (size_t)snprintf(buf, TPS_NUMFMT_MAX, "%s",
+					signbit(value) ? "-0" : "0");
+	}
+	for (p = 1; p < max_digits; p++) {
+		snprintf(sci, sizeof sci, "%.*e", p - 1, value);
+		fix_decimal_point(sci);
+		if (reads_back(sci, value, is_float)) {
+			break;
+		}
+	}
+	snprintf(sci, sizeof sci, "%.*e", p - 1, value);
+	fix_decimal_point(sci);
+	e = strchr(sci, 'e');
+	exponent = strtol(e + 1, NULL, 10);
+	return exponent >= -5 && exponent < max_plain
+		? write_plain(sci, e, exponent, buf)
+		: write_exponent(sci, e, exponent, buf);
+}
+
+size_t tps_format_float(float value, char *buf)
+{
+	return format_shortest((double)value, 9, 9, true, buf);
+}
+
+size_t tps_format_double(double value, char *buf)
+{
+	return format_shortest(value, 17, 17, false, buf);
+}

@@ -1,0 +1,256 @@
+#include "tpsim/run.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tpsim/jsonio.h"
+
+void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
+		     double atol, double rtol, float *max_abs_diff,
+		     bool *match)
+{
+	int64_t n = tps_tensor_numel(b);
+	float diff = 0.0f, scale = 0.0f;
+	assert(tps_shape_equal(&a->shape, &b->shape));
+	for (int64_t i = 0; i < n; i++) {
+		float d = fabsf(a->data[i] - b->data[i]);
+		diff = d > diff ? d : diff;
+		scale = fabsf(b->data[i]) > scale ? fabsf(b->data[i]) : scale;
+	}
+	*max_abs_diff = diff;
+	*match = (double)diff <= atol + rtol * (double)scale;
+}
+
+/* The temporary trace: next to the output (so rename is atomic) or an
+ * anonymous file when the trace goes to a stream. */
+struct trace_file {
+	FILE *f;
+	char tmp_path[4096];
+};
+
+static enum tps_status open_trace_file(struct trace_file *tf,
+				       const char *output_path,
+				       struct tps_error *err)
+{
+	struct stat st;
+	int fd;
+	char esc[256];
+
+	memset(tf, 0, sizeof *tf);
+	if (!output_path) {
+		tf->f = tmpfile();
+		if (!tf->f) {
+			return tps_error_set(err, TPS_ERR_IO, "cannot create a "
+					     "temporary file: %s",
+					     strerror(errno));
+		}
+		return TPS_OK;
+	}
+	tps_json_escape_for_message(output_path, esc, sizeof esc);
+	if (stat(output_path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		return tps_error_set(err, TPS_ERR_IO, "%s: is a directory "
+				     "(-o names the trace file)", esc);
+	}
+	if ((size_t)snprintf(tf->tmp_path, sizeof tf->tmp_path,
+			     "%s.tmp.XXXXXX", output_path) >=
+	    sizeof tf->tmp_path) {
+		return tps_error_set(err, TPS_ERR_IO, "%s: path too long",
+				     esc);
+	}
+	fd = mkstemp(tf->tmp_path);
+	if (fd < 0 || !(tf->f = fdopen(fd, "w+"))) {
+		int e = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(tf->tmp_path);
+		}
+		return tps_error_set(err, TPS_ERR_IO, "%s: cannot write: %s",
+				     esc, strerror(e));
+	}
+	return TPS_OK;
+}
+
+/* Publishes the finished trace; on failure removes the temporary. */
+static enum tps_status close_trace_file(struct trace_file *tf,
+					const char *output_path, FILE *stream,
+					bool ok, struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	char esc[256];
+	if (!tf->f) {
+		return TPS_OK;
+	}
+	if (ok && !output_path) {
+		char buf[65536];
+		size_t n;
+		rewind(tf->f);
+		while ((n = fread(buf, 1, sizeof buf, tf->f)) > 0) {
+			if (fwrite(buf, 1, n, stream) != n) {
+				st = tps_error_set(err, TPS_ERR_IO, "writing "
+						   "the trace: %s",
+						   strerror(errno));
+				break;
+			}
+		}
+		if (st == TPS_OK && fflush(stream) != 0) {
+			st = tps_error_set(err, TPS_ERR_IO, "writing the trace: "
+					   "%s", strerror(errno));
+		}
+		fclose(tf->f);
+		return st;
+	}
+	if (fclose(tf->f) != 0 && ok) {
+		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
+			tps_json_escape_for_message(output_path, esc,
+						    sizeof esc),
+			strerror(errno));
+	}
+	if (ok && st == TPS_OK && rename(tf->tmp_path, output_path) != 0) {
+		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
+			tps_json_escape_for_message(output_path, esc,
+						    sizeof esc),
+			strerror(errno));
+	}
+	if (!ok || st != TPS_OK) {
+		unlink(tf->tmp_path);
+	}
+	return st;
+}
+
+static void describe_mesh(const struct tps_mesh *m, char *buf, size_t size)
+{
+	size_t used = 0;
+	for (int i = 0; i < m->ndim && used < size; i++) {
+		int n = snprintf(buf + used, size - used, "%s%s=%d",
+				 i ? " x " : "", m->dim_names[i], m->shape[i]);
+		used += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* The simulation proper, writing into an open trace. */
+static enum tps_status simulate(const struct tps_run_spec *spec,
+				struct tps_trace *trace,
+				struct tps_run_summary *summary,
+				struct tps_error *err)
+{
+	struct tps_model model = {0};
+	struct tps_tensor input = {0}, output = {0}, reference = {0};
+	struct tps_trace_result result = {0};
+	enum tps_status st = tps_model_init(&model, &spec->model, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	st = tps_model_make_input(&spec->model, &input, err);
+	if (st == TPS_OK) {
+		st = tps_trace_begin(trace, spec->normalized, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_write_params(trace, &model, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_write_inputs(trace, &input, NULL, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_begin_events(trace, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_model_emit_setup(&model, tps_trace_sink(trace), err);
+	}
+	if (st == TPS_OK) {
+		st = tps_model_forward(&model, &input, tps_trace_sink(trace),
+				       0, &output, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_end_events(trace, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_model_reference_forward(&model, &input, &reference,
+						 err);
+	}
+	if (st == TPS_OK && !tps_tensor_all_finite(&reference, NULL)) {
+		st = tps_error_set(err, TPS_ERR_NUMERIC, "the reference model's "
+				   "output holds a NaN or Inf");
+	}
+	if (st == TPS_OK) {
+		result.output = &output;
+		result.reference_output = &reference;
+		tps_run_compare(&output, &reference, spec->atol, spec->rtol,
+				&result.max_abs_diff, &result.match);
+		st = tps_trace_write_result(trace, &result, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_finish(trace, err);
+	}
+	if (st == TPS_OK) {
+		summary->events = trace->next_seq;
+		summary->collectives = trace->collectives;
+		summary->bytes_per_rank = trace->bytes_per_rank;
+		summary->max_abs_diff = result.max_abs_diff;
+		summary->match = result.match;
+	}
+	tps_tensor_free(&input);
+	tps_tensor_free(&output);
+	tps_tensor_free(&reference);
+	tps_model_free(&model);
+	return st;
+}
+
+enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
+			struct tps_run_summary *summary,
+			struct tps_error *err)
+{
+	struct tps_run_spec spec = {0};
+	struct tps_run_summary s = {0};
+	struct tps_trace trace;
+	struct trace_file tf = {0};
+	char esc[256];
+	int64_t need;
+	enum tps_status st = tps_config_load(opts->config_path, &spec, err);
+
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_json_escape_for_message(opts->config_path, esc, sizeof esc);
+	need = tps_model_estimate_bytes(&spec.model);
+	if (need > opts->max_memory) {
+		st = tps_error_set(err, TPS_ERR_LIMIT, "%s: the run needs about "
+			"%lld bytes, over the memory budget of %lld bytes "
+			"(--max-memory)", esc, (long long)need,
+			(long long)opts->max_memory);
+		goto out;
+	}
+	st = open_trace_file(&tf, opts->output_path, err);
+	if (st != TPS_OK) {
+		goto out;
+	}
+	tps_trace_init(&trace, tf.f, spec.values, &spec.model.mesh);
+	st = simulate(&spec, &trace, &s, err);
+	tps_trace_free(&trace);
+	if (st != TPS_OK) {
+		/* Model messages about the plan start with the config's JSON
+		 * Pointer; every run message names the config file. */
+		tps_error_prefix(err, "%s", esc);
+	}
+	{
+		enum tps_status cst = close_trace_file(&tf, opts->output_path,
+						       stream, st == TPS_OK,
+						       err);
+		if (st == TPS_OK) {
+			st = cst;
+		}
+	}
+	if (st == TPS_OK) {
+		describe_mesh(&spec.model.mesh, s.mesh, sizeof s.mesh);
+		s.world_size = spec.model.mesh.world_size;
+		s.n_modules = spec.model.n_modules;
+		*summary = s;
+	}
+out:
+	tps_run_spec_free(&spec);
+	return st;
+}

@@ -1,0 +1,434 @@
+#include "tpsim/tensor.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tps_shape tps_shape_make(int ndim, const int64_t *dims)
+{
+	struct tps_shape s = {0};
+	assert(ndim >= 0 && ndim <= TPS_MAX_DIMS);
+	s.ndim = ndim;
+	for (int i = 0; i < ndim; i++) {
+		s.dim[i] = dims[i];
+	}
+	return s;
+}
+
+bool tps_shape_equal(const struct tps_shape *a, const struct tps_shape *b)
+{
+	if (a->ndim != b->ndim) {
+		return false;
+	}
+	for (int i = 0; i < a->ndim; i++) {
+		if (a->dim[i] != b->dim[i]) {
+			return false;
+		}
+	}
+	return true;
+}
+
+char *tps_shape_format(const struct tps_shape *shape, char *buf, size_t size)
+{
+	size_t used = 0;
+	int n = snprintf(buf, size, "(");
+	used = n > 0 ? (size_t)n : 0;
+	for (int i = 0; i < shape->ndim && used < size; i++) {
+		n = snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+			     (long long)shape->dim[i]);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	if (used < size) {
+		snprintf(buf + used, size - used, ")");
+	}
+	return buf;
+}
+
+enum tps_status tps_shape_numel(const struct tps_shape *shape, int64_t *numel,
+				struct tps_error *err)
+{
+	int64_t n = 1;
+	char buf[128];
+	for (int i = 0; i < shape->ndim; i++) {
+		if (shape->dim[i] < 0 ||
+		    __builtin_mul_overflow(n, shape->dim[i], &n) ||
+		    n > TPS_MAX_ELEMENTS) {
+			return tps_error_set(err, TPS_ERR_LIMIT,
+				"tensor of shape %s has more than 2^31 elements",
+				tps_shape_format(shape, buf, sizeof buf));
+		}
+	}
+	*numel = n;
+	return TPS_OK;
+}
+
+int tps_dim_normalize(int dim, int ndim)
+{
+	if (dim < 0) {
+		dim += ndim;
+	}
+	return dim >= 0 && dim < ndim ? dim : -1;
+}
+
+void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length)
+{
+	int64_t chunk = (n + k - 1) / k;
+	int64_t s = chunk * i;
+	assert(k > 0 && i >= 0 && i < k);
+	if (s > n) {
+		s = n;
+	}
+	*start = s;
+	*length = n - s < chunk ? n - s : chunk;
+}
+
+enum tps_status tps_tensor_init(struct tps_tensor *t,
+				const struct tps_shape *shape,
+				struct tps_error *err)
+{
+	int64_t numel;
+	float *data = NULL;
+	enum tps_status st = tps_shape_numel(shape, &numel, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (numel > 0) {
+		data = calloc((size_t)numel, sizeof *data);
+		if (!data) {
+			return tps_error_set(err, TPS_ERR_NOMEM,
+				"out of memory allocating %lld floats",
+				(long long)numel);
+		}
+	}
+	t->shape = *shape;
+	t->data = data;
+	return TPS_OK;
+}
+
+void tps_tensor_free(struct tps_tensor *t)
+{
+	if (!t) {
+		return;
+	}
+	free(t->data);
+	memset(t, 0, sizeof *t);
+}
+
+int64_t tps_tensor_numel(const struct tps_tensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->shape.ndim; i++) {
+		n *= t->shape.dim[i];
+	}
+	return n;
+}
+
+enum tps_status tps_tensor_copy(struct tps_tensor *dst,
+				const struct tps_tensor *src,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = tps_tensor_init(&t, &src->shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		memcpy(t.data, src->data,
+		       (size_t)tps_tensor_numel(src) * sizeof(float));
+	}
+	*dst = t;
+	return TPS_OK;
+}
+
+void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src)
+{
+	free(dst->data);
+	*dst = *src;
+	memset(src, 0, sizeof *src);
+}
+
+/* Views a row-major tensor as (outer, dim, inner) around one dim. */
+static void split_around(const struct tps_shape *s, int dim, int64_t *outer,
+			 int64_t *inner)
+{
+	*outer = 1;
+	*inner = 1;
+	for (int i = 0; i < dim; i++) {
+		*outer *= s->dim[i];
+	}
+	for (int i = dim + 1; i < s->ndim; i++) {
+		*inner *= s->dim[i];
+	}
+}
+
+enum tps_status tps_tensor_narrow(struct tps_tensor *out,
+				  const struct tps_tensor *src, int dim,
+				  int64_t start, int64_t length,
+				  struct tps_error *err)
+{
+	struct tps_shape shape = src->shape;
+	struct tps_tensor t;
+	int64_t outer, inner;
+	enum tps_status st;
+
+	assert(dim >= 0 && dim < src->shape.ndim);
+	assert(start >= 0 && length >= 0 &&
+	       start + length <= src->shape.dim[dim]);
+	shape.dim[dim] = length;
+	st = tps_tensor_init(&t, &shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	split_around(&src->shape, dim, &outer, &inner);
+	if (t.data) {
+		/* (outer, n, inner) -> (outer, length, inner) */
+		int64_t n = src->shape.dim[dim];
+		for (int64_t o = 0; o < outer; o++) {
+			memcpy(t.data + o * length * inner,
+			       src->data + (o * n + start) * inner,
+			       (size_t)(length * inner) * sizeof(float));
+		}
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_concat(struct tps_tensor *out,
+				  const struct tps_tensor *parts, int n,
+				  int dim, struct tps_error *err)
+{
+	struct tps_shape shape;
+	struct tps_tensor t;
+	int64_t outer, inner, total = 0, offset = 0;
+	enum tps_status st;
+	char a[128], b[128];
+
+	assert(n > 0 && dim >= 0 && dim < parts[0].shape.ndim);
+	shape = parts[0].shape;
+	for (int p = 0; p < n; p++) {
+		struct tps_shape other = parts[p].shape;
+		other.dim[dim] = shape.dim[dim];
+		if (!tps_shape_equal(&other, &shape)) {
+			return tps_error_set(err, TPS_ERR_SHAPE,
+				"cannot concatenate %s and %s along dim %d",
+				tps_shape_format(&parts[0].shape, a, sizeof a),
+				tps_shape_format(&parts[p].shape, b, sizeof b),
+				dim);
+		}
+		total += parts[p].shape.dim[dim];
+	}
+	shape.dim[dim] = total;
+	st = tps_tensor_init(&t, &shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	split_around(&shape, dim, &outer, &inner);
+	for (int p = 0; p < n; p++) {
+		int64_t len = parts[p].shape.dim[dim];
+		for (int64_t o = 0; o < outer && len > 0; o++) {
+			memcpy(t.data + (o * total + offset) * inner,
+			       parts[p].data + o * len * inner,
+			       (size_t)(len * inner) * sizeof(float));
+		}
+		offset += len;
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+/*
+ * The GEMM kernel. x is (rows, k), w is (n, k), y is (rows, n).
+ * Four output columns are computed side by side for speed; each one is still
+ * its own sum over k in ascending order, so the result is bit-identical to
+ * the naive loop below it (tps_tensor_linear_naive, which the tests compare
+ * it with).
+ */
+static void linear_kernel(float *y, const float *x, const float *w,
+			  int64_t rows, int64_t n, int64_t k)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * k;
+		float *yr = y + r * n;
+		int64_t j = 0;
+		for (; j + 4 <= n; j += 4) {
+			const float *w0 = w + j * k, *w1 = w0 + k;
+			const float *w2 = w1 + k, *w3 = w2 + k;
+			float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+			for (int64_t i = 0; i < k; i++) {
+				s0 += xr[i] * w0[i];
+				s1 += xr[i] * w1[i];
+				s2 += xr[i] * w2[i];
+				s3 += xr[i] * w3[i];
+			}
+			yr[j] = s0;
+			yr[j + 1] = s1;
+			yr[j + 2] = s2;
+			yr[j + 3] = s3;
+		}
+		for (; j < n; j++) {
+			const float *wj = w + j * k;
+			float s = 0.0f;
+			for (int64_t i = 0; i < k; i++) {
+				s += xr[i] * wj[i];
+			}
+			yr[j] = s;
+		}
+	}
+}
+
+/* The same sums, one output element at a time: the reference kernel. */
+void tps_tensor_linear_naive(float *y, const float *x, const float *w,
+			     int64_t rows, int64_t n, int64_t k)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < n; j++) {
+			float s = 0.0f;
+			for (int64_t i = 0; i < k; i++) {
+				s += x[r * k + i] * w[j * k + i];
+			}
+			y[r * n + j] = s;
+		}
+	}
+}
+
+enum tps_status tps_tensor_linear(struct tps_tensor *y,
+				  const struct tps_tensor *x,
+				  const struct tps_tensor *w,
+				  const struct tps_tensor *b,
+				  struct tps_error *err)
+{
+	struct tps_shape shape;
+	struct tps_tensor t;
+	int64_t k, n, rows;
+	enum tps_status st;
+	char xs[128], ws[128];
+
+	if (x->shape.ndim < 1 || w->shape.ndim != 2 ||
+	    x->shape.dim[x->shape.ndim - 1] != w->shape.dim[1] ||
+	    (b && (b->shape.ndim != 1 || b->shape.dim[0] != w->shape.dim[0]))) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+			"linear: input %s does not fit weight %s",
+			tps_shape_format(&x->shape, xs, sizeof xs),
+			tps_shape_format(&w->shape, ws, sizeof ws));
+	}
+	k = w->shape.dim[1];
+	n = w->shape.dim[0];
+	shape = x->shape;
+	shape.dim[shape.ndim - 1] = n;
+	st = tps_tensor_init(&t, &shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	rows = n > 0 ? tps_tensor_numel(&t) / n : 0;
+	if (t.data) {
+		linear_kernel(t.data, x->data, w->data, rows, n, k);
+		if (b) {
+			tps_tensor_add_bias(&t, b, 1.0f);
+		}
+	}
+	*y = t;
+	return TPS_OK;
+}
+
+void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
+			 float scale)
+{
+	int64_t n = b->shape.dim[0];
+	int64_t rows;
+	assert(b->shape.ndim == 1 && y->shape.ndim >= 1 &&
+	       y->shape.dim[y->shape.ndim - 1] == n);
+	if (n == 0 || !y->data) {
+		return;
+	}
+	rows = tps_tensor_numel(y) / n;
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < n; j++) {
+			float add = b->data[j];
+			if (scale != 1.0f) {
+				add = add * scale;
+			}
+			y->data[r * n + j] += add;
+		}
+	}
+}
+
+void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
+{
+	int64_t n = tps_tensor_numel(dst);
+	assert(tps_shape_equal(&dst->shape, &src->shape));
+	for (int64_t i = 0; i < n; i++) {
+		dst->data[i] += src->data[i];
+	}
+}
+
+void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
+{
+	int64_t n = tps_tensor_numel(dst);
+	assert(tps_shape_equal(&dst->shape, &src->shape));
+	for (int64_t i = 0; i < n; i++) {
+		if (src->data[i] > dst->data[i]) {
+			dst->data[i] = src->data[i];
+		}
+	}
+}
+
+void tps_tensor_scale(struct tps_tensor *t, float scale)
+{
+	int64_t n = tps_tensor_numel(t);
+	for (int64_t i = 0; i < n; i++) {
+		t->data[i] *= scale;
+	}
+}
+
+enum tps_status tps_tensor_relu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = tps_tensor_init(&t, &x->shape, err);
+	int64_t n = tps_tensor_numel(x);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		t.data[i] = x->data[i] > 0.0f ? x->data[i] : 0.0f;
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_gelu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = tps_tensor_init(&t, &x->shape, err);
+	int64_t n = tps_tensor_numel(x);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* gelu(v) = v/2 (1 + erf(v / sqrt 2)), evaluated in double and rounded
+	 * once, so it does not depend on the float math library's rounding. */
+	for (int64_t i = 0; i < n; i++) {
+		double v = x->data[i];
+		t.data[i] = (float)(0.5 * v * (1.0 + erf(v * 0.70710678118654752440)));
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
+{
+	int64_t n = tps_tensor_numel(t);
+	for (int64_t i = 0; i < n; i++) {
+		if (!isfinite(t->data[i])) {
+			if (first_bad) {
+				*first_bad = i;
+			}
+			return false;
+		}
+	}
+	return true;
+}

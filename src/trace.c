@@ -1,0 +1,481 @@
+#include "tpsim/trace.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpsim/numfmt.h"
+#include "tpsim/rng.h"
+#include "tps_version.h"
+
+static const char *const tally_sections[] = {"by_op", "by_phase",
+					     "by_module", "by_mesh_dim"};
+
+void tps_trace_init(struct tps_trace *t, FILE *out,
+		    enum tps_trace_values values, const struct tps_mesh *mesh)
+{
+	memset(t, 0, sizeof *t);
+	t->out = out;
+	t->values = values;
+	t->mesh = mesh;
+	t->first_event = true;
+}
+
+void tps_trace_free(struct tps_trace *t)
+{
+	if (!t) {
+		return;
+	}
+	free(t->tallies);
+	t->tallies = NULL;
+	t->n_tallies = t->cap_tallies = 0;
+}
+
+void tps_trace_write_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", out); break;
+		case '\\': fputs("\\\\", out); break;
+		case '\n': fputs("\\n", out); break;
+		case '\r': fputs("\\r", out); break;
+		case '\t': fputs("\\t", out); break;
+		default:
+			if (*p < 0x20) {
+				fprintf(out, "\\u%04x", *p);
+			} else {
+				fputc(*p, out);
+			}
+		}
+	}
+	fputc('"', out);
+}
+
+static void write_float(FILE *out, float v)
+{
+	char buf[TPS_NUMFMT_MAX];
+	tps_format_float(v, buf);
+	fputs(buf, out);
+}
+
+void tps_trace_write_json(FILE *out, const cJSON *v)
+{
+	char buf[TPS_NUMFMT_MAX];
+	const cJSON *c;
+	bool first = true;
+
+	if (cJSON_IsString(v)) {
+		tps_trace_write_string(out, v->valuestring);
+	} else if (cJSON_IsNumber(v)) {
+		tps_format_double(v->valuedouble, buf);
+		fputs(buf, out);
+	} else if (cJSON_IsBool(v)) {
+		fputs(cJSON_IsTrue(v) ? "true" : "false", out);
+	} else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+		bool obj = cJSON_IsObject(v);
+		fputc(obj ? '{' : '[', out);
+		cJSON_ArrayForEach(c, v) {
+			if (!first) {
+				fputc(',', out);
+			}
+			first = false;
+			if (obj) {
+				tps_trace_write_string(out, c->string);
+				fputc(':', out);
+			}
+			tps_trace_write_json(out, c);
+		}
+		fputc(obj ? '}' : ']', out);
+	} else {
+		/* Strict parsing never lets null in; write it rather than
+		 * emit invalid JSON. */
+		fputs("null", out);
+	}
+}
+
+static void write_shape(FILE *out, const struct tps_shape *s)
+{
+	fputc('[', out);
+	for (int i = 0; i < s->ndim; i++) {
+		fprintf(out, "%s%" PRId64, i ? "," : "", s->dim[i]);
+	}
+	fputc(']', out);
+}
+
+/* Nested arrays of t's values from offset *pos, for dims d.. */
+static void write_nested(FILE *out, const struct tps_tensor *t, int d,
+			 int64_t *pos)
+{
+	if (d == t->shape.ndim) {
+		write_float(out, t->data[(*pos)++]);
+		return;
+	}
+	fputc('[', out);
+	for (int64_t i = 0; i < t->shape.dim[d]; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		write_nested(out, t, d + 1, pos);
+	}
+	fputc(']', out);
+}
+
+/* ,"values":... or the summary keys, after a "shape" key. */
+static void write_values(const struct tps_trace *t, const struct tps_tensor *v)
+{
+	int64_t n = tps_tensor_numel(v);
+	if (t->values == TPS_TRACE_VALUES_NONE) {
+		return;
+	}
+	if (t->values == TPS_TRACE_VALUES_FULL) {
+		int64_t pos = 0;
+		fputs(",\"values\":", t->out);
+		if (n == 0) {
+			fputs("[]", t->out);
+		} else {
+			write_nested(t->out, v, 0, &pos);
+		}
+		return;
+	}
+	if (n > 0) {
+		float lo = v->data[0], hi = v->data[0];
+		double sum = 0.0;
+		for (int64_t i = 0; i < n; i++) {
+			lo = v->data[i] < lo ? v->data[i] : lo;
+			hi = v->data[i] > hi ? v->data[i] : hi;
+			sum += v->data[i];
+		}
+		fputs(",\"min\":", t->out);
+		write_float(t->out, lo);
+		fputs(",\"max\":", t->out);
+		write_float(t->out, hi);
+		fputs(",\"mean\":", t->out);
+		write_float(t->out, (float)(sum / (double)n));
+	}
+	{
+		uint64_t h = TPS_FNV1A64_INIT;
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t bits;
+			unsigned char le[4];
+			memcpy(&bits, &v->data[i], 4);
+			for (int b = 0; b < 4; b++) {
+				le[b] = (unsigned char)(bits >> (8 * b));
+			}
+			h = tps_fnv1a64(le, 4, h);
+		}
+		fprintf(t->out, ",\"hash\":\"%016" PRIx64 "\"", h);
+	}
+}
+
+/* {"shape":[..],"values":..} */
+static void write_tensor_object(const struct tps_trace *t,
+				const struct tps_tensor *v)
+{
+	fputs("{\"shape\":", t->out);
+	write_shape(t->out, &v->shape);
+	write_values(t, v);
+	fputc('}', t->out);
+}
+
+static void write_groups(const struct tps_trace *t, unsigned mask)
+{
+	const struct tps_mesh *m = t->mesh;
+	int n = tps_mesh_group_size(m, mask), count =
+		tps_mesh_group_count(m, mask);
+	int ranks[TPS_MAX_WORLD];
+	fputc('[', t->out);
+	for (int g = 0; g < count; g++) {
+		tps_mesh_group_members(m, mask, g, ranks);
+		fputs(g ? ",[" : "[", t->out);
+		for (int i = 0; i < n; i++) {
+			fprintf(t->out, "%s%d", i ? "," : "", ranks[i]);
+		}
+		fputc(']', t->out);
+	}
+	fputc(']', t->out);
+}
+
+static void write_placements(FILE *out, const struct tps_dtensor *dt)
+{
+	char buf[32];
+	fputc('[', out);
+	for (int i = 0; i < dt->mesh->ndim; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		tps_trace_write_string(out, tps_placement_format(
+			dt->placements[i], buf, sizeof buf));
+	}
+	fputc(']', out);
+}
+
+enum tps_status tps_trace_begin(struct tps_trace *t, const cJSON *config,
+				struct tps_error *err)
+{
+	const struct tps_mesh *m = t->mesh;
+	FILE *out = t->out;
+	fputs("{\"format\":\"tpsim.trace\",\"version\":1,\n", out);
+	fputs("\"generator\":\"tpsim " TPS_VERSION "\",\n", out);
+	fputs("\"config\":", out);
+	tps_trace_write_json(out, config);
+	fputs(",\n\"mesh\":{\"shape\":[", out);
+	for (int i = 0; i < m->ndim; i++) {
+		fprintf(out, "%s%d", i ? "," : "", m->shape[i]);
+	}
+	fputs("],\"dim_names\":[", out);
+	for (int i = 0; i < m->ndim; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		tps_trace_write_string(out, m->dim_names[i]);
+	}
+	fprintf(out, "],\"world_size\":%d,\"groups\":{", m->world_size);
+	for (int i = 0; i < m->ndim; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		tps_trace_write_string(out, m->dim_names[i]);
+		fputc(':', out);
+		write_groups(t, 1u << i);
+	}
+	fputs("}},\n", out);
+	(void)err;
+	return TPS_OK;
+}
+
+enum tps_status tps_trace_write_params(struct tps_trace *t,
+				       const struct tps_model *model,
+				       struct tps_error *err)
+{
+	fputs("\"params\":{", t->out);
+	for (int i = 0; i < model->n_params; i++) {
+		const struct tps_param *p = &model->params[i];
+		fputs(i ? ",\n" : "\n", t->out);
+		tps_trace_write_string(t->out, p->name);
+		fputs(":{\"shape\":", t->out);
+		write_shape(t->out, &p->global.shape);
+		fputs(",\"placements\":", t->out);
+		write_placements(t->out, p->dist);
+		write_values(t, &p->global);
+		fputc('}', t->out);
+	}
+	fputs("},\n", t->out);
+	(void)err;
+	return TPS_OK;
+}
+
+enum tps_status tps_trace_write_inputs(struct tps_trace *t,
+				       const struct tps_tensor *input,
+				       const struct tps_tensor *target,
+				       struct tps_error *err)
+{
+	fputs("\"inputs\":{\"input\":", t->out);
+	write_tensor_object(t, input);
+	if (target) {
+		fputs(",\"target\":", t->out);
+		write_tensor_object(t, target);
+	}
+	fputs("},\n", t->out);
+	(void)err;
+	return TPS_OK;
+}
+
+enum tps_status tps_trace_begin_events(struct tps_trace *t,
+				       struct tps_error *err)
+{
+	fputs("\"events\":[", t->out);
+	(void)err;
+	return TPS_OK;
+}
+
+static enum tps_status tally(struct tps_trace *t, int section,
+			     const char *key, int64_t bytes,
+			     struct tps_error *err)
+{
+	struct tps_trace_tally *e = NULL;
+	for (size_t i = 0; i < t->n_tallies; i++) {
+		if (t->tallies[i].section == section &&
+		    strcmp(t->tallies[i].key, key) == 0) {
+			e = &t->tallies[i];
+		}
+	}
+	if (!e) {
+		if (t->n_tallies == t->cap_tallies) {
+			size_t cap = t->cap_tallies ? 2 * t->cap_tallies : 16;
+			struct tps_trace_tally *grown =
+				realloc(t->tallies, cap * sizeof *grown);
+			if (!grown) {
+				return tps_error_set(err, TPS_ERR_NOMEM,
+						     "out of memory");
+			}
+			t->tallies = grown;
+			t->cap_tallies = cap;
+		}
+		e = &t->tallies[t->n_tallies++];
+		memset(e, 0, sizeof *e);
+		e->section = section;
+		snprintf(e->key, sizeof e->key, "%s", key);
+	}
+	e->count++;
+	e->bytes_per_rank += bytes;
+	return TPS_OK;
+}
+
+static enum tps_status check_finite(const struct tps_trace *t,
+				    const struct tps_event *ev,
+				    struct tps_error *err)
+{
+	for (int r = 0; r < t->mesh->world_size; r++) {
+		int64_t bad;
+		const struct tps_tensor *v = &ev->value->locals[r];
+		if (!tps_tensor_all_finite(v, &bad)) {
+			return tps_error_set(err, TPS_ERR_NUMERIC,
+				"%s in %s on rank %d (element %lld) at event "
+				"seq %lld (%s %s %s)",
+				isnan(v->data[bad]) ? "NaN" : "Inf",
+				ev->tensor, r, (long long)bad,
+				(long long)t->next_seq, ev->phase, ev->module,
+				ev->op);
+		}
+	}
+	return TPS_OK;
+}
+
+static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
+				  struct tps_error *err)
+{
+	struct tps_trace *t = ctx;
+	FILE *out = t->out;
+	const struct tps_dtensor *v = ev->value;
+	bool collective = strcmp(ev->kind, "collective") == 0;
+	enum tps_status st = check_finite(t, ev, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	fputs(t->first_event ? "\n" : ",\n", out);
+	t->first_event = false;
+	fprintf(out, "{\"seq\":%" PRId64, t->next_seq++);
+	if (ev->step >= 0) {
+		fprintf(out, ",\"step\":%d", ev->step);
+	}
+	fputs(",\"phase\":", out);
+	tps_trace_write_string(out, ev->phase);
+	fputs(",\"module\":", out);
+	tps_trace_write_string(out, ev->module);
+	fputs(",\"kind\":", out);
+	tps_trace_write_string(out, ev->kind);
+	fputs(",\"op\":", out);
+	tps_trace_write_string(out, ev->op);
+	fputs(",\"tensor\":", out);
+	tps_trace_write_string(out, ev->tensor);
+	if (ev->mesh_dim >= 0) {
+		fputs(",\"mesh_dim\":", out);
+		tps_trace_write_string(out,
+				       t->mesh->dim_names[ev->mesh_dim]);
+		fputs(",\"groups\":", out);
+		write_groups(t, ev->mask);
+	}
+	fputs(",\"placements\":", out);
+	write_placements(out, v);
+	fputs(",\"global_shape\":", out);
+	write_shape(out, &v->global);
+	if (collective) {
+		fprintf(out, ",\"bytes_per_rank\":%" PRId64,
+			ev->bytes_per_rank);
+	}
+	fputs(",\"ranks\":[", out);
+	for (int r = 0; r < t->mesh->world_size; r++) {
+		fprintf(out, "%s{\"rank\":%d,\"shape\":", r ? "," : "", r);
+		write_shape(out, &v->locals[r].shape);
+		write_values(t, &v->locals[r]);
+		fputc('}', out);
+	}
+	fputc(']', out);
+	if (ev->note) {
+		fputs(",\"note\":", out);
+		tps_trace_write_string(out, ev->note);
+	}
+	fputc('}', out);
+	if (!collective) {
+		return TPS_OK;
+	}
+	t->collectives++;
+	t->bytes_per_rank += ev->bytes_per_rank;
+	st = tally(t, 0, ev->op, ev->bytes_per_rank, err);
+	if (st == TPS_OK) {
+		st = tally(t, 1, ev->phase, ev->bytes_per_rank, err);
+	}
+	if (st == TPS_OK) {
+		st = tally(t, 2, ev->module, ev->bytes_per_rank, err);
+	}
+	if (st == TPS_OK) {
+		st = tally(t, 3, t->mesh->dim_names[ev->mesh_dim],
+			   ev->bytes_per_rank, err);
+	}
+	return st;
+}
+
+struct tps_event_sink tps_trace_sink(struct tps_trace *t)
+{
+	struct tps_event_sink sink = {emit_event, t};
+	return sink;
+}
+
+enum tps_status tps_trace_end_events(struct tps_trace *t,
+				     struct tps_error *err)
+{
+	fputs("],\n", t->out);
+	(void)err;
+	return TPS_OK;
+}
+
+enum tps_status tps_trace_write_result(struct tps_trace *t,
+				       const struct tps_trace_result *r,
+				       struct tps_error *err)
+{
+	fputs("\"result\":{\"output\":", t->out);
+	write_tensor_object(t, r->output);
+	fputs(",\"reference_output\":", t->out);
+	write_tensor_object(t, r->reference_output);
+	fputs(",\"max_abs_diff\":", t->out);
+	write_float(t->out, r->max_abs_diff);
+	fprintf(t->out, ",\"match\":%s},\n", r->match ? "true" : "false");
+	(void)err;
+	return TPS_OK;
+}
+
+enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
+{
+	FILE *out = t->out;
+	fprintf(out, "\"comm\":{\"collectives\":%" PRId64
+		",\"bytes_per_rank\":%" PRId64, t->collectives,
+		t->bytes_per_rank);
+	for (int s = 0; s < 4; s++) {
+		bool first = true;
+		fprintf(out, ",\"%s\":{", tally_sections[s]);
+		for (size_t i = 0; i < t->n_tallies; i++) {
+			const struct tps_trace_tally *e = &t->tallies[i];
+			if (e->section != s) {
+				continue;
+			}
+			if (!first) {
+				fputc(',', out);
+			}
+			first = false;
+			tps_trace_write_string(out, e->key);
+			fprintf(out, ":{\"count\":%" PRId64
+				",\"bytes_per_rank\":%" PRId64 "}", e->count,
+				e->bytes_per_rank);
+		}
+		fputc('}', out);
+	}
+	fputs("}}\n", out);
+	if (fflush(out) != 0 || ferror(out)) {
+		return tps_error_set(err, TPS_ERR_IO, "writing the trace: %s",
+				     strerror(errno));
+	}
+	return TPS_OK;
+}

@@ -1,0 +1,82 @@
+#include "testutil.h"
+
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tu_source_root(void)
+{
+	const char *root = getenv("TPSIM_SOURCE_ROOT");
+	return root && *root ? root : ".";
+}
+
+const char *tu_source_path(const char *relative)
+{
+	static char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s/%s", tu_source_root(), relative);
+	return buf;
+}
+
+const char *tu_tempdir(void)
+{
+	static char buf[PATH_MAX];
+	const char *base = getenv("TMPDIR");
+	snprintf(buf, sizeof buf, "%s/tpsim-test-XXXXXX",
+		 base && *base ? base : "/tmp");
+	ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp: %s", strerror(errno));
+	return buf;
+}
+
+void tu_write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	ck_assert_msg(f != NULL, "fopen %s: %s", path, strerror(errno));
+	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	if (!f) {
+		return NULL;
+	}
+	for (;;) {
+		if (n + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			char *grown = realloc(buf, cap);
+			if (!grown) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = grown;
+		}
+		size_t got = fread(buf + n, 1, 4096, f);
+		n += got;
+		if (got == 0) {
+			break;
+		}
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (len) {
+		*len = n;
+	}
+	return buf;
+}
+
+void tu_rmtree(const char *path)
+{
+	char cmd[PATH_MAX + 32];
+	/* Test-only clean-up of a directory this suite created. */
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	ck_assert_int_eq(system(cmd), 0);
+}

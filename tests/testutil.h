@@ -1,0 +1,22 @@
+/* Helpers shared by the Check suites. */
+#ifndef TPSIM_TESTUTIL_H
+#define TPSIM_TESTUTIL_H
+
+#include <stddef.h>
+
+/* The source tree root (env TPSIM_SOURCE_ROOT, set by meson; "." otherwise). */
+const char *tu_source_root(void);
+/* Joins the source root and a relative path into a static buffer. */
+const char *tu_source_path(const char *relative);
+/* Creates a fresh temporary directory (under $TMPDIR or /tmp) and returns its
+ * path in a static buffer; removed by tu_rmtree(). */
+const char *tu_tempdir(void);
+/* Writes len bytes to path; aborts the test on failure. */
+void tu_write_file(const char *path, const char *data, size_t len);
+/* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees);
+ * NULL if it cannot be read. */
+char *tu_read_file(const char *path, size_t *len);
+/* Removes a directory tree created by tu_tempdir(). */
+void tu_rmtree(const char *path);
+
+#endif
