@@ -1,0 +1,428 @@
+/*
+ * model: tensor-parallel forward against the single-device reference.
+ *
+ * For every tp world size 1..8, batch sizes 1..5, bias on and off, dims that
+ * divide and dims that do not (including empty shards), and every style and
+ * bias mode, the assembled TP output must equal the reference: exactly for
+ * integer-valued (arange) single layers, within the default tolerance for
+ * random values and multi-layer models. Each case prints its max |diff|
+ * when it fails; the sweep prints the largest difference seen.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpsim/model.h"
+#include "tpsim/run.h"
+
+/* Collective counts by op, from a counting sink. */
+struct counts {
+	int events;
+	int collectives[TPS_COMM_OP_COUNT];
+	int splits;
+};
+
+static enum tps_status count_event(void *ctx, const struct tps_event *ev,
+				   struct tps_error *err)
+{
+	struct counts *c = ctx;
+	(void)err;
+	c->events++;
+	if (strcmp(ev->kind, "layout") == 0 && strcmp(ev->op, "split") == 0) {
+		c->splits++;
+	}
+	for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+		if (strcmp(ev->kind, "collective") == 0 &&
+		    strcmp(ev->op, tps_comm_op_name(op)) == 0) {
+			c->collectives[op]++;
+		}
+	}
+	return TPS_OK;
+}
+
+enum shape_kind {
+	LINEAR_ONLY,   /* one linear */
+	MLP_RELU,      /* linear, relu, linear */
+	MLP_GELU,      /* linear, gelu, linear */
+};
+
+struct case_spec {
+	int dp, tp;
+	int batch, seq;        /* seq 0: 2-D input (batch, in) */
+	int64_t in, hidden, out;
+	bool bias;
+	enum shape_kind shape;
+	enum tps_style style1, style2;
+	enum tps_bias_mode bias_mode;
+	struct tps_placement out1; /* first layer's output layout */
+	enum tps_init_method init;
+};
+
+static void set_linear(struct tps_module_spec *m, const char *name,
+		       int64_t in, int64_t out, bool bias,
+		       enum tps_style style, enum tps_bias_mode mode,
+		       struct tps_placement output)
+{
+	memset(m, 0, sizeof *m);
+	snprintf(m->name, sizeof m->name, "%s", name);
+	m->type = TPS_MODULE_LINEAR;
+	m->in_features = in;
+	m->out_features = out;
+	m->bias = bias;
+	m->style = style;
+	m->bias_mode = mode;
+	m->input = style == TPS_STYLE_ROWWISE ? tps_placement_shard(-1)
+					      : tps_placement_replicate();
+	m->output = output;
+	snprintf(m->plan_pointer, sizeof m->plan_pointer, "/plan/%s", name);
+}
+
+static struct tps_placement default_output(enum tps_style style)
+{
+	return style == TPS_STYLE_COLWISE ? tps_placement_shard(-1)
+					  : tps_placement_replicate();
+}
+
+static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
+{
+	int shape[2] = {c->dp, c->tp};
+	const char *names[2] = {"dp", "tp"};
+	int64_t dims[3] = {c->batch, c->seq, c->in};
+	memset(spec, 0, sizeof *spec);
+	ck_assert_int_eq(tps_mesh_init(&spec->mesh, 2, shape, names, NULL),
+			 TPS_OK);
+	spec->tp_dim = 1;
+	spec->dp_dim = c->dp > 1 ? 0 : -1;
+	if (c->seq) {
+		spec->input_shape = tps_shape_make(3, dims);
+	} else {
+		dims[1] = c->in;
+		spec->input_shape = tps_shape_make(2, dims);
+	}
+	spec->input_init = (struct tps_init_spec){c->init, 11};
+	spec->param_init = (struct tps_init_spec){c->init, 7};
+	spec->uneven = TPS_UNEVEN_CHUNK;
+	spec->n_modules = c->shape == LINEAR_ONLY ? 1 : 3;
+	spec->modules = calloc(3, sizeof *spec->modules);
+	if (c->shape == LINEAR_ONLY) {
+		set_linear(&spec->modules[0], "fc", c->in, c->out, c->bias,
+			   c->style1, c->bias_mode, c->out1);
+		return;
+	}
+	set_linear(&spec->modules[0], "fc1", c->in, c->hidden, c->bias,
+		   c->style1, c->bias_mode, c->out1);
+	snprintf(spec->modules[1].name, TPS_NAME_MAX, "act");
+	spec->modules[1].type = c->shape == MLP_GELU ? TPS_MODULE_GELU
+						     : TPS_MODULE_RELU;
+	set_linear(&spec->modules[2], "fc2", c->hidden, c->out, c->bias,
+		   c->style2, c->bias_mode, default_output(c->style2));
+}
+
+static float worst_diff;
+
+/* Runs one case; returns the collective counts for further checks. */
+static struct counts run_case(const struct case_spec *c, bool exact)
+{
+	struct tps_model_spec spec;
+	struct tps_model model;
+	struct tps_tensor input, out, ref;
+	struct counts counts = {0};
+	struct tps_event_sink sink = {count_event, &counts};
+	struct tps_error err = {0};
+	float diff;
+	bool match;
+
+	build_spec(&spec, c);
+	ck_assert_msg(tps_model_init(&model, &spec, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(tps_model_make_input(&spec, &input, NULL), TPS_OK);
+	ck_assert_int_eq(tps_model_emit_setup(&model, sink, NULL), TPS_OK);
+	ck_assert_msg(tps_model_forward(&model, &input, sink, 0, &out, &err) ==
+		      TPS_OK, "%s", err.message);
+	ck_assert_int_eq(tps_model_reference_forward(&model, &input, &ref,
+						     NULL), TPS_OK);
+	tps_run_compare(&out, &ref, 1e-5, 1e-5, &diff, &match);
+	if (diff > worst_diff) {
+		worst_diff = diff;
+	}
+	ck_assert_msg(exact ? diff == 0.0f : match,
+		      "dp=%d tp=%d batch=%d seq=%d in=%lld hidden=%lld "
+		      "out=%lld bias=%d styles=%s,%s mode=%s: max_abs_diff %g",
+		      c->dp, c->tp, c->batch, c->seq, (long long)c->in,
+		      (long long)c->hidden, (long long)c->out, c->bias,
+		      tps_style_name(c->style1), tps_style_name(c->style2),
+		      tps_bias_mode_name(c->bias_mode), (double)diff);
+	tps_tensor_free(&input);
+	tps_tensor_free(&out);
+	tps_tensor_free(&ref);
+	tps_model_free(&model);
+	tps_model_spec_free(&spec);
+	return counts;
+}
+
+/* Dims for a world size: divisible ones, and ones that are not (out below
+ * tp gives empty shards). */
+static void dims_for(int tp, bool uneven, int64_t *in, int64_t *hidden,
+		     int64_t *out)
+{
+	if (uneven) {
+		*in = 3 * tp + 1;
+		*hidden = 2 * tp + 3;
+		*out = tp > 2 ? tp - 1 : 5;
+	} else {
+		*in = 2 * tp;
+		*hidden = 3 * tp;
+		*out = tp;
+	}
+}
+
+START_TEST(single_layers_match_reference_exactly)
+{
+	/* arange values keep every partial sum an integer below 2^24, so TP
+	 * must match bit for bit (DESIGN.md section 3). */
+	const enum tps_style styles[3] = {TPS_STYLE_COLWISE,
+					  TPS_STYLE_ROWWISE, TPS_STYLE_NONE};
+	int tp = _i;
+	worst_diff = 0;
+	for (int s = 0; s < 3; s++) {
+		for (int uneven = 0; uneven < 2; uneven++) {
+			for (int batch = 1; batch <= 5; batch++) {
+				for (int bias = 0; bias < 2; bias++) {
+					struct case_spec c = {0};
+					c.dp = 1;
+					c.tp = tp;
+					c.batch = batch;
+					dims_for(tp, uneven, &c.in, &c.hidden,
+						 &c.out);
+					c.bias = bias;
+					c.shape = LINEAR_ONLY;
+					c.style1 = styles[s];
+					c.bias_mode = TPS_BIAS_AFTER_REDUCE;
+					c.out1 = default_output(styles[s]);
+					c.init = TPS_INIT_ARANGE;
+					run_case(&c, true);
+					/* rank0 adds the bias before the
+					 * reduction: still exact. */
+					if (styles[s] == TPS_STYLE_ROWWISE) {
+						c.bias_mode = TPS_BIAS_RANK0;
+						run_case(&c, true);
+					}
+				}
+			}
+		}
+	}
+	printf("tp=%d single layers: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
+START_TEST(mlp_matches_reference_in_every_bias_mode)
+{
+	const enum tps_bias_mode modes[3] = {TPS_BIAS_AFTER_REDUCE,
+					     TPS_BIAS_PARTIAL_SPLIT,
+					     TPS_BIAS_RANK0};
+	int tp = _i;
+	worst_diff = 0;
+	for (int m = 0; m < 3; m++) {
+		for (int uneven = 0; uneven < 2; uneven++) {
+			for (int batch = 1; batch <= 5; batch++) {
+				for (int bias = 0; bias < 2; bias++) {
+					struct case_spec c = {0};
+					c.dp = 1;
+					c.tp = tp;
+					c.batch = batch;
+					c.seq = batch % 2 ? 0 : 3; /* N-D */
+					dims_for(tp, uneven, &c.in, &c.hidden,
+						 &c.out);
+					c.bias = bias;
+					c.shape = batch == 3 ? MLP_GELU
+							     : MLP_RELU;
+					c.style1 = TPS_STYLE_COLWISE;
+					c.style2 = TPS_STYLE_ROWWISE;
+					c.bias_mode = modes[m];
+					c.out1 = tps_placement_shard(-1);
+					c.init = TPS_INIT_UNIFORM;
+					run_case(&c, false);
+				}
+			}
+		}
+	}
+	printf("tp=%d colwise-act-rowwise: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
+START_TEST(gathered_and_mismatched_layouts_still_match)
+{
+	/* colwise with gather_output feeding a rowwise (a local split),
+	 * rowwise feeding a colwise, and two colwise in a row: the layouts
+	 * differ but every path must give the reference output. */
+	const enum tps_style pairs[3][2] = {
+		{TPS_STYLE_COLWISE, TPS_STYLE_ROWWISE},
+		{TPS_STYLE_ROWWISE, TPS_STYLE_COLWISE},
+		{TPS_STYLE_COLWISE, TPS_STYLE_COLWISE}};
+	int tp = _i;
+	for (int p = 0; p < 3; p++) {
+		for (int batch = 1; batch <= 5; batch += 2) {
+			struct case_spec c = {0};
+			c.dp = 1;
+			c.tp = tp;
+			c.batch = batch;
+			dims_for(tp, true, &c.in, &c.hidden, &c.out);
+			c.bias = true;
+			c.shape = MLP_RELU;
+			c.style1 = pairs[p][0];
+			c.style2 = pairs[p][1];
+			c.out1 = p == 0 ? tps_placement_replicate()
+					: default_output(pairs[p][0]);
+			c.init = TPS_INIT_UNIFORM;
+			run_case(&c, false);
+		}
+	}
+}
+END_TEST
+
+START_TEST(dp_times_tp_matches_reference)
+{
+	/* dp in 1..3 times tp in 1..4; batches 1..5 over dp include empty
+	 * batch shards (batch 1 over dp 2 -> 1, 0). */
+	int dp = 1 + _i / 4, tp = 1 + _i % 4;
+	for (int batch = 1; batch <= 5; batch++) {
+		for (int bias = 0; bias < 2; bias++) {
+			struct case_spec c = {0};
+			c.dp = dp;
+			c.tp = tp;
+			c.batch = batch;
+			c.seq = bias ? 2 : 0;
+			dims_for(tp, batch % 2, &c.in, &c.hidden, &c.out);
+			c.bias = bias;
+			c.shape = MLP_RELU;
+			c.style1 = TPS_STYLE_COLWISE;
+			c.style2 = TPS_STYLE_ROWWISE;
+			c.out1 = tps_placement_shard(-1);
+			c.init = TPS_INIT_UNIFORM;
+			run_case(&c, false);
+		}
+	}
+}
+END_TEST
+
+START_TEST(mlp_costs_one_all_reduce_forward)
+{
+	/* Megatron's MLP: colwise -> act -> rowwise is one all_reduce in the
+	 * forward, no gather (the output is already replicated). */
+	for (int tp = 2; tp <= 8; tp++) {
+		struct case_spec c = {0};
+		struct counts n;
+		c.dp = 1;
+		c.tp = tp;
+		c.batch = 2;
+		dims_for(tp, false, &c.in, &c.hidden, &c.out);
+		c.bias = true;
+		c.shape = MLP_RELU;
+		c.style1 = TPS_STYLE_COLWISE;
+		c.style2 = TPS_STYLE_ROWWISE;
+		c.out1 = tps_placement_shard(-1);
+		c.init = TPS_INIT_UNIFORM;
+		n = run_case(&c, false);
+		ck_assert_int_eq(n.collectives[TPS_COMM_ALL_REDUCE], 1);
+		ck_assert_int_eq(n.collectives[TPS_COMM_ALL_GATHER], 0);
+		ck_assert_int_eq(n.splits, 0);
+		/* A lone colwise layer: one all_gather, to materialise. */
+		c.shape = LINEAR_ONLY;
+		c.out = c.hidden;
+		n = run_case(&c, false);
+		ck_assert_int_eq(n.collectives[TPS_COMM_ALL_GATHER], 1);
+		ck_assert_int_eq(n.collectives[TPS_COMM_ALL_REDUCE], 0);
+	}
+}
+END_TEST
+
+START_TEST(world_size_one_moves_nothing)
+{
+	struct case_spec c = {0};
+	struct counts n;
+	c.dp = 1;
+	c.tp = 1;
+	c.batch = 3;
+	c.in = 5;
+	c.hidden = 7;
+	c.out = 3;
+	c.bias = true;
+	c.shape = MLP_RELU;
+	c.style1 = TPS_STYLE_COLWISE;
+	c.style2 = TPS_STYLE_ROWWISE;
+	c.out1 = tps_placement_shard(-1);
+	c.init = TPS_INIT_UNIFORM;
+	n = run_case(&c, true);
+	for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+		ck_assert_int_eq(n.collectives[op], 0);
+	}
+}
+END_TEST
+
+START_TEST(divisible_policy_names_the_dim)
+{
+	struct case_spec c = {0};
+	struct tps_model_spec spec;
+	struct tps_model model;
+	struct tps_error err = {0};
+	c.dp = 1;
+	c.tp = 4;
+	c.batch = 2;
+	c.in = 10;
+	c.out = 3;
+	c.shape = LINEAR_ONLY;
+	c.style1 = TPS_STYLE_ROWWISE;
+	c.out1 = tps_placement_replicate();
+	build_spec(&spec, &c);
+	spec.uneven = TPS_UNEVEN_DIVISIBLE;
+	ck_assert_int_eq(tps_model_init(&model, &spec, &err), TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "/plan/fc: rowwise fc: in_features 10 "
+			 "not divisible by tp=4 (uneven: divisible)");
+	spec.uneven = TPS_UNEVEN_CHUNK;
+	ck_assert_int_eq(tps_model_init(&model, &spec, &err), TPS_OK);
+	tps_model_free(&model);
+	tps_model_spec_free(&spec);
+}
+END_TEST
+
+static Suite *model_suite(void)
+{
+	Suite *s = suite_create("model");
+	TCase *exact = tcase_create("single_layers_exact");
+	TCase *mlp = tcase_create("mlp_bias_modes");
+	TCase *layouts = tcase_create("layouts");
+	TCase *dp = tcase_create("dp_times_tp");
+	TCase *comm = tcase_create("communication");
+	TCase *policy = tcase_create("uneven_policy");
+	/* World sizes 1..8: the loop index is tp. */
+	tcase_add_loop_test(exact, single_layers_match_reference_exactly, 1, 9);
+	tcase_add_loop_test(mlp, mlp_matches_reference_in_every_bias_mode, 1,
+			    9);
+	tcase_add_loop_test(layouts, gathered_and_mismatched_layouts_still_match,
+			    1, 9);
+	tcase_add_loop_test(dp, dp_times_tp_matches_reference, 0, 12);
+	tcase_add_test(comm, mlp_costs_one_all_reduce_forward);
+	tcase_add_test(comm, world_size_one_moves_nothing);
+	tcase_add_test(policy, divisible_policy_names_the_dim);
+	suite_add_tcase(s, exact);
+	suite_add_tcase(s, mlp);
+	suite_add_tcase(s, layouts);
+	suite_add_tcase(s, dp);
+	suite_add_tcase(s, comm);
+	suite_add_tcase(s, policy);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(model_suite());
+	int failed;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
