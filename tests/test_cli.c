@@ -1,0 +1,399 @@
+/* cli: verbs, exit codes (0/1/2), messages, fixtures, the mesh printout. */
+#include <check.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tpsim/cli.h"
+#include "tpsim/jsonio.h"
+
+/* What one tps_cli_main call printed and returned. */
+struct result {
+	int rc;
+	char *out, *err;
+	size_t out_len, err_len;
+};
+
+static struct result cli(int argc, ...)
+{
+	struct result r = {0};
+	char *argv[16] = {"tpsim"};
+	FILE *out, *err;
+	va_list ap;
+	va_start(ap, argc);
+	for (int i = 1; i < argc; i++) {
+		argv[i] = va_arg(ap, char *);
+	}
+	va_end(ap);
+	out = open_memstream(&r.out, &r.out_len);
+	err = open_memstream(&r.err, &r.err_len);
+	r.rc = tps_cli_main(argc, argv, out, err);
+	fclose(out);
+	fclose(err);
+	return r;
+}
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++) {
+		n += *s == '\n';
+	}
+	return n;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	tu_write_file(path, text, strlen(text));
+}
+
+static const char *write_config(const char *dir, const char *name,
+				const char *text)
+{
+	static char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	tu_write_file(path, text, strlen(text));
+	return path;
+}
+
+static const char small_config[] =
+	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": [\"tp\"]},"
+	" \"model\": [{\"name\": \"fc\", \"type\": \"linear\", "
+	"\"in_features\": 4, \"out_features\": 2, \"bias\": false}], "
+	"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": [2, 4], \"init\": \"arange\"},"
+	" \"init\": {\"method\": \"arange\"}}";
+
+START_TEST(help_and_version_go_to_stdout)
+{
+	struct result r = cli(2, "--help");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "Usage: tpsim"));
+	ck_assert_uint_eq(r.err_len, 0);
+	result_free(&r);
+	r = cli(2, "--version");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.out, "tpsim 0.1.0\n");
+	result_free(&r);
+	r = cli(3, "run", "--help");
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(usage_errors_are_one_line_and_a_hint)
+{
+	static const char *const cases[][4] = {
+		{"", NULL, NULL, "missing command"},
+		{"frobnicate", NULL, NULL, "unknown command 'frobnicate'"},
+		{"run", NULL, NULL, "run: missing CONFIG"},
+		{"run", "a.json", "--bogus", "unknown option '--bogus'"},
+		{"run", "a.json", "-o", "-o needs a file"},
+		{"check", "t.json", NULL, "expected TRACE FIXTURE"},
+		{"mesh", "--shape", "3,x", "--shape expects"},
+		{"mesh", "--names", "a", "missing --shape"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int argc = !cases[i][0][0] ? 1 : cases[i][1] == NULL ? 2
+			   : cases[i][2] == NULL ? 3 : 4;
+		struct result r = cli(argc, cases[i][0], cases[i][1],
+				      cases[i][2]);
+		ck_assert_int_eq(r.rc, 2);
+		ck_assert_msg(strstr(r.err, cases[i][3]) != NULL, "%s", r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, "\nTry 'tpsim --help'.\n"));
+		ck_assert_int_eq(count_lines(r.err), 2);
+		ck_assert_uint_eq(r.out_len, 0);
+		result_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(run_writes_trace_and_one_line_summary)
+{
+	const char *dir = tu_tempdir();
+	char trace[512];
+	const char *cfg = write_config(dir, "c.json", small_config);
+	struct result r;
+	cJSON *root = NULL;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_uint_eq(r.out_len, 0);
+	ck_assert_int_eq(count_lines(r.err), 1);
+	/* all_reduce of the (2, 2) output over 2 ranks: c = ceil(4/2) = 2
+	 * floats = 8 bytes, 2 (n-1) c = 16. */
+	ck_assert_ptr_nonnull(strstr(r.err, "1 collective (16 bytes/rank)"));
+	ck_assert_ptr_nonnull(strstr(r.err, "matches the reference"));
+	ck_assert_int_eq(tps_json_load(trace, TPS_JSON_MAX_TRACE_BYTES, &root,
+				       NULL), TPS_OK);
+	cJSON_Delete(root);
+	result_free(&r);
+	/* Without -o the trace goes to stdout, the summary to stderr. */
+	r = cli(2 + 1, "run", cfg, NULL);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert(strncmp(r.out, "{\"format\":\"tpsim.trace\"", 23) == 0);
+	ck_assert_int_eq(count_lines(r.err), 1);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(run_reads_the_config_from_stdin)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	struct result r;
+	ck_assert_ptr_nonnull(freopen(cfg, "r", stdin));
+	r = cli(3, "run", "-");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "\"result\""));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
+{
+	const char *dir = tu_tempdir();
+	char trace[512], expect[640];
+	const char *cfg = write_config(dir, "bad.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 2}], "
+		"\"plan\": {\"fc\": {\"style\": \"rowise\"}}, \"input\": "
+		"{\"shape\": [2, 4]}}");
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 2);
+	snprintf(expect, sizeof expect, "tpsim: %s: /plan/fc/style: unknown "
+		 "style \"rowise\" (expected one of colwise, rowwise, "
+		 "replicate)\n", cfg);
+	ck_assert_str_eq(r.err, expect);
+	ck_assert_int_ne(access(trace, F_OK), 0);
+	result_free(&r);
+	r = cli(3, "run", "/nonexistent/cfg.json");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: /nonexistent/cfg.json"));
+	ck_assert_int_eq(count_lines(r.err), 1);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(output_directory_and_memory_budget_are_refused)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	struct result r = cli(5, "run", cfg, "-o", dir);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "is a directory"));
+	result_free(&r);
+	r = cli(5, "run", cfg, "--max-memory", "100");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "over the memory budget of 100 "
+					    "bytes"));
+	ck_assert_uint_eq(r.out_len, 0);
+	result_free(&r);
+	r = cli(5, "run", cfg, "--max-memory", "lots");
+	ck_assert_int_eq(r.rc, 2);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(disagreement_with_the_reference_is_exit_1)
+{
+	/* partial_split adds b/3 on each of 3 ranks: b/3 * 3 is not b in
+	 * float32, so with zero tolerance the run disagrees. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [3], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 3, \"out_features\": 1}], "
+		"\"plan\": {\"fc\": {\"style\": \"rowwise\", \"bias\": "
+		"\"partial_split\"}}, \"input\": {\"shape\": [1, 3], \"init\": "
+		"\"zeros\"}, \"params\": {\"fc.bias\": [0.1]}, \"tolerance\": "
+		"{\"atol\": 0, \"rtol\": 0}}");
+	char trace[512];
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "DIFFERS from the reference"));
+	/* The trace is still written: it is the evidence. */
+	ck_assert_int_eq(access(trace, F_OK), 0);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* Runs every fixtures/<case>/config.json and checks its fixture.json. */
+START_TEST(every_fixture_passes_tpsim_check)
+{
+	DIR *d = opendir(tu_source_path("fixtures"));
+	const char *dir = tu_tempdir();
+	struct dirent *e;
+	int checked = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char cfg[1024], fix[1024], trace[1024];
+		struct result r;
+		if (e->d_name[0] == '.') {
+			continue;
+		}
+		snprintf(cfg, sizeof cfg, "%s/%s/config.json",
+			 tu_source_path("fixtures"), e->d_name);
+		snprintf(fix, sizeof fix, "%s/%s/fixture.json",
+			 tu_source_path("fixtures"), e->d_name);
+		snprintf(trace, sizeof trace, "%s/%s.json", dir, e->d_name);
+		if (access(fix, F_OK) != 0) {
+			continue;
+		}
+		r = cli(5, "run", cfg, "-o", trace);
+		ck_assert_msg(r.rc == 0, "%s: %s", e->d_name, r.err);
+		result_free(&r);
+		r = cli(4, "check", trace, fix);
+		ck_assert_msg(r.rc == 0, "%s: %s%s", e->d_name, r.out, r.err);
+		result_free(&r);
+		checked++;
+	}
+	closedir(d);
+	printf("%d fixtures checked\n", checked);
+	/* The fixtures of issue 2: the seed's 2x4 cases, world 1, uneven
+	 * and a 2-D mesh. */
+	ck_assert_int_ge(checked, 11);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
+{
+	/* rowwise 2x4, arange: x = [[1,2,3,4],[5,6,7,8]], W = the same.
+	 * y[0] = [30, 70]; claim 71 instead of 70. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	char trace[512], fix[512], line[768];
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	snprintf(fix, sizeof fix, "%s/f.json", dir);
+	write_text(fix, "{\"result\": {\"output\": {\"values\": "
+		   "[[30, 71], [70, 174]]}}}");
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+	r = cli(4, "check", trace, fix);
+	ck_assert_int_eq(r.rc, 1);
+	snprintf(line, sizeof line, "%s: /result/output/values/0/1: expected "
+		 "71, got 70\n", fix);
+	ck_assert_str_eq(r.out, line);
+	ck_assert_ptr_nonnull(strstr(r.err, "1 mismatch"));
+	result_free(&r);
+	/* The right numbers pass. */
+	write_text(fix, "{\"result\": {\"output\": {\"values\": "
+		   "[[30, 70], [70, 174]]}}}");
+	r = cli(4, "check", trace, fix);
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+	/* A fixture that is not JSON, or a trace that is not a trace, is
+	 * trouble: exit 2 on stderr. */
+	write_text(fix, "{\"result\": ");
+	r = cli(4, "check", trace, fix);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_uint_eq(r.out_len, 0);
+	result_free(&r);
+	r = cli(4, "check", cfg, cfg);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "/format"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(mesh_prints_pytorch_groups)
+{
+	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
+	 * size-3 dim 0), mesh["col"] is [0, 1]; seed 004's first printout
+	 * has these swapped. */
+	struct result r = cli(6, "mesh", "--shape", "3,2", "--names",
+			      "row,col");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "Rank 0: coordinate (0, 0), "
+				     "mesh['row'] = [0, 2, 4] (local rank 0), "
+				     "mesh['col'] = [0, 1] (local rank 0)\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "Rank 3: coordinate (1, 1), "
+				     "mesh['row'] = [1, 3, 5] (local rank 1), "
+				     "mesh['col'] = [2, 3] (local rank 1)\n"));
+	ck_assert_int_eq(count_lines(r.out), 7);
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(mesh_json_is_strict_json)
+{
+	struct result r = cli(7, "mesh", "--shape", "2,2,2", "--names",
+			      "dp,cp,tp", "--json");
+	cJSON *root = NULL, *g;
+	char *dp;
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(tps_json_parse_strict("out", r.out, r.out_len, &root,
+					       NULL), TPS_OK);
+	g = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "groups"), "dp");
+	dp = cJSON_PrintUnformatted(g);
+	ck_assert_str_eq(dp, "[[0,4],[1,5],[2,6],[3,7]]");
+	free(dp);
+	ck_assert_int_eq(cJSON_GetObjectItem(root, "world_size")->valueint, 8);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
+								"ranks")), 8);
+	cJSON_Delete(root);
+	result_free(&r);
+	r = cli(6, "mesh", "--shape", "4096,2", "--names", "a,b");
+	ck_assert_int_eq(r.rc, 2);
+	result_free(&r);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *usage = tcase_create("usage");
+	TCase *run = tcase_create("run");
+	TCase *check = tcase_create("check");
+	TCase *mesh = tcase_create("mesh");
+	tcase_add_test(usage, help_and_version_go_to_stdout);
+	tcase_add_test(usage, usage_errors_are_one_line_and_a_hint);
+	tcase_add_test(run, run_writes_trace_and_one_line_summary);
+	tcase_add_test(run, run_reads_the_config_from_stdin);
+	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
+	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
+	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
+	tcase_add_test(check, every_fixture_passes_tpsim_check);
+	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
+	tcase_add_test(mesh, mesh_prints_pytorch_groups);
+	tcase_add_test(mesh, mesh_json_is_strict_json);
+	suite_add_tcase(s, usage);
+	suite_add_tcase(s, run);
+	suite_add_tcase(s, check);
+	suite_add_tcase(s, mesh);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cli_suite());
+	int failed;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

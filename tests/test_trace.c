@@ -1,0 +1,285 @@
+/* trace: the document tpsim run writes, end to end through tps_run. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tpsim/jsonio.h"
+#include "tpsim/run.h"
+
+static const char mlp_config[] =
+	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
+	"[\"dp\", \"tp\"]}, \"dp_dim\": \"dp\",\n"
+	" \"model\": [{\"name\": \"fc1\", \"type\": \"linear\", "
+	"\"in_features\": 4, \"out_features\": 6},\n"
+	"  {\"name\": \"act\", \"type\": \"gelu\"},\n"
+	"  {\"name\": \"fc2\", \"type\": \"linear\", \"in_features\": 6, "
+	"\"out_features\": 3}],\n"
+	" \"plan\": {\"fc1\": \"colwise\", \"fc2\": {\"style\": \"rowwise\", "
+	"\"bias\": \"partial_split\"}},\n"
+	" \"input\": {\"shape\": [3, 4], \"seed\": 5}, \"init\": {\"method\": "
+	"\"normal\", \"seed\": 9}%s}";
+
+/* Writes config text (with `extra` spliced in) and runs it to out_path. */
+static enum tps_status run_text(const char *dir, const char *extra,
+				const char *out_path, struct tps_run_summary *s,
+				struct tps_error *err)
+{
+	char cfg_path[512], text[4096];
+	struct tps_run_options opts = {cfg_path, out_path,
+				       TPS_DEFAULT_MAX_MEMORY};
+	snprintf(cfg_path, sizeof cfg_path, "%s/cfg.json", dir);
+	snprintf(text, sizeof text, mlp_config, extra);
+	tu_write_file(cfg_path, text, strlen(text));
+	return tps_run(&opts, stdout, s, err);
+}
+
+START_TEST(same_config_gives_byte_identical_traces)
+{
+	const char *dir = tu_tempdir();
+	char a[512], b[512];
+	struct tps_run_summary s;
+	struct tps_error err = {0};
+	char *ta, *tb;
+	size_t la, lb;
+	snprintf(a, sizeof a, "%s/a.json", dir);
+	snprintf(b, sizeof b, "%s/b.json", dir);
+	ck_assert_msg(run_text(dir, "", a, &s, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert(s.match);
+	ck_assert_msg(run_text(dir, "", b, &s, &err) == TPS_OK, "%s",
+		      err.message);
+	ta = tu_read_file(a, &la);
+	tb = tu_read_file(b, &lb);
+	ck_assert_uint_eq(la, lb);
+	ck_assert_mem_eq(ta, tb, la);
+	free(ta);
+	free(tb);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(trace_is_strict_json_with_keys_in_order)
+{
+	static const char *const order[] = {"format", "version", "generator",
+		"config", "mesh", "params", "inputs", "events", "result",
+		"comm"};
+	const char *dir = tu_tempdir();
+	char path[512];
+	struct tps_run_summary s;
+	cJSON *root = NULL, *item, *ev;
+	int i = 0;
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	ck_assert_int_eq(run_text(dir, "", path, &s, NULL), TPS_OK);
+	ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &root,
+				       NULL), TPS_OK);
+	cJSON_ArrayForEach(item, root) {
+		ck_assert_str_eq(item->string, order[i++]);
+	}
+	ck_assert_int_eq(i, 10);
+	/* Every event has seq in order; collectives carry groups and bytes;
+	 * ranks are listed in rank order. */
+	i = 0;
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "events")) {
+		const char *kind = cJSON_GetObjectItem(ev, "kind")->valuestring;
+		cJSON *ranks = cJSON_GetObjectItem(ev, "ranks"), *r;
+		int k = 0;
+		ck_assert_int_eq(cJSON_GetObjectItem(ev, "seq")->valueint, i++);
+		if (strcmp(kind, "collective") == 0) {
+			ck_assert_ptr_nonnull(cJSON_GetObjectItem(ev, "groups"));
+			ck_assert_ptr_nonnull(cJSON_GetObjectItem(
+				ev, "bytes_per_rank"));
+		}
+		ck_assert_int_eq(cJSON_GetArraySize(ranks), 4);
+		cJSON_ArrayForEach(r, ranks) {
+			ck_assert_int_eq(cJSON_GetObjectItem(r, "rank")->valueint,
+					 k++);
+		}
+	}
+	/* 4 params (fc1 w/b shard(0), fc2 w shard(1), b replicate). */
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
+								"params")), 4);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
+		root, "result"), "match")));
+	/* One all_reduce in the forward (fc2), nothing else moved. */
+	item = cJSON_GetObjectItem(root, "comm");
+	ck_assert_int_eq(cJSON_GetObjectItem(item, "collectives")->valueint,
+			 1);
+	cJSON_Delete(root);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* FNV-1a 64 written out here, independently of the library's. */
+static unsigned long long fnv(const unsigned char *p, size_t n)
+{
+	unsigned long long h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+START_TEST(summary_mode_replaces_values_with_stats_and_hash)
+{
+	/* The input is arange (3, 4) in this config: 1..12. Its hash is that
+	 * of the little-endian float32 bytes of 1.0f .. 12.0f. */
+	const char *dir = tu_tempdir();
+	char path[512], want[32];
+	unsigned char bytes[48];
+	struct tps_run_summary s;
+	cJSON *root = NULL, *in;
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	ck_assert_int_eq(run_text(dir, ", \"trace\": {\"values\": "
+				  "\"summary\"}, \"params\": {}", path, &s,
+				  NULL), TPS_OK);
+	ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &root,
+				       NULL), TPS_OK);
+	in = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "inputs"), "input");
+	ck_assert_ptr_null(cJSON_GetObjectItem(in, "values"));
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(in, "min"));
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(in, "mean"));
+	cJSON_Delete(root);
+	tu_rmtree(dir);
+
+	dir = tu_tempdir();
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	{
+		char cfg[512], *text;
+		const char *c = "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
+			"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": "
+			"\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+			"\"out_features\": 2}], \"plan\": {\"fc\": "
+			"\"colwise\"}, \"input\": {\"shape\": [3, 4], "
+			"\"init\": \"arange\"}, \"trace\": {\"values\": "
+			"\"summary\"}}";
+		struct tps_run_options opts = {cfg, path,
+					       TPS_DEFAULT_MAX_MEMORY};
+		snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+		tu_write_file(cfg, c, strlen(c));
+		ck_assert_int_eq(tps_run(&opts, stdout, &s, NULL), TPS_OK);
+		for (int i = 0; i < 12; i++) {
+			float f = (float)(i + 1);
+			unsigned int bits;
+			memcpy(&bits, &f, 4);
+			for (int b = 0; b < 4; b++) {
+				bytes[4 * i + b] =
+					(unsigned char)(bits >> (8 * b));
+			}
+		}
+		snprintf(want, sizeof want, "%016llx", fnv(bytes, 48));
+		ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES,
+					       &root, NULL), TPS_OK);
+		in = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "inputs"),
+					 "input");
+		ck_assert_str_eq(cJSON_GetObjectItem(in, "hash")->valuestring,
+				 want);
+		ck_assert_int_eq(cJSON_GetObjectItem(in, "min")->valueint, 1);
+		ck_assert_int_eq(cJSON_GetObjectItem(in, "max")->valueint, 12);
+		ck_assert_double_eq(cJSON_GetObjectItem(in, "mean")->valuedouble,
+				    6.5);
+		cJSON_Delete(root);
+		text = tu_read_file(path, NULL);
+		ck_assert_ptr_null(strstr(text, "\"values\":["));
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		n += e->d_name[0] != '.';
+	}
+	closedir(d);
+	return n;
+}
+
+START_TEST(nan_stops_the_run_and_leaves_no_file)
+{
+	/* fc1's bias of 3e38 passes gelu unchanged; fc2's weight of ones
+	 * then sums three of them per rank: 9e38 overflows float32. */
+	const char *dir = tu_tempdir();
+	char path[512];
+	struct tps_run_summary s;
+	struct tps_error err = {0};
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	ck_assert_int_eq(run_text(dir, ", \"params\": {\"fc1.bias\": "
+				  "[3e38, 3e38, 3e38, 3e38, 3e38, 3e38], "
+				  "\"fc2.weight\": [[1, 1, 1, 1, 1, 1], "
+				  "[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]]}",
+				  path, &s, &err), TPS_ERR_NUMERIC);
+	ck_assert_ptr_nonnull(strstr(err.message, "Inf in fc2.out"));
+	ck_assert_ptr_nonnull(strstr(err.message, "(forward fc2 matmul)"));
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* Nor a temporary: only the config is left in the directory. */
+	ck_assert_int_eq(count_entries(dir), 1);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(inf_in_a_matmul_names_the_event)
+{
+	const char *dir = tu_tempdir();
+	char cfg[512], path[512];
+	struct tps_run_summary s;
+	struct tps_error err = {0};
+	struct tps_run_options opts = {cfg, path, TPS_DEFAULT_MAX_MEMORY};
+	const char *c = "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
+		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
+		"\"type\": \"linear\", \"in_features\": 2, \"out_features\": 2,"
+		" \"bias\": false}], \"plan\": {\"fc\": \"colwise\"}, "
+		"\"input\": {\"shape\": [1, 2], \"init\": \"arange\"}, "
+		"\"params\": {\"fc.weight\": [[3e38, 3e38], [1, 1]]}}";
+	snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	tu_write_file(cfg, c, strlen(c));
+	tu_write_file(path, "old", 3);
+	ck_assert_int_eq(tps_run(&opts, stdout, &s, &err), TPS_ERR_NUMERIC);
+	ck_assert_ptr_nonnull(strstr(err.message, "Inf in fc.out on rank 0"));
+	ck_assert_ptr_nonnull(strstr(err.message, "seq 1 (forward fc matmul)"));
+	ck_assert_ptr_nonnull(strstr(err.message, "c.json"));
+	/* The existing output is only replaced on success. */
+	{
+		char *text = tu_read_file(path, NULL);
+		ck_assert_str_eq(text, "old");
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+static Suite *trace_suite(void)
+{
+	Suite *s = suite_create("trace");
+	TCase *det = tcase_create("determinism");
+	TCase *fmt = tcase_create("format");
+	TCase *bad = tcase_create("non_finite");
+	tcase_add_test(det, same_config_gives_byte_identical_traces);
+	tcase_add_test(fmt, trace_is_strict_json_with_keys_in_order);
+	tcase_add_test(fmt, summary_mode_replaces_values_with_stats_and_hash);
+	tcase_add_test(bad, nan_stops_the_run_and_leaves_no_file);
+	tcase_add_test(bad, inf_in_a_matmul_names_the_event);
+	suite_add_tcase(s, det);
+	suite_add_tcase(s, fmt);
+	suite_add_tcase(s, bad);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(trace_suite());
+	int failed;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
