@@ -545,7 +545,7 @@ static enum tps_status input_error(struct tps_error *err, const char *name,
 			     body);
 }
 
-static enum tps_status validate_trace(const cJSON *trace, const char *name,
+enum tps_status tps_check_is_trace(const cJSON *trace, const char *name,
 				      struct tps_error *err)
 {
 	enum tps_status st = TPS_OK;
@@ -746,7 +746,7 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 	char line[64];
 
 	assert(trace && trace_name && fixture && fixture_name && mismatches);
-	st = validate_trace(trace, trace_name, err);
+	st = tps_check_is_trace(trace, trace_name, err);
 	if (st != TPS_OK) {
 		goto out;
 	}

@@ -26,6 +26,8 @@ static const char usage_text[] =
 "      stderr. SIZE is bytes, or a number with K, M, G or T (default 8G).\n"
 "  check TRACE FIXTURE\n"
 "      Compare a trace with a hand-derived fixture; mismatches on stdout.\n"
+"  explain TRACE\n"
+"      Print a trace step by step: every event, every rank's shard.\n"
 "  mesh --shape 3,2 [--names row,col] [--json]\n"
 "      Print every rank's coordinate and its group along each mesh dim,\n"
 "      as PyTorch's DeviceMesh and mesh[\"name\"] give them.\n"
@@ -400,6 +402,172 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 	return TPS_EXIT_OK;
 }
 
+
+/* ---- explain: a trace, step by step, for people ---------------------- */
+
+static const char *str_of(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+/* Prints v compactly when short enough to read in a line, else nothing. */
+static void print_short_json(FILE *out, const cJSON *v, size_t limit)
+{
+	char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+	if (text && strlen(text) <= limit) {
+		fprintf(out, " %s", text);
+	}
+	free(text);
+}
+
+static void print_shape(FILE *out, const cJSON *shape)
+{
+	const cJSON *d;
+	bool first = true;
+	fputc('(', out);
+	cJSON_ArrayForEach(d, shape) {
+		fprintf(out, "%s%g", first ? "" : ", ",
+			cJSON_IsNumber(d) ? d->valuedouble : 0.0);
+		first = false;
+	}
+	fputc(')', out);
+}
+
+static void print_placements(FILE *out, const cJSON *placements)
+{
+	const cJSON *p;
+	bool first = true;
+	fputc('[', out);
+	cJSON_ArrayForEach(p, placements) {
+		fprintf(out, "%s%s", first ? "" : ", ",
+			cJSON_IsString(p) ? p->valuestring : "?");
+		first = false;
+	}
+	fputc(']', out);
+}
+
+static void explain_event(FILE *out, const cJSON *ev)
+{
+	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
+	const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(
+		ev, "bytes_per_rank");
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(ev, "seq");
+	const cJSON *r;
+	const char *kind = str_of(ev, "kind");
+
+	fprintf(out, "  [%g] %-8s %-11s %s -> ",
+		cJSON_IsNumber(seq) ? seq->valuedouble : -1.0,
+		str_of(ev, "module"), str_of(ev, "op"), str_of(ev, "tensor"));
+	print_placements(out, cJSON_GetObjectItemCaseSensitive(ev,
+							       "placements"));
+	fputs(" global ", out);
+	print_shape(out, cJSON_GetObjectItemCaseSensitive(ev, "global_shape"));
+	if (strcmp(kind, "compute") != 0 &&
+	    cJSON_GetObjectItemCaseSensitive(ev, "mesh_dim")) {
+		fprintf(out, ", over %s groups", str_of(ev, "mesh_dim"));
+		print_short_json(out, cJSON_GetObjectItemCaseSensitive(
+					      ev, "groups"), 60);
+	}
+	if (cJSON_IsNumber(bytes)) {
+		fprintf(out, ", %g bytes/rank", bytes->valuedouble);
+	}
+	fputc('\n', out);
+	cJSON_ArrayForEach(r, ranks) {
+		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(r, "rank");
+		fprintf(out, "        rank %g: ",
+			cJSON_IsNumber(rank) ? rank->valuedouble : -1.0);
+		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
+		print_short_json(out, cJSON_GetObjectItemCaseSensitive(
+					      r, "values"), 60);
+		fputc('\n', out);
+	}
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
+		fprintf(out, "        (%s)\n", str_of(ev, "note"));
+	}
+}
+
+static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
+{
+	cJSON *trace = NULL;
+	const cJSON *ev, *result, *comm, *op, *mesh;
+	struct tps_error e = {0};
+	const char *phase = NULL;
+	int step = -2;
+
+	if (argc != 3) {
+		return usage_error(err, "explain: expected TRACE%s", NULL);
+	}
+	if (tps_json_load(argv[2], TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
+		    TPS_OK ||
+	    tps_check_is_trace(trace, argv[2], &e) != TPS_OK) {
+		cJSON_Delete(trace);
+		return trouble(err, &e);
+	}
+	mesh = cJSON_GetObjectItemCaseSensitive(trace, "mesh");
+	fprintf(out, "%s trace of a mesh ", str_of(trace, "generator"));
+	print_shape(out, cJSON_GetObjectItemCaseSensitive(mesh, "shape"));
+	fputs(" named", out);
+	print_short_json(out, cJSON_GetObjectItemCaseSensitive(mesh,
+							       "dim_names"),
+			 200);
+	fputc('\n', out);
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(trace,
+								"events")) {
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "step");
+		int this_step = cJSON_IsNumber(s) ? s->valueint : -1;
+		const char *this_phase = str_of(ev, "phase");
+		if (!phase || strcmp(phase, this_phase) != 0 ||
+		    this_step != step) {
+			if (this_step >= 0) {
+				fprintf(out, "%s, step %d:\n", this_phase,
+					this_step);
+			} else {
+				fprintf(out, "%s:\n", this_phase);
+			}
+			phase = this_phase;
+			step = this_step;
+		}
+		explain_event(out, ev);
+	}
+	result = cJSON_GetObjectItemCaseSensitive(trace, "result");
+	if (result) {
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(result,
+								  "output");
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(
+			result, "max_abs_diff");
+		fputs("result: output ", out);
+		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
+		print_short_json(out, cJSON_GetObjectItemCaseSensitive(
+					      o, "values"), 60);
+		fprintf(out, " %s the single-device reference "
+			"(max_abs_diff %g)\n",
+			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				result, "match")) ? "matches" : "DIFFERS from",
+			cJSON_IsNumber(d) ? d->valuedouble : -1.0);
+	}
+	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm");
+	if (comm) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(
+			comm, "collectives");
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
+			comm, "bytes_per_rank");
+		fprintf(out, "comm: %g collectives, %g bytes per rank",
+			cJSON_IsNumber(n) ? n->valuedouble : 0.0,
+			cJSON_IsNumber(b) ? b->valuedouble : 0.0);
+		cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(
+					       comm, "by_op")) {
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+				op, "count");
+			fprintf(out, "; %s x%g", op->string,
+				cJSON_IsNumber(c) ? c->valuedouble : 0.0);
+		}
+		fputc('\n', out);
+	}
+	cJSON_Delete(trace);
+	return TPS_EXIT_OK;
+}
+
 int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
@@ -430,6 +598,9 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (strcmp(cmd, "mesh") == 0) {
 		return cmd_mesh(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "explain") == 0) {
+		return cmd_explain(argc, argv, out, err);
 	}
 	return usage_error(err, "unknown command '%s'", cmd);
 }

@@ -99,12 +99,29 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 		return (size_t)snprintf(buf, TPS_NUMFMT_MAX, "%s",
 					signbit(value) ? "-0" : "0");
 	}
-	for (p = 1; p < max_digits; p++) {
-		snprintf(sci, sizeof sci, "%.*e", p - 1, value);
-		fix_decimal_point(sci);
-		if (reads_back(sci, value, is_float)) {
-			break;
+	/* Below 2^24 (float) or 2^53 (double) every integer is its own
+	 * value and its plain digits are the shortest: one call, for the most
+	 * common values in teaching traces (arange). Larger integers may need
+	 * fewer digits (123456792f is "123456790") and take the search. */
+	if (value == floor(value) &&
+	    fabs(value) < (is_float ? 16777216.0 : 9007199254740992.0)) {
+		return (size_t)snprintf(buf, TPS_NUMFMT_MAX, "%.0f", value);
+	}
+	/* If p digits read back, so do p + 1 (conversions round correctly):
+	 * binary search for the smallest p. */
+	{
+		int lo = 1, hi = max_digits;
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+			snprintf(sci, sizeof sci, "%.*e", mid - 1, value);
+			fix_decimal_point(sci);
+			if (reads_back(sci, value, is_float)) {
+				hi = mid;
+			} else {
+				lo = mid + 1;
+			}
 		}
+		p = lo;
 	}
 	snprintf(sci, sizeof sci, "%.*e", p - 1, value);
 	fix_decimal_point(sci);

@@ -320,6 +320,38 @@ START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 }
 END_TEST
 
+START_TEST(explain_walks_the_trace_step_by_step)
+{
+	/* The seed's rowwise 2x4 (bias off): partial sums [[5,17],[17,61]]
+	 * and [[25,53],[53,113]], summed to [[30,70],[70,174]]. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	char trace[512];
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+	r = cli(3, "explain", trace);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (2, 2) "
+				     "[[25,53],[53,113]]\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "all_reduce  fc.out -> "
+				     "[replicate] global (2, 2), over tp "
+				     "groups [[0,1]], 16 bytes/rank\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
+				     "reference (max_abs_diff 0)"));
+	result_free(&r);
+	/* A config is not a trace: trouble, exit 2. */
+	r = cli(3, "explain", cfg);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "not a tpsim trace"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -379,6 +411,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
+	tcase_add_test(check, explain_walks_the_trace_step_by_step);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	suite_add_tcase(s, usage);

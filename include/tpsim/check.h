@@ -60,4 +60,10 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 				  tps_check_report_fn report, void *ctx,
 				  size_t *mismatches, struct tps_error *err);
 
+/* TPS_OK when `trace` is a tpsim trace ("format": "tpsim.trace",
+ * "version": 1); else TPS_ERR_INPUT with a message naming trace_name and
+ * the pointer, as tps_check_fixture reports it. */
+enum tps_status tps_check_is_trace(const cJSON *trace, const char *trace_name,
+				   struct tps_error *err);
+
 #endif
