@@ -337,7 +337,7 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 {
 	int sizes[TPS_MAX_MESH_DIMS], n = 0, n_names = 0;
 	char *names[TPS_MAX_MESH_DIMS];
-	char defaults[TPS_MAX_MESH_DIMS][8];
+	char defaults[TPS_MAX_MESH_DIMS][16];
 	char names_buf[4 * TPS_MESH_NAME_MAX + 8];
 	const char *shape_arg = NULL, *names_arg = NULL;
 	struct tps_mesh mesh;
@@ -386,7 +386,8 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 		}
 	} else {
 		for (int i = 0; i < n; i++) {
-			snprintf(defaults[i], sizeof defaults[i], "dim%d", i);
+			snprintf(defaults[i], sizeof defaults[i], "dim%d",
+				 i % 10);
 			names[i] = defaults[i];
 		}
 	}

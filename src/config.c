@@ -3,6 +3,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +26,19 @@ static enum tps_status fail(struct cfg *c, enum tps_status st,
 			    const char *fmt, ...)
 {
 	char msg[TPS_ERROR_MESSAGE_MAX];
-	char file[256];
+	char file[256], ptr[TPS_JSON_PATH_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* Keys may hold control characters; the line must stay one line. */
 	return tps_error_set(c->err, st, "%s: %s: %s",
 			     tps_json_escape_for_message(c->file, file,
 							 sizeof file),
-			     tps_json_path_str(&c->path), msg);
+			     tps_json_escape_for_message(
+				     tps_json_path_str(&c->path), ptr,
+				     sizeof ptr),
+			     msg);
 }
 
 /* Pushes a key or index on the pointer; pop with the returned length. */
@@ -263,8 +268,8 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 	int sizes[TPS_MAX_MESH_DIMS];
 	const char *name_ptrs[TPS_MAX_MESH_DIMS];
 	int ndim = 0;
-	size_t saved = push_key(c, "mesh"), s2;
 	enum tps_status st = require(c, root, "mesh", &mesh);
+	size_t saved = push_key(c, "mesh"), s2;
 	int64_t world = 1;
 
 	if (st == TPS_OK) {
@@ -292,13 +297,15 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 	for (int i = 0; i < ndim && st == TPS_OK; i++) {
 		int64_t v = 0;
 		size_t s3 = push_index(c, (size_t)i);
-		st = read_int(c, cJSON_GetArrayItem(shape, i), 1,
-			      TPS_MAX_WORLD, &v);
+		st = read_int(c, cJSON_GetArrayItem(shape, i), 1, INT32_MAX,
+			      &v);
 		if (st == TPS_OK) {
-			world *= v;
+			world *= v; /* <= 4096 * 2^31: no overflow */
 			if (world > TPS_MAX_WORLD) {
-				st = fail(c, TPS_ERR_LIMIT, "world size "
-					  "exceeds %d", TPS_MAX_WORLD);
+				st = fail(c, TPS_ERR_LIMIT, "world size %s%lld "
+					  "exceeds %d",
+					  i < ndim - 1 ? "of at least " : "",
+					  (long long)world, TPS_MAX_WORLD);
 			}
 		}
 		sizes[i] = (int)v;
@@ -327,12 +334,16 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 					  TPS_MESH_NAME_MAX - 1, len);
 			}
 			for (int j = 0; j < i && st == TPS_OK; j++) {
+				char esc[96];
 				if (strcmp(name_ptrs[j],
 					   item->valuestring) == 0) {
 					st = fail(c, TPS_ERR_INPUT,
 						  "duplicate dim name \"%s\" "
 						  "(also /mesh/dim_names/%d)",
-						  name_ptrs[j], j);
+						  tps_json_escape_for_message(
+							  name_ptrs[j], esc,
+							  sizeof esc),
+						  j);
 				}
 			}
 			name_ptrs[i] = item->valuestring;
@@ -515,8 +526,8 @@ static enum tps_status parse_model(struct cfg *c, const cJSON *root,
 {
 	const cJSON *model;
 	int n;
-	size_t saved = push_key(c, "model");
 	enum tps_status st = require(c, root, "model", &model);
+	size_t saved = push_key(c, "model");
 	int64_t width = -1; /* the features flowing out of the last linear */
 	int width_from = -1;
 
@@ -562,22 +573,32 @@ static enum tps_status parse_model(struct cfg *c, const cJSON *root,
 
 /* ---- plan ---------------------------------------------------------- */
 
-/* fnmatch-like '*' within one path component. */
+/*
+ * fnmatch-like '*' within one path component. Greedy, backtracking only to
+ * the last '*' (enough when '*' is the only wildcard): O(plen * slen), where
+ * plain recursion is exponential in the number of stars.
+ */
 static bool glob_part(const char *pat, size_t plen, const char *s, size_t slen)
 {
-	if (plen == 0) {
-		return slen == 0;
-	}
-	if (*pat == '*') {
-		for (size_t k = 0; k <= slen; k++) {
-			if (glob_part(pat + 1, plen - 1, s + k, slen - k)) {
-				return true;
-			}
+	size_t p = 0, i = 0, star = SIZE_MAX, mark = 0;
+	while (i < slen) {
+		if (p < plen && pat[p] == '*') {
+			star = p++;
+			mark = i;
+		} else if (p < plen && pat[p] == s[i]) {
+			p++;
+			i++;
+		} else if (star != SIZE_MAX) {
+			p = star + 1;
+			i = ++mark;
+		} else {
+			return false;
 		}
-		return false;
 	}
-	return slen > 0 && *pat == *s && glob_part(pat + 1, plen - 1, s + 1,
-						   slen - 1);
+	while (p < plen && pat[p] == '*') {
+		p++;
+	}
+	return p == plen;
 }
 
 /* A plan key matches a module path component by component. */
@@ -615,7 +636,9 @@ static enum tps_status read_layout(struct cfg *c, const cJSON *v, int ndim,
 		*out = tps_placement_replicate();
 		return TPS_OK;
 	}
-	if (strncmp(s, "shard(", 6) == 0) {
+	/* strtol alone would also take "shard( 1)" and "shard(+1)". */
+	if (strncmp(s, "shard(", 6) == 0 &&
+	    (s[6] == '-' || (s[6] >= '0' && s[6] <= '9'))) {
 		char *end;
 		long d = strtol(s + 6, &end, 10);
 		if (end != s + 6 && strcmp(end, ")") == 0 && d > -100 &&
@@ -815,8 +838,8 @@ static enum tps_status parse_input(struct cfg *c, const cJSON *root,
 	static const char *const keys[] = {"shape", "init", "seed",
 					   "requires_grad", NULL};
 	const cJSON *input, *shape, *rg;
-	size_t saved = push_key(c, "input"), s2;
 	enum tps_status st = require(c, root, "input", &input);
+	size_t saved = push_key(c, "input"), s2;
 	int ndim = 0;
 	int64_t dims[TPS_MAX_DIMS] = {0}, numel;
 
@@ -896,7 +919,8 @@ static enum tps_status check_input_width(struct cfg *c,
 	return TPS_OK;
 }
 
-/* Reads nested arrays of numbers of exactly `shape` into t's data. */
+/* Reads nested arrays of numbers of exactly `shape` into data (row-major);
+ * with data NULL, only checks them. */
 static enum tps_status read_values(struct cfg *c, const cJSON *v,
 				   const struct tps_shape *shape, int d,
 				   float *data, int64_t *pos)
@@ -910,7 +934,7 @@ static enum tps_status read_values(struct cfg *c, const cJSON *v,
 			st = fail(c, TPS_ERR_INPUT, "expected a finite float32 "
 				  "value, got %s", describe(v, got, sizeof got));
 		}
-		if (st == TPS_OK) {
+		if (st == TPS_OK && data) {
 			data[(*pos)++] = (float)v->valuedouble;
 		}
 		return st;
@@ -987,6 +1011,11 @@ static enum tps_status parse_params(struct cfg *c, const cJSON *root,
 				  "model (expected <linear module>.weight or "
 				  ".bias)", tps_json_escape_for_message(
 					  entry->string, esc, sizeof esc));
+		}
+		if (st == TPS_OK) {
+			/* The shape first: a wrong entry for a big parameter
+			 * is refused before allocating it. */
+			st = read_values(c, entry, &shape, 0, NULL, &pos);
 		}
 		if (st == TPS_OK) {
 			o = &spec->overrides[spec->n_overrides];
@@ -1258,7 +1287,11 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	}
 	if (st == TPS_OK) {
 		size_t saved = push_key(&c, "tpsim");
-		st = read_int(&c, version, 1, 1, &v);
+		st = read_int(&c, version, INT32_MIN, INT32_MAX, &v);
+		if (st == TPS_OK && v != 1) {
+			st = fail(&c, TPS_ERR_INPUT, "unsupported config "
+				  "version %lld (expected 1)", (long long)v);
+		}
 		pop(&c, saved);
 	}
 	if (st == TPS_OK) {
@@ -1279,7 +1312,8 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	if (st == TPS_OK && run.model.dp_dim == run.model.tp_dim) {
 		size_t saved = push_key(&c, "dp_dim");
 		st = fail(&c, TPS_ERR_INPUT, "the dp dim must differ from "
-			  "/tp_dim (\"%s\")",
+			  "the tp dim \"%s\" (/tp_dim, by default the last "
+			  "mesh dim)",
 			  run.model.mesh.dim_names[run.model.tp_dim]);
 		pop(&c, saved);
 	}

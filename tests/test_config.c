@@ -1,0 +1,1399 @@
+/* Tests for the config parser (src/config.c, DESIGN.md sections 4 and 8). */
+#include "tpsim/config.h"
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "testutil.h"
+#include "tpsim/jsonio.h"
+#include "tpsim/model.h"
+
+/*
+ * Configs are written with ' for " so that the tables stay readable; dq()
+ * turns them into JSON. No config below needs a literal '.
+ */
+static char *dq(const char *s)
+{
+	size_t len = strlen(s);
+	char *out = malloc(len + 1);
+
+	ck_assert_ptr_nonnull(out);
+	for (size_t i = 0; i <= len; i++) {
+		out[i] = s[i] == '\'' ? '"' : s[i];
+	}
+	return out;
+}
+
+/* Strictly parses a '-quoted config named "cfg.json". */
+static enum tps_status parse_json(const char *squoted, cJSON **root,
+				  struct tps_error *err)
+{
+	char *text = dq(squoted);
+	enum tps_status st = tps_json_parse_strict("cfg.json", text,
+						   strlen(text), root, err);
+	free(text);
+	return st;
+}
+
+/* Both steps; the config must be accepted. */
+static void parse_ok(const char *squoted, struct tps_run_spec *spec)
+{
+	struct tps_error err = { 0 };
+	cJSON *root = NULL;
+	enum tps_status st = parse_json(squoted, &root, &err);
+
+	ck_assert_msg(st == TPS_OK, "JSON rejected: %s", err.message);
+	st = tps_config_parse(root, "cfg.json", spec, &err);
+	cJSON_Delete(root);
+	ck_assert_msg(st == TPS_OK, "config rejected: %s", err.message);
+	ck_assert_ptr_nonnull(spec->normalized);
+}
+
+/* The normalised config as compact JSON (caller frees). */
+static char *normalized_text(const struct tps_run_spec *spec)
+{
+	char *s = cJSON_PrintUnformatted(spec->normalized);
+
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+static const struct tps_module_spec *module(const struct tps_run_spec *spec,
+					    const char *name)
+{
+	for (int i = 0; i < spec->model.n_modules; i++) {
+		if (strcmp(spec->model.modules[i].name, name) == 0) {
+			return &spec->model.modules[i];
+		}
+	}
+	ck_abort_msg("no module \"%s\"", name);
+	return NULL;
+}
+
+static bool is_replicate(struct tps_placement p)
+{
+	return p.kind == TPS_PLACEMENT_REPLICATE;
+}
+
+/* shard(d) counts dims from the end when negative: compare normalised. */
+static bool is_shard(struct tps_placement p, int dim, int ndim)
+{
+	return p.kind == TPS_PLACEMENT_SHARD &&
+	       tps_dim_normalize(p.dim, ndim) == tps_dim_normalize(dim, ndim);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Building blocks of the configs below                                     */
+/* ------------------------------------------------------------------------ */
+
+#define MESH_TP "'mesh':{'shape':[2],'dim_names':['tp']}"
+#define HDR "{'tpsim':1," MESH_TP ","
+#define FC1 "{'name':'fc1','type':'linear','in_features':4,'out_features':8}"
+#define ACT "{'name':'act','type':'relu'}"
+#define FC2 "{'name':'fc2','type':'linear','in_features':8,'out_features':4}"
+#define MODEL "'model':[" FC1 "," ACT "," FC2 "]"
+#define INPUT "'input':{'shape':[2,4]}"
+/* fc1 (4 -> 8), relu, fc2 (8 -> 4) on a 1-D tp mesh of 2, input (2, 4). */
+#define BASE HDR MODEL "," INPUT
+/* The same with a custom mesh. */
+#define WITH_MESH(mesh) "{'tpsim':1,'mesh':" mesh "," MODEL "," INPUT
+/* The same with a custom model. */
+#define WITH_MODEL(...) HDR "'model':[" __VA_ARGS__ "]," INPUT
+/* A model of one linear fc1 (4 -> 8) whose in_features is `v`. */
+#define IN_FEATURES(v)                                                        \
+	WITH_MODEL("{'name':'fc1','type':'linear','in_features':" v           \
+		   ",'out_features':8}")
+#define OUT_FEATURES(v)                                                       \
+	WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"          \
+		   "'out_features':" v "}")
+#define MESH_SIZE(v) WITH_MESH("{'shape':[" v "],'dim_names':['tp']}")
+#define INPUT_SHAPE(s) HDR MODEL ",'input':{'shape':" s "}"
+#define EIGHT_ROWS_OF(row)                                                    \
+	"[" row "," row "," row "," row "," row "," row "," row "," row "]"
+
+/* ------------------------------------------------------------------------ */
+/* Bad configs, table-driven                                                */
+/* ------------------------------------------------------------------------ */
+
+enum stage {
+	STAGE_CONFIG, /* valid JSON that tps_config_parse must refuse */
+	STAGE_JSON,   /* tps_json_parse_strict must already refuse it */
+};
+
+struct bad_config {
+	enum stage stage;
+	const char *json; /* ' for " */
+	enum tps_status status;
+	const char *msg;  /* substring: "cfg.json: <pointer>: ..." */
+};
+
+#define BAD(json, status, msg) { STAGE_CONFIG, json, status, msg }
+#define BAD_JSON(json, msg) { STAGE_JSON, json, TPS_ERR_INPUT, msg }
+
+static const struct bad_config bad_configs[] = {
+	/* The document and the version. */
+	BAD("[1]", TPS_ERR_INPUT,
+	    "cfg.json: (root): expected a config object, got an array"),
+	BAD("{" MESH_TP "," MODEL "," INPUT "}", TPS_ERR_INPUT,
+	    "cfg.json: /tpsim: missing"),
+	BAD("{'tpsim':2," MESH_TP "," MODEL "," INPUT "}", TPS_ERR_INPUT,
+	    "cfg.json: /tpsim: unsupported config version 2 (expected 1)"),
+	BAD("{'tpsim':'1'," MESH_TP "," MODEL "," INPUT "}", TPS_ERR_INPUT,
+	    "cfg.json: /tpsim: expected an integer, got string \"1\""),
+	BAD("{'tpsim':1.5," MESH_TP "," MODEL "," INPUT "}", TPS_ERR_INPUT,
+	    "cfg.json: /tpsim: expected an integer, got 1.5"),
+
+	/* Unknown keys, at every level. */
+	BAD(BASE ",'steps_per_epoch':3}", TPS_ERR_INPUT,
+	    "cfg.json: /steps_per_epoch: unknown key \"steps_per_epoch\""),
+	BAD(BASE ",'a\\u001bb':3}", TPS_ERR_INPUT,
+	    "cfg.json: /a\\u001bb: unknown key \"a\\u001bb\""),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':['tp'],'devices':[0,1]}")
+	    "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/devices: unknown key \"devices\""),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
+		       "'out_features':8,'dropout':0.1}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/dropout: unknown key"),
+	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'relu','in_features':8}")
+	    "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/in_features: unknown key \"in_features\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','gather_output':true}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/gather_output: unknown key \"gather_output\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'replicate','input':'replicate'}}}",
+	    TPS_ERR_INPUT, "cfg.json: /plan/fc1/input: unknown key \"input\""),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'dtype':'float32'}}",
+	    TPS_ERR_INPUT, "cfg.json: /input/dtype: unknown key \"dtype\""),
+	BAD(BASE ",'trace':{'values':'full','format':'json'}}", TPS_ERR_INPUT,
+	    "cfg.json: /trace/format: unknown key \"format\""),
+	BAD(BASE ",'tolerance':{'atol':0,'eps':1e-6}}", TPS_ERR_INPUT,
+	    "cfg.json: /tolerance/eps: unknown key \"eps\""),
+	BAD(BASE ",'init':{'method':'ones','std':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /init/std: unknown key \"std\""),
+
+	/* The mesh. */
+	BAD("{'tpsim':1," MODEL "," INPUT "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh: missing"),
+	BAD(WITH_MESH("[2]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh: expected an object, got an array"),
+	BAD(WITH_MESH("{'dim_names':['tp']}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape: missing"),
+	BAD(WITH_MESH("{'shape':[2]}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names: missing"),
+	BAD(WITH_MESH("{'shape':'2','dim_names':['tp']}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape: expected an array of sizes, "
+	    "got string \"2\""),
+	BAD(MESH_SIZE("'2'") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: expected an integer, got string \"2\""),
+	BAD(MESH_SIZE("0") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: out of range"),
+	BAD(MESH_SIZE("-2") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: out of range"),
+	BAD(MESH_SIZE("2.5") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: expected an integer, got 2.5"),
+	BAD(MESH_SIZE("1e30") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: out of range"),
+	BAD(MESH_SIZE("18446744073709551617") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: out of range"),
+	BAD(MESH_SIZE("true") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/shape/0: expected an integer, got true"),
+	BAD(MESH_SIZE("8192") "}", TPS_ERR_LIMIT,
+	    "cfg.json: /mesh/shape/0: world size 8192 exceeds"),
+	BAD(WITH_MESH("{'shape':[64,128],'dim_names':['a','tp']}") "}",
+	    TPS_ERR_LIMIT, "cfg.json: /mesh/shape/1: world size 8192 exceeds"),
+	BAD(WITH_MESH("{'shape':[64,128,2],'dim_names':['a','b','tp']}") "}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /mesh/shape/1: world size of at least 8192 exceeds "
+	    "4096"),
+	BAD(WITH_MESH("{'shape':[1,1,1,1,2],'dim_names':['a','b','c','d',"
+		      "'tp']}") "}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /mesh/shape: mesh has 5 dims (expected 1 to 4)"),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['tp']}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names: expected 2 names, one per entry of "
+	    "/mesh/shape, got 1"),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':['dp','tp']}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names: expected 1 names, one per entry of "
+	    "/mesh/shape, got 2"),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['tp','tp']}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names/1: duplicate dim name \"tp\" "
+	    "(also /mesh/dim_names/0)"),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['a\\n','a\\n']}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names/1: duplicate dim name \"a\\n\""),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':'tp'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names: expected an array of names, "
+	    "got string \"tp\""),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp',3]}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /mesh/dim_names/1: expected a string, "
+			   "got 3"),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':['']}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names/0: expected a name of 1 to"),
+
+	/* tp_dim and dp_dim. */
+	BAD(BASE ",'tp_dim':'model'}", TPS_ERR_INPUT,
+	    "cfg.json: /tp_dim: no mesh dim is named \"model\""),
+	BAD(BASE ",'tp_dim':0}", TPS_ERR_INPUT,
+	    "cfg.json: /tp_dim: expected a mesh dim name, got 0"),
+	BAD(BASE ",'dp_dim':'data'}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: no mesh dim is named \"data\""),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp','tp']}")
+	    ",'dp_dim':'tp'}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: the dp dim must differ from the tp dim \"tp\""),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp','tp']}")
+	    ",'tp_dim':'dp','dp_dim':'dp'}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: the dp dim must differ from the tp dim \"dp\""),
+
+	/* The model and its modules. */
+	BAD(HDR INPUT "}", TPS_ERR_INPUT, "cfg.json: /model: missing"),
+	BAD(HDR "'model':{'fc1':" FC1 "}," INPUT "}", TPS_ERR_INPUT,
+	    "cfg.json: /model: expected an array of modules, got an object"),
+	BAD(WITH_MODEL("") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model: expected at least one module"),
+	BAD(WITH_MODEL("4") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0: expected a module object, got 4"),
+	BAD(WITH_MODEL(FC1 ",{'type':'relu'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: missing"),
+	BAD(WITH_MODEL(FC1 ",{'name':1,'type':'relu'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: expected a string, got 1"),
+	BAD(WITH_MODEL(FC1 ",{'name':'my act','type':'relu'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: invalid module name \"my act\""),
+	BAD(WITH_MODEL(FC1 ",{'name':'a..b','type':'relu'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: invalid module name \"a..b\""),
+	BAD(WITH_MODEL(FC1 ",{'name':'fc*','type':'relu'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: invalid module name \"fc*\""),
+	BAD(WITH_MODEL(FC1 "," ACT ",{'name':'fc1','type':'linear',"
+		       "'in_features':8,'out_features':4}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/name: duplicate module name \"fc1\" "
+	    "(also /model/0/name)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'act'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/type: missing"),
+	BAD(WITH_MODEL(FC1 ",{'name':'act','type':['relu']}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/type: expected a string, "
+			   "got an array"),
+	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/type: unknown module type \"conv2d\""),
+	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /model/1/type: module type \"layernorm\" is not "
+	    "supported"),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','out_features':8}")
+	    "}", TPS_ERR_INPUT, "cfg.json: /model/0/in_features: missing"),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/out_features: missing"),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
+		       "'out_features':8,'bias':'yes'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/bias: expected true or false, "
+	    "got string \"yes\""),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
+		       "'out_features':8,'bias':1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/bias: expected true or false, got 1"),
+
+	/* Sizes: in_features, out_features. */
+	BAD(IN_FEATURES("'4'") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: expected an integer, "
+	    "got string \"4\""),
+	BAD(IN_FEATURES("0") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: out of range (expected 1 to "
+	    "2147483648, got 0)"),
+	BAD(IN_FEATURES("-4") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: out of range"),
+	BAD(IN_FEATURES("2.5") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: expected an integer, got 2.5"),
+	BAD(IN_FEATURES("4.000001") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: expected an integer"),
+	BAD(IN_FEATURES("1e30") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: out of range"),
+	BAD(IN_FEATURES("2147483649") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: out of range"),
+	BAD(IN_FEATURES("9223372036854775808") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: out of range"),
+	BAD(IN_FEATURES("true") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: expected an integer, got true"),
+	BAD(IN_FEATURES("[4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: expected an integer, "
+	    "got an array"),
+	BAD(OUT_FEATURES("'8'") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: expected an integer, "
+	    "got string \"8\""),
+	BAD(OUT_FEATURES("0") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: out of range"),
+	BAD(OUT_FEATURES("-8") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: out of range"),
+	BAD(OUT_FEATURES("2.5") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: expected an integer, got 2.5"),
+	BAD(OUT_FEATURES("1e30") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: out of range"),
+	BAD(OUT_FEATURES("4294967296") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: out of range"),
+	BAD(OUT_FEATURES("{'n':8}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/out_features: expected an integer, "
+	    "got an object"),
+	/* 32769 x 65536 = 2^31 + 65536 elements. */
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':65536,"
+		       "'out_features':32769}") "}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/out_features: the weight (32769, 65536) has "
+	    "more than 2^31 elements"),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':"
+		       "2147483648,'out_features':2147483648}") "}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/out_features: the weight (2147483648, "
+	    "2147483648) has more than 2^31 elements"),
+
+	/* Cross-field: reported at the later field, naming the earlier. */
+	BAD(WITH_MODEL(FC1 "," ACT ",{'name':'fc2','type':'linear',"
+		       "'in_features':6,'out_features':4}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/in_features: expected 8, the out_features of "
+	    "/model/0, got 6"),
+	BAD(INPUT_SHAPE("[2,3]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/1: expected 4, the in_features of "
+	    "/model/0, got 3"),
+	BAD(HDR "'model':[" ACT "," FC1 "],'input':{'shape':[2,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/1: expected 4, the in_features of "
+	    "/model/1, got 8"),
+
+	/* The input. */
+	BAD(HDR MODEL "}", TPS_ERR_INPUT, "cfg.json: /input: missing"),
+	BAD(HDR MODEL ",'input':[2,4]}", TPS_ERR_INPUT,
+	    "cfg.json: /input: expected an object, got an array"),
+	BAD(HDR MODEL ",'input':{'init':'ones'}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape: missing"),
+	BAD(INPUT_SHAPE("8") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape: expected an array of sizes, got 8"),
+	BAD(INPUT_SHAPE("[1,1,1,2,4]") "}", TPS_ERR_LIMIT,
+	    "cfg.json: /input/shape: the input has 5 dims (expected 1 to 4)"),
+	BAD(INPUT_SHAPE("['2',4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expected an integer, got string \"2\""),
+	BAD(INPUT_SHAPE("[0,4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: out of range"),
+	BAD(INPUT_SHAPE("[-2,4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: out of range"),
+	BAD(INPUT_SHAPE("[2.5,4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expected an integer, got 2.5"),
+	BAD(INPUT_SHAPE("[1e30,4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: out of range"),
+	BAD(INPUT_SHAPE("[2147483649,4]") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: out of range"),
+	/* Every size in range, their product over 2^31. */
+	BAD(INPUT_SHAPE("[65536,65536,4]") "}", TPS_ERR_LIMIT,
+	    "cfg.json: /input/shape: "),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':'random'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/init: unknown init method \"random\""),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':{'method':'ones'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/init: expected a string, got an object"),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'seed':-1}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/seed: out of range"),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'seed':1.5}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/seed: expected an integer, got 1.5"),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'requires_grad':'yes'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/requires_grad: expected true or false"),
+
+	/* The plan. */
+	BAD(BASE ",'plan':['fc1']}", TPS_ERR_INPUT,
+	    "cfg.json: /plan: expected an object, got an array"),
+	BAD(BASE ",'plan':{'fc3':'colwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc3: \"fc3\" matches no module of /model"),
+	BAD(BASE ",'plan':{'block.*':'colwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/block.*: \"block.*\" matches no module of /model"),
+	BAD(BASE ",'plan':{'*.fc1':'colwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/*.fc1: \"*.fc1\" matches no module of /model"),
+	BAD(BASE ",'plan':{'fc1':'colwise','fc*':'rowwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc*: module \"fc1\" is already planned by "
+	    "/plan/fc1"),
+	BAD(BASE ",'plan':{'fc*':'colwise','fc2':'rowwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc2: module \"fc2\" is already planned by "
+	    "/plan/fc*"),
+	BAD(BASE ",'plan':{'act':'colwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/act: colwise cannot apply to relu module \"act\""),
+	BAD(BASE ",'plan':{'act':{'style':'rowwise'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/act/style: rowwise cannot apply to relu module "
+	    "\"act\""),
+	BAD(BASE ",'plan':{'*':'colwise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/*: colwise cannot apply to relu module \"act\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','bias':'after_reduce'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/bias: a bias mode applies to rowwise only"),
+	BAD(BASE ",'plan':{'fc2':'rowise'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc2: unknown style \"rowise\" (expected one of "
+	    "colwise, rowwise, replicate)"),
+	BAD(BASE ",'plan':{'fc2':{'style':'Rowwise'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc2/style: unknown style \"Rowwise\""),
+	BAD(BASE ",'plan':{'fc1':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1: expected a style string or an object with "
+	    "\"style\", got 1"),
+	BAD(BASE ",'plan':{'fc1':['colwise']}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1: expected a style string or an object with "
+	    "\"style\", got an array"),
+	BAD(BASE ",'plan':{'fc1':{'style':1}}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/style: expected a string, got 1"),
+	BAD(BASE ",'plan':{'fc1':{'input':'replicate'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/style: missing"),
+	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','bias':'before_reduce'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc2/bias: unknown bias mode \"before_reduce\" "
+	    "(expected one of after_reduce, partial_split, rank0)"),
+	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','bias':true}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc2/bias: expected a string, got true"),
+	BAD(BASE ",'plan':{'fc1':'sequence'}}", TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /plan/fc1: style \"sequence\" is not supported"),
+	BAD(BASE ",'plan':{'fc1':{'style':'vocab'}}}", TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /plan/fc1/style: style \"vocab\" is not supported"),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','input':'shard(9)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/input: shard(9) is out of range for the "
+	    "2-dim activations"),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard(-3)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: shard(-3) is out of range"),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard(x)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: expected \"replicate\" or "
+	    "\"shard(d)\", got string \"shard(x)\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard(1'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: expected \"replicate\" or "
+	    "\"shard(d)\", got string \"shard(1\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard( 1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: expected \"replicate\" or "
+	    "\"shard(d)\", got string \"shard( 1)\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard(+1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: expected \"replicate\" or "
+	    "\"shard(d)\", got string \"shard(+1)\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'Shard(1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: expected \"replicate\" or "
+	    "\"shard(d)\", got string \"Shard(1)\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'partial'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/output: expected \"replicate\" or "
+	    "\"shard(d)\", got string \"partial\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','input':1}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/input: expected \"replicate\" or "
+	    "\"shard(d)\", got 1"),
+
+	/* params. */
+	BAD(BASE ",'params':[1]}", TPS_ERR_INPUT,
+	    "cfg.json: /params: expected an object, got an array"),
+	BAD(BASE ",'params':{'fc3.weight':[1]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc3.weight: no parameter \"fc3.weight\" in the "
+	    "model"),
+	BAD(BASE ",'params':{'act.weight':[1]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/act.weight: no parameter \"act.weight\""),
+	BAD(BASE ",'params':{'fc1':[1]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1: no parameter \"fc1\""),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
+		       "'out_features':2,'bias':false}")
+	    ",'params':{'fc1.bias':[0,0]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias: no parameter \"fc1.bias\""),
+	BAD(BASE ",'params':{'fc1.bias':[1,2,3]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias: expected 8 elements (dim 0 of the "
+	    "parameter's shape), got 3"),
+	BAD(BASE ",'params':{'fc1.bias':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias: expected an array, got 1"),
+	BAD(BASE ",'params':{'fc1.weight':[1,2,3,4,5,6,7,8]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/0: expected an array, got 1"),
+	BAD(BASE ",'params':{'fc1.weight':" EIGHT_ROWS_OF("[1,2,3]") "}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/0: expected 4 elements (dim 1 of "
+	    "the parameter's shape), got 3"),
+	BAD(BASE ",'params':{'fc2.weight':" EIGHT_ROWS_OF("[1,2,3,4]") "}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc2.weight: expected 4 elements (dim 0 of "
+	    "the parameter's shape), got 8"),
+	BAD(BASE ",'params':{'fc1.bias':[0,0,'x',0,0,0,0,0]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias/2: expected a number, "
+	    "got string \"x\""),
+	BAD(BASE ",'params':{'fc1.bias':[0,0,0,1e39,0,0,0,0]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias/3: expected a finite float32 value"),
+	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,-1e39]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias/7: expected a finite float32 value"),
+	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,1e999]}}",
+	    TPS_ERR_INPUT, "cfg.json: /params/fc1.bias/7: "),
+	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,[0]]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias/7: expected a number, got an array"),
+	/* A 2^31-element weight: refused on its shape, not by allocating. */
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':65536,"
+		       "'out_features':32768}")
+	    ",'params':{'fc1.weight':[[1]]}}",
+	    TPS_ERR_INPUT, "cfg.json: /input/shape/1: expected 65536"),
+	BAD("{'tpsim':1," MESH_TP ",'model':[{'name':'fc1','type':'linear',"
+	    "'in_features':65536,'out_features':32768}],'input':{'shape':"
+	    "[1,65536]},'params':{'fc1.weight':[[1]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight: expected 32768 elements (dim 0 of "
+	    "the parameter's shape), got 1"),
+
+	/* The other top-level settings. */
+	BAD(BASE ",'uneven':'ragged'}", TPS_ERR_INPUT,
+	    "cfg.json: /uneven: unknown uneven policy \"ragged\" (expected "
+	    "one of chunk, divisible)"),
+	BAD(BASE ",'uneven':true}", TPS_ERR_INPUT,
+	    "cfg.json: /uneven: expected a string, got true"),
+	BAD(BASE ",'sampler':'distributed'}", TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /sampler: the distributed sampler is not supported"),
+	BAD(BASE ",'sampler':'strided'}", TPS_ERR_INPUT,
+	    "cfg.json: /sampler: unknown sampler \"strided\""),
+	BAD(BASE ",'mode':'training'}", TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /mode: training is not supported"),
+	BAD(BASE ",'mode':'eval'}", TPS_ERR_INPUT,
+	    "cfg.json: /mode: unknown mode \"eval\""),
+	BAD(BASE ",'init':'uniform'}", TPS_ERR_INPUT,
+	    "cfg.json: /init: expected an object, got string \"uniform\""),
+	BAD(BASE ",'init':{'method':'xavier'}}", TPS_ERR_INPUT,
+	    "cfg.json: /init/method: unknown init method \"xavier\" (expected "
+	    "one of arange, ones, zeros, uniform, normal)"),
+	BAD(BASE ",'init':{'method':'ones','seed':'7'}}", TPS_ERR_INPUT,
+	    "cfg.json: /init/seed: expected an integer, got string \"7\""),
+	BAD(BASE ",'init':{'seed':1e300}}", TPS_ERR_INPUT,
+	    "cfg.json: /init/seed: out of range"),
+	BAD(BASE ",'trace':'full'}", TPS_ERR_INPUT,
+	    "cfg.json: /trace: expected an object, got string \"full\""),
+	BAD(BASE ",'trace':{'values':'all'}}", TPS_ERR_INPUT,
+	    "cfg.json: /trace/values: unknown values mode \"all\" (expected "
+	    "one of full, summary, none)"),
+	BAD(BASE ",'tolerance':1e-5}", TPS_ERR_INPUT,
+	    "cfg.json: /tolerance: expected an object, got 0.00001"),
+	BAD(BASE ",'tolerance':{'atol':-1}}", TPS_ERR_INPUT,
+	    "cfg.json: /tolerance/atol: expected a finite number >= 0, got -1"),
+	BAD(BASE ",'tolerance':{'rtol':-1e-9}}", TPS_ERR_INPUT,
+	    "cfg.json: /tolerance/rtol: expected a finite number >= 0"),
+	BAD(BASE ",'tolerance':{'atol':'0'}}", TPS_ERR_INPUT,
+	    "cfg.json: /tolerance/atol: expected a number, got string \"0\""),
+	BAD(BASE ",'loss':'l1'}", TPS_ERR_INPUT,
+	    "cfg.json: /loss: unknown loss \"l1\""),
+	BAD(BASE ",'optimizer':{'type':'adam'}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/type: unknown optimizer \"adam\""),
+	BAD(BASE ",'optimizer':{'type':'sgd','momentum':0.9}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/momentum: unknown key \"momentum\""),
+	BAD(BASE ",'target':{'init':'zeros','shape':[2,4]}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/shape: unknown key \"shape\""),
+	BAD(BASE ",'steps':0}", TPS_ERR_INPUT,
+	    "cfg.json: /steps: out of range"),
+	BAD(BASE ",'steps':1.5}", TPS_ERR_INPUT,
+	    "cfg.json: /steps: expected an integer, got 1.5"),
+
+	/* JSON-level errors, refused by the strict reader. */
+	BAD_JSON(BASE ",'tpsim':1}",
+		 "cfg.json: /tpsim: duplicate key \"tpsim\""),
+	BAD_JSON(BASE ",'plan':{'fc1':'colwise','fc1':'rowwise'}}",
+		 "cfg.json: /plan/fc1: duplicate key \"fc1\""),
+	BAD_JSON(WITH_MESH("{'shape':[2],'shape':[2],'dim_names':['tp']}") "}",
+		 "cfg.json: /mesh/shape: duplicate key \"shape\""),
+	BAD_JSON(HDR MODEL ",'input':{'shape':[2,",
+		 "cfg.json: /input/shape/1: unexpected end of input"),
+	BAD_JSON(HDR "'model':[{'name':'fc1','type':'lin",
+		 "cfg.json: /model/0/type: unexpected end of input"),
+	BAD_JSON(BASE "}}", "cfg.json: (root): invalid JSON at line 1, "),
+	BAD_JSON(BASE "} x", "trailing content after the JSON value"),
+	BAD_JSON(BASE ",'dp_dim':null}",
+		 "cfg.json: /dp_dim: null is not allowed"),
+	BAD_JSON(WITH_MODEL("{'name':'fc1','type':'linear','in_features':04,"
+			    "'out_features':8}") "}",
+		 "cfg.json: /model/0/in_features: invalid JSON"),
+};
+
+#define N_BAD_CONFIGS ((int)(sizeof bad_configs / sizeof bad_configs[0]))
+
+START_TEST(bad_config_is_rejected_at_its_pointer)
+{
+	const struct bad_config *bc = &bad_configs[_i];
+	struct tps_error err = { 0 };
+	struct tps_run_spec spec, before;
+	cJSON *root = NULL;
+	enum tps_status st = parse_json(bc->json, &root, &err);
+
+	if (bc->stage == STAGE_JSON) {
+		ck_assert_msg(st != TPS_OK, "row %d: the JSON was accepted",
+			      _i);
+		ck_assert_ptr_null(root);
+	} else {
+		ck_assert_msg(st == TPS_OK, "row %d: JSON rejected: %s", _i,
+			      err.message);
+		/* On error, the spec stays untouched. */
+		memset(&spec, 0x5a, sizeof spec);
+		before = spec;
+		st = tps_config_parse(root, "cfg.json", &spec, &err);
+		cJSON_Delete(root);
+		if (st == TPS_OK) {
+			tps_run_spec_free(&spec);
+			ck_abort_msg("row %d: accepted, want status %d and "
+				     "\"%s\"", _i, (int)bc->status, bc->msg);
+		}
+		ck_assert_msg(memcmp(&spec, &before, sizeof spec) == 0,
+			      "row %d: the spec was changed on error", _i);
+	}
+	ck_assert_msg(st == bc->status && err.status == bc->status,
+		      "row %d: status %d (err %d), want %d: %s", _i, (int)st,
+		      (int)err.status, (int)bc->status, err.message);
+	ck_assert_msg(strncmp(err.message, "cfg.json: ", 10) == 0,
+		      "row %d: message \"%s\" does not start with the file",
+		      _i, err.message);
+	ck_assert_msg(strstr(err.message, bc->msg) != NULL,
+		      "row %d: message \"%s\" lacks \"%s\"", _i, err.message,
+		      bc->msg);
+	ck_assert_msg(strchr(err.message, '\n') == NULL,
+		      "row %d: message spans lines: \"%s\"", _i, err.message);
+}
+END_TEST
+
+/* Configs too big to write inline. */
+
+/* n modules "m0", "m1", ... of type relu, in a config that is otherwise
+ * valid. Caller frees. */
+static char *many_modules_config(int n)
+{
+	size_t cap = (size_t)n * 40 + 256, used = 0;
+	char *s = malloc(cap);
+
+	ck_assert_ptr_nonnull(s);
+	used += (size_t)snprintf(s, cap, "{\"tpsim\":1,\"mesh\":{\"shape\":"
+				 "[2],\"dim_names\":[\"tp\"]},\"model\":[");
+	for (int i = 0; i < n; i++) {
+		used += (size_t)snprintf(s + used, cap - used,
+					 "%s{\"name\":\"m%d\",\"type\":"
+					 "\"relu\"}", i ? "," : "", i);
+	}
+	snprintf(s + used, cap - used, "],\"input\":{\"shape\":[2,4]}}");
+	return s;
+}
+
+static enum tps_status parse_text(const char *text, struct tps_run_spec *spec,
+				  struct tps_error *err)
+{
+	cJSON *root = NULL;
+	enum tps_status st = tps_json_parse_strict("cfg.json", text,
+						   strlen(text), &root, err);
+
+	ck_assert_msg(st == TPS_OK, "JSON rejected: %s", err->message);
+	st = tps_config_parse(root, "cfg.json", spec, err);
+	cJSON_Delete(root);
+	return st;
+}
+
+START_TEST(model_with_4097_modules_is_refused_as_a_limit)
+{
+	struct tps_error err = { 0 };
+	struct tps_run_spec spec = { 0 };
+	char *text = many_modules_config(4096);
+
+	ck_assert_int_eq(parse_text(text, &spec, &err), TPS_OK);
+	ck_assert_int_eq(spec.model.n_modules, 4096);
+	tps_run_spec_free(&spec);
+	free(text);
+
+	text = many_modules_config(4097);
+	ck_assert_int_eq(parse_text(text, &spec, &err), TPS_ERR_LIMIT);
+	ck_assert_msg(strstr(err.message, "cfg.json: /model: 4097 modules") !=
+			      NULL,
+		      "message: %s", err.message);
+	free(text);
+}
+END_TEST
+
+/* A plan key of many '*' must not take exponential time to match. */
+START_TEST(plan_pattern_of_many_stars_is_matched_quickly)
+{
+	char name[121], key[64], *text;
+	size_t cap = 1024;
+	struct tps_error err = { 0 };
+	struct tps_run_spec spec = { 0 };
+	clock_t start = clock();
+	double seconds;
+
+	memset(name, 'a', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	memset(key, '*', sizeof key - 2);
+	key[sizeof key - 2] = 'x';
+	key[sizeof key - 1] = '\0';
+	text = malloc(cap);
+	ck_assert_ptr_nonnull(text);
+	snprintf(text, cap,
+		 "{\"tpsim\":1,\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"]},"
+		 "\"model\":[{\"name\":\"%s\",\"type\":\"relu\"}],"
+		 "\"input\":{\"shape\":[2,4]},\"plan\":{\"%s\":\"replicate\"}}",
+		 name, key);
+	ck_assert_int_eq(parse_text(text, &spec, &err), TPS_ERR_INPUT);
+	ck_assert_msg(strstr(err.message, "matches no module of /model"),
+		      "message: %s", err.message);
+	seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+	ck_assert_msg(seconds < 1.0, "took %.2f s", seconds);
+	free(text);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Good configs                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* DESIGN.md section 4's example without the training keys. */
+#define DESIGN_EXAMPLE                                                        \
+	"{'tpsim':1,"                                                         \
+	"'mesh':{'shape':[2,2],'dim_names':['dp','tp']},"                     \
+	"'tp_dim':'tp','dp_dim':'dp',"                                        \
+	"'model':["                                                           \
+	"{'name':'fc1','type':'linear','in_features':4,'out_features':8,"     \
+	"'bias':true},"                                                       \
+	"{'name':'act','type':'relu'},"                                       \
+	"{'name':'fc2','type':'linear','in_features':8,'out_features':4,"     \
+	"'bias':true}],"                                                      \
+	"'plan':{'fc1':'colwise','fc2':{'style':'rowwise',"                   \
+	"'bias':'after_reduce'}},"                                            \
+	"'input':{'shape':[2,4],'init':'arange'},"                            \
+	"'init':{'method':'uniform','seed':7},"                               \
+	"'params':{'fc1.bias':[0,0,0,0,1,1,1,1]},"                            \
+	"'uneven':'chunk',"                                                   \
+	"'mode':'inference',"                                                 \
+	"'trace':{'values':'full'}}"
+
+START_TEST(design_example_parses_into_spec)
+{
+	struct tps_run_spec spec = { 0 };
+	const struct tps_model_spec *m;
+	const struct tps_module_spec *fc1, *act, *fc2;
+
+	parse_ok(DESIGN_EXAMPLE, &spec);
+	m = &spec.model;
+	ck_assert_int_eq(m->mesh.ndim, 2);
+	ck_assert_int_eq(m->mesh.shape[0], 2);
+	ck_assert_int_eq(m->mesh.shape[1], 2);
+	ck_assert_int_eq(m->mesh.world_size, 4);
+	ck_assert_str_eq(m->mesh.dim_names[0], "dp");
+	ck_assert_str_eq(m->mesh.dim_names[1], "tp");
+	ck_assert_int_eq(m->tp_dim, 1);
+	ck_assert_int_eq(m->dp_dim, 0);
+	ck_assert_int_eq(m->n_modules, 3);
+
+	fc1 = &m->modules[0];
+	act = &m->modules[1];
+	fc2 = &m->modules[2];
+	ck_assert_str_eq(fc1->name, "fc1");
+	ck_assert_int_eq(fc1->type, TPS_MODULE_LINEAR);
+	ck_assert_int_eq(fc1->in_features, 4);
+	ck_assert_int_eq(fc1->out_features, 8);
+	ck_assert(fc1->bias);
+	ck_assert_int_eq(fc1->style, TPS_STYLE_COLWISE);
+	ck_assert(is_replicate(fc1->input));
+	ck_assert(is_shard(fc1->output, -1, 2));
+	ck_assert_str_eq(fc1->plan_pointer, "/plan/fc1");
+
+	ck_assert_str_eq(act->name, "act");
+	ck_assert_int_eq(act->type, TPS_MODULE_RELU);
+	ck_assert_int_eq(act->style, TPS_STYLE_NONE);
+	ck_assert_str_eq(act->plan_pointer, "/model/1");
+
+	ck_assert_str_eq(fc2->name, "fc2");
+	ck_assert_int_eq(fc2->in_features, 8);
+	ck_assert_int_eq(fc2->out_features, 4);
+	ck_assert_int_eq(fc2->style, TPS_STYLE_ROWWISE);
+	ck_assert_int_eq(fc2->bias_mode, TPS_BIAS_AFTER_REDUCE);
+	ck_assert(is_shard(fc2->input, -1, 2));
+	ck_assert(is_replicate(fc2->output));
+	ck_assert_str_eq(fc2->plan_pointer, "/plan/fc2");
+
+	ck_assert_int_eq(m->input_shape.ndim, 2);
+	ck_assert_int_eq(m->input_shape.dim[0], 2);
+	ck_assert_int_eq(m->input_shape.dim[1], 4);
+	ck_assert_int_eq(m->input_init.method, TPS_INIT_ARANGE);
+	ck_assert_int_eq(m->param_init.method, TPS_INIT_UNIFORM);
+	ck_assert_uint_eq(m->param_init.seed, 7);
+	ck_assert_int_eq(m->uneven, TPS_UNEVEN_CHUNK);
+	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_FULL);
+	ck_assert_int_eq(m->n_overrides, 1);
+	ck_assert_str_eq(m->overrides[0].name, "fc1.bias");
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(design_example_normalizes_in_documented_order)
+{
+	static const char *const want =
+		"{\"tpsim\":1,"
+		"\"mesh\":{\"shape\":[2,2],\"dim_names\":[\"dp\",\"tp\"]},"
+		"\"tp_dim\":\"tp\",\"dp_dim\":\"dp\","
+		"\"model\":["
+		"{\"name\":\"fc1\",\"type\":\"linear\",\"in_features\":4,"
+		"\"out_features\":8,\"bias\":true},"
+		"{\"name\":\"act\",\"type\":\"relu\"},"
+		"{\"name\":\"fc2\",\"type\":\"linear\",\"in_features\":8,"
+		"\"out_features\":4,\"bias\":true}],"
+		"\"plan\":{"
+		"\"fc1\":{\"style\":\"colwise\",\"input\":\"replicate\","
+		"\"output\":\"shard(-1)\"},"
+		"\"fc2\":{\"style\":\"rowwise\",\"input\":\"shard(-1)\","
+		"\"output\":\"replicate\",\"bias\":\"after_reduce\"}},"
+		"\"input\":{\"shape\":[2,4],\"init\":\"arange\",\"seed\":0},"
+		"\"init\":{\"method\":\"uniform\",\"seed\":7},"
+		"\"params\":{\"fc1.bias\":[0,0,0,0,1,1,1,1]},"
+		"\"uneven\":\"chunk\",\"sampler\":\"chunk\","
+		"\"mode\":\"inference\","
+		"\"trace\":{\"values\":\"full\"},"
+		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
+	struct tps_run_spec spec = { 0 };
+	char *got;
+
+	parse_ok(DESIGN_EXAMPLE, &spec);
+	got = normalized_text(&spec);
+	ck_assert_str_eq(got, want);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(minimal_config_gets_defaults)
+{
+	static const char *const want =
+		"{\"tpsim\":1,"
+		"\"mesh\":{\"shape\":[3,2],\"dim_names\":[\"row\",\"col\"]},"
+		"\"tp_dim\":\"col\","
+		"\"model\":["
+		"{\"name\":\"fc1\",\"type\":\"linear\",\"in_features\":4,"
+		"\"out_features\":8,\"bias\":true},"
+		"{\"name\":\"act\",\"type\":\"relu\"},"
+		"{\"name\":\"fc2\",\"type\":\"linear\",\"in_features\":8,"
+		"\"out_features\":4,\"bias\":true}],"
+		"\"plan\":{},"
+		"\"input\":{\"shape\":[2,4],\"init\":\"uniform\",\"seed\":0},"
+		"\"init\":{\"method\":\"uniform\",\"seed\":0},"
+		"\"uneven\":\"chunk\",\"sampler\":\"chunk\","
+		"\"mode\":\"inference\","
+		"\"trace\":{\"values\":\"full\"},"
+		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
+	struct tps_run_spec spec = { 0 };
+	char *got;
+
+	parse_ok(WITH_MESH("{'shape':[3,2],'dim_names':['row','col']}") "}",
+		 &spec);
+	ck_assert_int_eq(spec.model.tp_dim, 1); /* the last mesh dim */
+	ck_assert_int_eq(spec.model.dp_dim, -1);
+	ck_assert_int_eq(spec.model.uneven, TPS_UNEVEN_CHUNK);
+	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_FULL);
+	ck_assert(spec.atol == 1e-5);
+	ck_assert(spec.rtol == 1e-5);
+	ck_assert_int_eq(spec.model.n_overrides, 0);
+	for (int i = 0; i < spec.model.n_modules; i++) {
+		const struct tps_module_spec *ms = &spec.model.modules[i];
+		char ptr[32];
+		snprintf(ptr, sizeof ptr, "/model/%d", i);
+		ck_assert_int_eq(ms->style, TPS_STYLE_NONE);
+		ck_assert(is_replicate(ms->input));
+		ck_assert(is_replicate(ms->output));
+		ck_assert_str_eq(ms->plan_pointer, ptr);
+	}
+	ck_assert(spec.model.modules[0].bias); /* as nn.Linear */
+	ck_assert(spec.model.modules[2].bias);
+	got = normalized_text(&spec);
+	ck_assert_str_eq(got, want);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(rowwise_bias_defaults_to_after_reduce)
+{
+	struct tps_run_spec spec = { 0 };
+
+	parse_ok(BASE ",'plan':{'fc1':'colwise','fc2':'rowwise'}}", &spec);
+	ck_assert_int_eq(module(&spec, "fc2")->style, TPS_STYLE_ROWWISE);
+	ck_assert_int_eq(module(&spec, "fc2")->bias_mode,
+			 TPS_BIAS_AFTER_REDUCE);
+	ck_assert_int_eq(module(&spec, "act")->style, TPS_STYLE_NONE);
+	tps_run_spec_free(&spec);
+
+	parse_ok(BASE ",'plan':{'fc2':{'style':'rowwise'}}}", &spec);
+	ck_assert_int_eq(module(&spec, "fc2")->bias_mode,
+			 TPS_BIAS_AFTER_REDUCE);
+	ck_assert_int_eq(module(&spec, "fc1")->style, TPS_STYLE_NONE);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(explicit_settings_override_defaults)
+{
+	struct tps_run_spec spec = { 0 };
+
+	parse_ok(WITH_MESH("{'shape':[2,3],'dim_names':['tp','dp']}")
+		 ",'tp_dim':'tp','dp_dim':'dp','uneven':'divisible',"
+		 "'sampler':'chunk','trace':{'values':'summary'},"
+		 "'tolerance':{'atol':0,'rtol':0.5},"
+		 "'init':{'method':'normal','seed':9007199254740992}}",
+		 &spec);
+	ck_assert_int_eq(spec.model.tp_dim, 0);
+	ck_assert_int_eq(spec.model.dp_dim, 1);
+	ck_assert_int_eq(spec.model.uneven, TPS_UNEVEN_DIVISIBLE);
+	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_SUMMARY);
+	ck_assert(spec.atol == 0.0);
+	ck_assert(spec.rtol == 0.5);
+	ck_assert_int_eq(spec.model.param_init.method, TPS_INIT_NORMAL);
+	ck_assert_uint_eq(spec.model.param_init.seed, UINT64_C(1) << 53);
+	tps_run_spec_free(&spec);
+
+	parse_ok(BASE ",'trace':{'values':'none'},'tolerance':{'rtol':0}}",
+		 &spec);
+	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_NONE);
+	ck_assert(spec.atol == 1e-5); /* the other one keeps its default */
+	ck_assert(spec.rtol == 0.0);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(integral_floats_are_accepted_as_sizes)
+{
+	struct tps_run_spec spec = { 0 };
+
+	parse_ok("{'tpsim':1.0,'mesh':{'shape':[2.0,1e0],'dim_names':['dp',"
+		 "'tp']},'model':[{'name':'fc1','type':'linear',"
+		 "'in_features':4.0,'out_features':8.00},"
+		 "{'name':'fc2','type':'linear','in_features':0.8e1,"
+		 "'out_features':40e-1}],"
+		 "'input':{'shape':[2.0,4.0],'seed':3.0}}",
+		 &spec);
+	ck_assert_int_eq(spec.model.mesh.shape[0], 2);
+	ck_assert_int_eq(spec.model.mesh.shape[1], 1);
+	ck_assert_int_eq(spec.model.modules[0].in_features, 4);
+	ck_assert_int_eq(spec.model.modules[0].out_features, 8);
+	ck_assert_int_eq(spec.model.modules[1].in_features, 8);
+	ck_assert_int_eq(spec.model.modules[1].out_features, 4);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 2);
+	ck_assert_int_eq(spec.model.input_shape.dim[1], 4);
+	ck_assert_uint_eq(spec.model.input_init.seed, 3);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(sizes_at_the_limits_are_accepted)
+{
+	struct tps_run_spec spec = { 0 };
+
+	/* A world of exactly 4096 on 4 dims; a weight of exactly 2^31. */
+	parse_ok("{'tpsim':1,'mesh':{'shape':[8,8,8,8],'dim_names':['a','b',"
+		 "'c','tp']},'model':[{'name':'fc1','type':'linear',"
+		 "'in_features':65536,'out_features':32768,'bias':false}],"
+		 "'input':{'shape':[1,1,1,65536]}}",
+		 &spec);
+	ck_assert_int_eq(spec.model.mesh.world_size, 4096);
+	ck_assert_int_eq(spec.model.mesh.ndim, 4);
+	ck_assert_int_eq(spec.model.tp_dim, 3);
+	ck_assert(!spec.model.modules[0].bias);
+	ck_assert_int_eq(spec.model.input_shape.ndim, 4);
+	tps_run_spec_free(&spec);
+
+	parse_ok(MESH_SIZE("4096") "}", &spec);
+	ck_assert_int_eq(spec.model.mesh.world_size, 4096);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(star_patterns_expand_per_path_component)
+{
+	struct tps_run_spec spec = { 0 };
+	char *got;
+
+	parse_ok(HDR "'model':["
+		 "{'name':'block.fc1','type':'linear','in_features':4,"
+		 "'out_features':8},"
+		 "{'name':'block.act','type':'gelu'},"
+		 "{'name':'block.fc2','type':'linear','in_features':8,"
+		 "'out_features':4},"
+		 "{'name':'fc3','type':'linear','in_features':4,"
+		 "'out_features':4},"
+		 "{'name':'head.fc4','type':'linear','in_features':4,"
+		 "'out_features':4}],"
+		 INPUT ",'plan':{'block.*':'replicate','fc*':'colwise',"
+		 "'*.fc4':{'style':'rowwise','bias':'rank0'}}}",
+		 &spec);
+	ck_assert_int_eq(module(&spec, "block.fc1")->style,
+			 TPS_STYLE_REPLICATE);
+	ck_assert_int_eq(module(&spec, "block.act")->style,
+			 TPS_STYLE_REPLICATE);
+	ck_assert_int_eq(module(&spec, "block.fc2")->style,
+			 TPS_STYLE_REPLICATE);
+	ck_assert_str_eq(module(&spec, "block.act")->plan_pointer,
+			 "/plan/block.*");
+	/* "fc*" stays within one component: fc3, not block.fc1. */
+	ck_assert_int_eq(module(&spec, "fc3")->style, TPS_STYLE_COLWISE);
+	ck_assert_str_eq(module(&spec, "fc3")->plan_pointer, "/plan/fc*");
+	ck_assert_int_eq(module(&spec, "head.fc4")->style, TPS_STYLE_ROWWISE);
+	ck_assert_int_eq(module(&spec, "head.fc4")->bias_mode, TPS_BIAS_RANK0);
+	ck_assert_str_eq(module(&spec, "head.fc4")->plan_pointer,
+			 "/plan/*.fc4");
+
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got,
+			     "\"plan\":{"
+			     "\"block.fc1\":{\"style\":\"replicate\"},"
+			     "\"block.act\":{\"style\":\"replicate\"},"
+			     "\"block.fc2\":{\"style\":\"replicate\"},"
+			     "\"fc3\":{\"style\":\"colwise\","
+			     "\"input\":\"replicate\","
+			     "\"output\":\"shard(-1)\"},"
+			     "\"head.fc4\":{\"style\":\"rowwise\","
+			     "\"input\":\"shard(-1)\",\"output\":\"replicate\","
+			     "\"bias\":\"rank0\"}},") != NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(star_matches_every_module_of_one_component)
+{
+	struct tps_run_spec spec = { 0 };
+
+	parse_ok(BASE ",'plan':{'*':'replicate'}}", &spec);
+	for (int i = 0; i < spec.model.n_modules; i++) {
+		ck_assert_int_eq(spec.model.modules[i].style,
+				 TPS_STYLE_REPLICATE);
+		ck_assert_str_eq(spec.model.modules[i].plan_pointer, "/plan/*");
+	}
+	tps_run_spec_free(&spec);
+
+	/* A '*' in the middle and at both ends of a component. */
+	parse_ok(BASE ",'plan':{'f*1':'colwise','*c*2':'rowwise'}}", &spec);
+	ck_assert_int_eq(module(&spec, "fc1")->style, TPS_STYLE_COLWISE);
+	ck_assert_int_eq(module(&spec, "fc2")->style, TPS_STYLE_ROWWISE);
+	ck_assert_int_eq(module(&spec, "act")->style, TPS_STYLE_NONE);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(object_plan_sets_input_output_and_bias)
+{
+	struct tps_run_spec spec = { 0 };
+	const struct tps_module_spec *fc1, *fc2;
+	char *got;
+
+	parse_ok(INPUT_SHAPE("[2,3,4]") ",'plan':{"
+		 "'fc1':{'style':'colwise','input':'shard(1)',"
+		 "'output':'replicate'},"
+		 "'fc2':{'style':'rowwise','input':'shard(-1)',"
+		 "'output':'shard(1)','bias':'partial_split'}}}",
+		 &spec);
+	fc1 = module(&spec, "fc1");
+	fc2 = module(&spec, "fc2");
+	ck_assert_int_eq(fc1->style, TPS_STYLE_COLWISE);
+	ck_assert(is_shard(fc1->input, 1, 3));
+	ck_assert(is_replicate(fc1->output));
+	ck_assert_int_eq(fc2->style, TPS_STYLE_ROWWISE);
+	ck_assert(is_shard(fc2->input, -1, 3));
+	ck_assert(is_shard(fc2->output, 1, 3));
+	ck_assert_int_eq(fc2->bias_mode, TPS_BIAS_PARTIAL_SPLIT);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got,
+			     "\"plan\":{"
+			     "\"fc1\":{\"style\":\"colwise\","
+			     "\"input\":\"shard(1)\","
+			     "\"output\":\"replicate\"},"
+			     "\"fc2\":{\"style\":\"rowwise\","
+			     "\"input\":\"shard(-1)\",\"output\":\"shard(1)\","
+			     "\"bias\":\"partial_split\"}},") != NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+
+	/* Object form without extra keys gives the style's defaults. */
+	parse_ok(BASE ",'plan':{'fc1':{'style':'colwise'},"
+		 "'act':{'style':'replicate'}}}",
+		 &spec);
+	ck_assert(is_replicate(module(&spec, "fc1")->input));
+	ck_assert(is_shard(module(&spec, "fc1")->output, -1, 2));
+	ck_assert_int_eq(module(&spec, "act")->style, TPS_STYLE_REPLICATE);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(params_values_land_in_spec)
+{
+	struct tps_run_spec spec = { 0 };
+	const struct tps_param_override *w = NULL, *b = NULL;
+
+	parse_ok(HDR "'model':[{'name':'fc1','type':'linear','in_features':3,"
+		 "'out_features':2}],'input':{'shape':[1,3]},"
+		 "'params':{'fc1.weight':[[1,2.5,-3],[0.1,1e-3,65504]],"
+		 "'fc1.bias':[-0.5,3.4e38]}}",
+		 &spec);
+	ck_assert_int_eq(spec.model.n_overrides, 2);
+	for (int i = 0; i < spec.model.n_overrides; i++) {
+		const struct tps_param_override *o = &spec.model.overrides[i];
+		if (strcmp(o->name, "fc1.weight") == 0) {
+			w = o;
+		} else if (strcmp(o->name, "fc1.bias") == 0) {
+			b = o;
+		}
+	}
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(b);
+	/* The weight is (out_features, in_features), row-major. */
+	ck_assert_int_eq(w->value.shape.ndim, 2);
+	ck_assert_int_eq(w->value.shape.dim[0], 2);
+	ck_assert_int_eq(w->value.shape.dim[1], 3);
+	ck_assert(w->value.data[0] == 1.0f);
+	ck_assert(w->value.data[1] == 2.5f);
+	ck_assert(w->value.data[2] == -3.0f);
+	ck_assert(w->value.data[3] == 0.1f);
+	ck_assert(w->value.data[4] == 1e-3f);
+	ck_assert(w->value.data[5] == 65504.0f);
+	ck_assert_int_eq(b->value.shape.ndim, 1);
+	ck_assert_int_eq(b->value.shape.dim[0], 2);
+	ck_assert(b->value.data[0] == -0.5f);
+	ck_assert(b->value.data[1] == 3.4e38f);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(normalized_config_parses_to_itself)
+{
+	static const char *const configs[] = {
+		DESIGN_EXAMPLE,
+		BASE "}",
+		INPUT_SHAPE("[2,3,4]") ",'plan':{'fc1':{'style':'colwise',"
+		"'input':'shard(1)','output':'replicate'},'fc2':{'style':"
+		"'rowwise','bias':'rank0'}},'uneven':'divisible',"
+		"'trace':{'values':'none'},'tolerance':{'atol':0.25}}",
+	};
+	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+		struct tps_run_spec a = { 0 }, b = { 0 };
+		struct tps_error err = { 0 };
+		char *ta, *tb;
+
+		parse_ok(configs[i], &a);
+		ta = normalized_text(&a);
+		ck_assert_msg(parse_text(ta, &b, &err) == TPS_OK,
+			      "normalized config %zu rejected: %s", i,
+			      err.message);
+		tb = normalized_text(&b);
+		ck_assert_str_eq(ta, tb);
+		free(ta);
+		free(tb);
+		tps_run_spec_free(&a);
+		tps_run_spec_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(free_accepts_null_and_zeroed_spec)
+{
+	struct tps_run_spec spec = { 0 };
+
+	tps_run_spec_free(NULL);
+	tps_run_spec_free(&spec);
+	parse_ok(DESIGN_EXAMPLE, &spec);
+	tps_run_spec_free(&spec);
+	ck_assert_ptr_null(spec.normalized);
+	tps_run_spec_free(&spec); /* twice is harmless */
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* tps_config_load                                                          */
+/* ------------------------------------------------------------------------ */
+
+static char tmp_dir[4096];
+
+static void setup_tmp(void)
+{
+	snprintf(tmp_dir, sizeof tmp_dir, "%s", tu_tempdir());
+}
+
+static void teardown_tmp(void)
+{
+	tu_rmtree(tmp_dir);
+}
+
+START_TEST(load_reads_file_and_names_it_in_errors)
+{
+	char path[4200];
+	char *text = dq(BASE "}");
+	char *bad = dq(BASE ",'uneven':'ragged'}");
+	struct tps_run_spec spec = { 0 };
+	struct tps_error err = { 0 };
+	char bom[4096];
+
+	snprintf(path, sizeof path, "%s/good.json", tmp_dir);
+	/* A leading UTF-8 BOM is ignored. */
+	snprintf(bom, sizeof bom, "\xEF\xBB\xBF%s\n", text);
+	tu_write_file(path, bom, strlen(bom));
+	ck_assert_msg(tps_config_load(path, &spec, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(spec.model.n_modules, 3);
+	tps_run_spec_free(&spec);
+
+	snprintf(path, sizeof path, "%s/bad.json", tmp_dir);
+	tu_write_file(path, bad, strlen(bad));
+	ck_assert_int_eq(tps_config_load(path, &spec, &err), TPS_ERR_INPUT);
+	ck_assert_msg(strstr(err.message, "bad.json: /uneven: unknown uneven "
+					  "policy \"ragged\"") != NULL,
+		      "message: %s", err.message);
+
+	ck_assert_int_eq(tps_config_load(tmp_dir, &spec, &err), TPS_ERR_IO);
+	snprintf(path, sizeof path, "%s/missing.json", tmp_dir);
+	ck_assert_int_eq(tps_config_load(path, &spec, &err), TPS_ERR_IO);
+	free(text);
+	free(bad);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The "divisible" policy, enforced when the model is built                 */
+/* ------------------------------------------------------------------------ */
+
+/* One linear under `style` on a 1-D tp mesh of `tp`. */
+static void init_one_linear(const char *uneven, int tp, int in, int out,
+			    const char *style, enum tps_status want,
+			    const char *msg)
+{
+	char cfg[1024];
+	struct tps_run_spec spec = { 0 };
+	struct tps_model model, before;
+	struct tps_error err = { 0 };
+	enum tps_status st;
+
+	snprintf(cfg, sizeof cfg,
+		 "{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		 "'model':[{'name':'fc','type':'linear','in_features':%d,"
+		 "'out_features':%d}],'input':{'shape':[2,%d]},"
+		 "'plan':{'fc':'%s'},'uneven':'%s'}",
+		 tp, in, out, in, style, uneven);
+	parse_ok(cfg, &spec);
+	memset(&model, 0x5a, sizeof model);
+	before = model;
+	st = tps_model_init(&model, &spec.model, &err);
+	ck_assert_msg(st == want, "status %d, want %d: %s", (int)st,
+		      (int)want, err.message);
+	if (st == TPS_OK) {
+		tps_model_free(&model);
+	} else {
+		ck_assert_msg(strstr(err.message, msg) != NULL,
+			      "message \"%s\" lacks \"%s\"", err.message, msg);
+		ck_assert(memcmp(&model, &before, sizeof model) == 0);
+	}
+	tps_run_spec_free(&spec);
+}
+
+START_TEST(divisible_refuses_colwise_out_features_not_divisible)
+{
+	init_one_linear("divisible", 2, 4, 5, "colwise", TPS_ERR_INPUT,
+			"/plan/fc: colwise fc: out_features 5 not divisible "
+			"by tp=2 (uneven: divisible)");
+}
+END_TEST
+
+START_TEST(divisible_refuses_rowwise_in_features_not_divisible)
+{
+	init_one_linear("divisible", 4, 10, 2, "rowwise", TPS_ERR_INPUT,
+			"/plan/fc: rowwise fc: in_features 10 not divisible "
+			"by tp=4 (uneven: divisible)");
+}
+END_TEST
+
+START_TEST(divisible_accepts_sizes_that_divide)
+{
+	init_one_linear("divisible", 2, 4, 6, "colwise", TPS_OK, NULL);
+	init_one_linear("divisible", 4, 12, 2, "rowwise", TPS_OK, NULL);
+	/* Only the sharded dim counts. */
+	init_one_linear("divisible", 4, 10, 8, "colwise", TPS_OK, NULL);
+	init_one_linear("divisible", 2, 4, 5, "rowwise", TPS_OK, NULL);
+	init_one_linear("divisible", 4, 10, 5, "replicate", TPS_OK, NULL);
+}
+END_TEST
+
+START_TEST(chunk_accepts_uneven_sizes)
+{
+	init_one_linear("chunk", 2, 4, 5, "colwise", TPS_OK, NULL);
+	init_one_linear("chunk", 4, 10, 2, "rowwise", TPS_OK, NULL);
+	init_one_linear("chunk", 6, 13, 13, "colwise", TPS_OK, NULL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc;
+
+	tc = tcase_create("bad_configs");
+	tcase_add_loop_test(tc, bad_config_is_rejected_at_its_pointer, 0,
+			    N_BAD_CONFIGS);
+	tcase_add_test(tc, model_with_4097_modules_is_refused_as_a_limit);
+	tcase_add_test(tc, plan_pattern_of_many_stars_is_matched_quickly);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("good_configs");
+	tcase_add_test(tc, design_example_parses_into_spec);
+	tcase_add_test(tc, minimal_config_gets_defaults);
+	tcase_add_test(tc, rowwise_bias_defaults_to_after_reduce);
+	tcase_add_test(tc, explicit_settings_override_defaults);
+	tcase_add_test(tc, integral_floats_are_accepted_as_sizes);
+	tcase_add_test(tc, sizes_at_the_limits_are_accepted);
+	tcase_add_test(tc, free_accepts_null_and_zeroed_spec);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("plan");
+	tcase_add_test(tc, star_patterns_expand_per_path_component);
+	tcase_add_test(tc, star_matches_every_module_of_one_component);
+	tcase_add_test(tc, object_plan_sets_input_output_and_bias);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("params");
+	tcase_add_test(tc, params_values_land_in_spec);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("normalized");
+	tcase_add_test(tc, design_example_normalizes_in_documented_order);
+	tcase_add_test(tc, normalized_config_parses_to_itself);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("load");
+	tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
+	tcase_add_test(tc, load_reads_file_and_names_it_in_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("divisible");
+	tcase_add_test(tc,
+		       divisible_refuses_colwise_out_features_not_divisible);
+	tcase_add_test(tc,
+		       divisible_refuses_rowwise_in_features_not_divisible);
+	tcase_add_test(tc, divisible_accepts_sizes_that_divide);
+	tcase_add_test(tc, chunk_accepts_uneven_sizes);
+	suite_add_tcase(s, tc);
+
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
