@@ -191,6 +191,82 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 }
 END_TEST
 
+/* Issue 2's bad configs through the real command line: each is exit 2 with
+ * one line "tpsim: FILE: POINTER: message" on stderr and nothing written. */
+START_TEST(bad_configs_exit_2_with_one_line)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"{\"tpsim\": 1, \"bogus\": 1}",
+		 ": /bogus: unknown key \"bogus\""},
+		{"{\"tpsim\": 1, \"tpsim\": 1}", ": /tpsim: duplicate key"},
+		{"{\"tpsim\": \"1\"}", ": /tpsim: expected an integer, got "
+		 "string \"1\""},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [0], \"dim_names\": "
+		 "[\"tp\"]}}", ": /mesh/shape/0: out of range"},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [-2], \"dim_names\": "
+		 "[\"tp\"]}}", ": /mesh/shape/0: out of range"},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [1e30], "
+		 "\"dim_names\": [\"tp\"]}}", ": /mesh/shape/0: "},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], "
+		 "\"dim_names\": [\"tp\"]}}", ": /mesh/dim_names: expected 2 "
+		 "names"},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		 "\"linear\", \"in_features\": 4, \"out_features\": 2}], "
+		 "\"plan\": {\"fc9\": \"colwise\"}, \"input\": {\"shape\": "
+		 "[1, 4]}}", ": /plan/fc9: \"fc9\" matches no module"},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [4], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		 "\"linear\", \"in_features\": 10, \"out_features\": 2}], "
+		 "\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
+		 "[1, 10]}, \"uneven\": \"divisible\"}",
+		 ": /plan/fc: rowwise fc: in_features 10 not divisible by tp=4 "
+		 "(uneven: divisible)"},
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2]",
+		 ": /mesh: unexpected end of input"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char trace[512];
+		const char *cfg = write_config(dir, "bad.json", cases[i].text);
+		struct result r;
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		r = cli(5, "run", cfg, "-o", trace);
+		ck_assert_msg(r.rc == 2, "case %zu: rc %d", i, r.rc);
+		ck_assert_msg(strncmp(r.err, "tpsim: ", 7) == 0 &&
+			      strstr(r.err, "bad.json") &&
+			      strstr(r.err, cases[i].want),
+			      "case %zu: %s", i, r.err);
+		ck_assert_int_eq(count_lines(r.err), 1);
+		ck_assert_uint_eq(r.out_len, 0);
+		ck_assert_int_ne(access(trace, F_OK), 0);
+		result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(values_none_writes_shapes_only)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 2}], "
+		"\"plan\": {\"fc\": \"colwise\"}, \"input\": {\"shape\": "
+		"[2, 4]}, \"trace\": {\"values\": \"none\"}}");
+	struct result r = cli(3, "run", cfg);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_null(strstr(r.out, "\"values\":["));
+	ck_assert_ptr_null(strstr(r.out, "\"hash\""));
+	ck_assert_ptr_nonnull(strstr(r.out, "{\"rank\":1,\"shape\":[2,1]}"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(output_directory_and_memory_budget_are_refused)
 {
 	const char *dir = tu_tempdir();
@@ -408,6 +484,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, run_reads_the_config_from_stdin);
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
 	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
+	tcase_add_test(run, bad_configs_exit_2_with_one_line);
+	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
