@@ -553,8 +553,9 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 			comm, "collectives");
 		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
 			comm, "bytes_per_rank");
-		fprintf(out, "comm: %g collectives, %g bytes per rank",
-			cJSON_IsNumber(n) ? n->valuedouble : 0.0,
+		double count = cJSON_IsNumber(n) ? n->valuedouble : 0.0;
+		fprintf(out, "comm: %g collective%s, %g bytes per rank", count,
+			count == 1 ? "" : "s",
 			cJSON_IsNumber(b) ? b->valuedouble : 0.0);
 		cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(
 					       comm, "by_op")) {

@@ -63,6 +63,13 @@ static enum tps_status open_trace_file(struct trace_file *tf,
 				     esc);
 	}
 	fd = mkstemp(tf->tmp_path);
+	if (fd >= 0) {
+		/* mkstemp makes the file 0600; a trace is an ordinary output
+		 * file, so give it the mode the umask gives new files. */
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);
+	}
 	if (fd < 0 || !(tf->f = fdopen(fd, "w+"))) {
 		int e = errno;
 		if (fd >= 0) {

@@ -137,6 +137,14 @@ START_TEST(run_writes_trace_and_one_line_summary)
 	ck_assert_int_eq(tps_json_load(trace, TPS_JSON_MAX_TRACE_BYTES, &root,
 				       NULL), TPS_OK);
 	cJSON_Delete(root);
+	{
+		/* An ordinary file: the umask's mode, not mkstemp's 0600. */
+		struct stat st;
+		mode_t mask = umask(0);
+		umask(mask);
+		ck_assert_int_eq(stat(trace, &st), 0);
+		ck_assert_int_eq(st.st_mode & 0777, 0666 & ~mask);
+	}
 	result_free(&r);
 	/* Without -o the trace goes to stdout, the summary to stderr. */
 	r = cli(2 + 1, "run", cfg, NULL);
