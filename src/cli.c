@@ -282,30 +282,9 @@ static void print_mesh_text(FILE *out, const struct tps_mesh *m)
 static void print_mesh_json(FILE *out, const struct tps_mesh *m)
 {
 	int coord[TPS_MAX_MESH_DIMS];
-	fputs("{\"shape\":[", out);
-	for (int i = 0; i < m->ndim; i++) {
-		fprintf(out, "%s%d", i ? "," : "", m->shape[i]);
-	}
-	fputs("],\"dim_names\":[", out);
-	for (int i = 0; i < m->ndim; i++) {
-		if (i) {
-			fputc(',', out);
-		}
-		tps_trace_write_string(out, m->dim_names[i]);
-	}
-	fprintf(out, "],\"world_size\":%d,\"groups\":{", m->world_size);
-	for (int i = 0; i < m->ndim; i++) {
-		unsigned mask = 1u << i;
-		fputs(i ? "," : "", out);
-		tps_trace_write_string(out, m->dim_names[i]);
-		fputs(":[", out);
-		for (int g = 0; g < tps_mesh_group_count(m, mask); g++) {
-			fputs(g ? "," : "", out);
-			print_group(out, m, mask, g);
-		}
-		fputc(']', out);
-	}
-	fputs("},\"ranks\":[", out);
+	fputc('{', out);
+	tps_trace_write_mesh_fields(out, m);
+	fputs(",\"ranks\":[", out);
 	for (int r = 0; r < m->world_size; r++) {
 		tps_mesh_coord_of(m, r, coord);
 		fprintf(out, "%s\n{\"rank\":%d,\"coordinate\":[", r ? "," : "",
@@ -319,8 +298,8 @@ static void print_mesh_json(FILE *out, const struct tps_mesh *m)
 			fputs(i ? "," : "", out);
 			tps_trace_write_string(out, m->dim_names[i]);
 			fputc(':', out);
-			print_group(out, m, mask,
-				    tps_mesh_group_index(m, mask, r));
+			tps_trace_write_group(out, m, mask,
+				tps_mesh_group_index(m, mask, r));
 		}
 		fputs("},\"local_ranks\":{", out);
 		for (int i = 0; i < m->ndim; i++) {

@@ -258,6 +258,27 @@ static enum tps_status opt_int(struct cfg *c, const cJSON *obj,
 	return st;
 }
 
+/* An array of 1..max_dims sizes, each an integer in [1, hi], read at the
+ * current pointer; `what` names the owner in the dim-count message. */
+static enum tps_status read_sizes(struct cfg *c, const cJSON *v,
+				  const char *what, int max_dims, int64_t hi,
+				  int64_t *dims, int *ndim)
+{
+	enum tps_status st = expect_type(c, v, is_array, "an array of sizes");
+	int n = st == TPS_OK ? cJSON_GetArraySize(v) : 0;
+	if (st == TPS_OK && (n < 1 || n > max_dims)) {
+		return fail(c, TPS_ERR_LIMIT, "%s has %d dims (expected 1 to "
+			    "%d)", what, n, max_dims);
+	}
+	for (int i = 0; i < n && st == TPS_OK; i++) {
+		size_t saved = push_index(c, (size_t)i);
+		st = read_int(c, cJSON_GetArrayItem(v, i), 1, hi, &dims[i]);
+		pop(c, saved);
+	}
+	*ndim = n;
+	return st;
+}
+
 /* ---- mesh ---------------------------------------------------------- */
 
 static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
@@ -266,6 +287,7 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 	static const char *const keys[] = {"shape", "dim_names", NULL};
 	const cJSON *mesh, *shape, *names, *item;
 	int sizes[TPS_MAX_MESH_DIMS];
+	int64_t dims[TPS_MAX_MESH_DIMS];
 	const char *name_ptrs[TPS_MAX_MESH_DIMS];
 	int ndim = 0;
 	enum tps_status st = require(c, root, "mesh", &mesh);
@@ -288,28 +310,18 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 		goto out;
 	}
 	s2 = push_key(c, "shape");
-	st = expect_type(c, shape, is_array, "an array of sizes");
-	ndim = st == TPS_OK ? cJSON_GetArraySize(shape) : 0;
-	if (st == TPS_OK && (ndim < 1 || ndim > TPS_MAX_MESH_DIMS)) {
-		st = fail(c, TPS_ERR_LIMIT, "mesh has %d dims (expected 1 to "
-			  "%d)", ndim, TPS_MAX_MESH_DIMS);
-	}
+	st = read_sizes(c, shape, "mesh", TPS_MAX_MESH_DIMS, INT32_MAX, dims,
+			&ndim);
 	for (int i = 0; i < ndim && st == TPS_OK; i++) {
-		int64_t v = 0;
-		size_t s3 = push_index(c, (size_t)i);
-		st = read_int(c, cJSON_GetArrayItem(shape, i), 1, INT32_MAX,
-			      &v);
-		if (st == TPS_OK) {
-			world *= v; /* <= 4096 * 2^31: no overflow */
-			if (world > TPS_MAX_WORLD) {
-				st = fail(c, TPS_ERR_LIMIT, "world size %s%lld "
-					  "exceeds %d",
-					  i < ndim - 1 ? "of at least " : "",
-					  (long long)world, TPS_MAX_WORLD);
-			}
+		world *= dims[i]; /* <= 4096 * 2^31: no overflow */
+		sizes[i] = (int)dims[i];
+		if (world > TPS_MAX_WORLD) {
+			size_t s3 = push_index(c, (size_t)i);
+			st = fail(c, TPS_ERR_LIMIT, "world size %s%lld exceeds "
+				  "%d", i < ndim - 1 ? "of at least " : "",
+				  (long long)world, TPS_MAX_WORLD);
+			pop(c, s3);
 		}
-		sizes[i] = (int)v;
-		pop(c, s3);
 	}
 	pop(c, s2);
 	if (st != TPS_OK) {
@@ -856,18 +868,8 @@ static enum tps_status parse_input(struct cfg *c, const cJSON *root,
 		goto out;
 	}
 	s2 = push_key(c, "shape");
-	st = expect_type(c, shape, is_array, "an array of sizes");
-	ndim = st == TPS_OK ? cJSON_GetArraySize(shape) : 0;
-	if (st == TPS_OK && (ndim < 1 || ndim > TPS_MAX_DIMS)) {
-		st = fail(c, TPS_ERR_LIMIT, "the input has %d dims (expected "
-			  "1 to %d)", ndim, TPS_MAX_DIMS);
-	}
-	for (int i = 0; i < ndim && st == TPS_OK; i++) {
-		size_t s3 = push_index(c, (size_t)i);
-		st = read_int(c, cJSON_GetArrayItem(shape, i), 1,
-			      TPS_MAX_ELEMENTS, &dims[i]);
-		pop(c, s3);
-	}
+	st = read_sizes(c, shape, "the input", TPS_MAX_DIMS, TPS_MAX_ELEMENTS,
+			dims, &ndim);
 	if (st == TPS_OK) {
 		spec->input_shape = tps_shape_make(ndim, dims);
 		st = tps_shape_numel(&spec->input_shape, &numel, c->err);

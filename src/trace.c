@@ -180,22 +180,54 @@ static void write_tensor_object(const struct tps_trace *t,
 	fputc('}', t->out);
 }
 
-static void write_groups(const struct tps_trace *t, unsigned mask)
+void tps_trace_write_group(FILE *out, const struct tps_mesh *m,
+			   unsigned mask, int g)
 {
-	const struct tps_mesh *m = t->mesh;
-	int n = tps_mesh_group_size(m, mask), count =
-		tps_mesh_group_count(m, mask);
 	int ranks[TPS_MAX_WORLD];
-	fputc('[', t->out);
-	for (int g = 0; g < count; g++) {
-		tps_mesh_group_members(m, mask, g, ranks);
-		fputs(g ? ",[" : "[", t->out);
-		for (int i = 0; i < n; i++) {
-			fprintf(t->out, "%s%d", i ? "," : "", ranks[i]);
-		}
-		fputc(']', t->out);
+	int n = tps_mesh_group_size(m, mask);
+	tps_mesh_group_members(m, mask, g, ranks);
+	fputc('[', out);
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "%s%d", i ? "," : "", ranks[i]);
 	}
-	fputc(']', t->out);
+	fputc(']', out);
+}
+
+static void write_groups(FILE *out, const struct tps_mesh *m, unsigned mask)
+{
+	fputc('[', out);
+	for (int g = 0; g < tps_mesh_group_count(m, mask); g++) {
+		if (g) {
+			fputc(',', out);
+		}
+		tps_trace_write_group(out, m, mask, g);
+	}
+	fputc(']', out);
+}
+
+void tps_trace_write_mesh_fields(FILE *out, const struct tps_mesh *m)
+{
+	fputs("\"shape\":[", out);
+	for (int i = 0; i < m->ndim; i++) {
+		fprintf(out, "%s%d", i ? "," : "", m->shape[i]);
+	}
+	fputs("],\"dim_names\":[", out);
+	for (int i = 0; i < m->ndim; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		tps_trace_write_string(out, m->dim_names[i]);
+	}
+	fprintf(out, "],\"world_size\":%d,\"groups\":{", m->world_size);
+	for (int i = 0; i < m->ndim; i++) {
+		if (i) {
+			fputc(',', out);
+		}
+		tps_trace_write_string(out, m->dim_names[i]);
+		fputc(':', out);
+		write_groups(out, m, 1u << i);
+	}
+	fputc('}', out);
 }
 
 static void write_placements(FILE *out, const struct tps_dtensor *dt)
@@ -221,27 +253,9 @@ enum tps_status tps_trace_begin(struct tps_trace *t, const cJSON *config,
 	fputs("\"generator\":\"tpsim " TPS_VERSION "\",\n", out);
 	fputs("\"config\":", out);
 	tps_trace_write_json(out, config);
-	fputs(",\n\"mesh\":{\"shape\":[", out);
-	for (int i = 0; i < m->ndim; i++) {
-		fprintf(out, "%s%d", i ? "," : "", m->shape[i]);
-	}
-	fputs("],\"dim_names\":[", out);
-	for (int i = 0; i < m->ndim; i++) {
-		if (i) {
-			fputc(',', out);
-		}
-		tps_trace_write_string(out, m->dim_names[i]);
-	}
-	fprintf(out, "],\"world_size\":%d,\"groups\":{", m->world_size);
-	for (int i = 0; i < m->ndim; i++) {
-		if (i) {
-			fputc(',', out);
-		}
-		tps_trace_write_string(out, m->dim_names[i]);
-		fputc(':', out);
-		write_groups(t, 1u << i);
-	}
-	fputs("}},\n", out);
+	fputs(",\n\"mesh\":{", out);
+	tps_trace_write_mesh_fields(out, m);
+	fputs("},\n", out);
 	(void)err;
 	return TPS_OK;
 }
@@ -376,7 +390,7 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		tps_trace_write_string(out,
 				       t->mesh->dim_names[ev->mesh_dim]);
 		fputs(",\"groups\":", out);
-		write_groups(t, ev->mask);
+		write_groups(out, t->mesh, ev->mask);
 	}
 	fputs(",\"placements\":", out);
 	write_placements(out, v);
