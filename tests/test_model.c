@@ -284,6 +284,74 @@ START_TEST(gathered_and_mismatched_layouts_still_match)
 }
 END_TEST
 
+START_TEST(sequence_parallel_layouts_match_reference)
+{
+	/* rowwise with output shard(1) (a reduce_scatter over the sequence),
+	 * relu on the sequence shards, colwise with input shard(1) (an
+	 * all_gather first): Megatron's sequence parallelism on (batch, seq,
+	 * hidden) activations, with seq lengths that do and do not divide. */
+	const enum tps_bias_mode modes[3] = {TPS_BIAS_AFTER_REDUCE,
+					     TPS_BIAS_PARTIAL_SPLIT,
+					     TPS_BIAS_RANK0};
+	int tp = _i;
+	for (int seq = 1; seq <= 2 * tp + 1; seq += tp) {
+		for (int m = 0; m < 3; m++) {
+			struct tps_model_spec spec;
+			struct tps_model model;
+			struct tps_tensor input, out, ref;
+			struct counts n = {0};
+			struct tps_event_sink sink = {count_event, &n};
+			struct tps_error err = {0};
+			struct case_spec c = {0};
+			float diff;
+			bool match;
+			c.dp = 1;
+			c.tp = tp;
+			c.batch = 2;
+			c.seq = seq;
+			dims_for(tp, true, &c.in, &c.hidden, &c.out);
+			c.bias = true;
+			c.shape = MLP_RELU;
+			c.style1 = TPS_STYLE_ROWWISE;
+			c.style2 = TPS_STYLE_COLWISE;
+			c.bias_mode = modes[m];
+			c.out1 = tps_placement_shard(1);
+			c.init = TPS_INIT_UNIFORM;
+			build_spec(&spec, &c);
+			spec.modules[2].input = tps_placement_shard(1);
+			ck_assert_msg(tps_model_init(&model, &spec, &err) ==
+				      TPS_OK, "%s", err.message);
+			ck_assert_int_eq(tps_model_make_input(&spec, &input,
+							      NULL), TPS_OK);
+			ck_assert_msg(tps_model_forward(&model, &input, sink, 0,
+							&out, &err) == TPS_OK,
+				      "%s", err.message);
+			ck_assert_int_eq(tps_model_reference_forward(
+				&model, &input, &ref, NULL), TPS_OK);
+			tps_run_compare(&out, &ref, 1e-5, 1e-5, &diff, &match);
+			ck_assert_msg(match, "tp=%d seq=%d mode=%s: max_abs_diff "
+				      "%g", tp, seq, tps_bias_mode_name(modes[m]),
+				      (double)diff);
+			if (tp > 1) {
+				/* reduce_scatter out of fc1, all_gather into
+				 * fc2, all_gather of fc2's output shards. */
+				ck_assert_int_eq(n.collectives[
+					TPS_COMM_REDUCE_SCATTER], 1);
+				ck_assert_int_eq(n.collectives[
+					TPS_COMM_ALL_GATHER], 2);
+				ck_assert_int_eq(n.collectives[
+					TPS_COMM_ALL_REDUCE], 0);
+			}
+			tps_tensor_free(&input);
+			tps_tensor_free(&out);
+			tps_tensor_free(&ref);
+			tps_model_free(&model);
+			tps_model_spec_free(&spec);
+		}
+	}
+}
+END_TEST
+
 START_TEST(dp_times_tp_matches_reference)
 {
 	/* dp in 1..3 times tp in 1..4; batches 1..5 over dp include empty
@@ -403,6 +471,8 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(mlp, mlp_matches_reference_in_every_bias_mode, 1,
 			    9);
 	tcase_add_loop_test(layouts, gathered_and_mismatched_layouts_still_match,
+			    1, 9);
+	tcase_add_loop_test(layouts, sequence_parallel_layouts_match_reference,
 			    1, 9);
 	tcase_add_loop_test(dp, dp_times_tp_matches_reference, 0, 12);
 	tcase_add_test(comm, mlp_costs_one_all_reduce_forward);

@@ -49,8 +49,10 @@ struct tps_module_spec {
 	bool bias;                         /* linear only */
 	enum tps_style style;
 	enum tps_bias_mode bias_mode;      /* rowwise only */
-	struct tps_placement input;        /* declared tp layout of the input */
-	struct tps_placement output;       /* declared tp layout of the output */
+	/* Declared tp layouts of the input and output, as the plan says them:
+	 * a shard dim may be negative (from the end), unlike a DTensor's. */
+	struct tps_placement input;
+	struct tps_placement output;
 	char plan_pointer[TPS_POINTER_MAX]; /* "/plan/fc2"; "/model/2" if
 					      unplanned */
 };

@@ -95,8 +95,9 @@ struct tps_linear {
 	const char *name;            /* module path, e.g. "block.fc1" */
 	enum tps_style style;
 	enum tps_bias_mode bias_mode;
-	struct tps_placement input;  /* declared tp layout of the input */
-	struct tps_placement output; /* declared tp layout of the output */
+	/* Declared tp layouts; a shard dim may be negative (from the end). */
+	struct tps_placement input;
+	struct tps_placement output;
 	struct tps_dtensor weight;   /* (out, in) */
 	struct tps_dtensor bias;     /* (out); locals empty when has_bias is 0 */
 	bool has_bias;
