@@ -24,9 +24,9 @@
 /* Objects and arrays echoed in a line are cut to this many characters. */
 #define CHECK_CUT_CHARS 60
 /* An echoed value; strings longer than this are cut by the escaper. */
-#define CHECK_VALUE_MAX 256
+#define CHECK_VALUE_MAX	 256
 #define CHECK_NUMBER_MAX 40
-#define CHECK_LINE_MAX 4096
+#define CHECK_LINE_MAX	 4096
 
 /* |trace - fixture| <= atol + rtol * |fixture| */
 struct check_tol {
@@ -44,10 +44,10 @@ enum check_scope {
 struct checker {
 	tps_check_report_fn report;
 	void *ctx;
-	size_t count;             /* mismatches so far, reported or not */
+	size_t count;		   /* mismatches so far, reported or not */
 	struct tps_json_path path; /* fixture pointer of the value compared */
-	const cJSON *event;       /* trace event being compared, or NULL */
-	size_t event_index;       /* its index in the trace's "events" */
+	const cJSON *event;	   /* trace event being compared, or NULL */
+	size_t event_index;	   /* its index in the trace's "events" */
 };
 
 /*
@@ -165,7 +165,7 @@ static void sb_put_json(struct sbuf *b, const cJSON *v)
  */
 static void format_value(const cJSON *v, char *out, size_t out_size)
 {
-	struct sbuf b = { out, out_size - 1, 0, false };
+	struct sbuf b = {out, out_size - 1, 0, false};
 
 	assert(out_size > CHECK_CUT_CHARS + 4);
 	out[0] = '\0';
@@ -296,7 +296,7 @@ static bool object_contains(const cJSON *f, const cJSON *t)
 /* The comparison rules with zero tolerance, silently (for "match"). */
 static bool values_equal(const cJSON *f, const cJSON *t)
 {
-	static const struct check_tol exact = { 0.0, 0.0 };
+	static const struct check_tol exact = {0.0, 0.0};
 	bool ok = false;
 
 	if (cJSON_IsNumber(f) && cJSON_IsNumber(t)) {
@@ -406,9 +406,8 @@ static bool is_reserved(const char *key, enum check_scope scope)
 	return reserved;
 }
 
-static void compare_members(struct checker *c, const cJSON *f,
-			    const cJSON *t, const struct check_tol *tol,
-			    enum check_scope scope)
+static void compare_members(struct checker *c, const cJSON *f, const cJSON *t,
+			    const struct check_tol *tol, enum check_scope scope)
 {
 	for (const cJSON *fc = f->child; fc; fc = fc->next) {
 		const char *key = fc->string ? fc->string : "";
@@ -489,12 +488,12 @@ static void compare_events(struct checker *c, const cJSON *fev,
 		size_t found_index = cursor_index;
 		size_t saved = c->path.len;
 
-		apply_tolerance(cJSON_GetObjectItemCaseSensitive(fe,
-								 "tolerance"),
-				&ev_tol);
+		apply_tolerance(
+			cJSON_GetObjectItemCaseSensitive(fe, "tolerance"),
+			&ev_tol);
 		for (const cJSON *t = cursor; t; t = t->next, found_index++) {
-			if (!match || (cJSON_IsObject(t) &&
-				       object_contains(match, t))) {
+			if (!match ||
+			    (cJSON_IsObject(t) && object_contains(match, t))) {
 				found = t;
 				break;
 			}
@@ -546,7 +545,7 @@ static enum tps_status input_error(struct tps_error *err, const char *name,
 }
 
 enum tps_status tps_check_is_trace(const cJSON *trace, const char *name,
-				      struct tps_error *err)
+				   struct tps_error *err)
 {
 	enum tps_status st = TPS_OK;
 	struct tps_json_path p;
@@ -616,7 +615,8 @@ static enum tps_status validate_tolerance(const cJSON *tol,
 				 got);
 		goto out;
 	}
-	cJSON_ArrayForEach(item, tol) {
+	cJSON_ArrayForEach(item, tol)
+	{
 		const char *key = item->string ? item->string : "";
 
 		tps_json_path_push_key(p, key);
@@ -642,8 +642,7 @@ out:
 	return st;
 }
 
-static enum tps_status validate_event(const cJSON *ev,
-				      struct tps_json_path *p,
+static enum tps_status validate_event(const cJSON *ev, struct tps_json_path *p,
 				      const char *name, struct tps_error *err)
 {
 	enum tps_status st = TPS_OK;
@@ -678,8 +677,7 @@ out:
 	return st;
 }
 
-static enum tps_status validate_fixture(const cJSON *fixture,
-					const char *name,
+static enum tps_status validate_fixture(const cJSON *fixture, const char *name,
 					struct tps_error *err)
 {
 	enum tps_status st = TPS_OK;
@@ -719,7 +717,8 @@ static enum tps_status validate_fixture(const cJSON *fixture,
 				 "expected an array of events, got %s", got);
 		goto out;
 	}
-	cJSON_ArrayForEach(ev, events) {
+	cJSON_ArrayForEach(ev, events)
+	{
 		size_t saved = p.len;
 
 		tps_json_path_push_index(&p, i);
@@ -742,7 +741,7 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 {
 	enum tps_status st;
 	struct checker c;
-	struct check_tol tol = { 0.0, 0.0 };
+	struct check_tol tol = {0.0, 0.0};
 	char line[64];
 
 	assert(trace && trace_name && fixture && fixture_name && mismatches);
@@ -758,8 +757,7 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 	c.report = report;
 	c.ctx = ctx;
 	tps_json_path_init(&c.path);
-	apply_tolerance(cJSON_GetObjectItemCaseSensitive(fixture,
-							 "tolerance"),
+	apply_tolerance(cJSON_GetObjectItemCaseSensitive(fixture, "tolerance"),
 			&tol);
 	compare_members(&c, fixture, trace, &tol, CHECK_SCOPE_TOP);
 	if (c.count > CHECK_MAX_LINES && report) {

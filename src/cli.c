@@ -16,36 +16,41 @@
 #include "tps_version.h"
 
 static const char usage_text[] =
-"Usage: tpsim COMMAND [ARGS]\n"
-"Simulate tensor parallelism deterministically in one process.\n"
-"\n"
-"Commands:\n"
-"  run CONFIG [-o TRACE] [--max-memory SIZE]\n"
-"      Simulate the config (\"-\" reads stdin) on every rank and write the\n"
-"      JSON trace to TRACE (default: stdout). A one-line summary goes to\n"
-"      stderr. SIZE is bytes, or a number with K, M, G or T (default 8G).\n"
-"  check TRACE FIXTURE\n"
-"      Compare a trace with a hand-derived fixture; mismatches on stdout.\n"
-"  explain TRACE\n"
-"      Print a trace step by step: every event, every rank's shard.\n"
-"  mesh --shape 3,2 [--names row,col] [--json]\n"
-"      Print every rank's coordinate and its group along each mesh dim,\n"
-"      as PyTorch's DeviceMesh and mesh[\"name\"] give them.\n"
-"\n"
-"Options:\n"
-"  -h, --help     show this help and exit\n"
-"  -V, --version  show the version and exit\n"
-"\n"
-"Exit status: 0 success or match, 1 mismatch (check failed, or the\n"
-"simulation disagrees with the single-device reference), 2 trouble.\n";
+	"Usage: tpsim COMMAND [ARGS]\n"
+	"Simulate tensor parallelism deterministically in one process.\n"
+	"\n"
+	"Commands:\n"
+	"  run CONFIG [-o TRACE] [--max-memory SIZE]\n"
+	"      Simulate the config (\"-\" reads stdin) on every rank and write "
+	"the\n"
+	"      JSON trace to TRACE (default: stdout). A one-line summary goes "
+	"to\n"
+	"      stderr. SIZE is bytes, or a number with K, M, G or T (default "
+	"8G).\n"
+	"  check TRACE FIXTURE\n"
+	"      Compare a trace with a hand-derived fixture; mismatches on "
+	"stdout.\n"
+	"  explain TRACE\n"
+	"      Print a trace step by step: every event, every rank's shard.\n"
+	"  mesh --shape 3,2 [--names row,col] [--json]\n"
+	"      Print every rank's coordinate and its group along each mesh "
+	"dim,\n"
+	"      as PyTorch's DeviceMesh and mesh[\"name\"] give them.\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help     show this help and exit\n"
+	"  -V, --version  show the version and exit\n"
+	"\n"
+	"Exit status: 0 success or match, 1 mismatch (check failed, or the\n"
+	"simulation disagrees with the single-device reference), 2 trouble.\n";
 
 /* A usage error: one line plus the hint. */
 static int usage_error(FILE *err, const char *fmt, const char *arg)
 {
 	char esc[256];
 	fputs("tpsim: ", err);
-	fprintf(err, fmt, arg ? tps_json_escape_for_message(arg, esc,
-							    sizeof esc) : "");
+	fprintf(err, fmt,
+		arg ? tps_json_escape_for_message(arg, esc, sizeof esc) : "");
 	fputs("\nTry 'tpsim --help'.\n", err);
 	return TPS_EXIT_TROUBLE;
 }
@@ -98,11 +103,14 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			}
 			opts.output_path = argv[i];
 		} else if (strcmp(argv[i], "--max-memory") == 0) {
-			if (++i == argc || !parse_size(argv[i],
-						       &opts.max_memory)) {
-				return usage_error(err, "run: --max-memory "
+			if (++i == argc ||
+			    !parse_size(argv[i], &opts.max_memory)) {
+				return usage_error(
+					err,
+					"run: --max-memory "
 					"needs a size like 8G or 1048576, got "
-					"'%s'", i < argc ? argv[i] : "");
+					"'%s'",
+					i < argc ? argv[i] : "");
 			}
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
 			return usage_error(err, "run: unknown option '%s'",
@@ -121,12 +129,15 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		return trouble(err, &e);
 	}
 	tps_format_float(s.max_abs_diff, diff);
-	fprintf(err, "tpsim: %s: mesh %s (world %d), %d module%s, %lld "
+	fprintf(err,
+		"tpsim: %s: mesh %s (world %d), %d module%s, %lld "
 		"event%s, %lld collective%s (%lld bytes/rank), max_abs_diff "
-		"%s: %s\n", opts.config_path, s.mesh, s.world_size,
-		s.n_modules, s.n_modules == 1 ? "" : "s", (long long)s.events,
+		"%s: %s\n",
+		opts.config_path, s.mesh, s.world_size, s.n_modules,
+		s.n_modules == 1 ? "" : "s", (long long)s.events,
 		s.events == 1 ? "" : "s", (long long)s.collectives,
-		s.collectives == 1 ? "" : "s", (long long)s.bytes_per_rank, diff,
+		s.collectives == 1 ? "" : "s", (long long)s.bytes_per_rank,
+		diff,
 		s.match ? "matches the reference"
 			: "DIFFERS from the reference");
 	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
@@ -142,8 +153,7 @@ static void print_mismatch(void *ctx, const char *line)
 	struct check_printer *p = ctx;
 	char esc[256];
 	fprintf(p->out, "%s: %s\n",
-		tps_json_escape_for_message(p->fixture, esc, sizeof esc),
-		line);
+		tps_json_escape_for_message(p->fixture, esc, sizeof esc), line);
 }
 
 static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
@@ -169,9 +179,8 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 		    TPS_OK ||
 	    tps_json_load(argv[3], TPS_JSON_MAX_INPUT_BYTES, &fixture, &e) !=
 		    TPS_OK ||
-	    tps_check_fixture(trace, argv[2], fixture, argv[3],
-			      print_mismatch, &printer, &mismatches, &e) !=
-		    TPS_OK) {
+	    tps_check_fixture(trace, argv[2], fixture, argv[3], print_mismatch,
+			      &printer, &mismatches, &e) != TPS_OK) {
 		rc = trouble(err, &e);
 		goto out;
 	}
@@ -299,7 +308,7 @@ static void print_mesh_json(FILE *out, const struct tps_mesh *m)
 			tps_trace_write_string(out, m->dim_names[i]);
 			fputc(':', out);
 			tps_trace_write_group(out, m, mask,
-				tps_mesh_group_index(m, mask, r));
+					      tps_mesh_group_index(m, mask, r));
 		}
 		fputs("},\"local_ranks\":{", out);
 		for (int i = 0; i < m->ndim; i++) {
@@ -329,8 +338,10 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 		} else if (strcmp(argv[i], "--shape") == 0 ||
 			   strcmp(argv[i], "--names") == 0) {
 			if (i + 1 == argc) {
-				return usage_error(err, "mesh: %s needs a "
-						   "value", argv[i]);
+				return usage_error(err,
+						   "mesh: %s needs a "
+						   "value",
+						   argv[i]);
 			}
 			if (argv[i][2] == 's') {
 				shape_arg = argv[++i];
@@ -338,18 +349,24 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 				names_arg = argv[++i];
 			}
 		} else {
-			return usage_error(err, "mesh: unexpected argument "
-					   "'%s'", argv[i]);
+			return usage_error(err,
+					   "mesh: unexpected argument "
+					   "'%s'",
+					   argv[i]);
 		}
 	}
 	if (!shape_arg) {
-		return usage_error(err, "mesh: missing --shape (e.g. --shape "
-				   "3,2)%s", NULL);
+		return usage_error(err,
+				   "mesh: missing --shape (e.g. --shape "
+				   "3,2)%s",
+				   NULL);
 	}
 	if (!parse_sizes(shape_arg, sizes, &n)) {
-		return usage_error(err, "mesh: --shape expects 1 to 4 sizes "
+		return usage_error(err,
+				   "mesh: --shape expects 1 to 4 sizes "
 				   "from 1 to 4096 separated by commas, got "
-				   "'%s'", shape_arg);
+				   "'%s'",
+				   shape_arg);
 	}
 	if (names_arg) {
 		if (strlen(names_arg) >= sizeof names_buf) {
@@ -359,7 +376,8 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 		memcpy(names_buf, names_arg, strlen(names_arg) + 1);
 		n_names = split_names(names_buf, names, TPS_MAX_MESH_DIMS);
 		if (n_names != n) {
-			return usage_error(err, "mesh: --names expects one "
+			return usage_error(err,
+					   "mesh: --names expects one "
 					   "name per mesh dim, got '%s'",
 					   names_arg);
 		}
@@ -381,7 +399,6 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 	}
 	return TPS_EXIT_OK;
 }
-
 
 /* ---- explain: a trace, step by step, for people ---------------------- */
 
@@ -406,7 +423,8 @@ static void print_shape(FILE *out, const cJSON *shape)
 	const cJSON *d;
 	bool first = true;
 	fputc('(', out);
-	cJSON_ArrayForEach(d, shape) {
+	cJSON_ArrayForEach(d, shape)
+	{
 		fprintf(out, "%s%g", first ? "" : ", ",
 			cJSON_IsNumber(d) ? d->valuedouble : 0.0);
 		first = false;
@@ -419,7 +437,8 @@ static void print_placements(FILE *out, const cJSON *placements)
 	const cJSON *p;
 	bool first = true;
 	fputc('[', out);
-	cJSON_ArrayForEach(p, placements) {
+	cJSON_ArrayForEach(p, placements)
+	{
 		fprintf(out, "%s%s", first ? "" : ", ",
 			cJSON_IsString(p) ? p->valuestring : "?");
 		first = false;
@@ -430,8 +449,8 @@ static void print_placements(FILE *out, const cJSON *placements)
 static void explain_event(FILE *out, const cJSON *ev)
 {
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
-	const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(
-		ev, "bytes_per_rank");
+	const cJSON *bytes =
+		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
 	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(ev, "seq");
 	const cJSON *r;
 	const char *kind = str_of(ev, "kind");
@@ -439,27 +458,29 @@ static void explain_event(FILE *out, const cJSON *ev)
 	fprintf(out, "  [%g] %-8s %-11s %s -> ",
 		cJSON_IsNumber(seq) ? seq->valuedouble : -1.0,
 		str_of(ev, "module"), str_of(ev, "op"), str_of(ev, "tensor"));
-	print_placements(out, cJSON_GetObjectItemCaseSensitive(ev,
-							       "placements"));
+	print_placements(out,
+			 cJSON_GetObjectItemCaseSensitive(ev, "placements"));
 	fputs(" global ", out);
 	print_shape(out, cJSON_GetObjectItemCaseSensitive(ev, "global_shape"));
 	if (strcmp(kind, "compute") != 0 &&
 	    cJSON_GetObjectItemCaseSensitive(ev, "mesh_dim")) {
 		fprintf(out, ", over %s groups", str_of(ev, "mesh_dim"));
-		print_short_json(out, cJSON_GetObjectItemCaseSensitive(
-					      ev, "groups"), 60);
+		print_short_json(out,
+				 cJSON_GetObjectItemCaseSensitive(ev, "groups"),
+				 60);
 	}
 	if (cJSON_IsNumber(bytes)) {
 		fprintf(out, ", %g bytes/rank", bytes->valuedouble);
 	}
 	fputc('\n', out);
-	cJSON_ArrayForEach(r, ranks) {
+	cJSON_ArrayForEach(r, ranks)
+	{
 		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(r, "rank");
 		fprintf(out, "        rank %g: ",
 			cJSON_IsNumber(rank) ? rank->valuedouble : -1.0);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
-		print_short_json(out, cJSON_GetObjectItemCaseSensitive(
-					      r, "values"), 60);
+		print_short_json(
+			out, cJSON_GetObjectItemCaseSensitive(r, "values"), 60);
 		fputc('\n', out);
 	}
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
@@ -488,12 +509,12 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 	fprintf(out, "%s trace of a mesh ", str_of(trace, "generator"));
 	print_shape(out, cJSON_GetObjectItemCaseSensitive(mesh, "shape"));
 	fputs(" named", out);
-	print_short_json(out, cJSON_GetObjectItemCaseSensitive(mesh,
-							       "dim_names"),
-			 200);
+	print_short_json(
+		out, cJSON_GetObjectItemCaseSensitive(mesh, "dim_names"), 200);
 	fputc('\n', out);
-	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(trace,
-								"events")) {
+	cJSON_ArrayForEach(ev,
+			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
+	{
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "step");
 		int this_step = cJSON_IsNumber(s) ? s->valueint : -1;
 		const char *this_phase = str_of(ev, "phase");
@@ -512,34 +533,38 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 	}
 	result = cJSON_GetObjectItemCaseSensitive(trace, "result");
 	if (result) {
-		const cJSON *o = cJSON_GetObjectItemCaseSensitive(result,
-								  "output");
+		const cJSON *o =
+			cJSON_GetObjectItemCaseSensitive(result, "output");
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(
 			result, "max_abs_diff");
 		fputs("result: output ", out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
-		print_short_json(out, cJSON_GetObjectItemCaseSensitive(
-					      o, "values"), 60);
-		fprintf(out, " %s the single-device reference "
+		print_short_json(
+			out, cJSON_GetObjectItemCaseSensitive(o, "values"), 60);
+		fprintf(out,
+			" %s the single-device reference "
 			"(max_abs_diff %g)\n",
-			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				result, "match")) ? "matches" : "DIFFERS from",
+			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
+								      "match"))
+				? "matches"
+				: "DIFFERS from",
 			cJSON_IsNumber(d) ? d->valuedouble : -1.0);
 	}
 	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm");
 	if (comm) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(
-			comm, "collectives");
+		const cJSON *n =
+			cJSON_GetObjectItemCaseSensitive(comm, "collectives");
 		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
 			comm, "bytes_per_rank");
 		double count = cJSON_IsNumber(n) ? n->valuedouble : 0.0;
 		fprintf(out, "comm: %g collective%s, %g bytes per rank", count,
 			count == 1 ? "" : "s",
 			cJSON_IsNumber(b) ? b->valuedouble : 0.0);
-		cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(
-					       comm, "by_op")) {
-			const cJSON *c = cJSON_GetObjectItemCaseSensitive(
-				op, "count");
+		cJSON_ArrayForEach(
+			op, cJSON_GetObjectItemCaseSensitive(comm, "by_op"))
+		{
+			const cJSON *c =
+				cJSON_GetObjectItemCaseSensitive(op, "count");
 			fprintf(out, "; %s x%g", op->string,
 				cJSON_IsNumber(c) ? c->valuedouble : 0.0);
 		}

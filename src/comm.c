@@ -36,11 +36,11 @@ const char *tps_reduce_op_name(enum tps_reduce_op op)
 struct comm_run {
 	const struct tps_mesh *mesh;
 	unsigned mask;
-	int n;                   /* group size */
+	int n; /* group size */
 	int groups;
-	int *members;            /* n ranks of the current group */
-	struct tps_tensor *out;  /* world_size new buffers */
-	int64_t bytes;           /* largest bytes_per_rank over groups */
+	int *members;		/* n ranks of the current group */
+	struct tps_tensor *out; /* world_size new buffers */
+	int64_t bytes;		/* largest bytes_per_rank over groups */
 };
 
 static enum tps_status run_begin(struct comm_run *run,
@@ -109,7 +109,8 @@ static enum tps_status check_dim(const struct tps_tensor *t, int dim,
 				 const char *what, struct tps_error *err)
 {
 	if (dim < 0 || dim >= t->shape.ndim) {
-		return tps_error_set(err, TPS_ERR_SHAPE,
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
 			"%s: tensor dim %d out of range for a %d-dim tensor",
 			what, dim, t->shape.ndim);
 	}
@@ -154,8 +155,10 @@ enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 			st = tps_tensor_copy(&run.out[run.members[i]],
 					     &run.out[run.members[0]], err);
 		}
-		note_bytes(&run, (int64_t)(run.n - 1) * largest *
-			   numel_without(&parts[0].shape, tensor_dim) * 4);
+		note_bytes(&run,
+			   (int64_t)(run.n - 1) * largest *
+				   numel_without(&parts[0].shape, tensor_dim) *
+				   4);
 	}
 out:
 	free(parts);
@@ -177,7 +180,8 @@ static enum tps_status reduce_group(const struct comm_run *run,
 	for (int i = 1; i < run->n; i++) {
 		const struct tps_tensor *t = &locals[run->members[i]];
 		if (!tps_shape_equal(&t->shape, &first->shape)) {
-			return tps_error_set(err, TPS_ERR_SHAPE,
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
 				"%s: rank %d has shape %s but rank %d has %s",
 				tps_reduce_op_name(op), run->members[0],
 				tps_shape_format(&first->shape, a, sizeof a),
@@ -231,7 +235,7 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 		}
 		total = tps_tensor_numel(&locals[run.members[0]]);
 		note_bytes(&run, 2 * (int64_t)(run.n - 1) *
-			   ((total + run.n - 1) / run.n) * 4);
+					 ((total + run.n - 1) / run.n) * 4);
 	}
 	return run_end(&run, locals, st, TPS_COMM_ALL_REDUCE, report);
 }
@@ -267,8 +271,9 @@ enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
 					       tensor_dim, start, len, err);
 		}
 		tps_chunk_range(size, run.n, 0, &start, &chunk_len);
-		note_bytes(&run, (int64_t)(run.n - 1) * chunk_len *
-			   numel_without(&full.shape, tensor_dim) * 4);
+		note_bytes(&run,
+			   (int64_t)(run.n - 1) * chunk_len *
+				   numel_without(&full.shape, tensor_dim) * 4);
 		tps_tensor_free(&full);
 	}
 	return run_end(&run, locals, st, TPS_COMM_REDUCE_SCATTER, report);
@@ -325,8 +330,9 @@ enum tps_status tps_comm_scatter(const struct tps_mesh *mesh, unsigned mask,
 					       tensor_dim, start, len, err);
 		}
 		tps_chunk_range(size, run.n, 0, &start, &chunk_len);
-		note_bytes(&run, (int64_t)(run.n - 1) * chunk_len *
-			   numel_without(&src->shape, tensor_dim) * 4);
+		note_bytes(&run,
+			   (int64_t)(run.n - 1) * chunk_len *
+				   numel_without(&src->shape, tensor_dim) * 4);
 	}
 	return run_end(&run, locals, st, TPS_COMM_SCATTER, report);
 }
@@ -361,8 +367,7 @@ enum tps_status tps_comm_all_to_all(const struct tps_mesh *mesh, unsigned mask,
 			}
 			size = st == TPS_OK ? src->shape.dim[split_dim] : 0;
 			for (int j = 0; j < run.n && st == TPS_OK; j++) {
-				struct tps_tensor *blk =
-					&blocks[j * run.n + i];
+				struct tps_tensor *blk = &blocks[j * run.n + i];
 				tps_chunk_range(size, run.n, j, &start, &len);
 				st = tps_tensor_narrow(blk, src, split_dim,
 						       start, len, err);

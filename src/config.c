@@ -19,11 +19,10 @@ struct cfg {
 };
 
 /* Fails with "<file>: <pointer>: <message>". */
-static enum tps_status fail(struct cfg *c, enum tps_status st,
-			    const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static enum tps_status fail(struct cfg *c, enum tps_status st,
-			    const char *fmt, ...)
+static enum tps_status fail(struct cfg *c, enum tps_status st, const char *fmt,
+			    ...) __attribute__((format(printf, 3, 4)));
+static enum tps_status fail(struct cfg *c, enum tps_status st, const char *fmt,
+			    ...)
 {
 	char msg[TPS_ERROR_MESSAGE_MAX];
 	char file[256], ptr[TPS_JSON_PATH_MAX];
@@ -32,13 +31,12 @@ static enum tps_status fail(struct cfg *c, enum tps_status st,
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	/* Keys may hold control characters; the line must stay one line. */
-	return tps_error_set(c->err, st, "%s: %s: %s",
-			     tps_json_escape_for_message(c->file, file,
-							 sizeof file),
-			     tps_json_escape_for_message(
-				     tps_json_path_str(&c->path), ptr,
-				     sizeof ptr),
-			     msg);
+	return tps_error_set(
+		c->err, st, "%s: %s: %s",
+		tps_json_escape_for_message(c->file, file, sizeof file),
+		tps_json_escape_for_message(tps_json_path_str(&c->path), ptr,
+					    sizeof ptr),
+		msg);
 }
 
 /* Pushes a key or index on the pointer; pop with the returned length. */
@@ -100,18 +98,34 @@ static enum tps_status expect_type(struct cfg *c, const cJSON *v,
 		    describe(v, got, sizeof got));
 }
 
-static int is_object(const cJSON *v) { return cJSON_IsObject(v); }
-static int is_array(const cJSON *v) { return cJSON_IsArray(v); }
-static int is_string(const cJSON *v) { return cJSON_IsString(v); }
-static int is_bool(const cJSON *v) { return cJSON_IsBool(v); }
-static int is_number(const cJSON *v) { return cJSON_IsNumber(v); }
+static int is_object(const cJSON *v)
+{
+	return cJSON_IsObject(v);
+}
+static int is_array(const cJSON *v)
+{
+	return cJSON_IsArray(v);
+}
+static int is_string(const cJSON *v)
+{
+	return cJSON_IsString(v);
+}
+static int is_bool(const cJSON *v)
+{
+	return cJSON_IsBool(v);
+}
+static int is_number(const cJSON *v)
+{
+	return cJSON_IsNumber(v);
+}
 
 /* Every key of obj must be in allowed (NULL-terminated). */
 static enum tps_status check_keys(struct cfg *c, const cJSON *obj,
 				  const char *const *allowed)
 {
 	const cJSON *item;
-	cJSON_ArrayForEach(item, obj) {
+	cJSON_ArrayForEach(item, obj)
+	{
 		char list[512] = "";
 		size_t used = 0;
 		bool ok = false;
@@ -129,11 +143,12 @@ static enum tps_status check_keys(struct cfg *c, const cJSON *obj,
 		if (!ok) {
 			char esc[96];
 			size_t saved = push_key(c, item->string);
-			enum tps_status st = fail(c, TPS_ERR_INPUT,
-				"unknown key \"%s\" (expected one of: %s)",
-				tps_json_escape_for_message(item->string, esc,
-							    sizeof esc),
-				list);
+			enum tps_status st =
+				fail(c, TPS_ERR_INPUT,
+				     "unknown key \"%s\" (expected one of: %s)",
+				     tps_json_escape_for_message(
+					     item->string, esc, sizeof esc),
+				     list);
 			pop(c, saved);
 			return st;
 		}
@@ -146,8 +161,8 @@ static const cJSON *get(const cJSON *obj, const char *key)
 	return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
-static enum tps_status require(struct cfg *c, const cJSON *obj,
-			       const char *key, const cJSON **out)
+static enum tps_status require(struct cfg *c, const cJSON *obj, const char *key,
+			       const cJSON **out)
 {
 	*out = get(obj, key);
 	if (*out) {
@@ -203,8 +218,8 @@ static enum tps_status read_nonneg_number(struct cfg *c, const cJSON *v,
 
 /* A string among choices (NULL-terminated); *index gets its position. */
 static enum tps_status read_choice(struct cfg *c, const cJSON *v,
-				   const char *what,
-				   const char *const *choices, int *index)
+				   const char *what, const char *const *choices,
+				   int *index)
 {
 	char list[256] = "", esc[96];
 	size_t used = 0;
@@ -224,9 +239,11 @@ static enum tps_status read_choice(struct cfg *c, const cJSON *v,
 			used += (size_t)n;
 		}
 	}
-	return fail(c, TPS_ERR_INPUT, "unknown %s \"%s\" (expected one of %s)",
-		    what, tps_json_escape_for_message(v->valuestring, esc,
-						      sizeof esc), list);
+	return fail(
+		c, TPS_ERR_INPUT, "unknown %s \"%s\" (expected one of %s)",
+		what,
+		tps_json_escape_for_message(v->valuestring, esc, sizeof esc),
+		list);
 }
 
 /* Reads an optional choice at obj[key]; keeps *index when absent. */
@@ -244,9 +261,8 @@ static enum tps_status opt_choice(struct cfg *c, const cJSON *obj,
 	return st;
 }
 
-static enum tps_status opt_int(struct cfg *c, const cJSON *obj,
-			       const char *key, int64_t lo, int64_t hi,
-			       int64_t *out)
+static enum tps_status opt_int(struct cfg *c, const cJSON *obj, const char *key,
+			       int64_t lo, int64_t hi, int64_t *out)
 {
 	const cJSON *v = get(obj, key);
 	enum tps_status st = TPS_OK;
@@ -267,8 +283,10 @@ static enum tps_status read_sizes(struct cfg *c, const cJSON *v,
 	enum tps_status st = expect_type(c, v, is_array, "an array of sizes");
 	int n = st == TPS_OK ? cJSON_GetArraySize(v) : 0;
 	if (st == TPS_OK && (n < 1 || n > max_dims)) {
-		return fail(c, TPS_ERR_LIMIT, "%s has %d dims (expected 1 to "
-			    "%d)", what, n, max_dims);
+		return fail(c, TPS_ERR_LIMIT,
+			    "%s has %d dims (expected 1 to "
+			    "%d)",
+			    what, n, max_dims);
 	}
 	for (int i = 0; i < n && st == TPS_OK; i++) {
 		size_t saved = push_index(c, (size_t)i);
@@ -317,8 +335,10 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 		sizes[i] = (int)dims[i];
 		if (world > TPS_MAX_WORLD) {
 			size_t s3 = push_index(c, (size_t)i);
-			st = fail(c, TPS_ERR_LIMIT, "world size %s%lld exceeds "
-				  "%d", i < ndim - 1 ? "of at least " : "",
+			st = fail(c, TPS_ERR_LIMIT,
+				  "world size %s%lld exceeds "
+				  "%d",
+				  i < ndim - 1 ? "of at least " : "",
 				  (long long)world, TPS_MAX_WORLD);
 			pop(c, s3);
 		}
@@ -330,9 +350,10 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 	s2 = push_key(c, "dim_names");
 	st = expect_type(c, names, is_array, "an array of names");
 	if (st == TPS_OK && cJSON_GetArraySize(names) != ndim) {
-		st = fail(c, TPS_ERR_INPUT, "expected %d names, one per entry "
-			  "of /mesh/shape, got %d", ndim,
-			  cJSON_GetArraySize(names));
+		st = fail(c, TPS_ERR_INPUT,
+			  "expected %d names, one per entry "
+			  "of /mesh/shape, got %d",
+			  ndim, cJSON_GetArraySize(names));
 	}
 	for (int i = 0; i < ndim && st == TPS_OK; i++) {
 		size_t s3 = push_index(c, (size_t)i);
@@ -341,14 +362,15 @@ static enum tps_status parse_mesh(struct cfg *c, const cJSON *root,
 		if (st == TPS_OK) {
 			size_t len = strlen(item->valuestring);
 			if (len == 0 || len >= TPS_MESH_NAME_MAX) {
-				st = fail(c, TPS_ERR_INPUT, "expected a name "
+				st = fail(c, TPS_ERR_INPUT,
+					  "expected a name "
 					  "of 1 to %d bytes, got %zu",
 					  TPS_MESH_NAME_MAX - 1, len);
 			}
 			for (int j = 0; j < i && st == TPS_OK; j++) {
 				char esc[96];
-				if (strcmp(name_ptrs[j],
-					   item->valuestring) == 0) {
+				if (strcmp(name_ptrs[j], item->valuestring) ==
+				    0) {
 					st = fail(c, TPS_ERR_INPUT,
 						  "duplicate dim name \"%s\" "
 						  "(also /mesh/dim_names/%d)",
@@ -390,9 +412,11 @@ static enum tps_status read_dim_name(struct cfg *c, const cJSON *root,
 	if (st == TPS_OK) {
 		*out = tps_mesh_dim_index(mesh, v->valuestring);
 		if (*out < 0) {
-			st = fail(c, TPS_ERR_INPUT, "no mesh dim is named "
-				  "\"%s\"", tps_json_escape_for_message(
-					  v->valuestring, esc, sizeof esc));
+			st = fail(c, TPS_ERR_INPUT,
+				  "no mesh dim is named "
+				  "\"%s\"",
+				  tps_json_escape_for_message(v->valuestring,
+							      esc, sizeof esc));
 		}
 	}
 	pop(c, saved);
@@ -403,8 +427,8 @@ static enum tps_status read_dim_name(struct cfg *c, const cJSON *root,
 
 static const char *const module_types[] = {"linear", "relu", "gelu", NULL};
 /* Module types DESIGN.md names that later versions will add. */
-static const char *const later_types[] = {"layernorm", "embedding",
-	"attention", "residual", "dropout", NULL};
+static const char *const later_types[] = {"layernorm", "embedding", "attention",
+					  "residual",  "dropout",   NULL};
 
 static bool valid_module_name(const char *name)
 {
@@ -426,8 +450,8 @@ static bool valid_module_name(const char *name)
 static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 				    struct tps_model_spec *spec)
 {
-	static const char *const linear_keys[] = {"name", "type",
-		"in_features", "out_features", "bias", NULL};
+	static const char *const linear_keys[] = {
+		"name", "type", "in_features", "out_features", "bias", NULL};
 	static const char *const act_keys[] = {"name", "type", NULL};
 	struct tps_module_spec *ms = &spec->modules[index];
 	const cJSON *name, *type, *v;
@@ -443,17 +467,19 @@ static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 		st = expect_type(c, name, is_string, "a string");
 		if (st == TPS_OK && !valid_module_name(name->valuestring)) {
 			char esc[96];
-			st = fail(c, TPS_ERR_INPUT, "invalid module name \"%s\" "
+			st = fail(c, TPS_ERR_INPUT,
+				  "invalid module name \"%s\" "
 				  "(expected dot-separated parts of letters, "
 				  "digits, '_' and '-', under %d bytes)",
-				  tps_json_escape_for_message(
-					  name->valuestring, esc, sizeof esc),
+				  tps_json_escape_for_message(name->valuestring,
+							      esc, sizeof esc),
 				  TPS_NAME_MAX);
 		}
 		for (int j = 0; j < index && st == TPS_OK; j++) {
-			if (strcmp(spec->modules[j].name,
-				   name->valuestring) == 0) {
-				st = fail(c, TPS_ERR_INPUT, "duplicate module "
+			if (strcmp(spec->modules[j].name, name->valuestring) ==
+			    0) {
+				st = fail(c, TPS_ERR_INPUT,
+					  "duplicate module "
 					  "name \"%s\" (also /model/%d/name)",
 					  name->valuestring, j);
 			}
@@ -476,8 +502,8 @@ static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 			}
 		}
 		if (st == TPS_OK) {
-			st = read_choice(c, type, "module type",
-					 module_types, &t);
+			st = read_choice(c, type, "module type", module_types,
+					 &t);
 		}
 		pop(c, saved);
 	}
@@ -489,8 +515,7 @@ static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 	ms->style = TPS_STYLE_NONE;
 	ms->input = tps_placement_replicate();
 	ms->output = tps_placement_replicate();
-	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "/model/%d",
-		 index);
+	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "/model/%d", index);
 	if (ms->type != TPS_MODULE_LINEAR) {
 		return check_keys(c, m, act_keys);
 	}
@@ -523,7 +548,8 @@ static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 					   &numel) ||
 		    numel > TPS_MAX_ELEMENTS) {
 			saved = push_key(c, "out_features");
-			st = fail(c, TPS_ERR_LIMIT, "the weight (%lld, %lld) "
+			st = fail(c, TPS_ERR_LIMIT,
+				  "the weight (%lld, %lld) "
 				  "has more than 2^31 elements",
 				  (long long)ms->out_features,
 				  (long long)ms->in_features);
@@ -568,7 +594,8 @@ static enum tps_status parse_model(struct cfg *c, const cJSON *root,
 		if (st == TPS_OK && ms->type == TPS_MODULE_LINEAR) {
 			if (width >= 0 && ms->in_features != width) {
 				size_t s3 = push_key(c, "in_features");
-				st = fail(c, TPS_ERR_INPUT, "expected %lld, the "
+				st = fail(c, TPS_ERR_INPUT,
+					  "expected %lld, the "
 					  "out_features of /model/%d, got %lld",
 					  (long long)width, width_from,
 					  (long long)ms->in_features);
@@ -637,8 +664,8 @@ static enum tps_status read_layout(struct cfg *c, const cJSON *v, int ndim,
 				   struct tps_placement *out)
 {
 	char got[96];
-	enum tps_status st = expect_type(c, v, is_string,
-					 "\"replicate\" or \"shard(d)\"");
+	enum tps_status st =
+		expect_type(c, v, is_string, "\"replicate\" or \"shard(d)\"");
 	const char *s;
 	if (st != TPS_OK) {
 		return st;
@@ -656,16 +683,20 @@ static enum tps_status read_layout(struct cfg *c, const cJSON *v, int ndim,
 		if (end != s + 6 && strcmp(end, ")") == 0 && d > -100 &&
 		    d < 100) {
 			if (tps_dim_normalize((int)d, ndim) < 0) {
-				return fail(c, TPS_ERR_INPUT, "shard(%ld) is "
+				return fail(c, TPS_ERR_INPUT,
+					    "shard(%ld) is "
 					    "out of range for the %d-dim "
-					    "activations", d, ndim);
+					    "activations",
+					    d, ndim);
 			}
 			*out = tps_placement_shard((int)d);
 			return TPS_OK;
 		}
 	}
-	return fail(c, TPS_ERR_INPUT, "expected \"replicate\" or "
-		    "\"shard(d)\", got %s", describe(v, got, sizeof got));
+	return fail(c, TPS_ERR_INPUT,
+		    "expected \"replicate\" or "
+		    "\"shard(d)\", got %s",
+		    describe(v, got, sizeof got));
 }
 
 static const char *const style_names[] = {"colwise", "rowwise", "replicate",
@@ -695,22 +726,26 @@ static enum tps_status apply_plan_entry(struct cfg *c, const cJSON *entry,
 			return st;
 		}
 	} else if (!cJSON_IsString(entry)) {
-		return expect_type(c, entry, is_string, "a style string or "
+		return expect_type(c, entry, is_string,
+				   "a style string or "
 				   "an object with \"style\"");
 	}
 	saved = object ? push_key(c, "style") : c->path.len;
 	for (int i = 0; cJSON_IsString(style) && later_styles[i]; i++) {
 		if (strcmp(style->valuestring, later_styles[i]) == 0) {
-			st = fail(c, TPS_ERR_UNSUPPORTED, "style \"%s\" is not "
+			st = fail(c, TPS_ERR_UNSUPPORTED,
+				  "style \"%s\" is not "
 				  "supported by tpsim 0.1 (expected colwise, "
-				  "rowwise or replicate)", later_styles[i]);
+				  "rowwise or replicate)",
+				  later_styles[i]);
 		}
 	}
 	if (st == TPS_OK) {
 		st = read_choice(c, style, "style", style_names, &s);
 	}
 	if (st == TPS_OK && s != 2 && ms->type != TPS_MODULE_LINEAR) {
-		st = fail(c, TPS_ERR_INPUT, "%s cannot apply to %s module "
+		st = fail(c, TPS_ERR_INPUT,
+			  "%s cannot apply to %s module "
 			  "\"%s\" (it has no weight to shard)",
 			  style_names[s], tps_module_type_name(ms->type),
 			  ms->name);
@@ -719,12 +754,13 @@ static enum tps_status apply_plan_entry(struct cfg *c, const cJSON *entry,
 	if (st != TPS_OK) {
 		return st;
 	}
-	ms->style = s == 0 ? TPS_STYLE_COLWISE
-		    : s == 1 ? TPS_STYLE_ROWWISE : TPS_STYLE_REPLICATE;
-	ms->input = s == 1 ? tps_placement_shard(-1)
-			   : tps_placement_replicate();
-	ms->output = s == 0 ? tps_placement_shard(-1)
-			    : tps_placement_replicate();
+	ms->style = s == 0   ? TPS_STYLE_COLWISE
+		    : s == 1 ? TPS_STYLE_ROWWISE
+			     : TPS_STYLE_REPLICATE;
+	ms->input =
+		s == 1 ? tps_placement_shard(-1) : tps_placement_replicate();
+	ms->output =
+		s == 0 ? tps_placement_shard(-1) : tps_placement_replicate();
 	ms->bias_mode = TPS_BIAS_AFTER_REDUCE;
 	if (!object) {
 		return TPS_OK;
@@ -746,7 +782,8 @@ static enum tps_status apply_plan_entry(struct cfg *c, const cJSON *entry,
 	if (st == TPS_OK && (v = get(entry, "bias"))) {
 		saved = push_key(c, "bias");
 		if (s != 1) {
-			st = fail(c, TPS_ERR_INPUT, "a bias mode applies to "
+			st = fail(c, TPS_ERR_INPUT,
+				  "a bias mode applies to "
 				  "rowwise only (colwise adds its bias shard "
 				  "locally)");
 		} else {
@@ -779,7 +816,8 @@ static enum tps_status parse_plan(struct cfg *c, const cJSON *root,
 	for (int i = 0; st == TPS_OK && i < spec->n_modules; i++) {
 		matched_by[i] = -1;
 	}
-	cJSON_ArrayForEach(entry, plan) {
+	cJSON_ArrayForEach(entry, plan)
+	{
 		size_t s2;
 		int hits = 0;
 		if (st != TPS_OK) {
@@ -793,11 +831,13 @@ static enum tps_status parse_plan(struct cfg *c, const cJSON *root,
 			}
 			hits++;
 			if (matched_by[i] >= 0) {
-				st = fail(c, TPS_ERR_INPUT, "module \"%s\" is "
-					  "already planned by /plan/%s",
-					  ms->name,
-					  cJSON_GetArrayItem(plan,
-						matched_by[i])->string);
+				st = fail(
+					c, TPS_ERR_INPUT,
+					"module \"%s\" is "
+					"already planned by /plan/%s",
+					ms->name,
+					cJSON_GetArrayItem(plan, matched_by[i])
+						->string);
 				break;
 			}
 			matched_by[i] = k;
@@ -808,7 +848,8 @@ static enum tps_status parse_plan(struct cfg *c, const cJSON *root,
 		}
 		if (st == TPS_OK && hits == 0) {
 			char esc[96];
-			st = fail(c, TPS_ERR_INPUT, "\"%s\" matches no module "
+			st = fail(c, TPS_ERR_INPUT,
+				  "\"%s\" matches no module "
 				  "of /model",
 				  tps_json_escape_for_message(entry->string,
 							      esc, sizeof esc));
@@ -823,7 +864,7 @@ static enum tps_status parse_plan(struct cfg *c, const cJSON *root,
 
 /* ---- input, init, params ------------------------------------------- */
 
-static const char *const init_names[] = {"arange", "ones", "zeros",
+static const char *const init_names[] = {"arange",  "ones",   "zeros",
 					 "uniform", "normal", NULL};
 
 /* {"init": method, "seed": n} inside obj (input/target) or the "init"
@@ -834,8 +875,8 @@ static enum tps_status parse_init_fields(struct cfg *c, const cJSON *obj,
 {
 	int m = (int)init->method;
 	int64_t seed = (int64_t)init->seed;
-	enum tps_status st = opt_choice(c, obj, method_key, "init method",
-					init_names, &m);
+	enum tps_status st =
+		opt_choice(c, obj, method_key, "init method", init_names, &m);
 	if (st == TPS_OK) {
 		st = opt_int(c, obj, "seed", 0, (int64_t)1 << 53, &seed);
 	}
@@ -907,9 +948,11 @@ static enum tps_status check_input_width(struct cfg *c,
 			size_t saved = push_key(c, "input");
 			size_t s2 = push_key(c, "shape");
 			size_t s3 = push_index(c, (size_t)(s->ndim - 1));
-			enum tps_status st = fail(c, TPS_ERR_INPUT,
+			enum tps_status st = fail(
+				c, TPS_ERR_INPUT,
 				"expected %lld, the in_features of /model/%d, "
-				"got %lld", (long long)m->in_features, i,
+				"got %lld",
+				(long long)m->in_features, i,
 				(long long)s->dim[s->ndim - 1]);
 			pop(c, s3);
 			pop(c, s2);
@@ -933,8 +976,10 @@ static enum tps_status read_values(struct cfg *c, const cJSON *v,
 		st = expect_type(c, v, is_number, "a number");
 		if (st == TPS_OK && (!isfinite(v->valuedouble) ||
 				     fabs(v->valuedouble) > FLT_MAX)) {
-			st = fail(c, TPS_ERR_INPUT, "expected a finite float32 "
-				  "value, got %s", describe(v, got, sizeof got));
+			st = fail(c, TPS_ERR_INPUT,
+				  "expected a finite float32 "
+				  "value, got %s",
+				  describe(v, got, sizeof got));
 		}
 		if (st == TPS_OK && data) {
 			data[(*pos)++] = (float)v->valuedouble;
@@ -943,7 +988,8 @@ static enum tps_status read_values(struct cfg *c, const cJSON *v,
 	}
 	st = expect_type(c, v, is_array, "an array");
 	if (st == TPS_OK && cJSON_GetArraySize(v) != shape->dim[d]) {
-		st = fail(c, TPS_ERR_INPUT, "expected %lld elements (dim %d of "
+		st = fail(c, TPS_ERR_INPUT,
+			  "expected %lld elements (dim %d of "
 			  "the parameter's shape), got %d",
 			  (long long)shape->dim[d], d, cJSON_GetArraySize(v));
 	}
@@ -977,7 +1023,8 @@ static enum tps_status parse_params(struct cfg *c, const cJSON *root,
 					   "out of memory");
 		}
 	}
-	cJSON_ArrayForEach(entry, params) {
+	cJSON_ArrayForEach(entry, params)
+	{
 		struct tps_param_override *o;
 		const struct tps_module_spec *owner = NULL;
 		int64_t dims[2];
@@ -1009,10 +1056,12 @@ static enum tps_status parse_params(struct cfg *c, const cJSON *root,
 		}
 		if (!owner) {
 			char esc[96];
-			st = fail(c, TPS_ERR_INPUT, "no parameter \"%s\" in the "
+			st = fail(c, TPS_ERR_INPUT,
+				  "no parameter \"%s\" in the "
 				  "model (expected <linear module>.weight or "
-				  ".bias)", tps_json_escape_for_message(
-					  entry->string, esc, sizeof esc));
+				  ".bias)",
+				  tps_json_escape_for_message(entry->string,
+							      esc, sizeof esc));
 		}
 		if (st == TPS_OK) {
 			/* The shape first: a wrong entry for a big parameter
@@ -1041,8 +1090,7 @@ static enum tps_status parse_params(struct cfg *c, const cJSON *root,
 static const char *const uneven_names[] = {"chunk", "divisible", NULL};
 static const char *const sampler_names[] = {"chunk", "distributed", NULL};
 static const char *const mode_names[] = {"inference", "training", NULL};
-static const char *const values_names[] = {"full", "summary", "none",
-					   NULL};
+static const char *const values_names[] = {"full", "summary", "none", NULL};
 static const char *const loss_names[] = {"mse", "sum", NULL};
 
 static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
@@ -1072,7 +1120,8 @@ static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 	}
 	if (st == TPS_OK && sampler == 1) {
 		saved = push_key(c, "sampler");
-		st = fail(c, TPS_ERR_UNSUPPORTED, "the distributed sampler is "
+		st = fail(c, TPS_ERR_UNSUPPORTED,
+			  "the distributed sampler is "
 			  "not supported by tpsim 0.1 (expected chunk)");
 		pop(c, saved);
 	}
@@ -1081,7 +1130,8 @@ static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 	}
 	if (st == TPS_OK && mode == 1) {
 		saved = push_key(c, "mode");
-		st = fail(c, TPS_ERR_UNSUPPORTED, "training is not supported "
+		st = fail(c, TPS_ERR_UNSUPPORTED,
+			  "training is not supported "
 			  "by tpsim 0.1, which simulates inference only "
 			  "(expected inference)");
 		pop(c, saved);
@@ -1193,13 +1243,12 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 
 	cJSON_AddNumberToObject(n, "tpsim", 1);
 	o = cJSON_AddObjectToObject(n, "mesh");
-	cJSON_AddItemToObject(o, "shape",
-			      cJSON_CreateIntArray(s->mesh.shape,
-						   s->mesh.ndim));
+	cJSON_AddItemToObject(
+		o, "shape", cJSON_CreateIntArray(s->mesh.shape, s->mesh.ndim));
 	a = cJSON_AddArrayToObject(o, "dim_names");
 	for (int i = 0; i < s->mesh.ndim; i++) {
-		cJSON_AddItemToArray(a, cJSON_CreateString(
-			s->mesh.dim_names[i]));
+		cJSON_AddItemToArray(a,
+				     cJSON_CreateString(s->mesh.dim_names[i]));
 	}
 	cJSON_AddStringToObject(n, "tp_dim", s->mesh.dim_names[s->tp_dim]);
 	if (s->dp_dim >= 0) {
@@ -1229,13 +1278,14 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 		pe = cJSON_CreateObject();
 		cJSON_AddStringToObject(pe, "style", tps_style_name(m->style));
 		if (m->style != TPS_STYLE_REPLICATE) {
-			cJSON_AddItemToObject(pe, "input", layout_json(m->input));
+			cJSON_AddItemToObject(pe, "input",
+					      layout_json(m->input));
 			cJSON_AddItemToObject(pe, "output",
 					      layout_json(m->output));
 		}
 		if (m->style == TPS_STYLE_ROWWISE) {
-			cJSON_AddStringToObject(pe, "bias", tps_bias_mode_name(
-							m->bias_mode));
+			cJSON_AddStringToObject(
+				pe, "bias", tps_bias_mode_name(m->bias_mode));
 		}
 		cJSON_AddItemToObject(p, m->name, pe);
 	}
@@ -1243,15 +1293,13 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 	o = cJSON_AddObjectToObject(n, "input");
 	a = cJSON_AddArrayToObject(o, "shape");
 	for (int i = 0; i < s->input_shape.ndim; i++) {
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(
-			(double)s->input_shape.dim[i]));
+		cJSON_AddItemToArray(
+			a, cJSON_CreateNumber((double)s->input_shape.dim[i]));
 	}
-	cJSON_AddStringToObject(o, "init",
-				init_names[s->input_init.method]);
+	cJSON_AddStringToObject(o, "init", init_names[s->input_init.method]);
 	cJSON_AddNumberToObject(o, "seed", (double)s->input_init.seed);
 	o = cJSON_AddObjectToObject(n, "init");
-	cJSON_AddStringToObject(o, "method",
-				init_names[s->param_init.method]);
+	cJSON_AddStringToObject(o, "method", init_names[s->param_init.method]);
 	cJSON_AddNumberToObject(o, "seed", (double)s->param_init.seed);
 	if ((v = get(root, "params"))) {
 		cJSON_AddItemToObject(n, "params", cJSON_Duplicate(v, true));
@@ -1271,10 +1319,11 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 				 struct tps_run_spec *spec,
 				 struct tps_error *err)
 {
-	static const char *const keys[] = {"tpsim", "mesh", "tp_dim",
-		"dp_dim", "model", "plan", "input", "init", "params",
-		"uneven", "sampler", "mode", "loss", "target", "optimizer",
-		"steps", "trace", "tolerance", NULL};
+	static const char *const keys[] = {
+		"tpsim",   "mesh",  "tp_dim",	 "dp_dim", "model",
+		"plan",	   "input", "init",	 "params", "uneven",
+		"sampler", "mode",  "loss",	 "target", "optimizer",
+		"steps",   "trace", "tolerance", NULL};
 	struct tps_run_spec run = {0};
 	struct cfg c = {file, {{0}, 0}, err};
 	const cJSON *version;
@@ -1291,8 +1340,10 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 		size_t saved = push_key(&c, "tpsim");
 		st = read_int(&c, version, INT32_MIN, INT32_MAX, &v);
 		if (st == TPS_OK && v != 1) {
-			st = fail(&c, TPS_ERR_INPUT, "unsupported config "
-				  "version %lld (expected 1)", (long long)v);
+			st = fail(&c, TPS_ERR_INPUT,
+				  "unsupported config "
+				  "version %lld (expected 1)",
+				  (long long)v);
 		}
 		pop(&c, saved);
 	}
@@ -1313,7 +1364,8 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	}
 	if (st == TPS_OK && run.model.dp_dim == run.model.tp_dim) {
 		size_t saved = push_key(&c, "dp_dim");
-		st = fail(&c, TPS_ERR_INPUT, "the dp dim must differ from "
+		st = fail(&c, TPS_ERR_INPUT,
+			  "the dp dim must differ from "
 			  "the tp dim \"%s\" (/tp_dim, by default the last "
 			  "mesh dim)",
 			  run.model.mesh.dim_names[run.model.tp_dim]);
@@ -1355,8 +1407,8 @@ enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
 				struct tps_error *err)
 {
 	cJSON *root = NULL;
-	enum tps_status st = tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES,
-					   &root, err);
+	enum tps_status st =
+		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &root, err);
 	if (st == TPS_OK) {
 		st = tps_config_parse(root, path, spec, err);
 	}

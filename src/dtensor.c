@@ -29,15 +29,11 @@ bool tps_placement_equal(struct tps_placement a, struct tps_placement b)
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
 {
 	switch (p.kind) {
-	case TPS_PLACEMENT_REPLICATE:
-		snprintf(buf, size, "replicate");
-		break;
+	case TPS_PLACEMENT_REPLICATE: snprintf(buf, size, "replicate"); break;
 	case TPS_PLACEMENT_SHARD:
 		snprintf(buf, size, "shard(%d)", p.dim);
 		break;
-	case TPS_PLACEMENT_PARTIAL:
-		snprintf(buf, size, "partial");
-		break;
+	case TPS_PLACEMENT_PARTIAL: snprintf(buf, size, "partial"); break;
 	}
 	return buf;
 }
@@ -286,14 +282,18 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 	s.before = from;
 	s.after = to;
 	if (to.kind == TPS_PLACEMENT_PARTIAL) {
-		return tps_error_set(err, TPS_ERR_UNSUPPORTED,
+		return tps_error_set(
+			err, TPS_ERR_UNSUPPORTED,
 			"redistribute %s -> partial on mesh dim \"%s\" is not "
-			"supported", tps_placement_format(from, a, sizeof a),
+			"supported",
+			tps_placement_format(from, a, sizeof a),
 			dt->mesh->dim_names[i]);
 	}
-	if ((from.kind == TPS_PLACEMENT_SHARD && inner_shards(dt, i, from.dim)) ||
+	if ((from.kind == TPS_PLACEMENT_SHARD &&
+	     inner_shards(dt, i, from.dim)) ||
 	    (to.kind == TPS_PLACEMENT_SHARD && inner_shards(dt, i, to.dim))) {
-		return tps_error_set(err, TPS_ERR_UNSUPPORTED,
+		return tps_error_set(
+			err, TPS_ERR_UNSUPPORTED,
 			"redistribute %s -> %s on mesh dim \"%s\": tensor dim "
 			"%d is also sharded by an inner mesh dim",
 			tps_placement_format(from, a, sizeof a),
@@ -302,11 +302,12 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 	}
 	if (from.kind == TPS_PLACEMENT_PARTIAL) {
 		st = to.kind == TPS_PLACEMENT_REPLICATE
-			? tps_comm_all_reduce(dt->mesh, mask, dt->locals,
-					      TPS_REDUCE_SUM, &s.report, err)
-			: tps_comm_reduce_scatter(dt->mesh, mask, dt->locals,
-						  TPS_REDUCE_SUM, to.dim,
-						  &s.report, err);
+			     ? tps_comm_all_reduce(dt->mesh, mask, dt->locals,
+						   TPS_REDUCE_SUM, &s.report,
+						   err)
+			     : tps_comm_reduce_scatter(
+				       dt->mesh, mask, dt->locals,
+				       TPS_REDUCE_SUM, to.dim, &s.report, err);
 	} else if (from.kind == TPS_PLACEMENT_SHARD &&
 		   to.kind == TPS_PLACEMENT_REPLICATE) {
 		st = tps_comm_all_gather(dt->mesh, mask, dt->locals, from.dim,

@@ -242,8 +242,8 @@ char *tps_json_escape_for_message(const char *text, char *out, size_t out_size)
 /* " (16 MiB)" for round limits, "" otherwise. */
 static void size_suffix(size_t n, char *buf, size_t size)
 {
-	static const char *const units[] = { "GiB", "MiB", "KiB" };
-	static const unsigned shifts[] = { 30, 20, 10 };
+	static const char *const units[] = {"GiB", "MiB", "KiB"};
+	static const unsigned shifts[] = {30, 20, 10};
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < 3; i++) {
@@ -413,13 +413,13 @@ struct key_rec {
 
 struct frame {
 	enum frame_kind kind;
-	bool in_child;    /* a member is being read: it is in the pointer */
-	size_t index;     /* arrays: the current element */
-	size_t key_off;   /* objects: the current key, in scanner.keys */
+	bool in_child;	  /* a member is being read: it is in the pointer */
+	size_t index;	  /* arrays: the current element */
+	size_t key_off;	  /* objects: the current key, in scanner.keys */
 	size_t first_rec; /* objects: this object's keys start here */
 	size_t keys_mark; /* objects: scanner.keys_len at '{' */
-	size_t *slots;    /* objects: hash set of record index + 1, 0 empty */
-	size_t nslots;    /* a power of two, or 0 */
+	size_t *slots;	  /* objects: hash set of record index + 1, 0 empty */
+	size_t nslots;	  /* a power of two, or 0 */
 };
 
 struct span {
@@ -556,8 +556,7 @@ static enum tps_status eof_error(struct scanner *sc)
 static enum tps_status nomem_error(struct scanner *sc)
 {
 	return tps_error_set(sc->err, TPS_ERR_NOMEM,
-			     "%s: out of memory while checking JSON",
-			     sc->name);
+			     "%s: out of memory while checking JSON", sc->name);
 }
 
 /*
@@ -763,7 +762,9 @@ static enum tps_status scan_escape(struct scanner *sc, bool key)
 	}
 	e = sc->s[esc + 1];
 	switch (e) {
-	case '"': case '\\': case '/': utf8[0] = e; break;
+	case '"':
+	case '\\':
+	case '/': utf8[0] = e; break;
 	case 'b': utf8[0] = '\b'; break;
 	case 'f': utf8[0] = '\f'; break;
 	case 'n': utf8[0] = '\n'; break;
@@ -974,7 +975,7 @@ static enum tps_status scan_number(struct scanner *sc)
 /* true / false; null is reported as not allowed. */
 static enum tps_status scan_literal(struct scanner *sc)
 {
-	static const char *const words[] = { "true", "false", "null" };
+	static const char *const words[] = {"true", "false", "null"};
 	size_t left = sc->len - sc->pos;
 
 	for (size_t i = 0; i < 3; i++) {
@@ -1056,9 +1057,8 @@ static enum tps_status key_add(struct scanner *sc, size_t off, size_t len,
 	size_t i;
 
 	*dup = false;
-	if (!key_set_grow(sc, f) ||
-	    !grow((void **)&sc->recs, &sc->recs_cap, sc->nrecs,
-		  sizeof *sc->recs)) {
+	if (!key_set_grow(sc, f) || !grow((void **)&sc->recs, &sc->recs_cap,
+					  sc->nrecs, sizeof *sc->recs)) {
 		return nomem_error(sc);
 	}
 	i = (size_t)h & (f->nslots - 1);
@@ -1117,7 +1117,7 @@ static void close_container(struct scanner *sc)
 enum scan_state {
 	ST_VALUE,      /* a value starts here */
 	ST_FIRST_KEY,  /* after '{' */
-	ST_KEY,        /* after ',' in an object */
+	ST_KEY,	       /* after ',' in an object */
 	ST_AFTER_VALUE /* a value just ended */
 };
 
@@ -1147,9 +1147,8 @@ static enum tps_status scan_member_key(struct scanner *sc, bool first)
 	}
 	if (dup) {
 		return scan_fail(sc, "duplicate key \"%s\"",
-				 tps_json_escape_for_message(sc->keys + off,
-							     shown,
-							     sizeof shown));
+				 tps_json_escape_for_message(
+					 sc->keys + off, shown, sizeof shown));
 	}
 	skip_ws(sc);
 	if (sc->pos >= sc->len || sc->s[sc->pos] != ':') {
@@ -1240,8 +1239,8 @@ static enum tps_status scan_after_value(struct scanner *sc,
 		*next = ST_AFTER_VALUE;
 		return TPS_OK;
 	}
-	return unexpected(sc, f->kind == FRAME_ARRAY ? "',' or ']'"
-						       : "',' or '}'");
+	return unexpected(sc,
+			  f->kind == FRAME_ARRAY ? "',' or ']'" : "',' or '}'");
 }
 
 static enum tps_status scan_document(struct scanner *sc)
@@ -1256,9 +1255,7 @@ static enum tps_status scan_document(struct scanner *sc)
 	}
 	while (!done && st == TPS_OK) {
 		switch (state) {
-		case ST_VALUE:
-			st = scan_value_start(sc, &state);
-			break;
+		case ST_VALUE: st = scan_value_start(sc, &state); break;
 		case ST_FIRST_KEY:
 		case ST_KEY:
 			skip_ws(sc);

@@ -3,41 +3,46 @@
 #include <assert.h>
 #include <string.h>
 
-enum tps_status tps_mesh_init(struct tps_mesh *mesh, int ndim,
-			      const int *shape, const char *const *names,
-			      struct tps_error *err)
+enum tps_status tps_mesh_init(struct tps_mesh *mesh, int ndim, const int *shape,
+			      const char *const *names, struct tps_error *err)
 {
 	struct tps_mesh m = {0};
 	int64_t world = 1;
 
 	if (ndim < 1 || ndim > TPS_MAX_MESH_DIMS) {
 		return tps_error_set(err, TPS_ERR_LIMIT,
-			"mesh has %d dims (expected 1 to %d)", ndim,
-			TPS_MAX_MESH_DIMS);
+				     "mesh has %d dims (expected 1 to %d)",
+				     ndim, TPS_MAX_MESH_DIMS);
 	}
 	m.ndim = ndim;
 	for (int i = 0; i < ndim; i++) {
 		size_t len = strlen(names[i]);
 		if (shape[i] < 1) {
-			return tps_error_set(err, TPS_ERR_INPUT,
+			return tps_error_set(
+				err, TPS_ERR_INPUT,
 				"mesh dim %d has size %d (expected >= 1)", i,
 				shape[i]);
 		}
 		world *= shape[i];
 		if (world > TPS_MAX_WORLD) {
 			return tps_error_set(err, TPS_ERR_LIMIT,
-				"mesh world size exceeds %d", TPS_MAX_WORLD);
+					     "mesh world size exceeds %d",
+					     TPS_MAX_WORLD);
 		}
 		if (len == 0 || len >= TPS_MESH_NAME_MAX) {
-			return tps_error_set(err, TPS_ERR_INPUT,
+			return tps_error_set(
+				err, TPS_ERR_INPUT,
 				"mesh dim %d name has %zu bytes (expected 1 to "
-				"%d)", i, len, TPS_MESH_NAME_MAX - 1);
+				"%d)",
+				i, len, TPS_MESH_NAME_MAX - 1);
 		}
 		for (int j = 0; j < i; j++) {
 			if (strcmp(names[i], names[j]) == 0) {
-				return tps_error_set(err, TPS_ERR_INPUT,
+				return tps_error_set(
+					err, TPS_ERR_INPUT,
 					"mesh dims %d and %d are both named "
-					"\"%s\"", j, i, names[i]);
+					"\"%s\"",
+					j, i, names[i]);
 			}
 		}
 		m.shape[i] = shape[i];

@@ -23,8 +23,7 @@ void tps_model_spec_free(struct tps_model_spec *spec)
 enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 				      const struct tps_shape *shape,
 				      struct tps_init_spec init, float a,
-				      const char *stream,
-				      struct tps_error *err)
+				      const char *stream, struct tps_error *err)
 {
 	struct tps_tensor v;
 	struct tps_rng rng;
@@ -37,14 +36,9 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 	tps_rng_seed_named(&rng, init.seed, stream);
 	for (int64_t i = 0; i < n; i++) {
 		switch (init.method) {
-		case TPS_INIT_ARANGE:
-			v.data[i] = (float)(i + 1);
-			break;
-		case TPS_INIT_ONES:
-			v.data[i] = 1.0f;
-			break;
-		case TPS_INIT_ZEROS:
-			break;
+		case TPS_INIT_ARANGE: v.data[i] = (float)(i + 1); break;
+		case TPS_INIT_ONES: v.data[i] = 1.0f; break;
+		case TPS_INIT_ZEROS: break;
 		case TPS_INIT_UNIFORM:
 			v.data[i] = tps_rng_uniform(&rng, a);
 			break;
@@ -84,11 +78,12 @@ static enum tps_status check_divisible(const struct tps_model_spec *spec,
 	if (spec->uneven != TPS_UNEVEN_DIVISIBLE || size % tp == 0) {
 		return TPS_OK;
 	}
-	return tps_error_set(err, TPS_ERR_INPUT,
+	return tps_error_set(
+		err, TPS_ERR_INPUT,
 		"%s: %s %s: %s %lld not divisible by %s=%d (uneven: "
-		"divisible)", m->plan_pointer, tps_style_name(m->style),
-		m->name, what, (long long)size,
-		spec->mesh.dim_names[spec->tp_dim], tp);
+		"divisible)",
+		m->plan_pointer, tps_style_name(m->style), m->name, what,
+		(long long)size, spec->mesh.dim_names[spec->tp_dim], tp);
 }
 
 /* Every size the plan splits over tp must divide in "divisible" mode. */
@@ -153,8 +148,8 @@ static enum tps_status make_param(const struct tps_model_spec *spec,
 		st = tps_tensor_copy(&p->global, &o->value, err);
 	} else {
 		/* nn.Linear's bound: a = 1/sqrt(fan_in), for W and b. */
-		float a = fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in))
-				     : 0.0f;
+		float a =
+			fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in)) : 0.0f;
 		st = tps_model_init_tensor(&p->global, shape, spec->param_init,
 					   a, p->name, err);
 	}
@@ -205,9 +200,9 @@ enum tps_status tps_model_init(struct tps_model *model,
 				"weight", &wshape, ms->in_features, wp,
 				&l->weight, err);
 		if (st == TPS_OK && ms->bias) {
-			st = make_param(spec, &m.params[m.n_params++],
-					ms->name, "bias", &bshape,
-					ms->in_features, bp, &l->bias, err);
+			st = make_param(spec, &m.params[m.n_params++], ms->name,
+					"bias", &bshape, ms->in_features, bp,
+					&l->bias, err);
 		}
 	}
 out:
@@ -329,8 +324,10 @@ enum tps_status tps_model_forward(const struct tps_model *model,
 	}
 	if (st == TPS_OK) {
 		st = tps_nn_to_layout(&ctx, &x, tps_placement_replicate(),
-				      "output", "output", "the model output "
-				      "is materialised in full", err);
+				      "output", "output",
+				      "the model output "
+				      "is materialised in full",
+				      err);
 	}
 	if (st == TPS_OK) {
 		st = tps_dtensor_full_tensor(&x, output, err);
@@ -395,7 +392,8 @@ int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 		rows = sat_mul(rows, spec->input_shape.dim[d]);
 	}
 	widest = spec->input_shape.ndim
-		? spec->input_shape.dim[spec->input_shape.ndim - 1] : 1;
+			 ? spec->input_shape.dim[spec->input_shape.ndim - 1]
+			 : 1;
 	for (int i = 0; i < spec->n_modules; i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
 		int64_t w, copies;
@@ -405,7 +403,9 @@ int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 		w = sat_mul(m->out_features, m->in_features + 1);
 		/* The global value plus every rank's local copy or shard. */
 		copies = m->style == TPS_STYLE_COLWISE ||
-			 m->style == TPS_STYLE_ROWWISE ? world / tp : world;
+					 m->style == TPS_STYLE_ROWWISE
+				 ? world / tp
+				 : world;
 		total = sat_add(total, sat_mul(w, copies + 1));
 		if (m->out_features > widest) {
 			widest = m->out_features;

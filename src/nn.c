@@ -118,7 +118,8 @@ enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 
 	tp_target = normalized(tp_target, x->global.ndim);
 	if (tp_target.kind == TPS_PLACEMENT_SHARD && tp_target.dim < 0) {
-		return tps_error_set(err, TPS_ERR_SHAPE,
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
 			"%s: %s is %d-dim, it has no dim for this shard",
 			module, tensor, x->global.ndim);
 	}
@@ -134,12 +135,10 @@ enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 
 /* y's locals = x's locals W_r^T on every rank; y gets x's placements with
  * the tp one replaced by tp_out. */
-static enum tps_status local_matmul(const struct tps_nn_context *ctx,
-				    const struct tps_linear *layer,
-				    const struct tps_dtensor *x,
-				    struct tps_placement tp_out,
-				    struct tps_dtensor *y,
-				    struct tps_error *err)
+static enum tps_status
+local_matmul(const struct tps_nn_context *ctx, const struct tps_linear *layer,
+	     const struct tps_dtensor *x, struct tps_placement tp_out,
+	     struct tps_dtensor *y, struct tps_error *err)
 {
 	const struct tps_mesh *mesh = ctx->mesh;
 	struct tps_placement placements[TPS_MAX_MESH_DIMS];
@@ -221,25 +220,22 @@ static enum tps_status add_bias(const struct tps_nn_context *ctx,
 	return st;
 }
 
-static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
-				       const struct tps_linear *layer,
-				       struct tps_dtensor *x,
-				       struct tps_dtensor *y,
-				       const char *in_name,
-				       const char *out_name,
-				       struct tps_error *err)
+static enum tps_status
+colwise_forward(const struct tps_nn_context *ctx,
+		const struct tps_linear *layer, struct tps_dtensor *x,
+		struct tps_dtensor *y, const char *in_name,
+		const char *out_name, struct tps_error *err)
 {
 	struct tps_dtensor out = {0};
 	enum tps_status st;
 
 	/* Sequence parallel: the declared shard(seq) input is all-gathered. */
-	st = tps_nn_to_layout(ctx, x, layer->input, layer->name, in_name,
-			      NULL, err);
+	st = tps_nn_to_layout(ctx, x, layer->input, layer->name, in_name, NULL,
+			      err);
 	if (st == TPS_OK) {
-		st = tps_nn_to_layout(ctx, x, tps_placement_replicate(),
-				      layer->name, in_name,
-				      "colwise computes on the full input",
-				      err);
+		st = tps_nn_to_layout(
+			ctx, x, tps_placement_replicate(), layer->name, in_name,
+			"colwise computes on the full input", err);
 	}
 	if (st == TPS_OK) {
 		st = local_matmul(ctx, layer, x, tps_placement_shard(-1), &out,
@@ -250,13 +246,16 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 	}
 	st = emit_compute(ctx, layer->name, "matmul", out_name,
 			  "y_i = x W_i^T: each rank computes its slice of the "
-			  "output features", &out, err);
+			  "output features",
+			  &out, err);
 	if (st == TPS_OK && layer->has_bias) {
 		st = add_bias(ctx, layer, &out, false, 1.0f, true, err);
 		if (st == TPS_OK) {
 			st = emit_compute(ctx, layer->name, "add_bias",
-				out_name, "each rank adds its own bias shard "
-				"b_i", &out, err);
+					  out_name,
+					  "each rank adds its own bias shard "
+					  "b_i",
+					  &out, err);
 		}
 	}
 	if (st == TPS_OK) {
@@ -271,27 +270,26 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
-static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
-				       const struct tps_linear *layer,
-				       struct tps_dtensor *x,
-				       struct tps_dtensor *y,
-				       const char *in_name,
-				       const char *out_name,
-				       struct tps_error *err)
+static enum tps_status
+rowwise_forward(const struct tps_nn_context *ctx,
+		const struct tps_linear *layer, struct tps_dtensor *x,
+		struct tps_dtensor *y, const char *in_name,
+		const char *out_name, struct tps_error *err)
 {
 	struct tps_dtensor out = {0};
 	int n = ctx->mesh->shape[ctx->tp_dim];
-	bool bias_before = layer->has_bias &&
-			   layer->bias_mode != TPS_BIAS_AFTER_REDUCE;
+	bool bias_before =
+		layer->has_bias && layer->bias_mode != TPS_BIAS_AFTER_REDUCE;
 	enum tps_status st;
 
-	st = tps_nn_to_layout(ctx, x, layer->input, layer->name, in_name,
-			      NULL, err);
+	st = tps_nn_to_layout(ctx, x, layer->input, layer->name, in_name, NULL,
+			      err);
 	if (st == TPS_OK) {
 		st = tps_nn_to_layout(ctx, x, tps_placement_shard(-1),
 				      layer->name, in_name,
 				      "rowwise takes the input features split "
-				      "like its weight's columns", err);
+				      "like its weight's columns",
+				      err);
 	}
 	if (st == TPS_OK) {
 		st = local_matmul(ctx, layer, x, tps_placement_partial(), &out,
@@ -301,21 +299,23 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 		return st;
 	}
 	st = emit_compute(ctx, layer->name, "matmul", out_name,
-			  "y_i = x_i W_i^T: partial sums, y = sum_i y_i",
-			  &out, err);
+			  "y_i = x_i W_i^T: partial sums, y = sum_i y_i", &out,
+			  err);
 	if (st == TPS_OK && bias_before) {
 		bool rank0 = layer->bias_mode == TPS_BIAS_RANK0;
 		char note[128];
 		if (rank0) {
-			snprintf(note, sizeof note, "bias added once, by local "
+			snprintf(note, sizeof note,
+				 "bias added once, by local "
 				 "rank 0, before the reduction (rank0)");
 		} else {
-			snprintf(note, sizeof note, "each of the %d ranks adds "
+			snprintf(note, sizeof note,
+				 "each of the %d ranks adds "
 				 "b/%d before the reduction (partial_split)",
 				 n, n);
 		}
-		st = add_bias(ctx, layer, &out, rank0,
-			      rank0 ? 1.0f : (float)n, false, err);
+		st = add_bias(ctx, layer, &out, rank0, rank0 ? 1.0f : (float)n,
+			      false, err);
 		if (st == TPS_OK) {
 			st = emit_compute(ctx, layer->name, "add_bias",
 					  out_name, note, &out, err);
@@ -329,8 +329,10 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 		st = add_bias(ctx, layer, &out, false, 1.0f, false, err);
 		if (st == TPS_OK) {
 			st = emit_compute(ctx, layer->name, "add_bias",
-				out_name, "bias added once, after the "
-				"reduction (after_reduce)", &out, err);
+					  out_name,
+					  "bias added once, after the "
+					  "reduction (after_reduce)",
+					  &out, err);
 		}
 	}
 	if (st != TPS_OK) {
@@ -341,20 +343,20 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
-static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
-					  const struct tps_linear *layer,
-					  struct tps_dtensor *x,
-					  struct tps_dtensor *y,
-					  const char *in_name,
-					  const char *out_name,
-					  struct tps_error *err)
+static enum tps_status
+replicated_forward(const struct tps_nn_context *ctx,
+		   const struct tps_linear *layer, struct tps_dtensor *x,
+		   struct tps_dtensor *y, const char *in_name,
+		   const char *out_name, struct tps_error *err)
 {
 	struct tps_dtensor out = {0};
 	enum tps_status st;
 
 	st = tps_nn_to_layout(ctx, x, tps_placement_replicate(), layer->name,
-			      in_name, "a replicated module needs its whole "
-			      "input on every rank", err);
+			      in_name,
+			      "a replicated module needs its whole "
+			      "input on every rank",
+			      err);
 	if (st == TPS_OK) {
 		st = local_matmul(ctx, layer, x, tps_placement_replicate(),
 				  &out, err);
@@ -396,8 +398,7 @@ enum tps_status tps_nn_linear_forward(const struct tps_nn_context *ctx,
 		return rowwise_forward(ctx, layer, x, y, in_name, out_name,
 				       err);
 	case TPS_STYLE_NONE:
-	case TPS_STYLE_REPLICATE:
-		break;
+	case TPS_STYLE_REPLICATE: break;
 	}
 	return replicated_forward(ctx, layer, x, y, in_name, out_name, err);
 }
@@ -418,8 +419,10 @@ enum tps_status tps_nn_activation_forward(const struct tps_nn_context *ctx,
 	snprintf(out_name, sizeof out_name, "%s.out", name);
 	if (x->placements[ctx->tp_dim].kind == TPS_PLACEMENT_PARTIAL) {
 		st = tps_nn_to_layout(ctx, x, tps_placement_replicate(), name,
-				      in_name, "an activation of partial sums "
-				      "is wrong: reduce first", err);
+				      in_name,
+				      "an activation of partial sums "
+				      "is wrong: reduce first",
+				      err);
 		if (st != TPS_OK) {
 			return st;
 		}
@@ -430,14 +433,16 @@ enum tps_status tps_nn_activation_forward(const struct tps_nn_context *ctx,
 	}
 	for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
 		st = type == TPS_MODULE_GELU
-			? tps_tensor_gelu(&locals[r], &x->locals[r], err)
-			: tps_tensor_relu(&locals[r], &x->locals[r], err);
+			     ? tps_tensor_gelu(&locals[r], &x->locals[r], err)
+			     : tps_tensor_relu(&locals[r], &x->locals[r], err);
 	}
 	tps_dtensor_wrap(y, mesh, &x->global, x->placements, locals);
 	if (st == TPS_OK) {
 		st = emit_compute(ctx, name, tps_module_type_name(type),
-				  out_name, "element-wise on each rank's local "
-				  "values: the layout is kept", y, err);
+				  out_name,
+				  "element-wise on each rank's local "
+				  "values: the layout is kept",
+				  y, err);
 	}
 	if (st != TPS_OK) {
 		tps_dtensor_free(y);

@@ -128,8 +128,8 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 	e = strchr(sci, 'e');
 	exponent = strtol(e + 1, NULL, 10);
 	return exponent >= -5 && exponent < max_plain
-		? write_plain(sci, e, exponent, buf)
-		: write_exponent(sci, e, exponent, buf);
+		       ? write_plain(sci, e, exponent, buf)
+		       : write_exponent(sci, e, exponent, buf);
 }
 
 size_t tps_format_float(float value, char *buf)

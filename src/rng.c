@@ -35,8 +35,8 @@ uint64_t tps_fnv1a64(const void *data, size_t len, uint64_t hash)
 
 void tps_rng_seed_named(struct tps_rng *rng, uint64_t seed, const char *name)
 {
-	tps_rng_seed(rng, seed ^ tps_fnv1a64(name, strlen(name),
-					     TPS_FNV1A64_INIT));
+	tps_rng_seed(rng,
+		     seed ^ tps_fnv1a64(name, strlen(name), TPS_FNV1A64_INIT));
 }
 
 uint64_t tps_rng_next(struct tps_rng *rng)

@@ -11,8 +11,7 @@
 #include "tpsim/jsonio.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
-		     double atol, double rtol, float *max_abs_diff,
-		     bool *match)
+		     double atol, double rtol, float *max_abs_diff, bool *match)
 {
 	int64_t n = tps_tensor_numel(b);
 	float diff = 0.0f, scale = 0.0f;
@@ -45,7 +44,8 @@ static enum tps_status open_trace_file(struct trace_file *tf,
 	if (!output_path) {
 		tf->f = tmpfile();
 		if (!tf->f) {
-			return tps_error_set(err, TPS_ERR_IO, "cannot create a "
+			return tps_error_set(err, TPS_ERR_IO,
+					     "cannot create a "
 					     "temporary file: %s",
 					     strerror(errno));
 		}
@@ -53,14 +53,14 @@ static enum tps_status open_trace_file(struct trace_file *tf,
 	}
 	tps_json_escape_for_message(output_path, esc, sizeof esc);
 	if (stat(output_path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		return tps_error_set(err, TPS_ERR_IO, "%s: is a directory "
-				     "(-o names the trace file)", esc);
-	}
-	if ((size_t)snprintf(tf->tmp_path, sizeof tf->tmp_path,
-			     "%s.tmp.XXXXXX", output_path) >=
-	    sizeof tf->tmp_path) {
-		return tps_error_set(err, TPS_ERR_IO, "%s: path too long",
+		return tps_error_set(err, TPS_ERR_IO,
+				     "%s: is a directory "
+				     "(-o names the trace file)",
 				     esc);
+	}
+	if ((size_t)snprintf(tf->tmp_path, sizeof tf->tmp_path, "%s.tmp.XXXXXX",
+			     output_path) >= sizeof tf->tmp_path) {
+		return tps_error_set(err, TPS_ERR_IO, "%s: path too long", esc);
 	}
 	fd = mkstemp(tf->tmp_path);
 	if (fd >= 0) {
@@ -98,30 +98,33 @@ static enum tps_status close_trace_file(struct trace_file *tf,
 		rewind(tf->f);
 		while ((n = fread(buf, 1, sizeof buf, tf->f)) > 0) {
 			if (fwrite(buf, 1, n, stream) != n) {
-				st = tps_error_set(err, TPS_ERR_IO, "writing "
+				st = tps_error_set(err, TPS_ERR_IO,
+						   "writing "
 						   "the trace: %s",
 						   strerror(errno));
 				break;
 			}
 		}
 		if (st == TPS_OK && fflush(stream) != 0) {
-			st = tps_error_set(err, TPS_ERR_IO, "writing the trace: "
-					   "%s", strerror(errno));
+			st = tps_error_set(err, TPS_ERR_IO,
+					   "writing the trace: "
+					   "%s",
+					   strerror(errno));
 		}
 		fclose(tf->f);
 		return st;
 	}
 	if (fclose(tf->f) != 0 && ok) {
 		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
-			tps_json_escape_for_message(output_path, esc,
-						    sizeof esc),
-			strerror(errno));
+				   tps_json_escape_for_message(output_path, esc,
+							       sizeof esc),
+				   strerror(errno));
 	}
 	if (ok && st == TPS_OK && rename(tf->tmp_path, output_path) != 0) {
 		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
-			tps_json_escape_for_message(output_path, esc,
-						    sizeof esc),
-			strerror(errno));
+				   tps_json_escape_for_message(output_path, esc,
+							       sizeof esc),
+				   strerror(errno));
 	}
 	if (!ok || st != TPS_OK) {
 		unlink(tf->tmp_path);
@@ -169,8 +172,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_model_emit_setup(&model, tps_trace_sink(trace), err);
 	}
 	if (st == TPS_OK) {
-		st = tps_model_forward(&model, &input, tps_trace_sink(trace),
-				       0, &output, err);
+		st = tps_model_forward(&model, &input, tps_trace_sink(trace), 0,
+				       &output, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_trace_end_events(trace, err);
@@ -180,7 +183,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 						 err);
 	}
 	if (st == TPS_OK && !tps_tensor_all_finite(&reference, NULL)) {
-		st = tps_error_set(err, TPS_ERR_NUMERIC, "the reference model's "
+		st = tps_error_set(err, TPS_ERR_NUMERIC,
+				   "the reference model's "
 				   "output holds a NaN or Inf");
 	}
 	if (st == TPS_OK) {
@@ -208,8 +212,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 }
 
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
-			struct tps_run_summary *summary,
-			struct tps_error *err)
+			struct tps_run_summary *summary, struct tps_error *err)
 {
 	struct tps_run_spec spec = {0};
 	struct tps_run_summary s = {0};
@@ -225,10 +228,12 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	tps_json_escape_for_message(opts->config_path, esc, sizeof esc);
 	need = tps_model_estimate_bytes(&spec.model);
 	if (need > opts->max_memory) {
-		st = tps_error_set(err, TPS_ERR_LIMIT, "%s: the run needs about "
+		st = tps_error_set(
+			err, TPS_ERR_LIMIT,
+			"%s: the run needs about "
 			"%lld bytes, over the memory budget of %lld bytes "
-			"(--max-memory)", esc, (long long)need,
-			(long long)opts->max_memory);
+			"(--max-memory)",
+			esc, (long long)need, (long long)opts->max_memory);
 		goto out;
 	}
 	st = open_trace_file(&tf, opts->output_path, err);
@@ -244,9 +249,8 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		tps_error_prefix(err, "%s", esc);
 	}
 	{
-		enum tps_status cst = close_trace_file(&tf, opts->output_path,
-						       stream, st == TPS_OK,
-						       err);
+		enum tps_status cst = close_trace_file(
+			&tf, opts->output_path, stream, st == TPS_OK, err);
 		if (st == TPS_OK) {
 			st = cst;
 		}

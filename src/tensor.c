@@ -55,8 +55,10 @@ enum tps_status tps_shape_numel(const struct tps_shape *shape, int64_t *numel,
 		if (shape->dim[i] < 0 ||
 		    __builtin_mul_overflow(n, shape->dim[i], &n) ||
 		    n > TPS_MAX_ELEMENTS) {
-			return tps_error_set(err, TPS_ERR_LIMIT,
-				"tensor of shape %s has more than 2^31 elements",
+			return tps_error_set(
+				err, TPS_ERR_LIMIT,
+				"tensor of shape %s has more than 2^31 "
+				"elements",
 				tps_shape_format(shape, buf, sizeof buf));
 		}
 	}
@@ -97,7 +99,8 @@ enum tps_status tps_tensor_init(struct tps_tensor *t,
 	if (numel > 0) {
 		data = calloc((size_t)numel, sizeof *data);
 		if (!data) {
-			return tps_error_set(err, TPS_ERR_NOMEM,
+			return tps_error_set(
+				err, TPS_ERR_NOMEM,
 				"out of memory allocating %lld floats",
 				(long long)numel);
 		}
@@ -211,7 +214,8 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
 		struct tps_shape other = parts[p].shape;
 		other.dim[dim] = shape.dim[dim];
 		if (!tps_shape_equal(&other, &shape)) {
-			return tps_error_set(err, TPS_ERR_SHAPE,
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
 				"cannot concatenate %s and %s along dim %d",
 				tps_shape_format(&parts[0].shape, a, sizeof a),
 				tps_shape_format(&parts[p].shape, b, sizeof b),
@@ -308,7 +312,8 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	if (x->shape.ndim < 1 || w->shape.ndim != 2 ||
 	    x->shape.dim[x->shape.ndim - 1] != w->shape.dim[1] ||
 	    (b && (b->shape.ndim != 1 || b->shape.dim[0] != w->shape.dim[0]))) {
-		return tps_error_set(err, TPS_ERR_SHAPE,
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
 			"linear: input %s does not fit weight %s",
 			tps_shape_format(&x->shape, xs, sizeof xs),
 			tps_shape_format(&w->shape, ws, sizeof ws));
@@ -413,7 +418,8 @@ enum tps_status tps_tensor_gelu(struct tps_tensor *out,
 	 * once, so it does not depend on the float math library's rounding. */
 	for (int64_t i = 0; i < n; i++) {
 		double v = x->data[i];
-		t.data[i] = (float)(0.5 * v * (1.0 + erf(v * 0.70710678118654752440)));
+		t.data[i] = (float)(0.5 * v *
+				    (1.0 + erf(v * 0.70710678118654752440)));
 	}
 	*out = t;
 	return TPS_OK;

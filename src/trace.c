@@ -10,8 +10,8 @@
 #include "tpsim/rng.h"
 #include "tps_version.h"
 
-static const char *const tally_sections[] = {"by_op", "by_phase",
-					     "by_module", "by_mesh_dim"};
+static const char *const tally_sections[] = {"by_op", "by_phase", "by_module",
+					     "by_mesh_dim"};
 
 void tps_trace_init(struct tps_trace *t, FILE *out,
 		    enum tps_trace_values values, const struct tps_mesh *mesh)
@@ -77,7 +77,8 @@ void tps_trace_write_json(FILE *out, const cJSON *v)
 	} else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
 		bool obj = cJSON_IsObject(v);
 		fputc(obj ? '{' : '[', out);
-		cJSON_ArrayForEach(c, v) {
+		cJSON_ArrayForEach(c, v)
+		{
 			if (!first) {
 				fputc(',', out);
 			}
@@ -180,8 +181,8 @@ static void write_tensor_object(const struct tps_trace *t,
 	fputc('}', t->out);
 }
 
-void tps_trace_write_group(FILE *out, const struct tps_mesh *m,
-			   unsigned mask, int g)
+void tps_trace_write_group(FILE *out, const struct tps_mesh *m, unsigned mask,
+			   int g)
 {
 	int ranks[TPS_MAX_WORLD];
 	int n = tps_mesh_group_size(m, mask);
@@ -238,8 +239,9 @@ static void write_placements(FILE *out, const struct tps_dtensor *dt)
 		if (i) {
 			fputc(',', out);
 		}
-		tps_trace_write_string(out, tps_placement_format(
-			dt->placements[i], buf, sizeof buf));
+		tps_trace_write_string(out,
+				       tps_placement_format(dt->placements[i],
+							    buf, sizeof buf));
 	}
 	fputc(']', out);
 }
@@ -305,9 +307,8 @@ enum tps_status tps_trace_begin_events(struct tps_trace *t,
 	return TPS_OK;
 }
 
-static enum tps_status tally(struct tps_trace *t, int section,
-			     const char *key, int64_t bytes,
-			     struct tps_error *err)
+static enum tps_status tally(struct tps_trace *t, int section, const char *key,
+			     int64_t bytes, struct tps_error *err)
 {
 	struct tps_trace_tally *e = NULL;
 	for (size_t i = 0; i < t->n_tallies; i++) {
@@ -346,13 +347,13 @@ static enum tps_status check_finite(const struct tps_trace *t,
 		int64_t bad;
 		const struct tps_tensor *v = &ev->value->locals[r];
 		if (!tps_tensor_all_finite(v, &bad)) {
-			return tps_error_set(err, TPS_ERR_NUMERIC,
+			return tps_error_set(
+				err, TPS_ERR_NUMERIC,
 				"%s in %s on rank %d (element %lld) at event "
 				"seq %lld (%s %s %s)",
-				isnan(v->data[bad]) ? "NaN" : "Inf",
-				ev->tensor, r, (long long)bad,
-				(long long)t->next_seq, ev->phase, ev->module,
-				ev->op);
+				isnan(v->data[bad]) ? "NaN" : "Inf", ev->tensor,
+				r, (long long)bad, (long long)t->next_seq,
+				ev->phase, ev->module, ev->op);
 		}
 	}
 	return TPS_OK;
@@ -387,8 +388,7 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	tps_trace_write_string(out, ev->tensor);
 	if (ev->mesh_dim >= 0) {
 		fputs(",\"mesh_dim\":", out);
-		tps_trace_write_string(out,
-				       t->mesh->dim_names[ev->mesh_dim]);
+		tps_trace_write_string(out, t->mesh->dim_names[ev->mesh_dim]);
 		fputs(",\"groups\":", out);
 		write_groups(out, t->mesh, ev->mask);
 	}
@@ -438,8 +438,7 @@ struct tps_event_sink tps_trace_sink(struct tps_trace *t)
 	return sink;
 }
 
-enum tps_status tps_trace_end_events(struct tps_trace *t,
-				     struct tps_error *err)
+enum tps_status tps_trace_end_events(struct tps_trace *t, struct tps_error *err)
 {
 	fputs("],\n", t->out);
 	(void)err;
@@ -464,9 +463,10 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
 {
 	FILE *out = t->out;
-	fprintf(out, "\"comm\":{\"collectives\":%" PRId64
-		",\"bytes_per_rank\":%" PRId64, t->collectives,
-		t->bytes_per_rank);
+	fprintf(out,
+		"\"comm\":{\"collectives\":%" PRId64
+		",\"bytes_per_rank\":%" PRId64,
+		t->collectives, t->bytes_per_rank);
 	for (int s = 0; s < 4; s++) {
 		bool first = true;
 		fprintf(out, ",\"%s\":{", tally_sections[s]);
@@ -480,9 +480,10 @@ enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
 			}
 			first = false;
 			tps_trace_write_string(out, e->key);
-			fprintf(out, ":{\"count\":%" PRId64
-				",\"bytes_per_rank\":%" PRId64 "}", e->count,
-				e->bytes_per_rank);
+			fprintf(out,
+				":{\"count\":%" PRId64
+				",\"bytes_per_rank\":%" PRId64 "}",
+				e->count, e->bytes_per_rank);
 		}
 		fputc('}', out);
 	}

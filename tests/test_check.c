@@ -89,13 +89,12 @@ static void run_trees(const cJSON *trace, const cJSON *fixture,
 {
 	memset(o, 0, sizeof *o);
 	o->mismatches = UNTOUCHED;
-	o->status = tps_check_fixture(trace, "trace.json", fixture, "fix.json",
-				      collect, &o->lines, &o->mismatches,
-				      &o->err);
+	o->status =
+		tps_check_fixture(trace, "trace.json", fixture, "fix.json",
+				  collect, &o->lines, &o->mismatches, &o->err);
 }
 
-static void run_texts(const char *trace, const char *fixture,
-		      struct outcome *o)
+static void run_texts(const char *trace, const char *fixture, struct outcome *o)
 {
 	cJSON *t = parse_q(trace);
 	cJSON *f = parse_q(fixture);
@@ -123,8 +122,7 @@ static void expect_line(const struct outcome *o, size_t i, const char *want)
 }
 
 /* One case: trace and fixture, expecting exactly one given line. */
-static void expect_one(const char *trace, const char *fixture,
-		       const char *want)
+static void expect_one(const char *trace, const char *fixture, const char *want)
 {
 	struct outcome o;
 
@@ -299,8 +297,8 @@ START_TEST(array_length_difference_is_one_mismatch)
 		  &o);
 	/* ranks has 1 element, the trace's 2: its elements go unchecked. */
 	expect_count(&o, 1);
-	ck_assert_ptr_nonnull(strstr(o.lines.v[0],
-				     "/events/0/ranks: expected 1 element "));
+	ck_assert_ptr_nonnull(
+		strstr(o.lines.v[0], "/events/0/ranks: expected 1 element "));
 	outcome_free(&o);
 
 	run_texts(TRACE,
@@ -639,41 +637,41 @@ struct bad_case {
 };
 
 static const struct bad_case bad_fixtures[] = {
-	{ "[1]", "fix.json: (root): expected an object" },
-	{ "'x'", "fix.json: (root): expected an object (a partial trace), "
-		 "got \"x\"" },
-	{ "{'tolerance':{'atol':-1}}",
-	  "fix.json: /tolerance/atol: expected a finite number >= 0, "
-	  "got -1" },
-	{ "{'tolerance':{'atol':'0.1'}}",
-	  "fix.json: /tolerance/atol: expected a finite number >= 0, "
-	  "got \"0.1\"" },
-	{ "{'tolerance':{'rtol':1e999}}",
-	  "fix.json: /tolerance/rtol: expected a finite number >= 0, "
-	  "got Infinity" },
-	{ "{'tolerance':{'abs':0.1}}",
-	  "fix.json: /tolerance/abs: unknown tolerance key" },
-	{ "{'tolerance':0.1}",
-	  "fix.json: /tolerance: expected an object {\"atol\": a, "
-	  "\"rtol\": r}, got 0.1" },
-	{ "{'events':[{'tolerance':{'rtol':-0.5}}]}",
-	  "fix.json: /events/0/tolerance/rtol: expected a finite number" },
-	{ "{'events':[{},{'tolerance':{'atol':1,'Atol':1}}]}",
-	  "fix.json: /events/1/tolerance/Atol: unknown tolerance key" },
-	{ "{'events':[{'tolerance':[]}]}",
-	  "fix.json: /events/0/tolerance: expected an object" },
-	{ "{'events':{}}",
-	  "fix.json: /events: expected an array of events, got {}" },
-	{ "{'events':[{},1]}",
-	  "fix.json: /events/1: expected an event object, got 1" },
-	{ "{'events':[{'match':['fc1']}]}",
-	  "fix.json: /events/0/match: expected an object of keys to match, "
-	  "got [\"fc1\"]" },
+	{"[1]", "fix.json: (root): expected an object"},
+	{"'x'", "fix.json: (root): expected an object (a partial trace), "
+		"got \"x\""},
+	{"{'tolerance':{'atol':-1}}",
+	 "fix.json: /tolerance/atol: expected a finite number >= 0, "
+	 "got -1"},
+	{"{'tolerance':{'atol':'0.1'}}",
+	 "fix.json: /tolerance/atol: expected a finite number >= 0, "
+	 "got \"0.1\""},
+	{"{'tolerance':{'rtol':1e999}}",
+	 "fix.json: /tolerance/rtol: expected a finite number >= 0, "
+	 "got Infinity"},
+	{"{'tolerance':{'abs':0.1}}",
+	 "fix.json: /tolerance/abs: unknown tolerance key"},
+	{"{'tolerance':0.1}",
+	 "fix.json: /tolerance: expected an object {\"atol\": a, "
+	 "\"rtol\": r}, got 0.1"},
+	{"{'events':[{'tolerance':{'rtol':-0.5}}]}",
+	 "fix.json: /events/0/tolerance/rtol: expected a finite number"},
+	{"{'events':[{},{'tolerance':{'atol':1,'Atol':1}}]}",
+	 "fix.json: /events/1/tolerance/Atol: unknown tolerance key"},
+	{"{'events':[{'tolerance':[]}]}",
+	 "fix.json: /events/0/tolerance: expected an object"},
+	{"{'events':{}}",
+	 "fix.json: /events: expected an array of events, got {}"},
+	{"{'events':[{},1]}",
+	 "fix.json: /events/1: expected an event object, got 1"},
+	{"{'events':[{'match':['fc1']}]}",
+	 "fix.json: /events/0/match: expected an object of keys to match, "
+	 "got [\"fc1\"]"},
 	/* Trouble anywhere means no mismatch line at all. */
-	{ "{'result':{'match':false},'tolerance':{'atol':-1}}",
-	  "fix.json: /tolerance/atol: " },
-	{ "{'result':{'match':false},'events':[{},{'match':1}]}",
-	  "fix.json: /events/1/match: " },
+	{"{'result':{'match':false},'tolerance':{'atol':-1}}",
+	 "fix.json: /tolerance/atol: "},
+	{"{'result':{'match':false},'events':[{},{'match':1}]}",
+	 "fix.json: /events/1/match: "},
 };
 
 static void expect_trouble(const struct outcome *o, const char *message)
@@ -701,21 +699,21 @@ END_TEST
 /* --- bad trace (table) --- */
 
 static const struct bad_case bad_traces[] = {
-	{ "[]", "trace.json: (root): not a tpsim trace: expected an object, "
-		"got []" },
-	{ "{'version':1}", "trace.json: /format: missing" },
-	{ "{'Format':'tpsim.trace','version':1}",
-	  "trace.json: /format: missing" },
-	{ "{'format':'tpsim.config','version':1}",
-	  "trace.json: /format: expected \"tpsim.trace\", "
-	  "got \"tpsim.config\"" },
-	{ "{'format':1,'version':1}",
-	  "trace.json: /format: expected \"tpsim.trace\", got 1" },
-	{ "{'format':'tpsim.trace'}", "trace.json: /version: missing" },
-	{ "{'format':'tpsim.trace','version':2}",
-	  "trace.json: /version: expected 1, got 2" },
-	{ "{'format':'tpsim.trace','version':'1'}",
-	  "trace.json: /version: expected 1, got \"1\"" },
+	{"[]", "trace.json: (root): not a tpsim trace: expected an object, "
+	       "got []"},
+	{"{'version':1}", "trace.json: /format: missing"},
+	{"{'Format':'tpsim.trace','version':1}",
+	 "trace.json: /format: missing"},
+	{"{'format':'tpsim.config','version':1}",
+	 "trace.json: /format: expected \"tpsim.trace\", "
+	 "got \"tpsim.config\""},
+	{"{'format':1,'version':1}",
+	 "trace.json: /format: expected \"tpsim.trace\", got 1"},
+	{"{'format':'tpsim.trace'}", "trace.json: /version: missing"},
+	{"{'format':'tpsim.trace','version':2}",
+	 "trace.json: /version: expected 1, got 2"},
+	{"{'format':'tpsim.trace','version':'1'}",
+	 "trace.json: /version: expected 1, got \"1\""},
 };
 
 START_TEST(not_a_trace_is_input_error)
@@ -742,8 +740,7 @@ END_TEST
 /* --- cap --- */
 
 /* A trace and fixture whose /result/v arrays differ in all n elements. */
-static void run_n_wrong(size_t n, tps_check_report_fn report,
-			struct outcome *o)
+static void run_n_wrong(size_t n, tps_check_report_fn report, struct outcome *o)
 {
 	char trace[2048];
 	char fixture[2048];
@@ -758,8 +755,8 @@ static void run_n_wrong(size_t n, tps_check_report_fn report,
 	for (size_t i = 0; i < n; i++) {
 		tl += (size_t)snprintf(trace + tl, sizeof trace - tl, "%s0",
 				       i ? "," : "");
-		fl += (size_t)snprintf(fixture + fl, sizeof fixture - fl,
-				       "%s1", i ? "," : "");
+		fl += (size_t)snprintf(fixture + fl, sizeof fixture - fl, "%s1",
+				       i ? "," : "");
 	}
 	snprintf(trace + tl, sizeof trace - tl, "]}}");
 	snprintf(fixture + fl, sizeof fixture - fl, "]}}");

@@ -71,7 +71,8 @@ static const char small_config[] =
 	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": [\"tp\"]},"
 	" \"model\": [{\"name\": \"fc\", \"type\": \"linear\", "
 	"\"in_features\": 4, \"out_features\": 2, \"bias\": false}], "
-	"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": [2, 4], \"init\": \"arange\"},"
+	"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": [2, 4], "
+	"\"init\": \"arange\"},"
 	" \"init\": {\"method\": \"arange\"}}";
 
 START_TEST(help_and_version_go_to_stdout)
@@ -104,10 +105,12 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"mesh", "--names", "a", "missing --shape"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		int argc = !cases[i][0][0] ? 1 : cases[i][1] == NULL ? 2
-			   : cases[i][2] == NULL ? 3 : 4;
-		struct result r = cli(argc, cases[i][0], cases[i][1],
-				      cases[i][2]);
+		int argc = !cases[i][0][0]	 ? 1
+			   : cases[i][1] == NULL ? 2
+			   : cases[i][2] == NULL ? 3
+						 : 4;
+		struct result r =
+			cli(argc, cases[i][0], cases[i][1], cases[i][2]);
 		ck_assert_int_eq(r.rc, 2);
 		ck_assert_msg(strstr(r.err, cases[i][3]) != NULL, "%s", r.err);
 		ck_assert_ptr_nonnull(strstr(r.err, "\nTry 'tpsim --help'.\n"));
@@ -134,8 +137,9 @@ START_TEST(run_writes_trace_and_one_line_summary)
 	 * floats = 8 bytes, 2 (n-1) c = 16. */
 	ck_assert_ptr_nonnull(strstr(r.err, "1 collective (16 bytes/rank)"));
 	ck_assert_ptr_nonnull(strstr(r.err, "matches the reference"));
-	ck_assert_int_eq(tps_json_load(trace, TPS_JSON_MAX_TRACE_BYTES, &root,
-				       NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_json_load(trace, TPS_JSON_MAX_TRACE_BYTES, &root, NULL),
+		TPS_OK);
 	cJSON_Delete(root);
 	{
 		/* An ordinary file: the umask's mode, not mkstemp's 0600. */
@@ -174,7 +178,8 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 {
 	const char *dir = tu_tempdir();
 	char trace[512], expect[640];
-	const char *cfg = write_config(dir, "bad.json",
+	const char *cfg = write_config(
+		dir, "bad.json",
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
 		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
 		"\"linear\", \"in_features\": 4, \"out_features\": 2}], "
@@ -184,9 +189,11 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
 	r = cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 2);
-	snprintf(expect, sizeof expect, "tpsim: %s: /plan/fc/style: unknown "
+	snprintf(expect, sizeof expect,
+		 "tpsim: %s: /plan/fc/style: unknown "
 		 "style \"rowise\" (expected one of colwise, rowwise, "
-		 "replicate)\n", cfg);
+		 "replicate)\n",
+		 cfg);
 	ck_assert_str_eq(r.err, expect);
 	ck_assert_int_ne(access(trace, F_OK), 0);
 	result_free(&r);
@@ -210,21 +217,26 @@ START_TEST(bad_configs_exit_2_with_one_line)
 		 ": /bogus: unknown key \"bogus\""},
 		{"{\"tpsim\": 1, \"tpsim\": 1}", ": /tpsim: duplicate key"},
 		{"{\"tpsim\": \"1\"}", ": /tpsim: expected an integer, got "
-		 "string \"1\""},
+				       "string \"1\""},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [0], \"dim_names\": "
-		 "[\"tp\"]}}", ": /mesh/shape/0: out of range"},
+		 "[\"tp\"]}}",
+		 ": /mesh/shape/0: out of range"},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [-2], \"dim_names\": "
-		 "[\"tp\"]}}", ": /mesh/shape/0: out of range"},
+		 "[\"tp\"]}}",
+		 ": /mesh/shape/0: out of range"},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [1e30], "
-		 "\"dim_names\": [\"tp\"]}}", ": /mesh/shape/0: "},
+		 "\"dim_names\": [\"tp\"]}}",
+		 ": /mesh/shape/0: "},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], "
-		 "\"dim_names\": [\"tp\"]}}", ": /mesh/dim_names: expected 2 "
+		 "\"dim_names\": [\"tp\"]}}",
+		 ": /mesh/dim_names: expected 2 "
 		 "names"},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
 		 "[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
 		 "\"linear\", \"in_features\": 4, \"out_features\": 2}], "
 		 "\"plan\": {\"fc9\": \"colwise\"}, \"input\": {\"shape\": "
-		 "[1, 4]}}", ": /plan/fc9: \"fc9\" matches no module"},
+		 "[1, 4]}}",
+		 ": /plan/fc9: \"fc9\" matches no module"},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [4], \"dim_names\": "
 		 "[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
 		 "\"linear\", \"in_features\": 10, \"out_features\": 2}], "
@@ -244,8 +256,8 @@ START_TEST(bad_configs_exit_2_with_one_line)
 		r = cli(5, "run", cfg, "-o", trace);
 		ck_assert_msg(r.rc == 2, "case %zu: rc %d", i, r.rc);
 		ck_assert_msg(strncmp(r.err, "tpsim: ", 7) == 0 &&
-			      strstr(r.err, "bad.json") &&
-			      strstr(r.err, cases[i].want),
+				      strstr(r.err, "bad.json") &&
+				      strstr(r.err, cases[i].want),
 			      "case %zu: %s", i, r.err);
 		ck_assert_int_eq(count_lines(r.err), 1);
 		ck_assert_uint_eq(r.out_len, 0);
@@ -259,7 +271,8 @@ END_TEST
 START_TEST(values_none_writes_shapes_only)
 {
 	const char *dir = tu_tempdir();
-	const char *cfg = write_config(dir, "c.json",
+	const char *cfg = write_config(
+		dir, "c.json",
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
 		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
 		"\"linear\", \"in_features\": 4, \"out_features\": 2}], "
@@ -301,7 +314,8 @@ START_TEST(disagreement_with_the_reference_is_exit_1)
 	/* partial_split adds b/3 on each of 3 ranks: b/3 * 3 is not b in
 	 * float32, so with zero tolerance the run disagrees. */
 	const char *dir = tu_tempdir();
-	const char *cfg = write_config(dir, "c.json",
+	const char *cfg = write_config(
+		dir, "c.json",
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [3], \"dim_names\": "
 		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
 		"\"linear\", \"in_features\": 3, \"out_features\": 1}], "
@@ -372,20 +386,22 @@ START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
 	snprintf(fix, sizeof fix, "%s/f.json", dir);
 	write_text(fix, "{\"result\": {\"output\": {\"values\": "
-		   "[[30, 71], [70, 174]]}}}");
+			"[[30, 71], [70, 174]]}}}");
 	r = cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 0);
 	result_free(&r);
 	r = cli(4, "check", trace, fix);
 	ck_assert_int_eq(r.rc, 1);
-	snprintf(line, sizeof line, "%s: /result/output/values/0/1: expected "
-		 "71, got 70\n", fix);
+	snprintf(line, sizeof line,
+		 "%s: /result/output/values/0/1: expected "
+		 "71, got 70\n",
+		 fix);
 	ck_assert_str_eq(r.out, line);
 	ck_assert_ptr_nonnull(strstr(r.err, "1 mismatch"));
 	result_free(&r);
 	/* The right numbers pass. */
 	write_text(fix, "{\"result\": {\"output\": {\"values\": "
-		   "[[30, 70], [70, 174]]}}}");
+			"[[30, 70], [70, 174]]}}}");
 	r = cli(4, "check", trace, fix);
 	ck_assert_int_eq(r.rc, 0);
 	result_free(&r);
@@ -420,12 +436,13 @@ START_TEST(explain_walks_the_trace_step_by_step)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (2, 2) "
-				     "[[25,53],[53,113]]\n"));
-	ck_assert_ptr_nonnull(strstr(r.out, "all_reduce  fc.out -> "
+					    "[[25,53],[53,113]]\n"));
+	ck_assert_ptr_nonnull(strstr(r.out,
+				     "all_reduce  fc.out -> "
 				     "[replicate] global (2, 2), over tp "
 				     "groups [[0,1]], 16 bytes/rank\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
-				     "reference (max_abs_diff 0)"));
+					    "reference (max_abs_diff 0)"));
 	result_free(&r);
 	/* A config is not a trace: trouble, exit 2. */
 	r = cli(3, "explain", cfg);
@@ -441,13 +458,15 @@ START_TEST(mesh_prints_pytorch_groups)
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
 	 * size-3 dim 0), mesh["col"] is [0, 1]; seed 004's first printout
 	 * has these swapped. */
-	struct result r = cli(6, "mesh", "--shape", "3,2", "--names",
-			      "row,col");
+	struct result r =
+		cli(6, "mesh", "--shape", "3,2", "--names", "row,col");
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_ptr_nonnull(strstr(r.out, "Rank 0: coordinate (0, 0), "
+	ck_assert_ptr_nonnull(strstr(r.out,
+				     "Rank 0: coordinate (0, 0), "
 				     "mesh['row'] = [0, 2, 4] (local rank 0), "
 				     "mesh['col'] = [0, 1] (local rank 0)\n"));
-	ck_assert_ptr_nonnull(strstr(r.out, "Rank 3: coordinate (1, 1), "
+	ck_assert_ptr_nonnull(strstr(r.out,
+				     "Rank 3: coordinate (1, 1), "
 				     "mesh['row'] = [1, 3, 5] (local rank 1), "
 				     "mesh['col'] = [2, 3] (local rank 1)\n"));
 	ck_assert_int_eq(count_lines(r.out), 7);
@@ -462,15 +481,16 @@ START_TEST(mesh_json_is_strict_json)
 	cJSON *root = NULL, *g;
 	char *dp;
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_int_eq(tps_json_parse_strict("out", r.out, r.out_len, &root,
-					       NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_json_parse_strict("out", r.out, r.out_len, &root, NULL),
+		TPS_OK);
 	g = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "groups"), "dp");
 	dp = cJSON_PrintUnformatted(g);
 	ck_assert_str_eq(dp, "[[0,4],[1,5],[2,6],[3,7]]");
 	free(dp);
 	ck_assert_int_eq(cJSON_GetObjectItem(root, "world_size")->valueint, 8);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
-								"ranks")), 8);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root, "ranks")),
+			 8);
 	cJSON_Delete(root);
 	result_free(&r);
 	r = cli(6, "mesh", "--shape", "4096,2", "--names", "a,b");

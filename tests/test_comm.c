@@ -101,8 +101,9 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	const float max0[2] = {4, 40}, max1[2] = {5, 50};
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(6, 2, vals);
-	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep,
-					     NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep, NULL),
+		TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? sum1 : sum0, 2);
 	}
@@ -110,15 +111,17 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	ck_assert_int_eq(rep.bytes_per_rank, 16);
 	free_all(l, 6);
 	l = vectors(6, 2, vals);
-	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_AVG, NULL,
-					     NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_AVG, NULL, NULL),
+		TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? avg1 : avg0, 2);
 	}
 	free_all(l, 6);
 	l = vectors(6, 2, vals);
-	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_MAX, NULL,
-					     NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_MAX, NULL, NULL),
+		TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? max1 : max0, 2);
 	}
@@ -134,8 +137,9 @@ START_TEST(all_reduce_sums_in_ascending_group_order)
 	const float vals[3] = {1e8f, 1.0f, -1e8f};
 	const float want[1] = {0.0f};
 	struct tps_tensor *l = vectors(3, 1, vals);
-	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL,
-					     NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, NULL),
+		TPS_OK);
 	for (int r = 0; r < 3; r++) {
 		assert_vec(&l[r], want, 1);
 	}
@@ -160,7 +164,8 @@ START_TEST(reduce_scatter_keeps_chunk_i)
 	}
 	l = vectors(6, 5, vals);
 	ck_assert_int_eq(tps_comm_reduce_scatter(&m, 2, l, TPS_REDUCE_SUM, 0,
-						 &rep, NULL), TPS_OK);
+						 &rep, NULL),
+			 TPS_OK);
 	assert_vec(&l[0], g0_0, 3);
 	assert_vec(&l[1], g0_1, 2);
 	assert_vec(&l[4], g2_0, 3);
@@ -174,8 +179,8 @@ END_TEST
 START_TEST(broadcast_and_scatter_from_a_root)
 {
 	struct tps_mesh m = mesh1(3);
-	const float vals[15] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-				14, 15};
+	const float vals[15] = {1, 2,  3,  4,  5,  6,  7, 8,
+				9, 10, 11, 12, 13, 14, 15};
 	const float root1[5] = {6, 7, 8, 9, 10};
 	const float c0[2] = {1, 2}, c1[2] = {3, 4}, c2[1] = {5};
 	struct tps_comm_report rep;
@@ -236,8 +241,9 @@ START_TEST(group_of_one_moves_nothing)
 	const float vals[2] = {3, 4};
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(1, 2, vals);
-	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep,
-					     NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep, NULL),
+		TPS_OK);
 	assert_vec(&l[0], vals, 2);
 	ck_assert_int_eq(rep.bytes_per_rank, 0);
 	free_all(l, 1);
@@ -254,8 +260,9 @@ START_TEST(mismatched_shapes_fail_and_leave_buffers)
 	ck_assert_int_eq(tps_tensor_init(&l[0], &sa, NULL), TPS_OK);
 	ck_assert_int_eq(tps_tensor_init(&l[1], &sb, NULL), TPS_OK);
 	l[0].data[0] = 7;
-	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL,
-					     &err), TPS_ERR_SHAPE);
+	ck_assert_int_eq(
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, &err),
+		TPS_ERR_SHAPE);
 	ck_assert_ptr_nonnull(strstr(err.message, "(2)"));
 	ck_assert_int_eq(l[0].shape.dim[0], 2);
 	ck_assert_float_eq(l[0].data[0], 7);

@@ -43,7 +43,7 @@ static enum tps_status parse_json(const char *squoted, cJSON **root,
 /* Both steps; the config must be accepted. */
 static void parse_ok(const char *squoted, struct tps_run_spec *spec)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	cJSON *root = NULL;
 	enum tps_status st = parse_json(squoted, &root, &err);
 
@@ -92,12 +92,12 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 /* ------------------------------------------------------------------------ */
 
 #define MESH_TP "'mesh':{'shape':[2],'dim_names':['tp']}"
-#define HDR "{'tpsim':1," MESH_TP ","
-#define FC1 "{'name':'fc1','type':'linear','in_features':4,'out_features':8}"
-#define ACT "{'name':'act','type':'relu'}"
-#define FC2 "{'name':'fc2','type':'linear','in_features':8,'out_features':4}"
-#define MODEL "'model':[" FC1 "," ACT "," FC2 "]"
-#define INPUT "'input':{'shape':[2,4]}"
+#define HDR	"{'tpsim':1," MESH_TP ","
+#define FC1	"{'name':'fc1','type':'linear','in_features':4,'out_features':8}"
+#define ACT	"{'name':'act','type':'relu'}"
+#define FC2	"{'name':'fc2','type':'linear','in_features':8,'out_features':4}"
+#define MODEL	"'model':[" FC1 "," ACT "," FC2 "]"
+#define INPUT	"'input':{'shape':[2,4]}"
 /* fc1 (4 -> 8), relu, fc2 (8 -> 4) on a 1-D tp mesh of 2, input (2, 4). */
 #define BASE HDR MODEL "," INPUT
 /* The same with a custom mesh. */
@@ -105,15 +105,15 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 /* The same with a custom model. */
 #define WITH_MODEL(...) HDR "'model':[" __VA_ARGS__ "]," INPUT
 /* A model of one linear fc1 (4 -> 8) whose in_features is `v`. */
-#define IN_FEATURES(v)                                                        \
-	WITH_MODEL("{'name':'fc1','type':'linear','in_features':" v           \
+#define IN_FEATURES(v)                                                         \
+	WITH_MODEL("{'name':'fc1','type':'linear','in_features':" v            \
 		   ",'out_features':8}")
-#define OUT_FEATURES(v)                                                       \
-	WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"          \
+#define OUT_FEATURES(v)                                                        \
+	WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"            \
 		   "'out_features':" v "}")
-#define MESH_SIZE(v) WITH_MESH("{'shape':[" v "],'dim_names':['tp']}")
+#define MESH_SIZE(v)   WITH_MESH("{'shape':[" v "],'dim_names':['tp']}")
 #define INPUT_SHAPE(s) HDR MODEL ",'input':{'shape':" s "}"
-#define EIGHT_ROWS_OF(row)                                                    \
+#define EIGHT_ROWS_OF(row)                                                     \
 	"[" row "," row "," row "," row "," row "," row "," row "," row "]"
 
 /* ------------------------------------------------------------------------ */
@@ -129,11 +129,17 @@ struct bad_config {
 	enum stage stage;
 	const char *json; /* ' for " */
 	enum tps_status status;
-	const char *msg;  /* substring: "cfg.json: <pointer>: ..." */
+	const char *msg; /* substring: "cfg.json: <pointer>: ..." */
 };
 
-#define BAD(json, status, msg) { STAGE_CONFIG, json, status, msg }
-#define BAD_JSON(json, msg) { STAGE_JSON, json, TPS_ERR_INPUT, msg }
+#define BAD(json, status, msg)                                                 \
+	{                                                                      \
+		STAGE_CONFIG, json, status, msg                                \
+	}
+#define BAD_JSON(json, msg)                                                    \
+	{                                                                      \
+		STAGE_JSON, json, TPS_ERR_INPUT, msg                           \
+	}
 
 static const struct bad_config bad_configs[] = {
 	/* The document and the version. */
@@ -153,14 +159,13 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /steps_per_epoch: unknown key \"steps_per_epoch\""),
 	BAD(BASE ",'a\\u001bb':3}", TPS_ERR_INPUT,
 	    "cfg.json: /a\\u001bb: unknown key \"a\\u001bb\""),
-	BAD(WITH_MESH("{'shape':[2],'dim_names':['tp'],'devices':[0,1]}")
-	    "}", TPS_ERR_INPUT,
-	    "cfg.json: /mesh/devices: unknown key \"devices\""),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':['tp'],'devices':[0,1]}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /mesh/devices: unknown key \"devices\""),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
 		       "'out_features':8,'dropout':0.1}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/dropout: unknown key"),
-	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'relu','in_features':8}")
-	    "}", TPS_ERR_INPUT,
+	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'relu','in_features':8}") "}",
+	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/in_features: unknown key \"in_features\""),
 	BAD(BASE ",'plan':{'fc1':{'style':'colwise','gather_output':true}}}",
 	    TPS_ERR_INPUT,
@@ -214,8 +219,7 @@ static const struct bad_config bad_configs[] = {
 		      "'tp']}") "}",
 	    TPS_ERR_LIMIT,
 	    "cfg.json: /mesh/shape: mesh has 5 dims (expected 1 to 4)"),
-	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['tp']}") "}",
-	    TPS_ERR_INPUT,
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['tp']}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /mesh/dim_names: expected 2 names, one per entry of "
 	    "/mesh/shape, got 1"),
 	BAD(WITH_MESH("{'shape':[2],'dim_names':['dp','tp']}") "}",
@@ -233,8 +237,9 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /mesh/dim_names: expected an array of names, "
 	    "got string \"tp\""),
 	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp',3]}") "}",
-	    TPS_ERR_INPUT, "cfg.json: /mesh/dim_names/1: expected a string, "
-			   "got 3"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /mesh/dim_names/1: expected a string, "
+	    "got 3"),
 	BAD(WITH_MESH("{'shape':[2],'dim_names':['']}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /mesh/dim_names/0: expected a name of 1 to"),
 
@@ -245,11 +250,14 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /tp_dim: expected a mesh dim name, got 0"),
 	BAD(BASE ",'dp_dim':'data'}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim: no mesh dim is named \"data\""),
-	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp','tp']}")
-	    ",'dp_dim':'tp'}", TPS_ERR_INPUT,
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp','tp']}") ",'dp_dim':'"
+								 "tp'}",
+	    TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim: the dp dim must differ from the tp dim \"tp\""),
-	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['dp','tp']}")
-	    ",'tp_dim':'dp','dp_dim':'dp'}", TPS_ERR_INPUT,
+	BAD(WITH_MESH(
+		    "{'shape':[2,2],'dim_names':['dp','tp']}") ",'tp_dim':'dp',"
+							       "'dp_dim':'dp'}",
+	    TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim: the dp dim must differ from the tp dim \"dp\""),
 
 	/* The model and its modules. */
@@ -267,22 +275,21 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'my act','type':'relu'}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/name: invalid module name \"my act\""),
-	BAD(WITH_MODEL(FC1 ",{'name':'a..b','type':'relu'}") "}",
-	    TPS_ERR_INPUT,
+	BAD(WITH_MODEL(FC1 ",{'name':'a..b','type':'relu'}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/1/name: invalid module name \"a..b\""),
-	BAD(WITH_MODEL(FC1 ",{'name':'fc*','type':'relu'}") "}",
-	    TPS_ERR_INPUT,
+	BAD(WITH_MODEL(FC1 ",{'name':'fc*','type':'relu'}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/1/name: invalid module name \"fc*\""),
 	BAD(WITH_MODEL(FC1 "," ACT ",{'name':'fc1','type':'linear',"
-		       "'in_features':8,'out_features':4}") "}",
+			   "'in_features':8,'out_features':4}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/2/name: duplicate module name \"fc1\" "
 	    "(also /model/0/name)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act'}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: missing"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':['relu']}") "}",
-	    TPS_ERR_INPUT, "cfg.json: /model/1/type: expected a string, "
-			   "got an array"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/type: expected a string, "
+	    "got an array"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\""),
@@ -290,8 +297,8 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"layernorm\" is not "
 	    "supported"),
-	BAD(WITH_MODEL("{'name':'fc1','type':'linear','out_features':8}")
-	    "}", TPS_ERR_INPUT, "cfg.json: /model/0/in_features: missing"),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','out_features':8}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/in_features: missing"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/out_features: missing"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
@@ -358,7 +365,7 @@ static const struct bad_config bad_configs[] = {
 
 	/* Cross-field: reported at the later field, naming the earlier. */
 	BAD(WITH_MODEL(FC1 "," ACT ",{'name':'fc2','type':'linear',"
-		       "'in_features':6,'out_features':4}") "}",
+			   "'in_features':6,'out_features':4}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/2/in_features: expected 8, the out_features of "
 	    "/model/0, got 6"),
@@ -507,8 +514,8 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'params':{'fc1':[1]}}", TPS_ERR_INPUT,
 	    "cfg.json: /params/fc1: no parameter \"fc1\""),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
-		       "'out_features':2,'bias':false}")
-	    ",'params':{'fc1.bias':[0,0]}}",
+		       "'out_features':2,'bias':false}") ",'params':{'fc1.bias'"
+							 ":[0,0]}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /params/fc1.bias: no parameter \"fc1.bias\""),
 	BAD(BASE ",'params':{'fc1.bias':[1,2,3]}}", TPS_ERR_INPUT,
@@ -531,17 +538,16 @@ static const struct bad_config bad_configs[] = {
 	    "got string \"x\""),
 	BAD(BASE ",'params':{'fc1.bias':[0,0,0,1e39,0,0,0,0]}}", TPS_ERR_INPUT,
 	    "cfg.json: /params/fc1.bias/3: expected a finite float32 value"),
-	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,-1e39]}}",
-	    TPS_ERR_INPUT,
+	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,-1e39]}}", TPS_ERR_INPUT,
 	    "cfg.json: /params/fc1.bias/7: expected a finite float32 value"),
-	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,1e999]}}",
-	    TPS_ERR_INPUT, "cfg.json: /params/fc1.bias/7: "),
+	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,1e999]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.bias/7: "),
 	BAD(BASE ",'params':{'fc1.bias':[0,0,0,0,0,0,0,[0]]}}", TPS_ERR_INPUT,
 	    "cfg.json: /params/fc1.bias/7: expected a number, got an array"),
 	/* A 2^31-element weight: refused on its shape, not by allocating. */
-	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':65536,"
-		       "'out_features':32768}")
-	    ",'params':{'fc1.weight':[[1]]}}",
+	BAD(WITH_MODEL(
+		    "{'name':'fc1','type':'linear','in_features':65536,"
+		    "'out_features':32768}") ",'params':{'fc1.weight':[[1]]}}",
 	    TPS_ERR_INPUT, "cfg.json: /input/shape/1: expected 65536"),
 	BAD("{'tpsim':1," MESH_TP ",'model':[{'name':'fc1','type':'linear',"
 	    "'in_features':65536,'out_features':32768}],'input':{'shape':"
@@ -624,7 +630,7 @@ static const struct bad_config bad_configs[] = {
 START_TEST(bad_config_is_rejected_at_its_pointer)
 {
 	const struct bad_config *bc = &bad_configs[_i];
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	struct tps_run_spec spec, before;
 	cJSON *root = NULL;
 	enum tps_status st = parse_json(bc->json, &root, &err);
@@ -644,7 +650,8 @@ START_TEST(bad_config_is_rejected_at_its_pointer)
 		if (st == TPS_OK) {
 			tps_run_spec_free(&spec);
 			ck_abort_msg("row %d: accepted, want status %d and "
-				     "\"%s\"", _i, (int)bc->status, bc->msg);
+				     "\"%s\"",
+				     _i, (int)bc->status, bc->msg);
 		}
 		ck_assert_msg(memcmp(&spec, &before, sizeof spec) == 0,
 			      "row %d: the spec was changed on error", _i);
@@ -653,8 +660,8 @@ START_TEST(bad_config_is_rejected_at_its_pointer)
 		      "row %d: status %d (err %d), want %d: %s", _i, (int)st,
 		      (int)err.status, (int)bc->status, err.message);
 	ck_assert_msg(strncmp(err.message, "cfg.json: ", 10) == 0,
-		      "row %d: message \"%s\" does not start with the file",
-		      _i, err.message);
+		      "row %d: message \"%s\" does not start with the file", _i,
+		      err.message);
 	ck_assert_msg(strstr(err.message, bc->msg) != NULL,
 		      "row %d: message \"%s\" lacks \"%s\"", _i, err.message,
 		      bc->msg);
@@ -673,12 +680,14 @@ static char *many_modules_config(int n)
 	char *s = malloc(cap);
 
 	ck_assert_ptr_nonnull(s);
-	used += (size_t)snprintf(s, cap, "{\"tpsim\":1,\"mesh\":{\"shape\":"
+	used += (size_t)snprintf(s, cap,
+				 "{\"tpsim\":1,\"mesh\":{\"shape\":"
 				 "[2],\"dim_names\":[\"tp\"]},\"model\":[");
 	for (int i = 0; i < n; i++) {
 		used += (size_t)snprintf(s + used, cap - used,
 					 "%s{\"name\":\"m%d\",\"type\":"
-					 "\"relu\"}", i ? "," : "", i);
+					 "\"relu\"}",
+					 i ? "," : "", i);
 	}
 	snprintf(s + used, cap - used, "],\"input\":{\"shape\":[2,4]}}");
 	return s;
@@ -699,8 +708,8 @@ static enum tps_status parse_text(const char *text, struct tps_run_spec *spec,
 
 START_TEST(model_with_4097_modules_is_refused_as_a_limit)
 {
-	struct tps_error err = { 0 };
-	struct tps_run_spec spec = { 0 };
+	struct tps_error err = {0};
+	struct tps_run_spec spec = {0};
 	char *text = many_modules_config(4096);
 
 	ck_assert_int_eq(parse_text(text, &spec, &err), TPS_OK);
@@ -722,8 +731,8 @@ START_TEST(plan_pattern_of_many_stars_is_matched_quickly)
 {
 	char name[121], key[64], *text;
 	size_t cap = 1024;
-	struct tps_error err = { 0 };
-	struct tps_run_spec spec = { 0 };
+	struct tps_error err = {0};
+	struct tps_run_spec spec = {0};
 	clock_t start = clock();
 	double seconds;
 
@@ -753,28 +762,28 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 
 /* DESIGN.md section 4's example without the training keys. */
-#define DESIGN_EXAMPLE                                                        \
-	"{'tpsim':1,"                                                         \
-	"'mesh':{'shape':[2,2],'dim_names':['dp','tp']},"                     \
-	"'tp_dim':'tp','dp_dim':'dp',"                                        \
-	"'model':["                                                           \
-	"{'name':'fc1','type':'linear','in_features':4,'out_features':8,"     \
-	"'bias':true},"                                                       \
-	"{'name':'act','type':'relu'},"                                       \
-	"{'name':'fc2','type':'linear','in_features':8,'out_features':4,"     \
-	"'bias':true}],"                                                      \
-	"'plan':{'fc1':'colwise','fc2':{'style':'rowwise',"                   \
-	"'bias':'after_reduce'}},"                                            \
-	"'input':{'shape':[2,4],'init':'arange'},"                            \
-	"'init':{'method':'uniform','seed':7},"                               \
-	"'params':{'fc1.bias':[0,0,0,0,1,1,1,1]},"                            \
-	"'uneven':'chunk',"                                                   \
-	"'mode':'inference',"                                                 \
+#define DESIGN_EXAMPLE                                                         \
+	"{'tpsim':1,"                                                          \
+	"'mesh':{'shape':[2,2],'dim_names':['dp','tp']},"                      \
+	"'tp_dim':'tp','dp_dim':'dp',"                                         \
+	"'model':["                                                            \
+	"{'name':'fc1','type':'linear','in_features':4,'out_features':8,"      \
+	"'bias':true},"                                                        \
+	"{'name':'act','type':'relu'},"                                        \
+	"{'name':'fc2','type':'linear','in_features':8,'out_features':4,"      \
+	"'bias':true}],"                                                       \
+	"'plan':{'fc1':'colwise','fc2':{'style':'rowwise',"                    \
+	"'bias':'after_reduce'}},"                                             \
+	"'input':{'shape':[2,4],'init':'arange'},"                             \
+	"'init':{'method':'uniform','seed':7},"                                \
+	"'params':{'fc1.bias':[0,0,0,0,1,1,1,1]},"                             \
+	"'uneven':'chunk',"                                                    \
+	"'mode':'inference',"                                                  \
 	"'trace':{'values':'full'}}"
 
 START_TEST(design_example_parses_into_spec)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	const struct tps_model_spec *m;
 	const struct tps_module_spec *fc1, *act, *fc2;
 
@@ -855,7 +864,7 @@ START_TEST(design_example_normalizes_in_documented_order)
 		"\"mode\":\"inference\","
 		"\"trace\":{\"values\":\"full\"},"
 		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	char *got;
 
 	parse_ok(DESIGN_EXAMPLE, &spec);
@@ -885,7 +894,7 @@ START_TEST(minimal_config_gets_defaults)
 		"\"mode\":\"inference\","
 		"\"trace\":{\"values\":\"full\"},"
 		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	char *got;
 
 	parse_ok(WITH_MESH("{'shape':[3,2],'dim_names':['row','col']}") "}",
@@ -917,7 +926,7 @@ END_TEST
 
 START_TEST(rowwise_bias_defaults_to_after_reduce)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 
 	parse_ok(BASE ",'plan':{'fc1':'colwise','fc2':'rowwise'}}", &spec);
 	ck_assert_int_eq(module(&spec, "fc2")->style, TPS_STYLE_ROWWISE);
@@ -936,14 +945,31 @@ END_TEST
 
 START_TEST(explicit_settings_override_defaults)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 
-	parse_ok(WITH_MESH("{'shape':[2,3],'dim_names':['tp','dp']}")
-		 ",'tp_dim':'tp','dp_dim':'dp','uneven':'divisible',"
-		 "'sampler':'chunk','trace':{'values':'summary'},"
-		 "'tolerance':{'atol':0,'rtol':0.5},"
-		 "'init':{'method':'normal','seed':9007199254740992}}",
-		 &spec);
+	parse_ok(
+		WITH_MESH(
+			"{'shape':[2,3],'dim_names':['tp','dp']}") ",'tp_dim':'"
+								   "tp','dp_"
+								   "dim':'dp','"
+								   "uneven':'"
+								   "divisible',"
+								   "'sampler':'"
+								   "chunk','"
+								   "trace':{'"
+								   "values':'"
+								   "summary'},"
+								   "'tolerance'"
+								   ":{'atol':0,"
+								   "'rtol':0.5}"
+								   ","
+								   "'init':{'"
+								   "method':'"
+								   "normal','"
+								   "seed':"
+								   "90071992547"
+								   "40992}}",
+		&spec);
 	ck_assert_int_eq(spec.model.tp_dim, 0);
 	ck_assert_int_eq(spec.model.dp_dim, 1);
 	ck_assert_int_eq(spec.model.uneven, TPS_UNEVEN_DIVISIBLE);
@@ -965,7 +991,7 @@ END_TEST
 
 START_TEST(integral_floats_are_accepted_as_sizes)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 
 	parse_ok("{'tpsim':1.0,'mesh':{'shape':[2.0,1e0],'dim_names':['dp',"
 		 "'tp']},'model':[{'name':'fc1','type':'linear',"
@@ -989,7 +1015,7 @@ END_TEST
 
 START_TEST(sizes_at_the_limits_are_accepted)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 
 	/* A world of exactly 4096 on 4 dims; a weight of exactly 2^31. */
 	parse_ok("{'tpsim':1,'mesh':{'shape':[8,8,8,8],'dim_names':['a','b',"
@@ -1012,21 +1038,21 @@ END_TEST
 
 START_TEST(star_patterns_expand_per_path_component)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	char *got;
 
 	parse_ok(HDR "'model':["
-		 "{'name':'block.fc1','type':'linear','in_features':4,"
-		 "'out_features':8},"
-		 "{'name':'block.act','type':'gelu'},"
-		 "{'name':'block.fc2','type':'linear','in_features':8,"
-		 "'out_features':4},"
-		 "{'name':'fc3','type':'linear','in_features':4,"
-		 "'out_features':4},"
-		 "{'name':'head.fc4','type':'linear','in_features':4,"
-		 "'out_features':4}],"
-		 INPUT ",'plan':{'block.*':'replicate','fc*':'colwise',"
-		 "'*.fc4':{'style':'rowwise','bias':'rank0'}}}",
+		     "{'name':'block.fc1','type':'linear','in_features':4,"
+		     "'out_features':8},"
+		     "{'name':'block.act','type':'gelu'},"
+		     "{'name':'block.fc2','type':'linear','in_features':8,"
+		     "'out_features':4},"
+		     "{'name':'fc3','type':'linear','in_features':4,"
+		     "'out_features':4},"
+		     "{'name':'head.fc4','type':'linear','in_features':4,"
+		     "'out_features':4}]," INPUT
+		     ",'plan':{'block.*':'replicate','fc*':'colwise',"
+		     "'*.fc4':{'style':'rowwise','bias':'rank0'}}}",
 		 &spec);
 	ck_assert_int_eq(module(&spec, "block.fc1")->style,
 			 TPS_STYLE_REPLICATE);
@@ -1064,7 +1090,7 @@ END_TEST
 
 START_TEST(star_matches_every_module_of_one_component)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 
 	parse_ok(BASE ",'plan':{'*':'replicate'}}", &spec);
 	for (int i = 0; i < spec.model.n_modules; i++) {
@@ -1085,15 +1111,18 @@ END_TEST
 
 START_TEST(object_plan_sets_input_output_and_bias)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	const struct tps_module_spec *fc1, *fc2;
 	char *got;
 
 	parse_ok(INPUT_SHAPE("[2,3,4]") ",'plan':{"
-		 "'fc1':{'style':'colwise','input':'shard(1)',"
-		 "'output':'replicate'},"
-		 "'fc2':{'style':'rowwise','input':'shard(-1)',"
-		 "'output':'shard(1)','bias':'partial_split'}}}",
+					"'fc1':{'style':'colwise','input':'"
+					"shard(1)',"
+					"'output':'replicate'},"
+					"'fc2':{'style':'rowwise','input':'"
+					"shard(-1)',"
+					"'output':'shard(1)','bias':'partial_"
+					"split'}}}",
 		 &spec);
 	fc1 = module(&spec, "fc1");
 	fc2 = module(&spec, "fc2");
@@ -1119,7 +1148,7 @@ START_TEST(object_plan_sets_input_output_and_bias)
 
 	/* Object form without extra keys gives the style's defaults. */
 	parse_ok(BASE ",'plan':{'fc1':{'style':'colwise'},"
-		 "'act':{'style':'replicate'}}}",
+		      "'act':{'style':'replicate'}}}",
 		 &spec);
 	ck_assert(is_replicate(module(&spec, "fc1")->input));
 	ck_assert(is_shard(module(&spec, "fc1")->output, -1, 2));
@@ -1130,13 +1159,13 @@ END_TEST
 
 START_TEST(params_values_land_in_spec)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	const struct tps_param_override *w = NULL, *b = NULL;
 
 	parse_ok(HDR "'model':[{'name':'fc1','type':'linear','in_features':3,"
-		 "'out_features':2}],'input':{'shape':[1,3]},"
-		 "'params':{'fc1.weight':[[1,2.5,-3],[0.1,1e-3,65504]],"
-		 "'fc1.bias':[-0.5,3.4e38]}}",
+		     "'out_features':2}],'input':{'shape':[1,3]},"
+		     "'params':{'fc1.weight':[[1,2.5,-3],[0.1,1e-3,65504]],"
+		     "'fc1.bias':[-0.5,3.4e38]}}",
 		 &spec);
 	ck_assert_int_eq(spec.model.n_overrides, 2);
 	for (int i = 0; i < spec.model.n_overrides; i++) {
@@ -1173,13 +1202,16 @@ START_TEST(normalized_config_parses_to_itself)
 		DESIGN_EXAMPLE,
 		BASE "}",
 		INPUT_SHAPE("[2,3,4]") ",'plan':{'fc1':{'style':'colwise',"
-		"'input':'shard(1)','output':'replicate'},'fc2':{'style':"
-		"'rowwise','bias':'rank0'}},'uneven':'divisible',"
-		"'trace':{'values':'none'},'tolerance':{'atol':0.25}}",
+				       "'input':'shard(1)','output':'replicate'"
+				       "},'fc2':{'style':"
+				       "'rowwise','bias':'rank0'}},'uneven':'"
+				       "divisible',"
+				       "'trace':{'values':'none'},'tolerance':{"
+				       "'atol':0.25}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
-		struct tps_run_spec a = { 0 }, b = { 0 };
-		struct tps_error err = { 0 };
+		struct tps_run_spec a = {0}, b = {0};
+		struct tps_error err = {0};
 		char *ta, *tb;
 
 		parse_ok(configs[i], &a);
@@ -1199,7 +1231,7 @@ END_TEST
 
 START_TEST(free_accepts_null_and_zeroed_spec)
 {
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 
 	tps_run_spec_free(NULL);
 	tps_run_spec_free(&spec);
@@ -1231,8 +1263,8 @@ START_TEST(load_reads_file_and_names_it_in_errors)
 	char path[4200];
 	char *text = dq(BASE "}");
 	char *bad = dq(BASE ",'uneven':'ragged'}");
-	struct tps_run_spec spec = { 0 };
-	struct tps_error err = { 0 };
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
 	char bom[4096];
 
 	snprintf(path, sizeof path, "%s/good.json", tmp_dir);
@@ -1269,9 +1301,9 @@ static void init_one_linear(const char *uneven, int tp, int in, int out,
 			    const char *msg)
 {
 	char cfg[1024];
-	struct tps_run_spec spec = { 0 };
+	struct tps_run_spec spec = {0};
 	struct tps_model model, before;
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	enum tps_status st;
 
 	snprintf(cfg, sizeof cfg,
@@ -1284,8 +1316,8 @@ static void init_one_linear(const char *uneven, int tp, int in, int out,
 	memset(&model, 0x5a, sizeof model);
 	before = model;
 	st = tps_model_init(&model, &spec.model, &err);
-	ck_assert_msg(st == want, "status %d, want %d: %s", (int)st,
-		      (int)want, err.message);
+	ck_assert_msg(st == want, "status %d, want %d: %s", (int)st, (int)want,
+		      err.message);
 	if (st == TPS_OK) {
 		tps_model_free(&model);
 	} else {
@@ -1378,8 +1410,7 @@ static Suite *config_suite(void)
 	tc = tcase_create("divisible");
 	tcase_add_test(tc,
 		       divisible_refuses_colwise_out_features_not_divisible);
-	tcase_add_test(tc,
-		       divisible_refuses_rowwise_in_features_not_divisible);
+	tcase_add_test(tc, divisible_refuses_rowwise_in_features_not_divisible);
 	tcase_add_test(tc, divisible_accepts_sizes_that_divide);
 	tcase_add_test(tc, chunk_accepts_uneven_sizes);
 	suite_add_tcase(s, tc);

@@ -97,9 +97,9 @@ START_TEST(distribute_then_full_tensor_round_trips)
 		for (int b = 0; b < 4; b++) {
 			struct tps_placement p[2] = {choices[a], choices[b]};
 			struct tps_dtensor dt;
-			ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, p,
-								NULL),
-					 TPS_OK);
+			ck_assert_int_eq(
+				tps_dtensor_distribute(&dt, &m, &g, p, NULL),
+				TPS_OK);
 			assert_global(&dt, &g);
 			tps_dtensor_free(&dt);
 		}
@@ -145,8 +145,9 @@ static void check_redistribute(struct tps_placement from0,
 	struct step_log log = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, from, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, log_step, &log,
-						  NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
+		TPS_OK);
 	ck_assert(tps_placement_equal(dt.placements[0], to0));
 	ck_assert(tps_placement_equal(dt.placements[1], to1));
 	assert_global(&dt, &g);
@@ -166,9 +167,8 @@ START_TEST(partial_to_replicate_is_all_reduce)
 {
 	/* (4,7) buffer, tp = 3: c = ceil(28/3) = 10 floats; 2*2*40 = 160. */
 	check_redistribute(tps_placement_replicate(), tps_placement_partial(),
-			   tps_placement_replicate(),
-			   tps_placement_replicate(), 1,
-			   TPS_REDISTRIBUTE_COLLECTIVE, TPS_COMM_ALL_REDUCE,
+			   tps_placement_replicate(), tps_placement_replicate(),
+			   1, TPS_REDISTRIBUTE_COLLECTIVE, TPS_COMM_ALL_REDUCE,
 			   160);
 }
 END_TEST
@@ -177,28 +177,26 @@ START_TEST(partial_to_shard_is_reduce_scatter)
 {
 	/* 7 columns over 3: padded chunk 3 cols x 4 rows = 48 B; 2*48. */
 	check_redistribute(tps_placement_replicate(), tps_placement_partial(),
-			   tps_placement_replicate(), tps_placement_shard(1),
-			   1, TPS_REDISTRIBUTE_COLLECTIVE,
-			   TPS_COMM_REDUCE_SCATTER, 96);
+			   tps_placement_replicate(), tps_placement_shard(1), 1,
+			   TPS_REDISTRIBUTE_COLLECTIVE, TPS_COMM_REDUCE_SCATTER,
+			   96);
 }
 END_TEST
 
 START_TEST(shard_to_replicate_is_all_gather)
 {
 	check_redistribute(tps_placement_replicate(), tps_placement_shard(1),
-			   tps_placement_replicate(),
-			   tps_placement_replicate(), 1,
-			   TPS_REDISTRIBUTE_COLLECTIVE, TPS_COMM_ALL_GATHER,
+			   tps_placement_replicate(), tps_placement_replicate(),
+			   1, TPS_REDISTRIBUTE_COLLECTIVE, TPS_COMM_ALL_GATHER,
 			   96);
 }
 END_TEST
 
 START_TEST(replicate_to_shard_is_a_local_split)
 {
-	check_redistribute(tps_placement_replicate(),
-			   tps_placement_replicate(),
-			   tps_placement_replicate(), tps_placement_shard(1),
-			   1, TPS_REDISTRIBUTE_SPLIT, TPS_COMM_ALL_GATHER, 0);
+	check_redistribute(tps_placement_replicate(), tps_placement_replicate(),
+			   tps_placement_replicate(), tps_placement_shard(1), 1,
+			   TPS_REDISTRIBUTE_SPLIT, TPS_COMM_ALL_GATHER, 0);
 }
 END_TEST
 
@@ -207,9 +205,9 @@ START_TEST(shard_to_shard_is_all_to_all)
 	/* shard(1) -> shard(0) over tp=3 of (4,7): largest block sent is
 	 * 2 rows x 3 cols = 24 B; (n-1) c = 48. */
 	check_redistribute(tps_placement_replicate(), tps_placement_shard(1),
-			   tps_placement_replicate(), tps_placement_shard(0),
-			   1, TPS_REDISTRIBUTE_COLLECTIVE,
-			   TPS_COMM_ALL_TO_ALL, 48);
+			   tps_placement_replicate(), tps_placement_shard(0), 1,
+			   TPS_REDISTRIBUTE_COLLECTIVE, TPS_COMM_ALL_TO_ALL,
+			   48);
 }
 END_TEST
 
@@ -228,8 +226,9 @@ START_TEST(two_mesh_dims_change_inner_first)
 	struct step_log log = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, from, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, log_step, &log,
-						  NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
+		TPS_OK);
 	ck_assert_int_eq(log.count, 2);
 	for (int r = 0; r < 6; r++) {
 		assert_same(&dt.locals[r], &g);
@@ -256,14 +255,15 @@ START_TEST(wrong_nesting_and_to_partial_are_refused)
 	struct tps_error err = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, nested, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_dtensor_redistribute(&dt, outer_only, NULL, NULL,
-						  &err), TPS_ERR_UNSUPPORTED);
+	ck_assert_int_eq(
+		tps_dtensor_redistribute(&dt, outer_only, NULL, NULL, &err),
+		TPS_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(err.message, "inner mesh dim"));
 	tps_dtensor_free(&dt);
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, rep, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_dtensor_redistribute(&dt, part, NULL, NULL,
-						  &err), TPS_ERR_UNSUPPORTED);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, part, NULL, NULL, &err),
+			 TPS_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(err.message, "partial"));
 	tps_dtensor_free(&dt);
 	tps_tensor_free(&g);
@@ -283,8 +283,9 @@ START_TEST(size_one_dim_changes_are_not_reported)
 	struct step_log log = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, from, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, log_step, &log,
-						  NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
+		TPS_OK);
 	ck_assert_int_eq(log.count, 0);
 	assert_global(&dt, &g);
 	tps_dtensor_free(&dt);

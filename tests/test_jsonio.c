@@ -37,7 +37,7 @@ static enum tps_status parse_copy(const char *in, size_t len, cJSON **out,
 static void expect_error(const char *in, size_t len, enum tps_status want,
 			 const char *msg)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	cJSON *tree = NULL;
 	enum tps_status st = parse_copy(in, len, &tree, &err);
 
@@ -51,7 +51,7 @@ static void expect_error(const char *in, size_t len, enum tps_status want,
 
 static cJSON *expect_ok(const char *in, size_t len)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	cJSON *tree = NULL;
 	enum tps_status st = parse_copy(in, len, &tree, &err);
 
@@ -74,239 +74,244 @@ struct bad_case {
 
 static const struct bad_case bad_cases[] = {
 	/* Syntax. */
-	{ IN("{\"a\":1 \"b\":2}"), TPS_ERR_INPUT,
-	  "t.json: (root): invalid JSON at line 1, column 8: "
-	  "expected ',' or '}'" },
-	{ IN("[1 2]"), TPS_ERR_INPUT,
-	  "t.json: (root): invalid JSON at line 1, column 4: "
-	  "expected ',' or ']'" },
-	{ IN("{\"a\":[1,{\"b\":[1 2]}]}"), TPS_ERR_INPUT,
-	  "t.json: /a/1/b: invalid JSON at line 1, column 17: "
-	  "expected ',' or ']', got '2'" },
-	{ IN("[1,]"), TPS_ERR_INPUT,
-	  "t.json: /1: invalid JSON at line 1, column 4: "
-	  "expected a JSON value, got ']'" },
-	{ IN("{\"a\":1,}"), TPS_ERR_INPUT,
-	  "t.json: (root): invalid JSON at line 1, column 8: "
-	  "expected a string key, got '}'" },
-	{ IN("{'a':1}"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 2: "
-	  "expected a string key or '}', got '''" },
-	{ IN("{\"a\" 1}"), TPS_ERR_INPUT,
-	  "t.json: /a: invalid JSON at line 1, column 6: "
-	  "expected ':' after the key, got '1'" },
-	{ IN("True"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 1: "
-	  "expected a JSON value, got 'T'" },
-	{ IN("[trux]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 2: invalid literal" },
-	{ IN("[1,\x01]"), TPS_ERR_INPUT,
-	  "/1: invalid JSON at line 1, column 4: "
-	  "expected a JSON value, got control character U+0001" },
-	{ IN("{\n  \"a\": [\n    1,\n    x\n  ]\n}"), TPS_ERR_INPUT,
-	  "t.json: /a/1: invalid JSON at line 4, column 5: "
-	  "expected a JSON value, got 'x'" },
+	{IN("{\"a\":1 \"b\":2}"), TPS_ERR_INPUT,
+	 "t.json: (root): invalid JSON at line 1, column 8: "
+	 "expected ',' or '}'"},
+	{IN("[1 2]"), TPS_ERR_INPUT,
+	 "t.json: (root): invalid JSON at line 1, column 4: "
+	 "expected ',' or ']'"},
+	{IN("{\"a\":[1,{\"b\":[1 2]}]}"), TPS_ERR_INPUT,
+	 "t.json: /a/1/b: invalid JSON at line 1, column 17: "
+	 "expected ',' or ']', got '2'"},
+	{IN("[1,]"), TPS_ERR_INPUT,
+	 "t.json: /1: invalid JSON at line 1, column 4: "
+	 "expected a JSON value, got ']'"},
+	{IN("{\"a\":1,}"), TPS_ERR_INPUT,
+	 "t.json: (root): invalid JSON at line 1, column 8: "
+	 "expected a string key, got '}'"},
+	{IN("{'a':1}"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 2: "
+	 "expected a string key or '}', got '''"},
+	{IN("{\"a\" 1}"), TPS_ERR_INPUT,
+	 "t.json: /a: invalid JSON at line 1, column 6: "
+	 "expected ':' after the key, got '1'"},
+	{IN("True"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 1: "
+	 "expected a JSON value, got 'T'"},
+	{IN("[trux]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 2: invalid literal"},
+	{IN("[1,\x01]"), TPS_ERR_INPUT,
+	 "/1: invalid JSON at line 1, column 4: "
+	 "expected a JSON value, got control character U+0001"},
+	{IN("{\n  \"a\": [\n    1,\n    x\n  ]\n}"), TPS_ERR_INPUT,
+	 "t.json: /a/1: invalid JSON at line 4, column 5: "
+	 "expected a JSON value, got 'x'"},
 	/* A second BOM is content (U+FEFF), not skipped. */
-	{ IN("\xEF\xBB\xBF\xEF\xBB\xBF{}"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 1: "
-	  "expected a JSON value, got U+FEFF" },
+	{IN("\xEF\xBB\xBF\xEF\xBB\xBF{}"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 1: "
+	 "expected a JSON value, got U+FEFF"},
 
 	/* Truncated input. */
-	{ IN("{\"a\":[1,{\"b\":tru"), TPS_ERR_INPUT,
-	  "t.json: /a/1/b: unexpected end of input at line 1, column 17" },
-	{ IN("{\"a\":"), TPS_ERR_INPUT,
-	  "t.json: /a: unexpected end of input at line 1, column 6" },
-	{ IN("[1,"), TPS_ERR_INPUT,
-	  "t.json: /1: unexpected end of input at line 1, column 4" },
-	{ IN("{"), TPS_ERR_INPUT,
-	  "t.json: (root): unexpected end of input at line 1, column 2" },
-	{ IN("{\"a\":{\"b\":\"abc"), TPS_ERR_INPUT,
-	  "t.json: /a/b: unexpected end of input" },
-	{ IN("[\"\\u12"), TPS_ERR_INPUT, "/0: unexpected end of input" },
-	{ IN("1."), TPS_ERR_INPUT, "(root): unexpected end of input" },
-	{ IN("[1\n"), TPS_ERR_INPUT,
-	  "(root): unexpected end of input at line 2, column 1" },
+	{IN("{\"a\":[1,{\"b\":tru"), TPS_ERR_INPUT,
+	 "t.json: /a/1/b: unexpected end of input at line 1, column 17"},
+	{IN("{\"a\":"), TPS_ERR_INPUT,
+	 "t.json: /a: unexpected end of input at line 1, column 6"},
+	{IN("[1,"), TPS_ERR_INPUT,
+	 "t.json: /1: unexpected end of input at line 1, column 4"},
+	{IN("{"), TPS_ERR_INPUT,
+	 "t.json: (root): unexpected end of input at line 1, column 2"},
+	{IN("{\"a\":{\"b\":\"abc"), TPS_ERR_INPUT,
+	 "t.json: /a/b: unexpected end of input"},
+	{IN("[\"\\u12"), TPS_ERR_INPUT, "/0: unexpected end of input"},
+	{IN("1."), TPS_ERR_INPUT, "(root): unexpected end of input"},
+	{IN("[1\n"), TPS_ERR_INPUT,
+	 "(root): unexpected end of input at line 2, column 1"},
 
 	/* Empty input. */
-	{ IN(""), TPS_ERR_INPUT, "t.json: (root): empty input" },
-	{ IN(" \t\r\n "), TPS_ERR_INPUT, "t.json: (root): empty input" },
-	{ IN("\xEF\xBB\xBF"), TPS_ERR_INPUT, "t.json: (root): empty input" },
+	{IN(""), TPS_ERR_INPUT, "t.json: (root): empty input"},
+	{IN(" \t\r\n "), TPS_ERR_INPUT, "t.json: (root): empty input"},
+	{IN("\xEF\xBB\xBF"), TPS_ERR_INPUT, "t.json: (root): empty input"},
 
 	/* Trailing content. */
-	{ IN("{\"a\":1}x"), TPS_ERR_INPUT,
-	  "t.json: (root): invalid JSON at line 1, column 8: "
-	  "trailing content after the JSON value" },
-	{ IN("{} {}"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 4: trailing content" },
-	{ IN("1 2"), TPS_ERR_INPUT, "(root): invalid JSON at line 1, "
-				    "column 3: trailing content" },
+	{IN("{\"a\":1}x"), TPS_ERR_INPUT,
+	 "t.json: (root): invalid JSON at line 1, column 8: "
+	 "trailing content after the JSON value"},
+	{IN("{} {}"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 4: trailing content"},
+	{IN("1 2"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, "
+	 "column 3: trailing content"},
 
 	/* NUL bytes. */
-	{ IN("[1]\0"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 4: "
-	  "NUL byte after the JSON value" },
-	{ IN("\0"), TPS_ERR_INPUT, "(root): invalid JSON at line 1, "
-				   "column 1: NUL byte" },
-	{ IN("{\"a\":[1,{\"b\":\"x\0y\"}]}"), TPS_ERR_INPUT,
-	  "t.json: /a/1/b: invalid JSON at line 1, column 16: "
-	  "NUL byte in string" },
-	{ IN("{\"a\0\":1}"), TPS_ERR_INPUT,
-	  "t.json: (root): invalid JSON at line 1, column 4: "
-	  "NUL byte in string" },
-	{ IN("[1,\0]"), TPS_ERR_INPUT, "/1: invalid JSON at line 1, "
-				       "column 4: NUL byte" },
-	{ IN("[\"a\\u0000b\"]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 4: "
-	  "\\u0000 (NUL) is not allowed" },
+	{IN("[1]\0"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 4: "
+	 "NUL byte after the JSON value"},
+	{IN("\0"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, "
+	 "column 1: NUL byte"},
+	{IN("{\"a\":[1,{\"b\":\"x\0y\"}]}"), TPS_ERR_INPUT,
+	 "t.json: /a/1/b: invalid JSON at line 1, column 16: "
+	 "NUL byte in string"},
+	{IN("{\"a\0\":1}"), TPS_ERR_INPUT,
+	 "t.json: (root): invalid JSON at line 1, column 4: "
+	 "NUL byte in string"},
+	{IN("[1,\0]"), TPS_ERR_INPUT,
+	 "/1: invalid JSON at line 1, "
+	 "column 4: NUL byte"},
+	{IN("[\"a\\u0000b\"]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 4: "
+	 "\\u0000 (NUL) is not allowed"},
 
 	/* Invalid UTF-8. */
-	{ IN("{\"a\":[1,{\"b\":\"\xC0\xAF\"}]}"), TPS_ERR_INPUT,
-	  "t.json: /a/1/b: invalid JSON at line 1, column 15: "
-	  "invalid UTF-8 (overlong encoding)" },
-	{ IN("\"\xE0\x80\xAF\""), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 2: "
-	  "invalid UTF-8 (overlong encoding)" },
-	{ IN("\"\xF0\x80\x80\xAF\""), TPS_ERR_INPUT,
-	  "invalid UTF-8 (overlong encoding)" },
-	{ IN("[\"\xED\xA0\x80\"]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 3: "
-	  "invalid UTF-8 (UTF-16 surrogate encoded in UTF-8)" },
-	{ IN("[\"\xED\xBF\xBF\"]"), TPS_ERR_INPUT,
-	  "invalid UTF-8 (UTF-16 surrogate" },
-	{ IN("[\"\xF4\x90\x80\x80\"]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 3: "
-	  "invalid UTF-8 (code point above U+10FFFF)" },
-	{ IN("[\"\xF5\x80\x80\x80\"]"), TPS_ERR_INPUT,
-	  "invalid UTF-8 (code point above U+10FFFF)" },
-	{ IN("[\"\x80\"]"), TPS_ERR_INPUT,
-	  "invalid UTF-8 (unexpected continuation byte)" },
-	{ IN("[\"\xC3\"]"), TPS_ERR_INPUT,
-	  "invalid UTF-8 (truncated sequence)" },
-	{ IN("[\"\xE4\xB8\"]"), TPS_ERR_INPUT,
-	  "invalid UTF-8 (truncated sequence)" },
-	{ IN("[\"\xFF\"]"), TPS_ERR_INPUT, "invalid UTF-8 (byte that never" },
-	{ IN("{\"x\":{\"\xC0\x80\":1}}"), TPS_ERR_INPUT,
-	  "t.json: /x: invalid JSON at line 1, column 8: "
-	  "invalid UTF-8 (overlong encoding)" },
-	{ IN("{\"a\":[1, \xFF]}"), TPS_ERR_INPUT,
-	  "t.json: /a/1: invalid JSON at line 1, column 10: invalid UTF-8" },
-	{ IN("{}\xC3"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 3: "
-	  "invalid UTF-8 (truncated sequence)" },
+	{IN("{\"a\":[1,{\"b\":\"\xC0\xAF\"}]}"), TPS_ERR_INPUT,
+	 "t.json: /a/1/b: invalid JSON at line 1, column 15: "
+	 "invalid UTF-8 (overlong encoding)"},
+	{IN("\"\xE0\x80\xAF\""), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 2: "
+	 "invalid UTF-8 (overlong encoding)"},
+	{IN("\"\xF0\x80\x80\xAF\""), TPS_ERR_INPUT,
+	 "invalid UTF-8 (overlong encoding)"},
+	{IN("[\"\xED\xA0\x80\"]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 3: "
+	 "invalid UTF-8 (UTF-16 surrogate encoded in UTF-8)"},
+	{IN("[\"\xED\xBF\xBF\"]"), TPS_ERR_INPUT,
+	 "invalid UTF-8 (UTF-16 surrogate"},
+	{IN("[\"\xF4\x90\x80\x80\"]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 3: "
+	 "invalid UTF-8 (code point above U+10FFFF)"},
+	{IN("[\"\xF5\x80\x80\x80\"]"), TPS_ERR_INPUT,
+	 "invalid UTF-8 (code point above U+10FFFF)"},
+	{IN("[\"\x80\"]"), TPS_ERR_INPUT,
+	 "invalid UTF-8 (unexpected continuation byte)"},
+	{IN("[\"\xC3\"]"), TPS_ERR_INPUT, "invalid UTF-8 (truncated sequence)"},
+	{IN("[\"\xE4\xB8\"]"), TPS_ERR_INPUT,
+	 "invalid UTF-8 (truncated sequence)"},
+	{IN("[\"\xFF\"]"), TPS_ERR_INPUT, "invalid UTF-8 (byte that never"},
+	{IN("{\"x\":{\"\xC0\x80\":1}}"), TPS_ERR_INPUT,
+	 "t.json: /x: invalid JSON at line 1, column 8: "
+	 "invalid UTF-8 (overlong encoding)"},
+	{IN("{\"a\":[1, \xFF]}"), TPS_ERR_INPUT,
+	 "t.json: /a/1: invalid JSON at line 1, column 10: invalid UTF-8"},
+	{IN("{}\xC3"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 3: "
+	 "invalid UTF-8 (truncated sequence)"},
 
 	/* Raw control characters in strings. */
-	{ IN("{\"a\":{\"b\":\"x\ty\"}}"), TPS_ERR_INPUT,
-	  "t.json: /a/b: invalid JSON at line 1, column 13: "
-	  "raw control character U+0009 in string" },
-	{ IN("{\"a\nb\":1}"), TPS_ERR_INPUT,
-	  "t.json: (root): invalid JSON at line 1, column 4: "
-	  "raw control character U+000A in string" },
-	{ IN("[\"\x1f\"]"), TPS_ERR_INPUT, "raw control character U+001F" },
+	{IN("{\"a\":{\"b\":\"x\ty\"}}"), TPS_ERR_INPUT,
+	 "t.json: /a/b: invalid JSON at line 1, column 13: "
+	 "raw control character U+0009 in string"},
+	{IN("{\"a\nb\":1}"), TPS_ERR_INPUT,
+	 "t.json: (root): invalid JSON at line 1, column 4: "
+	 "raw control character U+000A in string"},
+	{IN("[\"\x1f\"]"), TPS_ERR_INPUT, "raw control character U+001F"},
 
 	/* Invalid escapes. */
-	{ IN("{\"a\":[\"\\x\"]}"), TPS_ERR_INPUT,
-	  "t.json: /a/0: invalid JSON at line 1, column 8: "
-	  "invalid escape '\\x'" },
-	{ IN("[\"\\'\"]"), TPS_ERR_INPUT, "invalid escape '\\''" },
-	{ IN("[\"\\\x01\"]"), TPS_ERR_INPUT,
-	  "invalid escape (backslash followed by byte 0x01)" },
-	{ IN("[\"\\u12G4\"]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 3: "
-	  "invalid \\u escape (expected 4 hex digits)" },
-	{ IN("{\"\\q\":1}"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 3: invalid escape '\\q'" },
+	{IN("{\"a\":[\"\\x\"]}"), TPS_ERR_INPUT,
+	 "t.json: /a/0: invalid JSON at line 1, column 8: "
+	 "invalid escape '\\x'"},
+	{IN("[\"\\'\"]"), TPS_ERR_INPUT, "invalid escape '\\''"},
+	{IN("[\"\\\x01\"]"), TPS_ERR_INPUT,
+	 "invalid escape (backslash followed by byte 0x01)"},
+	{IN("[\"\\u12G4\"]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 3: "
+	 "invalid \\u escape (expected 4 hex digits)"},
+	{IN("{\"\\q\":1}"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 3: invalid escape '\\q'"},
 
 	/* Surrogate escapes. */
-	{ IN("{\"a\":{\"b\":\"\\uD800\"}}"), TPS_ERR_INPUT,
-	  "t.json: /a/b: invalid JSON at line 1, column 12: "
-	  "lone surrogate \\uD800" },
-	{ IN("[\"\\uD83Dx\"]"), TPS_ERR_INPUT, "lone surrogate \\uD83D" },
-	{ IN("[\"\\uDC00\"]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 3: lone surrogate \\uDC00" },
-	{ IN("[\"\\uDE00\\uD83D\"]"), TPS_ERR_INPUT, "lone surrogate \\uDE00" },
-	{ IN("[\"\\uD800\\u0041\"]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 3: mismatched surrogate: "
-	  "\\uD800 followed by \\u0041" },
-	{ IN("[\"\\uD800\\uD800\"]"), TPS_ERR_INPUT, "mismatched surrogate" },
-	{ IN("[\"\\uD800\\n\"]"), TPS_ERR_INPUT, "lone surrogate \\uD800" },
+	{IN("{\"a\":{\"b\":\"\\uD800\"}}"), TPS_ERR_INPUT,
+	 "t.json: /a/b: invalid JSON at line 1, column 12: "
+	 "lone surrogate \\uD800"},
+	{IN("[\"\\uD83Dx\"]"), TPS_ERR_INPUT, "lone surrogate \\uD83D"},
+	{IN("[\"\\uDC00\"]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 3: lone surrogate \\uDC00"},
+	{IN("[\"\\uDE00\\uD83D\"]"), TPS_ERR_INPUT, "lone surrogate \\uDE00"},
+	{IN("[\"\\uD800\\u0041\"]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 3: mismatched surrogate: "
+	 "\\uD800 followed by \\u0041"},
+	{IN("[\"\\uD800\\uD800\"]"), TPS_ERR_INPUT, "mismatched surrogate"},
+	{IN("[\"\\uD800\\n\"]"), TPS_ERR_INPUT, "lone surrogate \\uD800"},
 
 	/* Numbers. */
-	{ IN("{\"a\":[0,{\"b\":01}]}"), TPS_ERR_INPUT,
-	  "t.json: /a/1/b: invalid JSON at line 1, column 14: "
-	  "leading zero in number" },
-	{ IN("-01"), TPS_ERR_INPUT,
-	  "(root): invalid JSON at line 1, column 1: leading zero in number" },
-	{ IN("[00]"), TPS_ERR_INPUT, "/0: invalid JSON at line 1, column 2: "
-				     "leading zero" },
-	{ IN("[-00.5]"), TPS_ERR_INPUT, "/0: invalid JSON at line 1, "
-					"column 2: leading zero" },
-	{ IN("[1.]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 4: "
-	  "expected a digit after '.' in number, got ']'" },
-	{ IN("[1.e5]"), TPS_ERR_INPUT, "expected a digit after '.'" },
-	{ IN("{\"a\":[.5]}"), TPS_ERR_INPUT,
-	  "t.json: /a/0: invalid JSON at line 1, column 7: "
-	  "expected a JSON value, got '.'" },
-	{ IN("[+1]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 2: "
-	  "expected a JSON value, got '+'" },
-	{ IN("[1e]"), TPS_ERR_INPUT,
-	  "/0: invalid JSON at line 1, column 4: "
-	  "expected a digit in the exponent, got ']'" },
-	{ IN("[1E+]"), TPS_ERR_INPUT, "expected a digit in the exponent" },
-	{ IN("[-]"), TPS_ERR_INPUT, "/0: invalid JSON at line 1, column 3: "
-				    "expected a digit after '-', got ']'" },
-	{ IN("[-a]"), TPS_ERR_INPUT, "expected a digit after '-'" },
-	{ IN("[0x10]"), TPS_ERR_INPUT, "expected ',' or ']', got 'x'" },
-	{ IN("[1.5.2]"), TPS_ERR_INPUT, "expected ',' or ']', got '.'" },
-	{ IN("[\xC3\xA9, 01]"), TPS_ERR_INPUT,
-	  /* Columns count characters, not bytes. */
-	  "/0: invalid JSON at line 1, column 2: expected a JSON value, "
-	  "got U+00E9" },
-	{ IN("[\"\xC3\xA9\", 01]"), TPS_ERR_INPUT,
-	  "/1: invalid JSON at line 1, column 7: leading zero in number" },
-	{ IN("{\n  \"a\": 01\n}"), TPS_ERR_INPUT,
-	  "t.json: /a: invalid JSON at line 2, column 8: "
-	  "leading zero in number" },
+	{IN("{\"a\":[0,{\"b\":01}]}"), TPS_ERR_INPUT,
+	 "t.json: /a/1/b: invalid JSON at line 1, column 14: "
+	 "leading zero in number"},
+	{IN("-01"), TPS_ERR_INPUT,
+	 "(root): invalid JSON at line 1, column 1: leading zero in number"},
+	{IN("[00]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 2: "
+	 "leading zero"},
+	{IN("[-00.5]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, "
+	 "column 2: leading zero"},
+	{IN("[1.]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 4: "
+	 "expected a digit after '.' in number, got ']'"},
+	{IN("[1.e5]"), TPS_ERR_INPUT, "expected a digit after '.'"},
+	{IN("{\"a\":[.5]}"), TPS_ERR_INPUT,
+	 "t.json: /a/0: invalid JSON at line 1, column 7: "
+	 "expected a JSON value, got '.'"},
+	{IN("[+1]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 2: "
+	 "expected a JSON value, got '+'"},
+	{IN("[1e]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 4: "
+	 "expected a digit in the exponent, got ']'"},
+	{IN("[1E+]"), TPS_ERR_INPUT, "expected a digit in the exponent"},
+	{IN("[-]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 3: "
+	 "expected a digit after '-', got ']'"},
+	{IN("[-a]"), TPS_ERR_INPUT, "expected a digit after '-'"},
+	{IN("[0x10]"), TPS_ERR_INPUT, "expected ',' or ']', got 'x'"},
+	{IN("[1.5.2]"), TPS_ERR_INPUT, "expected ',' or ']', got '.'"},
+	{IN("[\xC3\xA9, 01]"), TPS_ERR_INPUT,
+	 /* Columns count characters, not bytes. */
+	 "/0: invalid JSON at line 1, column 2: expected a JSON value, "
+	 "got U+00E9"},
+	{IN("[\"\xC3\xA9\", 01]"), TPS_ERR_INPUT,
+	 "/1: invalid JSON at line 1, column 7: leading zero in number"},
+	{IN("{\n  \"a\": 01\n}"), TPS_ERR_INPUT,
+	 "t.json: /a: invalid JSON at line 2, column 8: "
+	 "leading zero in number"},
 
 	/* null. */
-	{ IN("{\"a\":[1,{\"b\":null}]}"), TPS_ERR_INPUT,
-	  "t.json: /a/1/b: null is not allowed (line 1, column 14)" },
-	{ IN("null"), TPS_ERR_INPUT, "t.json: (root): null is not allowed" },
-	{ IN("[null]"), TPS_ERR_INPUT, "t.json: /0: null is not allowed" },
-	{ IN("[nul"), TPS_ERR_INPUT, "/0: unexpected end of input" },
-	{ IN("[nil]"), TPS_ERR_INPUT, "/0: invalid JSON at line 1, column 2: "
-				      "invalid literal" },
+	{IN("{\"a\":[1,{\"b\":null}]}"), TPS_ERR_INPUT,
+	 "t.json: /a/1/b: null is not allowed (line 1, column 14)"},
+	{IN("null"), TPS_ERR_INPUT, "t.json: (root): null is not allowed"},
+	{IN("[null]"), TPS_ERR_INPUT, "t.json: /0: null is not allowed"},
+	{IN("[nul"), TPS_ERR_INPUT, "/0: unexpected end of input"},
+	{IN("[nil]"), TPS_ERR_INPUT,
+	 "/0: invalid JSON at line 1, column 2: "
+	 "invalid literal"},
 
 	/* Duplicate keys (compared after decoding escapes). */
-	{ IN("{\"a\":1,\"a\":2}"), TPS_ERR_INPUT,
-	  "t.json: /a: duplicate key \"a\"" },
-	{ IN("{\"a\":1,\"\\u0061\":2}"), TPS_ERR_INPUT,
-	  "t.json: /a: duplicate key \"a\"" },
-	{ IN("{\"x\":[{\"k\":1,\"m\":2,\"k\":3}]}"), TPS_ERR_INPUT,
-	  "t.json: /x/0/k: duplicate key \"k\"" },
-	{ IN("{\"a/b\":1,\"a\\/b\":2}"), TPS_ERR_INPUT,
-	  "t.json: /a~1b: duplicate key \"a/b\"" },
-	{ IN("{\"m~n\":{},\"m~n\":{}}"), TPS_ERR_INPUT,
-	  "t.json: /m~0n: duplicate key \"m~n\"" },
-	{ IN("{\"\":1,\"\":2}"), TPS_ERR_INPUT,
-	  "t.json: /: duplicate key \"\"" },
-	{ IN("{\"\xC3\xA9\":1,\"\\u00e9\":2}"), TPS_ERR_INPUT,
-	  "t.json: /\xC3\xA9: duplicate key \"\xC3\xA9\"" },
-	{ IN("{\"\\ud83d\\ude00\":1,\"\xF0\x9F\x98\x80\":2}"), TPS_ERR_INPUT,
-	  "duplicate key \"\xF0\x9F\x98\x80\"" },
+	{IN("{\"a\":1,\"a\":2}"), TPS_ERR_INPUT,
+	 "t.json: /a: duplicate key \"a\""},
+	{IN("{\"a\":1,\"\\u0061\":2}"), TPS_ERR_INPUT,
+	 "t.json: /a: duplicate key \"a\""},
+	{IN("{\"x\":[{\"k\":1,\"m\":2,\"k\":3}]}"), TPS_ERR_INPUT,
+	 "t.json: /x/0/k: duplicate key \"k\""},
+	{IN("{\"a/b\":1,\"a\\/b\":2}"), TPS_ERR_INPUT,
+	 "t.json: /a~1b: duplicate key \"a/b\""},
+	{IN("{\"m~n\":{},\"m~n\":{}}"), TPS_ERR_INPUT,
+	 "t.json: /m~0n: duplicate key \"m~n\""},
+	{IN("{\"\":1,\"\":2}"), TPS_ERR_INPUT, "t.json: /: duplicate key \"\""},
+	{IN("{\"\xC3\xA9\":1,\"\\u00e9\":2}"), TPS_ERR_INPUT,
+	 "t.json: /\xC3\xA9: duplicate key \"\xC3\xA9\""},
+	{IN("{\"\\ud83d\\ude00\":1,\"\xF0\x9F\x98\x80\":2}"), TPS_ERR_INPUT,
+	 "duplicate key \"\xF0\x9F\x98\x80\""},
 	/* Key text echoed in messages is escaped, pointer included. */
-	{ IN("{\"a\\nb\":1,\"a\\nb\":2}"), TPS_ERR_INPUT,
-	  "t.json: /a\\nb: duplicate key \"a\\nb\"" },
-	{ IN("{\"q\\\"\\u001b\":1,\"q\\\"\\u001b\":2}"), TPS_ERR_INPUT,
-	  "duplicate key \"q\\\"\\u001b\"" },
+	{IN("{\"a\\nb\":1,\"a\\nb\":2}"), TPS_ERR_INPUT,
+	 "t.json: /a\\nb: duplicate key \"a\\nb\""},
+	{IN("{\"q\\\"\\u001b\":1,\"q\\\"\\u001b\":2}"), TPS_ERR_INPUT,
+	 "duplicate key \"q\\\"\\u001b\""},
 	/* The duplicate is found before later errors in the object. */
-	{ IN("{\"a\":1,\"a\":01}"), TPS_ERR_INPUT, "/a: duplicate key" },
+	{IN("{\"a\":1,\"a\":01}"), TPS_ERR_INPUT, "/a: duplicate key"},
 	/* Pointer keys escaped per RFC 6901 for other errors too. */
-	{ IN("{\"a/b\":[1,{\"c\":null}]}"), TPS_ERR_INPUT,
-	  "t.json: /a~1b/1/c: null is not allowed" },
-	{ IN("{\"m~n\":01}"), TPS_ERR_INPUT,
-	  "t.json: /m~0n: invalid JSON at line 1, column 8: leading zero" },
+	{IN("{\"a/b\":[1,{\"c\":null}]}"), TPS_ERR_INPUT,
+	 "t.json: /a~1b/1/c: null is not allowed"},
+	{IN("{\"m~n\":01}"), TPS_ERR_INPUT,
+	 "t.json: /m~0n: invalid JSON at line 1, column 8: leading zero"},
 };
 
 START_TEST(parse_strict_rejects_bad_input)
@@ -327,35 +332,35 @@ struct good_case {
 };
 
 static const struct good_case good_cases[] = {
-	{ IN("{}") },
-	{ IN("[]") },
-	{ IN("0") },
-	{ IN("-0") },
-	{ IN("2.0") },
-	{ IN("1e5") },
-	{ IN("1E+5") },
-	{ IN("-1.5e-3") },
-	{ IN("0.0e0") },
-	{ IN("true") },
-	{ IN("false") },
-	{ IN("\"\"") },
-	{ IN(" \t\r\n[1]\n") },
-	{ IN("\xEF\xBB\xBF{\"a\":1}") },
-	{ IN("\xEF\xBB\xBF 7 ") },
-	{ IN("{\"a\":[1,{\"b\":[true,false,\"x\",[],{}]}],\"c\":{}}") },
-	{ IN("[\"\\u00e9\\u4E2D\"]") },
-	{ IN("[\"\\ud83d\\ude00\"]") },
-	{ IN("[\"\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF\"]") },
-	{ IN("[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]") },
-	{ IN("{\"\":1,\"a\":2}") },
-	{ IN("{\"a/b\":1,\"m~n\":2,\"a~1b\":3}") },
+	{IN("{}")},
+	{IN("[]")},
+	{IN("0")},
+	{IN("-0")},
+	{IN("2.0")},
+	{IN("1e5")},
+	{IN("1E+5")},
+	{IN("-1.5e-3")},
+	{IN("0.0e0")},
+	{IN("true")},
+	{IN("false")},
+	{IN("\"\"")},
+	{IN(" \t\r\n[1]\n")},
+	{IN("\xEF\xBB\xBF{\"a\":1}")},
+	{IN("\xEF\xBB\xBF 7 ")},
+	{IN("{\"a\":[1,{\"b\":[true,false,\"x\",[],{}]}],\"c\":{}}")},
+	{IN("[\"\\u00e9\\u4E2D\"]")},
+	{IN("[\"\\ud83d\\ude00\"]")},
+	{IN("[\"\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF\"]")},
+	{IN("[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]")},
+	{IN("{\"\":1,\"a\":2}")},
+	{IN("{\"a/b\":1,\"m~n\":2,\"a~1b\":3}")},
 	/* Same key in different objects, and inner keys reused outside. */
-	{ IN("{\"a\":{\"a\":1},\"b\":{\"a\":2}}") },
-	{ IN("[{\"a\":1},{\"a\":2}]") },
-	{ IN("{\"x\":{\"k\":1},\"k\":2}") },
-	{ IN("{\"a\":1,\"\\u0062\":2,\"A\":3}") },
+	{IN("{\"a\":{\"a\":1},\"b\":{\"a\":2}}")},
+	{IN("[{\"a\":1},{\"a\":2}]")},
+	{IN("{\"x\":{\"k\":1},\"k\":2}")},
+	{IN("{\"a\":1,\"\\u0062\":2,\"A\":3}")},
 	/* Keys equal only as byte prefixes. */
-	{ IN("{\"ab\":1,\"a\":2,\"abc\":3}") },
+	{IN("{\"ab\":1,\"a\":2,\"abc\":3}")},
 };
 
 START_TEST(parse_strict_accepts_good_input)
@@ -404,7 +409,7 @@ END_TEST
 
 START_TEST(parse_strict_leaves_output_untouched_on_error)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	cJSON sentinel;
 	cJSON *tree = &sentinel;
 
@@ -417,13 +422,13 @@ END_TEST
 
 START_TEST(parse_strict_reads_only_len_bytes)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	cJSON *tree = NULL;
 
 	/* The text after len is not part of the document. */
-	ck_assert_int_eq(tps_json_parse_strict("x", "[1] garbage", 3, &tree,
-					       &err),
-			 TPS_OK);
+	ck_assert_int_eq(
+		tps_json_parse_strict("x", "[1] garbage", 3, &tree, &err),
+		TPS_OK);
 	ck_assert_int_eq(cJSON_GetArraySize(tree), 1);
 	cJSON_Delete(tree);
 }
@@ -431,12 +436,12 @@ END_TEST
 
 START_TEST(parse_strict_escapes_name_in_messages)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	cJSON *tree = NULL;
 
-	ck_assert_int_eq(tps_json_parse_strict("a\nb.json", "null", 4, &tree,
-					       &err),
-			 TPS_ERR_INPUT);
+	ck_assert_int_eq(
+		tps_json_parse_strict("a\nb.json", "null", 4, &tree, &err),
+		TPS_ERR_INPUT);
 	ck_assert_str_eq(err.message, "a\\nb.json: (root): null is not allowed "
 				      "(line 1, column 1)");
 }
@@ -611,8 +616,8 @@ START_TEST(parse_strict_keeps_value_of_long_numbers)
 	memset(num, '0', 71);
 	num[0] = '1';
 	num[71] = '\0';
-	n = (size_t)snprintf(in, sizeof in, "{\"a\":[%s,-%s],\"b\":\"x\"}",
-			     num, num);
+	n = (size_t)snprintf(in, sizeof in, "{\"a\":[%s,-%s],\"b\":\"x\"}", num,
+			     num);
 	tree = expect_ok(in, n);
 	item = cJSON_GetObjectItemCaseSensitive(tree, "a");
 	ck_assert(cJSON_GetArrayItem(item, 0)->valuedouble == 1e70);
@@ -677,7 +682,7 @@ static const char *tmp_path(const char *name)
 
 START_TEST(read_file_reads_regular_file)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("a.json");
 	char *buf = NULL;
 	size_t len = 0;
@@ -694,7 +699,7 @@ END_TEST
 
 START_TEST(read_file_reads_empty_file)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("empty.json");
 	char *buf = NULL;
 	size_t len = 99;
@@ -710,7 +715,7 @@ END_TEST
 
 START_TEST(read_file_accepts_file_at_limit)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("limit.json");
 	char *buf = NULL;
 	size_t len = 0;
@@ -725,7 +730,7 @@ END_TEST
 
 START_TEST(read_file_refuses_file_over_limit)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char want[2 * PATH_MAX + 128];
 	const char *path = tmp_path("big.json");
 	char sentinel = 0;
@@ -745,7 +750,7 @@ END_TEST
 
 START_TEST(read_file_names_limit_in_mib)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const size_t limit = (size_t)1 << 20;
 	const char *path = tmp_path("mib.json");
 	char *data = calloc(limit + 1, 1);
@@ -766,7 +771,7 @@ END_TEST
 
 START_TEST(read_file_refuses_directory)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char want[2 * PATH_MAX + 128];
 	char *buf = NULL;
 	size_t len = 0;
@@ -782,7 +787,7 @@ END_TEST
 
 START_TEST(read_file_refuses_fifo_without_blocking)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("fifo");
 	char *buf = NULL;
 	size_t len = 0;
@@ -790,20 +795,19 @@ START_TEST(read_file_refuses_fifo_without_blocking)
 	ck_assert_int_eq(mkfifo(path, 0600), 0);
 	ck_assert_int_eq(tps_json_read_file(path, 16, &buf, &len, &err),
 			 TPS_ERR_IO);
-	ck_assert_ptr_nonnull(strstr(err.message,
-				     "fifo: not a regular file (a FIFO)"));
+	ck_assert_ptr_nonnull(
+		strstr(err.message, "fifo: not a regular file (a FIFO)"));
 	ck_assert_ptr_null(buf);
 }
 END_TEST
 
 START_TEST(read_file_refuses_device)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char *buf = NULL;
 	size_t len = 0;
 
-	ck_assert_int_eq(tps_json_read_file("/dev/null", 16, &buf, &len,
-					    &err),
+	ck_assert_int_eq(tps_json_read_file("/dev/null", 16, &buf, &len, &err),
 			 TPS_ERR_IO);
 	ck_assert_str_eq(err.message,
 			 "/dev/null: not a regular file (a character device)");
@@ -813,7 +817,7 @@ END_TEST
 
 START_TEST(read_file_reports_missing_file)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char want[2 * PATH_MAX + 128];
 	const char *path = tmp_path("missing.json");
 	char *buf = NULL;
@@ -859,7 +863,7 @@ static int pipe_with(size_t n)
 
 START_TEST(read_file_reads_stdin_pipe)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char *buf = NULL;
 	size_t len = 0;
 
@@ -873,7 +877,7 @@ END_TEST
 
 START_TEST(read_file_refuses_stdin_pipe_over_limit)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char *buf = NULL;
 	size_t len = 0;
 
@@ -887,7 +891,7 @@ END_TEST
 
 START_TEST(read_file_checks_size_of_stdin_file)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("stdin.json");
 	char *buf = NULL;
 	size_t len = 0;
@@ -915,31 +919,32 @@ END_TEST
 START_TEST(load_parses_file)
 {
 	static const char text[] = "\xEF\xBB\xBF{\"tpsim\": 1}\n";
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("cfg.json");
 	cJSON *tree = NULL;
 
 	tu_write_file(path, text, sizeof text - 1);
-	ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &tree,
-				       &err),
-			 TPS_OK);
-	ck_assert(cJSON_GetObjectItemCaseSensitive(tree, "tpsim")
-			  ->valuedouble == 1.0);
+	ck_assert_int_eq(
+		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &tree, &err),
+		TPS_OK);
+	ck_assert(
+		cJSON_GetObjectItemCaseSensitive(tree, "tpsim")->valuedouble ==
+		1.0);
 	cJSON_Delete(tree);
 }
 END_TEST
 
 START_TEST(load_names_file_in_parse_errors)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	char want[2 * PATH_MAX + 128];
 	const char *path = tmp_path("bad.json");
 	cJSON *tree = NULL;
 
 	tu_write_file(path, "{\"plan\":{\"fc2\":1,\"fc2\":2}}", 26);
-	ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &tree,
-				       &err),
-			 TPS_ERR_INPUT);
+	ck_assert_int_eq(
+		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &tree, &err),
+		TPS_ERR_INPUT);
 	snprintf(want, sizeof want, "%s: /plan/fc2: duplicate key \"fc2\"",
 		 path);
 	ck_assert_str_eq(err.message, want);
@@ -949,7 +954,7 @@ END_TEST
 
 START_TEST(load_passes_read_errors_through)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("big.json");
 	cJSON *tree = NULL;
 
@@ -962,7 +967,7 @@ END_TEST
 
 START_TEST(load_names_stdin)
 {
-	struct tps_error err = { 0 };
+	struct tps_error err = {0};
 	const char *path = tmp_path("in.json");
 	cJSON *tree = NULL;
 	int saved = dup(STDIN_FILENO);
@@ -1108,8 +1113,9 @@ START_TEST(escape_escapes_controls_quotes_and_backslashes)
 				    sizeof out);
 	ck_assert_str_eq(out, "\\t\\r\\b\\f\\\"\\\\\\u001b\\u0001\\u007f");
 	/* C1 controls are escaped, other UTF-8 kept. */
-	tps_json_escape_for_message("\xC2\x9B" "2J \xC3\xA9\xE4\xB8\xAD", out,
-				    sizeof out);
+	tps_json_escape_for_message("\xC2\x9B"
+				    "2J \xC3\xA9\xE4\xB8\xAD",
+				    out, sizeof out);
 	ck_assert_str_eq(out, "\\u009b2J \xC3\xA9\xE4\xB8\xAD");
 	tps_json_escape_for_message("", out, sizeof out);
 	ck_assert_str_eq(out, "");
@@ -1130,7 +1136,9 @@ START_TEST(escape_truncates_with_dots)
 	/* An escape sequence is never cut in half. */
 	tps_json_escape_for_message("abc\n\n\n", out, sizeof out);
 	ck_assert_str_eq(out, "abc...");
-	tps_json_escape_for_message("a\x01" "bcdefgh", out, sizeof out);
+	tps_json_escape_for_message("a\x01"
+				    "bcdefgh",
+				    out, sizeof out);
 	ck_assert_str_eq(out, "a...");
 	/* Nor a UTF-8 character. */
 	tps_json_escape_for_message("ab\xE4\xB8\xAD\xE4\xB8\xAD", out,

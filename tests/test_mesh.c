@@ -71,7 +71,8 @@ END_TEST
 
 START_TEST(mesh_flattened_dims_give_design_groups)
 {
-	/* (2,2,2) mesh (dp,cp,tp): flattening (dp,cp) -> [0,2,4,6],[1,3,5,7]. */
+	/* (2,2,2) mesh (dp,cp,tp): flattening (dp,cp) -> [0,2,4,6],[1,3,5,7].
+	 */
 	const int shape[3] = {2, 2, 2};
 	const char *names[3] = {"dp", "cp", "tp"};
 	struct tps_mesh m = make(3, shape, names);
@@ -101,9 +102,11 @@ START_TEST(mesh_every_rank_in_exactly_one_group_per_dim)
 			for (int i = 0; i < n; i++) {
 				seen[members[i]]++;
 				ck_assert_int_eq(tps_mesh_group_index(
-					&m, mask, members[i]), g);
+							 &m, mask, members[i]),
+						 g);
 				ck_assert_int_eq(tps_mesh_local_rank(
-					&m, mask, members[i]), i);
+							 &m, mask, members[i]),
+						 i);
 			}
 		}
 		for (int r = 0; r < 24; r++) {
@@ -122,16 +125,12 @@ START_TEST(mesh_bad_shapes_are_refused)
 	struct tps_error err = {0};
 	ck_assert_int_eq(tps_mesh_init(&m, 2, zero, names, &err),
 			 TPS_ERR_INPUT);
-	ck_assert_int_eq(tps_mesh_init(&m, 2, big, names, &err),
-			 TPS_ERR_LIMIT);
+	ck_assert_int_eq(tps_mesh_init(&m, 2, big, names, &err), TPS_ERR_LIMIT);
 	ck_assert_ptr_nonnull(strstr(err.message, "4096"));
-	ck_assert_int_eq(tps_mesh_init(&m, 2, ok, same, &err),
-			 TPS_ERR_INPUT);
+	ck_assert_int_eq(tps_mesh_init(&m, 2, ok, same, &err), TPS_ERR_INPUT);
 	ck_assert_ptr_nonnull(strstr(err.message, "\"x\""));
-	ck_assert_int_eq(tps_mesh_init(&m, 2, ok, empty, &err),
-			 TPS_ERR_INPUT);
-	ck_assert_int_eq(tps_mesh_init(&m, 5, ok, names, &err),
-			 TPS_ERR_LIMIT);
+	ck_assert_int_eq(tps_mesh_init(&m, 2, ok, empty, &err), TPS_ERR_INPUT);
+	ck_assert_int_eq(tps_mesh_init(&m, 5, ok, names, &err), TPS_ERR_LIMIT);
 	ck_assert_int_eq(tps_mesh_init(&m, 2, ok, names, NULL), TPS_OK);
 	ck_assert_int_eq(tps_mesh_dim_index(&m, "y"), 1);
 	ck_assert_int_eq(tps_mesh_dim_index(&m, "z"), -1);

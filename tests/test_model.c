@@ -43,14 +43,14 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 }
 
 enum shape_kind {
-	LINEAR_ONLY,   /* one linear */
-	MLP_RELU,      /* linear, relu, linear */
-	MLP_GELU,      /* linear, gelu, linear */
+	LINEAR_ONLY, /* one linear */
+	MLP_RELU,    /* linear, relu, linear */
+	MLP_GELU,    /* linear, gelu, linear */
 };
 
 struct case_spec {
 	int dp, tp;
-	int batch, seq;        /* seq 0: 2-D input (batch, in) */
+	int batch, seq; /* seq 0: 2-D input (batch, in) */
 	int64_t in, hidden, out;
 	bool bias;
 	enum shape_kind shape;
@@ -60,10 +60,9 @@ struct case_spec {
 	enum tps_init_method init;
 };
 
-static void set_linear(struct tps_module_spec *m, const char *name,
-		       int64_t in, int64_t out, bool bias,
-		       enum tps_style style, enum tps_bias_mode mode,
-		       struct tps_placement output)
+static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
+		       int64_t out, bool bias, enum tps_style style,
+		       enum tps_bias_mode mode, struct tps_placement output)
 {
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
@@ -114,8 +113,8 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 	set_linear(&spec->modules[0], "fc1", c->in, c->hidden, c->bias,
 		   c->style1, c->bias_mode, c->out1);
 	snprintf(spec->modules[1].name, TPS_NAME_MAX, "act");
-	spec->modules[1].type = c->shape == MLP_GELU ? TPS_MODULE_GELU
-						     : TPS_MODULE_RELU;
+	spec->modules[1].type =
+		c->shape == MLP_GELU ? TPS_MODULE_GELU : TPS_MODULE_RELU;
 	set_linear(&spec->modules[2], "fc2", c->hidden, c->out, c->bias,
 		   c->style2, c->bias_mode, default_output(c->style2));
 }
@@ -140,9 +139,11 @@ static struct counts run_case(const struct case_spec *c, bool exact)
 	ck_assert_int_eq(tps_model_make_input(&spec, &input, NULL), TPS_OK);
 	ck_assert_int_eq(tps_model_emit_setup(&model, sink, NULL), TPS_OK);
 	ck_assert_msg(tps_model_forward(&model, &input, sink, 0, &out, &err) ==
-		      TPS_OK, "%s", err.message);
-	ck_assert_int_eq(tps_model_reference_forward(&model, &input, &ref,
-						     NULL), TPS_OK);
+			      TPS_OK,
+		      "%s", err.message);
+	ck_assert_int_eq(
+		tps_model_reference_forward(&model, &input, &ref, NULL),
+		TPS_OK);
 	tps_run_compare(&out, &ref, 1e-5, 1e-5, &diff, &match);
 	if (diff > worst_diff) {
 		worst_diff = diff;
@@ -182,8 +183,8 @@ START_TEST(single_layers_match_reference_exactly)
 {
 	/* arange values keep every partial sum an integer below 2^24, so TP
 	 * must match bit for bit (DESIGN.md section 3). */
-	const enum tps_style styles[3] = {TPS_STYLE_COLWISE,
-					  TPS_STYLE_ROWWISE, TPS_STYLE_NONE};
+	const enum tps_style styles[3] = {TPS_STYLE_COLWISE, TPS_STYLE_ROWWISE,
+					  TPS_STYLE_NONE};
 	int tp = _i;
 	worst_diff = 0;
 	for (int s = 0; s < 3; s++) {
@@ -220,9 +221,8 @@ END_TEST
 
 START_TEST(mlp_matches_reference_in_every_bias_mode)
 {
-	const enum tps_bias_mode modes[3] = {TPS_BIAS_AFTER_REDUCE,
-					     TPS_BIAS_PARTIAL_SPLIT,
-					     TPS_BIAS_RANK0};
+	const enum tps_bias_mode modes[3] = {
+		TPS_BIAS_AFTER_REDUCE, TPS_BIAS_PARTIAL_SPLIT, TPS_BIAS_RANK0};
 	int tp = _i;
 	worst_diff = 0;
 	for (int m = 0; m < 3; m++) {
@@ -290,9 +290,8 @@ START_TEST(sequence_parallel_layouts_match_reference)
 	 * relu on the sequence shards, colwise with input shard(1) (an
 	 * all_gather first): Megatron's sequence parallelism on (batch, seq,
 	 * hidden) activations, with seq lengths that do and do not divide. */
-	const enum tps_bias_mode modes[3] = {TPS_BIAS_AFTER_REDUCE,
-					     TPS_BIAS_PARTIAL_SPLIT,
-					     TPS_BIAS_RANK0};
+	const enum tps_bias_mode modes[3] = {
+		TPS_BIAS_AFTER_REDUCE, TPS_BIAS_PARTIAL_SPLIT, TPS_BIAS_RANK0};
 	int tp = _i;
 	for (int seq = 1; seq <= 2 * tp + 1; seq += tp) {
 		for (int m = 0; m < 3; m++) {
@@ -320,27 +319,33 @@ START_TEST(sequence_parallel_layouts_match_reference)
 			build_spec(&spec, &c);
 			spec.modules[2].input = tps_placement_shard(1);
 			ck_assert_msg(tps_model_init(&model, &spec, &err) ==
-				      TPS_OK, "%s", err.message);
-			ck_assert_int_eq(tps_model_make_input(&spec, &input,
-							      NULL), TPS_OK);
+					      TPS_OK,
+				      "%s", err.message);
+			ck_assert_int_eq(
+				tps_model_make_input(&spec, &input, NULL),
+				TPS_OK);
 			ck_assert_msg(tps_model_forward(&model, &input, sink, 0,
 							&out, &err) == TPS_OK,
 				      "%s", err.message);
 			ck_assert_int_eq(tps_model_reference_forward(
-				&model, &input, &ref, NULL), TPS_OK);
+						 &model, &input, &ref, NULL),
+					 TPS_OK);
 			tps_run_compare(&out, &ref, 1e-5, 1e-5, &diff, &match);
-			ck_assert_msg(match, "tp=%d seq=%d mode=%s: max_abs_diff "
-				      "%g", tp, seq, tps_bias_mode_name(modes[m]),
+			ck_assert_msg(match,
+				      "tp=%d seq=%d mode=%s: max_abs_diff "
+				      "%g",
+				      tp, seq, tps_bias_mode_name(modes[m]),
 				      (double)diff);
 			if (tp > 1) {
 				/* reduce_scatter out of fc1, all_gather into
 				 * fc2, all_gather of fc2's output shards. */
-				ck_assert_int_eq(n.collectives[
-					TPS_COMM_REDUCE_SCATTER], 1);
-				ck_assert_int_eq(n.collectives[
-					TPS_COMM_ALL_GATHER], 2);
-				ck_assert_int_eq(n.collectives[
-					TPS_COMM_ALL_REDUCE], 0);
+				ck_assert_int_eq(
+					n.collectives[TPS_COMM_REDUCE_SCATTER],
+					1);
+				ck_assert_int_eq(
+					n.collectives[TPS_COMM_ALL_GATHER], 2);
+				ck_assert_int_eq(
+					n.collectives[TPS_COMM_ALL_REDUCE], 0);
 			}
 			tps_tensor_free(&input);
 			tps_tensor_free(&out);
@@ -448,7 +453,8 @@ START_TEST(divisible_policy_names_the_dim)
 	build_spec(&spec, &c);
 	spec.uneven = TPS_UNEVEN_DIVISIBLE;
 	ck_assert_int_eq(tps_model_init(&model, &spec, &err), TPS_ERR_INPUT);
-	ck_assert_str_eq(err.message, "/plan/fc: rowwise fc: in_features 10 "
+	ck_assert_str_eq(err.message,
+			 "/plan/fc: rowwise fc: in_features 10 "
 			 "not divisible by tp=4 (uneven: divisible)");
 	spec.uneven = TPS_UNEVEN_CHUNK;
 	ck_assert_int_eq(tps_model_init(&model, &spec, &err), TPS_OK);
@@ -470,8 +476,8 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(exact, single_layers_match_reference_exactly, 1, 9);
 	tcase_add_loop_test(mlp, mlp_matches_reference_in_every_bias_mode, 1,
 			    9);
-	tcase_add_loop_test(layouts, gathered_and_mismatched_layouts_still_match,
-			    1, 9);
+	tcase_add_loop_test(layouts,
+			    gathered_and_mismatched_layouts_still_match, 1, 9);
 	tcase_add_loop_test(layouts, sequence_parallel_layouts_match_reference,
 			    1, 9);
 	tcase_add_loop_test(dp, dp_times_tp_matches_reference, 0, 12);

@@ -202,7 +202,8 @@ START_TEST(linear_kernel_is_bit_identical_to_naive)
 				 TPS_OK);
 		ck_assert_int_eq(y.shape.ndim, 3);
 		tps_tensor_linear_naive(naive, x.data, w.data, 6, n, 17);
-		ck_assert_mem_eq(naive, y.data, (size_t)(6 * n) * sizeof(float));
+		ck_assert_mem_eq(naive, y.data,
+				 (size_t)(6 * n) * sizeof(float));
 		free(naive);
 		tps_tensor_free(&y);
 		tps_tensor_free(&x);

@@ -64,9 +64,9 @@ END_TEST
 
 START_TEST(trace_is_strict_json_with_keys_in_order)
 {
-	static const char *const order[] = {"format", "version", "generator",
-		"config", "mesh", "params", "inputs", "events", "result",
-		"comm"};
+	static const char *const order[] = {
+		"format", "version", "generator", "config", "mesh",
+		"params", "inputs",  "events",	  "result", "comm"};
 	const char *dir = tu_tempdir();
 	char path[512];
 	struct tps_run_summary s;
@@ -74,40 +74,44 @@ START_TEST(trace_is_strict_json_with_keys_in_order)
 	int i = 0;
 	snprintf(path, sizeof path, "%s/t.json", dir);
 	ck_assert_int_eq(run_text(dir, "", path, &s, NULL), TPS_OK);
-	ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &root,
-				       NULL), TPS_OK);
-	cJSON_ArrayForEach(item, root) {
+	ck_assert_int_eq(
+		tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &root, NULL),
+		TPS_OK);
+	cJSON_ArrayForEach(item, root)
+	{
 		ck_assert_str_eq(item->string, order[i++]);
 	}
 	ck_assert_int_eq(i, 10);
 	/* Every event has seq in order; collectives carry groups and bytes;
 	 * ranks are listed in rank order. */
 	i = 0;
-	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "events")) {
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "events"))
+	{
 		const char *kind = cJSON_GetObjectItem(ev, "kind")->valuestring;
 		cJSON *ranks = cJSON_GetObjectItem(ev, "ranks"), *r;
 		int k = 0;
 		ck_assert_int_eq(cJSON_GetObjectItem(ev, "seq")->valueint, i++);
 		if (strcmp(kind, "collective") == 0) {
-			ck_assert_ptr_nonnull(cJSON_GetObjectItem(ev, "groups"));
-			ck_assert_ptr_nonnull(cJSON_GetObjectItem(
-				ev, "bytes_per_rank"));
+			ck_assert_ptr_nonnull(
+				cJSON_GetObjectItem(ev, "groups"));
+			ck_assert_ptr_nonnull(
+				cJSON_GetObjectItem(ev, "bytes_per_rank"));
 		}
 		ck_assert_int_eq(cJSON_GetArraySize(ranks), 4);
-		cJSON_ArrayForEach(r, ranks) {
-			ck_assert_int_eq(cJSON_GetObjectItem(r, "rank")->valueint,
-					 k++);
+		cJSON_ArrayForEach(r, ranks)
+		{
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(r, "rank")->valueint, k++);
 		}
 	}
 	/* 4 params (fc1 w/b shard(0), fc2 w shard(1), b replicate). */
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
-								"params")), 4);
-	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(
-		root, "result"), "match")));
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(root, "params")), 4);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(
+		cJSON_GetObjectItem(root, "result"), "match")));
 	/* One all_reduce in the forward (fc2), nothing else moved. */
 	item = cJSON_GetObjectItem(root, "comm");
-	ck_assert_int_eq(cJSON_GetObjectItem(item, "collectives")->valueint,
-			 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(item, "collectives")->valueint, 1);
 	cJSON_Delete(root);
 	tu_rmtree(dir);
 }
@@ -133,11 +137,14 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 	struct tps_run_summary s;
 	cJSON *root = NULL, *in;
 	snprintf(path, sizeof path, "%s/t.json", dir);
-	ck_assert_int_eq(run_text(dir, ", \"trace\": {\"values\": "
-				  "\"summary\"}, \"params\": {}", path, &s,
-				  NULL), TPS_OK);
-	ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &root,
-				       NULL), TPS_OK);
+	ck_assert_int_eq(run_text(dir,
+				  ", \"trace\": {\"values\": "
+				  "\"summary\"}, \"params\": {}",
+				  path, &s, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(
+		tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &root, NULL),
+		TPS_OK);
 	in = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "inputs"), "input");
 	ck_assert_ptr_null(cJSON_GetObjectItem(in, "values"));
 	ck_assert_ptr_nonnull(cJSON_GetObjectItem(in, "min"));
@@ -149,7 +156,8 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 	snprintf(path, sizeof path, "%s/t.json", dir);
 	{
 		char cfg[512], *text;
-		const char *c = "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
+		const char *c =
+			"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 			"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": "
 			"\"fc\", \"type\": \"linear\", \"in_features\": 4, "
 			"\"out_features\": 2}], \"plan\": {\"fc\": "
@@ -172,15 +180,16 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 		}
 		snprintf(want, sizeof want, "%016llx", fnv(bytes, 48));
 		ck_assert_int_eq(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES,
-					       &root, NULL), TPS_OK);
+					       &root, NULL),
+				 TPS_OK);
 		in = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "inputs"),
 					 "input");
 		ck_assert_str_eq(cJSON_GetObjectItem(in, "hash")->valuestring,
 				 want);
 		ck_assert_int_eq(cJSON_GetObjectItem(in, "min")->valueint, 1);
 		ck_assert_int_eq(cJSON_GetObjectItem(in, "max")->valueint, 12);
-		ck_assert_double_eq(cJSON_GetObjectItem(in, "mean")->valuedouble,
-				    6.5);
+		ck_assert_double_eq(
+			cJSON_GetObjectItem(in, "mean")->valuedouble, 6.5);
 		cJSON_Delete(root);
 		text = tu_read_file(path, NULL);
 		ck_assert_ptr_null(strstr(text, "\"values\":["));
@@ -212,11 +221,13 @@ START_TEST(nan_stops_the_run_and_leaves_no_file)
 	struct tps_run_summary s;
 	struct tps_error err = {0};
 	snprintf(path, sizeof path, "%s/t.json", dir);
-	ck_assert_int_eq(run_text(dir, ", \"params\": {\"fc1.bias\": "
+	ck_assert_int_eq(run_text(dir,
+				  ", \"params\": {\"fc1.bias\": "
 				  "[3e38, 3e38, 3e38, 3e38, 3e38, 3e38], "
 				  "\"fc2.weight\": [[1, 1, 1, 1, 1, 1], "
 				  "[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]]}",
-				  path, &s, &err), TPS_ERR_NUMERIC);
+				  path, &s, &err),
+			 TPS_ERR_NUMERIC);
 	ck_assert_ptr_nonnull(strstr(err.message, "Inf in fc2.out"));
 	ck_assert_ptr_nonnull(strstr(err.message, "(forward fc2 matmul)"));
 	ck_assert_int_ne(access(path, F_OK), 0);
@@ -233,7 +244,8 @@ START_TEST(inf_in_a_matmul_names_the_event)
 	struct tps_run_summary s;
 	struct tps_error err = {0};
 	struct tps_run_options opts = {cfg, path, TPS_DEFAULT_MAX_MEMORY};
-	const char *c = "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
+	const char *c =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
 		"\"type\": \"linear\", \"in_features\": 2, \"out_features\": 2,"
 		" \"bias\": false}], \"plan\": {\"fc\": \"colwise\"}, "

@@ -47,7 +47,7 @@ enum tps_reduce_op {
 
 struct tps_comm_report {
 	enum tps_comm_op op;
-	unsigned mask;            /* the mesh dims the groups run along */
+	unsigned mask; /* the mesh dims the groups run along */
 	int group_size;
 	int64_t bytes_per_rank;
 };

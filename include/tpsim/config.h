@@ -27,8 +27,8 @@
 struct tps_run_spec {
 	struct tps_model_spec model;
 	enum tps_trace_values values;
-	double atol, rtol;       /* TP vs reference tolerance */
-	cJSON *normalized;       /* owned; the trace's "config" */
+	double atol, rtol; /* TP vs reference tolerance */
+	cJSON *normalized; /* owned; the trace's "config" */
 };
 
 /*

@@ -50,10 +50,10 @@ bool tps_placement_equal(struct tps_placement a, struct tps_placement b);
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size);
 
 struct tps_dtensor {
-	const struct tps_mesh *mesh;  /* not owned */
+	const struct tps_mesh *mesh; /* not owned */
 	struct tps_shape global;
 	struct tps_placement placements[TPS_MAX_MESH_DIMS]; /* per mesh dim */
-	struct tps_tensor *locals;    /* world_size tensors, rank order; owned */
+	struct tps_tensor *locals; /* world_size tensors, rank order; owned */
 };
 
 /*
@@ -96,15 +96,15 @@ void tps_dtensor_free(struct tps_dtensor *dt);
 
 /* One step of a redistribution, as the observer sees it. */
 enum tps_redistribute_kind {
-	TPS_REDISTRIBUTE_COLLECTIVE,  /* report says which and what it moved */
-	TPS_REDISTRIBUTE_SPLIT,       /* replicate -> shard, local */
+	TPS_REDISTRIBUTE_COLLECTIVE, /* report says which and what it moved */
+	TPS_REDISTRIBUTE_SPLIT,	     /* replicate -> shard, local */
 };
 
 struct tps_redistribute_step {
 	enum tps_redistribute_kind kind;
 	int mesh_dim;
-	struct tps_placement before, after;  /* on that mesh dim */
-	struct tps_comm_report report;       /* collectives only */
+	struct tps_placement before, after; /* on that mesh dim */
+	struct tps_comm_report report;	    /* collectives only */
 };
 
 /* Called after each step with the tensor as it now is. Returning an error

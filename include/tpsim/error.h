@@ -17,14 +17,14 @@
 
 enum tps_status {
 	TPS_OK = 0,
-	TPS_ERR_INPUT,       /* bad config, fixture or trace content */
-	TPS_ERR_IO,          /* a file could not be read or written */
-	TPS_ERR_SHAPE,       /* shapes do not fit together */
-	TPS_ERR_LIMIT,       /* a size or memory limit would be exceeded */
-	TPS_ERR_NOMEM,       /* an allocation failed */
+	TPS_ERR_INPUT,	     /* bad config, fixture or trace content */
+	TPS_ERR_IO,	     /* a file could not be read or written */
+	TPS_ERR_SHAPE,	     /* shapes do not fit together */
+	TPS_ERR_LIMIT,	     /* a size or memory limit would be exceeded */
+	TPS_ERR_NOMEM,	     /* an allocation failed */
 	TPS_ERR_NUMERIC,     /* a NaN or Inf was produced */
 	TPS_ERR_UNSUPPORTED, /* valid request this version cannot do */
-	TPS_ERR_USAGE,       /* bad command line */
+	TPS_ERR_USAGE,	     /* bad command line */
 };
 
 #define TPS_ERROR_MESSAGE_MAX 1024

@@ -26,14 +26,14 @@
 #include "tpsim/error.h"
 
 #define TPS_MAX_MESH_DIMS 4
-#define TPS_MAX_WORLD 4096
+#define TPS_MAX_WORLD	  4096
 #define TPS_MESH_NAME_MAX 64
 
 struct tps_mesh {
-	int ndim;                                   /* 1..TPS_MAX_MESH_DIMS */
-	int shape[TPS_MAX_MESH_DIMS];               /* sizes, each >= 1 */
+	int ndim;		      /* 1..TPS_MAX_MESH_DIMS */
+	int shape[TPS_MAX_MESH_DIMS]; /* sizes, each >= 1 */
 	char dim_names[TPS_MAX_MESH_DIMS][TPS_MESH_NAME_MAX];
-	int world_size;                             /* product of shape */
+	int world_size; /* product of shape */
 };
 
 /*
@@ -41,9 +41,8 @@ struct tps_mesh {
  * TPS_MESH_NAME_MAX; sizes >= 1; the world size at most TPS_MAX_WORLD.
  * On error (TPS_ERR_INPUT / TPS_ERR_LIMIT) *mesh is untouched.
  */
-enum tps_status tps_mesh_init(struct tps_mesh *mesh, int ndim,
-			      const int *shape, const char *const *names,
-			      struct tps_error *err);
+enum tps_status tps_mesh_init(struct tps_mesh *mesh, int ndim, const int *shape,
+			      const char *const *names, struct tps_error *err);
 
 /* Index of the dim called name, or -1. */
 int tps_mesh_dim_index(const struct tps_mesh *mesh, const char *name);

@@ -21,20 +21,20 @@
 
 #include "tpsim/nn.h"
 
-#define TPS_NAME_MAX 128
+#define TPS_NAME_MAX	128
 #define TPS_POINTER_MAX 192
 
 enum tps_uneven {
-	TPS_UNEVEN_CHUNK,      /* torch.chunk: ceil(n/k), trailing short */
-	TPS_UNEVEN_DIVISIBLE,  /* Megatron: n % k != 0 is an error */
+	TPS_UNEVEN_CHUNK,     /* torch.chunk: ceil(n/k), trailing short */
+	TPS_UNEVEN_DIVISIBLE, /* Megatron: n % k != 0 is an error */
 };
 
 enum tps_init_method {
-	TPS_INIT_ARANGE,   /* 1, 2, 3, ... row-major */
+	TPS_INIT_ARANGE, /* 1, 2, 3, ... row-major */
 	TPS_INIT_ONES,
 	TPS_INIT_ZEROS,
-	TPS_INIT_UNIFORM,  /* U(-a, a) */
-	TPS_INIT_NORMAL,   /* N(0, a^2) */
+	TPS_INIT_UNIFORM, /* U(-a, a) */
+	TPS_INIT_NORMAL,  /* N(0, a^2) */
 };
 
 struct tps_init_spec {
@@ -43,12 +43,12 @@ struct tps_init_spec {
 };
 
 struct tps_module_spec {
-	char name[TPS_NAME_MAX];          /* dotted path: "block.fc1" */
+	char name[TPS_NAME_MAX]; /* dotted path: "block.fc1" */
 	enum tps_module_type type;
 	int64_t in_features, out_features; /* linear only */
-	bool bias;                         /* linear only */
+	bool bias;			   /* linear only */
 	enum tps_style style;
-	enum tps_bias_mode bias_mode;      /* rowwise only */
+	enum tps_bias_mode bias_mode; /* rowwise only */
 	/* Declared tp layouts of the input and output, as the plan says them:
 	 * a shard dim may be negative (from the end), unlike a DTensor's. */
 	struct tps_placement input;
@@ -59,14 +59,14 @@ struct tps_module_spec {
 
 /* An explicit global value for one parameter ("params" in the config). */
 struct tps_param_override {
-	char name[TPS_NAME_MAX + 8];       /* "fc1.bias" */
-	struct tps_tensor value;           /* the parameter's global shape */
+	char name[TPS_NAME_MAX + 8]; /* "fc1.bias" */
+	struct tps_tensor value;     /* the parameter's global shape */
 };
 
 struct tps_model_spec {
 	struct tps_mesh mesh;
-	int tp_dim;                        /* mesh dim index */
-	int dp_dim;                        /* mesh dim index, or -1 */
+	int tp_dim; /* mesh dim index */
+	int dp_dim; /* mesh dim index, or -1 */
 	struct tps_module_spec *modules;
 	int n_modules;
 	struct tps_shape input_shape;
@@ -85,13 +85,13 @@ void tps_model_spec_free(struct tps_model_spec *spec);
 struct tps_param {
 	char name[TPS_NAME_MAX + 8];
 	struct tps_tensor global;
-	struct tps_dtensor *dist;          /* points into the module's layer */
+	struct tps_dtensor *dist; /* points into the module's layer */
 };
 
 struct tps_model {
 	const struct tps_model_spec *spec; /* not owned; must outlive model */
-	struct tps_linear *layers;         /* n_modules; linear ones used */
-	struct tps_param *params;          /* weight, then bias, per linear */
+	struct tps_linear *layers;	   /* n_modules; linear ones used */
+	struct tps_param *params;	   /* weight, then bias, per linear */
 	int n_params;
 };
 

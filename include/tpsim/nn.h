@@ -38,16 +38,16 @@
 
 /* One thing that happened, as the trace records it (DESIGN.md section 5). */
 struct tps_event {
-	int step;                /* -1 for setup events */
-	const char *phase;       /* "setup", "forward", "backward", ... */
-	const char *module;      /* "fc1", "input", "output" */
-	const char *kind;        /* "compute", "collective", "layout" */
-	const char *op;          /* "matmul", "all_reduce", "split", ... */
-	const char *tensor;      /* what was produced: "fc1.out" */
-	int mesh_dim;            /* collectives and splits; -1 otherwise */
-	unsigned mask;           /* the mesh dims its groups run along */
-	int64_t bytes_per_rank;  /* collectives; 0 otherwise */
-	const char *note;        /* NULL or one sentence */
+	int step;		/* -1 for setup events */
+	const char *phase;	/* "setup", "forward", "backward", ... */
+	const char *module;	/* "fc1", "input", "output" */
+	const char *kind;	/* "compute", "collective", "layout" */
+	const char *op;		/* "matmul", "all_reduce", "split", ... */
+	const char *tensor;	/* what was produced: "fc1.out" */
+	int mesh_dim;		/* collectives and splits; -1 otherwise */
+	unsigned mask;		/* the mesh dims its groups run along */
+	int64_t bytes_per_rank; /* collectives; 0 otherwise */
+	const char *note;	/* NULL or one sentence */
 	const struct tps_dtensor *value; /* the produced tensor, every rank */
 };
 
@@ -59,8 +59,8 @@ struct tps_event_sink {
 };
 
 enum tps_style {
-	TPS_STYLE_NONE,       /* not in the plan: replicated */
-	TPS_STYLE_REPLICATE,  /* "replicate" in the plan: the same */
+	TPS_STYLE_NONE,	     /* not in the plan: replicated */
+	TPS_STYLE_REPLICATE, /* "replicate" in the plan: the same */
 	TPS_STYLE_COLWISE,
 	TPS_STYLE_ROWWISE,
 };
@@ -92,14 +92,14 @@ struct tps_nn_context {
 
 /* A linear layer's parameters as the ranks hold them. */
 struct tps_linear {
-	const char *name;            /* module path, e.g. "block.fc1" */
+	const char *name; /* module path, e.g. "block.fc1" */
 	enum tps_style style;
 	enum tps_bias_mode bias_mode;
 	/* Declared tp layouts; a shard dim may be negative (from the end). */
 	struct tps_placement input;
 	struct tps_placement output;
-	struct tps_dtensor weight;   /* (out, in) */
-	struct tps_dtensor bias;     /* (out); locals empty when has_bias is 0 */
+	struct tps_dtensor weight; /* (out, in) */
+	struct tps_dtensor bias;   /* (out); locals empty when has_bias is 0 */
 	bool has_bias;
 };
 

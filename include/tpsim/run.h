@@ -16,14 +16,14 @@
 #include "tpsim/config.h"
 
 struct tps_run_options {
-	const char *config_path;  /* "-" is stdin */
-	const char *output_path;  /* NULL: write to `stream` */
-	int64_t max_memory;       /* bytes; refuse larger runs */
+	const char *config_path; /* "-" is stdin */
+	const char *output_path; /* NULL: write to `stream` */
+	int64_t max_memory;	 /* bytes; refuse larger runs */
 };
 
 /* What the one-line summary says. */
 struct tps_run_summary {
-	char mesh[128];           /* "(2, 2) dp x tp" */
+	char mesh[128]; /* "(2, 2) dp x tp" */
 	int world_size;
 	int n_modules;
 	int64_t events;
@@ -39,8 +39,7 @@ struct tps_run_summary {
  * nothing was written (the temporary file is removed).
  */
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
-			struct tps_run_summary *summary,
-			struct tps_error *err);
+			struct tps_run_summary *summary, struct tps_error *err);
 
 /*
  * max |a - b| over all elements (shapes must be equal, else *match is false

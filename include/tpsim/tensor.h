@@ -26,13 +26,13 @@
 #define TPS_MAX_ELEMENTS ((int64_t)1 << 31)
 
 struct tps_shape {
-	int ndim;                     /* 0..TPS_MAX_DIMS */
-	int64_t dim[TPS_MAX_DIMS];    /* sizes, each >= 0; unused entries 0 */
+	int ndim;		   /* 0..TPS_MAX_DIMS */
+	int64_t dim[TPS_MAX_DIMS]; /* sizes, each >= 0; unused entries 0 */
 };
 
 struct tps_tensor {
 	struct tps_shape shape;
-	float *data;                  /* numel floats, row-major; NULL if empty */
+	float *data; /* numel floats, row-major; NULL if empty */
 };
 
 /* Builds a shape from ndim sizes. Asserts ndim <= TPS_MAX_DIMS. */

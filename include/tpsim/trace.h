@@ -41,20 +41,20 @@ enum tps_trace_values {
 /* Collective counts and bytes per rank under one key ("all_reduce", "fc2",
  * "forward", "tp"), in first-seen order. */
 struct tps_trace_tally {
-	int section;               /* 0 by op, 1 by phase, 2 module, 3 dim */
+	int section; /* 0 by op, 1 by phase, 2 module, 3 dim */
 	char key[TPS_NAME_MAX];
 	int64_t count;
 	int64_t bytes_per_rank;
 };
 
 struct tps_trace {
-	FILE *out;                   /* not owned */
+	FILE *out; /* not owned */
 	enum tps_trace_values values;
 	const struct tps_mesh *mesh; /* not owned */
 	int64_t next_seq;
 	bool first_event;
-	int64_t collectives;         /* events of kind "collective" */
-	int64_t bytes_per_rank;      /* their sum */
+	int64_t collectives;	/* events of kind "collective" */
+	int64_t bytes_per_rank; /* their sum */
 	struct tps_trace_tally *tallies;
 	size_t n_tallies, cap_tallies;
 };
