@@ -101,7 +101,9 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 				return usage_error(err, "run: %s needs a file",
 						   argv[i - 1]);
 			}
-			opts.output_path = argv[i];
+			/* "-o -" is stdout, as "-" is stdin for inputs. */
+			opts.output_path =
+				strcmp(argv[i], "-") ? argv[i] : NULL;
 		} else if (strcmp(argv[i], "--max-memory") == 0) {
 			if (++i == argc ||
 			    !parse_size(argv[i], &opts.max_memory)) {

@@ -150,6 +150,12 @@ START_TEST(run_writes_trace_and_one_line_summary)
 		ck_assert_int_eq(st.st_mode & 0777, 0666 & ~mask);
 	}
 	result_free(&r);
+	/* "-o -" is stdout too. */
+	r = cli(5, "run", cfg, "-o", "-");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert(strncmp(r.out, "{\"format\":\"tpsim.trace\"", 23) == 0);
+	ck_assert_int_ne(access("-", F_OK), 0);
+	result_free(&r);
 	/* Without -o the trace goes to stdout, the summary to stderr. */
 	r = cli(2 + 1, "run", cfg, NULL);
 	ck_assert_int_eq(r.rc, 0);
