@@ -420,32 +420,29 @@ static void print_short_json(FILE *out, const cJSON *v, size_t limit)
 	free(text);
 }
 
-static void print_shape(FILE *out, const cJSON *shape)
+/* Prints a JSON array of numbers or strings between open and close,
+ * ", "-separated: a shape "(2, 4)" or placements "[shard(1)]". */
+static void print_list(FILE *out, const cJSON *list, char open, char close)
 {
-	const cJSON *d;
+	const cJSON *e;
 	bool first = true;
-	fputc('(', out);
-	cJSON_ArrayForEach(d, shape)
+	fputc(open, out);
+	cJSON_ArrayForEach(e, list)
 	{
-		fprintf(out, "%s%g", first ? "" : ", ",
-			cJSON_IsNumber(d) ? d->valuedouble : 0.0);
+		fputs(first ? "" : ", ", out);
+		if (cJSON_IsNumber(e)) {
+			fprintf(out, "%g", e->valuedouble);
+		} else {
+			fputs(cJSON_IsString(e) ? e->valuestring : "?", out);
+		}
 		first = false;
 	}
-	fputc(')', out);
+	fputc(close, out);
 }
 
-static void print_placements(FILE *out, const cJSON *placements)
+static void print_shape(FILE *out, const cJSON *shape)
 {
-	const cJSON *p;
-	bool first = true;
-	fputc('[', out);
-	cJSON_ArrayForEach(p, placements)
-	{
-		fprintf(out, "%s%s", first ? "" : ", ",
-			cJSON_IsString(p) ? p->valuestring : "?");
-		first = false;
-	}
-	fputc(']', out);
+	print_list(out, shape, '(', ')');
 }
 
 static void explain_event(FILE *out, const cJSON *ev)
@@ -460,8 +457,8 @@ static void explain_event(FILE *out, const cJSON *ev)
 	fprintf(out, "  [%g] %-8s %-11s %s -> ",
 		cJSON_IsNumber(seq) ? seq->valuedouble : -1.0,
 		str_of(ev, "module"), str_of(ev, "op"), str_of(ev, "tensor"));
-	print_placements(out,
-			 cJSON_GetObjectItemCaseSensitive(ev, "placements"));
+	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
+		   ']');
 	fputs(" global ", out);
 	print_shape(out, cJSON_GetObjectItemCaseSensitive(ev, "global_shape"));
 	if (strcmp(kind, "compute") != 0 &&

@@ -4,6 +4,7 @@
  * Test JSON is written with ' for " so the literals stay readable; parse_q()
  * swaps them back before cJSON_Parse.
  */
+#include "testutil.h"
 #include "tpsim/check.h"
 
 #include <check.h>
@@ -894,11 +895,5 @@ static Suite *check_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(check_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	return tu_run_suite(check_suite());
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "tpsim/comm.h"
 
 static struct tps_mesh mesh1(int n)
@@ -297,10 +298,5 @@ static Suite *comm_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(comm_suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(comm_suite());
 }

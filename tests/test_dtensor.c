@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "tpsim/dtensor.h"
 
 static struct tps_mesh mesh2(int a, int b)
@@ -316,10 +317,5 @@ static Suite *dtensor_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dtensor_suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(dtensor_suite());
 }

@@ -1232,11 +1232,5 @@ static Suite *jsonio_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(jsonio_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(jsonio_suite());
 }

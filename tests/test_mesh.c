@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "tpsim/mesh.h"
 
 static struct tps_mesh make(int ndim, const int *shape, const char **names)
@@ -156,10 +157,5 @@ static Suite *mesh_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(mesh_suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(mesh_suite());
 }

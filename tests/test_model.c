@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "tpsim/model.h"
 #include "tpsim/run.h"
 
@@ -57,6 +58,7 @@ struct case_spec {
 	enum tps_style style1, style2;
 	enum tps_bias_mode bias_mode;
 	struct tps_placement out1; /* first layer's output layout */
+	bool in2_seq;		   /* second layer's input: shard(1) */
 	enum tps_init_method init;
 };
 
@@ -117,6 +119,9 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 		c->shape == MLP_GELU ? TPS_MODULE_GELU : TPS_MODULE_RELU;
 	set_linear(&spec->modules[2], "fc2", c->hidden, c->out, c->bias,
 		   c->style2, c->bias_mode, default_output(c->style2));
+	if (c->in2_seq) {
+		spec->modules[2].input = tps_placement_shard(1);
+	}
 }
 
 static float worst_diff;
@@ -295,15 +300,8 @@ START_TEST(sequence_parallel_layouts_match_reference)
 	int tp = _i;
 	for (int seq = 1; seq <= 2 * tp + 1; seq += tp) {
 		for (int m = 0; m < 3; m++) {
-			struct tps_model_spec spec;
-			struct tps_model model;
-			struct tps_tensor input, out, ref;
-			struct counts n = {0};
-			struct tps_event_sink sink = {count_event, &n};
-			struct tps_error err = {0};
 			struct case_spec c = {0};
-			float diff;
-			bool match;
+			struct counts n;
 			c.dp = 1;
 			c.tp = tp;
 			c.batch = 2;
@@ -315,27 +313,9 @@ START_TEST(sequence_parallel_layouts_match_reference)
 			c.style2 = TPS_STYLE_COLWISE;
 			c.bias_mode = modes[m];
 			c.out1 = tps_placement_shard(1);
+			c.in2_seq = true;
 			c.init = TPS_INIT_UNIFORM;
-			build_spec(&spec, &c);
-			spec.modules[2].input = tps_placement_shard(1);
-			ck_assert_msg(tps_model_init(&model, &spec, &err) ==
-					      TPS_OK,
-				      "%s", err.message);
-			ck_assert_int_eq(
-				tps_model_make_input(&spec, &input, NULL),
-				TPS_OK);
-			ck_assert_msg(tps_model_forward(&model, &input, sink, 0,
-							&out, &err) == TPS_OK,
-				      "%s", err.message);
-			ck_assert_int_eq(tps_model_reference_forward(
-						 &model, &input, &ref, NULL),
-					 TPS_OK);
-			tps_run_compare(&out, &ref, 1e-5, 1e-5, &diff, &match);
-			ck_assert_msg(match,
-				      "tp=%d seq=%d mode=%s: max_abs_diff "
-				      "%g",
-				      tp, seq, tps_bias_mode_name(modes[m]),
-				      (double)diff);
+			n = run_case(&c, false);
 			if (tp > 1) {
 				/* reduce_scatter out of fc1, all_gather into
 				 * fc2, all_gather of fc2's output shards. */
@@ -347,11 +327,6 @@ START_TEST(sequence_parallel_layouts_match_reference)
 				ck_assert_int_eq(
 					n.collectives[TPS_COMM_ALL_REDUCE], 0);
 			}
-			tps_tensor_free(&input);
-			tps_tensor_free(&out);
-			tps_tensor_free(&ref);
-			tps_model_free(&model);
-			tps_model_spec_free(&spec);
 		}
 	}
 }
@@ -495,10 +470,5 @@ static Suite *model_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(model_suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(model_suite());
 }

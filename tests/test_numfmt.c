@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/rng.h"
 
@@ -120,10 +121,5 @@ static Suite *numfmt_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(numfmt_suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(numfmt_suite());
 }

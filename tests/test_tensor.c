@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "tpsim/rng.h"
 #include "tpsim/tensor.h"
 
@@ -306,10 +307,5 @@ static Suite *tensor_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(tensor_suite());
-	int failed;
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(tensor_suite());
 }

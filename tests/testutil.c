@@ -9,6 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int tu_run_suite(Suite *suite)
+{
+	SRunner *sr = srunner_create(suite);
+	int failed;
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 const char *tu_source_root(void)
 {
 	const char *root = getenv("TPSIM_SOURCE_ROOT");

@@ -4,6 +4,11 @@
 
 #include <stddef.h>
 
+#include <check.h>
+
+/* Runs a suite (it is freed) and returns the process exit status: every
+ * suite's main() is `return tu_run_suite(x_suite());`. */
+int tu_run_suite(Suite *suite);
 /* The source tree root (env TPSIM_SOURCE_ROOT, set by meson; "." otherwise). */
 const char *tu_source_root(void);
 /* Joins the source root and a relative path into a static buffer. */
