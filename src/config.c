@@ -15,7 +15,10 @@
 struct cfg {
 	const char *file;
 	struct tps_json_path path;
+	/* Never NULL: the caller's error, or `own` when the caller passed
+	 * none, so helpers may read the message back (c->err->message). */
 	struct tps_error *err;
+	struct tps_error own;
 };
 
 /* Fails with "<file>: <pointer>: <message>". */
@@ -1325,11 +1328,13 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 		"sampler", "mode",  "loss",	 "target", "optimizer",
 		"steps",   "trace", "tolerance", NULL};
 	struct tps_run_spec run = {0};
-	struct cfg c = {file, {{0}, 0}, err};
+	struct cfg c = {0};
 	const cJSON *version;
 	int64_t v = 0;
 	enum tps_status st;
 
+	c.file = file;
+	c.err = err ? err : &c.own;
 	tps_json_path_init(&c.path);
 	run.model.dp_dim = -1;
 	st = expect_type(&c, root, is_object, "a config object");

@@ -670,6 +670,42 @@ START_TEST(bad_config_is_rejected_at_its_pointer)
 }
 END_TEST
 
+/* The same rows with err NULL: the status alone, and no crash (the
+ * message helpers must not read through a NULL err). */
+START_TEST(bad_config_without_err_returns_its_status)
+{
+	const struct bad_config *bc = &bad_configs[_i];
+	struct tps_run_spec spec = {0};
+	cJSON *root = NULL;
+	enum tps_status st;
+
+	if (bc->stage == STAGE_JSON) {
+		return;
+	}
+	ck_assert_int_eq(parse_json(bc->json, &root, NULL), TPS_OK);
+	st = tps_config_parse(root, "cfg.json", &spec, NULL);
+	cJSON_Delete(root);
+	ck_assert_msg(st == bc->status, "row %d: status %d, want %d", _i,
+		      (int)st, (int)bc->status);
+}
+END_TEST
+
+START_TEST(input_over_2_31_elements_without_err_is_a_limit)
+{
+	/* Each size is in range, the product is 2^32: the numel check fails
+	 * after read_sizes, where the message used to be read through err. */
+	struct tps_run_spec spec = {0};
+	cJSON *root = NULL;
+
+	ck_assert_int_eq(parse_json(INPUT_SHAPE("[1073741824,4]") "}", &root,
+				    NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_config_parse(root, "cfg.json", &spec, NULL),
+			 TPS_ERR_LIMIT);
+	cJSON_Delete(root);
+}
+END_TEST
+
 /* Configs too big to write inline. */
 
 /* n modules "m0", "m1", ... of type relu, in a config that is otherwise
@@ -1373,6 +1409,9 @@ static Suite *config_suite(void)
 	tc = tcase_create("bad_configs");
 	tcase_add_loop_test(tc, bad_config_is_rejected_at_its_pointer, 0,
 			    N_BAD_CONFIGS);
+	tcase_add_loop_test(tc, bad_config_without_err_returns_its_status, 0,
+			    N_BAD_CONFIGS);
+	tcase_add_test(tc, input_over_2_31_elements_without_err_is_a_limit);
 	tcase_add_test(tc, model_with_4097_modules_is_refused_as_a_limit);
 	tcase_add_test(tc, plan_pattern_of_many_stars_is_matched_quickly);
 	suite_add_tcase(s, tc);
