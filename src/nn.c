@@ -63,6 +63,7 @@ static enum tps_status emit_compute(const struct tps_nn_context *ctx,
 struct layout_observer {
 	const struct tps_nn_context *ctx;
 	const char *module, *tensor, *note;
+	bool sink_failed; /* the sink's message is complete: no prefix */
 };
 
 /* Turns each redistribution step into one event. */
@@ -71,9 +72,10 @@ static enum tps_status on_step(void *opaque,
 			       const struct tps_dtensor *dt,
 			       struct tps_error *err)
 {
-	const struct layout_observer *o = opaque;
+	struct layout_observer *o = opaque;
 	struct tps_event ev = {0};
 	bool split = s->kind == TPS_REDISTRIBUTE_SPLIT;
+	enum tps_status st;
 	ev.module = o->module;
 	ev.kind = split ? "layout" : "collective";
 	ev.op = split ? "split" : tps_comm_op_name(s->report.op);
@@ -83,7 +85,9 @@ static enum tps_status on_step(void *opaque,
 	ev.bytes_per_rank = split ? 0 : s->report.bytes_per_rank;
 	ev.note = o->note;
 	ev.value = dt;
-	return emit(o->ctx, &ev, err);
+	st = emit(o->ctx, &ev, err);
+	o->sink_failed = st != TPS_OK;
+	return st;
 }
 
 static struct tps_placement normalized(struct tps_placement p, int ndim)
@@ -100,12 +104,14 @@ enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
 				    const char *module, const char *tensor,
 				    const char *note, struct tps_error *err)
 {
-	struct layout_observer o = {ctx, module, tensor, note};
-	if (tps_dtensor_redistribute(x, target, on_step, &o, err) != TPS_OK) {
+	struct layout_observer o = {ctx, module, tensor, note, false};
+	enum tps_status st =
+		tps_dtensor_redistribute(x, target, on_step, &o, err);
+	/* dtensor's own messages lack the place; the sink's name it. */
+	if (st != TPS_OK && !o.sink_failed) {
 		tps_error_prefix(err, "%s: %s", module, tensor);
-		return err ? err->status : TPS_ERR_SHAPE;
 	}
-	return TPS_OK;
+	return st;
 }
 
 enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,

@@ -269,6 +269,38 @@ START_TEST(inf_in_a_matmul_names_the_event)
 }
 END_TEST
 
+START_TEST(inf_in_a_collective_is_worded_as_in_a_matmul)
+{
+	/* Each rank's partial sum is 3e38, finite; the all_reduce adds them
+	 * to Inf. The message has the one form of every NaN/Inf message:
+	 * "<file>: Inf in <tensor> on rank R (element E) at event seq S
+	 * (<phase> <module> <op>)", without a module prefix of its own. */
+	const char *dir = tu_tempdir();
+	char cfg[512], path[512];
+	struct tps_run_summary s;
+	struct tps_error err = {0};
+	struct tps_run_options opts = {cfg, path, TPS_DEFAULT_MAX_MEMORY};
+	const char *c =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
+		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
+		"\"type\": \"linear\", \"in_features\": 2, \"out_features\": 1,"
+		" \"bias\": false}], \"plan\": {\"fc\": \"rowwise\"}, "
+		"\"input\": {\"shape\": [1, 2], \"init\": \"ones\"}, "
+		"\"params\": {\"fc.weight\": [[3e38, 3e38]]}}";
+	char want[600];
+	snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	tu_write_file(cfg, c, strlen(c));
+	ck_assert_int_eq(tps_run(&opts, stdout, &s, &err), TPS_ERR_NUMERIC);
+	snprintf(want, sizeof want,
+		 "%s: Inf in fc.out on rank 0 (element 0) at event seq 3 "
+		 "(forward fc all_reduce)",
+		 cfg);
+	ck_assert_str_eq(err.message, want);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
 	Suite *s = suite_create("trace");
@@ -280,6 +312,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(fmt, summary_mode_replaces_values_with_stats_and_hash);
 	tcase_add_test(bad, nan_stops_the_run_and_leaves_no_file);
 	tcase_add_test(bad, inf_in_a_matmul_names_the_event);
+	tcase_add_test(bad, inf_in_a_collective_is_worded_as_in_a_matmul);
 	suite_add_tcase(s, det);
 	suite_add_tcase(s, fmt);
 	suite_add_tcase(s, bad);
