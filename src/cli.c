@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -410,6 +411,19 @@ static const char *str_of(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "?";
 }
 
+/* Prints a trace number as the trace writes it: integers whole (1048576,
+ * never 1.04858e+06), others as their shortest decimal; "?" if absent. */
+static void print_number(FILE *out, const cJSON *v)
+{
+	char buf[TPS_NUMFMT_MAX];
+	if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+		tps_format_double(v->valuedouble, buf);
+		fputs(buf, out);
+	} else {
+		fputc('?', out);
+	}
+}
+
 /* Prints v compactly when short enough to read in a line, else nothing. */
 static void print_short_json(FILE *out, const cJSON *v, size_t limit)
 {
@@ -431,7 +445,7 @@ static void print_list(FILE *out, const cJSON *list, char open, char close)
 	{
 		fputs(first ? "" : ", ", out);
 		if (cJSON_IsNumber(e)) {
-			fprintf(out, "%g", e->valuedouble);
+			print_number(out, e);
 		} else {
 			fputs(cJSON_IsString(e) ? e->valuestring : "?", out);
 		}
@@ -454,9 +468,10 @@ static void explain_event(FILE *out, const cJSON *ev)
 	const cJSON *r;
 	const char *kind = str_of(ev, "kind");
 
-	fprintf(out, "  [%g] %-8s %-11s %s -> ",
-		cJSON_IsNumber(seq) ? seq->valuedouble : -1.0,
-		str_of(ev, "module"), str_of(ev, "op"), str_of(ev, "tensor"));
+	fputs("  [", out);
+	print_number(out, seq);
+	fprintf(out, "] %-8s %-11s %s -> ", str_of(ev, "module"),
+		str_of(ev, "op"), str_of(ev, "tensor"));
 	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
 		   ']');
 	fputs(" global ", out);
@@ -469,14 +484,17 @@ static void explain_event(FILE *out, const cJSON *ev)
 				 60);
 	}
 	if (cJSON_IsNumber(bytes)) {
-		fprintf(out, ", %g bytes/rank", bytes->valuedouble);
+		fputs(", ", out);
+		print_number(out, bytes);
+		fputs(" bytes/rank", out);
 	}
 	fputc('\n', out);
 	cJSON_ArrayForEach(r, ranks)
 	{
 		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(r, "rank");
-		fprintf(out, "        rank %g: ",
-			cJSON_IsNumber(rank) ? rank->valuedouble : -1.0);
+		fputs("        rank ", out);
+		print_number(out, rank);
+		fputs(": ", out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
 		print_short_json(
 			out, cJSON_GetObjectItemCaseSensitive(r, "values"), 60);
@@ -540,14 +558,13 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
 		print_short_json(
 			out, cJSON_GetObjectItemCaseSensitive(o, "values"), 60);
-		fprintf(out,
-			" %s the single-device reference "
-			"(max_abs_diff %g)\n",
+		fprintf(out, " %s the single-device reference (max_abs_diff ",
 			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
 								      "match"))
 				? "matches"
-				: "DIFFERS from",
-			cJSON_IsNumber(d) ? d->valuedouble : -1.0);
+				: "DIFFERS from");
+		print_number(out, d);
+		fputs(")\n", out);
 	}
 	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm");
 	if (comm) {
@@ -555,17 +572,18 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 			cJSON_GetObjectItemCaseSensitive(comm, "collectives");
 		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
 			comm, "bytes_per_rank");
-		double count = cJSON_IsNumber(n) ? n->valuedouble : 0.0;
-		fprintf(out, "comm: %g collective%s, %g bytes per rank", count,
-			count == 1 ? "" : "s",
-			cJSON_IsNumber(b) ? b->valuedouble : 0.0);
+		fputs("comm: ", out);
+		print_number(out, n);
+		fprintf(out, " collective%s, ",
+			cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
+		print_number(out, b);
+		fputs(" bytes per rank", out);
 		cJSON_ArrayForEach(
 			op, cJSON_GetObjectItemCaseSensitive(comm, "by_op"))
 		{
-			const cJSON *c =
-				cJSON_GetObjectItemCaseSensitive(op, "count");
-			fprintf(out, "; %s x%g", op->string,
-				cJSON_IsNumber(c) ? c->valuedouble : 0.0);
+			fprintf(out, "; %s x", op->string);
+			print_number(out, cJSON_GetObjectItemCaseSensitive(
+						  op, "count"));
 		}
 		fputc('\n', out);
 	}

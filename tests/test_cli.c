@@ -459,6 +459,37 @@ START_TEST(explain_walks_the_trace_step_by_step)
 }
 END_TEST
 
+START_TEST(explain_prints_byte_counts_as_integers)
+{
+	/* A (512, 512) all_reduce over 2 ranks: c = 131072 floats, 2 (n-1) c
+	 * = 1048576 bytes, which %g would print as 1.04858e+06. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 512}], "
+		"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
+		"[512, 4]}, \"trace\": {\"values\": \"none\"}}");
+	char trace[512];
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+	r = cli(3, "explain", trace);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.out, ", 1048576 bytes/rank\n") != NULL, "%s",
+		      r.out);
+	ck_assert_msg(strstr(r.out, "1 collective, 1048576 bytes per rank") !=
+			      NULL,
+		      "%s", r.out);
+	ck_assert_ptr_null(strstr(r.out, "e+"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -524,6 +555,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
+	tcase_add_test(check, explain_prints_byte_counts_as_integers);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	suite_add_tcase(s, usage);
