@@ -132,11 +132,12 @@ END_TEST
 
 START_TEST(all_reduce_sums_in_ascending_group_order)
 {
-	/* float32: (0 + 1e8) + 1 = 1e8 (1 is lost), then - 1e8 = 0.
-	 * Any other order (e.g. 1e8 - 1e8 first) would give 1. */
+	/* float32, ranks 0, 1, 2 in order: (0 + 1e8) - 1e8 = 0, + 1 = 1.
+	 * Descending, 1 - 1e8 rounds to -1e8 and + 1e8 gives 0; so the two
+	 * orders give 1 and 0, and only ascending passes. */
 	struct tps_mesh m = mesh1(3);
-	const float vals[3] = {1e8f, 1.0f, -1e8f};
-	const float want[1] = {0.0f};
+	const float vals[3] = {1e8f, -1e8f, 1.0f};
+	const float want[1] = {1.0f};
 	struct tps_tensor *l = vectors(3, 1, vals);
 	ck_assert_int_eq(
 		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, NULL),
