@@ -56,6 +56,16 @@ static int usage_error(FILE *err, const char *fmt, const char *arg)
 	return TPS_EXIT_TROUBLE;
 }
 
+/* A usage error whose message tpsim made (user text in it is escaped
+ * already): printed as it is, plus the hint. */
+static int usage_error_message(FILE *err, const char *verb,
+			       const struct tps_error *e)
+{
+	fprintf(err, "tpsim: %s: %s\nTry 'tpsim --help'.\n", verb,
+		e->message);
+	return TPS_EXIT_TROUBLE;
+}
+
 static int trouble(FILE *err, const struct tps_error *e)
 {
 	fprintf(err, "tpsim: %s\n", e->message);
@@ -393,7 +403,7 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (tps_mesh_init(&mesh, n, sizes, (const char *const *)names, &e) !=
 	    TPS_OK) {
-		return usage_error(err, "mesh: %s", e.message);
+		return usage_error_message(err, "mesh", &e);
 	}
 	if (json) {
 		print_mesh_json(out, &mesh);

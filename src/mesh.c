@@ -3,6 +3,8 @@
 #include <assert.h>
 #include <string.h>
 
+#include "tpsim/jsonio.h"
+
 enum tps_status tps_mesh_init(struct tps_mesh *mesh, int ndim, const int *shape,
 			      const char *const *names, struct tps_error *err)
 {
@@ -37,12 +39,16 @@ enum tps_status tps_mesh_init(struct tps_mesh *mesh, int ndim, const int *shape,
 				i, len, TPS_MESH_NAME_MAX - 1);
 		}
 		for (int j = 0; j < i; j++) {
+			char esc[96];
 			if (strcmp(names[i], names[j]) == 0) {
+				/* The name is user text: escaped. */
 				return tps_error_set(
 					err, TPS_ERR_INPUT,
 					"mesh dims %d and %d are both named "
 					"\"%s\"",
-					j, i, names[i]);
+					j, i,
+					tps_json_escape_for_message(
+						names[i], esc, sizeof esc));
 			}
 		}
 		m.shape[i] = shape[i];

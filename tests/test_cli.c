@@ -511,6 +511,26 @@ START_TEST(mesh_prints_pytorch_groups)
 }
 END_TEST
 
+START_TEST(mesh_errors_quote_names_without_backslashes)
+{
+	/* The message is ours: its quotes stay quotes. A name the user
+	 * typed is escaped, so a control character cannot break the line. */
+	struct result r =
+		cli(6, "mesh", "--shape", "2,2", "--names", "tp,tp");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_msg(strstr(r.err, "tpsim: mesh: mesh dims 0 and 1 are both "
+				    "named \"tp\"\n") != NULL,
+		      "%s", r.err);
+	result_free(&r);
+	r = cli(6, "mesh", "--shape", "2,2", "--names", "a\033,a\033");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_msg(strstr(r.err, "both named \"a\\u001b\"\n") != NULL,
+		      "%s", r.err);
+	ck_assert_int_eq(count_lines(r.err), 2);
+	result_free(&r);
+}
+END_TEST
+
 START_TEST(mesh_json_is_strict_json)
 {
 	struct result r = cli(7, "mesh", "--shape", "2,2,2", "--names",
@@ -558,6 +578,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, explain_prints_byte_counts_as_integers);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
+	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);
 	suite_add_tcase(s, usage);
 	suite_add_tcase(s, run);
 	suite_add_tcase(s, check);
