@@ -224,6 +224,32 @@ START_TEST(single_layers_match_reference_exactly)
 }
 END_TEST
 
+START_TEST(arange_is_exact_only_below_2_24)
+{
+	/* The exactness of arange layers has a condition (DESIGN.md section
+	 * 3): every partial sum must stay below 2^24. A 256-input layer's
+	 * sums pass it (x W^T reaches 89642368 here), so TP's split k rounds
+	 * differently from the reference and the outputs differ, though
+	 * within tolerance. */
+	struct case_spec c = {0};
+	c.dp = 1;
+	c.tp = 8;
+	c.batch = 2;
+	c.in = 256;
+	c.out = 4;
+	c.shape = LINEAR_ONLY;
+	c.style1 = TPS_STYLE_ROWWISE;
+	c.bias_mode = TPS_BIAS_AFTER_REDUCE;
+	c.out1 = tps_placement_replicate();
+	c.init = TPS_INIT_ARANGE;
+	worst_diff = 0;
+	run_case(&c, false);
+	printf("arange 256 inputs, tp 8: max_abs_diff %g\n",
+	       (double)worst_diff);
+	ck_assert(worst_diff > 0.0f);
+}
+END_TEST
+
 START_TEST(mlp_matches_reference_in_every_bias_mode)
 {
 	const enum tps_bias_mode modes[3] = {
@@ -449,6 +475,7 @@ static Suite *model_suite(void)
 	TCase *policy = tcase_create("uneven_policy");
 	/* World sizes 1..8: the loop index is tp. */
 	tcase_add_loop_test(exact, single_layers_match_reference_exactly, 1, 9);
+	tcase_add_test(exact, arange_is_exact_only_below_2_24);
 	tcase_add_loop_test(mlp, mlp_matches_reference_in_every_bias_mode, 1,
 			    9);
 	tcase_add_loop_test(layouts,
