@@ -428,7 +428,6 @@ static enum tps_status read_dim_name(struct cfg *c, const cJSON *root,
 
 /* ---- model --------------------------------------------------------- */
 
-static const char *const module_types[] = {"linear", "relu", "gelu", NULL};
 /* Module types DESIGN.md names that later versions will add. */
 static const char *const later_types[] = {"layernorm", "embedding", "attention",
 					  "residual",  "dropout",   NULL};
@@ -505,7 +504,7 @@ static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 			}
 		}
 		if (st == TPS_OK) {
-			st = read_choice(c, type, "module type", module_types,
+			st = read_choice(c, type, "module type", tps_module_type_names,
 					 &t);
 		}
 		pop(c, saved);
@@ -515,7 +514,8 @@ static enum tps_status parse_module(struct cfg *c, const cJSON *m, int index,
 	}
 	snprintf(ms->name, sizeof ms->name, "%s", name->valuestring);
 	ms->type = (enum tps_module_type)t;
-	ms->style = TPS_STYLE_NONE;
+	ms->style = TPS_STYLE_REPLICATE;
+	ms->planned = false;
 	ms->input = tps_placement_replicate();
 	ms->output = tps_placement_replicate();
 	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "/model/%d", index);
@@ -702,11 +702,7 @@ static enum tps_status read_layout(struct cfg *c, const cJSON *v, int ndim,
 		    describe(v, got, sizeof got));
 }
 
-static const char *const style_names[] = {"colwise", "rowwise", "replicate",
-					  NULL};
 static const char *const later_styles[] = {"sequence", "vocab", NULL};
-static const char *const bias_names[] = {"after_reduce", "partial_split",
-					 "rank0", NULL};
 
 /* Applies one plan entry (key -> value) to module ms. */
 static enum tps_status apply_plan_entry(struct cfg *c, const cJSON *entry,
@@ -744,22 +740,21 @@ static enum tps_status apply_plan_entry(struct cfg *c, const cJSON *entry,
 		}
 	}
 	if (st == TPS_OK) {
-		st = read_choice(c, style, "style", style_names, &s);
+		st = read_choice(c, style, "style", tps_style_names, &s);
 	}
 	if (st == TPS_OK && s != 2 && ms->type != TPS_MODULE_LINEAR) {
 		st = fail(c, TPS_ERR_INPUT,
 			  "%s cannot apply to %s module "
 			  "\"%s\" (it has no weight to shard)",
-			  style_names[s], tps_module_type_name(ms->type),
+			  tps_style_names[s], tps_module_type_names[ms->type],
 			  ms->name);
 	}
 	pop(c, saved);
 	if (st != TPS_OK) {
 		return st;
 	}
-	ms->style = s == 0   ? TPS_STYLE_COLWISE
-		    : s == 1 ? TPS_STYLE_ROWWISE
-			     : TPS_STYLE_REPLICATE;
+	ms->style = (enum tps_style)s;
+	ms->planned = true;
 	ms->input =
 		s == 1 ? tps_placement_shard(-1) : tps_placement_replicate();
 	ms->output =
@@ -790,7 +785,7 @@ static enum tps_status apply_plan_entry(struct cfg *c, const cJSON *entry,
 				  "rowwise only (colwise adds its bias shard "
 				  "locally)");
 		} else {
-			st = read_choice(c, v, "bias mode", bias_names, &b);
+			st = read_choice(c, v, "bias mode", tps_bias_mode_names, &b);
 			ms->bias_mode = (enum tps_bias_mode)b;
 		}
 		pop(c, saved);
@@ -867,8 +862,6 @@ static enum tps_status parse_plan(struct cfg *c, const cJSON *root,
 
 /* ---- input, init, params ------------------------------------------- */
 
-static const char *const init_names[] = {"arange",  "ones",   "zeros",
-					 "uniform", "normal", NULL};
 
 /* {"init": method, "seed": n} inside obj (input/target) or the "init"
  * object itself (params). */
@@ -879,7 +872,8 @@ static enum tps_status parse_init_fields(struct cfg *c, const cJSON *obj,
 	int m = (int)init->method;
 	int64_t seed = (int64_t)init->seed;
 	enum tps_status st =
-		opt_choice(c, obj, method_key, "init method", init_names, &m);
+		opt_choice(c, obj, method_key, "init method", tps_init_method_names,
+			   &m);
 	if (st == TPS_OK) {
 		st = opt_int(c, obj, "seed", 0, (int64_t)1 << 53, &seed);
 	}
@@ -1090,11 +1084,6 @@ static enum tps_status parse_params(struct cfg *c, const cJSON *root,
 
 /* ---- the whole config ---------------------------------------------- */
 
-static const char *const uneven_names[] = {"chunk", "divisible", NULL};
-static const char *const sampler_names[] = {"chunk", "distributed", NULL};
-static const char *const mode_names[] = {"inference", "training", NULL};
-static const char *const values_names[] = {"full", "summary", "none", NULL};
-static const char *const loss_names[] = {"mse", "sum", NULL};
 
 static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 				  struct tps_run_spec *run)
@@ -1114,11 +1103,11 @@ static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 
 	spec->param_init.method = TPS_INIT_UNIFORM;
 	spec->param_init.seed = 0;
-	st = opt_choice(c, root, "uneven", "uneven policy", uneven_names,
+	st = opt_choice(c, root, "uneven", "uneven policy", tps_uneven_names,
 			&uneven);
 	spec->uneven = (enum tps_uneven)uneven;
 	if (st == TPS_OK) {
-		st = opt_choice(c, root, "sampler", "sampler", sampler_names,
+		st = opt_choice(c, root, "sampler", "sampler", tps_sampler_names,
 				&sampler);
 	}
 	if (st == TPS_OK && sampler == 1) {
@@ -1129,7 +1118,7 @@ static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 		pop(c, saved);
 	}
 	if (st == TPS_OK) {
-		st = opt_choice(c, root, "mode", "mode", mode_names, &mode);
+		st = opt_choice(c, root, "mode", "mode", tps_mode_names, &mode);
 	}
 	if (st == TPS_OK && mode == 1) {
 		saved = push_key(c, "mode");
@@ -1159,7 +1148,7 @@ static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 		}
 		if (st == TPS_OK) {
 			st = opt_choice(c, v, "values", "values mode",
-					values_names, &values);
+					tps_trace_values_names, &values);
 		}
 		pop(c, saved);
 	}
@@ -1188,7 +1177,7 @@ static enum tps_status parse_misc(struct cfg *c, const cJSON *root,
 	/* Training settings are validated now so that configs written for
 	 * later versions fail here only on "mode". */
 	if (st == TPS_OK) {
-		st = opt_choice(c, root, "loss", "loss", loss_names, &loss);
+		st = opt_choice(c, root, "loss", "loss", tps_loss_names, &loss);
 	}
 	if (st == TPS_OK && (v = get(root, "target"))) {
 		struct tps_init_spec ti = {TPS_INIT_ZEROS, 0};
@@ -1254,9 +1243,10 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 				     cJSON_CreateString(s->mesh.dim_names[i]));
 	}
 	cJSON_AddStringToObject(n, "tp_dim", s->mesh.dim_names[s->tp_dim]);
-	if (s->dp_dim >= 0) {
-		cJSON_AddStringToObject(n, "dp_dim",
-					s->mesh.dim_names[s->dp_dim]);
+	if (s->dp_mask) {
+		cJSON_AddStringToObject(
+			n, "dp_dim",
+			s->mesh.dim_names[__builtin_ctz(s->dp_mask)]);
 	}
 	a = cJSON_AddArrayToObject(n, "model");
 	p = cJSON_CreateObject();
@@ -1265,7 +1255,7 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 		cJSON *e = cJSON_CreateObject(), *pe;
 		cJSON_AddStringToObject(e, "name", m->name);
 		cJSON_AddStringToObject(e, "type",
-					tps_module_type_name(m->type));
+					tps_module_type_names[m->type]);
 		if (m->type == TPS_MODULE_LINEAR) {
 			cJSON_AddNumberToObject(e, "in_features",
 						(double)m->in_features);
@@ -1274,12 +1264,12 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 			cJSON_AddBoolToObject(e, "bias", m->bias);
 		}
 		cJSON_AddItemToArray(a, e);
-		if (m->style == TPS_STYLE_NONE) {
+		if (!m->planned) {
 			continue;
 		}
 		/* The plan, resolved per module: patterns expanded. */
 		pe = cJSON_CreateObject();
-		cJSON_AddStringToObject(pe, "style", tps_style_name(m->style));
+		cJSON_AddStringToObject(pe, "style", tps_style_names[m->style]);
 		if (m->style != TPS_STYLE_REPLICATE) {
 			cJSON_AddItemToObject(pe, "input",
 					      layout_json(m->input));
@@ -1288,7 +1278,7 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 		}
 		if (m->style == TPS_STYLE_ROWWISE) {
 			cJSON_AddStringToObject(
-				pe, "bias", tps_bias_mode_name(m->bias_mode));
+				pe, "bias", tps_bias_mode_names[m->bias_mode]);
 		}
 		cJSON_AddItemToObject(p, m->name, pe);
 	}
@@ -1299,19 +1289,19 @@ static cJSON *normalize(const cJSON *root, const struct tps_run_spec *run)
 		cJSON_AddItemToArray(
 			a, cJSON_CreateNumber((double)s->input_shape.dim[i]));
 	}
-	cJSON_AddStringToObject(o, "init", init_names[s->input_init.method]);
+	cJSON_AddStringToObject(o, "init", tps_init_method_names[s->input_init.method]);
 	cJSON_AddNumberToObject(o, "seed", (double)s->input_init.seed);
 	o = cJSON_AddObjectToObject(n, "init");
-	cJSON_AddStringToObject(o, "method", init_names[s->param_init.method]);
+	cJSON_AddStringToObject(o, "method", tps_init_method_names[s->param_init.method]);
 	cJSON_AddNumberToObject(o, "seed", (double)s->param_init.seed);
 	if ((v = get(root, "params"))) {
 		cJSON_AddItemToObject(n, "params", cJSON_Duplicate(v, true));
 	}
-	cJSON_AddStringToObject(n, "uneven", uneven_names[s->uneven]);
+	cJSON_AddStringToObject(n, "uneven", tps_uneven_names[s->uneven]);
 	cJSON_AddStringToObject(n, "sampler", "chunk");
 	cJSON_AddStringToObject(n, "mode", "inference");
 	o = cJSON_AddObjectToObject(n, "trace");
-	cJSON_AddStringToObject(o, "values", values_names[run->values]);
+	cJSON_AddStringToObject(o, "values", tps_trace_values_names[run->values]);
 	o = cJSON_AddObjectToObject(n, "tolerance");
 	cJSON_AddNumberToObject(o, "atol", run->atol);
 	cJSON_AddNumberToObject(o, "rtol", run->rtol);
@@ -1331,12 +1321,12 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	struct cfg c = {0};
 	const cJSON *version;
 	int64_t v = 0;
+	int dp_dim = -1;
 	enum tps_status st;
 
 	c.file = file;
 	c.err = err ? err : &c.own;
 	tps_json_path_init(&c.path);
-	run.model.dp_dim = -1;
 	st = expect_type(&c, root, is_object, "a config object");
 	if (st == TPS_OK) {
 		st = require(&c, root, "tpsim", &version);
@@ -1365,9 +1355,10 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	}
 	if (st == TPS_OK) {
 		st = read_dim_name(&c, root, "dp_dim", &run.model.mesh,
-				   &run.model.dp_dim);
+				   &dp_dim);
 	}
-	if (st == TPS_OK && run.model.dp_dim == run.model.tp_dim) {
+	run.model.dp_mask = dp_dim >= 0 ? 1u << dp_dim : 0u;
+	if (st == TPS_OK && dp_dim == run.model.tp_dim) {
 		size_t saved = push_key(&c, "dp_dim");
 		st = fail(&c, TPS_ERR_INPUT,
 			  "the dp dim must differ from "

@@ -7,19 +7,6 @@
 
 #include "tpsim/rng.h"
 
-void tps_model_spec_free(struct tps_model_spec *spec)
-{
-	if (!spec) {
-		return;
-	}
-	for (int i = 0; i < spec->n_overrides; i++) {
-		tps_tensor_free(&spec->overrides[i].value);
-	}
-	free(spec->overrides);
-	free(spec->modules);
-	memset(spec, 0, sizeof *spec);
-}
-
 enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 				      const struct tps_shape *shape,
 				      struct tps_init_spec init, float a,
@@ -82,7 +69,7 @@ static enum tps_status check_divisible(const struct tps_model_spec *spec,
 		err, TPS_ERR_INPUT,
 		"%s: %s %s: %s %lld not divisible by %s=%d (uneven: "
 		"divisible)",
-		m->plan_pointer, tps_style_name(m->style), m->name, what,
+		m->plan_pointer, tps_style_names[m->style], m->name, what,
 		(long long)size, spec->mesh.dim_names[spec->tp_dim], tp);
 }
 
@@ -282,10 +269,14 @@ static enum tps_status distribute_input(const struct tps_nn_context *ctx,
 		p[i] = tps_placement_replicate();
 	}
 	st = tps_dtensor_distribute(x, &spec->mesh, input, p, err);
-	if (st != TPS_OK || spec->dp_dim < 0) {
+	if (st != TPS_OK || !spec->dp_mask) {
 		return st;
 	}
-	p[spec->dp_dim] = tps_placement_shard(0);
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		if (spec->dp_mask & (1u << i)) {
+			p[i] = tps_placement_shard(0);
+		}
+	}
 	st = tps_nn_redistribute(ctx, x, p, "input", "input",
 				 "each dp rank takes its chunk of the batch",
 				 err);

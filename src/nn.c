@@ -4,37 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *tps_style_name(enum tps_style style)
-{
-	switch (style) {
-	case TPS_STYLE_NONE: return "none";
-	case TPS_STYLE_REPLICATE: return "replicate";
-	case TPS_STYLE_COLWISE: return "colwise";
-	case TPS_STYLE_ROWWISE: return "rowwise";
-	}
-	return "?";
-}
-
-const char *tps_bias_mode_name(enum tps_bias_mode mode)
-{
-	switch (mode) {
-	case TPS_BIAS_AFTER_REDUCE: return "after_reduce";
-	case TPS_BIAS_PARTIAL_SPLIT: return "partial_split";
-	case TPS_BIAS_RANK0: return "rank0";
-	}
-	return "?";
-}
-
-const char *tps_module_type_name(enum tps_module_type type)
-{
-	switch (type) {
-	case TPS_MODULE_LINEAR: return "linear";
-	case TPS_MODULE_RELU: return "relu";
-	case TPS_MODULE_GELU: return "gelu";
-	}
-	return "?";
-}
-
 static enum tps_status emit(const struct tps_nn_context *ctx,
 			    struct tps_event *ev, struct tps_error *err)
 {
@@ -162,7 +131,7 @@ local_matmul(const struct tps_nn_context *ctx, const struct tps_linear *layer,
 				       &layer->weight.locals[r], NULL, err);
 		if (st != TPS_OK) {
 			tps_error_prefix(err, "%s %s on rank %d",
-					 tps_style_name(layer->style),
+					 tps_style_names[layer->style],
 					 layer->name, r);
 		}
 	}
@@ -403,7 +372,6 @@ enum tps_status tps_nn_linear_forward(const struct tps_nn_context *ctx,
 	case TPS_STYLE_ROWWISE:
 		return rowwise_forward(ctx, layer, x, y, in_name, out_name,
 				       err);
-	case TPS_STYLE_NONE:
 	case TPS_STYLE_REPLICATE: break;
 	}
 	return replicated_forward(ctx, layer, x, y, in_name, out_name, err);
@@ -444,7 +412,7 @@ enum tps_status tps_nn_activation_forward(const struct tps_nn_context *ctx,
 	}
 	tps_dtensor_wrap(y, mesh, &x->global, x->placements, locals);
 	if (st == TPS_OK) {
-		st = emit_compute(ctx, name, tps_module_type_name(type),
+		st = emit_compute(ctx, name, tps_module_type_names[type],
 				  out_name,
 				  "element-wise on each rank's local "
 				  "values: the layout is kept",

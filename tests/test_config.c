@@ -832,7 +832,7 @@ START_TEST(design_example_parses_into_spec)
 	ck_assert_str_eq(m->mesh.dim_names[0], "dp");
 	ck_assert_str_eq(m->mesh.dim_names[1], "tp");
 	ck_assert_int_eq(m->tp_dim, 1);
-	ck_assert_int_eq(m->dp_dim, 0);
+	ck_assert_uint_eq(m->dp_mask, 1u);
 	ck_assert_int_eq(m->n_modules, 3);
 
 	fc1 = &m->modules[0];
@@ -850,7 +850,7 @@ START_TEST(design_example_parses_into_spec)
 
 	ck_assert_str_eq(act->name, "act");
 	ck_assert_int_eq(act->type, TPS_MODULE_RELU);
-	ck_assert_int_eq(act->style, TPS_STYLE_NONE);
+	ck_assert(!act->planned);
 	ck_assert_str_eq(act->plan_pointer, "/model/1");
 
 	ck_assert_str_eq(fc2->name, "fc2");
@@ -936,7 +936,7 @@ START_TEST(minimal_config_gets_defaults)
 	parse_ok(WITH_MESH("{'shape':[3,2],'dim_names':['row','col']}") "}",
 		 &spec);
 	ck_assert_int_eq(spec.model.tp_dim, 1); /* the last mesh dim */
-	ck_assert_int_eq(spec.model.dp_dim, -1);
+	ck_assert_uint_eq(spec.model.dp_mask, 0u);
 	ck_assert_int_eq(spec.model.uneven, TPS_UNEVEN_CHUNK);
 	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_FULL);
 	ck_assert(spec.atol == 1e-5);
@@ -946,7 +946,7 @@ START_TEST(minimal_config_gets_defaults)
 		const struct tps_module_spec *ms = &spec.model.modules[i];
 		char ptr[32];
 		snprintf(ptr, sizeof ptr, "/model/%d", i);
-		ck_assert_int_eq(ms->style, TPS_STYLE_NONE);
+		ck_assert(!ms->planned);
 		ck_assert(is_replicate(ms->input));
 		ck_assert(is_replicate(ms->output));
 		ck_assert_str_eq(ms->plan_pointer, ptr);
@@ -968,13 +968,13 @@ START_TEST(rowwise_bias_defaults_to_after_reduce)
 	ck_assert_int_eq(module(&spec, "fc2")->style, TPS_STYLE_ROWWISE);
 	ck_assert_int_eq(module(&spec, "fc2")->bias_mode,
 			 TPS_BIAS_AFTER_REDUCE);
-	ck_assert_int_eq(module(&spec, "act")->style, TPS_STYLE_NONE);
+	ck_assert(!module(&spec, "act")->planned);
 	tps_run_spec_free(&spec);
 
 	parse_ok(BASE ",'plan':{'fc2':{'style':'rowwise'}}}", &spec);
 	ck_assert_int_eq(module(&spec, "fc2")->bias_mode,
 			 TPS_BIAS_AFTER_REDUCE);
-	ck_assert_int_eq(module(&spec, "fc1")->style, TPS_STYLE_NONE);
+	ck_assert(!module(&spec, "fc1")->planned);
 	tps_run_spec_free(&spec);
 }
 END_TEST
@@ -1007,7 +1007,7 @@ START_TEST(explicit_settings_override_defaults)
 								   "40992}}",
 		&spec);
 	ck_assert_int_eq(spec.model.tp_dim, 0);
-	ck_assert_int_eq(spec.model.dp_dim, 1);
+	ck_assert_uint_eq(spec.model.dp_mask, 2u);
 	ck_assert_int_eq(spec.model.uneven, TPS_UNEVEN_DIVISIBLE);
 	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_SUMMARY);
 	ck_assert(spec.atol == 0.0);
@@ -1140,7 +1140,7 @@ START_TEST(star_matches_every_module_of_one_component)
 	parse_ok(BASE ",'plan':{'f*1':'colwise','*c*2':'rowwise'}}", &spec);
 	ck_assert_int_eq(module(&spec, "fc1")->style, TPS_STYLE_COLWISE);
 	ck_assert_int_eq(module(&spec, "fc2")->style, TPS_STYLE_ROWWISE);
-	ck_assert_int_eq(module(&spec, "act")->style, TPS_STYLE_NONE);
+	ck_assert(!module(&spec, "act")->planned);
 	tps_run_spec_free(&spec);
 }
 END_TEST

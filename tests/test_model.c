@@ -95,7 +95,7 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 	ck_assert_int_eq(tps_mesh_init(&spec->mesh, 2, shape, names, NULL),
 			 TPS_OK);
 	spec->tp_dim = 1;
-	spec->dp_dim = c->dp > 1 ? 0 : -1;
+	spec->dp_mask = c->dp > 1 ? 1u : 0u;
 	if (c->seq) {
 		spec->input_shape = tps_shape_make(3, dims);
 	} else {
@@ -158,8 +158,8 @@ static struct counts run_case(const struct case_spec *c, bool exact)
 		      "out=%lld bias=%d styles=%s,%s mode=%s: max_abs_diff %g",
 		      c->dp, c->tp, c->batch, c->seq, (long long)c->in,
 		      (long long)c->hidden, (long long)c->out, c->bias,
-		      tps_style_name(c->style1), tps_style_name(c->style2),
-		      tps_bias_mode_name(c->bias_mode), (double)diff);
+		      tps_style_names[c->style1], tps_style_names[c->style2],
+		      tps_bias_mode_names[c->bias_mode], (double)diff);
 	tps_tensor_free(&input);
 	tps_tensor_free(&out);
 	tps_tensor_free(&ref);
@@ -189,7 +189,7 @@ START_TEST(single_layers_match_reference_exactly)
 	/* arange values keep every partial sum an integer below 2^24, so TP
 	 * must match bit for bit (DESIGN.md section 3). */
 	const enum tps_style styles[3] = {TPS_STYLE_COLWISE, TPS_STYLE_ROWWISE,
-					  TPS_STYLE_NONE};
+					  TPS_STYLE_REPLICATE};
 	int tp = _i;
 	worst_diff = 0;
 	for (int s = 0; s < 3; s++) {

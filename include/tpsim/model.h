@@ -20,65 +20,7 @@
 #include <stdint.h>
 
 #include "tpsim/nn.h"
-
-#define TPS_NAME_MAX	128
-#define TPS_POINTER_MAX 192
-
-enum tps_uneven {
-	TPS_UNEVEN_CHUNK,     /* torch.chunk: ceil(n/k), trailing short */
-	TPS_UNEVEN_DIVISIBLE, /* Megatron: n % k != 0 is an error */
-};
-
-enum tps_init_method {
-	TPS_INIT_ARANGE, /* 1, 2, 3, ... row-major */
-	TPS_INIT_ONES,
-	TPS_INIT_ZEROS,
-	TPS_INIT_UNIFORM, /* U(-a, a) */
-	TPS_INIT_NORMAL,  /* N(0, a^2) */
-};
-
-struct tps_init_spec {
-	enum tps_init_method method;
-	uint64_t seed;
-};
-
-struct tps_module_spec {
-	char name[TPS_NAME_MAX]; /* dotted path: "block.fc1" */
-	enum tps_module_type type;
-	int64_t in_features, out_features; /* linear only */
-	bool bias;			   /* linear only */
-	enum tps_style style;
-	enum tps_bias_mode bias_mode; /* rowwise only */
-	/* Declared tp layouts of the input and output, as the plan says them:
-	 * a shard dim may be negative (from the end), unlike a DTensor's. */
-	struct tps_placement input;
-	struct tps_placement output;
-	char plan_pointer[TPS_POINTER_MAX]; /* "/plan/fc2"; "/model/2" if
-					      unplanned */
-};
-
-/* An explicit global value for one parameter ("params" in the config). */
-struct tps_param_override {
-	char name[TPS_NAME_MAX + 8]; /* "fc1.bias" */
-	struct tps_tensor value;     /* the parameter's global shape */
-};
-
-struct tps_model_spec {
-	struct tps_mesh mesh;
-	int tp_dim; /* mesh dim index */
-	int dp_dim; /* mesh dim index, or -1 */
-	struct tps_module_spec *modules;
-	int n_modules;
-	struct tps_shape input_shape;
-	struct tps_init_spec input_init;
-	struct tps_init_spec param_init;
-	struct tps_param_override *overrides;
-	int n_overrides;
-	enum tps_uneven uneven;
-};
-
-/* Frees what the spec owns (modules, overrides); NULL is a no-op. */
-void tps_model_spec_free(struct tps_model_spec *spec);
+#include "tpsim/spec.h"
 
 /* A parameter: its global value (for the trace and the reference) and how
  * the ranks hold it. */

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "tpsim/dtensor.h"
+#include "tpsim/spec.h"
 
 /* One thing that happened, as the trace records it (DESIGN.md section 5). */
 struct tps_event {
@@ -57,29 +58,6 @@ struct tps_event_sink {
 				struct tps_error *err);
 	void *ctx;
 };
-
-enum tps_style {
-	TPS_STYLE_NONE,	     /* not in the plan: replicated */
-	TPS_STYLE_REPLICATE, /* "replicate" in the plan: the same */
-	TPS_STYLE_COLWISE,
-	TPS_STYLE_ROWWISE,
-};
-
-enum tps_bias_mode {
-	TPS_BIAS_AFTER_REDUCE,
-	TPS_BIAS_PARTIAL_SPLIT,
-	TPS_BIAS_RANK0,
-};
-
-enum tps_module_type {
-	TPS_MODULE_LINEAR,
-	TPS_MODULE_RELU,
-	TPS_MODULE_GELU,
-};
-
-const char *tps_style_name(enum tps_style style);
-const char *tps_bias_mode_name(enum tps_bias_mode mode);
-const char *tps_module_type_name(enum tps_module_type type);
 
 /* Where a module runs: the mesh, which mesh dim is tp, the sink, the step. */
 struct tps_nn_context {

@@ -32,12 +32,6 @@
 
 #include "tpsim/model.h"
 
-enum tps_trace_values {
-	TPS_TRACE_VALUES_FULL,
-	TPS_TRACE_VALUES_SUMMARY,
-	TPS_TRACE_VALUES_NONE,
-};
-
 /* Collective counts and bytes per rank under one key ("all_reduce", "fc2",
  * "forward", "tp"), in first-seen order. */
 struct tps_trace_tally {

@@ -1,0 +1,209 @@
+/*
+ * The run spec: what a validated config says, as plain structs. The config
+ * module (config.h) makes it from JSON; the model (model.h) runs it; nothing
+ * here knows JSON.
+ *
+ * Every enum has exactly one name table, NULL-terminated and indexed by the
+ * enum's values. The config reads names through it and the trace writes
+ * them from it, so the two cannot disagree:
+ *
+ *   tps_style_names[TPS_STYLE_ROWWISE]                  -> "rowwise"
+ *   tps_name_index(tps_style_names, "rowwise")          -> TPS_STYLE_ROWWISE
+ */
+#ifndef TPSIM_SPEC_H
+#define TPSIM_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tpsim/dtensor.h"
+#include "tpsim/mesh.h"
+#include "tpsim/tensor.h"
+
+#define TPS_NAME_MAX	128
+#define TPS_POINTER_MAX 192
+
+/* Index of name in a NULL-terminated name table, or -1. */
+int tps_name_index(const char *const *table, const char *name);
+
+enum tps_module_type {
+	TPS_MODULE_LINEAR,
+	TPS_MODULE_RELU,
+	TPS_MODULE_GELU,
+};
+extern const char *const tps_module_type_names[];
+
+/* How a module's weights are split over tp (DESIGN.md section 2). A module
+ * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
+enum tps_style {
+	TPS_STYLE_COLWISE,   /* ColumnParallelLinear: W shard(0) */
+	TPS_STYLE_ROWWISE,   /* RowParallelLinear: W shard(1) */
+	TPS_STYLE_REPLICATE, /* every rank computes the whole module */
+};
+extern const char *const tps_style_names[];
+
+/* Where a rowwise layer adds its (replicated) bias. */
+enum tps_bias_mode {
+	TPS_BIAS_AFTER_REDUCE,	/* once, after the all_reduce (Megatron) */
+	TPS_BIAS_PARTIAL_SPLIT, /* b/N on every rank, before it (DTensor) */
+	TPS_BIAS_RANK0,		/* local rank 0 adds b before it (nanotron) */
+};
+extern const char *const tps_bias_mode_names[];
+
+enum tps_uneven {
+	TPS_UNEVEN_CHUNK,     /* torch.chunk: ceil(n/k), trailing short */
+	TPS_UNEVEN_DIVISIBLE, /* Megatron: n % k != 0 is an error */
+};
+extern const char *const tps_uneven_names[];
+
+enum tps_init_method {
+	TPS_INIT_ARANGE, /* 1, 2, 3, ... row-major */
+	TPS_INIT_ONES,
+	TPS_INIT_ZEROS,
+	TPS_INIT_UNIFORM, /* U(-a, a) */
+	TPS_INIT_NORMAL,  /* N(0, a^2) */
+};
+extern const char *const tps_init_method_names[];
+
+/* How the batch (dim 0 of the input) is split over the dp ranks. */
+enum tps_sampler {
+	TPS_SAMPLER_CHUNK,	 /* DTensor's Shard(0): contiguous chunks */
+	TPS_SAMPLER_DISTRIBUTED, /* DistributedSampler, shuffle=False:
+				    dp rank r takes samples r, r+dp, ... */
+};
+extern const char *const tps_sampler_names[];
+
+enum tps_mode {
+	TPS_MODE_INFERENCE, /* one forward pass */
+	TPS_MODE_TRAINING,  /* forward, loss, backward, optimizer; `steps` */
+};
+extern const char *const tps_mode_names[];
+
+/* Losses over the global batch (DESIGN.md section 2). */
+enum tps_loss {
+	TPS_LOSS_MSE, /* mean over all elements of (y - target)^2 */
+	TPS_LOSS_SUM, /* sum of all output elements (seed 004's output.sum()) */
+};
+extern const char *const tps_loss_names[];
+
+enum tps_optimizer_type {
+	TPS_OPTIMIZER_SGD,
+	TPS_OPTIMIZER_ADAMW,
+};
+extern const char *const tps_optimizer_type_names[];
+
+/* What the dp average of the gradients means. */
+enum tps_dp_grad {
+	/* Each dp rank scales its loss so the average is the gradient of the
+	 * loss over the global batch. */
+	TPS_DP_GRAD_GLOBAL,
+	/* As DDP: the average of the gradients of the unscaled local
+	 * losses; the run's loss is the mean of the local losses. */
+	TPS_DP_GRAD_DDP,
+};
+extern const char *const tps_dp_grad_names[];
+
+/* Where the input batch is loaded. */
+enum tps_input_source {
+	TPS_INPUT_EVERY_RANK, /* every rank's data loader yields its dp part */
+	TPS_INPUT_TP_ROOT,    /* local rank 0 of each tp group loads it and
+				 broadcasts it over tp (seed 004's script) */
+};
+extern const char *const tps_input_source_names[];
+
+/* How much of each tensor the trace writes ("trace": {"values": ...}). */
+enum tps_trace_values {
+	TPS_TRACE_VALUES_FULL,
+	TPS_TRACE_VALUES_SUMMARY,
+	TPS_TRACE_VALUES_NONE,
+};
+extern const char *const tps_trace_values_names[];
+
+struct tps_init_spec {
+	enum tps_init_method method;
+	uint64_t seed;
+};
+
+struct tps_module_spec {
+	char name[TPS_NAME_MAX]; /* dotted path: "block.fc1" */
+	enum tps_module_type type;
+	int64_t in_features, out_features; /* linear only */
+	bool bias;			   /* linear only */
+	bool planned;			   /* a plan key matched it */
+	enum tps_style style;
+	enum tps_bias_mode bias_mode; /* rowwise only */
+	/* Declared tp layouts of the input and output, as the plan says them:
+	 * a shard dim may be negative (from the end), unlike a DTensor's. */
+	struct tps_placement input;
+	struct tps_placement output;
+	/* "/plan/fc2" when planned, else "/model/2": messages about the
+	 * module's plan start with it. */
+	char plan_pointer[TPS_POINTER_MAX];
+};
+
+/* An explicit global value for one parameter ("params" in the config). */
+struct tps_param_override {
+	char name[TPS_NAME_MAX + 8]; /* "fc1.bias" */
+	struct tps_tensor value;     /* the parameter's global shape */
+};
+
+/* PyTorch's optimizers, with PyTorch's defaults (lr: DESIGN.md's 0.1 for
+ * sgd, torch's 1e-3 for adamw). */
+struct tps_optimizer_spec {
+	enum tps_optimizer_type type;
+	double lr;
+	double weight_decay; /* sgd 0, adamw 0.01 */
+	/* sgd */
+	double momentum, dampening; /* 0, 0 */
+	bool nesterov;		    /* false */
+	/* adamw */
+	double beta1, beta2; /* 0.9, 0.999 */
+	double eps;	     /* 1e-8 */
+};
+
+struct tps_model_spec {
+	struct tps_mesh mesh;
+	int tp_dim;	  /* mesh dim index */
+	unsigned dp_mask; /* mesh dims the batch is split over; 0: none */
+	/* TP on a mesh dim that is not the innermost: PyTorch's error rather
+	 * than tpsim's warning. */
+	bool strict_tp_innermost;
+	struct tps_module_spec *modules;
+	int n_modules;
+	struct tps_shape input_shape;
+	struct tps_init_spec input_init;
+	enum tps_input_source input_source;
+	bool input_requires_grad; /* training only */
+	struct tps_init_spec param_init;
+	struct tps_param_override *overrides;
+	int n_overrides;
+	enum tps_uneven uneven;
+	enum tps_sampler sampler;
+	enum tps_mode mode;
+	/* Training only (the config refuses these keys in inference). */
+	int steps;
+	enum tps_loss loss;
+	struct tps_init_spec target_init; /* mse only */
+	struct tps_optimizer_spec optimizer;
+	enum tps_dp_grad dp_grad;
+};
+
+/* Frees what the spec owns (modules, overrides); NULL is a no-op. */
+void tps_model_spec_free(struct tps_model_spec *spec);
+
+/*
+ * The alpha-beta cost model of `tpsim comm`: a collective of `steps` ring
+ * steps sending B bytes per rank over a link takes steps * latency + B /
+ * bandwidth; a matmul of F flops takes F / device FLOP/s.
+ */
+struct tps_link_spec {
+	double gbps;	   /* GB/s (10^9 bytes) each rank sends at */
+	double latency_us; /* per ring step */
+};
+
+struct tps_cost_spec {
+	struct tps_link_spec links[TPS_MAX_MESH_DIMS]; /* per mesh dim */
+	double tflops;				       /* per device */
+};
+
+#endif

@@ -1,0 +1,44 @@
+#include "tpsim/spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const tps_module_type_names[] = {"linear", "relu", "gelu", NULL};
+const char *const tps_style_names[] = {"colwise", "rowwise", "replicate",
+				       NULL};
+const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
+					   "rank0", NULL};
+const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
+const char *const tps_init_method_names[] = {"arange",	"ones",	  "zeros",
+					     "uniform", "normal", NULL};
+const char *const tps_sampler_names[] = {"chunk", "distributed", NULL};
+const char *const tps_mode_names[] = {"inference", "training", NULL};
+const char *const tps_loss_names[] = {"mse", "sum", NULL};
+const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
+const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
+const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
+const char *const tps_trace_values_names[] = {"full", "summary", "none",
+					      NULL};
+
+int tps_name_index(const char *const *table, const char *name)
+{
+	for (int i = 0; table[i]; i++) {
+		if (strcmp(table[i], name) == 0) {
+			return i;
+		}
+	}
+	return -1;
+}
+
+void tps_model_spec_free(struct tps_model_spec *spec)
+{
+	if (!spec) {
+		return;
+	}
+	for (int i = 0; i < spec->n_overrides; i++) {
+		tps_tensor_free(&spec->overrides[i].value);
+	}
+	free(spec->overrides);
+	free(spec->modules);
+	memset(spec, 0, sizeof *spec);
+}
