@@ -1,6 +1,7 @@
 #include "tpsim/mesh.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tpsim/jsonio.h"
@@ -160,4 +161,21 @@ int tps_mesh_local_rank(const struct tps_mesh *mesh, unsigned mask, int rank)
 	tps_mesh_coord_of(mesh, rank, coord);
 	split_coord(mesh, mask, coord, &group, &local);
 	return local;
+}
+
+char *tps_mesh_mask_name(const struct tps_mesh *mesh, unsigned mask, char *buf,
+			 size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < mesh->ndim && used < size; i++) {
+		int n;
+		if (!(mask & (1u << i))) {
+			continue;
+		}
+		n = snprintf(buf + used, size - used, "%s%s", used ? "_" : "",
+			     mesh->dim_names[i]);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	return buf;
 }

@@ -236,14 +236,13 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 			*dot = '\0';
 		}
 		ev.step = -1;
-		ev.phase = "setup";
+		ev.phase = TPS_PHASE_SETUP;
 		ev.module = module;
-		ev.kind = "layout";
+		ev.kind = TPS_EVENT_LAYOUT;
 		ev.op = "distribute";
 		ev.tensor = p->name;
-		ev.mesh_dim = -1;
 		ev.value = p->dist;
-		st = sink.emit ? sink.emit(sink.ctx, &ev, err) : TPS_OK;
+		st = tps_event_emit(sink, &ev, err);
 	}
 	return st;
 }
@@ -294,7 +293,7 @@ enum tps_status tps_model_forward(const struct tps_model *model,
 {
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
-				     "forward"};
+				     TPS_PHASE_FORWARD};
 	struct tps_dtensor x = {0};
 	enum tps_status st = distribute_input(&ctx, spec, input, &x, err);
 

@@ -9,7 +9,7 @@ static enum tps_status emit(const struct tps_nn_context *ctx,
 {
 	ev->step = ctx->step;
 	ev->phase = ctx->phase;
-	return ctx->sink.emit ? ctx->sink.emit(ctx->sink.ctx, ev, err) : TPS_OK;
+	return tps_event_emit(ctx->sink, ev, err);
 }
 
 static enum tps_status emit_compute(const struct tps_nn_context *ctx,
@@ -20,10 +20,9 @@ static enum tps_status emit_compute(const struct tps_nn_context *ctx,
 {
 	struct tps_event ev = {0};
 	ev.module = module;
-	ev.kind = "compute";
+	ev.kind = TPS_EVENT_COMPUTE;
 	ev.op = op;
 	ev.tensor = tensor;
-	ev.mesh_dim = -1;
 	ev.note = note;
 	ev.value = value;
 	return emit(ctx, &ev, err);
@@ -46,10 +45,9 @@ static enum tps_status on_step(void *opaque,
 	bool split = s->kind == TPS_REDISTRIBUTE_SPLIT;
 	enum tps_status st;
 	ev.module = o->module;
-	ev.kind = split ? "layout" : "collective";
+	ev.kind = split ? TPS_EVENT_LAYOUT : TPS_EVENT_COLLECTIVE;
 	ev.op = split ? "split" : tps_comm_op_name(s->report.op);
 	ev.tensor = o->tensor;
-	ev.mesh_dim = s->mesh_dim;
 	ev.mask = 1u << s->mesh_dim;
 	ev.bytes_per_rank = split ? 0 : s->report.bytes_per_rank;
 	ev.note = o->note;

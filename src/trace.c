@@ -353,7 +353,7 @@ static enum tps_status check_finite(const struct tps_trace *t,
 				"seq %lld (%s %s %s)",
 				isnan(v->data[bad]) ? "NaN" : "Inf", ev->tensor,
 				r, (long long)bad, (long long)t->next_seq,
-				ev->phase, ev->module, ev->op);
+				tps_phase_names[ev->phase], ev->module, ev->op);
 		}
 	}
 	return TPS_OK;
@@ -365,7 +365,8 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	struct tps_trace *t = ctx;
 	FILE *out = t->out;
 	const struct tps_dtensor *v = ev->value;
-	bool collective = strcmp(ev->kind, "collective") == 0;
+	bool collective = ev->kind == TPS_EVENT_COLLECTIVE;
+	char group_name[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX];
 	enum tps_status st = check_finite(t, ev, err);
 	if (st != TPS_OK) {
 		return st;
@@ -377,18 +378,19 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fprintf(out, ",\"step\":%d", ev->step);
 	}
 	fputs(",\"phase\":", out);
-	tps_trace_write_string(out, ev->phase);
+	tps_trace_write_string(out, tps_phase_names[ev->phase]);
 	fputs(",\"module\":", out);
 	tps_trace_write_string(out, ev->module);
 	fputs(",\"kind\":", out);
-	tps_trace_write_string(out, ev->kind);
+	tps_trace_write_string(out, tps_event_kind_names[ev->kind]);
 	fputs(",\"op\":", out);
 	tps_trace_write_string(out, ev->op);
 	fputs(",\"tensor\":", out);
 	tps_trace_write_string(out, ev->tensor);
-	if (ev->mesh_dim >= 0) {
+	tps_mesh_mask_name(t->mesh, ev->mask, group_name, sizeof group_name);
+	if (ev->mask) {
 		fputs(",\"mesh_dim\":", out);
-		tps_trace_write_string(out, t->mesh->dim_names[ev->mesh_dim]);
+		tps_trace_write_string(out, group_name);
 		fputs(",\"groups\":", out);
 		write_groups(out, t->mesh, ev->mask);
 	}
@@ -420,14 +422,14 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	t->bytes_per_rank += ev->bytes_per_rank;
 	st = tally(t, 0, ev->op, ev->bytes_per_rank, err);
 	if (st == TPS_OK) {
-		st = tally(t, 1, ev->phase, ev->bytes_per_rank, err);
+		st = tally(t, 1, tps_phase_names[ev->phase], ev->bytes_per_rank,
+			   err);
 	}
 	if (st == TPS_OK) {
 		st = tally(t, 2, ev->module, ev->bytes_per_rank, err);
 	}
 	if (st == TPS_OK) {
-		st = tally(t, 3, t->mesh->dim_names[ev->mesh_dim],
-			   ev->bytes_per_rank, err);
+		st = tally(t, 3, group_name, ev->bytes_per_rank, err);
 	}
 	return st;
 }

@@ -31,11 +31,11 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 	struct counts *c = ctx;
 	(void)err;
 	c->events++;
-	if (strcmp(ev->kind, "layout") == 0 && strcmp(ev->op, "split") == 0) {
+	if (ev->kind == TPS_EVENT_LAYOUT && strcmp(ev->op, "split") == 0) {
 		c->splits++;
 	}
 	for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
-		if (strcmp(ev->kind, "collective") == 0 &&
+		if (ev->kind == TPS_EVENT_COLLECTIVE &&
 		    strcmp(ev->op, tps_comm_op_name(op)) == 0) {
 			c->collectives[op]++;
 		}

@@ -43,7 +43,7 @@ START_TEST(redistribute_keeps_its_status_without_err)
 	struct tps_placement rep = tps_placement_replicate();
 	struct tps_placement part = tps_placement_partial();
 	struct tps_dtensor x;
-	struct tps_nn_context ctx = {&m, 0, {NULL, NULL}, 0, "forward"};
+	struct tps_nn_context ctx = {&m, 0, {NULL, NULL}, 0, TPS_PHASE_FORWARD};
 	struct tps_error err = {0};
 
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &rep, NULL),

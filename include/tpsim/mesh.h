@@ -21,6 +21,7 @@
 #define TPSIM_MESH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tpsim/error.h"
@@ -63,5 +64,11 @@ void tps_mesh_group_members(const struct tps_mesh *mesh, unsigned mask, int g,
 /* The index of rank's group, and rank's local rank within it. */
 int tps_mesh_group_index(const struct tps_mesh *mesh, unsigned mask, int rank);
 int tps_mesh_local_rank(const struct tps_mesh *mesh, unsigned mask, int rank);
+
+/* The name of the group along the dims in mask: the dim's name for one dim,
+ * the names joined by '_' for several, as PyTorch's _flatten() names them
+ * ("dp_cp"). Written into buf (always NUL-terminated); returns buf. */
+char *tps_mesh_mask_name(const struct tps_mesh *mesh, unsigned mask, char *buf,
+			 size_t size);
 
 #endif

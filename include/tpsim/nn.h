@@ -35,29 +35,8 @@
 #include <stdint.h>
 
 #include "tpsim/dtensor.h"
+#include "tpsim/event.h"
 #include "tpsim/spec.h"
-
-/* One thing that happened, as the trace records it (DESIGN.md section 5). */
-struct tps_event {
-	int step;		/* -1 for setup events */
-	const char *phase;	/* "setup", "forward", "backward", ... */
-	const char *module;	/* "fc1", "input", "output" */
-	const char *kind;	/* "compute", "collective", "layout" */
-	const char *op;		/* "matmul", "all_reduce", "split", ... */
-	const char *tensor;	/* what was produced: "fc1.out" */
-	int mesh_dim;		/* collectives and splits; -1 otherwise */
-	unsigned mask;		/* the mesh dims its groups run along */
-	int64_t bytes_per_rank; /* collectives; 0 otherwise */
-	const char *note;	/* NULL or one sentence */
-	const struct tps_dtensor *value; /* the produced tensor, every rank */
-};
-
-struct tps_event_sink {
-	/* Records ev; an error (I/O, a NaN in ev's values) stops the run. */
-	enum tps_status (*emit)(void *ctx, const struct tps_event *ev,
-				struct tps_error *err);
-	void *ctx;
-};
 
 /* Where a module runs: the mesh, which mesh dim is tp, the sink, the step. */
 struct tps_nn_context {
@@ -65,7 +44,7 @@ struct tps_nn_context {
 	int tp_dim;
 	struct tps_event_sink sink;
 	int step;
-	const char *phase;
+	enum tps_phase phase;
 };
 
 /* A linear layer's parameters as the ranks hold them. */

@@ -36,7 +36,7 @@
  * "forward", "tp"), in first-seen order. */
 struct tps_trace_tally {
 	int section; /* 0 by op, 1 by phase, 2 module, 3 dim */
-	char key[TPS_NAME_MAX];
+	char key[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX]; /* fits any name */
 	int64_t count;
 	int64_t bytes_per_rank;
 };
