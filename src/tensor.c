@@ -242,57 +242,110 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
 	return TPS_OK;
 }
 
-/*
- * The GEMM kernel. x is (rows, k), w is (n, k), y is (rows, n).
- * Four output columns are computed side by side for speed; each one is still
- * its own sum over k in ascending order, so the result is bit-identical to
- * the naive loop below it (tps_tensor_linear_naive, which the tests compare
- * it with).
- */
-static void linear_kernel(float *y, const float *x, const float *w,
-			  int64_t rows, int64_t n, int64_t k)
+/* C = A B^T: each C[i][j] is a dot product of two rows. Four columns side
+ * by side share the loads of A's row; each is still its own ascending sum. */
+static void matmul_nt(float *c, const float *a, const float *b, int64_t m,
+		      int64_t n, int64_t k)
 {
-	for (int64_t r = 0; r < rows; r++) {
-		const float *xr = x + r * k;
-		float *yr = y + r * n;
+	for (int64_t i = 0; i < m; i++) {
+		const float *ai = a + i * k;
+		float *ci = c + i * n;
 		int64_t j = 0;
 		for (; j + 4 <= n; j += 4) {
-			const float *w0 = w + j * k, *w1 = w0 + k;
-			const float *w2 = w1 + k, *w3 = w2 + k;
+			const float *b0 = b + j * k, *b1 = b0 + k;
+			const float *b2 = b1 + k, *b3 = b2 + k;
 			float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-			for (int64_t i = 0; i < k; i++) {
-				s0 += xr[i] * w0[i];
-				s1 += xr[i] * w1[i];
-				s2 += xr[i] * w2[i];
-				s3 += xr[i] * w3[i];
+			for (int64_t p = 0; p < k; p++) {
+				s0 += ai[p] * b0[p];
+				s1 += ai[p] * b1[p];
+				s2 += ai[p] * b2[p];
+				s3 += ai[p] * b3[p];
 			}
-			yr[j] = s0;
-			yr[j + 1] = s1;
-			yr[j + 2] = s2;
-			yr[j + 3] = s3;
+			ci[j] = s0;
+			ci[j + 1] = s1;
+			ci[j + 2] = s2;
+			ci[j + 3] = s3;
 		}
 		for (; j < n; j++) {
-			const float *wj = w + j * k;
+			const float *bj = b + j * k;
 			float s = 0.0f;
-			for (int64_t i = 0; i < k; i++) {
-				s += xr[i] * wj[i];
+			for (int64_t p = 0; p < k; p++) {
+				s += ai[p] * bj[p];
 			}
-			yr[j] = s;
+			ci[j] = s;
 		}
 	}
 }
 
-/* The same sums, one output element at a time: the reference kernel. */
-void tps_tensor_linear_naive(float *y, const float *x, const float *w,
-			     int64_t rows, int64_t n, int64_t k)
+/* C = A B: row i of C accumulates A[i][p] * row p of B, p ascending, so
+ * every C[i][j] gets its terms in ascending p; the inner loop runs along
+ * contiguous rows. */
+static void matmul_nn(float *c, const float *a, const float *b, int64_t m,
+		      int64_t n, int64_t k)
 {
-	for (int64_t r = 0; r < rows; r++) {
+	for (int64_t i = 0; i < m; i++) {
+		float *ci = c + i * n;
+		for (int64_t j = 0; j < n; j++) {
+			ci[j] = 0.0f;
+		}
+		for (int64_t p = 0; p < k; p++) {
+			const float aip = a[i * k + p];
+			const float *bp = b + p * n;
+			for (int64_t j = 0; j < n; j++) {
+				ci[j] += aip * bp[j];
+			}
+		}
+	}
+}
+
+/* C = A^T B with A (k, m): p outermost and ascending, so every C[i][j]
+ * gets its terms in ascending p; rows of A and B are read contiguously. */
+static void matmul_tn(float *c, const float *a, const float *b, int64_t m,
+		      int64_t n, int64_t k)
+{
+	for (int64_t e = 0; e < m * n; e++) {
+		c[e] = 0.0f;
+	}
+	for (int64_t p = 0; p < k; p++) {
+		const float *ap = a + p * m;
+		const float *bp = b + p * n;
+		for (int64_t i = 0; i < m; i++) {
+			const float api = ap[i];
+			float *ci = c + i * n;
+			for (int64_t j = 0; j < n; j++) {
+				ci[j] += api * bp[j];
+			}
+		}
+	}
+}
+
+void tps_matmul(float *c, const float *a, const float *b, int64_t m,
+		int64_t n, int64_t k, bool trans_a, bool trans_b)
+{
+	if (!trans_a && trans_b) {
+		matmul_nt(c, a, b, m, n, k);
+	} else if (!trans_a && !trans_b) {
+		matmul_nn(c, a, b, m, n, k);
+	} else if (trans_a && !trans_b) {
+		matmul_tn(c, a, b, m, n, k);
+	} else {
+		/* A^T B^T: no use in tpsim yet; the reference order serves. */
+		tps_matmul_naive(c, a, b, m, n, k, trans_a, trans_b);
+	}
+}
+
+void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
+		      int64_t n, int64_t k, bool trans_a, bool trans_b)
+{
+	for (int64_t i = 0; i < m; i++) {
 		for (int64_t j = 0; j < n; j++) {
 			float s = 0.0f;
-			for (int64_t i = 0; i < k; i++) {
-				s += x[r * k + i] * w[j * k + i];
+			for (int64_t p = 0; p < k; p++) {
+				float x = trans_a ? a[p * m + i] : a[i * k + p];
+				float y = trans_b ? b[j * k + p] : b[p * n + j];
+				s += x * y;
 			}
-			y[r * n + j] = s;
+			c[i * n + j] = s;
 		}
 	}
 }
@@ -328,7 +381,7 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	}
 	rows = n > 0 ? tps_tensor_numel(&t) / n : 0;
 	if (t.data) {
-		linear_kernel(t.data, x->data, w->data, rows, n, k);
+		tps_matmul(t.data, x->data, w->data, rows, n, k, false, true);
 		if (b) {
 			tps_tensor_add_bias(&t, b, 1.0f);
 		}

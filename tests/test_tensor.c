@@ -202,13 +202,81 @@ START_TEST(linear_kernel_is_bit_identical_to_naive)
 		ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL),
 				 TPS_OK);
 		ck_assert_int_eq(y.shape.ndim, 3);
-		tps_tensor_linear_naive(naive, x.data, w.data, 6, n, 17);
+		tps_matmul_naive(naive, x.data, w.data, 6, n, 17, false, true);
 		ck_assert_mem_eq(naive, y.data,
 				 (size_t)(6 * n) * sizeof(float));
 		free(naive);
 		tps_tensor_free(&y);
 		tps_tensor_free(&x);
 		tps_tensor_free(&w);
+	}
+}
+END_TEST
+
+START_TEST(matmul_is_bit_identical_to_naive_for_every_transpose)
+{
+	/* Odd shapes in every flag combination: the kernels reorder loops
+	 * but never a sum, so each C[i][j] must equal the naive loop's bits.
+	 * k = 1 and 129 reach the edges of the accumulation. */
+	static const int64_t sizes[] = {1, 3, 4, 5, 17, 129};
+	const int ns = (int)(sizeof sizes / sizeof sizes[0]);
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 7);
+	for (int flags = 0; flags < 4; flags++) {
+		bool ta = flags & 1, tb = flags & 2;
+		for (int im = 0; im < ns; im++) {
+			for (int in = 0; in < ns; in++) {
+				for (int ik = 0; ik < ns; ik++) {
+					int64_t m = sizes[im], n = sizes[in];
+					int64_t k = sizes[ik];
+					float *a = malloc((size_t)(m * k) * 4);
+					float *b = malloc((size_t)(k * n) * 4);
+					float *c1 = malloc((size_t)(m * n) * 4);
+					float *c2 = malloc((size_t)(m * n) * 4);
+					for (int64_t e = 0; e < m * k; e++) {
+						a[e] = tps_rng_uniform(&rng, 1);
+					}
+					for (int64_t e = 0; e < k * n; e++) {
+						b[e] = tps_rng_uniform(&rng, 1);
+					}
+					tps_matmul(c1, a, b, m, n, k, ta, tb);
+					tps_matmul_naive(c2, a, b, m, n, k, ta,
+							 tb);
+					ck_assert_msg(
+						memcmp(c1, c2,
+						       (size_t)(m * n) * 4) ==
+							0,
+						"trans %d%d m %lld n %lld k "
+						"%lld",
+						ta, tb, (long long)m,
+						(long long)n, (long long)k);
+					free(a);
+					free(b);
+					free(c1);
+					free(c2);
+				}
+			}
+		}
+	}
+}
+END_TEST
+
+START_TEST(matmul_naive_computes_each_transpose)
+{
+	/* A = [[1,2],[3,4]], B = [[5,6],[7,8]], k = 2:
+	 * A B = [[19,22],[43,50]]; A B^T = [[17,23],[39,53]];
+	 * A^T B = [[26,30],[38,44]]; A^T B^T = [[23,31],[34,46]]. */
+	const float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+	const float want[4][4] = {{19, 22, 43, 50},
+				  {26, 30, 38, 44},
+				  {17, 23, 39, 53},
+				  {23, 31, 34, 46}};
+	for (int flags = 0; flags < 4; flags++) {
+		float c[4];
+		tps_matmul(c, a, b, 2, 2, 2, flags & 1, flags & 2);
+		ck_assert_mem_eq(c, want[flags], sizeof c);
+		tps_matmul_naive(c, a, b, 2, 2, 2, flags & 1, flags & 2);
+		ck_assert_mem_eq(c, want[flags], sizeof c);
 	}
 }
 END_TEST
@@ -294,6 +362,8 @@ static Suite *tensor_suite(void)
 	tcase_add_test(copy, concat_refuses_mismatched_shapes);
 	tcase_add_test(gemm, linear_matches_the_seed_hand_check);
 	tcase_add_test(gemm, linear_kernel_is_bit_identical_to_naive);
+	tcase_add_test(gemm, matmul_is_bit_identical_to_naive_for_every_transpose);
+	tcase_add_test(gemm, matmul_naive_computes_each_transpose);
 	tcase_add_test(gemm, linear_refuses_mismatched_shapes);
 	tcase_add_test(misc, activations_and_finiteness);
 	tcase_add_test(misc, rng_is_seeded_and_named);

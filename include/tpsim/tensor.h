@@ -85,6 +85,33 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
 				  int dim, struct tps_error *err);
 
 /*
+ * The GEMM, one kernel for every matmul tpsim does:
+ *
+ *   C (m, n) = op(A) op(B),  op(X) = X, or X^T when its trans flag is set
+ *   trans_a false: A is (m, k), row-major;  true: A is (k, m)
+ *   trans_b false: B is (k, n);             true: B is (n, k)
+ *
+ * The contract (DESIGN.md section 3): every C[i][j] starts from 0.0f and
+ * adds op(A)[i][p] * op(B)[p][j] for p = 0, 1, ..., k-1 in ascending order,
+ * one rounded product and one rounded sum at a time (no FMA). The k of
+ * each use, so the order is plain:
+ *
+ *   forward  y  = x W^T   A = x (rows, in),    B = W (out, in), trans_b
+ *                         k = in features
+ *   input    dx = dy W    A = dy (rows, out),  B = W (out, in)
+ *                         k = out features
+ *   weight   dW = dy^T x  A = dy (rows, out), trans_a, B = x (rows, in)
+ *                         k = rows: the batch (and seq) in row order
+ *
+ * tps_matmul_naive computes the same sums one element at a time; the
+ * kernels are tested against it bit for bit.
+ */
+void tps_matmul(float *c, const float *a, const float *b, int64_t m,
+		int64_t n, int64_t k, bool trans_a, bool trans_b);
+void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
+		      int64_t n, int64_t k, bool trans_a, bool trans_b);
+
+/*
  * y = x W^T (+ b).  x: (..., k), W: (n, k), b: (n) or NULL -> y: (..., n).
  * y[r, j] = (sum over i = 0..k-1 ascending of x[r, i] * W[j, i]) + b[j].
  * TPS_ERR_SHAPE when the shapes do not fit.
@@ -94,11 +121,6 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 				  const struct tps_tensor *w,
 				  const struct tps_tensor *b,
 				  struct tps_error *err);
-
-/* The naive kernel behind tps_tensor_linear, kept as its reference:
- * y (rows, n) = x (rows, k) W^T with W (n, k), one element at a time. */
-void tps_tensor_linear_naive(float *y, const float *x, const float *w,
-			     int64_t rows, int64_t n, int64_t k);
 
 /* y[..., j] += scale * b[j] for a (..., n) tensor and an (n) bias. With scale
  * 1 this is the bias add; partial_split uses 1/N. Shapes are asserted. */
