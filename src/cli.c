@@ -61,8 +61,7 @@ static int usage_error(FILE *err, const char *fmt, const char *arg)
 static int usage_error_message(FILE *err, const char *verb,
 			       const struct tps_error *e)
 {
-	fprintf(err, "tpsim: %s: %s\nTry 'tpsim --help'.\n", verb,
-		e->message);
+	fprintf(err, "tpsim: %s: %s\nTry 'tpsim --help'.\n", verb, e->message);
 	return TPS_EXIT_TROUBLE;
 }
 

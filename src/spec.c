@@ -4,8 +4,7 @@
 #include <string.h>
 
 const char *const tps_module_type_names[] = {"linear", "relu", "gelu", NULL};
-const char *const tps_style_names[] = {"colwise", "rowwise", "replicate",
-				       NULL};
+const char *const tps_style_names[] = {"colwise", "rowwise", "replicate", NULL};
 const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
 					   "rank0", NULL};
 const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
@@ -17,8 +16,7 @@ const char *const tps_loss_names[] = {"mse", "sum", NULL};
 const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
 const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
 const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
-const char *const tps_trace_values_names[] = {"full", "summary", "none",
-					      NULL};
+const char *const tps_trace_values_names[] = {"full", "summary", "none", NULL};
 
 int tps_name_index(const char *const *table, const char *name)
 {

@@ -319,8 +319,8 @@ static void matmul_tn(float *c, const float *a, const float *b, int64_t m,
 	}
 }
 
-void tps_matmul(float *c, const float *a, const float *b, int64_t m,
-		int64_t n, int64_t k, bool trans_a, bool trans_b)
+void tps_matmul(float *c, const float *a, const float *b, int64_t m, int64_t n,
+		int64_t k, bool trans_a, bool trans_b)
 {
 	if (!trans_a && trans_b) {
 		matmul_nt(c, a, b, m, n, k);

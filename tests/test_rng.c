@@ -24,9 +24,9 @@ START_TEST(seed_zero_gives_the_reference_stream)
 	tps_rng_seed(&rng, 0);
 	for (int i = 0; i < 3; i++) {
 		uint64_t got = tps_rng_next(&rng);
-		ck_assert_msg(got == want[i], "output %d: %016llx, want %016llx",
-			      i, (unsigned long long)got,
-			      (unsigned long long)want[i]);
+		ck_assert_msg(
+			got == want[i], "output %d: %016llx, want %016llx", i,
+			(unsigned long long)got, (unsigned long long)want[i]);
 	}
 }
 END_TEST

@@ -64,7 +64,8 @@ static Suite *run_suite(void)
 	TCase *cmp = tcase_create("compare");
 	tcase_add_test(cmp, compare_of_unequal_shapes_is_inf_and_no_match);
 	tcase_add_test(
-		cmp, compare_tolerance_is_relative_to_the_largest_reference_value);
+		cmp,
+		compare_tolerance_is_relative_to_the_largest_reference_value);
 	suite_add_tcase(s, cmp);
 	return s;
 }

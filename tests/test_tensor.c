@@ -362,7 +362,8 @@ static Suite *tensor_suite(void)
 	tcase_add_test(copy, concat_refuses_mismatched_shapes);
 	tcase_add_test(gemm, linear_matches_the_seed_hand_check);
 	tcase_add_test(gemm, linear_kernel_is_bit_identical_to_naive);
-	tcase_add_test(gemm, matmul_is_bit_identical_to_naive_for_every_transpose);
+	tcase_add_test(gemm,
+		       matmul_is_bit_identical_to_naive_for_every_transpose);
 	tcase_add_test(gemm, matmul_naive_computes_each_transpose);
 	tcase_add_test(gemm, linear_refuses_mismatched_shapes);
 	tcase_add_test(misc, activations_and_finiteness);

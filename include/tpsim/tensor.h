@@ -106,8 +106,8 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
  * tps_matmul_naive computes the same sums one element at a time; the
  * kernels are tested against it bit for bit.
  */
-void tps_matmul(float *c, const float *a, const float *b, int64_t m,
-		int64_t n, int64_t k, bool trans_a, bool trans_b);
+void tps_matmul(float *c, const float *a, const float *b, int64_t m, int64_t n,
+		int64_t k, bool trans_a, bool trans_b);
 void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 		      int64_t n, int64_t k, bool trans_a, bool trans_b);
 
