@@ -116,43 +116,83 @@ void tps_dtensor_wrap(struct tps_dtensor *dt, const struct tps_mesh *mesh,
 	dt->locals = locals;
 }
 
+struct map_job {
+	tps_local_fn fn;
+	void *ctx;
+	struct tps_tensor *locals;
+};
+
+static enum tps_status map_rank(void *opaque, int rank, struct tps_error *err)
+{
+	struct map_job *job = opaque;
+	return job->fn(job->ctx, rank, &job->locals[rank], err);
+}
+
+enum tps_status tps_dtensor_map(struct tps_dtensor *out,
+				const struct tps_mesh *mesh,
+				const struct tps_shape *global,
+				const struct tps_placement *placements,
+				tps_local_fn fn, void *ctx,
+				struct tps_error *err)
+{
+	struct map_job job = {fn, ctx, NULL};
+	enum tps_status st;
+	job.locals = calloc((size_t)mesh->world_size, sizeof *job.locals);
+	if (!job.locals) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	st = tps_mesh_for_each_rank(mesh, map_rank, &job, err);
+	if (st != TPS_OK) {
+		free_locals(job.locals, mesh->world_size);
+		return st;
+	}
+	tps_dtensor_wrap(out, mesh, global, placements, job.locals);
+	return TPS_OK;
+}
+
+/* Rank r's part of distribute: its region of the global tensor, zeroed
+ * off local rank 0 of a partial dim. */
+struct distribute_job {
+	const struct tps_mesh *mesh;
+	const struct tps_tensor *global;
+	const struct tps_placement *placements;
+};
+
+static enum tps_status distribute_rank(void *opaque, int r,
+				       struct tps_tensor *out,
+				       struct tps_error *err)
+{
+	const struct distribute_job *job = opaque;
+	const struct tps_mesh *mesh = job->mesh;
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	int coord[TPS_MAX_MESH_DIMS];
+	bool zero = false;
+	enum tps_status st;
+	tps_dtensor_local_region(mesh, &job->global->shape, job->placements, r,
+				 offset, length);
+	st = slice_region(out, job->global, offset, length, err);
+	tps_mesh_coord_of(mesh, r, coord);
+	for (int i = 0; i < mesh->ndim; i++) {
+		if (job->placements[i].kind == TPS_PLACEMENT_PARTIAL &&
+		    coord[i] != 0) {
+			zero = true;
+		}
+	}
+	if (st == TPS_OK && zero) {
+		tps_tensor_scale(out, 0.0f);
+	}
+	return st;
+}
+
 enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
 				       const struct tps_mesh *mesh,
 				       const struct tps_tensor *global,
 				       const struct tps_placement *placements,
 				       struct tps_error *err)
 {
-	struct tps_tensor *locals;
-	enum tps_status st = TPS_OK;
-
-	locals = calloc((size_t)mesh->world_size, sizeof *locals);
-	if (!locals) {
-		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-	}
-	for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
-		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
-		int coord[TPS_MAX_MESH_DIMS];
-		bool zero = false;
-		tps_dtensor_local_region(mesh, &global->shape, placements, r,
-					 offset, length);
-		st = slice_region(&locals[r], global, offset, length, err);
-		tps_mesh_coord_of(mesh, r, coord);
-		for (int i = 0; i < mesh->ndim; i++) {
-			if (placements[i].kind == TPS_PLACEMENT_PARTIAL &&
-			    coord[i] != 0) {
-				zero = true;
-			}
-		}
-		if (st == TPS_OK && zero) {
-			tps_tensor_scale(&locals[r], 0.0f);
-		}
-	}
-	if (st != TPS_OK) {
-		free_locals(locals, mesh->world_size);
-		return st;
-	}
-	tps_dtensor_wrap(dt, mesh, &global->shape, placements, locals);
-	return TPS_OK;
+	struct distribute_job job = {mesh, global, placements};
+	return tps_dtensor_map(dt, mesh, &global->shape, placements,
+			       distribute_rank, &job, err);
 }
 
 /* dst[region] += src, where src has the region's shape. */
@@ -235,32 +275,39 @@ static bool inner_shards(const struct tps_dtensor *dt, int i, int d)
 	return false;
 }
 
-/* The local split of replicate -> shard(d) on mesh dim i. */
+/* Rank r's part of the local split of replicate -> shard(d) on mesh dim i:
+ * its chunk of its own buffer. */
+struct split_job {
+	const struct tps_dtensor *dt;
+	int i, d;
+};
+
+static enum tps_status split_rank(void *opaque, int r, struct tps_tensor *out,
+				  struct tps_error *err)
+{
+	const struct split_job *job = opaque;
+	const struct tps_dtensor *dt = job->dt;
+	int coord[TPS_MAX_MESH_DIMS];
+	int64_t start, len;
+	tps_mesh_coord_of(dt->mesh, r, coord);
+	tps_chunk_range(dt->locals[r].shape.dim[job->d],
+			dt->mesh->shape[job->i], coord[job->i], &start, &len);
+	return tps_tensor_narrow(out, &dt->locals[r], job->d, start, len, err);
+}
+
 static enum tps_status split_locally(struct tps_dtensor *dt, int i, int d,
 				     struct tps_error *err)
 {
-	const struct tps_mesh *mesh = dt->mesh;
-	struct tps_tensor *next;
-	enum tps_status st = TPS_OK;
-	next = calloc((size_t)mesh->world_size, sizeof *next);
-	if (!next) {
-		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-	}
-	for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
-		int coord[TPS_MAX_MESH_DIMS];
-		int64_t start, len;
-		tps_mesh_coord_of(mesh, r, coord);
-		tps_chunk_range(dt->locals[r].shape.dim[d], mesh->shape[i],
-				coord[i], &start, &len);
-		st = tps_tensor_narrow(&next[r], &dt->locals[r], d, start, len,
-				       err);
-	}
+	struct split_job job = {dt, i, d};
+	struct tps_dtensor next;
+	enum tps_status st =
+		tps_dtensor_map(&next, dt->mesh, &dt->global, dt->placements,
+				split_rank, &job, err);
 	if (st != TPS_OK) {
-		free_locals(next, mesh->world_size);
 		return st;
 	}
-	free_locals(dt->locals, mesh->world_size);
-	dt->locals = next;
+	free_locals(dt->locals, dt->mesh->world_size);
+	dt->locals = next.locals;
 	return TPS_OK;
 }
 

@@ -179,3 +179,14 @@ char *tps_mesh_mask_name(const struct tps_mesh *mesh, unsigned mask, char *buf,
 	}
 	return buf;
 }
+
+enum tps_status tps_mesh_for_each_rank(const struct tps_mesh *mesh,
+				       tps_rank_fn fn, void *ctx,
+				       struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
+		st = fn(ctx, r, err);
+	}
+	return st;
+}

@@ -38,24 +38,6 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 	return TPS_OK;
 }
 
-/* The tp placements of a linear layer's weight and bias under its style. */
-static void param_placements(const struct tps_model_spec *spec,
-			     const struct tps_module_spec *m,
-			     struct tps_placement *weight,
-			     struct tps_placement *bias)
-{
-	for (int i = 0; i < spec->mesh.ndim; i++) {
-		weight[i] = tps_placement_replicate();
-		bias[i] = tps_placement_replicate();
-	}
-	if (m->style == TPS_STYLE_COLWISE) {
-		weight[spec->tp_dim] = tps_placement_shard(0);
-		bias[spec->tp_dim] = tps_placement_shard(0);
-	} else if (m->style == TPS_STYLE_ROWWISE) {
-		weight[spec->tp_dim] = tps_placement_shard(1);
-	}
-}
-
 static enum tps_status check_divisible(const struct tps_model_spec *spec,
 				       const struct tps_module_spec *m,
 				       const char *what, int64_t size,
@@ -117,34 +99,37 @@ find_override(const struct tps_model_spec *spec, const char *name)
 	return NULL;
 }
 
-/* Makes one parameter's global value and distributes it. */
+/* Makes one parameter's global value and distributes it: shard or
+ * replicate on tp as the module says, replicate on every other mesh dim. */
 static enum tps_status make_param(const struct tps_model_spec *spec,
 				  struct tps_param *p, const char *module,
-				  const char *suffix,
-				  const struct tps_shape *shape, int64_t fan_in,
-				  const struct tps_placement *placements,
-				  struct tps_dtensor *dist,
+				  const struct tps_param_spec *ps,
 				  struct tps_error *err)
 {
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
 	const struct tps_param_override *o;
 	enum tps_status st;
 
-	snprintf(p->name, sizeof p->name, "%s.%s", module, suffix);
+	snprintf(p->name, sizeof p->name, "%s.%s", module, ps->suffix);
 	o = find_override(spec, p->name);
 	if (o) {
-		st = tps_tensor_copy(&p->global, &o->value, err);
+		st = tps_tensor_copy(&p->init, &o->value, err);
 	} else {
 		/* nn.Linear's bound: a = 1/sqrt(fan_in), for W and b. */
-		float a =
-			fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in)) : 0.0f;
-		st = tps_model_init_tensor(&p->global, shape, spec->param_init,
-					   a, p->name, err);
+		float a = ps->fan_in > 0
+				  ? (float)(1.0 / sqrt((double)ps->fan_in))
+				  : 0.0f;
+		st = tps_model_init_tensor(&p->init, &ps->shape,
+					   spec->param_init, a, p->name, err);
 	}
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		placements[i] = tps_placement_replicate();
+	}
+	placements[spec->tp_dim] = ps->tp;
 	if (st == TPS_OK) {
-		st = tps_dtensor_distribute(dist, &spec->mesh, &p->global,
+		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->init,
 					    placements, err);
 	}
-	p->dist = dist;
 	return st;
 }
 
@@ -158,38 +143,25 @@ enum tps_status tps_model_init(struct tps_model *model,
 		return st;
 	}
 	m.spec = spec;
-	m.layers = calloc((size_t)spec->n_modules, sizeof *m.layers);
-	m.params = calloc((size_t)spec->n_modules * 2, sizeof *m.params);
-	if (!m.layers || !m.params) {
+	m.modules = calloc((size_t)spec->n_modules, sizeof *m.modules);
+	m.params = calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
+			  sizeof *m.params);
+	if (!m.modules || !m.params) {
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		const struct tps_module_spec *ms = &spec->modules[i];
-		struct tps_linear *l = &m.layers[i];
-		struct tps_placement wp[TPS_MAX_MESH_DIMS];
-		struct tps_placement bp[TPS_MAX_MESH_DIMS];
-		int64_t wdims[2] = {ms->out_features, ms->in_features};
-		struct tps_shape wshape = tps_shape_make(2, wdims);
-		struct tps_shape bshape = tps_shape_make(1, wdims);
-
-		l->name = ms->name;
-		l->style = ms->style;
-		l->bias_mode = ms->bias_mode;
-		l->input = ms->input;
-		l->output = ms->output;
-		l->has_bias = ms->bias;
-		if (ms->type != TPS_MODULE_LINEAR) {
-			continue;
-		}
-		param_placements(spec, ms, wp, bp);
-		st = make_param(spec, &m.params[m.n_params++], ms->name,
-				"weight", &wshape, ms->in_features, wp,
-				&l->weight, err);
-		if (st == TPS_OK && ms->bias) {
-			st = make_param(spec, &m.params[m.n_params++], ms->name,
-					"bias", &bshape, ms->in_features, bp,
-					&l->bias, err);
+		struct tps_module *mod = &m.modules[i];
+		struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
+		int n;
+		mod->spec = &spec->modules[i];
+		mod->ops = tps_module_ops_of(mod->spec->type);
+		mod->params = &m.params[m.n_params];
+		n = mod->ops->parameters(mod->spec, spec->tp_dim, ps);
+		for (int k = 0; k < n && st == TPS_OK; k++) {
+			st = make_param(spec, &m.params[m.n_params++],
+					mod->spec->name, &ps[k], err);
+			mod->n_params++;
 		}
 	}
 out:
@@ -207,16 +179,11 @@ void tps_model_free(struct tps_model *model)
 		return;
 	}
 	for (int i = 0; i < model->n_params; i++) {
-		tps_tensor_free(&model->params[i].global);
-	}
-	if (model->layers) {
-		for (int i = 0; i < model->spec->n_modules; i++) {
-			tps_dtensor_free(&model->layers[i].weight);
-			tps_dtensor_free(&model->layers[i].bias);
-		}
+		tps_tensor_free(&model->params[i].init);
+		tps_dtensor_free(&model->params[i].value);
 	}
 	free(model->params);
-	free(model->layers);
+	free(model->modules);
 	memset(model, 0, sizeof *model);
 }
 
@@ -241,7 +208,7 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 		ev.kind = TPS_EVENT_LAYOUT;
 		ev.op = "distribute";
 		ev.tensor = p->name;
-		ev.value = p->dist;
+		ev.value = &p->value;
 		st = tps_event_emit(sink, &ev, err);
 	}
 	return st;
@@ -298,15 +265,9 @@ enum tps_status tps_model_forward(const struct tps_model *model,
 	enum tps_status st = distribute_input(&ctx, spec, input, &x, err);
 
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		const struct tps_module_spec *m = &spec->modules[i];
+		struct tps_module *m = &model->modules[i];
 		struct tps_dtensor y = {0};
-		if (m->type == TPS_MODULE_LINEAR) {
-			st = tps_nn_linear_forward(&ctx, &model->layers[i], &x,
-						   &y, err);
-		} else {
-			st = tps_nn_activation_forward(&ctx, m->type, m->name,
-						       &x, &y, err);
-		}
+		st = m->ops->forward(&ctx, m, &x, &y, err);
 		if (st == TPS_OK) {
 			tps_dtensor_free(&x);
 			x = y;
@@ -334,20 +295,10 @@ enum tps_status tps_model_reference_forward(const struct tps_model *model,
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_tensor x = {0}, y = {0};
 	enum tps_status st = tps_tensor_copy(&x, input, err);
-	int p = 0;
 
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		const struct tps_module_spec *m = &spec->modules[i];
-		if (m->type == TPS_MODULE_LINEAR) {
-			const struct tps_tensor *w = &model->params[p++].global;
-			const struct tps_tensor *b =
-				m->bias ? &model->params[p++].global : NULL;
-			st = tps_tensor_linear(&y, &x, w, b, err);
-		} else if (m->type == TPS_MODULE_RELU) {
-			st = tps_tensor_relu(&y, &x, err);
-		} else {
-			st = tps_tensor_gelu(&y, &x, err);
-		}
+		const struct tps_module *m = &model->modules[i];
+		st = m->ops->reference_forward(m, &x, &y, err);
 		if (st == TPS_OK) {
 			tps_tensor_move(&x, &y);
 		}
@@ -360,49 +311,31 @@ enum tps_status tps_model_reference_forward(const struct tps_model *model,
 	return st;
 }
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
-}
-
-static int64_t sat_mul(int64_t a, int64_t b)
-{
-	int64_t r;
-	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
-
 int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 {
-	int64_t world = spec->mesh.world_size;
-	int64_t tp = spec->mesh.shape[spec->tp_dim];
+	struct tps_memory_context mc = {spec->mesh.world_size,
+					spec->mesh.shape[spec->tp_dim]};
 	int64_t rows = 1, widest, total = 0;
 
 	for (int d = 0; d + 1 < spec->input_shape.ndim; d++) {
-		rows = sat_mul(rows, spec->input_shape.dim[d]);
+		rows = tps_sat_mul(rows, spec->input_shape.dim[d]);
 	}
 	widest = spec->input_shape.ndim
 			 ? spec->input_shape.dim[spec->input_shape.ndim - 1]
 			 : 1;
 	for (int i = 0; i < spec->n_modules; i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
-		int64_t w, copies;
-		if (m->type != TPS_MODULE_LINEAR) {
-			continue;
-		}
-		w = sat_mul(m->out_features, m->in_features + 1);
-		/* The global value plus every rank's local copy or shard. */
-		copies = m->style == TPS_STYLE_COLWISE ||
-					 m->style == TPS_STYLE_ROWWISE
-				 ? world / tp
-				 : world;
-		total = sat_add(total, sat_mul(w, copies + 1));
-		if (m->out_features > widest) {
+		total = tps_sat_add(
+			total,
+			tps_module_ops_of(m->type)->memory_estimate(m, &mc));
+		if (m->type == TPS_MODULE_LINEAR && m->out_features > widest) {
 			widest = m->out_features;
 		}
 	}
 	/* About four live activations per rank (input, output, collective
 	 * scratch) and the reference's two. */
-	total = sat_add(total, sat_mul(sat_mul(rows, widest), 4 * world + 2));
-	return sat_mul(total, 4);
+	return tps_sat_add(total,
+			   tps_sat_mul(tps_sat_mul(tps_sat_mul(rows, widest),
+						   4 * mc.world + 2),
+				       4));
 }

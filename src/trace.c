@@ -272,10 +272,10 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 		fputs(i ? ",\n" : "\n", t->out);
 		tps_trace_write_string(t->out, p->name);
 		fputs(":{\"shape\":", t->out);
-		write_shape(t->out, &p->global.shape);
+		write_shape(t->out, &p->init.shape);
 		fputs(",\"placements\":", t->out);
-		write_placements(t->out, p->dist);
-		write_values(t, &p->global);
+		write_placements(t->out, &p->value);
+		write_values(t, &p->init);
 		fputc('}', t->out);
 	}
 	fputs("},\n", t->out);

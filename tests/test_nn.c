@@ -13,6 +13,25 @@
 #include "testutil.h"
 #include "tpsim/nn.h"
 
+/* A sink that logs "module op tensor [tp placement]" per event. */
+struct recorder {
+	char log[4096];
+	size_t used;
+};
+
+static enum tps_status record(void *ctx, const struct tps_event *ev,
+			      struct tps_error *err)
+{
+	struct recorder *r = ctx;
+	char p[32];
+	(void)err;
+	r->used += (size_t)snprintf(
+		r->log + r->used, sizeof r->log - r->used, "%s %s %s [%s]\n",
+		ev->module, ev->op, ev->tensor,
+		tps_placement_format(ev->value->placements[0], p, sizeof p));
+	return TPS_OK;
+}
+
 static struct tps_mesh tp_mesh(int n)
 {
 	struct tps_mesh m;
@@ -62,12 +81,169 @@ START_TEST(redistribute_keeps_its_status_without_err)
 }
 END_TEST
 
+START_TEST(every_module_type_has_a_complete_ops_table)
+{
+	for (int t = 0; tps_module_type_names[t]; t++) {
+		const struct tps_module_ops *ops =
+			tps_module_ops_of((enum tps_module_type)t);
+		ck_assert_msg(ops && ops->forward && ops->reference_forward &&
+				      ops->parameters && ops->memory_estimate,
+			      "%s", tps_module_type_names[t]);
+	}
+}
+END_TEST
+
+/* A linear module "fc" of W = arange (out, in), no bias, under a style. */
+struct linear_fixture {
+	struct tps_mesh mesh;
+	struct tps_module_spec spec;
+	struct tps_param weight;
+	struct tps_module module;
+};
+
+static void linear_fixture_init(struct linear_fixture *f, int tp,
+				enum tps_style style, int64_t in, int64_t out,
+				struct tps_placement output)
+{
+	struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
+	memset(f, 0, sizeof *f);
+	f->mesh = tp_mesh(tp);
+	snprintf(f->spec.name, sizeof f->spec.name, "fc");
+	f->spec.type = TPS_MODULE_LINEAR;
+	f->spec.in_features = in;
+	f->spec.out_features = out;
+	f->spec.style = style;
+	f->spec.planned = true;
+	f->spec.input = style == TPS_STYLE_ROWWISE ? tps_placement_shard(-1)
+						   : tps_placement_replicate();
+	f->spec.output = output;
+	f->module.spec = &f->spec;
+	f->module.ops = tps_module_ops_of(TPS_MODULE_LINEAR);
+	ck_assert_int_eq(f->module.ops->parameters(&f->spec, 0, ps), 1);
+	f->weight.init = arange(out, in);
+	ck_assert_int_eq(tps_dtensor_distribute(&f->weight.value, &f->mesh,
+						&f->weight.init, &ps[0].tp,
+						NULL),
+			 TPS_OK);
+	f->module.params = &f->weight;
+	f->module.n_params = 1;
+}
+
+static void linear_fixture_free(struct linear_fixture *f)
+{
+	tps_tensor_free(&f->weight.init);
+	tps_dtensor_free(&f->weight.value);
+}
+
+START_TEST(colwise_gather_output_is_a_matmul_then_an_all_gather)
+{
+	/* ColumnParallelLinear(gather_output=True): each rank computes its
+	 * output columns, then one all_gather along the last dim. */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4), full;
+	struct tps_dtensor x, y;
+	struct tps_nn_context ctx;
+	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
+	ctx = (struct tps_nn_context){
+		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(rec.log, "fc matmul fc.out [shard(1)]\n"
+				  "fc all_gather fc.out [replicate]\n");
+	/* 3 columns over 2 ranks: 2 and 1. */
+	ck_assert_int_eq(y.locals[0].shape.dim[1], 3);
+	ck_assert_int_eq(tps_dtensor_full_tensor(&y, &full, NULL), TPS_OK);
+	/* x row 0 = [1,2,3,4], W row 2 = [9,10,11,12]: 9+20+33+48 = 110. */
+	ck_assert_float_eq(full.data[2], 110.0f);
+	tps_tensor_free(&full);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(rowwise_of_a_replicated_input_splits_it_locally)
+{
+	/* RowParallelLinear(input_is_parallel=False): the input is split
+	 * without communication, partial sums are all-reduced. */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4);
+	struct tps_dtensor x, y;
+	struct tps_nn_context ctx;
+	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
+	ctx = (struct tps_nn_context){
+		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(rec.log, "fc split fc.in [shard(1)]\n"
+				  "fc matmul fc.out [partial]\n"
+				  "fc all_reduce fc.out [replicate]\n");
+	/* The seed's hand check: [[30,70],[70,174]] on both ranks. */
+	ck_assert_float_eq(y.locals[1].data[3], 174.0f);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(activation_of_a_partial_input_reduces_first)
+{
+	/* relu(a + b) != relu(a) + relu(b): a partial input is all-reduced
+	 * before relu, and relu keeps the replicated layout. */
+	struct tps_mesh m = tp_mesh(2);
+	struct recorder rec = {0};
+	struct tps_placement part = tps_placement_partial();
+	struct tps_module_spec spec = {0};
+	struct tps_module mod = {0};
+	struct tps_tensor g = arange(1, 2);
+	struct tps_dtensor x, y;
+	struct tps_nn_context ctx = {
+		&m, 0, {record, &rec}, 0, TPS_PHASE_FORWARD};
+	snprintf(spec.name, sizeof spec.name, "act");
+	spec.type = TPS_MODULE_RELU;
+	mod.spec = &spec;
+	mod.ops = tps_module_ops_of(TPS_MODULE_RELU);
+	/* rank 0 holds [1, 2], rank 1 zeros: the sum is [1, 2]; make rank
+	 * 1 hold [-3, 5] so the partial sum is [-2, 7]. */
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &part, NULL),
+			 TPS_OK);
+	x.locals[1].data[0] = -3.0f;
+	x.locals[1].data[1] = 5.0f;
+	ck_assert_int_eq(mod.ops->forward(&ctx, &mod, &x, &y, NULL), TPS_OK);
+	ck_assert_str_eq(rec.log, "act all_reduce act.in [replicate]\n"
+				  "act relu act.out [replicate]\n");
+	ck_assert_float_eq(y.locals[0].data[0], 0.0f);
+	ck_assert_float_eq(y.locals[0].data[1], 7.0f);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&g);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
 	TCase *layout = tcase_create("layout");
+	TCase *modules = tcase_create("modules");
 	tcase_add_test(layout, redistribute_keeps_its_status_without_err);
+	tcase_add_test(modules, every_module_type_has_a_complete_ops_table);
+	tcase_add_test(modules,
+		       colwise_gather_output_is_a_matmul_then_an_all_gather);
+	tcase_add_test(modules,
+		       rowwise_of_a_replicated_input_splits_it_locally);
+	tcase_add_test(modules, activation_of_a_partial_input_reduces_first);
 	suite_add_tcase(s, layout);
+	suite_add_tcase(s, modules);
 	return s;
 }
 

@@ -94,6 +94,23 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 
 void tps_dtensor_free(struct tps_dtensor *dt);
 
+/* Makes rank `rank`'s local tensor in *out (untouched on error). */
+typedef enum tps_status (*tps_local_fn)(void *ctx, int rank,
+					struct tps_tensor *out,
+					struct tps_error *err);
+
+/*
+ * A new dtensor whose locals[r] = fn(ctx, r) for every rank, run through
+ * tps_mesh_for_each_rank, with the given global shape and placements.
+ * On error every local made so far is freed and *out is untouched.
+ */
+enum tps_status tps_dtensor_map(struct tps_dtensor *out,
+				const struct tps_mesh *mesh,
+				const struct tps_shape *global,
+				const struct tps_placement *placements,
+				tps_local_fn fn, void *ctx,
+				struct tps_error *err);
+
 /* One step of a redistribution, as the observer sees it. */
 enum tps_redistribute_kind {
 	TPS_REDISTRIBUTE_COLLECTIVE, /* report says which and what it moved */

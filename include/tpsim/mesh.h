@@ -65,6 +65,20 @@ void tps_mesh_group_members(const struct tps_mesh *mesh, unsigned mask, int g,
 int tps_mesh_group_index(const struct tps_mesh *mesh, unsigned mask, int rank);
 int tps_mesh_local_rank(const struct tps_mesh *mesh, unsigned mask, int rank);
 
+/* One rank's share of some work. */
+typedef enum tps_status (*tps_rank_fn)(void *ctx, int rank,
+				       struct tps_error *err);
+
+/*
+ * Calls fn(ctx, r, err) for r = 0, 1, ..., world_size - 1 and stops at the
+ * first error. This is the one loop that does per-rank work: fn must touch
+ * only rank r's data, so that ranks may later run concurrently here without
+ * any caller changing.
+ */
+enum tps_status tps_mesh_for_each_rank(const struct tps_mesh *mesh,
+				       tps_rank_fn fn, void *ctx,
+				       struct tps_error *err);
+
 /* The name of the group along the dims in mask: the dim's name for one dim,
  * the names joined by '_' for several, as PyTorch's _flatten() names them
  * ("dp_cp"). Written into buf (always NUL-terminated); returns buf. */

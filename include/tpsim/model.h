@@ -3,8 +3,8 @@
  * them, the run of one forward step on every simulated rank, and the
  * single-device reference model on the same global parameters.
  *
- * The spec structs below are what a validated config (config.h) produces;
- * the model never sees JSON. Messages about a module's plan start with the
+ * The spec (spec.h) is what a validated config (config.h) produces; the
+ * model never sees JSON. Messages about a module's plan start with the
  * JSON Pointer the spec carries for it, so the CLI can name the config file
  * and the place.
  *
@@ -22,18 +22,10 @@
 #include "tpsim/nn.h"
 #include "tpsim/spec.h"
 
-/* A parameter: its global value (for the trace and the reference) and how
- * the ranks hold it. */
-struct tps_param {
-	char name[TPS_NAME_MAX + 8];
-	struct tps_tensor global;
-	struct tps_dtensor *dist; /* points into the module's layer */
-};
-
 struct tps_model {
 	const struct tps_model_spec *spec; /* not owned; must outlive model */
-	struct tps_linear *layers;	   /* n_modules; linear ones used */
-	struct tps_param *params;	   /* weight, then bias, per linear */
+	struct tps_module *modules;	   /* n_modules, in spec order */
+	struct tps_param *params;	   /* every module's, in module order */
 	int n_params;
 };
 

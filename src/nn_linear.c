@@ -1,0 +1,385 @@
+/*
+ * nn.Linear under the parallel styles (see nn.h for the rules).
+ *
+ * Shapes: x (..., in) -> y (..., out); W (out, in); b (out).
+ *   colwise   rank r holds W_r (out_r, in), b_r (out_r); y_r (..., out_r)
+ *   rowwise   rank r holds W_r (out, in_r), b (out);     y_r (..., out)
+ *             partial until the reduction
+ *   replicate every rank holds W, b and computes y
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpsim/nn.h"
+
+enum { WEIGHT, BIAS };
+
+static const struct tps_dtensor *weight(const struct tps_module *m)
+{
+	return &m->params[WEIGHT].value;
+}
+
+static const struct tps_dtensor *bias(const struct tps_module *m)
+{
+	return m->spec->bias ? &m->params[BIAS].value : NULL;
+}
+
+/* The most multiply-adds any rank does for y = x W^T, times 2. */
+static int64_t matmul_flops(const struct tps_dtensor *x,
+			    const struct tps_dtensor *y)
+{
+	int64_t most = 0;
+	for (int r = 0; r < x->mesh->world_size; r++) {
+		const struct tps_tensor *xr = &x->locals[r];
+		int64_t k =
+			xr->shape.ndim ? xr->shape.dim[xr->shape.ndim - 1] : 1;
+		int64_t f = tps_sat_mul(
+			2, tps_sat_mul(tps_tensor_numel(&y->locals[r]), k));
+		most = f > most ? f : most;
+	}
+	return most;
+}
+
+struct matmul_job {
+	const struct tps_dtensor *x, *w;
+};
+
+static enum tps_status matmul_rank(void *opaque, int r, struct tps_tensor *out,
+				   struct tps_error *err)
+{
+	const struct matmul_job *job = opaque;
+	return tps_tensor_linear(out, &job->x->locals[r], &job->w->locals[r],
+				 NULL, err);
+}
+
+/* y's locals = x's locals W_r^T on every rank; y gets x's placements with
+ * the tp one replaced by tp_out. */
+static enum tps_status
+local_matmul(const struct tps_nn_context *ctx, const struct tps_module *m,
+	     const struct tps_dtensor *x, struct tps_placement tp_out,
+	     struct tps_dtensor *y, struct tps_error *err)
+{
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_shape global = x->global;
+	struct matmul_job job = {x, weight(m)};
+	enum tps_status st;
+
+	global.dim[global.ndim - 1] = weight(m)->global.dim[0];
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		placements[i] = x->placements[i];
+	}
+	placements[ctx->tp_dim] = tps_nn_normalized(tp_out, global.ndim);
+	st = tps_dtensor_map(y, ctx->mesh, &global, placements, matmul_rank,
+			     &job, err);
+	if (st != TPS_OK) {
+		tps_error_prefix(err, "%s %s", tps_style_names[m->spec->style],
+				 m->spec->name);
+	}
+	return st;
+}
+
+/*
+ * Adding the bias on every rank whose turn it is: the slice of the rank's
+ * local bias that lines up with its output's last-dim region (the whole
+ * local bias for colwise shards), divided by `divisor`.
+ */
+struct bias_job {
+	const struct tps_nn_context *ctx;
+	const struct tps_dtensor *b;
+	struct tps_dtensor *y;
+	bool only_local_rank0, bias_is_sharded;
+	float divisor;
+};
+
+static enum tps_status bias_rank(void *opaque, int r, struct tps_error *err)
+{
+	const struct bias_job *job = opaque;
+	const struct tps_mesh *mesh = job->ctx->mesh;
+	struct tps_dtensor *y = job->y;
+	int last = y->global.ndim - 1;
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	struct tps_tensor slice = {0};
+	enum tps_status st;
+
+	if (job->only_local_rank0 &&
+	    tps_mesh_local_rank(mesh, 1u << job->ctx->tp_dim, r) != 0) {
+		return TPS_OK;
+	}
+	if (job->bias_is_sharded) {
+		st = tps_tensor_copy(&slice, &job->b->locals[r], err);
+	} else {
+		tps_dtensor_local_region(mesh, &y->global, y->placements, r,
+					 offset, length);
+		st = tps_tensor_narrow(&slice, &job->b->locals[r], 0,
+				       offset[last], length[last], err);
+	}
+	if (st == TPS_OK && job->divisor != 1.0f) {
+		int64_t n = tps_tensor_numel(&slice);
+		for (int64_t e = 0; e < n; e++) {
+			slice.data[e] /= job->divisor;
+		}
+	}
+	if (st == TPS_OK) {
+		tps_tensor_add_bias(&y->locals[r], &slice, 1.0f);
+	}
+	tps_tensor_free(&slice);
+	return st;
+}
+
+static enum tps_status add_bias(const struct tps_nn_context *ctx,
+				const struct tps_module *m,
+				struct tps_dtensor *y, bool only_local_rank0,
+				float divisor, bool bias_is_sharded,
+				struct tps_error *err)
+{
+	struct bias_job job = {
+		ctx, bias(m), y, only_local_rank0, bias_is_sharded, divisor};
+	return tps_mesh_for_each_rank(ctx->mesh, bias_rank, &job, err);
+}
+
+/* Tensor names of a module: "<name>.in", "<name>.out". */
+struct io_names {
+	char in[TPS_NAME_MAX + 8], out[TPS_NAME_MAX + 8];
+};
+
+static struct io_names io_names_of(const char *module)
+{
+	struct io_names n;
+	snprintf(n.in, sizeof n.in, "%s.in", module);
+	snprintf(n.out, sizeof n.out, "%s.out", module);
+	return n;
+}
+
+static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
+				       const struct tps_module *m,
+				       struct tps_dtensor *x,
+				       struct tps_dtensor *y,
+				       struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct io_names n = io_names_of(s->name);
+	struct tps_dtensor out = {0};
+	enum tps_status st;
+
+	/* Sequence parallel: the declared shard(seq) input is all-gathered. */
+	st = tps_nn_to_layout(ctx, x, s->input, s->name, n.in, NULL, err);
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout(
+			ctx, x, tps_placement_replicate(), s->name, n.in,
+			"colwise computes on the full input", err);
+	}
+	if (st == TPS_OK) {
+		st = local_matmul(ctx, m, x, tps_placement_shard(-1), &out,
+				  err);
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
+				 "y_i = x W_i^T: each rank computes its slice "
+				 "of the output features",
+				 &out, matmul_flops(x, &out), err);
+	if (st == TPS_OK && s->bias) {
+		st = add_bias(ctx, m, &out, false, 1.0f, true, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(ctx, s->name, "add_bias",
+						 n.out,
+						 "each rank adds its own bias "
+						 "shard b_i",
+						 &out, 0, err);
+		}
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout(ctx, &out, s->output, s->name, n.out,
+				      NULL, err);
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&out);
+		return st;
+	}
+	*y = out;
+	return TPS_OK;
+}
+
+static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
+				       const struct tps_module *m,
+				       struct tps_dtensor *x,
+				       struct tps_dtensor *y,
+				       struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct io_names n = io_names_of(s->name);
+	struct tps_dtensor out = {0};
+	int tp = ctx->mesh->shape[ctx->tp_dim];
+	bool bias_before = s->bias && s->bias_mode != TPS_BIAS_AFTER_REDUCE;
+	enum tps_status st;
+
+	st = tps_nn_to_layout(ctx, x, s->input, s->name, n.in, NULL, err);
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout(ctx, x, tps_placement_shard(-1), s->name,
+				      n.in,
+				      "rowwise takes the input features split "
+				      "like its weight's columns",
+				      err);
+	}
+	if (st == TPS_OK) {
+		st = local_matmul(ctx, m, x, tps_placement_partial(), &out,
+				  err);
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
+				 "y_i = x_i W_i^T: partial sums, y = sum_i y_i",
+				 &out, matmul_flops(x, &out), err);
+	if (st == TPS_OK && bias_before) {
+		bool rank0 = s->bias_mode == TPS_BIAS_RANK0;
+		char note[128];
+		if (rank0) {
+			snprintf(note, sizeof note,
+				 "bias added once, by local "
+				 "rank 0, before the reduction (rank0)");
+		} else {
+			snprintf(note, sizeof note,
+				 "each of the %d ranks adds "
+				 "b/%d before the reduction (partial_split)",
+				 tp, tp);
+		}
+		st = add_bias(ctx, m, &out, rank0, rank0 ? 1.0f : (float)tp,
+			      false, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(ctx, s->name, "add_bias",
+						 n.out, note, &out, 0, err);
+		}
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout(ctx, &out, s->output, s->name, n.out,
+				      NULL, err);
+	}
+	if (st == TPS_OK && s->bias && !bias_before) {
+		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(ctx, s->name, "add_bias",
+						 n.out,
+						 "bias added once, after the "
+						 "reduction (after_reduce)",
+						 &out, 0, err);
+		}
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&out);
+		return st;
+	}
+	*y = out;
+	return TPS_OK;
+}
+
+static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
+					  const struct tps_module *m,
+					  struct tps_dtensor *x,
+					  struct tps_dtensor *y,
+					  struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct io_names n = io_names_of(s->name);
+	struct tps_dtensor out = {0};
+	enum tps_status st;
+
+	st = tps_nn_to_layout(ctx, x, tps_placement_replicate(), s->name, n.in,
+			      "a replicated module needs its whole "
+			      "input on every rank",
+			      err);
+	if (st == TPS_OK) {
+		st = local_matmul(ctx, m, x, tps_placement_replicate(), &out,
+				  err);
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
+				 "every rank computes the whole layer", &out,
+				 matmul_flops(x, &out), err);
+	if (st == TPS_OK && s->bias) {
+		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(ctx, s->name, "add_bias",
+						 n.out, NULL, &out, 0, err);
+		}
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&out);
+		return st;
+	}
+	*y = out;
+	return TPS_OK;
+}
+
+static enum tps_status linear_forward(const struct tps_nn_context *ctx,
+				      struct tps_module *m,
+				      struct tps_dtensor *x,
+				      struct tps_dtensor *y,
+				      struct tps_error *err)
+{
+	switch (m->spec->style) {
+	case TPS_STYLE_COLWISE: return colwise_forward(ctx, m, x, y, err);
+	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
+	case TPS_STYLE_REPLICATE: return replicated_forward(ctx, m, x, y, err);
+	}
+	return tps_error_set(err, TPS_ERR_UNSUPPORTED, "%s: unknown style",
+			     m->spec->name);
+}
+
+static enum tps_status linear_reference_forward(const struct tps_module *m,
+						const struct tps_tensor *x,
+						struct tps_tensor *y,
+						struct tps_error *err)
+{
+	return tps_tensor_linear(y, x, &m->params[WEIGHT].init,
+				 m->spec->bias ? &m->params[BIAS].init : NULL,
+				 err);
+}
+
+static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
+			     struct tps_param_spec *out)
+{
+	int64_t wdims[2] = {s->out_features, s->in_features};
+	struct tps_placement w = tps_placement_replicate();
+	struct tps_placement b = tps_placement_replicate();
+	(void)tp_dim;
+	if (s->style == TPS_STYLE_COLWISE) {
+		w = tps_placement_shard(0);
+		b = tps_placement_shard(0);
+	} else if (s->style == TPS_STYLE_ROWWISE) {
+		w = tps_placement_shard(1);
+	}
+	/* nn.Linear draws W and b from U(-a, a), a = 1/sqrt(in_features). */
+	out[WEIGHT] = (struct tps_param_spec){
+		"weight", tps_shape_make(2, wdims), s->in_features, w};
+	if (!s->bias) {
+		return 1;
+	}
+	out[BIAS] = (struct tps_param_spec){"bias", tps_shape_make(1, wdims),
+					    s->in_features, b};
+	return 2;
+}
+
+static int64_t linear_memory_estimate(const struct tps_module_spec *s,
+				      const struct tps_memory_context *mc)
+{
+	/* W and b: out * (in + 1) floats, once globally plus every rank's
+	 * copy or shard (sharded: world / tp full copies). */
+	int64_t w = tps_sat_mul(s->out_features, s->in_features + 1);
+	int64_t copies =
+		s->style == TPS_STYLE_COLWISE || s->style == TPS_STYLE_ROWWISE
+			? mc->world / mc->tp
+			: mc->world;
+	return tps_sat_mul(tps_sat_mul(w, copies + 1), 4);
+}
+
+const struct tps_module_ops tps_linear_ops = {
+	.forward = linear_forward,
+	.reference_forward = linear_reference_forward,
+	.parameters = linear_parameters,
+	.memory_estimate = linear_memory_estimate,
+};
