@@ -29,9 +29,12 @@ void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 }
 
 /* The temporary trace: next to the output (so rename is atomic) or an
- * anonymous file when the trace goes to a stream. */
+ * anonymous file when the trace goes to a stream, or to an output that is
+ * not a regular file (/dev/null, a FIFO: renaming over it would replace
+ * the device with a file; it is written in place instead). */
 struct trace_file {
 	FILE *f;
+	bool in_place;
 	char tmp_path[4096];
 };
 
@@ -44,7 +47,9 @@ static enum tps_status open_trace_file(struct trace_file *tf,
 	char esc[256];
 
 	memset(tf, 0, sizeof *tf);
-	if (!output_path) {
+	tf->in_place = output_path && stat(output_path, &st) == 0 &&
+		       !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+	if (!output_path || tf->in_place) {
 		tf->f = tmpfile();
 		if (!tf->f) {
 			return tps_error_set(err, TPS_ERR_IO,
@@ -85,6 +90,26 @@ static enum tps_status open_trace_file(struct trace_file *tf,
 	return TPS_OK;
 }
 
+/* Copies the finished temporary trace to out. */
+static enum tps_status copy_out(FILE *tmp, FILE *out, struct tps_error *err)
+{
+	char buf[65536];
+	size_t n;
+	rewind(tmp);
+	while ((n = fread(buf, 1, sizeof buf, tmp)) > 0) {
+		if (fwrite(buf, 1, n, out) != n) {
+			return tps_error_set(err, TPS_ERR_IO,
+					     "writing the trace: %s",
+					     strerror(errno));
+		}
+	}
+	if (fflush(out) != 0) {
+		return tps_error_set(err, TPS_ERR_IO, "writing the trace: %s",
+				     strerror(errno));
+	}
+	return TPS_OK;
+}
+
 /* Publishes the finished trace; on failure removes the temporary. */
 static enum tps_status close_trace_file(struct trace_file *tf,
 					const char *output_path, FILE *stream,
@@ -95,27 +120,28 @@ static enum tps_status close_trace_file(struct trace_file *tf,
 	if (!tf->f) {
 		return TPS_OK;
 	}
-	if (ok && !output_path) {
-		char buf[65536];
-		size_t n;
-		rewind(tf->f);
-		while ((n = fread(buf, 1, sizeof buf, tf->f)) > 0) {
-			if (fwrite(buf, 1, n, stream) != n) {
-				st = tps_error_set(err, TPS_ERR_IO,
-						   "writing "
-						   "the trace: %s",
-						   strerror(errno));
-				break;
-			}
+	if (ok && (!output_path || tf->in_place)) {
+		FILE *out = stream;
+		if (tf->in_place && !(out = fopen(output_path, "w"))) {
+			st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
+					   tps_json_escape_for_message(
+						   output_path, esc, sizeof esc),
+					   strerror(errno));
 		}
-		if (st == TPS_OK && fflush(stream) != 0) {
+		if (st == TPS_OK) {
+			st = copy_out(tf->f, out, err);
+		}
+		if (out && out != stream && fclose(out) != 0 && st == TPS_OK) {
 			st = tps_error_set(err, TPS_ERR_IO,
-					   "writing the trace: "
-					   "%s",
+					   "writing the trace: %s",
 					   strerror(errno));
 		}
 		fclose(tf->f);
 		return st;
+	}
+	if (!output_path || tf->in_place) {
+		fclose(tf->f); /* a failed run: the temporary vanishes */
+		return TPS_OK;
 	}
 	if (fclose(tf->f) != 0 && ok) {
 		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",

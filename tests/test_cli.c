@@ -315,6 +315,26 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 }
 END_TEST
 
+START_TEST(output_to_a_device_writes_to_it_in_place)
+{
+	/* -o /dev/null must not rename a file over the device: a trace is
+	 * written to an output that is not a regular file, in place. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	struct stat st;
+	struct result r;
+	ck_assert_int_eq(stat("/dev/null", &st), 0);
+	ck_assert_msg(S_ISCHR(st.st_mode), "/dev/null is not a device");
+	r = cli(5, "run", cfg, "-o", "/dev/null");
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+	ck_assert_int_eq(stat("/dev/null", &st), 0);
+	ck_assert_msg(S_ISCHR(st.st_mode),
+		      "-o /dev/null replaced the device with a file");
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(disagreement_with_the_reference_is_exit_1)
 {
 	/* partial_split adds b/3 on each of 3 ranks: b/3 * 3 is not b in
@@ -572,6 +592,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, bad_configs_exit_2_with_one_line);
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
+	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
