@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpsim/optim.h"
 #include "tpsim/rng.h"
 
 enum tps_status tps_model_init_tensor(struct tps_tensor *t,
@@ -99,6 +100,60 @@ find_override(const struct tps_model_spec *spec, const char *name)
 	return NULL;
 }
 
+/*
+ * The dp split of the batch: how many rows each dp rank holds (DTensor's
+ * Shard(0) on each dp dim in mesh order: a chunk of a chunk) and, for
+ * DistributedSampler, which rows: flattened dp rank r takes r, r + dp,
+ * r + 2 dp, ... (shuffle=False; the config ensures dp divides the batch).
+ */
+static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
+				     struct tps_model *m, struct tps_error *err)
+{
+	const struct tps_mesh *mesh = &spec->mesh;
+	int64_t n = spec->input_shape.dim[0];
+	m->dp = tps_mesh_group_size(mesh, spec->dp_mask);
+	m->dp_counts = calloc((size_t)m->dp, sizeof *m->dp_counts);
+	m->sample_order =
+		calloc((size_t)(n > 0 ? n : 1), sizeof *m->sample_order);
+	if (!m->dp_counts || !m->sample_order) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int r = 0; r < m->dp; r++) {
+		/* Decode r into coordinates on the dp dims, row-major, and
+		 * chunk the rows dim by dim. */
+		int rest = r, coord[TPS_MAX_MESH_DIMS] = {0};
+		int64_t len = n;
+		for (int i = mesh->ndim - 1; i >= 0; i--) {
+			if (spec->dp_mask & (1u << i)) {
+				coord[i] = rest % mesh->shape[i];
+				rest /= mesh->shape[i];
+			}
+		}
+		for (int i = 0; i < mesh->ndim; i++) {
+			int64_t start;
+			if (spec->dp_mask & (1u << i)) {
+				tps_chunk_range(len, mesh->shape[i], coord[i],
+						&start, &len);
+			}
+		}
+		m->dp_counts[r] = len;
+	}
+	if (spec->sampler == TPS_SAMPLER_DISTRIBUTED && n % m->dp != 0) {
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"DistributedSampler needs the batch (%lld) "
+			"divisible by the dp size (%d)",
+			(long long)n, m->dp);
+	}
+	for (int64_t p = 0; p < n; p++) {
+		int64_t per = n / m->dp;
+		m->sample_order[p] = spec->sampler == TPS_SAMPLER_DISTRIBUTED
+					     ? (p % per) * m->dp + p / per
+					     : p;
+	}
+	return TPS_OK;
+}
+
 /* Makes one parameter's global value and distributes it: shard or
  * replicate on tp as the module says, replicate on every other mesh dim. */
 static enum tps_status make_param(const struct tps_model_spec *spec,
@@ -111,15 +166,16 @@ static enum tps_status make_param(const struct tps_model_spec *spec,
 	enum tps_status st;
 
 	snprintf(p->name, sizeof p->name, "%s.%s", module, ps->suffix);
+	p->module = module;
 	o = find_override(spec, p->name);
 	if (o) {
-		st = tps_tensor_copy(&p->init, &o->value, err);
+		st = tps_tensor_copy(&p->global, &o->value, err);
 	} else {
 		/* nn.Linear's bound: a = 1/sqrt(fan_in), for W and b. */
 		float a = ps->fan_in > 0
 				  ? (float)(1.0 / sqrt((double)ps->fan_in))
 				  : 0.0f;
-		st = tps_model_init_tensor(&p->init, &ps->shape,
+		st = tps_model_init_tensor(&p->global, &ps->shape,
 					   spec->param_init, a, p->name, err);
 	}
 	for (int i = 0; i < spec->mesh.ndim; i++) {
@@ -127,7 +183,7 @@ static enum tps_status make_param(const struct tps_model_spec *spec,
 	}
 	placements[spec->tp_dim] = ps->tp;
 	if (st == TPS_OK) {
-		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->init,
+		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->global,
 					    placements, err);
 	}
 	return st;
@@ -143,6 +199,10 @@ enum tps_status tps_model_init(struct tps_model *model,
 		return st;
 	}
 	m.spec = spec;
+	st = plan_dp_split(spec, &m, err);
+	if (st != TPS_OK) {
+		goto out;
+	}
 	m.modules = calloc((size_t)spec->n_modules, sizeof *m.modules);
 	m.params = calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
 			  sizeof *m.params);
@@ -179,11 +239,23 @@ void tps_model_free(struct tps_model *model)
 		return;
 	}
 	for (int i = 0; i < model->n_params; i++) {
-		tps_tensor_free(&model->params[i].init);
-		tps_dtensor_free(&model->params[i].value);
+		struct tps_param *p = &model->params[i];
+		tps_tensor_free(&p->global);
+		tps_dtensor_free(&p->value);
+		tps_dtensor_free(&p->grad);
+		tps_tensor_free(&p->ref_grad);
+		for (int k = 0; k < 2; k++) {
+			tps_dtensor_free(&p->state[k]);
+			tps_tensor_free(&p->ref_state[k]);
+		}
+	}
+	for (int i = 0; model->modules && i < model->spec->n_modules; i++) {
+		tps_module_free_saved(&model->modules[i]);
 	}
 	free(model->params);
 	free(model->modules);
+	free(model->dp_counts);
+	free(model->sample_order);
 	memset(model, 0, sizeof *model);
 }
 
@@ -194,17 +266,10 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 	enum tps_status st = TPS_OK;
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
 		const struct tps_param *p = &model->params[i];
-		char module[TPS_NAME_MAX + 8];
 		struct tps_event ev = {0};
-		char *dot;
-		snprintf(module, sizeof module, "%s", p->name);
-		dot = strrchr(module, '.');
-		if (dot) {
-			*dot = '\0';
-		}
 		ev.step = -1;
 		ev.phase = TPS_PHASE_SETUP;
-		ev.module = module;
+		ev.module = p->module;
 		ev.kind = TPS_EVENT_LAYOUT;
 		ev.op = "distribute";
 		ev.tensor = p->name;
@@ -212,6 +277,18 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 		st = tps_event_emit(sink, &ev, err);
 	}
 	return st;
+}
+
+struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
+{
+	struct tps_shape shape = spec->input_shape;
+	for (int i = 0; i < spec->n_modules; i++) {
+		if (spec->modules[i].type == TPS_MODULE_LINEAR) {
+			shape.dim[shape.ndim - 1] =
+				spec->modules[i].out_features;
+		}
+	}
+	return shape;
 }
 
 enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
@@ -222,99 +299,40 @@ enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 				     spec->input_init, 1.0f, "input", err);
 }
 
-/* The input on every rank: replicated, then split over dp by the sampler. */
-static enum tps_status distribute_input(const struct tps_nn_context *ctx,
-					const struct tps_model_spec *spec,
-					const struct tps_tensor *input,
-					struct tps_dtensor *x,
-					struct tps_error *err)
+enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
+				      struct tps_tensor *target,
+				      struct tps_error *err)
 {
-	struct tps_placement p[TPS_MAX_MESH_DIMS];
-	enum tps_status st;
-	for (int i = 0; i < spec->mesh.ndim; i++) {
-		p[i] = tps_placement_replicate();
-	}
-	st = tps_dtensor_distribute(x, &spec->mesh, input, p, err);
-	if (st != TPS_OK || !spec->dp_mask) {
-		return st;
-	}
-	for (int i = 0; i < spec->mesh.ndim; i++) {
-		if (spec->dp_mask & (1u << i)) {
-			p[i] = tps_placement_shard(0);
-		}
-	}
-	st = tps_nn_redistribute(ctx, x, p, "input", "input",
-				 "each dp rank takes its chunk of the batch",
-				 err);
-	if (st != TPS_OK) {
-		tps_dtensor_free(x);
-	}
-	return st;
+	struct tps_shape shape = tps_model_output_shape(spec);
+	return tps_model_init_tensor(target, &shape, spec->target_init, 1.0f,
+				     "target", err);
 }
 
-enum tps_status tps_model_forward(const struct tps_model *model,
-				  const struct tps_tensor *input,
-				  struct tps_event_sink sink, int step,
-				  struct tps_tensor *output,
-				  struct tps_error *err)
+void tps_model_outcome_free(struct tps_model_outcome *out)
 {
-	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
-				     TPS_PHASE_FORWARD};
-	struct tps_dtensor x = {0};
-	enum tps_status st = distribute_input(&ctx, spec, input, &x, err);
-
-	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		struct tps_module *m = &model->modules[i];
-		struct tps_dtensor y = {0};
-		st = m->ops->forward(&ctx, m, &x, &y, err);
-		if (st == TPS_OK) {
-			tps_dtensor_free(&x);
-			x = y;
-		}
+	if (!out) {
+		return;
 	}
-	if (st == TPS_OK) {
-		st = tps_nn_to_layout(&ctx, &x, tps_placement_replicate(),
-				      "output", "output",
-				      "the model output "
-				      "is materialised in full",
-				      err);
+	tps_tensor_free(&out->output);
+	free(out->loss);
+	for (int i = 0; i < out->n_grads; i++) {
+		tps_tensor_free(&out->grads[i]);
 	}
-	if (st == TPS_OK) {
-		st = tps_dtensor_full_tensor(&x, output, err);
+	free(out->grads);
+	for (int i = 0; i < out->n_params; i++) {
+		tps_tensor_free(&out->params_after[i]);
 	}
-	tps_dtensor_free(&x);
-	return st;
-}
-
-enum tps_status tps_model_reference_forward(const struct tps_model *model,
-					    const struct tps_tensor *input,
-					    struct tps_tensor *output,
-					    struct tps_error *err)
-{
-	const struct tps_model_spec *spec = model->spec;
-	struct tps_tensor x = {0}, y = {0};
-	enum tps_status st = tps_tensor_copy(&x, input, err);
-
-	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		const struct tps_module *m = &model->modules[i];
-		st = m->ops->reference_forward(m, &x, &y, err);
-		if (st == TPS_OK) {
-			tps_tensor_move(&x, &y);
-		}
-	}
-	if (st == TPS_OK) {
-		*output = x;
-	} else {
-		tps_tensor_free(&x);
-	}
-	return st;
+	free(out->params_after);
+	memset(out, 0, sizeof *out);
 }
 
 int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 {
-	struct tps_memory_context mc = {spec->mesh.world_size,
-					spec->mesh.shape[spec->tp_dim]};
+	bool training = spec->mode == TPS_MODE_TRAINING;
+	struct tps_memory_context mc = {
+		spec->mesh.world_size, spec->mesh.shape[spec->tp_dim], training,
+		training ? tps_optim_state_count(&spec->optimizer) : 0};
+	int64_t activation;
 	int64_t rows = 1, widest, total = 0;
 
 	for (int d = 0; d + 1 < spec->input_shape.ndim; d++) {
@@ -333,9 +351,15 @@ int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 		}
 	}
 	/* About four live activations per rank (input, output, collective
-	 * scratch) and the reference's two. */
-	return tps_sat_add(total,
-			   tps_sat_mul(tps_sat_mul(tps_sat_mul(rows, widest),
-						   4 * mc.world + 2),
-				       4));
+	 * scratch) and the reference's two; training saves one input per
+	 * module on every rank and in the reference. */
+	activation = tps_sat_mul(tps_sat_mul(rows, widest), 4);
+	total = tps_sat_add(total, tps_sat_mul(activation, 4 * mc.world + 2));
+	if (training) {
+		total = tps_sat_add(
+			total,
+			tps_sat_mul(tps_sat_mul(activation, spec->n_modules),
+				    mc.world + 1));
+	}
+	return total;
 }

@@ -1,6 +1,7 @@
 /* What every module uses: its ops table, events, layouts. */
 #include "tpsim/nn.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +107,66 @@ enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
 	return st;
 }
 
+void tps_module_free_saved(struct tps_module *m)
+{
+	tps_dtensor_free(&m->saved_in);
+	tps_tensor_free(&m->ref_saved_in);
+	m->in_chain.n = 0;
+	m->out_chain.n = 0;
+}
+
+void tps_layout_chain_start(struct tps_layout_chain *chain,
+			    const struct tps_nn_context *ctx,
+			    const struct tps_dtensor *x)
+{
+	chain->n = 1;
+	chain->tp[0] = x->placements[ctx->tp_dim];
+}
+
+struct tps_placement tps_nn_grad_layout(struct tps_placement p)
+{
+	return p.kind == TPS_PLACEMENT_PARTIAL ? tps_placement_replicate() : p;
+}
+
+enum tps_status tps_nn_grad_through(const struct tps_nn_context *ctx,
+				    struct tps_dtensor *g,
+				    const struct tps_layout_chain *chain,
+				    const char *module, const char *tensor,
+				    struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	/* g is a gradient of the chain's last layout in any valid form (a
+	 * partial dX of a replicated input), so it goes straight to the
+	 * layout before; a chain of one layout still ends at that one
+	 * (partial -> replicate: Megatron's f in backward). */
+	for (int i = chain->n > 1 ? chain->n - 2 : 0; i >= 0 && st == TPS_OK;
+	     i--) {
+		st = tps_nn_to_layout(ctx, g, tps_nn_grad_layout(chain->tp[i]),
+				      module, tensor, NULL, err);
+	}
+	return st;
+}
+
 enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 				 struct tps_dtensor *x,
 				 struct tps_placement tp_target,
 				 const char *module, const char *tensor,
 				 const char *note, struct tps_error *err)
 {
+	return tps_nn_to_layout_chained(ctx, x, tp_target, NULL, module, tensor,
+					note, err);
+}
+
+enum tps_status tps_nn_to_layout_chained(const struct tps_nn_context *ctx,
+					 struct tps_dtensor *x,
+					 struct tps_placement tp_target,
+					 struct tps_layout_chain *chain,
+					 const char *module, const char *tensor,
+					 const char *note,
+					 struct tps_error *err)
+{
 	struct tps_placement target[TPS_MAX_MESH_DIMS];
+	enum tps_status st;
 
 	tp_target = tps_nn_normalized(tp_target, x->global.ndim);
 	if (tp_target.kind == TPS_PLACEMENT_SHARD && tp_target.dim < 0) {
@@ -128,5 +182,12 @@ enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 		target[i] = x->placements[i];
 	}
 	target[ctx->tp_dim] = tp_target;
-	return tps_nn_redistribute(ctx, x, target, module, tensor, note, err);
+	st = tps_nn_redistribute(ctx, x, target, module, tensor, note, err);
+	if (st == TPS_OK && chain) {
+		/* A module changes its input at most twice (to the declared
+		 * layout, to the one it computes on): three entries. */
+		assert(chain->n < TPS_LAYOUT_CHAIN_MAX);
+		chain->tp[chain->n++] = tp_target;
+	}
+	return st;
 }

@@ -13,6 +13,7 @@
 
 #include "tpsim/nn.h"
 
+/* The parameters' order in the module, as linear_parameters makes them. */
 enum { WEIGHT, BIAS };
 
 static const struct tps_dtensor *weight(const struct tps_module *m)
@@ -151,8 +152,59 @@ static struct io_names io_names_of(const char *module)
 	return n;
 }
 
+/* The chains forward records when it saves for backward (else NULL). The
+ * input's starts at the layout it arrived in. */
+static struct tps_layout_chain *in_chain(const struct tps_nn_context *ctx,
+					 struct tps_module *m,
+					 const struct tps_dtensor *x)
+{
+	if (!ctx->save) {
+		return NULL;
+	}
+	if (m->in_chain.n == 0) {
+		tps_layout_chain_start(&m->in_chain, ctx, x);
+	}
+	return &m->in_chain;
+}
+
+static struct tps_layout_chain *out_chain(const struct tps_nn_context *ctx,
+					  struct tps_module *m)
+{
+	return ctx->save ? &m->out_chain : NULL;
+}
+
+static void start_out_chain(const struct tps_nn_context *ctx,
+			    struct tps_module *m, const struct tps_dtensor *out)
+{
+	if (ctx->save) {
+		tps_layout_chain_start(&m->out_chain, ctx, out);
+	}
+}
+
+/* On success hands out over as *y and, when saving, keeps x (as the
+ * matmul consumed it) for backward; on failure frees out. */
+static enum tps_status finish_forward(const struct tps_nn_context *ctx,
+				      struct tps_module *m,
+				      struct tps_dtensor *x,
+				      struct tps_dtensor *out,
+				      struct tps_dtensor *y, enum tps_status st)
+{
+	if (st != TPS_OK) {
+		tps_dtensor_free(out);
+		tps_module_free_saved(m);
+		return st;
+	}
+	if (ctx->save) {
+		tps_dtensor_free(&m->saved_in);
+		m->saved_in = *x;
+		memset(x, 0, sizeof *x);
+	}
+	*y = *out;
+	return TPS_OK;
+}
+
 static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
-				       const struct tps_module *m,
+				       struct tps_module *m,
 				       struct tps_dtensor *x,
 				       struct tps_dtensor *y,
 				       struct tps_error *err)
@@ -163,11 +215,13 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 	enum tps_status st;
 
 	/* Sequence parallel: the declared shard(seq) input is all-gathered. */
-	st = tps_nn_to_layout(ctx, x, s->input, s->name, n.in, NULL, err);
+	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
+				      s->name, n.in, NULL, err);
 	if (st == TPS_OK) {
-		st = tps_nn_to_layout(
-			ctx, x, tps_placement_replicate(), s->name, n.in,
-			"colwise computes on the full input", err);
+		st = tps_nn_to_layout_chained(
+			ctx, x, tps_placement_replicate(), in_chain(ctx, m, x),
+			s->name, n.in, "colwise computes on the full input",
+			err);
 	}
 	if (st == TPS_OK) {
 		st = local_matmul(ctx, m, x, tps_placement_shard(-1), &out,
@@ -176,6 +230,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 	if (st != TPS_OK) {
 		return st;
 	}
+	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
 				 "y_i = x W_i^T: each rank computes its slice "
 				 "of the output features",
@@ -191,19 +246,15 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 		}
 	}
 	if (st == TPS_OK) {
-		st = tps_nn_to_layout(ctx, &out, s->output, s->name, n.out,
-				      NULL, err);
+		st = tps_nn_to_layout_chained(ctx, &out, s->output,
+					      out_chain(ctx, m), s->name, n.out,
+					      NULL, err);
 	}
-	if (st != TPS_OK) {
-		tps_dtensor_free(&out);
-		return st;
-	}
-	*y = out;
-	return TPS_OK;
+	return finish_forward(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
-				       const struct tps_module *m,
+				       struct tps_module *m,
 				       struct tps_dtensor *x,
 				       struct tps_dtensor *y,
 				       struct tps_error *err)
@@ -215,13 +266,15 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	bool bias_before = s->bias && s->bias_mode != TPS_BIAS_AFTER_REDUCE;
 	enum tps_status st;
 
-	st = tps_nn_to_layout(ctx, x, s->input, s->name, n.in, NULL, err);
+	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
+				      s->name, n.in, NULL, err);
 	if (st == TPS_OK) {
-		st = tps_nn_to_layout(ctx, x, tps_placement_shard(-1), s->name,
-				      n.in,
-				      "rowwise takes the input features split "
-				      "like its weight's columns",
-				      err);
+		st = tps_nn_to_layout_chained(
+			ctx, x, tps_placement_shard(-1), in_chain(ctx, m, x),
+			s->name, n.in,
+			"rowwise takes the input features split "
+			"like its weight's columns",
+			err);
 	}
 	if (st == TPS_OK) {
 		st = local_matmul(ctx, m, x, tps_placement_partial(), &out,
@@ -230,6 +283,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	if (st != TPS_OK) {
 		return st;
 	}
+	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
 				 "y_i = x_i W_i^T: partial sums, y = sum_i y_i",
 				 &out, matmul_flops(x, &out), err);
@@ -254,8 +308,9 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 		}
 	}
 	if (st == TPS_OK) {
-		st = tps_nn_to_layout(ctx, &out, s->output, s->name, n.out,
-				      NULL, err);
+		st = tps_nn_to_layout_chained(ctx, &out, s->output,
+					      out_chain(ctx, m), s->name, n.out,
+					      NULL, err);
 	}
 	if (st == TPS_OK && s->bias && !bias_before) {
 		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
@@ -267,16 +322,11 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 						 &out, 0, err);
 		}
 	}
-	if (st != TPS_OK) {
-		tps_dtensor_free(&out);
-		return st;
-	}
-	*y = out;
-	return TPS_OK;
+	return finish_forward(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
-					  const struct tps_module *m,
+					  struct tps_module *m,
 					  struct tps_dtensor *x,
 					  struct tps_dtensor *y,
 					  struct tps_error *err)
@@ -286,10 +336,11 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 	struct tps_dtensor out = {0};
 	enum tps_status st;
 
-	st = tps_nn_to_layout(ctx, x, tps_placement_replicate(), s->name, n.in,
-			      "a replicated module needs its whole "
-			      "input on every rank",
-			      err);
+	st = tps_nn_to_layout_chained(ctx, x, tps_placement_replicate(),
+				      in_chain(ctx, m, x), s->name, n.in,
+				      "a replicated module needs its whole "
+				      "input on every rank",
+				      err);
 	if (st == TPS_OK) {
 		st = local_matmul(ctx, m, x, tps_placement_replicate(), &out,
 				  err);
@@ -297,6 +348,7 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 	if (st != TPS_OK) {
 		return st;
 	}
+	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
 				 "every rank computes the whole layer", &out,
 				 matmul_flops(x, &out), err);
@@ -307,12 +359,7 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 						 n.out, NULL, &out, 0, err);
 		}
 	}
-	if (st != TPS_OK) {
-		tps_dtensor_free(&out);
-		return st;
-	}
-	*y = out;
-	return TPS_OK;
+	return finish_forward(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status linear_forward(const struct tps_nn_context *ctx,
@@ -321,6 +368,9 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 				      struct tps_dtensor *y,
 				      struct tps_error *err)
 {
+	if (ctx->save) {
+		tps_module_free_saved(m); /* a new step starts afresh */
+	}
 	switch (m->spec->style) {
 	case TPS_STYLE_COLWISE: return colwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
@@ -330,14 +380,221 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 			     m->spec->name);
 }
 
-static enum tps_status linear_reference_forward(const struct tps_module *m,
+/* ---- backward ------------------------------------------------------ */
+
+/* A parameter gradient's placements: the parameter's on tp; partial on a
+ * mesh dim that splits the batch (each rank summed its own rows);
+ * replicate elsewhere. */
+static void grad_placements(const struct tps_nn_context *ctx,
+			    const struct tps_param *p,
+			    const struct tps_dtensor *x,
+			    struct tps_placement *out)
+{
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		out[i] = x->placements[i].kind == TPS_PLACEMENT_SHARD
+				 ? tps_placement_partial()
+				 : tps_placement_replicate();
+	}
+	out[ctx->tp_dim] = p->value.placements[ctx->tp_dim];
+}
+
+struct backward_job {
+	const struct tps_dtensor *dy, *x, *w;
+};
+
+static enum tps_status dw_rank(void *opaque, int r, struct tps_tensor *out,
+			       struct tps_error *err)
+{
+	const struct backward_job *job = opaque;
+	return tps_tensor_linear_backward_weight(out, &job->dy->locals[r],
+						 &job->x->locals[r], err);
+}
+
+static enum tps_status db_rank(void *opaque, int r, struct tps_tensor *out,
+			       struct tps_error *err)
+{
+	const struct backward_job *job = opaque;
+	return tps_tensor_sum_rows(out, &job->dy->locals[r], err);
+}
+
+static enum tps_status dx_rank(void *opaque, int r, struct tps_tensor *out,
+			       struct tps_error *err)
+{
+	const struct backward_job *job = opaque;
+	return tps_tensor_linear_backward_input(out, &job->dy->locals[r],
+						&job->w->locals[r], err);
+}
+
+/* The notes of the three backward computations, per style. */
+struct backward_notes {
+	const char *dw, *db, *dx;
+};
+
+static struct backward_notes notes_of(enum tps_style style)
+{
+	switch (style) {
+	case TPS_STYLE_COLWISE:
+		return (struct backward_notes){
+			"dW_i = dY_i^T X: each rank's rows of the weight, "
+			"local (no communication)",
+			"db_i = dY_i summed over the batch: local",
+			"dX = sum_i dY_i W_i: each rank holds one term, "
+			"partial"};
+	case TPS_STYLE_ROWWISE:
+		return (struct backward_notes){
+			"dW_i = dY^T X_i: each rank's columns of the weight, "
+			"local (no communication)",
+			"db = dY summed over the batch: the whole bias "
+			"gradient on every rank, in every bias mode, with no "
+			"communication",
+			"dX_i = dY W_i: each rank's input features, split as "
+			"X was"};
+	case TPS_STYLE_REPLICATE: break;
+	}
+	return (struct backward_notes){
+		"dW = dY^T X: every rank computes the whole weight gradient",
+		"db = dY summed over the batch", "dX = dY W on every rank"};
+}
+
+/* Makes one parameter's gradient with fn and emits its event. */
+static enum tps_status param_grad(const struct tps_nn_context *ctx,
+				  const struct tps_module *m,
+				  struct tps_param *p, tps_local_fn fn,
+				  struct backward_job *job, const char *op,
+				  const char *note, int64_t flops,
+				  struct tps_error *err)
+{
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_dtensor g;
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st;
+
+	grad_placements(ctx, p, job->x, placements);
+	st = tps_dtensor_map(&g, ctx->mesh, &p->value.global, placements, fn,
+			     job, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_dtensor_free(&p->grad);
+	p->grad = g;
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	return tps_nn_emit_compute(ctx, m->spec->name, op, name, note, &p->grad,
+				   flops, err);
+}
+
+static enum tps_status linear_backward(const struct tps_nn_context *ctx,
+				       struct tps_module *m,
+				       struct tps_dtensor *dy,
+				       struct tps_dtensor *dx,
+				       struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct backward_notes notes = notes_of(s->style);
+	struct backward_job job = {dy, &m->saved_in, weight(m)};
+	char out_grad[TPS_NAME_MAX + 16], in_grad[TPS_NAME_MAX + 16];
+	/* dW and dX cost what the forward matmul did. */
+	int64_t flops = 0;
+	enum tps_status st;
+
+	snprintf(out_grad, sizeof out_grad, "%s.out.grad", s->name);
+	snprintf(in_grad, sizeof in_grad, "%s.in.grad", s->name);
+	/* dY back to the layout the matmul produced Y in. */
+	st = tps_nn_grad_through(ctx, dy, &m->out_chain, s->name, out_grad,
+				 err);
+	for (int r = 0; st == TPS_OK && r < ctx->mesh->world_size; r++) {
+		const struct tps_tensor *xr = &m->saved_in.locals[r];
+		int64_t k = xr->shape.dim[xr->shape.ndim - 1];
+		int64_t f = tps_sat_mul(
+			2, tps_sat_mul(tps_tensor_numel(&dy->locals[r]), k));
+		flops = f > flops ? f : flops;
+	}
+	if (st == TPS_OK) {
+		st = param_grad(ctx, m, &m->params[WEIGHT], dw_rank, &job,
+				"matmul", notes.dw, flops, err);
+	}
+	if (st == TPS_OK && s->bias) {
+		st = param_grad(ctx, m, &m->params[BIAS], db_rank, &job, "sum",
+				notes.db, 0, err);
+	}
+	if (st == TPS_OK && dx) {
+		struct tps_placement placements[TPS_MAX_MESH_DIMS];
+		struct tps_placement tp =
+			s->style == TPS_STYLE_COLWISE
+				? tps_placement_partial()
+				: m->saved_in.placements[ctx->tp_dim];
+		struct tps_dtensor g = {0};
+		for (int i = 0; i < ctx->mesh->ndim; i++) {
+			placements[i] = m->saved_in.placements[i];
+		}
+		placements[ctx->tp_dim] = tp;
+		st = tps_dtensor_map(&g, ctx->mesh, &m->saved_in.global,
+				     placements, dx_rank, &job, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(ctx, s->name, "matmul",
+						 in_grad, notes.dx, &g, flops,
+						 err);
+		}
+		/* Back through the input's redistributions: a partial dX of
+		 * a replicated input all-reduces here (Megatron's f). */
+		if (st == TPS_OK) {
+			st = tps_nn_grad_through(ctx, &g, &m->in_chain, s->name,
+						 in_grad, err);
+		}
+		if (st == TPS_OK) {
+			*dx = g;
+		} else {
+			tps_dtensor_free(&g);
+		}
+	}
+	tps_dtensor_free(dy);
+	tps_module_free_saved(m);
+	return st;
+}
+
+static enum tps_status linear_reference_forward(struct tps_module *m,
 						const struct tps_tensor *x,
-						struct tps_tensor *y,
+						struct tps_tensor *y, bool save,
 						struct tps_error *err)
 {
-	return tps_tensor_linear(y, x, &m->params[WEIGHT].init,
-				 m->spec->bias ? &m->params[BIAS].init : NULL,
-				 err);
+	enum tps_status st = tps_tensor_linear(
+		y, x, &m->params[WEIGHT].global,
+		m->spec->bias ? &m->params[BIAS].global : NULL, err);
+	if (st == TPS_OK && save) {
+		tps_tensor_free(&m->ref_saved_in);
+		st = tps_tensor_copy(&m->ref_saved_in, x, err);
+		if (st != TPS_OK) {
+			tps_tensor_free(y);
+		}
+	}
+	return st;
+}
+
+static enum tps_status linear_reference_backward(struct tps_module *m,
+						 const struct tps_tensor *dy,
+						 struct tps_tensor *dx,
+						 struct tps_error *err)
+{
+	struct tps_param *w = &m->params[WEIGHT];
+	struct tps_tensor dw = {0}, db = {0};
+	enum tps_status st = tps_tensor_linear_backward_weight(
+		&dw, dy, &m->ref_saved_in, err);
+	if (st == TPS_OK && m->spec->bias) {
+		st = tps_tensor_sum_rows(&db, dy, err);
+	}
+	if (st == TPS_OK && dx) {
+		st = tps_tensor_linear_backward_input(dx, dy, &w->global, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&dw);
+		tps_tensor_free(&db);
+		return st;
+	}
+	tps_tensor_move(&w->ref_grad, &dw);
+	if (m->spec->bias) {
+		tps_tensor_move(&m->params[BIAS].ref_grad, &db);
+	}
+	tps_tensor_free(&m->ref_saved_in);
+	return TPS_OK;
 }
 
 static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
@@ -379,7 +636,9 @@ static int64_t linear_memory_estimate(const struct tps_module_spec *s,
 
 const struct tps_module_ops tps_linear_ops = {
 	.forward = linear_forward,
+	.backward = linear_backward,
 	.reference_forward = linear_reference_forward,
+	.reference_backward = linear_reference_backward,
 	.parameters = linear_parameters,
 	.memory_estimate = linear_memory_estimate,
 };

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,10 +124,11 @@ static enum tps_status close_trace_file(struct trace_file *tf,
 	if (ok && (!output_path || tf->in_place)) {
 		FILE *out = stream;
 		if (tf->in_place && !(out = fopen(output_path, "w"))) {
-			st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
-					   tps_json_escape_for_message(
-						   output_path, esc, sizeof esc),
-					   strerror(errno));
+			st = tps_error_set(
+				err, TPS_ERR_IO, "%s: %s",
+				tps_json_escape_for_message(output_path, esc,
+							    sizeof esc),
+				strerror(errno));
 		}
 		if (st == TPS_OK) {
 			st = copy_out(tf->f, out, err);
@@ -171,28 +173,133 @@ static void describe_mesh(const struct tps_mesh *m, char *buf, size_t size)
 	}
 }
 
+void tps_run_warnings(const struct tps_model_spec *spec,
+		      const int64_t *dp_counts, int dp,
+		      struct tps_run_summary *summary)
+{
+	const struct tps_mesh *mesh = &spec->mesh;
+	summary->n_warnings = 0;
+	if (spec->tp_dim != mesh->ndim - 1) {
+		snprintf(summary->warnings[summary->n_warnings++],
+			 sizeof summary->warnings[0],
+			 "TP runs over mesh dim \"%s\" (dim %d of %d), not the "
+			 "innermost: on a cluster the innermost dim is the one "
+			 "inside a node, so every TP collective here would "
+			 "cross the slower links between nodes. PyTorch "
+			 "refuses this (TP needs to be the innermost "
+			 "dimension on its parent mesh); \"strict_tp_innermost"
+			 "\": true makes it an error here too",
+			 mesh->dim_names[spec->tp_dim], spec->tp_dim,
+			 mesh->ndim);
+	}
+	if (spec->mode == TPS_MODE_TRAINING && spec->loss == TPS_LOSS_MSE &&
+	    spec->dp_grad == TPS_DP_GRAD_GLOBAL && dp > 1 &&
+	    dp_counts[0] != dp_counts[dp - 1]) {
+		snprintf(summary->warnings[summary->n_warnings++],
+			 sizeof summary->warnings[0],
+			 "the dp ranks hold unequal parts of the batch (%lld "
+			 "to %lld samples): DDP's plain average of their "
+			 "local means would weight samples unequally; with "
+			 "dp_grad global each rank's loss is scaled by its "
+			 "share, so the step is the global-batch gradient",
+			 (long long)dp_counts[0], (long long)dp_counts[dp - 1]);
+	}
+}
+
+/* Folds one comparison into the running max and match. */
+static void compare_into(const struct tps_tensor *a, const struct tps_tensor *b,
+			 double atol, double rtol, float *max_abs_diff,
+			 bool *all_match)
+{
+	float diff;
+	bool match;
+	tps_run_compare(a, b, atol, rtol, &diff, &match);
+	*max_abs_diff = diff > *max_abs_diff ? diff : *max_abs_diff;
+	*all_match = *all_match && match;
+}
+
+void tps_run_compare_outcomes(const struct tps_model_outcome *a,
+			      const struct tps_model_outcome *b, double atol,
+			      double rtol, float *max_abs_diff, bool *match)
+{
+	*max_abs_diff = 0.0f;
+	*match = a->steps == b->steps && a->n_grads == b->n_grads &&
+		 a->n_params == b->n_params;
+	if (!*match) {
+		*max_abs_diff = INFINITY;
+		return;
+	}
+	compare_into(&a->output, &b->output, atol, rtol, max_abs_diff, match);
+	for (int i = 0; i < a->steps; i++) {
+		int64_t one = 1;
+		struct tps_shape s = tps_shape_make(1, &one);
+		struct tps_tensor la = {s, &a->loss[i]}, lb = {s, &b->loss[i]};
+		compare_into(&la, &lb, atol, rtol, max_abs_diff, match);
+	}
+	for (int i = 0; i < a->n_grads; i++) {
+		compare_into(&a->grads[i], &b->grads[i], atol, rtol,
+			     max_abs_diff, match);
+	}
+	for (int i = 0; i < a->n_params; i++) {
+		compare_into(&a->params_after[i], &b->params_after[i], atol,
+			     rtol, max_abs_diff, match);
+	}
+}
+
+static bool outcome_finite(const struct tps_model_outcome *o)
+{
+	bool ok = tps_tensor_all_finite(&o->output, NULL);
+	for (int i = 0; i < o->steps; i++) {
+		ok = ok && isfinite(o->loss[i]);
+	}
+	for (int i = 0; i < o->n_grads; i++) {
+		ok = ok && tps_tensor_all_finite(&o->grads[i], NULL);
+	}
+	for (int i = 0; i < o->n_params; i++) {
+		ok = ok && tps_tensor_all_finite(&o->params_after[i], NULL);
+	}
+	return ok;
+}
+
 /* The simulation proper, writing into an open trace. */
 static enum tps_status simulate(const struct tps_run_spec *spec,
 				struct tps_trace *trace,
 				struct tps_run_summary *summary,
 				struct tps_error *err)
 {
+	const struct tps_model_spec *ms = &spec->model;
 	struct tps_model model = {0};
-	struct tps_tensor input = {0}, output = {0}, reference = {0};
-	struct tps_trace_result result = {0};
-	enum tps_status st = tps_model_init(&model, &spec->model, err);
+	struct tps_tensor input = {0}, target = {0};
+	struct tps_model_outcome sim = {0}, ref = {0};
+	struct tps_trace_result result = {&model, &sim, &ref, 0.0f, false};
+	const char *warnings[TPS_RUN_MAX_WARNINGS];
+	bool with_target =
+		ms->mode == TPS_MODE_TRAINING && ms->loss == TPS_LOSS_MSE;
+	enum tps_status st = tps_model_init(&model, ms, err);
 	if (st != TPS_OK) {
 		return st;
 	}
-	st = tps_model_make_input(&spec->model, &input, err);
+	tps_run_warnings(ms, model.dp_counts, model.dp, summary);
+	for (int i = 0; i < summary->n_warnings; i++) {
+		warnings[i] = summary->warnings[i];
+	}
+	st = tps_model_make_input(ms, &input, err);
+	if (st == TPS_OK && with_target) {
+		st = tps_model_make_target(ms, &target, err);
+	}
 	if (st == TPS_OK) {
 		st = tps_trace_begin(trace, spec->normalized, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_write_warnings(trace, warnings,
+					      summary->n_warnings, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_trace_write_params(trace, &model, err);
 	}
 	if (st == TPS_OK) {
-		st = tps_trace_write_inputs(trace, &input, NULL, err);
+		st = tps_trace_write_inputs(trace, &input,
+					    with_target ? &target : NULL, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_trace_begin_events(trace, err);
@@ -201,26 +308,30 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_model_emit_setup(&model, tps_trace_sink(trace), err);
 	}
 	if (st == TPS_OK) {
-		st = tps_model_forward(&model, &input, tps_trace_sink(trace), 0,
-				       &output, err);
+		st = tps_model_run(&model, &input, with_target ? &target : NULL,
+				   tps_trace_sink(trace), &sim, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_trace_end_events(trace, err);
 	}
 	if (st == TPS_OK) {
-		st = tps_model_reference_forward(&model, &input, &reference,
-						 err);
+		st = tps_model_run_reference(&model, &input,
+					     with_target ? &target : NULL, &ref,
+					     err);
 	}
-	if (st == TPS_OK && !tps_tensor_all_finite(&reference, NULL)) {
+	if (st == TPS_OK && !outcome_finite(&ref)) {
 		st = tps_error_set(err, TPS_ERR_NUMERIC,
-				   "the reference model's "
-				   "output holds a NaN or Inf");
+				   "the reference model's results hold a NaN "
+				   "or Inf");
+	}
+	if (st == TPS_OK && !outcome_finite(&sim)) {
+		st = tps_error_set(err, TPS_ERR_NUMERIC,
+				   "the simulation's results hold a NaN or "
+				   "Inf");
 	}
 	if (st == TPS_OK) {
-		result.output = &output;
-		result.reference_output = &reference;
-		tps_run_compare(&output, &reference, spec->atol, spec->rtol,
-				&result.max_abs_diff, &result.match);
+		tps_run_compare_outcomes(&sim, &ref, spec->atol, spec->rtol,
+					 &result.max_abs_diff, &result.match);
 		st = tps_trace_write_result(trace, &result, err);
 	}
 	if (st == TPS_OK) {
@@ -232,10 +343,16 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		summary->bytes_per_rank = trace->bytes_per_rank;
 		summary->max_abs_diff = result.max_abs_diff;
 		summary->match = result.match;
+		summary->steps = sim.steps;
+		if (sim.steps > 0) {
+			summary->loss = sim.loss[sim.steps - 1];
+			summary->reference_loss = ref.loss[ref.steps - 1];
+		}
 	}
+	tps_model_outcome_free(&sim);
+	tps_model_outcome_free(&ref);
 	tps_tensor_free(&input);
-	tps_tensor_free(&output);
-	tps_tensor_free(&reference);
+	tps_tensor_free(&target);
 	tps_model_free(&model);
 	return st;
 }

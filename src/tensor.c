@@ -390,6 +390,116 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	return TPS_OK;
 }
 
+/* Rows and the last dim of a tensor of >= 1 dims: (rows, last). */
+static void rows_and_last(const struct tps_tensor *t, int64_t *rows,
+			  int64_t *last)
+{
+	*last = t->shape.dim[t->shape.ndim - 1];
+	*rows = 1;
+	for (int d = 0; d + 1 < t->shape.ndim; d++) {
+		*rows *= t->shape.dim[d];
+	}
+}
+
+enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
+						 const struct tps_tensor *dy,
+						 const struct tps_tensor *w,
+						 struct tps_error *err)
+{
+	struct tps_shape shape;
+	struct tps_tensor t;
+	int64_t rows, n, k;
+	enum tps_status st;
+	char a[128], b[128];
+
+	if (dy->shape.ndim < 1 || w->shape.ndim != 2 ||
+	    dy->shape.dim[dy->shape.ndim - 1] != w->shape.dim[0]) {
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
+			"linear backward: gradient %s does not fit weight %s",
+			tps_shape_format(&dy->shape, a, sizeof a),
+			tps_shape_format(&w->shape, b, sizeof b));
+	}
+	rows_and_last(dy, &rows, &n);
+	k = w->shape.dim[1];
+	shape = dy->shape;
+	shape.dim[shape.ndim - 1] = k;
+	st = tps_tensor_init(&t, &shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		/* (rows, n) (n, k): k order n, the output features. */
+		tps_matmul(t.data, dy->data, w->data, rows, k, n, false, false);
+	}
+	*dx = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
+						  const struct tps_tensor *dy,
+						  const struct tps_tensor *x,
+						  struct tps_error *err)
+{
+	struct tps_tensor t;
+	int64_t rows, xrows, n, k, dims[2];
+	struct tps_shape shape;
+	enum tps_status st;
+	char a[128], b[128];
+	bool fit = dy->shape.ndim >= 1 && dy->shape.ndim == x->shape.ndim;
+
+	for (int d = 0; fit && d + 1 < dy->shape.ndim; d++) {
+		fit = dy->shape.dim[d] == x->shape.dim[d];
+	}
+	if (!fit) {
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
+			"linear backward: gradient %s does not fit input %s",
+			tps_shape_format(&dy->shape, a, sizeof a),
+			tps_shape_format(&x->shape, b, sizeof b));
+	}
+	rows_and_last(dy, &rows, &n);
+	rows_and_last(x, &xrows, &k);
+	dims[0] = n;
+	dims[1] = k;
+	shape = tps_shape_make(2, dims);
+	st = tps_tensor_init(&t, &shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		/* (rows, n)^T (rows, k): k order the rows, in row order. */
+		tps_matmul(t.data, dy->data, x->data, n, k, rows, true, false);
+	}
+	*dw = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
+				    const struct tps_tensor *dy,
+				    struct tps_error *err)
+{
+	struct tps_tensor t;
+	int64_t rows, n;
+	struct tps_shape shape;
+	enum tps_status st;
+
+	assert(dy->shape.ndim >= 1);
+	rows_and_last(dy, &rows, &n);
+	shape = tps_shape_make(1, &n);
+	st = tps_tensor_init(&t, &shape, err); /* zeroed */
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < n; j++) {
+			t.data[j] += dy->data[r * n + j];
+		}
+	}
+	*db = t;
+	return TPS_OK;
+}
+
 void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
 			 float scale)
 {
@@ -475,6 +585,52 @@ enum tps_status tps_tensor_gelu(struct tps_tensor *out,
 				    (1.0 + erf(v * 0.70710678118654752440)));
 	}
 	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = tps_tensor_numel(x);
+	assert(tps_shape_equal(&dy->shape, &x->shape));
+	st = tps_tensor_init(&t, &x->shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		t.data[i] = x->data[i] > 0.0f ? dy->data[i] : 0.0f;
+	}
+	*dx = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = tps_tensor_numel(x);
+	assert(tps_shape_equal(&dy->shape, &x->shape));
+	st = tps_tensor_init(&t, &x->shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* d/dv [v Phi(v)] = Phi(v) + v phi(v), Phi(v) = (1 + erf(v/sqrt 2))/2,
+	 * phi(v) = exp(-v^2/2) / sqrt(2 pi). */
+	for (int64_t i = 0; i < n; i++) {
+		double v = x->data[i];
+		double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+		double pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
+		float g = (float)(cdf + v * pdf);
+		t.data[i] = dy->data[i] * g;
+	}
+	*dx = t;
 	return TPS_OK;
 }
 

@@ -262,6 +262,25 @@ enum tps_status tps_trace_begin(struct tps_trace *t, const cJSON *config,
 	return TPS_OK;
 }
 
+enum tps_status tps_trace_write_warnings(struct tps_trace *t,
+					 const char *const *warnings, int n,
+					 struct tps_error *err)
+{
+	if (n == 0) {
+		return TPS_OK;
+	}
+	fputs("\"warnings\":[", t->out);
+	for (int i = 0; i < n; i++) {
+		if (i) {
+			fputc(',', t->out);
+		}
+		tps_trace_write_string(t->out, warnings[i]);
+	}
+	fputs("],\n", t->out);
+	(void)err;
+	return TPS_OK;
+}
+
 enum tps_status tps_trace_write_params(struct tps_trace *t,
 				       const struct tps_model *model,
 				       struct tps_error *err)
@@ -272,10 +291,10 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 		fputs(i ? ",\n" : "\n", t->out);
 		tps_trace_write_string(t->out, p->name);
 		fputs(":{\"shape\":", t->out);
-		write_shape(t->out, &p->init.shape);
+		write_shape(t->out, &p->global.shape);
 		fputs(",\"placements\":", t->out);
 		write_placements(t->out, &p->value);
-		write_values(t, &p->init);
+		write_values(t, &p->global);
 		fputc('}', t->out);
 	}
 	fputs("},\n", t->out);
@@ -447,14 +466,59 @@ enum tps_status tps_trace_end_events(struct tps_trace *t, struct tps_error *err)
 	return TPS_OK;
 }
 
+/* "key":[l0,l1,...] of a run's losses. */
+static void write_losses(const struct tps_trace *t, const char *key,
+			 const struct tps_model_outcome *o)
+{
+	fprintf(t->out, ",\"%s\":[", key);
+	for (int i = 0; i < o->steps; i++) {
+		if (i) {
+			fputc(',', t->out);
+		}
+		write_float(t->out, o->loss[i]);
+	}
+	fputc(']', t->out);
+}
+
+/* "key":{"name":{tensor},...}, names from the model's parameters. */
+static void write_named(const struct tps_trace *t, const char *key,
+			const struct tps_model *model,
+			const struct tps_tensor *tensors, int n)
+{
+	fprintf(t->out, ",\"%s\":{", key);
+	for (int i = 0; i < n; i++) {
+		if (i) {
+			fputc(',', t->out);
+		}
+		tps_trace_write_string(t->out, i < model->n_params
+						       ? model->params[i].name
+						       : "input");
+		fputc(':', t->out);
+		write_tensor_object(t, &tensors[i]);
+	}
+	fputc('}', t->out);
+}
+
 enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err)
 {
 	fputs("\"result\":{\"output\":", t->out);
-	write_tensor_object(t, r->output);
+	write_tensor_object(t, &r->sim->output);
 	fputs(",\"reference_output\":", t->out);
-	write_tensor_object(t, r->reference_output);
+	write_tensor_object(t, &r->ref->output);
+	if (r->sim->steps > 0) {
+		write_losses(t, "loss", r->sim);
+		write_losses(t, "reference_loss", r->ref);
+		write_named(t, "grads", r->model, r->sim->grads,
+			    r->sim->n_grads);
+		write_named(t, "reference_grads", r->model, r->ref->grads,
+			    r->ref->n_grads);
+		write_named(t, "params_after", r->model, r->sim->params_after,
+			    r->sim->n_params);
+		write_named(t, "reference_params_after", r->model,
+			    r->ref->params_after, r->ref->n_params);
+	}
 	fputs(",\"max_abs_diff\":", t->out);
 	write_float(t->out, r->max_abs_diff);
 	fprintf(t->out, ",\"match\":%s},\n", r->match ? "true" : "false");

@@ -18,12 +18,24 @@
 #include "tpsim/model.h"
 #include "tpsim/run.h"
 
-/* Collective counts by op, from a counting sink. */
+/* Collective counts by op (and by phase, and over dp), from a counting
+ * sink. */
 struct counts {
 	int events;
 	int collectives[TPS_COMM_OP_COUNT];
+	int by_phase[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
 	int splits;
+	unsigned dp_mask;   /* set before the run: collectives over it */
+	int dp_collectives; /* counted here, and by_phase */
+	unsigned tp_mask;   /* set before the run */
+	int tp_param_grad_collectives; /* over tp, on a parameter's grad */
 };
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
 
 static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 				   struct tps_error *err)
@@ -38,7 +50,17 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 		if (ev->kind == TPS_EVENT_COLLECTIVE &&
 		    strcmp(ev->op, tps_comm_op_name(op)) == 0) {
 			c->collectives[op]++;
+			c->by_phase[ev->phase][op]++;
 		}
+	}
+	if (ev->kind == TPS_EVENT_COLLECTIVE && c->dp_mask &&
+	    ev->mask == c->dp_mask) {
+		c->dp_collectives++;
+	}
+	if (ev->kind == TPS_EVENT_COLLECTIVE && (ev->mask & c->tp_mask) &&
+	    (ends_with(ev->tensor, ".weight.grad") ||
+	     ends_with(ev->tensor, ".bias.grad"))) {
+		c->tp_param_grad_collectives++;
 	}
 	return TPS_OK;
 }
@@ -60,6 +82,15 @@ struct case_spec {
 	struct tps_placement out1; /* first layer's output layout */
 	bool in2_seq;		   /* second layer's input: shard(1) */
 	enum tps_init_method init;
+	/* Training (mode training when steps > 0). */
+	int steps;
+	enum tps_loss loss;
+	enum tps_optimizer_type optimizer;
+	enum tps_dp_grad dp_grad;
+	enum tps_sampler sampler;
+	bool requires_grad;
+	unsigned dp_mask; /* 0: dim 0 when dp > 1 */
+	int mesh_ndim;	  /* 3: (dp, cp, tp) with cp = 2 flattened */
 };
 
 static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
@@ -86,16 +117,56 @@ static struct tps_placement default_output(enum tps_style style)
 					  : tps_placement_replicate();
 }
 
+static void set_training(struct tps_model_spec *spec, const struct case_spec *c)
+{
+	struct tps_optimizer_spec *o = &spec->optimizer;
+	spec->steps = c->steps > 0 ? c->steps : 1;
+	spec->target_init = (struct tps_init_spec){TPS_INIT_UNIFORM, 5};
+	o->type = TPS_OPTIMIZER_SGD;
+	o->lr = 0.1;
+	o->beta1 = 0.9;
+	o->beta2 = 0.999;
+	o->eps = 1e-8;
+	if (c->steps == 0) {
+		return;
+	}
+	spec->mode = TPS_MODE_TRAINING;
+	spec->loss = c->loss;
+	spec->dp_grad = c->dp_grad;
+	spec->sampler = c->sampler;
+	spec->input_requires_grad = c->requires_grad;
+	o->type = c->optimizer;
+	if (c->optimizer == TPS_OPTIMIZER_SGD) {
+		/* momentum and weight decay, so the state is exercised */
+		o->lr = 0.05;
+		o->momentum = 0.9;
+		o->weight_decay = 0.01;
+	} else {
+		o->lr = 0.01;
+		o->weight_decay = 0.01;
+	}
+}
+
 static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 {
-	int shape[2] = {c->dp, c->tp};
-	const char *names[2] = {"dp", "tp"};
+	int shape[3] = {c->dp, c->tp, 0};
+	const char *names[3] = {"dp", "tp", NULL};
 	int64_t dims[3] = {c->batch, c->seq, c->in};
+	int ndim = 2;
 	memset(spec, 0, sizeof *spec);
-	ck_assert_int_eq(tps_mesh_init(&spec->mesh, 2, shape, names, NULL),
+	if (c->mesh_ndim == 3) {
+		/* (dp, cp, tp): the batch split over dp and cp flattened. */
+		shape[1] = 2;
+		shape[2] = c->tp;
+		names[1] = "cp";
+		names[2] = "tp";
+		ndim = 3;
+	}
+	ck_assert_int_eq(tps_mesh_init(&spec->mesh, ndim, shape, names, NULL),
 			 TPS_OK);
-	spec->tp_dim = 1;
-	spec->dp_mask = c->dp > 1 ? 1u : 0u;
+	spec->tp_dim = ndim - 1;
+	spec->dp_mask = c->dp_mask ? c->dp_mask : c->dp > 1 ? 1u : 0u;
+	set_training(spec, c);
 	if (c->seq) {
 		spec->input_shape = tps_shape_make(3, dims);
 	} else {
@@ -163,6 +234,68 @@ static struct counts run_case(const struct case_spec *c, bool exact)
 	tps_tensor_free(&input);
 	tps_tensor_free(&out);
 	tps_tensor_free(&ref);
+	tps_model_free(&model);
+	tps_model_spec_free(&spec);
+	return counts;
+}
+
+/* A training run of the case (steps > 0): loss, every gradient and every
+ * parameter after the last step must match the reference. */
+static struct counts run_training(const struct case_spec *c)
+{
+	struct tps_model_spec spec;
+	struct tps_model model;
+	struct tps_tensor input, target = {0};
+	struct tps_model_outcome sim, ref;
+	struct counts counts = {0};
+	struct tps_event_sink sink = {count_event, &counts};
+	struct tps_error err = {0};
+	bool mse = c->loss == TPS_LOSS_MSE;
+	float diff;
+	bool match;
+
+	build_spec(&spec, c);
+	counts.dp_mask = spec.dp_mask;
+	counts.tp_mask = 1u << spec.tp_dim;
+	ck_assert_msg(tps_model_init(&model, &spec, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(tps_model_make_input(&spec, &input, NULL), TPS_OK);
+	if (mse) {
+		ck_assert_int_eq(tps_model_make_target(&spec, &target, NULL),
+				 TPS_OK);
+	}
+	ck_assert_int_eq(tps_model_emit_setup(&model, sink, NULL), TPS_OK);
+	ck_assert_msg(tps_model_run(&model, &input, mse ? &target : NULL, sink,
+				    &sim, &err) == TPS_OK,
+		      "%s", err.message);
+	ck_assert_msg(tps_model_run_reference(&model, &input,
+					      mse ? &target : NULL, &ref,
+					      &err) == TPS_OK,
+		      "%s", err.message);
+	ck_assert_int_eq(sim.steps, c->steps);
+	ck_assert_int_eq(sim.n_grads,
+			 model.n_params + (c->requires_grad ? 1 : 0));
+	tps_run_compare_outcomes(&sim, &ref, 1e-5, 1e-5, &diff, &match);
+	if (diff > worst_diff) {
+		worst_diff = diff;
+	}
+	ck_assert_msg(
+		match,
+		"training dp=%d tp=%d mesh %dd batch=%d seq=%d in=%lld "
+		"hidden=%lld out=%lld bias=%d styles=%s,%s mode=%s "
+		"loss=%s opt=%s dp_grad=%s sampler=%s grad_in=%d: "
+		"max_abs_diff %g",
+		c->dp, c->tp, c->mesh_ndim ? c->mesh_ndim : 2, c->batch, c->seq,
+		(long long)c->in, (long long)c->hidden, (long long)c->out,
+		c->bias, tps_style_names[c->style1], tps_style_names[c->style2],
+		tps_bias_mode_names[c->bias_mode], tps_loss_names[c->loss],
+		tps_optimizer_type_names[c->optimizer],
+		tps_dp_grad_names[c->dp_grad], tps_sampler_names[c->sampler],
+		c->requires_grad, (double)diff);
+	tps_model_outcome_free(&sim);
+	tps_model_outcome_free(&ref);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
 	tps_model_free(&model);
 	tps_model_spec_free(&spec);
 	return counts;
@@ -464,6 +597,254 @@ START_TEST(divisible_policy_names_the_dim)
 }
 END_TEST
 
+/* ---- training --------------------------------------------------------- */
+
+/* A colwise -> act -> rowwise MLP trained for 3 steps. */
+static struct case_spec mlp_training(int dp, int tp, int batch, bool uneven,
+				     bool bias)
+{
+	struct case_spec c = {0};
+	c.dp = dp;
+	c.tp = tp;
+	c.batch = batch;
+	dims_for(tp, uneven, &c.in, &c.hidden, &c.out);
+	c.bias = bias;
+	c.shape = MLP_RELU;
+	c.style1 = TPS_STYLE_COLWISE;
+	c.style2 = TPS_STYLE_ROWWISE;
+	c.bias_mode = TPS_BIAS_AFTER_REDUCE;
+	c.out1 = tps_placement_shard(-1);
+	c.init = TPS_INIT_UNIFORM;
+	c.steps = 3;
+	c.loss = TPS_LOSS_MSE;
+	return c;
+}
+
+START_TEST(training_matches_reference_for_every_tp)
+{
+	/* tp = _i: loss, every gradient and every parameter after 3 steps,
+	 * for both optimizers and losses, every bias mode, bias on and off,
+	 * dims that divide and dims that do not, gelu and relu, 2-D and 3-D
+	 * activations. */
+	const enum tps_bias_mode modes[3] = {
+		TPS_BIAS_AFTER_REDUCE, TPS_BIAS_PARTIAL_SPLIT, TPS_BIAS_RANK0};
+	int tp = _i;
+	worst_diff = 0;
+	for (int opt = 0; opt < 2; opt++) {
+		for (int loss = 0; loss < 2; loss++) {
+			for (int m = 0; m < 3; m++) {
+				for (int uneven = 0; uneven < 2; uneven++) {
+					for (int bias = 0; bias < 2; bias++) {
+						struct case_spec c =
+							mlp_training(
+								1, tp,
+								1 + m + bias,
+								uneven, bias);
+						c.optimizer =
+							(enum tps_optimizer_type)
+								opt;
+						c.loss = (enum tps_loss)loss;
+						c.bias_mode = modes[m];
+						c.seq = uneven ? 3 : 0;
+						c.shape = m == 1 ? MLP_GELU
+								 : MLP_RELU;
+						run_training(&c);
+					}
+				}
+			}
+		}
+	}
+	printf("tp=%d training: max_abs_diff %g\n", tp, (double)worst_diff);
+}
+END_TEST
+
+START_TEST(training_matches_reference_on_dp_x_tp)
+{
+	/* Every dp x tp mesh up to 8 ranks, both samplers, both dp_grad
+	 * modes, both optimizers, batches that split evenly and not (the
+	 * distributed sampler only where dp divides the batch; ddp with mse
+	 * only where no dp rank is empty). */
+	static const int meshes[][2] = {{2, 1}, {2, 2}, {2, 3}, {2, 4},
+					{3, 1}, {3, 2}, {4, 1}, {4, 2},
+					{5, 1}, {6, 1}, {7, 1}, {8, 1}};
+	int dp = meshes[_i][0], tp = meshes[_i][1];
+	worst_diff = 0;
+	for (int batch = dp - 1 > 0 ? dp - 1 : 1; batch <= 2 * dp + 1;
+	     batch += dp / 2 + 1) {
+		for (int sampler = 0; sampler < 2; sampler++) {
+			for (int mode = 0; mode < 2; mode++) {
+				for (int opt = 0; opt < 2; opt++) {
+					for (int loss = 0; loss < 2; loss++) {
+						struct case_spec c =
+							mlp_training(
+								dp, tp, batch,
+								batch % 2, opt);
+						if (sampler &&
+						    batch % dp != 0) {
+							continue;
+						}
+						if (mode && loss == 0 &&
+						    batch < dp) {
+							continue;
+						}
+						c.sampler = (enum tps_sampler)
+							sampler;
+						c.dp_grad =
+							(enum tps_dp_grad)mode;
+						c.optimizer =
+							(enum tps_optimizer_type)
+								opt;
+						c.loss = (enum tps_loss)loss;
+						run_training(&c);
+					}
+				}
+			}
+		}
+	}
+	printf("dp=%d tp=%d training: max_abs_diff %g\n", dp, tp,
+	       (double)worst_diff);
+}
+END_TEST
+
+START_TEST(training_flattens_several_dp_dims)
+{
+	/* (dp, cp, tp) with dp and cp flattened into one dp group of 2 dp:
+	 * the batch is split over both, and each gradient is averaged with
+	 * one all_reduce over the flattened group. */
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int tp = 1; tp <= 2; tp++) {
+			for (int batch = 3; batch <= 8; batch += 5) {
+				for (int sampler = 0; sampler < 2; sampler++) {
+					struct case_spec c = mlp_training(
+						dp, tp, batch, true, true);
+					struct counts n;
+					if (sampler && batch % (2 * dp) != 0) {
+						continue;
+					}
+					c.mesh_ndim = 3;
+					c.dp_mask = 3u;
+					c.sampler = (enum tps_sampler)sampler;
+					n = run_training(&c);
+					/* 4 parameters, 3 steps. */
+					ck_assert_int_eq(n.dp_collectives, 12);
+				}
+			}
+		}
+	}
+}
+END_TEST
+
+START_TEST(training_matches_reference_in_every_layout)
+{
+	/* Gathered colwise into rowwise (a split forward, a split and an
+	 * all_gather back), rowwise into colwise, two colwise in a row, a
+	 * replicated pair, the sequence-parallel pair (reduce_scatter and
+	 * all_gather, each undone by the other), each with the input
+	 * requiring a gradient. */
+	int tp = _i;
+	for (int v = 0; v < 5; v++) {
+		for (int grad_in = 0; grad_in < 2; grad_in++) {
+			struct case_spec c = mlp_training(1, tp, 2, true, true);
+			c.requires_grad = grad_in;
+			c.optimizer = (enum tps_optimizer_type)(v % 2);
+			switch (v) {
+			case 0: c.out1 = tps_placement_replicate(); break;
+			case 1:
+				c.style1 = TPS_STYLE_ROWWISE;
+				c.style2 = TPS_STYLE_COLWISE;
+				c.out1 = tps_placement_replicate();
+				break;
+			case 2: c.style2 = TPS_STYLE_COLWISE; break;
+			case 3:
+				c.style1 = TPS_STYLE_REPLICATE;
+				c.style2 = TPS_STYLE_REPLICATE;
+				c.out1 = tps_placement_replicate();
+				break;
+			case 4:
+				c.style1 = TPS_STYLE_ROWWISE;
+				c.style2 = TPS_STYLE_COLWISE;
+				c.out1 = tps_placement_shard(1);
+				c.in2_seq = true;
+				c.seq = 2 * tp + 1;
+				break;
+			}
+			run_training(&c);
+		}
+	}
+}
+END_TEST
+
+START_TEST(training_costs_what_megatron_says)
+{
+	/* colwise -> relu -> rowwise: inference has 1 all_reduce forward;
+	 * training 1 forward and none backward (the input needs no
+	 * gradient, so colwise's partial dX is never made); with the input
+	 * requiring a gradient, 1 backward (Megatron's f); with dp > 1 one
+	 * dp all_reduce per parameter per step. */
+	for (int tp = 2; tp <= 4; tp++) {
+		for (int dp = 1; dp <= 2; dp++) {
+			struct case_spec c =
+				mlp_training(dp, tp, 4, false, true);
+			struct counts n;
+			int ar = TPS_COMM_ALL_REDUCE;
+			c.steps = 0; /* inference */
+			n = run_case(&c, false);
+			ck_assert_int_eq(n.by_phase[TPS_PHASE_FORWARD][ar], 1);
+			ck_assert_int_eq(n.collectives[ar], 1);
+			c.steps = 1;
+			n = run_training(&c);
+			ck_assert_int_eq(n.by_phase[TPS_PHASE_FORWARD][ar], 1);
+			ck_assert_int_eq(n.by_phase[TPS_PHASE_BACKWARD][ar], 0);
+			ck_assert_int_eq(n.by_phase[TPS_PHASE_OPTIMIZER][ar],
+					 dp > 1 ? 4 : 0);
+			ck_assert_int_eq(n.dp_collectives, dp > 1 ? 4 : 0);
+			for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+				if (op != ar) {
+					ck_assert_int_eq(n.collectives[op], 0);
+				}
+			}
+			c.requires_grad = true;
+			n = run_training(&c);
+			ck_assert_int_eq(n.by_phase[TPS_PHASE_FORWARD][ar], 1);
+			ck_assert_int_eq(n.by_phase[TPS_PHASE_BACKWARD][ar], 1);
+			ck_assert_int_eq(n.dp_collectives, dp > 1 ? 4 : 0);
+		}
+	}
+}
+END_TEST
+
+START_TEST(training_keeps_weight_gradients_off_tp)
+{
+	/* Seed 003 says TP-sharded weight gradients are all-reduced over
+	 * tp; they are not: no collective of any phase runs over tp on a
+	 * parameter's gradient, only over dp. Checked with the
+	 * sequence-parallel pair and a gathered colwise, where tp
+	 * collectives do run on activation gradients. */
+	for (int v = 0; v < 2; v++) {
+		struct case_spec c = mlp_training(2, 4, 4, true, true);
+		struct counts n;
+		c.requires_grad = true;
+		if (v) {
+			c.style1 = TPS_STYLE_ROWWISE;
+			c.style2 = TPS_STYLE_COLWISE;
+			c.out1 = tps_placement_shard(1);
+			c.in2_seq = true;
+			c.seq = 4;
+		} else {
+			c.out1 = tps_placement_replicate();
+		}
+		n = run_training(&c);
+		ck_assert_int_eq(n.tp_param_grad_collectives, 0);
+		ck_assert_int_gt(
+			n.by_phase[TPS_PHASE_BACKWARD][v ? TPS_COMM_ALL_GATHER
+							 : TPS_COMM_ALL_REDUCE],
+			0);
+		/* 3 steps x 4 parameters, each averaged over dp. */
+		ck_assert_int_eq(n.dp_collectives, 12);
+	}
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -473,6 +854,7 @@ static Suite *model_suite(void)
 	TCase *dp = tcase_create("dp_times_tp");
 	TCase *comm = tcase_create("communication");
 	TCase *policy = tcase_create("uneven_policy");
+	TCase *train = tcase_create("training");
 	/* World sizes 1..8: the loop index is tp. */
 	tcase_add_loop_test(exact, single_layers_match_reference_exactly, 1, 9);
 	tcase_add_test(exact, arange_is_exact_only_below_2_24);
@@ -486,12 +868,22 @@ static Suite *model_suite(void)
 	tcase_add_test(comm, mlp_costs_one_all_reduce_forward);
 	tcase_add_test(comm, world_size_one_moves_nothing);
 	tcase_add_test(policy, divisible_policy_names_the_dim);
+	tcase_add_loop_test(train, training_matches_reference_for_every_tp, 1,
+			    9);
+	tcase_add_loop_test(train, training_matches_reference_on_dp_x_tp, 0,
+			    12);
+	tcase_add_test(train, training_flattens_several_dp_dims);
+	tcase_add_loop_test(train, training_matches_reference_in_every_layout,
+			    1, 9);
+	tcase_add_test(train, training_costs_what_megatron_says);
+	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);
 	suite_add_tcase(s, layouts);
 	suite_add_tcase(s, dp);
 	suite_add_tcase(s, comm);
 	suite_add_tcase(s, policy);
+	suite_add_tcase(s, train);
 	return s;
 }
 

@@ -62,7 +62,8 @@ START_TEST(redistribute_keeps_its_status_without_err)
 	struct tps_placement rep = tps_placement_replicate();
 	struct tps_placement part = tps_placement_partial();
 	struct tps_dtensor x;
-	struct tps_nn_context ctx = {&m, 0, {NULL, NULL}, 0, TPS_PHASE_FORWARD};
+	struct tps_nn_context ctx = {
+		&m, 0, {NULL, NULL}, 0, TPS_PHASE_FORWARD, false};
 	struct tps_error err = {0};
 
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &rep, NULL),
@@ -120,9 +121,9 @@ static void linear_fixture_init(struct linear_fixture *f, int tp,
 	f->module.spec = &f->spec;
 	f->module.ops = tps_module_ops_of(TPS_MODULE_LINEAR);
 	ck_assert_int_eq(f->module.ops->parameters(&f->spec, 0, ps), 1);
-	f->weight.init = arange(out, in);
+	f->weight.global = arange(out, in);
 	ck_assert_int_eq(tps_dtensor_distribute(&f->weight.value, &f->mesh,
-						&f->weight.init, &ps[0].tp,
+						&f->weight.global, &ps[0].tp,
 						NULL),
 			 TPS_OK);
 	f->module.params = &f->weight;
@@ -131,7 +132,7 @@ static void linear_fixture_init(struct linear_fixture *f, int tp,
 
 static void linear_fixture_free(struct linear_fixture *f)
 {
-	tps_tensor_free(&f->weight.init);
+	tps_tensor_free(&f->weight.global);
 	tps_dtensor_free(&f->weight.value);
 }
 
@@ -147,7 +148,7 @@ START_TEST(colwise_gather_output_is_a_matmul_then_an_all_gather)
 	struct tps_nn_context ctx;
 	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
 	ctx = (struct tps_nn_context){
-		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD};
+		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD, false};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -179,7 +180,7 @@ START_TEST(rowwise_of_a_replicated_input_splits_it_locally)
 	struct tps_nn_context ctx;
 	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
 	ctx = (struct tps_nn_context){
-		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD};
+		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD, false};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -208,7 +209,7 @@ START_TEST(activation_of_a_partial_input_reduces_first)
 	struct tps_tensor g = arange(1, 2);
 	struct tps_dtensor x, y;
 	struct tps_nn_context ctx = {
-		&m, 0, {record, &rec}, 0, TPS_PHASE_FORWARD};
+		&m, 0, {record, &rec}, 0, TPS_PHASE_FORWARD, false};
 	snprintf(spec.name, sizeof spec.name, "act");
 	spec.type = TPS_MODULE_RELU;
 	mod.spec = &spec;

@@ -1,7 +1,7 @@
 /*
  * A model: a sequence of named modules, a parallelization plan applied to
- * them, the run of one forward step on every simulated rank, and the
- * single-device reference model on the same global parameters.
+ * them, the steps run on every simulated rank, and the single-device
+ * reference model on the same global parameters.
  *
  * The spec (spec.h) is what a validated config (config.h) produces; the
  * model never sees JSON. Messages about a module's plan start with the
@@ -12,6 +12,19 @@
  * a run's result does not depend on the world size. Each parameter draws from
  * its own random stream (seed + its name), so adding a module does not change
  * the others.
+ *
+ * A step (DESIGN.md sections 2 and 5), on every rank at once:
+ *   forward    the input split over dp (and broadcast from each tp group's
+ *              root, with loaded_on tp_root), each module under its style,
+ *              the output materialised over tp
+ *   training:
+ *   loss       each dp rank's loss on its part of the batch, scaled as
+ *              dp_grad says (module "loss")
+ *   backward   the output's gradient, then each module last to first
+ *   optimizer  per parameter: the gradient averaged over dp (one
+ *              all_reduce), then the update on each rank's shard
+ * Inference runs one forward; training runs `steps` steps on the same
+ * input and target.
  */
 #ifndef TPSIM_MODEL_H
 #define TPSIM_MODEL_H
@@ -27,11 +40,21 @@ struct tps_model {
 	struct tps_module *modules;	   /* n_modules, in spec order */
 	struct tps_param *params;	   /* every module's, in module order */
 	int n_params;
+	/* The data-parallel split of the batch (dim 0 of the input): dp
+	 * ranks in the flattened dp group's order, each holding counts[r]
+	 * rows; order[p] is the global row at position p of that layout
+	 * (the identity for the chunk sampler, strided for DistributedSampler).
+	 */
+	int dp;
+	int64_t *dp_counts;
+	int64_t *sample_order;
+	/* The output's tp layouts in the last forward, to walk back. */
+	struct tps_layout_chain output_chain;
 };
 
 /* Fills t (of the given shape) by an init method; `a` is the bound of
  * uniform and the standard deviation of normal; `stream` names the random
- * stream (parameter name, "input"). */
+ * stream (parameter name, "input", "target"). */
 enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 				      const struct tps_shape *shape,
 				      struct tps_init_spec init, float a,
@@ -54,25 +77,67 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 				     struct tps_event_sink sink,
 				     struct tps_error *err);
 
+/* The shape of the model's output: the input's, with the last dim made
+ * the last linear's out_features. */
+struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec);
+
 /* The global model input, from spec->input_init with a = 1. */
 enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 				     struct tps_tensor *input,
 				     struct tps_error *err);
+/* The global target of an mse loss (the output's shape), from
+ * spec->target_init with a = 1, stream "target". */
+enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
+				      struct tps_tensor *target,
+				      struct tps_error *err);
+
+/* What a run produced, global (assembled from the ranks by inspection). */
+struct tps_model_outcome {
+	struct tps_tensor output; /* the last step's, before its update */
+	int steps;		  /* training: entries of loss */
+	float *loss;		  /* the run's loss at each step */
+	/* Training: the last step's gradients (after the dp average), one
+	 * per parameter in model order, then the input's when it requires
+	 * one; and the parameters after the last update. */
+	int n_grads;
+	struct tps_tensor *grads;
+	int n_params;
+	struct tps_tensor *params_after;
+};
+
+void tps_model_outcome_free(struct tps_model_outcome *out);
 
 /*
- * One forward step on every rank: the input is split over dp (if any),
- * each module runs under its style, and the output is materialised in full
- * over tp (events with module "output"). *output receives the assembled
- * global output (inspection, not a collective).
+ * Runs the spec on every rank, emitting every event to sink: one forward
+ * in inference, `steps` training steps in training. target is the mse
+ * target (NULL otherwise). On error *out is untouched.
  */
-enum tps_status tps_model_forward(const struct tps_model *model,
+enum tps_status
+tps_model_run(struct tps_model *model, const struct tps_tensor *input,
+	      const struct tps_tensor *target, struct tps_event_sink sink,
+	      struct tps_model_outcome *out, struct tps_error *err);
+
+/*
+ * The same run on one device: the reference. It updates each parameter's
+ * `global` as it trains, so it runs once per model, after the trace has
+ * recorded the initial parameters. On error *out is untouched.
+ */
+enum tps_status tps_model_run_reference(struct tps_model *model,
+					const struct tps_tensor *input,
+					const struct tps_tensor *target,
+					struct tps_model_outcome *out,
+					struct tps_error *err);
+
+/* One inference forward step on every rank (step number `step`): *output
+ * receives the assembled global output. */
+enum tps_status tps_model_forward(struct tps_model *model,
 				  const struct tps_tensor *input,
 				  struct tps_event_sink sink, int step,
 				  struct tps_tensor *output,
 				  struct tps_error *err);
 
-/* The same model on one device, on the same global parameters. */
-enum tps_status tps_model_reference_forward(const struct tps_model *model,
+/* The reference's inference forward. */
+enum tps_status tps_model_reference_forward(struct tps_model *model,
 					    const struct tps_tensor *input,
 					    struct tps_tensor *output,
 					    struct tps_error *err);

@@ -7,10 +7,10 @@
  * trace implements the sink; see event.h).
  *
  * A module is an interface: an ops table (struct tps_module_ops) of its
- * parallel forward, its single-device reference, its parameters and its
- * memory estimate. Each family has its own file (nn_linear.c,
- * nn_elementwise.c); tps_module_ops_of picks the table by type with a
- * switch that has no default, so -Wswitch names a type left out.
+ * parallel forward and backward, its single-device reference (forward and
+ * backward), its parameters and its memory estimate. Each family has its own
+ * file (nn_linear.c, nn_elementwise.c); tps_module_ops_of picks the table by
+ * type with a switch that has no default, so -Wswitch names a type left out.
  *
  * Styles (DESIGN.md section 2), for y = x W^T + b with W (out, in):
  *
@@ -33,6 +33,26 @@
  *
  * Placements of activations on mesh dims other than tp (a dp batch shard, or
  * replicate) are carried through unchanged.
+ *
+ * Backward follows from the placements (DESIGN.md section 2). Each forward
+ * redistribution from layout A to B is undone, in reverse order, by
+ * redistributing the gradient from B to A', where A' is A with partial
+ * turned replicate (the gradient of each summand of a sum is the whole
+ * gradient). So:
+ *   partial -> replicate (all_reduce)    backward: nothing
+ *   replicate -> shard (local split)     backward: all_gather
+ *   shard -> replicate (all_gather)      backward: split, or reduce_scatter
+ *                                        when the gradient is partial
+ *   partial -> shard (reduce_scatter)    backward: all_gather
+ * and the local backward of each style:
+ *   colwise    dW_i = dY_i^T X, db_i = sum dY_i: local; dX = sum_i dY_i W_i
+ *              is partial, so a replicated input's gradient all-reduces
+ *   rowwise    dW_i = dY^T X_i: local; db = sum dY, the whole of it on
+ *              every rank in every bias mode; dX_i = dY W_i stays shard(-1)
+ *   replicate  everything local and replicated
+ * Weight gradients are partial over the dp dims (each dp rank's batch
+ * part) until the optimizer phase averages them; they never need tp
+ * communication.
  */
 #ifndef TPSIM_NN_H
 #define TPSIM_NN_H
@@ -44,20 +64,41 @@
 #include "tpsim/event.h"
 #include "tpsim/spec.h"
 
-/* Where a module runs: the mesh, which mesh dim is tp, the sink, the step. */
+/* Where a module runs: the mesh, which mesh dim is tp, the sink, the step;
+ * `save`: forward keeps what backward needs (training). */
 struct tps_nn_context {
 	const struct tps_mesh *mesh;
 	int tp_dim;
 	struct tps_event_sink sink;
 	int step;
 	enum tps_phase phase;
+	bool save;
 };
 
-/* A parameter: its initial global value and how the ranks hold it. */
+/* The tp layouts a tensor went through in forward, first to last, so that
+ * backward can walk them back. */
+#define TPS_LAYOUT_CHAIN_MAX 4
+struct tps_layout_chain {
+	int n;
+	struct tps_placement tp[TPS_LAYOUT_CHAIN_MAX];
+};
+
+/* A parameter, as the ranks hold it and as the reference holds it. */
 struct tps_param {
 	char name[TPS_NAME_MAX + 8]; /* "fc1.weight" */
-	struct tps_tensor init;	     /* the global value at setup */
-	struct tps_dtensor value;    /* every rank's shard or copy */
+	const char *module;	     /* "fc1": its module's name */
+	/* The reference's global value: at setup the initial value (what
+	 * the trace's "params" record), then updated by the reference's
+	 * optimizer. */
+	struct tps_tensor global;
+	struct tps_dtensor value; /* every rank's shard or copy */
+	/* Training: the gradient after backward (partial over dp until the
+	 * optimizer phase averages it), the optimizer state on the rank's
+	 * shard, and the reference's counterparts. */
+	struct tps_dtensor grad;
+	struct tps_dtensor state[2];
+	struct tps_tensor ref_grad;
+	struct tps_tensor ref_state[2];
 };
 
 #define TPS_MODULE_MAX_PARAMS 2
@@ -73,6 +114,10 @@ struct tps_param_spec {
 /* What the memory estimate of a module needs to know about the run. */
 struct tps_memory_context {
 	int64_t world, tp; /* world size, tp group size */
+	/* Training: gradients and this many optimizer state tensors per
+	 * parameter, held like the parameter. */
+	bool training;
+	int optimizer_states;
 };
 
 struct tps_module;
@@ -84,18 +129,34 @@ struct tps_module_ops {
 				   struct tps_module *m, struct tps_dtensor *x,
 				   struct tps_dtensor *y,
 				   struct tps_error *err);
-	/* The single-device reference on the global parameters (each
-	 * parameter's `init`): y = module(x). */
-	enum tps_status (*reference_forward)(const struct tps_module *m,
+	/* The parallel backward: *dy, the gradient of forward's output in
+	 * the layout forward left it (partial as replicate), is consumed;
+	 * *dx gets the input's gradient in the layout the input arrived in
+	 * (dx NULL: the input needs none). Parameter gradients land in each
+	 * parameter's grad. Frees what forward saved. */
+	enum tps_status (*backward)(const struct tps_nn_context *ctx,
+				    struct tps_module *m,
+				    struct tps_dtensor *dy,
+				    struct tps_dtensor *dx,
+				    struct tps_error *err);
+	/* The single-device reference on each parameter's global value:
+	 * y = module(x); with save, keeps x for reference_backward. */
+	enum tps_status (*reference_forward)(struct tps_module *m,
 					     const struct tps_tensor *x,
-					     struct tps_tensor *y,
+					     struct tps_tensor *y, bool save,
 					     struct tps_error *err);
+	/* dx (NULL: not needed) and each parameter's ref_grad from dy. */
+	enum tps_status (*reference_backward)(struct tps_module *m,
+					      const struct tps_tensor *dy,
+					      struct tps_tensor *dx,
+					      struct tps_error *err);
 	/* Fills out[0..n) with the module's parameters (at most
 	 * TPS_MODULE_MAX_PARAMS), weight first, and returns n. */
 	int (*parameters)(const struct tps_module_spec *spec, int tp_dim,
 			  struct tps_param_spec *out);
 	/* Bytes the module's parameters take: the global value plus every
-	 * rank's copy or shard. Saturates at INT64_MAX. */
+	 * rank's copy or shard, and in training as much again for the
+	 * gradients and for each optimizer state. Saturates at INT64_MAX. */
 	int64_t (*memory_estimate)(const struct tps_module_spec *spec,
 				   const struct tps_memory_context *mc);
 };
@@ -106,7 +167,17 @@ struct tps_module {
 	const struct tps_module_ops *ops;
 	struct tps_param *params; /* n_params, in the model's array */
 	int n_params;
+	/* Saved by forward for backward, as llm.c keeps its activations:
+	 * the input as the computation consumed it (after its
+	 * redistributions), and the tp layouts the input and the output went
+	 * through. The reference keeps its input too. */
+	struct tps_dtensor saved_in;
+	struct tps_layout_chain in_chain, out_chain;
+	struct tps_tensor ref_saved_in;
 };
+
+/* Frees what forward saved (backward does it; a failed run calls this). */
+void tps_module_free_saved(struct tps_module *m);
 
 /* The ops table of a module type. */
 const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type);
@@ -132,6 +203,37 @@ enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 				 const char *module, const char *tensor,
 				 const char *note, struct tps_error *err);
 
+/* Starts a chain at x's tp layout. */
+void tps_layout_chain_start(struct tps_layout_chain *chain,
+			    const struct tps_nn_context *ctx,
+			    const struct tps_dtensor *x);
+/* tps_nn_to_layout that also appends the new layout to chain (when it
+ * changes; chain may be NULL). */
+enum tps_status tps_nn_to_layout_chained(const struct tps_nn_context *ctx,
+					 struct tps_dtensor *x,
+					 struct tps_placement tp_target,
+					 struct tps_layout_chain *chain,
+					 const char *module, const char *tensor,
+					 const char *note,
+					 struct tps_error *err);
+
+/* The layout a gradient takes for a tensor of layout p: p, but partial
+ * becomes replicate. */
+struct tps_placement tps_nn_grad_layout(struct tps_placement p);
+
+/*
+ * Walks a gradient back through a chain. g is the gradient of a tensor in
+ * the chain's last layout, in any valid form (a partial dX of a replicated
+ * input is one); it is redistributed to tps_nn_grad_layout of each earlier
+ * layout in turn, ending at the first one (for a chain of one layout, to
+ * that one). Events are named module / tensor.
+ */
+enum tps_status tps_nn_grad_through(const struct tps_nn_context *ctx,
+				    struct tps_dtensor *g,
+				    const struct tps_layout_chain *chain,
+				    const char *module, const char *tensor,
+				    struct tps_error *err);
+
 /* Emits a compute event for `value` (every rank), with the step and phase
  * of ctx. flops: the most any one rank did (0 where not counted). */
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
@@ -146,6 +248,23 @@ struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
 /* a + b and a * b, saturating at INT64_MAX (memory estimates, flops). */
 int64_t tps_sat_add(int64_t a, int64_t b);
 int64_t tps_sat_mul(int64_t a, int64_t b);
+
+/*
+ * Losses (nn_loss.c), on plain tensors: the ranks' local outputs and the
+ * reference's global one alike. With f = (y - t)^2 (mse) or y (sum):
+ *   loss  = sum over rows r of row_scale[r] * sum over the row of f,
+ *           in double, element order
+ *   dy    = (float)(2 row_scale[r]) * (y - t)   (mse)
+ *           (float)row_scale[r]                 (sum)
+ * A row is the last dim; row_scale has one entry per row (leading dims
+ * flattened). t is NULL for sum.
+ */
+double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
+		      const struct tps_tensor *t, const double *row_scale);
+enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
+			      const struct tps_tensor *t,
+			      const double *row_scale, struct tps_tensor *dy,
+			      struct tps_error *err);
 
 /* The families' ops tables (nn_linear.c, nn_elementwise.c). */
 extern const struct tps_module_ops tps_linear_ops;

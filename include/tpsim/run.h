@@ -14,12 +14,15 @@
 #include <stdio.h>
 
 #include "tpsim/config.h"
+#include "tpsim/model.h"
 
 struct tps_run_options {
 	const char *config_path; /* "-" is stdin */
 	const char *output_path; /* NULL: write to `stream` */
 	int64_t max_memory;	 /* bytes; refuse larger runs */
 };
+
+#define TPS_RUN_MAX_WARNINGS 4
 
 /* What the one-line summary says. */
 struct tps_run_summary {
@@ -31,6 +34,12 @@ struct tps_run_summary {
 	int64_t bytes_per_rank;
 	float max_abs_diff;
 	bool match;
+	/* Training: the steps run and the last step's loss, both ways. */
+	int steps;
+	float loss, reference_loss;
+	/* What the trace's "warnings" hold, for stderr too. */
+	int n_warnings;
+	char warnings[TPS_RUN_MAX_WARNINGS][512];
 };
 
 /*
@@ -42,11 +51,28 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err);
 
 /*
+ * The warnings a spec earns (TP off the innermost mesh dim; unequal dp
+ * parts that DDP would weight differently), at most TPS_RUN_MAX_WARNINGS,
+ * into summary->warnings.
+ */
+void tps_run_warnings(const struct tps_model_spec *spec,
+		      const int64_t *dp_counts, int dp,
+		      struct tps_run_summary *summary);
+
+/*
  * max |a - b| over all elements (shapes must be equal, else *match is false
  * and *max_abs_diff is +inf), and whether it is within atol + rtol * max|b|.
  */
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 		     double atol, double rtol, float *max_abs_diff,
 		     bool *match);
+
+/* Compares two outcomes (the simulation's and the reference's): the
+ * output, and in training every step's loss, every gradient and every
+ * parameter after the last step; the max over all of max |a - b|, and
+ * whether each is within atol + rtol * its largest reference value. */
+void tps_run_compare_outcomes(const struct tps_model_outcome *a,
+			      const struct tps_model_outcome *b, double atol,
+			      double rtol, float *max_abs_diff, bool *match);
 
 #endif

@@ -122,6 +122,27 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 				  const struct tps_tensor *b,
 				  struct tps_error *err);
 
+/*
+ * The backward of y = x W^T + b (tps_matmul's "input" and "weight" uses):
+ *   dx = dy W     dy (..., n), W (n, k) -> dx (..., k); sums over n
+ *   dW = dy^T x   dy (..., n), x (..., k), same leading dims -> (n, k);
+ *                 sums over the rows (leading dims flattened) in order
+ *   db = sum_rows dy   (..., n) -> (n): db[j] = sum over rows r
+ *                 ascending of dy[r, j], from 0.0f
+ * TPS_ERR_SHAPE when the shapes do not fit.
+ */
+enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
+						 const struct tps_tensor *dy,
+						 const struct tps_tensor *w,
+						 struct tps_error *err);
+enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
+						  const struct tps_tensor *dy,
+						  const struct tps_tensor *x,
+						  struct tps_error *err);
+enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
+				    const struct tps_tensor *dy,
+				    struct tps_error *err);
+
 /* y[..., j] += scale * b[j] for a (..., n) tensor and an (n) bias. With scale
  * 1 this is the bias add; partial_split uses 1/N. Shapes are asserted. */
 void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
@@ -140,6 +161,21 @@ enum tps_status tps_tensor_relu(struct tps_tensor *out,
 enum tps_status tps_tensor_gelu(struct tps_tensor *out,
 				const struct tps_tensor *x,
 				struct tps_error *err);
+
+/*
+ * The backward of the activations, element-wise, same shape (asserted):
+ *   relu  dx = dy where x > 0, else 0 (PyTorch's threshold_backward)
+ *   gelu  dx = dy * g, g = Phi(x) + x phi(x) (the erf form's derivative)
+ *         evaluated in double and rounded once to float
+ */
+enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err);
+enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err);
 
 /* True when every element is finite; else sets *first_bad to its index. */
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);

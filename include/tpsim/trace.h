@@ -3,10 +3,11 @@
  * (DESIGN.md section 5), and the event sink the model reports to.
  *
  * The trace is written as it happens, top-level keys in this order:
- * format, version, generator, config, mesh, params, inputs, events, result,
- * comm. Each top-level key and each event is one line, so traces diff well.
- * Tensor values are written by the streaming writer (never through a cJSON
- * tree), as the shortest float32 decimals (numfmt.h).
+ * format, version, generator, config, mesh, warnings (only when there are
+ * some), params, inputs, events, result, comm. Each top-level key and each
+ * event is one line, so traces diff well. Tensor values are written by the
+ * streaming writer (never through a cJSON tree), as the shortest float32
+ * decimals (numfmt.h).
  *
  * Values mode:
  *   full     "values": nested arrays in the tensor's shape ([] when empty)
@@ -32,6 +33,8 @@
 
 #include "tpsim/model.h"
 
+#include "tpsim/spec.h"
+
 /* Collective counts and bytes per rank under one key ("all_reduce", "fc2",
  * "forward", "tp"), in first-seen order. */
 struct tps_trace_tally {
@@ -53,10 +56,12 @@ struct tps_trace {
 	size_t n_tallies, cap_tallies;
 };
 
-/* What the run concluded; the tensors are global. */
+/* What the run concluded: the simulation's and the reference's outcomes
+ * (global tensors), and their comparison. In training the gradients are
+ * named after model's parameters, then "input". */
 struct tps_trace_result {
-	const struct tps_tensor *output;
-	const struct tps_tensor *reference_output;
+	const struct tps_model *model;
+	const struct tps_model_outcome *sim, *ref;
 	float max_abs_diff;
 	bool match;
 };
@@ -68,6 +73,10 @@ void tps_trace_free(struct tps_trace *t);
 /* format, version, generator, config (written as given) and mesh. */
 enum tps_status tps_trace_begin(struct tps_trace *t, const cJSON *config,
 				struct tps_error *err);
+/* "warnings": an array of n sentences; nothing when n is 0. */
+enum tps_status tps_trace_write_warnings(struct tps_trace *t,
+					 const char *const *warnings, int n,
+					 struct tps_error *err);
 enum tps_status tps_trace_write_params(struct tps_trace *t,
 				       const struct tps_model *model,
 				       struct tps_error *err);

@@ -1,0 +1,38 @@
+/*
+ * The optimizers' update rules, on plain float arrays: the same code
+ * updates each rank's shard and the reference's global parameter, element
+ * by element, so the state of a shard is the shard of the state.
+ *
+ * PyTorch's formulas (torch.optim, single-tensor path), in float32, each
+ * operation rounded on its own (no FMA), scalars computed in double and
+ * rounded to float once. t counts steps from 1.
+ *
+ *   sgd     g = grad + wd p                         (weight_decay != 0)
+ *           b = g at t = 1, else m b + (1 - dampening) g   (momentum != 0)
+ *           g = g + m b (nesterov) or b
+ *           p = p + (-lr) g
+ *   adamw   p = p (1 - lr wd)                       (decoupled decay)
+ *           m = m + (1 - beta1) (grad - m)          (torch's lerp)
+ *           v = v beta2 + ((1 - beta2) grad) grad
+ *           denom = sqrt(v) / sqrt(1 - beta2^t) + eps
+ *           p = p + ((-lr / (1 - beta1^t)) m) / denom
+ */
+#ifndef TPSIM_OPTIM_H
+#define TPSIM_OPTIM_H
+
+#include <stdint.h>
+
+#include "tpsim/spec.h"
+
+/* State arrays per parameter: sgd 1 with momentum (else 0), adamw 2. */
+int tps_optim_state_count(const struct tps_optimizer_spec *o);
+
+/* One step on n elements: p updated from grad; state[i] holds n floats
+ * each (zeroed before step 1). */
+void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
+		    const float *grad, float *const *state, int64_t n);
+
+/* One line on what a step does, for the trace's notes. */
+const char *tps_optim_note(const struct tps_optimizer_spec *o);
+
+#endif
