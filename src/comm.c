@@ -195,11 +195,12 @@ static enum tps_status reduce_group(const struct comm_run *run,
 			tps_tensor_max(&acc, &locals[run->members[i]]);
 		}
 	} else {
-		st = tps_tensor_init(&acc, &first->shape, err); /* zeroed */
+		/* zeroed */
+		st = tps_tensor_init_like(&acc, &first->shape, first, err);
 		for (int i = 0; i < run->n && st == TPS_OK; i++) {
 			tps_tensor_add(&acc, &locals[run->members[i]]);
 		}
-		if (st == TPS_OK && op == TPS_REDUCE_AVG) {
+		if (st == TPS_OK && op == TPS_REDUCE_AVG && acc.data) {
 			int64_t m = tps_tensor_numel(&acc);
 			for (int64_t e = 0; e < m; e++) {
 				acc.data[e] /= (float)run->n;

@@ -223,7 +223,8 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 {
 	const struct tps_mesh *mesh = dt->mesh;
 	struct tps_tensor full;
-	enum tps_status st = tps_tensor_init(&full, &dt->global, err);
+	enum tps_status st =
+		tps_tensor_init_like(&full, &dt->global, &dt->locals[0], err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -245,7 +246,9 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 		}
 		tps_dtensor_local_region(mesh, &dt->global, dt->placements, r,
 					 offset, length);
-		add_at(&full, &dt->locals[r], offset);
+		if (full.data) { /* not meta */
+			add_at(&full, &dt->locals[r], offset);
+		}
 	}
 	*out = full;
 	return TPS_OK;

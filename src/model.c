@@ -156,7 +156,7 @@ static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 
 /* Makes one parameter's global value and distributes it: shard or
  * replicate on tp as the module says, replicate on every other mesh dim. */
-static enum tps_status make_param(const struct tps_model_spec *spec,
+static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 				  struct tps_param *p, const char *module,
 				  const struct tps_param_spec *ps,
 				  struct tps_error *err)
@@ -168,7 +168,9 @@ static enum tps_status make_param(const struct tps_model_spec *spec,
 	snprintf(p->name, sizeof p->name, "%s.%s", module, ps->suffix);
 	p->module = module;
 	o = find_override(spec, p->name);
-	if (o) {
+	if (meta) {
+		st = tps_tensor_init_meta(&p->global, &ps->shape, err);
+	} else if (o) {
 		st = tps_tensor_copy(&p->global, &o->value, err);
 	} else {
 		/* nn.Linear's bound: a = 1/sqrt(fan_in), for W and b. */
@@ -189,9 +191,9 @@ static enum tps_status make_param(const struct tps_model_spec *spec,
 	return st;
 }
 
-enum tps_status tps_model_init(struct tps_model *model,
-			       const struct tps_model_spec *spec,
-			       struct tps_error *err)
+static enum tps_status init_model(struct tps_model *model,
+				  const struct tps_model_spec *spec, bool meta,
+				  struct tps_error *err)
 {
 	struct tps_model m = {0};
 	enum tps_status st = check_plan_divisible(spec, err);
@@ -199,6 +201,7 @@ enum tps_status tps_model_init(struct tps_model *model,
 		return st;
 	}
 	m.spec = spec;
+	m.meta = meta;
 	st = plan_dp_split(spec, &m, err);
 	if (st != TPS_OK) {
 		goto out;
@@ -219,7 +222,7 @@ enum tps_status tps_model_init(struct tps_model *model,
 		mod->params = &m.params[m.n_params];
 		n = mod->ops->parameters(mod->spec, spec->tp_dim, ps);
 		for (int k = 0; k < n && st == TPS_OK; k++) {
-			st = make_param(spec, &m.params[m.n_params++],
+			st = make_param(spec, meta, &m.params[m.n_params++],
 					mod->spec->name, &ps[k], err);
 			mod->n_params++;
 		}
@@ -231,6 +234,20 @@ out:
 	}
 	*model = m;
 	return TPS_OK;
+}
+
+enum tps_status tps_model_init(struct tps_model *model,
+			       const struct tps_model_spec *spec,
+			       struct tps_error *err)
+{
+	return init_model(model, spec, false, err);
+}
+
+enum tps_status tps_model_init_meta(struct tps_model *model,
+				    const struct tps_model_spec *spec,
+				    struct tps_error *err)
+{
+	return init_model(model, spec, true, err);
 }
 
 void tps_model_free(struct tps_model *model)

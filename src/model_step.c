@@ -30,8 +30,8 @@ static enum tps_status permute_rows(const struct tps_tensor *t,
 {
 	int64_t rows = t->shape.dim[0];
 	int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
-	enum tps_status st = tps_tensor_init(out, &t->shape, err);
-	for (int64_t p = 0; st == TPS_OK && p < rows; p++) {
+	enum tps_status st = tps_tensor_init_like(out, &t->shape, t, err);
+	for (int64_t p = 0; st == TPS_OK && out->data && p < rows; p++) {
 		int64_t to = inverse ? order[p] : p;
 		int64_t from = inverse ? p : order[p];
 		memcpy(out->data + to * inner, t->data + from * inner,
@@ -254,11 +254,15 @@ static enum tps_status loss_rank(void *opaque, int r, struct tps_tensor *out,
 	struct tps_shape scalar = tps_shape_make(0, NULL);
 	double *scale = row_scales(job, r, err);
 	enum tps_status st =
-		scale ? tps_tensor_init(out, &scalar, err) : TPS_ERR_NOMEM;
+		scale ? tps_tensor_init_like(out, &scalar, &job->y->locals[r],
+					     err)
+		      : TPS_ERR_NOMEM;
 	if (st == TPS_OK) {
 		job->values[r] = tps_loss_value(
 			job->model->spec->loss, &job->y->locals[r],
 			job->target ? &job->target->locals[r] : NULL, scale);
+	}
+	if (st == TPS_OK && out->data) {
 		out->data[0] = (float)job->values[r];
 	}
 	free(scale);
@@ -494,7 +498,8 @@ static enum tps_status zero_like_rank(void *opaque, int r,
 				      struct tps_error *err)
 {
 	const struct tps_dtensor *like = opaque;
-	return tps_tensor_init(out, &like->locals[r].shape, err);
+	return tps_tensor_init_like(out, &like->locals[r].shape,
+				    &like->locals[r], err);
 }
 
 static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
@@ -503,6 +508,9 @@ static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
 	struct tps_param *p = job->p;
 	float *state[2] = {NULL, NULL};
 	(void)err;
+	if (p->value.locals[r].meta) {
+		return TPS_OK;
+	}
 	for (int k = 0; k < job->states; k++) {
 		state[k] = p->state[k].locals[r].data;
 	}

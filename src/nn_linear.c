@@ -115,7 +115,7 @@ static enum tps_status bias_rank(void *opaque, int r, struct tps_error *err)
 		st = tps_tensor_narrow(&slice, &job->b->locals[r], 0,
 				       offset[last], length[last], err);
 	}
-	if (st == TPS_OK && job->divisor != 1.0f) {
+	if (st == TPS_OK && job->divisor != 1.0f && slice.data) {
 		int64_t n = tps_tensor_numel(&slice);
 		for (int64_t e = 0; e < n; e++) {
 			slice.data[e] /= job->divisor;

@@ -1,4 +1,5 @@
-/* The losses, on plain tensors (see nn.h). y, t: (..., n); rows of n. */
+/* The losses, on plain tensors (see nn.h). y, t: (..., n); rows of n. A
+ * meta y has loss 0 and a meta gradient. */
 #include "tpsim/nn.h"
 
 static int64_t row_length(const struct tps_tensor *y)
@@ -10,7 +11,7 @@ double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
 		      const struct tps_tensor *t, const double *row_scale)
 {
 	int64_t n = row_length(y);
-	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
+	int64_t rows = n && !y->meta ? tps_tensor_numel(y) / n : 0;
 	double total = 0.0;
 	for (int64_t r = 0; r < rows; r++) {
 		double row = 0.0;
@@ -37,8 +38,8 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 {
 	struct tps_tensor g;
 	int64_t n = row_length(y);
-	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
-	enum tps_status st = tps_tensor_init(&g, &y->shape, err);
+	int64_t rows = n && !y->meta ? tps_tensor_numel(y) / n : 0;
+	enum tps_status st = tps_tensor_init_like(&g, &y->shape, y, err);
 	if (st != TPS_OK) {
 		return st;
 	}

@@ -233,7 +233,8 @@ void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 	for (int i = 0; i < a->steps; i++) {
 		int64_t one = 1;
 		struct tps_shape s = tps_shape_make(1, &one);
-		struct tps_tensor la = {s, &a->loss[i]}, lb = {s, &b->loss[i]};
+		struct tps_tensor la = {s, &a->loss[i], false};
+		struct tps_tensor lb = {s, &b->loss[i], false};
 		compare_into(&la, &lb, atol, rtol, max_abs_diff, match);
 	}
 	for (int i = 0; i < a->n_grads; i++) {

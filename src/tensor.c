@@ -107,7 +107,32 @@ enum tps_status tps_tensor_init(struct tps_tensor *t,
 	}
 	t->shape = *shape;
 	t->data = data;
+	t->meta = false;
 	return TPS_OK;
+}
+
+enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     struct tps_error *err)
+{
+	int64_t numel;
+	enum tps_status st = tps_shape_numel(shape, &numel, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	t->shape = *shape;
+	t->data = NULL;
+	t->meta = true;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_init_like(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     const struct tps_tensor *like,
+				     struct tps_error *err)
+{
+	return like->meta ? tps_tensor_init_meta(t, shape, err)
+			  : tps_tensor_init(t, shape, err);
 }
 
 void tps_tensor_free(struct tps_tensor *t)
@@ -133,7 +158,7 @@ enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init(&t, &src->shape, err);
+	enum tps_status st = tps_tensor_init_like(&t, &src->shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -180,7 +205,7 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 	assert(start >= 0 && length >= 0 &&
 	       start + length <= src->shape.dim[dim]);
 	shape.dim[dim] = length;
-	st = tps_tensor_init(&t, &shape, err);
+	st = tps_tensor_init_like(&t, &shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -224,12 +249,12 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
 		total += parts[p].shape.dim[dim];
 	}
 	shape.dim[dim] = total;
-	st = tps_tensor_init(&t, &shape, err);
+	st = tps_tensor_init_like(&t, &shape, &parts[0], err);
 	if (st != TPS_OK) {
 		return st;
 	}
 	split_around(&shape, dim, &outer, &inner);
-	for (int p = 0; p < n; p++) {
+	for (int p = 0; p < n && t.data; p++) {
 		int64_t len = parts[p].shape.dim[dim];
 		for (int64_t o = 0; o < outer && len > 0; o++) {
 			memcpy(t.data + (o * total + offset) * inner,
@@ -375,7 +400,7 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	n = w->shape.dim[0];
 	shape = x->shape;
 	shape.dim[shape.ndim - 1] = n;
-	st = tps_tensor_init(&t, &shape, err);
+	st = tps_tensor_init_like(&t, &shape, x, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -424,7 +449,7 @@ enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 	k = w->shape.dim[1];
 	shape = dy->shape;
 	shape.dim[shape.ndim - 1] = k;
-	st = tps_tensor_init(&t, &shape, err);
+	st = tps_tensor_init_like(&t, &shape, dy, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -463,7 +488,7 @@ enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 	dims[0] = n;
 	dims[1] = k;
 	shape = tps_shape_make(2, dims);
-	st = tps_tensor_init(&t, &shape, err);
+	st = tps_tensor_init_like(&t, &shape, dy, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -487,11 +512,11 @@ enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
 	assert(dy->shape.ndim >= 1);
 	rows_and_last(dy, &rows, &n);
 	shape = tps_shape_make(1, &n);
-	st = tps_tensor_init(&t, &shape, err); /* zeroed */
+	st = tps_tensor_init_like(&t, &shape, dy, err); /* zeroed */
 	if (st != TPS_OK) {
 		return st;
 	}
-	for (int64_t r = 0; r < rows; r++) {
+	for (int64_t r = 0; r < rows && t.data; r++) {
 		for (int64_t j = 0; j < n; j++) {
 			t.data[j] += dy->data[r * n + j];
 		}
@@ -524,7 +549,7 @@ void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
 
 void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
 {
-	int64_t n = tps_tensor_numel(dst);
+	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
 	assert(tps_shape_equal(&dst->shape, &src->shape));
 	for (int64_t i = 0; i < n; i++) {
 		dst->data[i] += src->data[i];
@@ -533,7 +558,7 @@ void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
 
 void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
 {
-	int64_t n = tps_tensor_numel(dst);
+	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
 	assert(tps_shape_equal(&dst->shape, &src->shape));
 	for (int64_t i = 0; i < n; i++) {
 		if (src->data[i] > dst->data[i]) {
@@ -544,7 +569,7 @@ void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
 
 void tps_tensor_scale(struct tps_tensor *t, float scale)
 {
-	int64_t n = tps_tensor_numel(t);
+	int64_t n = t->data ? tps_tensor_numel(t) : 0; /* 0: meta */
 	for (int64_t i = 0; i < n; i++) {
 		t->data[i] *= scale;
 	}
@@ -555,8 +580,8 @@ enum tps_status tps_tensor_relu(struct tps_tensor *out,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init(&t, &x->shape, err);
-	int64_t n = tps_tensor_numel(x);
+	enum tps_status st = tps_tensor_init_like(&t, &x->shape, x, err);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -572,8 +597,8 @@ enum tps_status tps_tensor_gelu(struct tps_tensor *out,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init(&t, &x->shape, err);
-	int64_t n = tps_tensor_numel(x);
+	enum tps_status st = tps_tensor_init_like(&t, &x->shape, x, err);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -595,9 +620,9 @@ enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
 {
 	struct tps_tensor t;
 	enum tps_status st;
-	int64_t n = tps_tensor_numel(x);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	assert(tps_shape_equal(&dy->shape, &x->shape));
-	st = tps_tensor_init(&t, &x->shape, err);
+	st = tps_tensor_init_like(&t, &x->shape, x, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -615,9 +640,9 @@ enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
 {
 	struct tps_tensor t;
 	enum tps_status st;
-	int64_t n = tps_tensor_numel(x);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	assert(tps_shape_equal(&dy->shape, &x->shape));
-	st = tps_tensor_init(&t, &x->shape, err);
+	st = tps_tensor_init_like(&t, &x->shape, x, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -636,7 +661,7 @@ enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
 
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
 {
-	int64_t n = tps_tensor_numel(t);
+	int64_t n = t->meta ? 0 : tps_tensor_numel(t);
 	for (int64_t i = 0; i < n; i++) {
 		if (!isfinite(t->data[i])) {
 			if (first_bad) {

@@ -845,6 +845,119 @@ START_TEST(training_keeps_weight_gradients_off_tp)
 }
 END_TEST
 
+/* ---- meta runs -------------------------------------------------------- */
+
+/* A sink that writes one line per event: everything but the values. */
+struct shape_log {
+	char *text;
+	size_t len, cap;
+};
+
+static enum tps_status log_event(void *ctx, const struct tps_event *ev,
+				 struct tps_error *err)
+{
+	struct shape_log *l = ctx;
+	char line[1024], p[32];
+	int n = snprintf(line, sizeof line, "%d %d %d %s %s %s %u %lld %lld",
+			 ev->step, (int)ev->phase, (int)ev->kind, ev->module,
+			 ev->op, ev->tensor, ev->mask,
+			 (long long)ev->bytes_per_rank, (long long)ev->flops);
+	(void)err;
+	for (int i = 0; i < ev->value->mesh->ndim; i++) {
+		n += snprintf(line + n, sizeof line - (size_t)n, " %s",
+			      tps_placement_format(ev->value->placements[i], p,
+						   sizeof p));
+	}
+	for (int r = 0; r < ev->value->mesh->world_size; r++) {
+		const struct tps_shape *sh = &ev->value->locals[r].shape;
+		for (int d = 0; d < sh->ndim; d++) {
+			n += snprintf(line + n, sizeof line - (size_t)n,
+				      "%s%lld", d ? "x" : " ",
+				      (long long)sh->dim[d]);
+		}
+	}
+	if (l->len + (size_t)n + 2 > l->cap) {
+		l->cap = 2 * (l->cap + (size_t)n + 2);
+		l->text = realloc(l->text, l->cap);
+		ck_assert_ptr_nonnull(l->text);
+	}
+	memcpy(l->text + l->len, line, (size_t)n);
+	l->len += (size_t)n;
+	l->text[l->len++] = '\n';
+	l->text[l->len] = '\0';
+	return TPS_OK;
+}
+
+/* The event log of a training run of c, with real or meta tensors. */
+static struct shape_log log_run(const struct case_spec *c, bool meta)
+{
+	struct tps_model_spec spec;
+	struct tps_model model;
+	struct tps_tensor input, target;
+	struct tps_model_outcome out;
+	struct shape_log log = {0};
+	struct tps_event_sink sink = {log_event, &log};
+	struct tps_shape oshape;
+	build_spec(&spec, c);
+	oshape = tps_model_output_shape(&spec);
+	if (meta) {
+		ck_assert_int_eq(tps_model_init_meta(&model, &spec, NULL),
+				 TPS_OK);
+		ck_assert_int_eq(
+			tps_tensor_init_meta(&input, &spec.input_shape, NULL),
+			TPS_OK);
+		ck_assert_int_eq(tps_tensor_init_meta(&target, &oshape, NULL),
+				 TPS_OK);
+	} else {
+		ck_assert_int_eq(tps_model_init(&model, &spec, NULL), TPS_OK);
+		ck_assert_int_eq(tps_model_make_input(&spec, &input, NULL),
+				 TPS_OK);
+		ck_assert_int_eq(tps_model_make_target(&spec, &target, NULL),
+				 TPS_OK);
+	}
+	ck_assert_int_eq(tps_model_emit_setup(&model, sink, NULL), TPS_OK);
+	ck_assert_int_eq(
+		tps_model_run(&model, &input, &target, sink, &out, NULL),
+		TPS_OK);
+	ck_assert(out.output.meta == meta);
+	tps_model_outcome_free(&out);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_model_spec_free(&spec);
+	return log;
+}
+
+START_TEST(meta_run_emits_the_events_of_a_real_one)
+{
+	/* Every event of a meta run (shapes, placements, groups, bytes,
+	 * flops) equals the real run's: tpsim comm counts what happens. */
+	for (int v = 0; v < 3; v++) {
+		struct case_spec c = mlp_training(2, 3, 5, true, true);
+		struct shape_log real, meta;
+		c.requires_grad = true;
+		c.optimizer = TPS_OPTIMIZER_ADAMW;
+		if (v == 1) {
+			c.style1 = TPS_STYLE_ROWWISE;
+			c.style2 = TPS_STYLE_COLWISE;
+			c.out1 = tps_placement_shard(1);
+			c.in2_seq = true;
+			c.seq = 4;
+		} else if (v == 2) {
+			c.sampler = TPS_SAMPLER_DISTRIBUTED;
+			c.batch = 4;
+			c.out1 = tps_placement_replicate();
+		}
+		real = log_run(&c, false);
+		meta = log_run(&c, true);
+		ck_assert_ptr_nonnull(strstr(real.text, "all_reduce"));
+		ck_assert_str_eq(meta.text, real.text);
+		free(real.text);
+		free(meta.text);
+	}
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -877,6 +990,7 @@ static Suite *model_suite(void)
 			    1, 9);
 	tcase_add_test(train, training_costs_what_megatron_says);
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
+	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);
 	suite_add_tcase(s, layouts);

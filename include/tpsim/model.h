@@ -37,8 +37,11 @@
 
 struct tps_model {
 	const struct tps_model_spec *spec; /* not owned; must outlive model */
-	struct tps_module *modules;	   /* n_modules, in spec order */
-	struct tps_param *params;	   /* every module's, in module order */
+	/* Meta (tps_model_init_meta): parameters are meta tensors; so must
+	 * the input and target be. */
+	bool meta;
+	struct tps_module *modules; /* n_modules, in spec order */
+	struct tps_param *params;   /* every module's, in module order */
 	int n_params;
 	/* The data-parallel split of the batch (dim 0 of the input): dp
 	 * ranks in the flattened dp group's order, each holding counts[r]
@@ -70,6 +73,11 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 enum tps_status tps_model_init(struct tps_model *model,
 			       const struct tps_model_spec *spec,
 			       struct tps_error *err);
+/* The same with meta parameters: shapes and no values, to count what a run
+ * moves and computes (tpsim comm) at any size. The reference cannot run. */
+enum tps_status tps_model_init_meta(struct tps_model *model,
+				    const struct tps_model_spec *spec,
+				    struct tps_error *err);
 void tps_model_free(struct tps_model *model);
 
 /* Emits one setup event per parameter, in module order. */

@@ -12,6 +12,9 @@
  *    (the build uses -ffp-contract=off).
  *
  * Example: y = x W^T + b with x (2, 4), W (3, 4), b (3) gives y (2, 3).
+ *
+ * Every op that makes a tensor makes a meta one from meta inputs, and ops
+ * that change a tensor in place leave a meta one as it is.
  */
 #ifndef TPSIM_TENSOR_H
 #define TPSIM_TENSOR_H
@@ -32,7 +35,12 @@ struct tps_shape {
 
 struct tps_tensor {
 	struct tps_shape shape;
-	float *data; /* numel floats, row-major; NULL if empty */
+	float *data; /* numel floats, row-major; NULL if empty or meta */
+	/* A meta tensor has a shape and no values (PyTorch's meta device):
+	 * every op on it makes a meta result without computing, so the
+	 * engine can count a run's collectives and flops at any size
+	 * (`tpsim comm`). */
+	bool meta;
 };
 
 /* Builds a shape from ndim sizes. Asserts ndim <= TPS_MAX_DIMS. */
@@ -62,6 +70,15 @@ void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length);
 enum tps_status tps_tensor_init(struct tps_tensor *t,
 				const struct tps_shape *shape,
 				struct tps_error *err);
+/* A meta tensor of the shape (no values). On error (limit) *t untouched. */
+enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     struct tps_error *err);
+/* tps_tensor_init, or tps_tensor_init_meta when `like` is meta. */
+enum tps_status tps_tensor_init_like(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     const struct tps_tensor *like,
+				     struct tps_error *err);
 /* Frees the data and resets t to an empty 0-dim shape. NULL is a no-op. */
 void tps_tensor_free(struct tps_tensor *t);
 /* Element count of a valid tensor (validated at init, cannot overflow). */
