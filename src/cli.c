@@ -140,16 +140,27 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	if (tps_run(&opts, out, &s, &e) != TPS_OK) {
 		return trouble(err, &e);
 	}
+	for (int i = 0; i < s.n_warnings; i++) {
+		fprintf(err, "tpsim: warning: %s: %s\n", opts.config_path,
+			s.warnings[i]);
+	}
 	tps_format_float(s.max_abs_diff, diff);
-	fprintf(err,
-		"tpsim: %s: mesh %s (world %d), %d module%s, %lld "
-		"event%s, %lld collective%s (%lld bytes/rank), max_abs_diff "
-		"%s: %s\n",
+	fprintf(err, "tpsim: %s: mesh %s (world %d), %d module%s, ",
 		opts.config_path, s.mesh, s.world_size, s.n_modules,
-		s.n_modules == 1 ? "" : "s", (long long)s.events,
-		s.events == 1 ? "" : "s", (long long)s.collectives,
-		s.collectives == 1 ? "" : "s", (long long)s.bytes_per_rank,
-		diff,
+		s.n_modules == 1 ? "" : "s");
+	if (s.steps > 0) {
+		char loss[TPS_NUMFMT_MAX], ref[TPS_NUMFMT_MAX];
+		tps_format_float(s.loss, loss);
+		tps_format_float(s.reference_loss, ref);
+		fprintf(err, "%d training step%s, loss %s (reference %s), ",
+			s.steps, s.steps == 1 ? "" : "s", loss, ref);
+	}
+	fprintf(err,
+		"%lld event%s, %lld collective%s (%lld bytes/rank), "
+		"max_abs_diff %s: %s\n",
+		(long long)s.events, s.events == 1 ? "" : "s",
+		(long long)s.collectives, s.collectives == 1 ? "" : "s",
+		(long long)s.bytes_per_rank, diff,
 		s.match ? "matches the reference"
 			: "DIFFERS from the reference");
 	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
@@ -514,6 +525,29 @@ static void explain_event(FILE *out, const cJSON *ev)
 	}
 }
 
+/* The training part of a result: the loss at each step, both ways, and
+ * what else was compared. */
+static void explain_training(FILE *out, const cJSON *result)
+{
+	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(result, "loss");
+	const cJSON *ref =
+		cJSON_GetObjectItemCaseSensitive(result, "reference_loss");
+	const cJSON *grads = cJSON_GetObjectItemCaseSensitive(result, "grads");
+	if (!cJSON_IsArray(loss)) {
+		return;
+	}
+	fputs("loss by step: ", out);
+	print_list(out, loss, '[', ']');
+	fputs(", reference ", out);
+	print_list(out, ref, '[', ']');
+	fputc('\n', out);
+	fprintf(out,
+		"compared too: the last step's gradients of %d tensor%s and "
+		"the parameters after it (result.grads, result.params_after)\n",
+		cJSON_GetArraySize(grads),
+		cJSON_GetArraySize(grads) == 1 ? "" : "s");
+}
+
 static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 {
 	cJSON *trace = NULL;
@@ -538,6 +572,12 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 	print_short_json(
 		out, cJSON_GetObjectItemCaseSensitive(mesh, "dim_names"), 200);
 	fputc('\n', out);
+	cJSON_ArrayForEach(ev,
+			   cJSON_GetObjectItemCaseSensitive(trace, "warnings"))
+	{
+		fprintf(out, "warning: %s\n",
+			cJSON_IsString(ev) ? ev->valuestring : "?");
+	}
 	cJSON_ArrayForEach(ev,
 			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
 	{
@@ -574,6 +614,7 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 				: "DIFFERS from");
 		print_number(out, d);
 		fputs(")\n", out);
+		explain_training(out, result);
 	}
 	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm");
 	if (comm) {

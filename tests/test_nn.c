@@ -121,6 +121,8 @@ static void linear_fixture_init(struct linear_fixture *f, int tp,
 	f->module.spec = &f->spec;
 	f->module.ops = tps_module_ops_of(TPS_MODULE_LINEAR);
 	ck_assert_int_eq(f->module.ops->parameters(&f->spec, 0, ps), 1);
+	snprintf(f->weight.name, sizeof f->weight.name, "fc.weight");
+	f->weight.module = f->spec.name;
 	f->weight.global = arange(out, in);
 	ck_assert_int_eq(tps_dtensor_distribute(&f->weight.value, &f->mesh,
 						&f->weight.global, &ps[0].tp,
@@ -231,6 +233,113 @@ START_TEST(activation_of_a_partial_input_reduces_first)
 }
 END_TEST
 
+/* A dtensor of ones of shape (rows, cols) with the given tp placement. */
+static struct tps_dtensor ones(const struct tps_mesh *m, int64_t rows,
+			       int64_t cols, struct tps_placement p)
+{
+	struct tps_tensor g = arange(rows, cols);
+	struct tps_dtensor d;
+	for (int64_t i = 0; i < rows * cols; i++) {
+		g.data[i] = 1.0f;
+	}
+	ck_assert_int_eq(tps_dtensor_distribute(&d, m, &g, &p, NULL), TPS_OK);
+	tps_tensor_free(&g);
+	return d;
+}
+
+START_TEST(colwise_backward_reduces_the_partial_input_gradient)
+{
+	/* ColumnParallelLinear(gather_output=True), trained: the output's
+	 * gradient is split back without communication; dW_i = dY_i^T X is
+	 * local; dX = sum_i dY_i W_i is partial, and all_reduce makes it the
+	 * input's (Megatron's f in backward). With x = arange (2, 4), W =
+	 * arange (3, 4) and dY all ones: dW rows = [6, 8, 10, 12] (column
+	 * sums of x), dX rows = [15, 18, 21, 24] (column sums of W). */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4), dw, dxg;
+	struct tps_dtensor x, y, dy, dx;
+	struct tps_nn_context ctx;
+	const float want_dw[4] = {6, 8, 10, 12}, want_dx[4] = {15, 18, 21, 24};
+	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
+	ctx = (struct tps_nn_context){&f.mesh,		 0,   {record, &rec}, 0,
+				      TPS_PHASE_FORWARD, true};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	rec.used = 0;
+	rec.log[0] = '\0';
+	ctx.phase = TPS_PHASE_BACKWARD;
+	dy = ones(&f.mesh, 2, 3, rep);
+	ck_assert_int_eq(
+		f.module.ops->backward(&ctx, &f.module, &dy, &dx, NULL),
+		TPS_OK);
+	ck_assert_str_eq(rec.log, "fc split fc.out.grad [shard(1)]\n"
+				  "fc matmul fc.weight.grad [shard(0)]\n"
+				  "fc matmul fc.in.grad [partial]\n"
+				  "fc all_reduce fc.in.grad [replicate]\n");
+	ck_assert_int_eq(tps_dtensor_full_tensor(&f.weight.grad, &dw, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_dtensor_full_tensor(&dx, &dxg, NULL), TPS_OK);
+	for (int j = 0; j < 3; j++) {
+		ck_assert_mem_eq(dw.data + 4 * j, want_dw, sizeof want_dw);
+	}
+	for (int r = 0; r < 2; r++) {
+		ck_assert_mem_eq(dxg.data + 4 * r, want_dx, sizeof want_dx);
+	}
+	/* backward freed what forward saved. */
+	ck_assert_ptr_null(f.module.saved_in.locals);
+	tps_tensor_free(&dw);
+	tps_tensor_free(&dxg);
+	tps_dtensor_free(&dx);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_dtensor_free(&f.weight.grad);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(rowwise_backward_gathers_a_locally_split_input)
+{
+	/* RowParallelLinear of a replicated input, trained: nothing for the
+	 * all_reduced output; dW_i = dY^T X_i local; dX_i = dY W_i is the
+	 * input's features split as X was; a locally split input gathers
+	 * its gradient back. */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4);
+	struct tps_dtensor x, y, dy, dx;
+	struct tps_nn_context ctx;
+	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
+	ctx = (struct tps_nn_context){&f.mesh,		 0,   {record, &rec}, 0,
+				      TPS_PHASE_FORWARD, true};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	rec.used = 0;
+	rec.log[0] = '\0';
+	ctx.phase = TPS_PHASE_BACKWARD;
+	dy = ones(&f.mesh, 2, 2, rep);
+	ck_assert_int_eq(
+		f.module.ops->backward(&ctx, &f.module, &dy, &dx, NULL),
+		TPS_OK);
+	ck_assert_str_eq(rec.log, "fc matmul fc.weight.grad [shard(1)]\n"
+				  "fc matmul fc.in.grad [shard(1)]\n"
+				  "fc all_gather fc.in.grad [replicate]\n");
+	tps_dtensor_free(&dx);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_dtensor_free(&f.weight.grad);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -243,6 +352,9 @@ static Suite *nn_suite(void)
 	tcase_add_test(modules,
 		       rowwise_of_a_replicated_input_splits_it_locally);
 	tcase_add_test(modules, activation_of_a_partial_input_reduces_first);
+	tcase_add_test(modules,
+		       colwise_backward_reduces_the_partial_input_gradient);
+	tcase_add_test(modules, rowwise_backward_gathers_a_locally_split_input);
 	suite_add_tcase(s, layout);
 	suite_add_tcase(s, modules);
 	return s;
