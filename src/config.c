@@ -98,60 +98,126 @@ static void mesh_body(struct cfg *c, const cJSON *mesh, void *ctx)
 	cfg_value(c, mesh, "dim_names", CFG_REQUIRED, mesh_dim_names, &m);
 }
 
-struct dim_ctx {
-	const struct tps_mesh *mesh;
-	int *out; /* the dim's index */
-};
-
-/* A mesh dim name; *out gets its index. */
-static void read_dim_name(struct cfg *c, const cJSON *v, void *ctx)
+/* The index of the mesh dim v names, or -1 after failing. */
+static int dim_index(struct cfg *c, const cJSON *v, const struct tps_mesh *mesh,
+		     const char *what)
 {
-	const struct dim_ctx *x = ctx;
 	char esc[96];
-	if (!cfg_expect(c, v, cJSON_IsString, "a mesh dim name")) {
-		return;
+	int i;
+	if (!cfg_expect(c, v, cJSON_IsString, what)) {
+		return -1;
 	}
-	*x->out = tps_mesh_dim_index(x->mesh, v->valuestring);
-	if (*x->out < 0) {
+	i = tps_mesh_dim_index(mesh, v->valuestring);
+	if (i < 0) {
 		cfg_fail(c, TPS_ERR_INPUT, "no mesh dim is named \"%s\"",
 			 tps_json_escape_for_message(v->valuestring, esc,
 						     sizeof esc));
+	}
+	return i;
+}
+
+static void tp_dim(struct cfg *c, const cJSON *v, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	spec->tp_dim = dim_index(c, v, &spec->mesh, "a mesh dim name");
+}
+
+/* A dp dim may not be the tp dim: the batch and the weights would be split
+ * over the same ranks. */
+static void check_not_tp(struct cfg *c, const struct tps_model_spec *spec,
+			 int dim)
+{
+	if (cfg_ok(c) && dim == spec->tp_dim) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "the dp dim must differ from the tp dim \"%s\" "
+			 "(/tp_dim, by default the last mesh dim)",
+			 spec->mesh.dim_names[spec->tp_dim]);
+	}
+}
+
+struct dp_ctx {
+	struct tps_model_spec *spec;
+	int index_of[TPS_MAX_MESH_DIMS]; /* per mesh dim: its /dp_dim index */
+	int last;			 /* the mesh dim of the last item */
+};
+
+/* /dp_dim/<index>: several dims are flattened, as PyTorch's
+ * mesh["dp", "cp"]._flatten(), which wants them in mesh order. */
+static void dp_dim_item(struct cfg *c, const cJSON *item, int index, void *ctx)
+{
+	struct dp_ctx *x = ctx;
+	struct tps_model_spec *spec = x->spec;
+	const struct tps_mesh *mesh = &spec->mesh;
+	int d = dim_index(c, item, mesh, "a mesh dim name");
+
+	if (!cfg_ok(c)) {
+		return;
+	}
+	if (spec->dp_mask & (1u << d)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "duplicate dim \"%s\" (also /dp_dim/%d)",
+			 item->valuestring, x->index_of[d]);
+	} else if (d < x->last) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "\"%s\" (mesh dim %d) comes after \"%s\" (mesh dim "
+			 "%d): name the dp dims in mesh order "
+			 "(/mesh/dim_names), "
+			 "as DeviceMesh slicing requires",
+			 item->valuestring, d, mesh->dim_names[x->last],
+			 x->last);
+	}
+	check_not_tp(c, spec, d);
+	spec->dp_mask |= 1u << d;
+	x->index_of[d] = index;
+	x->last = d;
+}
+
+/* /dp_dim: a mesh dim name, or an array of them. */
+static void dp_dim(struct cfg *c, const cJSON *v, void *ctx)
+{
+	struct dp_ctx x = {.spec = ctx, .last = -1};
+	int d;
+
+	if (cJSON_IsArray(v)) {
+		if (cJSON_GetArraySize(v) == 0) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "expected at least one mesh dim name");
+		}
+		cfg_each_item(c, v, dp_dim_item, &x);
+		return;
+	}
+	d = dim_index(c, v, &x.spec->mesh,
+		      "a mesh dim name or an array of them");
+	check_not_tp(c, x.spec, d);
+	if (cfg_ok(c)) {
+		x.spec->dp_mask = 1u << d;
 	}
 }
 
 static void parse_dims(struct cfg *c, const cJSON *root,
 		       struct tps_model_spec *spec)
 {
-	int dp_dim = -1;
-	struct dim_ctx tp = {&spec->mesh, &spec->tp_dim};
-	struct dim_ctx dp = {&spec->mesh, &dp_dim};
+	int tp;
 
 	spec->tp_dim = spec->mesh.ndim - 1;
-	cfg_value(c, root, "tp_dim", CFG_OPTIONAL, read_dim_name, &tp);
-	cfg_value(c, root, "dp_dim", CFG_OPTIONAL, read_dim_name, &dp);
-	if (cfg_ok(c) && dp_dim >= 0 && dp_dim == spec->tp_dim) {
-		cfg_fail_at(c, "dp_dim", TPS_ERR_INPUT,
-			    "the dp dim must differ from the tp dim \"%s\" "
-			    "(/tp_dim, by default the last mesh dim)",
-			    spec->mesh.dim_names[spec->tp_dim]);
+	spec->dp_mask = 0;
+	cfg_value(c, root, "tp_dim", CFG_OPTIONAL, tp_dim, spec);
+	cfg_value(c, root, "dp_dim", CFG_OPTIONAL, dp_dim, spec);
+	cfg_bool(c, root, "strict_tp_innermost", &spec->strict_tp_innermost);
+	tp = spec->tp_dim;
+	if (cfg_ok(c) && spec->strict_tp_innermost &&
+	    tp != spec->mesh.ndim - 1) {
+		/* PyTorch's words (torch.distributed.tensor.parallel). */
+		cfg_fail_at(c, "tp_dim", TPS_ERR_INPUT,
+			    "Found TP device_mesh on the %d dimension of its "
+			    "parent mesh. Currently we only support intranode "
+			    "TP and TP needs to be the innermost dimension on "
+			    "its parent mesh. (strict_tp_innermost)",
+			    tp);
 	}
-	spec->dp_mask = dp_dim >= 0 ? 1u << dp_dim : 0u;
 }
-/* ---- input ------------------------------------------------------------ */
 
-/* {"<method_key>": method, "seed": n} inside obj: the input's and the
- * target's own keys, or the "init" object of the parameters. */
-static void read_init(struct cfg *c, const cJSON *obj, const char *method_key,
-		      struct tps_init_spec *init)
-{
-	int method = (int)init->method;
-	int64_t seed = (int64_t)init->seed;
-	cfg_choice(c, obj, method_key, "init method", tps_init_method_names,
-		   &method);
-	cfg_int(c, obj, "seed", CFG_OPTIONAL, 0, (int64_t)1 << 53, &seed);
-	init->method = (enum tps_init_method)method;
-	init->seed = (uint64_t)seed;
-}
+/* ---- input ------------------------------------------------------------ */
 
 /* The first linear's in_features must be the input's last dim; reported
  * at the input, the later field. */
@@ -182,7 +248,7 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 	int64_t dims[TPS_MAX_DIMS] = {0}, numel;
 	struct tps_error sub;
 	int ndim = 0;
-	bool requires_grad = false;
+	int source = TPS_INPUT_EVERY_RANK;
 
 	if (cfg_sizes(c, input, "shape", CFG_REQUIRED, "the input",
 		      TPS_MAX_DIMS, TPS_MAX_ELEMENTS, dims, &ndim)) {
@@ -194,9 +260,13 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 	}
 	spec->input_init.method = TPS_INIT_UNIFORM;
 	spec->input_init.seed = 0;
-	read_init(c, input, "init", &spec->input_init);
-	/* Validated for the training release; inference has no use for it. */
-	cfg_bool(c, input, "requires_grad", &requires_grad);
+	cfg_init_method(c, input, "init", &spec->input_init);
+	spec->input_requires_grad = false;
+	cfg_training_only(c, input, "requires_grad", spec->mode);
+	cfg_bool(c, input, "requires_grad", &spec->input_requires_grad);
+	cfg_choice(c, input, "loaded_on", "input source",
+		   tps_input_source_names, &source);
+	spec->input_source = (enum tps_input_source)source;
 	if (cfg_ok(c)) {
 		check_input_width(c, spec);
 	}
@@ -206,7 +276,7 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 
 static void init_body(struct cfg *c, const cJSON *init, void *ctx)
 {
-	read_init(c, init, "method", ctx);
+	cfg_init_method(c, init, "method", ctx);
 }
 
 static void trace_body(struct cfg *c, const cJSON *trace, void *ctx)
@@ -223,55 +293,25 @@ static void tolerance_body(struct cfg *c, const cJSON *tol, void *ctx)
 	cfg_number(c, tol, "rtol", CFG_OPTIONAL, CFG_NONNEG, &run->rtol);
 }
 
-static void target_body(struct cfg *c, const cJSON *target, void *ctx)
-{
-	struct tps_init_spec ti = {TPS_INIT_ZEROS, 0};
-	read_init(c, target, "init", &ti);
-}
-
-static void optimizer_body(struct cfg *c, const cJSON *opt, void *ctx)
-{
-	int type = TPS_OPTIMIZER_SGD;
-	double lr;
-	cfg_choice(c, opt, "type", "optimizer", tps_optimizer_type_names,
-		   &type);
-	cfg_number(c, opt, "lr", CFG_OPTIONAL, CFG_NONNEG, &lr);
-}
-
-/* uneven, sampler, mode, init, trace, tolerance, and the training keys,
- * which are only validated. */
+/* uneven, sampler, init, trace, tolerance. */
 static void parse_misc(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
 	static const char *const trace_keys[] = {"values", NULL};
 	static const char *const tol_keys[] = {"atol", "rtol", NULL};
 	static const char *const init_keys[] = {"method", "seed", NULL};
-	static const char *const target_keys[] = {"init", "seed", NULL};
-	static const char *const opt_keys[] = {"type", "lr", NULL};
 	struct tps_model_spec *spec = &run->model;
 	int uneven = TPS_UNEVEN_CHUNK, sampler = TPS_SAMPLER_CHUNK;
-	int mode = TPS_MODE_INFERENCE, values = TPS_TRACE_VALUES_FULL;
-	int loss = TPS_LOSS_MSE;
-	int64_t steps = 1;
+	int values = TPS_TRACE_VALUES_FULL;
 
 	spec->param_init.method = TPS_INIT_UNIFORM;
 	spec->param_init.seed = 0;
 	cfg_choice(c, root, "uneven", "uneven policy", tps_uneven_names,
 		   &uneven);
 	spec->uneven = (enum tps_uneven)uneven;
-	if (cfg_choice(c, root, "sampler", "sampler", tps_sampler_names,
-		       &sampler) &&
-	    sampler == TPS_SAMPLER_DISTRIBUTED) {
-		cfg_fail_at(c, "sampler", TPS_ERR_UNSUPPORTED,
-			    "the distributed sampler is not supported by "
-			    "tpsim 0.1 (expected chunk)");
-	}
-	if (cfg_choice(c, root, "mode", "mode", tps_mode_names, &mode) &&
-	    mode == TPS_MODE_TRAINING) {
-		cfg_fail_at(c, "mode", TPS_ERR_UNSUPPORTED,
-			    "training is not supported by tpsim 0.1, which "
-			    "simulates inference only (expected inference)");
-	}
+	cfg_choice(c, root, "sampler", "sampler", tps_sampler_names, &sampler);
+	spec->sampler = (enum tps_sampler)sampler;
+	cfg_check_sampler(c, spec);
 	cfg_object(c, root, "init", CFG_OPTIONAL, init_keys, init_body,
 		   &spec->param_init);
 	cfg_object(c, root, "trace", CFG_OPTIONAL, trace_keys, trace_body,
@@ -281,14 +321,6 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 	run->rtol = 1e-5;
 	cfg_object(c, root, "tolerance", CFG_OPTIONAL, tol_keys, tolerance_body,
 		   run);
-	/* Training settings are validated now so that configs written for
-	 * later versions fail here only on "mode". */
-	cfg_choice(c, root, "loss", "loss", tps_loss_names, &loss);
-	cfg_object(c, root, "target", CFG_OPTIONAL, target_keys, target_body,
-		   NULL);
-	cfg_object(c, root, "optimizer", CFG_OPTIONAL, opt_keys, optimizer_body,
-		   NULL);
-	cfg_int(c, root, "steps", CFG_OPTIONAL, 1, 1000000, &steps);
 }
 
 /* ---- the whole config ------------------------------------------------- */
@@ -296,19 +328,33 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 static void parse_root(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
-	static const char *const keys[] = {
-		"tpsim",   "mesh",  "tp_dim",	 "dp_dim", "model",
-		"plan",	   "input", "init",	 "params", "uneven",
-		"sampler", "mode",  "loss",	 "target", "optimizer",
-		"steps",   "trace", "tolerance", NULL};
+	static const char *const keys[] = {"tpsim",
+					   "mesh",
+					   "tp_dim",
+					   "dp_dim",
+					   "strict_tp_innermost",
+					   "model",
+					   "plan",
+					   "input",
+					   "init",
+					   "params",
+					   "uneven",
+					   "sampler",
+					   "mode",
+					   "steps",
+					   "loss",
+					   "target",
+					   "optimizer",
+					   "dp_grad",
+					   "trace",
+					   "tolerance",
+					   NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
-	static const char *const input_keys[] = {"shape", "init", "seed",
-						 "requires_grad", NULL};
+	static const char *const input_keys[] = {
+		"shape", "init", "seed", "requires_grad", "loaded_on", NULL};
 	int64_t version = 0;
+	int mode = TPS_MODE_INFERENCE;
 
-	if (!cfg_expect(c, root, cJSON_IsObject, "a config object")) {
-		return;
-	}
 	if (cfg_int(c, root, "tpsim", CFG_REQUIRED, INT32_MIN, INT32_MAX,
 		    &version) &&
 	    version != 1) {
@@ -322,12 +368,18 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	if (cfg_ok(c)) {
 		parse_dims(c, root, &run->model);
 	}
+	/* The mode first: it says which keys the others may have. */
+	cfg_choice(c, root, "mode", "mode", tps_mode_names, &mode);
+	run->model.mode = (enum tps_mode)mode;
 	cfg_parse_model(c, root, &run->model);
 	cfg_object(c, root, "input", CFG_REQUIRED, input_keys, input_body,
 		   &run->model);
 	cfg_parse_plan(c, root, &run->model);
 	cfg_parse_params(c, root, &run->model);
 	parse_misc(c, root, run);
+	if (cfg_ok(c)) {
+		cfg_parse_training(c, root, &run->model);
+	}
 }
 
 enum tps_status tps_config_parse(const cJSON *root, const char *file,
@@ -338,7 +390,9 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	struct cfg c;
 
 	cfg_init(&c, file, err);
-	parse_root(&c, root, &run);
+	if (cfg_expect(&c, root, cJSON_IsObject, "a config object")) {
+		parse_root(&c, root, &run);
+	}
 	if (cfg_ok(&c)) {
 		run.normalized = cfg_normalize(root, &run);
 		if (!run.normalized) {

@@ -149,6 +149,12 @@ const char *cfg_describe(const cJSON *v, char *buf, size_t size)
 	return buf;
 }
 
+const char *cfg_format_number(double d, char buf[TPS_NUMFMT_MAX])
+{
+	tps_format_double(d, buf);
+	return buf;
+}
+
 const char *cfg_join(const char *const *names, const char *last, char *buf,
 		     size_t size)
 {
@@ -377,6 +383,18 @@ bool cfg_choice(struct cfg *c, const cJSON *obj, const char *key,
 	ok = cfg_read_choice(c, v, what, names, index);
 	pop(c, saved);
 	return ok;
+}
+
+void cfg_init_method(struct cfg *c, const cJSON *obj, const char *method_key,
+		     struct tps_init_spec *init)
+{
+	int method = (int)init->method;
+	int64_t seed = (int64_t)init->seed;
+	cfg_choice(c, obj, method_key, "init method", tps_init_method_names,
+		   &method);
+	cfg_int(c, obj, "seed", CFG_OPTIONAL, 0, (int64_t)1 << 53, &seed);
+	init->method = (enum tps_init_method)method;
+	init->seed = (uint64_t)seed;
 }
 
 struct sizes_ctx {

@@ -33,6 +33,7 @@
 #include "tpsim/config.h"
 #include "tpsim/error.h"
 #include "tpsim/jsonio.h"
+#include "tpsim/numfmt.h"
 
 struct cfg {
 	const char *file;	   /* named in every message */
@@ -95,6 +96,8 @@ const char *cfg_pointer(const struct cfg *c);
 /* "string \"abc\"", "an array", "2.5", "a number out of range" for the
  * "got ..." part of a message. Returns buf. */
 const char *cfg_describe(const cJSON *v, char *buf, size_t size);
+/* The shortest decimal that reads back to d (finite). Returns buf. */
+const char *cfg_format_number(double d, char buf[TPS_NUMFMT_MAX]);
 /* Joins a NULL-terminated name list: "a, b, c", with `last` before the
  * final name instead of ", " ("linear, relu or gelu"). Returns buf. */
 const char *cfg_join(const char *const *names, const char *last, char *buf,
@@ -140,6 +143,11 @@ bool cfg_sizes(struct cfg *c, const cJSON *obj, const char *key,
 	       enum cfg_need need, const char *what, int max_dims, int64_t hi,
 	       int64_t *dims, int *ndim);
 
+/* {"<method_key>": init method, "seed": n} inside obj, each optional:
+ * the input's and the target's own keys, or the "init" object. */
+void cfg_init_method(struct cfg *c, const cJSON *obj, const char *method_key,
+		     struct tps_init_spec *init);
+
 /* The body of an object, an array item or an object member, read at its
  * own pointer. */
 typedef void cfg_body_fn(struct cfg *c, const cJSON *v, void *ctx);
@@ -171,6 +179,16 @@ void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		    struct tps_model_spec *spec);
 void cfg_parse_params(struct cfg *c, const cJSON *root,
 		      struct tps_model_spec *spec);
+
+/* config_training.c: the training keys, into spec (which has its mode, its
+ * model and its input); with mode inference, each is an error. */
+void cfg_parse_training(struct cfg *c, const cJSON *root,
+			struct tps_model_spec *spec);
+/* obj[key] present under mode inference: an error naming the key. */
+void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
+		       enum tps_mode mode);
+/* "sampler": "distributed" needs the batch divisible by the dp size. */
+void cfg_check_sampler(struct cfg *c, const struct tps_model_spec *spec);
 
 /* config_normalize.c: the normalised config the trace records; NULL when
  * out of memory. `root` is the config the spec was read from. */

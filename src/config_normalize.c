@@ -2,7 +2,14 @@
  * The normalised config the trace records as "config": every setting of the
  * run spec, defaults filled in, keys in a fixed order, plan entries in
  * object form and resolved per module (patterns expanded). It parses back
- * to itself.
+ * to itself. Keys, in this order:
+ *
+ *   tpsim, mesh, tp_dim, dp_dim (when any:
+ *   a string for one dim, an array for several), strict_tp_innermost,
+ *   model, plan, input (shape, init, seed, loaded_on, and requires_grad in
+ *   training), init, params (when given), uneven, sampler, mode, then in
+ *   training only: steps, loss, target (mse only: init, seed), optimizer
+ *   (type and every field of that type), dp_grad; then trace, tolerance.
  */
 #include "config_internal.h"
 
@@ -136,6 +143,71 @@ static void put_input(struct builder *b, cJSON *n,
 	}
 	put_string(b, o, "init", tps_init_method_names[s->input_init.method]);
 	put_number(b, o, "seed", (double)s->input_init.seed);
+	put_string(b, o, "loaded_on", tps_input_source_names[s->input_source]);
+	if (s->mode == TPS_MODE_TRAINING) {
+		put_bool(b, o, "requires_grad", s->input_requires_grad);
+	}
+}
+
+/* One dp dim as a string, several as an array in mesh order. */
+static void put_dp_dim(struct builder *b, cJSON *n,
+		       const struct tps_model_spec *s)
+{
+	cJSON *a;
+	if (!s->dp_mask) {
+		return;
+	}
+	if ((s->dp_mask & (s->dp_mask - 1)) == 0) {
+		put_string(b, n, "dp_dim",
+			   s->mesh.dim_names[__builtin_ctz(s->dp_mask)]);
+		return;
+	}
+	a = put_array(b, n, "dp_dim");
+	for (int i = 0; i < s->mesh.ndim; i++) {
+		if (s->dp_mask & (1u << i)) {
+			put_string(b, a, NULL, s->mesh.dim_names[i]);
+		}
+	}
+}
+
+/* Every field of the optimizer's type, and only those. */
+static void put_optimizer(struct builder *b, cJSON *n,
+			  const struct tps_optimizer_spec *o)
+{
+	cJSON *e = put_object(b, n, "optimizer"), *a;
+	put_string(b, e, "type", tps_optimizer_type_names[o->type]);
+	put_number(b, e, "lr", o->lr);
+	switch (o->type) {
+	case TPS_OPTIMIZER_SGD:
+		put_number(b, e, "momentum", o->momentum);
+		put_number(b, e, "dampening", o->dampening);
+		put_number(b, e, "weight_decay", o->weight_decay);
+		put_bool(b, e, "nesterov", o->nesterov);
+		break;
+	case TPS_OPTIMIZER_ADAMW:
+		a = put_array(b, e, "betas");
+		put_number(b, a, NULL, o->beta1);
+		put_number(b, a, NULL, o->beta2);
+		put_number(b, e, "eps", o->eps);
+		put_number(b, e, "weight_decay", o->weight_decay);
+		break;
+	}
+}
+
+static void put_training(struct builder *b, cJSON *n,
+			 const struct tps_model_spec *s)
+{
+	cJSON *o;
+	put_number(b, n, "steps", s->steps);
+	put_string(b, n, "loss", tps_loss_names[s->loss]);
+	if (s->loss == TPS_LOSS_MSE) {
+		o = put_object(b, n, "target");
+		put_string(b, o, "init",
+			   tps_init_method_names[s->target_init.method]);
+		put_number(b, o, "seed", (double)s->target_init.seed);
+	}
+	put_optimizer(b, n, &s->optimizer);
+	put_string(b, n, "dp_grad", tps_dp_grad_names[s->dp_grad]);
 }
 
 cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
@@ -151,10 +223,8 @@ cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
 	put_number(&b, n, "tpsim", 1);
 	put_mesh(&b, n, &s->mesh);
 	put_string(&b, n, "tp_dim", s->mesh.dim_names[s->tp_dim]);
-	if (s->dp_mask) {
-		put_string(&b, n, "dp_dim",
-			   s->mesh.dim_names[__builtin_ctz(s->dp_mask)]);
-	}
+	put_dp_dim(&b, n, s);
+	put_bool(&b, n, "strict_tp_innermost", s->strict_tp_innermost);
 	put_model(&b, n, s);
 	put_plan(&b, n, s);
 	put_input(&b, n, s);
@@ -167,8 +237,11 @@ cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
 		put(&b, n, "params", cJSON_Duplicate(params, true));
 	}
 	put_string(&b, n, "uneven", tps_uneven_names[s->uneven]);
-	put_string(&b, n, "sampler", "chunk");
-	put_string(&b, n, "mode", "inference");
+	put_string(&b, n, "sampler", tps_sampler_names[s->sampler]);
+	put_string(&b, n, "mode", tps_mode_names[s->mode]);
+	if (s->mode == TPS_MODE_TRAINING) {
+		put_training(&b, n, s);
+	}
 	o = put_object(&b, n, "trace");
 	put_string(&b, o, "values", tps_trace_values_names[run->values]);
 	o = put_object(&b, n, "tolerance");

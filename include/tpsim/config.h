@@ -11,7 +11,7 @@
  *
  * Besides the spec, parsing produces the normalised config the trace
  * records: the same settings with every default filled in, keys in a fixed
- * order, plan entries in object form.
+ * order, plan entries in object form. docs/config.md lists the keys.
  */
 #ifndef TPSIM_CONFIG_H
 #define TPSIM_CONFIG_H
