@@ -346,6 +346,8 @@ static void parse_root(struct cfg *c, const cJSON *root,
 					   "target",
 					   "optimizer",
 					   "dp_grad",
+					   "links",
+					   "device",
 					   "trace",
 					   "tolerance",
 					   NULL};
@@ -379,6 +381,7 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	parse_misc(c, root, run);
 	if (cfg_ok(c)) {
 		cfg_parse_training(c, root, &run->model);
+		cfg_parse_cost(c, root, &run->model.mesh, &run->cost);
 	}
 }
 

@@ -190,6 +190,10 @@ void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 /* "sampler": "distributed" needs the batch divisible by the dp size. */
 void cfg_check_sampler(struct cfg *c, const struct tps_model_spec *spec);
 
+/* config_cost.c: "links" and "device", defaults by mesh position. */
+void cfg_parse_cost(struct cfg *c, const cJSON *root,
+		    const struct tps_mesh *mesh, struct tps_cost_spec *cost);
+
 /* config_normalize.c: the normalised config the trace records; NULL when
  * out of memory. `root` is the config the spec was read from. */
 cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run);

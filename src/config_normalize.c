@@ -9,7 +9,8 @@
  *   model, plan, input (shape, init, seed, loaded_on, and requires_grad in
  *   training), init, params (when given), uneven, sampler, mode, then in
  *   training only: steps, loss, target (mse only: init, seed), optimizer
- *   (type and every field of that type), dp_grad; then trace, tolerance.
+ *   (type and every field of that type), dp_grad; then links (every mesh
+ *   dim, in mesh order), device, trace, tolerance.
  */
 #include "config_internal.h"
 
@@ -210,6 +211,19 @@ static void put_training(struct builder *b, cJSON *n,
 	put_string(b, n, "dp_grad", tps_dp_grad_names[s->dp_grad]);
 }
 
+static void put_cost(struct builder *b, cJSON *n, const struct tps_mesh *mesh,
+		     const struct tps_cost_spec *cost)
+{
+	cJSON *o = put_object(b, n, "links"), *e;
+	for (int i = 0; i < mesh->ndim; i++) {
+		e = put_object(b, o, mesh->dim_names[i]);
+		put_number(b, e, "GBps", cost->links[i].gbps);
+		put_number(b, e, "latency_us", cost->links[i].latency_us);
+	}
+	o = put_object(b, n, "device");
+	put_number(b, o, "TFLOPS", cost->tflops);
+}
+
 cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
 {
 	const struct tps_model_spec *s = &run->model;
@@ -242,6 +256,7 @@ cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
 	if (s->mode == TPS_MODE_TRAINING) {
 		put_training(&b, n, s);
 	}
+	put_cost(&b, n, &s->mesh, &run->cost);
 	o = put_object(&b, n, "trace");
 	put_string(&b, o, "values", tps_trace_values_names[run->values]);
 	o = put_object(&b, n, "tolerance");

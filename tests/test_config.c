@@ -763,6 +763,32 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'strict_tp_innermost':'yes'}", TPS_ERR_INPUT,
 	    "cfg.json: /strict_tp_innermost: expected true or false"),
 
+	/* The cost model of `tpsim comm`. */
+	BAD(BASE ",'links':{'dp':{'GBps':10}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/dp: no mesh dim is named \"dp\" (expected one of "
+	    "tp)"),
+	BAD(BASE ",'links':{'tp':{'GBps':0}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/GBps: expected a finite number > 0, got 0"),
+	BAD(BASE ",'links':{'tp':{'GBps':-25}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/GBps: expected a finite number > 0, got -25"),
+	BAD(BASE ",'links':{'tp':{'GBps':'fast'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/GBps: expected a number, got string "
+	    "\"fast\""),
+	BAD(BASE ",'links':{'tp':{'latency_us':-1}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/latency_us: expected a finite number >= 0"),
+	BAD(BASE ",'links':{'tp':{'bandwidth':1}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/bandwidth: unknown key \"bandwidth\" "
+	    "(expected one of: GBps, latency_us)"),
+	BAD(BASE ",'links':{'tp':100}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp: expected an object, got 100"),
+	BAD(BASE ",'links':[]}", TPS_ERR_INPUT,
+	    "cfg.json: /links: expected an object, got an array"),
+	BAD(BASE ",'device':{'TFLOPS':0}}", TPS_ERR_INPUT,
+	    "cfg.json: /device/TFLOPS: expected a finite number > 0, got 0"),
+	BAD(BASE ",'device':{'FLOPS':1e14}}", TPS_ERR_INPUT,
+	    "cfg.json: /device/FLOPS: unknown key \"FLOPS\" (expected one of: "
+	    "TFLOPS)"),
+
 	/* JSON-level errors, refused by the strict reader. */
 	BAD_JSON(BASE ",'tpsim':1}",
 		 "cfg.json: /tpsim: duplicate key \"tpsim\""),
@@ -1058,6 +1084,9 @@ START_TEST(design_example_normalizes_in_documented_order)
 		"\"params\":{\"fc1.bias\":[0,0,0,0,1,1,1,1]},"
 		"\"uneven\":\"chunk\",\"sampler\":\"chunk\","
 		"\"mode\":\"inference\","
+		"\"links\":{\"dp\":{\"GBps\":25,\"latency_us\":10},"
+		"\"tp\":{\"GBps\":150,\"latency_us\":3}},"
+		"\"device\":{\"TFLOPS\":100},"
 		"\"trace\":{\"values\":\"full\"},"
 		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
 	struct tps_run_spec spec = {0};
@@ -1089,6 +1118,9 @@ START_TEST(minimal_config_gets_defaults)
 		"\"init\":{\"method\":\"uniform\",\"seed\":0},"
 		"\"uneven\":\"chunk\",\"sampler\":\"chunk\","
 		"\"mode\":\"inference\","
+		"\"links\":{\"row\":{\"GBps\":25,\"latency_us\":10},"
+		"\"col\":{\"GBps\":150,\"latency_us\":3}},"
+		"\"device\":{\"TFLOPS\":100},"
 		"\"trace\":{\"values\":\"full\"},"
 		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
 	struct tps_run_spec spec = {0};
@@ -1415,7 +1447,8 @@ START_TEST(normalized_config_parses_to_itself)
 			     "'target':{'init':'ones','seed':3,'shape':[4,4]},"
 			     "'optimizer':{'momentum':0.9,'nesterov':true,"
 			     "'weight_decay':1e-4},'strict_tp_innermost':true}",
-		MESH_DP_CP_TP ",'dp_dim':['dp','cp']}",
+		MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'links':{'cp':{'GBps':"
+			      "50}},'device':{'TFLOPS':312}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -1625,6 +1658,51 @@ START_TEST(strict_tp_innermost_accepts_tp_on_the_last_dim)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* The cost model                                                           */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(links_default_by_mesh_position)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_cost_spec *cost = &spec.cost;
+
+	parse_ok(MESH_DP_CP_TP "}", &spec);
+	/* The last dim is intra-node (NVLink), the others inter-node. */
+	ck_assert(cost->links[0].gbps == 25 && cost->links[0].latency_us == 10);
+	ck_assert(cost->links[1].gbps == 25 && cost->links[1].latency_us == 10);
+	ck_assert(cost->links[2].gbps == 150 && cost->links[2].latency_us == 3);
+	ck_assert(cost->tflops == 100);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(links_and_device_override_the_defaults_per_key)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_cost_spec *cost = &spec.cost;
+	char *got;
+
+	parse_ok(MESH_DP_CP_TP ",'links':{'tp':{'GBps':450,'latency_us':0},"
+			       "'dp':{'latency_us':20}},"
+			       "'device':{'TFLOPS':989.5}}",
+		 &spec);
+	ck_assert(cost->links[0].gbps == 25 && cost->links[0].latency_us == 20);
+	ck_assert(cost->links[1].gbps == 25 && cost->links[1].latency_us == 10);
+	ck_assert(cost->links[2].gbps == 450 && cost->links[2].latency_us == 0);
+	ck_assert(cost->tflops == 989.5);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got, "\"links\":{"
+				  "\"dp\":{\"GBps\":25,\"latency_us\":20},"
+				  "\"cp\":{\"GBps\":25,\"latency_us\":10},"
+				  "\"tp\":{\"GBps\":450,\"latency_us\":0}},"
+				  "\"device\":{\"TFLOPS\":989.5},") != NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* tps_config_load                                                          */
 /* ------------------------------------------------------------------------ */
 
@@ -1796,6 +1874,11 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, distributed_sampler_accepts_a_divisible_batch);
 	tcase_add_test(tc, dp_dim_array_flattens_dims_into_the_mask);
 	tcase_add_test(tc, strict_tp_innermost_accepts_tp_on_the_last_dim);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cost");
+	tcase_add_test(tc, links_default_by_mesh_position);
+	tcase_add_test(tc, links_and_device_override_the_defaults_per_key);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");

@@ -26,6 +26,7 @@
 
 struct tps_run_spec {
 	struct tps_model_spec model;
+	struct tps_cost_spec cost; /* "links", "device": for `tpsim comm` */
 	enum tps_trace_values values;
 	double atol, rtol; /* TP vs reference tolerance */
 	cJSON *normalized; /* owned; the trace's "config" */
