@@ -325,32 +325,19 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 
 /* ---- the whole config ------------------------------------------------- */
 
+/* Everything but "vars", which is read (and applied to root) before. */
 static void parse_root(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
-	static const char *const keys[] = {"tpsim",
-					   "mesh",
-					   "tp_dim",
-					   "dp_dim",
-					   "strict_tp_innermost",
-					   "model",
-					   "plan",
-					   "input",
-					   "init",
-					   "params",
-					   "uneven",
-					   "sampler",
-					   "mode",
-					   "steps",
-					   "loss",
-					   "target",
-					   "optimizer",
-					   "dp_grad",
-					   "links",
-					   "device",
-					   "trace",
-					   "tolerance",
-					   NULL};
+	static const char *const keys[] = {
+		"tpsim",   "vars",	"mesh",
+		"tp_dim",  "dp_dim",	"strict_tp_innermost",
+		"model",   "plan",	"input",
+		"init",	   "params",	"uneven",
+		"sampler", "mode",	"steps",
+		"loss",	   "target",	"optimizer",
+		"dp_grad", "links",	"device",
+		"trace",   "tolerance", NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
 		"shape", "init", "seed", "requires_grad", "loaded_on", NULL};
@@ -385,23 +372,32 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	}
 }
 
-enum tps_status tps_config_parse(const cJSON *root, const char *file,
-				 struct tps_run_spec *spec,
-				 struct tps_error *err)
+enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
+				      const struct tps_config_var *overrides,
+				      int n_overrides,
+				      struct tps_run_spec *spec,
+				      struct tps_error *err)
 {
 	struct tps_run_spec run = {0};
+	const cJSON *config = NULL;
+	cJSON *copy = NULL;
 	struct cfg c;
 
 	cfg_init(&c, file, err);
 	if (cfg_expect(&c, root, cJSON_IsObject, "a config object")) {
-		parse_root(&c, root, &run);
+		cfg_parse_vars(&c, root, overrides, n_overrides, &run);
+		config = cfg_substitute(&c, root, &run, &copy);
 	}
 	if (cfg_ok(&c)) {
-		run.normalized = cfg_normalize(root, &run);
+		parse_root(&c, config, &run);
+	}
+	if (cfg_ok(&c)) {
+		run.normalized = cfg_normalize(config, &run);
 		if (!run.normalized) {
 			cfg_nomem(&c);
 		}
 	}
+	cJSON_Delete(copy);
 	if (!cfg_ok(&c)) {
 		tps_run_spec_free(&run);
 		return c.st;
@@ -410,17 +406,33 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 	return TPS_OK;
 }
 
-enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
-				struct tps_error *err)
+enum tps_status tps_config_parse(const cJSON *root, const char *file,
+				 struct tps_run_spec *spec,
+				 struct tps_error *err)
+{
+	return tps_config_parse_with(root, file, NULL, 0, spec, err);
+}
+
+enum tps_status tps_config_load_with(const char *path,
+				     const struct tps_config_var *overrides,
+				     int n_overrides, struct tps_run_spec *spec,
+				     struct tps_error *err)
 {
 	cJSON *root = NULL;
 	enum tps_status st =
 		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &root, err);
 	if (st == TPS_OK) {
-		st = tps_config_parse(root, path, spec, err);
+		st = tps_config_parse_with(root, path, overrides, n_overrides,
+					   spec, err);
 	}
 	cJSON_Delete(root);
 	return st;
+}
+
+enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
+				struct tps_error *err)
+{
+	return tps_config_load_with(path, NULL, 0, spec, err);
 }
 
 void tps_run_spec_free(struct tps_run_spec *spec)

@@ -180,6 +180,17 @@ void cfg_parse_plan(struct cfg *c, const cJSON *root,
 void cfg_parse_params(struct cfg *c, const cJSON *root,
 		      struct tps_model_spec *spec);
 
+/* config_vars.c: "vars", then the overrides set from outside, into
+ * run->vars; read before anything else. */
+void cfg_parse_vars(struct cfg *c, const cJSON *root,
+		    const struct tps_config_var *overrides, int n_overrides,
+		    struct tps_run_spec *run);
+/* The config to validate: root itself when it holds no expression, else a
+ * copy (in *copy, the caller deletes it) with each expression replaced by
+ * its number. NULL after an error. */
+const cJSON *cfg_substitute(struct cfg *c, const cJSON *root,
+			    const struct tps_run_spec *run, cJSON **copy);
+
 /* config_training.c: the training keys, into spec (which has its mode, its
  * model and its input); with mode inference, each is an error. */
 void cfg_parse_training(struct cfg *c, const cJSON *root,

@@ -4,7 +4,7 @@
  * object form and resolved per module (patterns expanded). It parses back
  * to itself. Keys, in this order:
  *
- *   tpsim, mesh, tp_dim, dp_dim (when any:
+ *   tpsim, vars (when given, as resolved), mesh, tp_dim, dp_dim (when any:
  *   a string for one dim, an array for several), strict_tp_innermost,
  *   model, plan, input (shape, init, seed, loaded_on, and requires_grad in
  *   training), init, params (when given), uneven, sampler, mode, then in
@@ -235,6 +235,13 @@ cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
 		return NULL;
 	}
 	put_number(&b, n, "tpsim", 1);
+	if (cfg_get(root, "vars")) {
+		o = put_object(&b, n, "vars");
+		for (int i = 0; i < run->n_vars; i++) {
+			put_number(&b, o, run->vars[i].name,
+				   run->vars[i].value);
+		}
+	}
 	put_mesh(&b, n, &s->mesh);
 	put_string(&b, n, "tp_dim", s->mesh.dim_names[s->tp_dim]);
 	put_dp_dim(&b, n, s);

@@ -124,6 +124,16 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 #define MESH_DP_CP_TP                                                          \
 	"{'tpsim':1,'mesh':{'shape':[2,2,2],'dim_names':['dp','cp','tp']}"     \
 	"," MODEL "," INPUT
+/* The shape (b, 4), where b may be an expression. */
+#define BATCH_EXPR(b) HDR MODEL ",'input':{'shape':['" b "',4]}"
+/* A sweep: sizes from "vars". */
+#define SWEEP                                                                  \
+	"{'tpsim':1,'vars':{'hidden':8,'batch':2}," MESH_TP ","                \
+	"'model':[{'name':'fc1','type':'linear','in_features':4,"              \
+	"'out_features':'4 * $hidden'},"                                       \
+	"{'name':'fc2','type':'linear','in_features':'$hidden*4',"             \
+	"'out_features':'$hidden / 2'}],"                                      \
+	"'input':{'shape':['$batch',4]}}"
 #define EIGHT_ROWS_OF(row)                                                     \
 	"[" row "," row "," row "," row "," row "," row "," row "," row "]"
 
@@ -762,6 +772,52 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /tp_dim: Found TP device_mesh on the 1 dimension"),
 	BAD(BASE ",'strict_tp_innermost':'yes'}", TPS_ERR_INPUT,
 	    "cfg.json: /strict_tp_innermost: expected true or false"),
+
+	/* Variables and expressions. */
+	BAD(BATCH_EXPR("$bach") ",'vars':{'hidden':8,'batch':2}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: unknown variable \"$bach\" (defined: "
+	    "batch, hidden)"),
+	BAD(BATCH_EXPR("$batch") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: unknown variable \"$batch\" (the config "
+	    "defines no \"vars\")"),
+	BAD(BATCH_EXPR("4**$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"4**$batch\": expected "
+	    "a number or $name at column 3"),
+	BAD(BATCH_EXPR("2 $batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"2 $batch\": expected * "
+	    "or / at column 3"),
+	BAD(BATCH_EXPR("$ batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"$ batch\": expected a "
+	    "variable name after '$' at column 2"),
+	BAD(BATCH_EXPR("$batch*") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"$batch*\": expected a "
+	    "number or $name, got the end at column 8"),
+	BAD(BATCH_EXPR("0x10*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"0x10*$batch\": "
+	    "expected * or / at column 2"),
+	BAD(BATCH_EXPR("$batch / 0") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expression \"$batch / 0\" divides by "
+	    "zero"),
+	BAD(BATCH_EXPR("$big * $big") ",'vars':{'big':1e300}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expression \"$big * $big\" is not "
+	    "finite"),
+	/* A value is validated as if it were written: 2 / 4 is no size. */
+	BAD(BATCH_EXPR("$batch/4") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expected an integer, got 0.5"),
+	BAD(BASE ",'mode':'$mode'}", TPS_ERR_INPUT,
+	    "cfg.json: /mode: unknown variable \"$mode\""),
+	BAD(BASE ",'vars':[1]}", TPS_ERR_INPUT,
+	    "cfg.json: /vars: expected an object, got an array"),
+	BAD(BASE ",'vars':{'2x':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/2x: invalid variable name \"2x\""),
+	BAD(BASE ",'vars':{'a-b':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/a-b: invalid variable name \"a-b\""),
+	BAD(BASE ",'vars':{'x':'1'}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/x: expected a number, got string \"1\""),
+	BAD(BASE ",'vars':{'x':1e400}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/x: expected a finite number, got a number out of "
+	    "range"),
 
 	/* The cost model of `tpsim comm`. */
 	BAD(BASE ",'links':{'dp':{'GBps':10}}}", TPS_ERR_INPUT,
@@ -1449,6 +1505,7 @@ START_TEST(normalized_config_parses_to_itself)
 			     "'weight_decay':1e-4},'strict_tp_innermost':true}",
 		MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'links':{'cp':{'GBps':"
 			      "50}},'device':{'TFLOPS':312}}",
+		SWEEP,
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -1703,6 +1760,157 @@ START_TEST(links_and_device_override_the_defaults_per_key)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Variables                                                                */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(vars_are_substituted_before_validation)
+{
+	struct tps_run_spec spec = {0};
+	char *got;
+
+	parse_ok(SWEEP, &spec);
+	ck_assert_int_eq(spec.model.modules[0].out_features, 32);
+	ck_assert_int_eq(spec.model.modules[1].in_features, 32);
+	ck_assert_int_eq(spec.model.modules[1].out_features, 4);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 2);
+	/* In definition order, for the labels of `tpsim comm`. */
+	ck_assert_int_eq(spec.n_vars, 2);
+	ck_assert_str_eq(spec.vars[0].name, "hidden");
+	ck_assert(spec.vars[0].value == 8);
+	ck_assert_str_eq(spec.vars[1].name, "batch");
+	ck_assert(spec.vars[1].value == 2);
+	got = normalized_text(&spec);
+	/* Right after "tpsim", as resolved. */
+	ck_assert_msg(strstr(got, "{\"tpsim\":1,\"vars\":{\"hidden\":8,"
+				  "\"batch\":2},\"mesh\":") == got,
+		      "normalized: %s", got);
+	ck_assert_msg(strstr(got, "\"in_features\":32,\"out_features\":4,") !=
+			      NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+/* Left to right: "$h / 2 * 4" is ($h / 2) * 4, and literals may be
+ * fractional or negative. */
+START_TEST(expressions_evaluate_left_to_right)
+{
+	struct tps_run_spec spec = {0};
+
+	parse_ok(BATCH_EXPR(" $h / 2 * 4 ") ",'vars':{'h':3}}", &spec);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 6);
+	tps_run_spec_free(&spec);
+	parse_ok(BATCH_EXPR("0.5*$h*-2e0/-1") ",'vars':{'h':4}}", &spec);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 4);
+	tps_run_spec_free(&spec);
+	parse_ok(BATCH_EXPR("$_x1") ",'vars':{'_x1':7}}", &spec);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 7);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(overrides_replace_var_values)
+{
+	static const struct tps_config_var set[] = {
+		{"batch", 4}, {"hidden", 16}, {"batch", 6}};
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root = NULL;
+	char *before, *after, *got;
+
+	ck_assert_int_eq(parse_json(SWEEP, &root, &err), TPS_OK);
+	before = cJSON_PrintUnformatted(root);
+	ck_assert_msg(tps_config_parse_with(root, "cfg.json", set, 3, &spec,
+					    &err) == TPS_OK,
+		      "%s", err.message);
+	/* The last override of a name wins. */
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 6);
+	ck_assert_int_eq(spec.model.modules[0].out_features, 64);
+	ck_assert(spec.vars[0].value == 16);
+	ck_assert(spec.vars[1].value == 6);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got, "\"vars\":{\"hidden\":16,\"batch\":6},"),
+		      "normalized: %s", got);
+	/* The caller's tree is not changed. */
+	after = cJSON_PrintUnformatted(root);
+	ck_assert_str_eq(before, after);
+	free(got);
+	free(before);
+	free(after);
+	tps_run_spec_free(&spec);
+	cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(override_of_an_undefined_var_is_an_error_at_vars)
+{
+	struct tps_config_var set[] = {{"hidden", 16}, {"x", 1}};
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root = NULL;
+
+	ck_assert_int_eq(parse_json(SWEEP, &root, &err), TPS_OK);
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 2, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "cfg.json: /vars: no variable \"x\" to "
+				      "set (defined: batch, hidden)");
+	/* A value from outside is checked as one in the config. */
+	set[1] = (struct tps_config_var){"batch", 1.0 / 0.0};
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 2, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "cfg.json: /vars: the value set for "
+				      "\"batch\" is not a finite number");
+	cJSON_Delete(root);
+
+	ck_assert_int_eq(parse_json(BASE "}", &root, &err), TPS_OK);
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 1, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message,
+			 "cfg.json: /vars: no variable \"hidden\" to set (the "
+			 "config defines no \"vars\")");
+	cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(more_than_32_vars_is_a_limit)
+{
+	char text[2048];
+	size_t used;
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+
+	for (int n = 32; n <= 33; n++) {
+		used = (size_t)snprintf(
+			text, sizeof text,
+			"{\"tpsim\":1,\"mesh\":{\"shape\":[2],\"dim_names\":"
+			"[\"tp\"]},\"model\":[{\"name\":\"a\",\"type\":"
+			"\"relu\"}],\"input\":{\"shape\":[2,4]},\"vars\":{");
+		for (int i = 0; i < n; i++) {
+			used += (size_t)snprintf(
+				text + used, sizeof text - used, "%s\"v%d\":%d",
+				i ? "," : "", i, i);
+		}
+		snprintf(text + used, sizeof text - used, "}}");
+		if (n == 32) {
+			ck_assert_int_eq(parse_text(text, &spec, &err), TPS_OK);
+			ck_assert_int_eq(spec.n_vars, 32);
+			tps_run_spec_free(&spec);
+		} else {
+			ck_assert_int_eq(parse_text(text, &spec, &err),
+					 TPS_ERR_LIMIT);
+			ck_assert_str_eq(err.message,
+					 "cfg.json: /vars: 33 variables (at "
+					 "most 32)");
+		}
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* tps_config_load                                                          */
 /* ------------------------------------------------------------------------ */
 
@@ -1879,6 +2087,14 @@ static Suite *config_suite(void)
 	tc = tcase_create("cost");
 	tcase_add_test(tc, links_default_by_mesh_position);
 	tcase_add_test(tc, links_and_device_override_the_defaults_per_key);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("vars");
+	tcase_add_test(tc, vars_are_substituted_before_validation);
+	tcase_add_test(tc, expressions_evaluate_left_to_right);
+	tcase_add_test(tc, overrides_replace_var_values);
+	tcase_add_test(tc, override_of_an_undefined_var_is_an_error_at_vars);
+	tcase_add_test(tc, more_than_32_vars_is_a_limit);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");
