@@ -127,11 +127,14 @@ static void tp_dim(struct cfg *c, const cJSON *v, void *ctx)
 static void check_not_tp(struct cfg *c, const struct tps_model_spec *spec,
 			 int dim)
 {
+	char esc[96];
 	if (cfg_ok(c) && dim == spec->tp_dim) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "the dp dim must differ from the tp dim \"%s\" "
 			 "(/tp_dim, by default the last mesh dim)",
-			 spec->mesh.dim_names[spec->tp_dim]);
+			 tps_json_escape_for_message(
+				 spec->mesh.dim_names[spec->tp_dim], esc,
+				 sizeof esc));
 	}
 }
 
@@ -149,6 +152,7 @@ static void dp_dim_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 	struct tps_model_spec *spec = x->spec;
 	const struct tps_mesh *mesh = &spec->mesh;
 	int d = dim_index(c, item, mesh, "a mesh dim name");
+	char esc[96], esc2[96];
 
 	if (!cfg_ok(c)) {
 		return;
@@ -156,14 +160,20 @@ static void dp_dim_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 	if (spec->dp_mask & (1u << d)) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "duplicate dim \"%s\" (also /dp_dim/%d)",
-			 item->valuestring, x->index_of[d]);
+			 tps_json_escape_for_message(item->valuestring, esc,
+						     sizeof esc),
+			 x->index_of[d]);
 	} else if (d < x->last) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "\"%s\" (mesh dim %d) comes after \"%s\" (mesh dim "
 			 "%d): name the dp dims in mesh order "
 			 "(/mesh/dim_names), "
 			 "as DeviceMesh slicing requires",
-			 item->valuestring, d, mesh->dim_names[x->last],
+			 tps_json_escape_for_message(item->valuestring, esc,
+						     sizeof esc),
+			 d,
+			 tps_json_escape_for_message(mesh->dim_names[x->last],
+						     esc2, sizeof esc2),
 			 x->last);
 	}
 	check_not_tp(c, spec, d);

@@ -32,6 +32,7 @@ static void link_entry(struct cfg *c, const cJSON *v, void *ctx)
 	if (dim < 0) {
 		const char *names[TPS_MAX_MESH_DIMS + 1] = {NULL};
 		char esc[96], list[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX];
+		char esc_list[sizeof list * 2];
 		for (int i = 0; i < x->mesh->ndim; i++) {
 			names[i] = x->mesh->dim_names[i];
 		}
@@ -39,7 +40,9 @@ static void link_entry(struct cfg *c, const cJSON *v, void *ctx)
 			c, TPS_ERR_INPUT,
 			"no mesh dim is named \"%s\" (expected one of %s)",
 			tps_json_escape_for_message(v->string, esc, sizeof esc),
-			cfg_join(names, ", ", list, sizeof list));
+			tps_json_escape_for_message(
+				cfg_join(names, ", ", list, sizeof list),
+				esc_list, sizeof esc_list));
 		return;
 	}
 	link = &x->cost->links[dim];

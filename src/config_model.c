@@ -437,6 +437,8 @@ static void plan_entry(struct cfg *c, const cJSON *entry, void *ctx)
 		}
 		hits++;
 		if (p->matched_by[i] >= 0) {
+			/* The earlier key matched a module, so it holds only
+			 * name characters and '*': nothing to escape. */
 			cfg_fail(c, TPS_ERR_INPUT,
 				 "module \"%s\" is already planned by "
 				 "/plan/%s",

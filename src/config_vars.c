@@ -131,7 +131,8 @@ void cfg_parse_vars(struct cfg *c, const cJSON *root,
 			cfg_fail_at(c, "vars", TPS_ERR_INPUT,
 				    "the value set for \"%s\" is not a finite "
 				    "number",
-				    name);
+				    tps_json_escape_for_message(name, esc,
+								sizeof esc));
 		} else {
 			run->vars[k].value = o->value;
 		}

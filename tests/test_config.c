@@ -748,6 +748,31 @@ static const struct bad_config bad_configs[] = {
 	    "\"tp\""),
 	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','dp']}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim/1: duplicate dim \"dp\" (also /dp_dim/0)"),
+	/* Dim names may hold any character; messages stay one line. */
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['d\\np','tp']}") ",'dp_dim':"
+								    "['d\\np','"
+								    "d\\np']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: duplicate dim \"d\\np\" (also /dp_dim/0)"),
+	BAD(WITH_MESH(
+		    "{'shape':[2,2,2],'dim_names':['a\\n','b\\t','tp']}") ",'"
+									  "dp_"
+									  "dim'"
+									  ":['"
+									  "b\\t"
+									  "','"
+									  "a\\n"
+									  "']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: \"a\\n\" (mesh dim 0) comes after \"b\\t\" "
+	    "(mesh dim 1)"),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['t\\np','dp']}") ",'tp_dim':"
+								    "'t\\np','"
+								    "dp_dim':'"
+								    "t\\np'}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: the dp dim must differ from the tp dim "
+	    "\"t\\np\""),
 	BAD(MESH_DP_CP_TP ",'dp_dim':[]}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim: expected at least one mesh dim name"),
 	BAD(MESH_DP_CP_TP ",'dp_dim':['dp',1]}", TPS_ERR_INPUT,
@@ -823,6 +848,11 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'links':{'dp':{'GBps':10}}}", TPS_ERR_INPUT,
 	    "cfg.json: /links/dp: no mesh dim is named \"dp\" (expected one of "
 	    "tp)"),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':['t\\np']}") ",'links':{'tp':{}"
+							     "}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /links/tp: no mesh dim is named \"tp\" (expected one of "
+	    "t\\np)"),
 	BAD(BASE ",'links':{'tp':{'GBps':0}}}", TPS_ERR_INPUT,
 	    "cfg.json: /links/tp/GBps: expected a finite number > 0, got 0"),
 	BAD(BASE ",'links':{'tp':{'GBps':-25}}}", TPS_ERR_INPUT,
@@ -1863,6 +1893,13 @@ START_TEST(override_of_an_undefined_var_is_an_error_at_vars)
 		TPS_ERR_INPUT);
 	ck_assert_str_eq(err.message, "cfg.json: /vars: the value set for "
 				      "\"batch\" is not a finite number");
+	/* A name from the command line is echoed escaped. */
+	set[1] = (struct tps_config_var){"a\nb", 1};
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 2, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "cfg.json: /vars: no variable \"a\\nb\" "
+				      "to set (defined: batch, hidden)");
 	cJSON_Delete(root);
 
 	ck_assert_int_eq(parse_json(BASE "}", &root, &err), TPS_OK);
