@@ -113,6 +113,27 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 		   "'out_features':" v "}")
 #define MESH_SIZE(v)   WITH_MESH("{'shape':[" v "],'dim_names':['tp']}")
 #define INPUT_SHAPE(s) HDR MODEL ",'input':{'shape':" s "}"
+/* BASE in training mode; the caller adds keys and the closing brace. */
+#define TRAIN BASE ",'mode':'training'"
+/* A (2, 2) mesh (dp, tp) with dp_dim dp, and a batch of `b` rows. */
+#define MESH_DP_TP "'mesh':{'shape':[2,2],'dim_names':['dp','tp']}"
+#define DP_BATCH(b)                                                            \
+	"{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp'," MODEL                       \
+	",'input':{'shape':[" b ",4]}"
+/* A (2, 2, 2) mesh (dp, cp, tp), for several dp dims. */
+#define MESH_DP_CP_TP                                                          \
+	"{'tpsim':1,'mesh':{'shape':[2,2,2],'dim_names':['dp','cp','tp']}"     \
+	"," MODEL "," INPUT
+/* The shape (b, 4), where b may be an expression. */
+#define BATCH_EXPR(b) HDR MODEL ",'input':{'shape':['" b "',4]}"
+/* A sweep: sizes from "vars". */
+#define SWEEP                                                                  \
+	"{'tpsim':1,'vars':{'hidden':8,'batch':2}," MESH_TP ","                \
+	"'model':[{'name':'fc1','type':'linear','in_features':4,"              \
+	"'out_features':'4 * $hidden'},"                                       \
+	"{'name':'fc2','type':'linear','in_features':'$hidden*4',"             \
+	"'out_features':'$hidden / 2'}],"                                      \
+	"'input':{'shape':['$batch',4]}}"
 #define EIGHT_ROWS_OF(row)                                                     \
 	"[" row "," row "," row "," row "," row "," row "," row "," row "]"
 
@@ -296,7 +317,7 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"layernorm\" is not "
-	    "supported"),
+	    "supported by tpsim 0.2 (expected linear, relu or gelu)"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','out_features':8}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/in_features: missing"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4}") "}",
@@ -412,9 +433,18 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /input/seed: out of range"),
 	BAD(HDR MODEL ",'input':{'shape':[2,4],'seed':1.5}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/seed: expected an integer, got 1.5"),
-	BAD(HDR MODEL ",'input':{'shape':[2,4],'requires_grad':'yes'}}",
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'requires_grad':'yes'},"
+		      "'mode':'training'}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /input/requires_grad: expected true or false"),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'requires_grad':false}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/requires_grad: \"requires_grad\" needs \"mode\": "
+	    "\"training\" (this config runs inference)"),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'loaded_on':'rank0'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/loaded_on: unknown input source \"rank0\" "
+	    "(expected one of every_rank, tp_root)"),
 
 	/* The plan. */
 	BAD(BASE ",'plan':['fc1']}", TPS_ERR_INPUT,
@@ -562,12 +592,12 @@ static const struct bad_config bad_configs[] = {
 	    "one of chunk, divisible)"),
 	BAD(BASE ",'uneven':true}", TPS_ERR_INPUT,
 	    "cfg.json: /uneven: expected a string, got true"),
-	BAD(BASE ",'sampler':'distributed'}", TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /sampler: the distributed sampler is not supported"),
+	BAD(DP_BATCH("5") ",'sampler':'distributed'}", TPS_ERR_INPUT,
+	    "cfg.json: /sampler: DistributedSampler needs the batch (5) "
+	    "divisible by the dp size (2): PyTorch would pad by repeating "
+	    "samples (drop_last=False)"),
 	BAD(BASE ",'sampler':'strided'}", TPS_ERR_INPUT,
 	    "cfg.json: /sampler: unknown sampler \"strided\""),
-	BAD(BASE ",'mode':'training'}", TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /mode: training is not supported"),
 	BAD(BASE ",'mode':'eval'}", TPS_ERR_INPUT,
 	    "cfg.json: /mode: unknown mode \"eval\""),
 	BAD(BASE ",'init':'uniform'}", TPS_ERR_INPUT,
@@ -592,18 +622,258 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /tolerance/rtol: expected a finite number >= 0"),
 	BAD(BASE ",'tolerance':{'atol':'0'}}", TPS_ERR_INPUT,
 	    "cfg.json: /tolerance/atol: expected a number, got string \"0\""),
-	BAD(BASE ",'loss':'l1'}", TPS_ERR_INPUT,
-	    "cfg.json: /loss: unknown loss \"l1\""),
-	BAD(BASE ",'optimizer':{'type':'adam'}}", TPS_ERR_INPUT,
-	    "cfg.json: /optimizer/type: unknown optimizer \"adam\""),
-	BAD(BASE ",'optimizer':{'type':'sgd','momentum':0.9}}", TPS_ERR_INPUT,
-	    "cfg.json: /optimizer/momentum: unknown key \"momentum\""),
-	BAD(BASE ",'target':{'init':'zeros','shape':[2,4]}}", TPS_ERR_INPUT,
-	    "cfg.json: /target/shape: unknown key \"shape\""),
-	BAD(BASE ",'steps':0}", TPS_ERR_INPUT,
+
+	/* Training keys outside training. */
+	BAD(BASE ",'steps':2}", TPS_ERR_INPUT,
+	    "cfg.json: /steps: \"steps\" needs \"mode\": \"training\" (this "
+	    "config runs inference)"),
+	BAD(BASE ",'loss':'mse'}", TPS_ERR_INPUT,
+	    "cfg.json: /loss: \"loss\" needs \"mode\": \"training\""),
+	BAD(BASE ",'target':{'init':'zeros'}}", TPS_ERR_INPUT,
+	    "cfg.json: /target: \"target\" needs \"mode\": \"training\""),
+	BAD(BASE ",'optimizer':{'type':'sgd','lr':0.1}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer: \"optimizer\" needs \"mode\": "
+	    "\"training\""),
+	BAD(BASE ",'dp_grad':'global','mode':'inference'}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_grad: \"dp_grad\" needs \"mode\": \"training\""),
+
+	/* Training. */
+	BAD(TRAIN ",'steps':0}", TPS_ERR_INPUT,
+	    "cfg.json: /steps: out of range (expected 1 to 1000000, got 0)"),
+	BAD(TRAIN ",'steps':1000001}", TPS_ERR_INPUT,
 	    "cfg.json: /steps: out of range"),
-	BAD(BASE ",'steps':1.5}", TPS_ERR_INPUT,
+	BAD(TRAIN ",'steps':1.5}", TPS_ERR_INPUT,
 	    "cfg.json: /steps: expected an integer, got 1.5"),
+	BAD(TRAIN ",'loss':'l1'}", TPS_ERR_INPUT,
+	    "cfg.json: /loss: unknown loss \"l1\" (expected one of mse, sum)"),
+	BAD(TRAIN ",'target':{'shape':[2,3]}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/shape: expected [2, 4], the model output's "
+	    "shape, got [2, 3]"),
+	BAD(TRAIN ",'target':{'shape':[2,4,1]}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/shape: expected [2, 4], the model output's "
+	    "shape, got [2, 4, 1]"),
+	BAD(TRAIN ",'target':{'shape':[2,0]}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/shape/1: out of range"),
+	BAD(TRAIN ",'loss':'sum','target':{'init':'ones'}}", TPS_ERR_INPUT,
+	    "cfg.json: /target: loss \"sum\" takes no target"),
+	BAD(TRAIN ",'target':{'init':'ones','std':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/std: unknown key \"std\" (expected one of: "
+	    "init, seed, shape)"),
+	BAD(TRAIN ",'target':{'init':'random'}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/init: unknown init method \"random\""),
+	BAD(TRAIN ",'target':'zeros'}", TPS_ERR_INPUT,
+	    "cfg.json: /target: expected an object, got string \"zeros\""),
+	BAD(TRAIN ",'optimizer':{'type':'adam'}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/type: unknown optimizer \"adam\" (expected "
+	    "one of sgd, adamw)"),
+	BAD(TRAIN ",'optimizer':'sgd'}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer: expected an object, got string \"sgd\""),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','momentum':0.9}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/momentum: unknown key \"momentum\" (expected "
+	    "one of: type, lr, betas, eps, weight_decay)"),
+	BAD(TRAIN ",'optimizer':{'eps':1e-6}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/eps: unknown key \"eps\" (expected one of: "
+	    "type, lr, momentum, dampening, weight_decay, nesterov)"),
+	BAD(TRAIN ",'optimizer':{'type':'sgd','lr':-0.1}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/lr: expected a finite number >= 0, "
+	    "got -0.1"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','lr':-1e-3}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/lr: expected a finite number >= 0"),
+	BAD(TRAIN ",'optimizer':{'lr':1e400}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/lr: expected a finite number >= 0, got a "
+	    "number out of range"),
+	BAD(TRAIN ",'optimizer':{'lr':'0.1'}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/lr: expected a number, got string \"0.1\""),
+	BAD(TRAIN ",'optimizer':{'momentum':-0.9}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/momentum: expected a finite number >= 0, "
+	    "got -0.9"),
+	BAD(TRAIN ",'optimizer':{'weight_decay':-1}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/weight_decay: expected a finite number >= 0"),
+	BAD(TRAIN ",'optimizer':{'dampening':-1e400}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/dampening: expected a finite number, got a "
+	    "number out of range"),
+	BAD(TRAIN ",'optimizer':{'nesterov':true}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/nesterov: Nesterov momentum requires a "
+	    "momentum and zero dampening (PyTorch's SGD; got momentum 0, "
+	    "dampening 0)"),
+	BAD(TRAIN ",'optimizer':{'nesterov':true,'momentum':0.9,"
+		  "'dampening':0.1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/nesterov: Nesterov momentum requires a "
+	    "momentum and zero dampening (PyTorch's SGD; got momentum 0.9, "
+	    "dampening 0.1)"),
+	BAD(TRAIN ",'optimizer':{'nesterov':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/nesterov: expected true or false, got 1"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','eps':-1e-8}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/eps: expected a finite number >= 0"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','weight_decay':-0.01}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/weight_decay: expected a finite number >= 0"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','betas':0.9}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/betas: expected an array [beta1, beta2], "
+	    "got 0.9"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','betas':[0.9]}}", TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/betas: expected 2 numbers [beta1, beta2], "
+	    "got 1"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','betas':[0.9,1]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/betas/1: expected a number in [0, 1), got 1"),
+	BAD(TRAIN ",'optimizer':{'type':'adamw','betas':[-0.1,0.999]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /optimizer/betas/0: expected a number in [0, 1), "
+	    "got -0.1"),
+	BAD(TRAIN ",'dp_grad':'local'}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_grad: unknown dp_grad \"local\" (expected one of "
+	    "global, ddp)"),
+	/* Batch 1 over dp 2: rank 1's local mse is a mean over nothing. */
+	BAD(DP_BATCH("1") ",'mode':'training','dp_grad':'ddp'}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_grad: \"ddp\" with loss \"mse\" needs samples on "
+	    "every dp rank, but dp rank 1 of 2 gets none of the batch of 1 "
+	    "(chunk sampler): its loss, the mean over no elements, is NaN, "
+	    "as in PyTorch"),
+	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'mode':'training',"
+			  "'dp_grad':'ddp'}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_grad: \"ddp\" with loss \"mse\" needs samples on "
+	    "every dp rank, but dp rank 1 of 4 gets none of the batch of 2"),
+
+	/* Several dp dims, strict_tp_innermost. */
+	BAD(MESH_DP_CP_TP ",'dp_dim':['cp','dp']}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: \"dp\" (mesh dim 0) comes after \"cp\" (mesh "
+	    "dim 1): name the dp dims in mesh order (/mesh/dim_names), as "
+	    "DeviceMesh slicing requires"),
+	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','tp']}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: the dp dim must differ from the tp dim "
+	    "\"tp\""),
+	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','dp']}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: duplicate dim \"dp\" (also /dp_dim/0)"),
+	/* Dim names may hold any character; messages stay one line. */
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['d\\np','tp']}") ",'dp_dim':"
+								    "['d\\np','"
+								    "d\\np']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: duplicate dim \"d\\np\" (also /dp_dim/0)"),
+	BAD(WITH_MESH(
+		    "{'shape':[2,2,2],'dim_names':['a\\n','b\\t','tp']}") ",'"
+									  "dp_"
+									  "dim'"
+									  ":['"
+									  "b\\t"
+									  "','"
+									  "a\\n"
+									  "']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: \"a\\n\" (mesh dim 0) comes after \"b\\t\" "
+	    "(mesh dim 1)"),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['t\\np','dp']}") ",'tp_dim':"
+								    "'t\\np','"
+								    "dp_dim':'"
+								    "t\\np'}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: the dp dim must differ from the tp dim "
+	    "\"t\\np\""),
+	BAD(MESH_DP_CP_TP ",'dp_dim':[]}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: expected at least one mesh dim name"),
+	BAD(MESH_DP_CP_TP ",'dp_dim':['dp',1]}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: expected a mesh dim name, got 1"),
+	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','pp']}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim/1: no mesh dim is named \"pp\""),
+	BAD(MESH_DP_CP_TP ",'dp_dim':0}", TPS_ERR_INPUT,
+	    "cfg.json: /dp_dim: expected a mesh dim name or an array of them, "
+	    "got 0"),
+	BAD(WITH_MESH("{'shape':[2,2],'dim_names':['tp','dp']}") ",'tp_dim':'"
+								 "tp',"
+								 "'strict_tp_"
+								 "innermost':"
+								 "true}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /tp_dim: Found TP device_mesh on the 0 dimension of its "
+	    "parent mesh. Currently we only support intranode TP and TP needs "
+	    "to be the innermost dimension on its parent mesh. "
+	    "(strict_tp_innermost)"),
+	BAD(MESH_DP_CP_TP ",'tp_dim':'cp','strict_tp_innermost':true}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /tp_dim: Found TP device_mesh on the 1 dimension"),
+	BAD(BASE ",'strict_tp_innermost':'yes'}", TPS_ERR_INPUT,
+	    "cfg.json: /strict_tp_innermost: expected true or false"),
+
+	/* Variables and expressions. */
+	BAD(BATCH_EXPR("$bach") ",'vars':{'hidden':8,'batch':2}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: unknown variable \"$bach\" (defined: "
+	    "batch, hidden)"),
+	BAD(BATCH_EXPR("$batch") "}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: unknown variable \"$batch\" (the config "
+	    "defines no \"vars\")"),
+	BAD(BATCH_EXPR("4**$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"4**$batch\": expected "
+	    "a number or $name at column 3"),
+	BAD(BATCH_EXPR("2 $batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"2 $batch\": expected * "
+	    "or / at column 3"),
+	BAD(BATCH_EXPR("$ batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"$ batch\": expected a "
+	    "variable name after '$' at column 2"),
+	BAD(BATCH_EXPR("$batch*") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"$batch*\": expected a "
+	    "number or $name, got the end at column 8"),
+	BAD(BATCH_EXPR("0x10*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"0x10*$batch\": "
+	    "expected * or / at column 2"),
+	BAD(BATCH_EXPR("$batch / 0") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expression \"$batch / 0\" divides by "
+	    "zero"),
+	BAD(BATCH_EXPR("$big * $big") ",'vars':{'big':1e300}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expression \"$big * $big\" is not "
+	    "finite"),
+	/* A value is validated as if it were written: 2 / 4 is no size. */
+	BAD(BATCH_EXPR("$batch/4") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: expected an integer, got 0.5"),
+	BAD(BASE ",'mode':'$mode'}", TPS_ERR_INPUT,
+	    "cfg.json: /mode: unknown variable \"$mode\""),
+	BAD(BASE ",'vars':[1]}", TPS_ERR_INPUT,
+	    "cfg.json: /vars: expected an object, got an array"),
+	BAD(BASE ",'vars':{'2x':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/2x: invalid variable name \"2x\""),
+	BAD(BASE ",'vars':{'a-b':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/a-b: invalid variable name \"a-b\""),
+	BAD(BASE ",'vars':{'x':'1'}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/x: expected a number, got string \"1\""),
+	BAD(BASE ",'vars':{'x':1e400}}", TPS_ERR_INPUT,
+	    "cfg.json: /vars/x: expected a finite number, got a number out of "
+	    "range"),
+
+	/* The cost model of `tpsim comm`. */
+	BAD(BASE ",'links':{'dp':{'GBps':10}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/dp: no mesh dim is named \"dp\" (expected one of "
+	    "tp)"),
+	BAD(WITH_MESH("{'shape':[2],'dim_names':['t\\np']}") ",'links':{'tp':{}"
+							     "}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /links/tp: no mesh dim is named \"tp\" (expected one of "
+	    "t\\np)"),
+	BAD(BASE ",'links':{'tp':{'GBps':0}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/GBps: expected a finite number > 0, got 0"),
+	BAD(BASE ",'links':{'tp':{'GBps':-25}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/GBps: expected a finite number > 0, got -25"),
+	BAD(BASE ",'links':{'tp':{'GBps':'fast'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/GBps: expected a number, got string "
+	    "\"fast\""),
+	BAD(BASE ",'links':{'tp':{'latency_us':-1}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/latency_us: expected a finite number >= 0"),
+	BAD(BASE ",'links':{'tp':{'bandwidth':1}}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp/bandwidth: unknown key \"bandwidth\" "
+	    "(expected one of: GBps, latency_us)"),
+	BAD(BASE ",'links':{'tp':100}}", TPS_ERR_INPUT,
+	    "cfg.json: /links/tp: expected an object, got 100"),
+	BAD(BASE ",'links':[]}", TPS_ERR_INPUT,
+	    "cfg.json: /links: expected an object, got an array"),
+	BAD(BASE ",'device':{'TFLOPS':0}}", TPS_ERR_INPUT,
+	    "cfg.json: /device/TFLOPS: expected a finite number > 0, got 0"),
+	BAD(BASE ",'device':{'FLOPS':1e14}}", TPS_ERR_INPUT,
+	    "cfg.json: /device/FLOPS: unknown key \"FLOPS\" (expected one of: "
+	    "TFLOPS)"),
 
 	/* JSON-level errors, refused by the strict reader. */
 	BAD_JSON(BASE ",'tpsim':1}",
@@ -697,9 +967,9 @@ START_TEST(input_over_2_31_elements_without_err_is_a_limit)
 	struct tps_run_spec spec = {0};
 	cJSON *root = NULL;
 
-	ck_assert_int_eq(parse_json(INPUT_SHAPE("[1073741824,4]") "}", &root,
-				    NULL),
-			 TPS_OK);
+	ck_assert_int_eq(
+		parse_json(INPUT_SHAPE("[1073741824,4]") "}", &root, NULL),
+		TPS_OK);
 	ck_assert_int_eq(tps_config_parse(root, "cfg.json", &spec, NULL),
 			 TPS_ERR_LIMIT);
 	cJSON_Delete(root);
@@ -882,6 +1152,7 @@ START_TEST(design_example_normalizes_in_documented_order)
 		"{\"tpsim\":1,"
 		"\"mesh\":{\"shape\":[2,2],\"dim_names\":[\"dp\",\"tp\"]},"
 		"\"tp_dim\":\"tp\",\"dp_dim\":\"dp\","
+		"\"strict_tp_innermost\":false,"
 		"\"model\":["
 		"{\"name\":\"fc1\",\"type\":\"linear\",\"in_features\":4,"
 		"\"out_features\":8,\"bias\":true},"
@@ -893,11 +1164,15 @@ START_TEST(design_example_normalizes_in_documented_order)
 		"\"output\":\"shard(-1)\"},"
 		"\"fc2\":{\"style\":\"rowwise\",\"input\":\"shard(-1)\","
 		"\"output\":\"replicate\",\"bias\":\"after_reduce\"}},"
-		"\"input\":{\"shape\":[2,4],\"init\":\"arange\",\"seed\":0},"
+		"\"input\":{\"shape\":[2,4],\"init\":\"arange\",\"seed\":0,"
+		"\"loaded_on\":\"every_rank\"},"
 		"\"init\":{\"method\":\"uniform\",\"seed\":7},"
 		"\"params\":{\"fc1.bias\":[0,0,0,0,1,1,1,1]},"
 		"\"uneven\":\"chunk\",\"sampler\":\"chunk\","
 		"\"mode\":\"inference\","
+		"\"links\":{\"dp\":{\"GBps\":25,\"latency_us\":10},"
+		"\"tp\":{\"GBps\":150,\"latency_us\":3}},"
+		"\"device\":{\"TFLOPS\":100},"
 		"\"trace\":{\"values\":\"full\"},"
 		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
 	struct tps_run_spec spec = {0};
@@ -916,7 +1191,7 @@ START_TEST(minimal_config_gets_defaults)
 	static const char *const want =
 		"{\"tpsim\":1,"
 		"\"mesh\":{\"shape\":[3,2],\"dim_names\":[\"row\",\"col\"]},"
-		"\"tp_dim\":\"col\","
+		"\"tp_dim\":\"col\",\"strict_tp_innermost\":false,"
 		"\"model\":["
 		"{\"name\":\"fc1\",\"type\":\"linear\",\"in_features\":4,"
 		"\"out_features\":8,\"bias\":true},"
@@ -924,10 +1199,14 @@ START_TEST(minimal_config_gets_defaults)
 		"{\"name\":\"fc2\",\"type\":\"linear\",\"in_features\":8,"
 		"\"out_features\":4,\"bias\":true}],"
 		"\"plan\":{},"
-		"\"input\":{\"shape\":[2,4],\"init\":\"uniform\",\"seed\":0},"
+		"\"input\":{\"shape\":[2,4],\"init\":\"uniform\",\"seed\":0,"
+		"\"loaded_on\":\"every_rank\"},"
 		"\"init\":{\"method\":\"uniform\",\"seed\":0},"
 		"\"uneven\":\"chunk\",\"sampler\":\"chunk\","
 		"\"mode\":\"inference\","
+		"\"links\":{\"row\":{\"GBps\":25,\"latency_us\":10},"
+		"\"col\":{\"GBps\":150,\"latency_us\":3}},"
+		"\"device\":{\"TFLOPS\":100},"
 		"\"trace\":{\"values\":\"full\"},"
 		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
 	struct tps_run_spec spec = {0};
@@ -1244,6 +1523,19 @@ START_TEST(normalized_config_parses_to_itself)
 				       "divisible',"
 				       "'trace':{'values':'none'},'tolerance':{"
 				       "'atol':0.25}}",
+		TRAIN "}",
+		HDR MODEL ",'input':{'shape':[2,4],'requires_grad':true,"
+			  "'loaded_on':'tp_root'},'mode':'training',"
+			  "'loss':'sum','steps':7,'optimizer':{'type':'adamw',"
+			  "'betas':[0.5,0.25],'lr':0.01},'dp_grad':'ddp'}",
+		DP_BATCH(
+			"4") ",'mode':'training','sampler':'distributed',"
+			     "'target':{'init':'ones','seed':3,'shape':[4,4]},"
+			     "'optimizer':{'momentum':0.9,'nesterov':true,"
+			     "'weight_decay':1e-4},'strict_tp_innermost':true}",
+		MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'links':{'cp':{'GBps':"
+			      "50}},'device':{'TFLOPS':312}}",
+		SWEEP,
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -1275,6 +1567,383 @@ START_TEST(free_accepts_null_and_zeroed_spec)
 	tps_run_spec_free(&spec);
 	ck_assert_ptr_null(spec.normalized);
 	tps_run_spec_free(&spec); /* twice is harmless */
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Training                                                                 */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(training_defaults_land_in_spec)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_model_spec *m = &spec.model;
+
+	parse_ok(TRAIN "}", &spec);
+	ck_assert_int_eq(m->mode, TPS_MODE_TRAINING);
+	ck_assert_int_eq(m->steps, 1);
+	ck_assert_int_eq(m->loss, TPS_LOSS_MSE);
+	ck_assert_int_eq(m->target_init.method, TPS_INIT_ZEROS);
+	ck_assert_uint_eq(m->target_init.seed, 0);
+	ck_assert_int_eq(m->optimizer.type, TPS_OPTIMIZER_SGD);
+	ck_assert(m->optimizer.lr == 0.1); /* DESIGN.md's default */
+	ck_assert(m->optimizer.momentum == 0);
+	ck_assert(m->optimizer.dampening == 0);
+	ck_assert(m->optimizer.weight_decay == 0);
+	ck_assert(!m->optimizer.nesterov);
+	ck_assert_int_eq(m->dp_grad, TPS_DP_GRAD_GLOBAL);
+	ck_assert(!m->input_requires_grad);
+	ck_assert_int_eq(m->input_source, TPS_INPUT_EVERY_RANK);
+	ck_assert_int_eq(m->sampler, TPS_SAMPLER_CHUNK);
+	ck_assert(!m->strict_tp_innermost);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(adamw_gets_pytorchs_defaults)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_optimizer_spec *o = &spec.model.optimizer;
+
+	parse_ok(TRAIN ",'optimizer':{'type':'adamw'}}", &spec);
+	ck_assert_int_eq(o->type, TPS_OPTIMIZER_ADAMW);
+	ck_assert(o->lr == 1e-3);
+	ck_assert(o->beta1 == 0.9);
+	ck_assert(o->beta2 == 0.999);
+	ck_assert(o->eps == 1e-8);
+	ck_assert(o->weight_decay == 0.01);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(explicit_training_settings_land_in_spec)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_model_spec *m = &spec.model;
+
+	parse_ok(DP_BATCH("6") ",'mode':'training','steps':3,'loss':'mse',"
+			       "'target':{'init':'normal','seed':5,"
+			       "'shape':[6,4]},"
+			       "'optimizer':{'type':'sgd','lr':0.01,"
+			       "'momentum':0.9,'weight_decay':1e-4,"
+			       "'nesterov':true},'dp_grad':'ddp',"
+			       "'sampler':'distributed'}",
+		 &spec);
+	ck_assert_int_eq(m->steps, 3);
+	ck_assert_int_eq(m->target_init.method, TPS_INIT_NORMAL);
+	ck_assert_uint_eq(m->target_init.seed, 5);
+	ck_assert(m->optimizer.lr == 0.01);
+	ck_assert(m->optimizer.momentum == 0.9);
+	ck_assert(m->optimizer.weight_decay == 1e-4);
+	ck_assert(m->optimizer.nesterov);
+	ck_assert_int_eq(m->dp_grad, TPS_DP_GRAD_DDP);
+	ck_assert_int_eq(m->sampler, TPS_SAMPLER_DISTRIBUTED);
+	tps_run_spec_free(&spec);
+
+	/* Seed 004: loss sum, the input broadcast from each tp group's root,
+	 * and the input's own gradient. */
+	parse_ok(HDR MODEL ",'input':{'shape':[2,4],'requires_grad':true,"
+			   "'loaded_on':'tp_root'},'mode':'training',"
+			   "'loss':'sum','optimizer':{'type':'adamw','lr':0,"
+			   "'betas':[0,0.5],'eps':0,'weight_decay':0}}",
+		 &spec);
+	ck_assert_int_eq(m->loss, TPS_LOSS_SUM);
+	ck_assert(m->input_requires_grad);
+	ck_assert_int_eq(m->input_source, TPS_INPUT_TP_ROOT);
+	ck_assert(m->optimizer.lr == 0);
+	ck_assert(m->optimizer.beta1 == 0);
+	ck_assert(m->optimizer.beta2 == 0.5);
+	ck_assert(m->optimizer.eps == 0);
+	ck_assert(m->optimizer.weight_decay == 0);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(loaded_on_is_valid_in_inference)
+{
+	struct tps_run_spec spec = {0};
+
+	parse_ok(HDR MODEL ",'input':{'shape':[2,4],'loaded_on':'tp_root'}}",
+		 &spec);
+	ck_assert_int_eq(spec.model.mode, TPS_MODE_INFERENCE);
+	ck_assert_int_eq(spec.model.input_source, TPS_INPUT_TP_ROOT);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+/* ddp's trouble is an empty rank's mean; a sum over nothing is 0, and
+ * the global mode scales the losses instead. */
+START_TEST(empty_dp_rank_is_accepted_unless_ddp_takes_its_mean)
+{
+	struct tps_run_spec spec = {0};
+
+	parse_ok(DP_BATCH("1") ",'mode':'training','dp_grad':'ddp',"
+			       "'loss':'sum'}",
+		 &spec);
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("1") ",'mode':'training'}", &spec);
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("3") ",'mode':'training','dp_grad':'ddp'}", &spec);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(distributed_sampler_accepts_a_divisible_batch)
+{
+	struct tps_run_spec spec = {0};
+
+	parse_ok(DP_BATCH("4") ",'sampler':'distributed'}", &spec);
+	ck_assert_int_eq(spec.model.sampler, TPS_SAMPLER_DISTRIBUTED);
+	tps_run_spec_free(&spec);
+	/* Without data parallelism the dp size is 1. */
+	parse_ok(BASE ",'sampler':'distributed'}", &spec);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(dp_dim_array_flattens_dims_into_the_mask)
+{
+	struct tps_run_spec spec = {0};
+	char *got;
+
+	parse_ok(MESH_DP_CP_TP ",'dp_dim':['dp','cp']}", &spec);
+	ck_assert_uint_eq(spec.model.dp_mask, 3u);
+	ck_assert_int_eq(spec.model.tp_dim, 2);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got, "\"tp_dim\":\"tp\",\"dp_dim\":[\"dp\","
+				  "\"cp\"],") != NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+
+	/* Not adjacent, and one dim in an array is written as a string. */
+	parse_ok(MESH_DP_CP_TP ",'tp_dim':'cp','dp_dim':['dp','tp']}", &spec);
+	ck_assert_uint_eq(spec.model.dp_mask, 5u);
+	tps_run_spec_free(&spec);
+	parse_ok(MESH_DP_CP_TP ",'dp_dim':['cp']}", &spec);
+	ck_assert_uint_eq(spec.model.dp_mask, 2u);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got, "\"dp_dim\":\"cp\",") != NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(strict_tp_innermost_accepts_tp_on_the_last_dim)
+{
+	struct tps_run_spec spec = {0};
+
+	parse_ok(MESH_DP_CP_TP ",'strict_tp_innermost':true}", &spec);
+	ck_assert(spec.model.strict_tp_innermost);
+	tps_run_spec_free(&spec);
+	/* Without it, TP elsewhere is tpsim's warning, not an error. */
+	parse_ok(MESH_DP_CP_TP ",'tp_dim':'dp'}", &spec);
+	ck_assert_int_eq(spec.model.tp_dim, 0);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The cost model                                                           */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(links_default_by_mesh_position)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_cost_spec *cost = &spec.cost;
+
+	parse_ok(MESH_DP_CP_TP "}", &spec);
+	/* The last dim is intra-node (NVLink), the others inter-node. */
+	ck_assert(cost->links[0].gbps == 25 && cost->links[0].latency_us == 10);
+	ck_assert(cost->links[1].gbps == 25 && cost->links[1].latency_us == 10);
+	ck_assert(cost->links[2].gbps == 150 && cost->links[2].latency_us == 3);
+	ck_assert(cost->tflops == 100);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(links_and_device_override_the_defaults_per_key)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_cost_spec *cost = &spec.cost;
+	char *got;
+
+	parse_ok(MESH_DP_CP_TP ",'links':{'tp':{'GBps':450,'latency_us':0},"
+			       "'dp':{'latency_us':20}},"
+			       "'device':{'TFLOPS':989.5}}",
+		 &spec);
+	ck_assert(cost->links[0].gbps == 25 && cost->links[0].latency_us == 20);
+	ck_assert(cost->links[1].gbps == 25 && cost->links[1].latency_us == 10);
+	ck_assert(cost->links[2].gbps == 450 && cost->links[2].latency_us == 0);
+	ck_assert(cost->tflops == 989.5);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got, "\"links\":{"
+				  "\"dp\":{\"GBps\":25,\"latency_us\":20},"
+				  "\"cp\":{\"GBps\":25,\"latency_us\":10},"
+				  "\"tp\":{\"GBps\":450,\"latency_us\":0}},"
+				  "\"device\":{\"TFLOPS\":989.5},") != NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Variables                                                                */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(vars_are_substituted_before_validation)
+{
+	struct tps_run_spec spec = {0};
+	char *got;
+
+	parse_ok(SWEEP, &spec);
+	ck_assert_int_eq(spec.model.modules[0].out_features, 32);
+	ck_assert_int_eq(spec.model.modules[1].in_features, 32);
+	ck_assert_int_eq(spec.model.modules[1].out_features, 4);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 2);
+	/* In definition order, for the labels of `tpsim comm`. */
+	ck_assert_int_eq(spec.n_vars, 2);
+	ck_assert_str_eq(spec.vars[0].name, "hidden");
+	ck_assert(spec.vars[0].value == 8);
+	ck_assert_str_eq(spec.vars[1].name, "batch");
+	ck_assert(spec.vars[1].value == 2);
+	got = normalized_text(&spec);
+	/* Right after "tpsim", as resolved. */
+	ck_assert_msg(strstr(got, "{\"tpsim\":1,\"vars\":{\"hidden\":8,"
+				  "\"batch\":2},\"mesh\":") == got,
+		      "normalized: %s", got);
+	ck_assert_msg(strstr(got, "\"in_features\":32,\"out_features\":4,") !=
+			      NULL,
+		      "normalized: %s", got);
+	free(got);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+/* Left to right: "$h / 2 * 4" is ($h / 2) * 4, and literals may be
+ * fractional or negative. */
+START_TEST(expressions_evaluate_left_to_right)
+{
+	struct tps_run_spec spec = {0};
+
+	parse_ok(BATCH_EXPR(" $h / 2 * 4 ") ",'vars':{'h':3}}", &spec);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 6);
+	tps_run_spec_free(&spec);
+	parse_ok(BATCH_EXPR("0.5*$h*-2e0/-1") ",'vars':{'h':4}}", &spec);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 4);
+	tps_run_spec_free(&spec);
+	parse_ok(BATCH_EXPR("$_x1") ",'vars':{'_x1':7}}", &spec);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 7);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(overrides_replace_var_values)
+{
+	static const struct tps_config_var set[] = {
+		{"batch", 4}, {"hidden", 16}, {"batch", 6}};
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root = NULL;
+	char *before, *after, *got;
+
+	ck_assert_int_eq(parse_json(SWEEP, &root, &err), TPS_OK);
+	before = cJSON_PrintUnformatted(root);
+	ck_assert_msg(tps_config_parse_with(root, "cfg.json", set, 3, &spec,
+					    &err) == TPS_OK,
+		      "%s", err.message);
+	/* The last override of a name wins. */
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 6);
+	ck_assert_int_eq(spec.model.modules[0].out_features, 64);
+	ck_assert(spec.vars[0].value == 16);
+	ck_assert(spec.vars[1].value == 6);
+	got = normalized_text(&spec);
+	ck_assert_msg(strstr(got, "\"vars\":{\"hidden\":16,\"batch\":6},"),
+		      "normalized: %s", got);
+	/* The caller's tree is not changed. */
+	after = cJSON_PrintUnformatted(root);
+	ck_assert_str_eq(before, after);
+	free(got);
+	free(before);
+	free(after);
+	tps_run_spec_free(&spec);
+	cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(override_of_an_undefined_var_is_an_error_at_vars)
+{
+	struct tps_config_var set[] = {{"hidden", 16}, {"x", 1}};
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root = NULL;
+
+	ck_assert_int_eq(parse_json(SWEEP, &root, &err), TPS_OK);
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 2, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "cfg.json: /vars: no variable \"x\" to "
+				      "set (defined: batch, hidden)");
+	/* A value from outside is checked as one in the config. */
+	set[1] = (struct tps_config_var){"batch", 1.0 / 0.0};
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 2, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "cfg.json: /vars: the value set for "
+				      "\"batch\" is not a finite number");
+	/* A name from the command line is echoed escaped. */
+	set[1] = (struct tps_config_var){"a\nb", 1};
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 2, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message, "cfg.json: /vars: no variable \"a\\nb\" "
+				      "to set (defined: batch, hidden)");
+	cJSON_Delete(root);
+
+	ck_assert_int_eq(parse_json(BASE "}", &root, &err), TPS_OK);
+	ck_assert_int_eq(
+		tps_config_parse_with(root, "cfg.json", set, 1, &spec, &err),
+		TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message,
+			 "cfg.json: /vars: no variable \"hidden\" to set (the "
+			 "config defines no \"vars\")");
+	cJSON_Delete(root);
+}
+END_TEST
+
+START_TEST(more_than_32_vars_is_a_limit)
+{
+	char text[2048];
+	size_t used;
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+
+	for (int n = 32; n <= 33; n++) {
+		used = (size_t)snprintf(
+			text, sizeof text,
+			"{\"tpsim\":1,\"mesh\":{\"shape\":[2],\"dim_names\":"
+			"[\"tp\"]},\"model\":[{\"name\":\"a\",\"type\":"
+			"\"relu\"}],\"input\":{\"shape\":[2,4]},\"vars\":{");
+		for (int i = 0; i < n; i++) {
+			used += (size_t)snprintf(
+				text + used, sizeof text - used, "%s\"v%d\":%d",
+				i ? "," : "", i, i);
+		}
+		snprintf(text + used, sizeof text - used, "}}");
+		if (n == 32) {
+			ck_assert_int_eq(parse_text(text, &spec, &err), TPS_OK);
+			ck_assert_int_eq(spec.n_vars, 32);
+			tps_run_spec_free(&spec);
+		} else {
+			ck_assert_int_eq(parse_text(text, &spec, &err),
+					 TPS_ERR_LIMIT);
+			ck_assert_str_eq(err.message,
+					 "cfg.json: /vars: 33 variables (at "
+					 "most 32)");
+		}
+	}
 }
 END_TEST
 
@@ -1439,6 +2108,30 @@ static Suite *config_suite(void)
 	tc = tcase_create("normalized");
 	tcase_add_test(tc, design_example_normalizes_in_documented_order);
 	tcase_add_test(tc, normalized_config_parses_to_itself);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("training");
+	tcase_add_test(tc, training_defaults_land_in_spec);
+	tcase_add_test(tc, adamw_gets_pytorchs_defaults);
+	tcase_add_test(tc, explicit_training_settings_land_in_spec);
+	tcase_add_test(tc, loaded_on_is_valid_in_inference);
+	tcase_add_test(tc, empty_dp_rank_is_accepted_unless_ddp_takes_its_mean);
+	tcase_add_test(tc, distributed_sampler_accepts_a_divisible_batch);
+	tcase_add_test(tc, dp_dim_array_flattens_dims_into_the_mask);
+	tcase_add_test(tc, strict_tp_innermost_accepts_tp_on_the_last_dim);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cost");
+	tcase_add_test(tc, links_default_by_mesh_position);
+	tcase_add_test(tc, links_and_device_override_the_defaults_per_key);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("vars");
+	tcase_add_test(tc, vars_are_substituted_before_validation);
+	tcase_add_test(tc, expressions_evaluate_left_to_right);
+	tcase_add_test(tc, overrides_replace_var_values);
+	tcase_add_test(tc, override_of_an_undefined_var_is_an_error_at_vars);
+	tcase_add_test(tc, more_than_32_vars_is_a_limit);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");

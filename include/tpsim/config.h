@@ -11,7 +11,16 @@
  *
  * Besides the spec, parsing produces the normalised config the trace
  * records: the same settings with every default filled in, keys in a fixed
- * order, plan entries in object form.
+ * order, plan entries in object form. docs/config.md lists the keys.
+ *
+ * Variables, for sweeps: "vars": {"hidden": 1024} defines $hidden, and any
+ * string value holding a '$' ("4*$hidden", "$hidden / 2") is an expression
+ * of numbers and $names joined by '*' and '/', evaluated left to right in
+ * double before anything else is validated. tps_config_parse_with sets
+ * variables from outside (the CLI's --set), as if "vars" said so:
+ *
+ *   struct tps_config_var set[] = {{"hidden", 4096}};
+ *   tps_config_load_with("mlp.json", set, 1, &spec, &err);
  */
 #ifndef TPSIM_CONFIG_H
 #define TPSIM_CONFIG_H
@@ -24,8 +33,22 @@
 /* Default memory budget of a run (DESIGN.md section 8). */
 #define TPS_DEFAULT_MAX_MEMORY ((int64_t)8 << 30)
 
+/* At most this many config variables. */
+#define TPS_CONFIG_MAX_VARS 32
+
+/* A config variable: one of "vars", or a value set for one from outside. */
+struct tps_config_var {
+	char name[64]; /* [A-Za-z_][A-Za-z0-9_]*, NUL-terminated */
+	double value;  /* finite */
+};
+
 struct tps_run_spec {
 	struct tps_model_spec model;
+	struct tps_cost_spec cost; /* "links", "device": for `tpsim comm` */
+	/* "vars" after the overrides, in definition order; the rest of the
+	 * spec already holds their values. */
+	struct tps_config_var vars[TPS_CONFIG_MAX_VARS];
+	int n_vars;
 	enum tps_trace_values values;
 	double atol, rtol; /* TP vs reference tolerance */
 	cJSON *normalized; /* owned; the trace's "config" */
@@ -41,9 +64,25 @@ enum tps_status tps_config_parse(const cJSON *root, const char *file,
 				 struct tps_run_spec *spec,
 				 struct tps_error *err);
 
+/*
+ * The same, with n_overrides variables set from outside (NULL when 0):
+ * each must name a variable "vars" defines, and replaces its value; a later
+ * override of the same name wins. On error (an unknown name is reported at
+ * /vars), *spec untouched. The tree at root is not changed.
+ */
+enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
+				      const struct tps_config_var *overrides,
+				      int n_overrides,
+				      struct tps_run_spec *spec,
+				      struct tps_error *err);
+
 /* Reads (strictly, at most 16 MiB; "-" is stdin) and parses a config file. */
 enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
 				struct tps_error *err);
+enum tps_status tps_config_load_with(const char *path,
+				     const struct tps_config_var *overrides,
+				     int n_overrides, struct tps_run_spec *spec,
+				     struct tps_error *err);
 
 void tps_run_spec_free(struct tps_run_spec *spec);
 

@@ -1,0 +1,627 @@
+/* "model", "plan" and "params" of the config (DESIGN.md section 4). */
+#include "config_internal.h"
+
+#include <assert.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Module types and styles DESIGN.md names that later versions will add. */
+static const char *const later_types[] = {"layernorm", "embedding", "attention",
+					  "residual",  "dropout",   NULL};
+static const char *const later_styles[] = {"sequence", "vocab", NULL};
+#define LATER_VERSION "tpsim 0.2"
+
+/* ---- what each module type allows ------------------------------------- */
+
+static void parse_linear(struct cfg *c, const cJSON *m,
+			 struct tps_module_spec *ms);
+
+#define STYLE_BIT(s) (1u << (s))
+
+static const char *const linear_keys[] = {"name",	  "type", "in_features",
+					  "out_features", "bias", NULL};
+static const char *const elementwise_keys[] = {"name", "type", NULL};
+
+/* One row per enum tps_module_type: the keys its config object may hold,
+ * the styles a plan may give it, and what reads its own keys. */
+static const struct module_kind {
+	const char *const *keys;
+	unsigned styles; /* STYLE_BIT(enum tps_style) */
+	/* Why the other styles cannot apply, for the message. */
+	const char *why_not;
+	void (*parse)(struct cfg *c, const cJSON *m,
+		      struct tps_module_spec *ms); /* NULL: nothing more */
+} module_kinds[] = {
+	[TPS_MODULE_LINEAR] = {linear_keys,
+			       STYLE_BIT(TPS_STYLE_COLWISE) |
+				       STYLE_BIT(TPS_STYLE_ROWWISE) |
+				       STYLE_BIT(TPS_STYLE_REPLICATE),
+			       NULL, parse_linear},
+	[TPS_MODULE_RELU] = {elementwise_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+			     "it has no weight to shard", NULL},
+	[TPS_MODULE_GELU] = {elementwise_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+			     "it has no weight to shard", NULL},
+};
+
+static const struct module_kind *kind_of(enum tps_module_type type)
+{
+	/* A type added to spec.h without a row here is tpsim's bug. */
+	assert((size_t)type < sizeof module_kinds / sizeof module_kinds[0] &&
+	       module_kinds[type].keys);
+	return &module_kinds[type];
+}
+
+/* ---- model ------------------------------------------------------------ */
+
+static bool valid_module_name(const char *name)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len >= TPS_NAME_MAX || name[0] == '.' ||
+	    name[len - 1] == '.' || strstr(name, "..")) {
+		return false;
+	}
+	for (const char *p = name; *p; p++) {
+		if (!(*p == '_' || *p == '.' || *p == '-' ||
+		      (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z'))) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void parse_linear(struct cfg *c, const cJSON *m,
+			 struct tps_module_spec *ms)
+{
+	int64_t numel;
+	cfg_int(c, m, "in_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->in_features);
+	cfg_int(c, m, "out_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->out_features);
+	ms->bias = true; /* as nn.Linear */
+	cfg_bool(c, m, "bias", &ms->bias);
+	if (cfg_ok(c) && (__builtin_mul_overflow(ms->in_features,
+						 ms->out_features, &numel) ||
+			  numel > TPS_MAX_ELEMENTS)) {
+		cfg_fail_at(c, "out_features", TPS_ERR_LIMIT,
+			    "the weight (%lld, %lld) has more than 2^31 "
+			    "elements",
+			    (long long)ms->out_features,
+			    (long long)ms->in_features);
+	}
+}
+
+/* What reading one module needs besides the module itself. */
+struct module_ctx {
+	const struct tps_model_spec *spec; /* the modules read so far */
+	int index;			   /* this module's */
+	int type;			   /* out: its enum tps_module_type */
+};
+
+/* /model/<index>/name: valid, and not one an earlier module has. */
+static void read_module_name(struct cfg *c, const cJSON *name, void *ctx)
+{
+	const struct module_ctx *x = ctx;
+	char esc[96];
+	if (!cfg_expect(c, name, cJSON_IsString, "a string")) {
+		return;
+	}
+	if (!valid_module_name(name->valuestring)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid module name \"%s\" (expected dot-separated "
+			 "parts of letters, digits, '_' and '-', under %d "
+			 "bytes)",
+			 tps_json_escape_for_message(name->valuestring, esc,
+						     sizeof esc),
+			 TPS_NAME_MAX);
+	}
+	for (int j = 0; j < x->index && cfg_ok(c); j++) {
+		if (strcmp(x->spec->modules[j].name, name->valuestring) == 0) {
+			/* A valid name needs no escaping. */
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "duplicate module name \"%s\" (also "
+				 "/model/%d/name)",
+				 name->valuestring, j);
+		}
+	}
+}
+
+static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
+{
+	struct module_ctx *x = ctx;
+	char list[128];
+	if (!cfg_expect(c, type, cJSON_IsString, "a string")) {
+		return;
+	}
+	if (tps_name_index(later_types, type->valuestring) >= 0) {
+		cfg_fail(c, TPS_ERR_UNSUPPORTED,
+			 "module type \"%s\" is not supported by " LATER_VERSION
+			 " (expected %s)",
+			 type->valuestring,
+			 cfg_join(tps_module_type_names, " or ", list,
+				  sizeof list));
+	}
+	cfg_read_choice(c, type, "module type", tps_module_type_names,
+			&x->type);
+}
+
+/* Reads one module at /model/<index>: name and type first, since the type
+ * says which other keys it may have. */
+static void parse_module(struct cfg *c, const cJSON *m, int index,
+			 struct tps_model_spec *spec)
+{
+	struct tps_module_spec *ms = &spec->modules[index];
+	struct module_ctx x = {spec, index, 0};
+	const struct module_kind *kind;
+
+	/* Counted before it is read, so that a failure frees what it holds. */
+	spec->n_modules = index + 1;
+	if (!cfg_expect(c, m, cJSON_IsObject, "a module object")) {
+		return;
+	}
+	cfg_value(c, m, "name", CFG_REQUIRED, read_module_name, &x);
+	cfg_value(c, m, "type", CFG_REQUIRED, read_module_type, &x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	snprintf(ms->name, sizeof ms->name, "%s",
+		 cfg_get(m, "name")->valuestring);
+	ms->type = (enum tps_module_type)x.type;
+	ms->style = TPS_STYLE_REPLICATE;
+	ms->planned = false;
+	ms->input = tps_placement_replicate();
+	ms->output = tps_placement_replicate();
+	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "/model/%d", index);
+	kind = kind_of(ms->type);
+	if (cfg_check_keys(c, m, kind->keys) && kind->parse) {
+		kind->parse(c, m, ms);
+	}
+}
+
+struct model_ctx {
+	struct tps_model_spec *spec;
+	int last_linear; /* the index of the last linear read, or -1 */
+};
+
+/* /model/<index>: the module, then its in_features against the
+ * out_features of the linear before it (element-wise modules keep the
+ * width). A cross-field error, reported at the later module. */
+static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
+{
+	struct model_ctx *x = ctx;
+	const struct tps_module_spec *ms = &x->spec->modules[index];
+	const struct tps_module_spec *prev;
+
+	parse_module(c, m, index, x->spec);
+	if (!cfg_ok(c) || ms->type != TPS_MODULE_LINEAR) {
+		return;
+	}
+	if (x->last_linear >= 0) {
+		prev = &x->spec->modules[x->last_linear];
+		if (ms->in_features != prev->out_features) {
+			cfg_fail_at(c, "in_features", TPS_ERR_INPUT,
+				    "expected %lld, the out_features of "
+				    "/model/%d, got %lld",
+				    (long long)prev->out_features,
+				    x->last_linear, (long long)ms->in_features);
+		}
+	}
+	x->last_linear = index;
+}
+
+static void read_model(struct cfg *c, const cJSON *model, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	struct model_ctx x = {spec, -1};
+	int n;
+	if (!cfg_expect(c, model, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	n = cJSON_GetArraySize(model);
+	if (n == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+	} else if (n > 4096) {
+		cfg_fail(c, TPS_ERR_LIMIT, "%d modules (at most 4096)", n);
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	spec->modules = calloc((size_t)n, sizeof *spec->modules);
+	if (!spec->modules) {
+		cfg_nomem(c);
+		return;
+	}
+	cfg_each_item(c, model, model_item, &x);
+}
+
+void cfg_parse_model(struct cfg *c, const cJSON *root,
+		     struct tps_model_spec *spec)
+{
+	cfg_value(c, root, "model", CFG_REQUIRED, read_model, spec);
+}
+
+/* ---- plan ------------------------------------------------------------- */
+
+/*
+ * fnmatch-like '*' within one path component. Greedy, backtracking only to
+ * the last '*' (enough when '*' is the only wildcard): O(plen * slen), where
+ * plain recursion is exponential in the number of stars.
+ */
+static bool glob_part(const char *pat, size_t plen, const char *s, size_t slen)
+{
+	size_t p = 0, i = 0, star = SIZE_MAX, mark = 0;
+	while (i < slen) {
+		if (p < plen && pat[p] == '*') {
+			star = p++;
+			mark = i;
+		} else if (p < plen && pat[p] == s[i]) {
+			p++;
+			i++;
+		} else if (star != SIZE_MAX) {
+			p = star + 1;
+			i = ++mark;
+		} else {
+			return false;
+		}
+	}
+	while (p < plen && pat[p] == '*') {
+		p++;
+	}
+	return p == plen;
+}
+
+/* A plan key matches a module path component by component. */
+static bool plan_matches(const char *pattern, const char *name)
+{
+	for (;;) {
+		const char *pe = strchr(pattern, '.');
+		const char *ne = strchr(name, '.');
+		size_t pl = pe ? (size_t)(pe - pattern) : strlen(pattern);
+		size_t nl = ne ? (size_t)(ne - name) : strlen(name);
+		if (!glob_part(pattern, pl, name, nl)) {
+			return false;
+		}
+		if (!pe || !ne) {
+			return !pe && !ne;
+		}
+		pattern = pe + 1;
+		name = ne + 1;
+	}
+}
+
+struct layout_ctx {
+	int ndim; /* of the activations */
+	struct tps_placement *out;
+};
+
+/* "replicate", or "shard(d)" with d an integer (negative from the end). */
+static void read_layout(struct cfg *c, const cJSON *v, void *ctx)
+{
+	const struct layout_ctx *x = ctx;
+	const char *s;
+	char got[96];
+
+	if (!cfg_expect(c, v, cJSON_IsString,
+			"\"replicate\" or \"shard(d)\"")) {
+		return;
+	}
+	s = v->valuestring;
+	if (strcmp(s, "replicate") == 0) {
+		*x->out = tps_placement_replicate();
+		return;
+	}
+	/* strtol alone would also take "shard( 1)" and "shard(+1)". */
+	if (strncmp(s, "shard(", 6) == 0 &&
+	    (s[6] == '-' || (s[6] >= '0' && s[6] <= '9'))) {
+		char *end;
+		long d = strtol(s + 6, &end, 10);
+		if (end != s + 6 && strcmp(end, ")") == 0 && d > -100 &&
+		    d < 100) {
+			if (tps_dim_normalize((int)d, x->ndim) < 0) {
+				cfg_fail(c, TPS_ERR_INPUT,
+					 "shard(%ld) is out of range for the "
+					 "%d-dim activations",
+					 d, x->ndim);
+			}
+			*x->out = tps_placement_shard((int)d);
+			return;
+		}
+	}
+	cfg_fail(c, TPS_ERR_INPUT,
+		 "expected \"replicate\" or \"shard(d)\", got %s",
+		 cfg_describe(v, got, sizeof got));
+}
+
+struct style_ctx {
+	const struct tps_module_spec *ms; /* the module it is for */
+	int style;			  /* out: its enum tps_style */
+};
+
+/* The style of a plan entry, a string, read at its own pointer. */
+static void read_style(struct cfg *c, const cJSON *style, void *ctx)
+{
+	struct style_ctx *x = ctx;
+	const struct module_kind *kind = kind_of(x->ms->type);
+	char list[128];
+	if (cJSON_IsString(style) &&
+	    tps_name_index(later_styles, style->valuestring) >= 0) {
+		cfg_fail(c, TPS_ERR_UNSUPPORTED,
+			 "style \"%s\" is not supported by " LATER_VERSION
+			 " (expected %s)",
+			 style->valuestring,
+			 cfg_join(tps_style_names, " or ", list, sizeof list));
+	}
+	if (cfg_read_choice(c, style, "style", tps_style_names, &x->style) &&
+	    !(kind->styles & STYLE_BIT(x->style))) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "%s cannot apply to %s module \"%s\" (%s)",
+			 tps_style_names[x->style],
+			 tps_module_type_names[x->ms->type], x->ms->name,
+			 kind->why_not);
+	}
+}
+
+/* Applies one plan entry (a style string or object) to module ms. */
+static void apply_plan_entry(struct cfg *c, const cJSON *entry,
+			     struct tps_module_spec *ms, int ndim)
+{
+	static const char *const keys[] = {"style", "input", "output", "bias",
+					   NULL};
+	static const char *const replicate_keys[] = {"style", NULL};
+	struct style_ctx sx = {ms, 0};
+	struct layout_ctx input = {ndim, &ms->input};
+	struct layout_ctx output = {ndim, &ms->output};
+	bool object = cJSON_IsObject(entry);
+	int b = 0;
+
+	if (object) {
+		cfg_check_keys(c, entry, keys);
+		cfg_value(c, entry, "style", CFG_REQUIRED, read_style, &sx);
+	} else if (cfg_expect(c, entry, cJSON_IsString,
+			      "a style string or an object with "
+			      "\"style\"")) {
+		read_style(c, entry, &sx);
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	ms->style = (enum tps_style)sx.style;
+	ms->planned = true;
+	ms->input = ms->style == TPS_STYLE_ROWWISE ? tps_placement_shard(-1)
+						   : tps_placement_replicate();
+	ms->output = ms->style == TPS_STYLE_COLWISE ? tps_placement_shard(-1)
+						    : tps_placement_replicate();
+	ms->bias_mode = TPS_BIAS_AFTER_REDUCE;
+	if (!object) {
+		return;
+	}
+	if (ms->style == TPS_STYLE_REPLICATE) {
+		cfg_check_keys(c, entry, replicate_keys);
+		return;
+	}
+	cfg_value(c, entry, "input", CFG_OPTIONAL, read_layout, &input);
+	cfg_value(c, entry, "output", CFG_OPTIONAL, read_layout, &output);
+	if (cfg_ok(c) && cfg_get(entry, "bias") &&
+	    ms->style != TPS_STYLE_ROWWISE) {
+		cfg_fail_at(c, "bias", TPS_ERR_INPUT,
+			    "a bias mode applies to rowwise only (colwise "
+			    "adds its bias shard locally)");
+	}
+	if (cfg_choice(c, entry, "bias", "bias mode", tps_bias_mode_names,
+		       &b)) {
+		ms->bias_mode = (enum tps_bias_mode)b;
+	}
+}
+
+struct plan_ctx {
+	struct tps_model_spec *spec;
+	const cJSON *plan;
+	int *matched_by; /* per module: the index of its plan entry, or -1 */
+	int k;		 /* the index of the entry being read */
+};
+
+/* One plan entry, at /plan/<key>: applied to every module it matches. */
+static void plan_entry(struct cfg *c, const cJSON *entry, void *ctx)
+{
+	struct plan_ctx *p = ctx;
+	struct tps_model_spec *spec = p->spec;
+	int hits = 0;
+
+	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
+		struct tps_module_spec *ms = &spec->modules[i];
+		if (!plan_matches(entry->string, ms->name)) {
+			continue;
+		}
+		hits++;
+		if (p->matched_by[i] >= 0) {
+			/* The earlier key matched a module, so it holds only
+			 * name characters and '*': nothing to escape. */
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "module \"%s\" is already planned by "
+				 "/plan/%s",
+				 ms->name,
+				 cJSON_GetArrayItem(p->plan, p->matched_by[i])
+					 ->string);
+			break;
+		}
+		p->matched_by[i] = p->k;
+		apply_plan_entry(c, entry, ms, spec->input_shape.ndim);
+		snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+			 cfg_pointer(c));
+	}
+	if (cfg_ok(c) && hits == 0) {
+		char esc[96];
+		cfg_fail(c, TPS_ERR_INPUT, "\"%s\" matches no module of /model",
+			 tps_json_escape_for_message(entry->string, esc,
+						     sizeof esc));
+	}
+	p->k++;
+}
+
+static void read_plan(struct cfg *c, const cJSON *plan, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	struct plan_ctx p = {spec, plan, NULL, 0};
+	if (!cfg_expect(c, plan, cJSON_IsObject, "an object")) {
+		return;
+	}
+	p.matched_by = malloc((size_t)spec->n_modules * sizeof *p.matched_by);
+	if (!p.matched_by) {
+		cfg_nomem(c);
+		return;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		p.matched_by[i] = -1;
+	}
+	cfg_each_member(c, plan, plan_entry, &p);
+	free(p.matched_by);
+}
+
+void cfg_parse_plan(struct cfg *c, const cJSON *root,
+		    struct tps_model_spec *spec)
+{
+	cfg_value(c, root, "plan", CFG_OPTIONAL, read_plan, spec);
+}
+
+/* ---- params ----------------------------------------------------------- */
+
+/* Nested arrays of numbers of exactly `shape`, read row-major into data;
+ * with data NULL, only checked. */
+struct values_ctx {
+	const struct tps_shape *shape;
+	int d; /* the dim being read */
+	float *data;
+	int64_t pos;
+};
+
+static void read_values(struct cfg *c, const cJSON *v, void *ctx);
+
+static void read_values_item(struct cfg *c, const cJSON *item, int index,
+			     void *ctx)
+{
+	struct values_ctx *x = ctx;
+	x->d++;
+	read_values(c, item, x);
+	x->d--;
+}
+
+static void read_values(struct cfg *c, const cJSON *v, void *ctx)
+{
+	struct values_ctx *x = ctx;
+	char got[96];
+	if (x->d == x->shape->ndim) {
+		if (!cfg_expect(c, v, cJSON_IsNumber, "a number")) {
+			return;
+		}
+		if (!isfinite(v->valuedouble) ||
+		    fabs(v->valuedouble) > FLT_MAX) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "expected a finite float32 value, got %s",
+				 cfg_describe(v, got, sizeof got));
+		} else if (x->data) {
+			x->data[x->pos++] = (float)v->valuedouble;
+		}
+		return;
+	}
+	if (cfg_expect(c, v, cJSON_IsArray, "an array") &&
+	    cJSON_GetArraySize(v) != x->shape->dim[x->d]) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "expected %lld elements (dim %d of the parameter's "
+			 "shape), got %d",
+			 (long long)x->shape->dim[x->d], x->d,
+			 cJSON_GetArraySize(v));
+	}
+	cfg_each_item(c, v, read_values_item, x);
+}
+
+/* The linear module owning parameter `name` ("fc1.weight", "fc1.bias")
+ * and the parameter's shape, or NULL. */
+static const struct tps_module_spec *
+param_owner(const struct tps_model_spec *spec, const char *name,
+	    struct tps_shape *shape)
+{
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		char w[TPS_NAME_MAX + 8], b[TPS_NAME_MAX + 8];
+		if (m->type != TPS_MODULE_LINEAR) {
+			continue;
+		}
+		snprintf(w, sizeof w, "%s.weight", m->name);
+		snprintf(b, sizeof b, "%s.bias", m->name);
+		if (strcmp(name, w) == 0) {
+			int64_t dims[2] = {m->out_features, m->in_features};
+			*shape = tps_shape_make(2, dims);
+			return m;
+		}
+		if (m->bias && strcmp(name, b) == 0) {
+			*shape = tps_shape_make(1, &m->out_features);
+			return m;
+		}
+	}
+	return NULL;
+}
+
+/* One entry of "params", at /params/<name>. */
+static void param_entry(struct cfg *c, const cJSON *entry, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	struct tps_param_override *o = &spec->overrides[spec->n_overrides];
+	struct tps_shape shape;
+	struct values_ctx x = {&shape, 0, NULL, 0};
+	struct tps_error sub;
+	enum tps_status st;
+	char esc[96];
+
+	if (!param_owner(spec, entry->string, &shape)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "no parameter \"%s\" in the model (expected <linear "
+			 "module>.weight or .bias)",
+			 tps_json_escape_for_message(entry->string, esc,
+						     sizeof esc));
+		return;
+	}
+	/* The shape first: a wrong entry for a big parameter is refused
+	 * before allocating it. */
+	read_values(c, entry, &x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	/* The shape is in range (checked with the model): only memory can
+	 * fail here, which is not the config's fault, so no pointer. */
+	st = tps_tensor_init(&o->value, &shape, &sub);
+	cfg_adopt(c, st, &sub);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	spec->n_overrides++;
+	snprintf(o->name, sizeof o->name, "%s", entry->string);
+	x.data = o->value.data;
+	read_values(c, entry, &x);
+}
+
+static void read_params(struct cfg *c, const cJSON *params, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	int n;
+	if (!cfg_expect(c, params, cJSON_IsObject, "an object")) {
+		return;
+	}
+	n = cJSON_GetArraySize(params);
+	if (n > 0) {
+		spec->overrides = calloc((size_t)n, sizeof *spec->overrides);
+		if (!spec->overrides) {
+			cfg_nomem(c);
+			return;
+		}
+	}
+	cfg_each_member(c, params, param_entry, spec);
+}
+
+void cfg_parse_params(struct cfg *c, const cJSON *root,
+		      struct tps_model_spec *spec)
+{
+	cfg_value(c, root, "params", CFG_OPTIONAL, read_params, spec);
+}

@@ -1,0 +1,277 @@
+/*
+ * The normalised config the trace records as "config": every setting of the
+ * run spec, defaults filled in, keys in a fixed order, plan entries in
+ * object form and resolved per module (patterns expanded). It parses back
+ * to itself. Keys, in this order:
+ *
+ *   tpsim, vars (when given, as resolved), mesh, tp_dim, dp_dim (when any:
+ *   a string for one dim, an array for several), strict_tp_innermost,
+ *   model, plan, input (shape, init, seed, loaded_on, and requires_grad in
+ *   training), init, params (when given), uneven, sampler, mode, then in
+ *   training only: steps, loss, target (mse only: init, seed), optimizer
+ *   (type and every field of that type), dp_grad; then links (every mesh
+ *   dim, in mesh order), device, trace, tolerance.
+ */
+#include "config_internal.h"
+
+#include <stdio.h>
+
+/* Adds to a tree under construction and remembers a failed allocation, so
+ * the builder below reads as the document it writes and checks once. */
+struct builder {
+	bool oom;
+};
+
+/* Adds item to parent (an object when key is not NULL, else an array);
+ * returns item, or NULL (and item freed) when either allocation failed. */
+static cJSON *put(struct builder *b, cJSON *parent, const char *key,
+		  cJSON *item)
+{
+	bool added = false;
+	if (item && parent) {
+		added = key ? cJSON_AddItemToObject(parent, key, item)
+			    : cJSON_AddItemToArray(parent, item);
+	}
+	if (!added) {
+		cJSON_Delete(item);
+		b->oom = true;
+		return NULL;
+	}
+	return item;
+}
+
+static cJSON *put_object(struct builder *b, cJSON *parent, const char *key)
+{
+	return put(b, parent, key, cJSON_CreateObject());
+}
+
+static cJSON *put_array(struct builder *b, cJSON *parent, const char *key)
+{
+	return put(b, parent, key, cJSON_CreateArray());
+}
+
+static void put_string(struct builder *b, cJSON *parent, const char *key,
+		       const char *s)
+{
+	put(b, parent, key, cJSON_CreateString(s));
+}
+
+static void put_number(struct builder *b, cJSON *parent, const char *key,
+		       double d)
+{
+	put(b, parent, key, cJSON_CreateNumber(d));
+}
+
+static void put_bool(struct builder *b, cJSON *parent, const char *key, bool v)
+{
+	put(b, parent, key, cJSON_CreateBool(v));
+}
+
+/* A layout as the plan writes it: "shard(-1)" keeps its sign. */
+static void put_layout(struct builder *b, cJSON *parent, const char *key,
+		       struct tps_placement p)
+{
+	char buf[32];
+	if (p.kind == TPS_PLACEMENT_SHARD && p.dim < 0) {
+		snprintf(buf, sizeof buf, "shard(%d)", p.dim);
+	} else {
+		tps_placement_format(p, buf, sizeof buf);
+	}
+	put_string(b, parent, key, buf);
+}
+
+static void put_mesh(struct builder *b, cJSON *n, const struct tps_mesh *mesh)
+{
+	cJSON *o = put_object(b, n, "mesh");
+	cJSON *a = put_array(b, o, "shape");
+	for (int i = 0; i < mesh->ndim; i++) {
+		put_number(b, a, NULL, mesh->shape[i]);
+	}
+	a = put_array(b, o, "dim_names");
+	for (int i = 0; i < mesh->ndim; i++) {
+		put_string(b, a, NULL, mesh->dim_names[i]);
+	}
+}
+
+static void put_model(struct builder *b, cJSON *n,
+		      const struct tps_model_spec *s)
+{
+	cJSON *a = put_array(b, n, "model");
+	for (int i = 0; i < s->n_modules; i++) {
+		const struct tps_module_spec *m = &s->modules[i];
+		cJSON *e = put_object(b, a, NULL);
+		put_string(b, e, "name", m->name);
+		put_string(b, e, "type", tps_module_type_names[m->type]);
+		if (m->type == TPS_MODULE_LINEAR) {
+			put_number(b, e, "in_features", (double)m->in_features);
+			put_number(b, e, "out_features",
+				   (double)m->out_features);
+			put_bool(b, e, "bias", m->bias);
+		}
+	}
+}
+
+static void put_plan(struct builder *b, cJSON *n,
+		     const struct tps_model_spec *s)
+{
+	cJSON *p = put_object(b, n, "plan");
+	for (int i = 0; i < s->n_modules; i++) {
+		const struct tps_module_spec *m = &s->modules[i];
+		cJSON *e;
+		if (!m->planned) {
+			continue;
+		}
+		e = put_object(b, p, m->name);
+		put_string(b, e, "style", tps_style_names[m->style]);
+		if (m->style != TPS_STYLE_REPLICATE) {
+			put_layout(b, e, "input", m->input);
+			put_layout(b, e, "output", m->output);
+		}
+		if (m->style == TPS_STYLE_ROWWISE) {
+			put_string(b, e, "bias",
+				   tps_bias_mode_names[m->bias_mode]);
+		}
+	}
+}
+
+static void put_input(struct builder *b, cJSON *n,
+		      const struct tps_model_spec *s)
+{
+	cJSON *o = put_object(b, n, "input");
+	cJSON *a = put_array(b, o, "shape");
+	for (int i = 0; i < s->input_shape.ndim; i++) {
+		put_number(b, a, NULL, (double)s->input_shape.dim[i]);
+	}
+	put_string(b, o, "init", tps_init_method_names[s->input_init.method]);
+	put_number(b, o, "seed", (double)s->input_init.seed);
+	put_string(b, o, "loaded_on", tps_input_source_names[s->input_source]);
+	if (s->mode == TPS_MODE_TRAINING) {
+		put_bool(b, o, "requires_grad", s->input_requires_grad);
+	}
+}
+
+/* One dp dim as a string, several as an array in mesh order. */
+static void put_dp_dim(struct builder *b, cJSON *n,
+		       const struct tps_model_spec *s)
+{
+	cJSON *a;
+	if (!s->dp_mask) {
+		return;
+	}
+	if ((s->dp_mask & (s->dp_mask - 1)) == 0) {
+		put_string(b, n, "dp_dim",
+			   s->mesh.dim_names[__builtin_ctz(s->dp_mask)]);
+		return;
+	}
+	a = put_array(b, n, "dp_dim");
+	for (int i = 0; i < s->mesh.ndim; i++) {
+		if (s->dp_mask & (1u << i)) {
+			put_string(b, a, NULL, s->mesh.dim_names[i]);
+		}
+	}
+}
+
+/* Every field of the optimizer's type, and only those. */
+static void put_optimizer(struct builder *b, cJSON *n,
+			  const struct tps_optimizer_spec *o)
+{
+	cJSON *e = put_object(b, n, "optimizer"), *a;
+	put_string(b, e, "type", tps_optimizer_type_names[o->type]);
+	put_number(b, e, "lr", o->lr);
+	switch (o->type) {
+	case TPS_OPTIMIZER_SGD:
+		put_number(b, e, "momentum", o->momentum);
+		put_number(b, e, "dampening", o->dampening);
+		put_number(b, e, "weight_decay", o->weight_decay);
+		put_bool(b, e, "nesterov", o->nesterov);
+		break;
+	case TPS_OPTIMIZER_ADAMW:
+		a = put_array(b, e, "betas");
+		put_number(b, a, NULL, o->beta1);
+		put_number(b, a, NULL, o->beta2);
+		put_number(b, e, "eps", o->eps);
+		put_number(b, e, "weight_decay", o->weight_decay);
+		break;
+	}
+}
+
+static void put_training(struct builder *b, cJSON *n,
+			 const struct tps_model_spec *s)
+{
+	cJSON *o;
+	put_number(b, n, "steps", s->steps);
+	put_string(b, n, "loss", tps_loss_names[s->loss]);
+	if (s->loss == TPS_LOSS_MSE) {
+		o = put_object(b, n, "target");
+		put_string(b, o, "init",
+			   tps_init_method_names[s->target_init.method]);
+		put_number(b, o, "seed", (double)s->target_init.seed);
+	}
+	put_optimizer(b, n, &s->optimizer);
+	put_string(b, n, "dp_grad", tps_dp_grad_names[s->dp_grad]);
+}
+
+static void put_cost(struct builder *b, cJSON *n, const struct tps_mesh *mesh,
+		     const struct tps_cost_spec *cost)
+{
+	cJSON *o = put_object(b, n, "links"), *e;
+	for (int i = 0; i < mesh->ndim; i++) {
+		e = put_object(b, o, mesh->dim_names[i]);
+		put_number(b, e, "GBps", cost->links[i].gbps);
+		put_number(b, e, "latency_us", cost->links[i].latency_us);
+	}
+	o = put_object(b, n, "device");
+	put_number(b, o, "TFLOPS", cost->tflops);
+}
+
+cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
+{
+	const struct tps_model_spec *s = &run->model;
+	struct builder b = {false};
+	cJSON *n = cJSON_CreateObject(), *o;
+	const cJSON *params = cfg_get(root, "params");
+
+	if (!n) {
+		return NULL;
+	}
+	put_number(&b, n, "tpsim", 1);
+	if (cfg_get(root, "vars")) {
+		o = put_object(&b, n, "vars");
+		for (int i = 0; i < run->n_vars; i++) {
+			put_number(&b, o, run->vars[i].name,
+				   run->vars[i].value);
+		}
+	}
+	put_mesh(&b, n, &s->mesh);
+	put_string(&b, n, "tp_dim", s->mesh.dim_names[s->tp_dim]);
+	put_dp_dim(&b, n, s);
+	put_bool(&b, n, "strict_tp_innermost", s->strict_tp_innermost);
+	put_model(&b, n, s);
+	put_plan(&b, n, s);
+	put_input(&b, n, s);
+	o = put_object(&b, n, "init");
+	put_string(&b, o, "method",
+		   tps_init_method_names[s->param_init.method]);
+	put_number(&b, o, "seed", (double)s->param_init.seed);
+	if (params) {
+		/* As given: the values are checked, and keep their digits. */
+		put(&b, n, "params", cJSON_Duplicate(params, true));
+	}
+	put_string(&b, n, "uneven", tps_uneven_names[s->uneven]);
+	put_string(&b, n, "sampler", tps_sampler_names[s->sampler]);
+	put_string(&b, n, "mode", tps_mode_names[s->mode]);
+	if (s->mode == TPS_MODE_TRAINING) {
+		put_training(&b, n, s);
+	}
+	put_cost(&b, n, &s->mesh, &run->cost);
+	o = put_object(&b, n, "trace");
+	put_string(&b, o, "values", tps_trace_values_names[run->values]);
+	o = put_object(&b, n, "tolerance");
+	put_number(&b, o, "atol", run->atol);
+	put_number(&b, o, "rtol", run->rtol);
+	if (b.oom) {
+		cJSON_Delete(n);
+		return NULL;
+	}
+	return n;
+}

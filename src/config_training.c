@@ -1,0 +1,297 @@
+/*
+ * The training keys of the config: "steps", "loss", "target", "optimizer",
+ * "dp_grad" (DESIGN.md sections 2 and 4), and the checks that tie the batch
+ * to data parallelism. With "mode": "inference" each training key is an
+ * error that says so, rather than a setting silently ignored.
+ */
+#include "config_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The keys only training reads, in the order they are checked. */
+static const char *const training_keys[] = {"steps",	 "loss",    "target",
+					    "optimizer", "dp_grad", NULL};
+
+void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
+		       enum tps_mode mode)
+{
+	if (mode == TPS_MODE_INFERENCE && cfg_get(obj, key)) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "\"%s\" needs \"mode\": \"training\" (this config "
+			    "runs inference)",
+			    key);
+	}
+}
+
+/* ---- target ----------------------------------------------------------- */
+
+/* "[2, 4]". Returns buf. */
+static const char *shape_text(int ndim, const int64_t *dims, char *buf,
+			      size_t size)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < ndim && used < size; i++) {
+		int n = snprintf(buf + used, size - used, "%s%lld",
+				 i ? ", " : "[", (long long)dims[i]);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	if (used < size) {
+		snprintf(buf + used, size - used, "]");
+	}
+	return buf;
+}
+
+/* The model's output: the input with its last dim replaced by the last
+ * linear's out_features (element-wise modules keep the shape). */
+static void output_shape(const struct tps_model_spec *spec, int64_t *dims)
+{
+	const struct tps_shape *in = &spec->input_shape;
+	for (int i = 0; i < in->ndim; i++) {
+		dims[i] = in->dim[i];
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		if (spec->modules[i].type == TPS_MODULE_LINEAR) {
+			dims[in->ndim - 1] = spec->modules[i].out_features;
+		}
+	}
+}
+
+static void target_body(struct cfg *c, const cJSON *target, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	int64_t dims[TPS_MAX_DIMS], want[TPS_MAX_DIMS];
+	int ndim = 0;
+
+	if (spec->loss == TPS_LOSS_SUM) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "loss \"sum\" takes no target (/loss: the loss is "
+			 "the sum of the output's elements)");
+		return;
+	}
+	cfg_init_method(c, target, "init", &spec->target_init);
+	if (!cfg_sizes(c, target, "shape", CFG_OPTIONAL, "the target",
+		       TPS_MAX_DIMS, TPS_MAX_ELEMENTS, dims, &ndim)) {
+		return;
+	}
+	output_shape(spec, want);
+	if (ndim != spec->input_shape.ndim ||
+	    memcmp(dims, want, (size_t)ndim * sizeof dims[0]) != 0) {
+		char w[128], g[128];
+		cfg_fail_at(
+			c, "shape", TPS_ERR_INPUT,
+			"expected %s, the model output's shape, got %s",
+			shape_text(spec->input_shape.ndim, want, w, sizeof w),
+			shape_text(ndim, dims, g, sizeof g));
+	}
+}
+
+/* ---- optimizer -------------------------------------------------------- */
+
+static void parse_sgd(struct cfg *c, const cJSON *opt,
+		      struct tps_optimizer_spec *o);
+static void parse_adamw(struct cfg *c, const cJSON *opt,
+			struct tps_optimizer_spec *o);
+
+static const char *const sgd_keys[] = {"type",	    "lr",	    "momentum",
+				       "dampening", "weight_decay", "nesterov",
+				       NULL};
+static const char *const adamw_keys[] = {"type", "lr",		 "betas",
+					 "eps",	 "weight_decay", NULL};
+
+/* One row per enum tps_optimizer_type: its keys, PyTorch's defaults (but
+ * DESIGN.md's lr 0.1 for sgd), and what reads its keys. */
+static const struct optimizer_kind {
+	const char *const *keys;
+	struct tps_optimizer_spec defaults;
+	void (*parse)(struct cfg *c, const cJSON *opt,
+		      struct tps_optimizer_spec *o);
+} optimizer_kinds[] = {
+	[TPS_OPTIMIZER_SGD] = {sgd_keys,
+			       {.type = TPS_OPTIMIZER_SGD, .lr = 0.1},
+			       parse_sgd},
+	[TPS_OPTIMIZER_ADAMW] = {adamw_keys,
+				 {.type = TPS_OPTIMIZER_ADAMW,
+				  .lr = 1e-3,
+				  .weight_decay = 1e-2,
+				  .beta1 = 0.9,
+				  .beta2 = 0.999,
+				  .eps = 1e-8},
+				 parse_adamw},
+};
+
+/* lr and weight_decay, as both optimizers check them. */
+static void parse_common(struct cfg *c, const cJSON *opt,
+			 struct tps_optimizer_spec *o)
+{
+	cfg_number(c, opt, "lr", CFG_OPTIONAL, CFG_NONNEG, &o->lr);
+	cfg_number(c, opt, "weight_decay", CFG_OPTIONAL, CFG_NONNEG,
+		   &o->weight_decay);
+}
+
+static void parse_sgd(struct cfg *c, const cJSON *opt,
+		      struct tps_optimizer_spec *o)
+{
+	parse_common(c, opt, o);
+	cfg_number(c, opt, "momentum", CFG_OPTIONAL, CFG_NONNEG, &o->momentum);
+	cfg_number(c, opt, "dampening", CFG_OPTIONAL, CFG_FINITE,
+		   &o->dampening);
+	cfg_bool(c, opt, "nesterov", &o->nesterov);
+	if (cfg_ok(c) && o->nesterov && (o->momentum <= 0 || o->dampening)) {
+		char m[32], d[32];
+		cfg_fail_at(c, "nesterov", TPS_ERR_INPUT,
+			    "Nesterov momentum requires a momentum and zero "
+			    "dampening (PyTorch's SGD; got momentum %s, "
+			    "dampening %s)",
+			    cfg_format_number(o->momentum, m),
+			    cfg_format_number(o->dampening, d));
+	}
+}
+
+static void beta(struct cfg *c, const cJSON *item, int index, void *ctx)
+{
+	struct tps_optimizer_spec *o = ctx;
+	cfg_read_number(c, item, CFG_UNIT, index == 0 ? &o->beta1 : &o->beta2);
+}
+
+static void betas(struct cfg *c, const cJSON *v, void *ctx)
+{
+	if (cfg_expect(c, v, cJSON_IsArray, "an array [beta1, beta2]") &&
+	    cJSON_GetArraySize(v) != 2) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "expected 2 numbers [beta1, beta2], got %d",
+			 cJSON_GetArraySize(v));
+	}
+	cfg_each_item(c, v, beta, ctx);
+}
+
+static void parse_adamw(struct cfg *c, const cJSON *opt,
+			struct tps_optimizer_spec *o)
+{
+	parse_common(c, opt, o);
+	cfg_value(c, opt, "betas", CFG_OPTIONAL, betas, o);
+	cfg_number(c, opt, "eps", CFG_OPTIONAL, CFG_NONNEG, &o->eps);
+}
+
+/* The type first: it says which keys the object may have. */
+static void optimizer_body(struct cfg *c, const cJSON *opt, void *ctx)
+{
+	struct tps_optimizer_spec *o = ctx;
+	const struct optimizer_kind *kind;
+	int type = TPS_OPTIMIZER_SGD;
+
+	if (!cfg_choice(c, opt, "type", "optimizer", tps_optimizer_type_names,
+			&type) &&
+	    !cfg_ok(c)) {
+		return;
+	}
+	kind = &optimizer_kinds[type];
+	*o = kind->defaults;
+	if (cfg_check_keys(c, opt, kind->keys)) {
+		kind->parse(c, opt, o);
+	}
+}
+
+/* ---- data parallelism and the batch ----------------------------------- */
+
+/* The dp size: the product of the dp dims. */
+static int dp_size(const struct tps_model_spec *spec)
+{
+	return tps_mesh_group_size(&spec->mesh, spec->dp_mask);
+}
+
+/* The first dp rank (in the flattened dp group) that the chunk sampler
+ * leaves without samples, or -1. The batch is split dim by dim in mesh
+ * order, each with the chunk rule, as DTensor's Shard(0) on each dp dim. */
+static int first_empty_dp_rank(const struct tps_model_spec *spec)
+{
+	int n = dp_size(spec);
+	for (int r = 0; r < n; r++) {
+		int64_t len = spec->input_shape.dim[0], start;
+		int rest = r, stride = n;
+		for (int d = 0; d < spec->mesh.ndim; d++) {
+			int size = spec->mesh.shape[d];
+			if (!(spec->dp_mask & (1u << d))) {
+				continue;
+			}
+			/* r is row-major over the dp dims in mesh order. */
+			stride /= size;
+			tps_chunk_range(len, size, rest / stride, &start, &len);
+			rest %= stride;
+		}
+		if (len == 0) {
+			return r;
+		}
+	}
+	return -1;
+}
+
+void cfg_check_sampler(struct cfg *c, const struct tps_model_spec *spec)
+{
+	int64_t batch = spec->input_shape.dim[0];
+	int dp = dp_size(spec);
+	if (cfg_ok(c) && spec->sampler == TPS_SAMPLER_DISTRIBUTED &&
+	    batch % dp != 0) {
+		cfg_fail_at(c, "sampler", TPS_ERR_INPUT,
+			    "DistributedSampler needs the batch (%lld) "
+			    "divisible by the dp size (%d): PyTorch would pad "
+			    "by repeating samples (drop_last=False)",
+			    (long long)batch, dp);
+	}
+}
+
+/* DDP averages the ranks' own losses: with mse, an empty rank's is the
+ * mean over no elements. */
+static void check_ddp(struct cfg *c, const struct tps_model_spec *spec)
+{
+	int empty;
+	if (!cfg_ok(c) || spec->dp_grad != TPS_DP_GRAD_DDP ||
+	    spec->loss != TPS_LOSS_MSE || spec->sampler != TPS_SAMPLER_CHUNK) {
+		return;
+	}
+	empty = first_empty_dp_rank(spec);
+	if (empty >= 0) {
+		cfg_fail_at(c, "dp_grad", TPS_ERR_INPUT,
+			    "\"ddp\" with loss \"mse\" needs samples on every "
+			    "dp rank, but dp rank %d of %d gets none of the "
+			    "batch of %lld (chunk sampler): its loss, the mean "
+			    "over no elements, is NaN, as in PyTorch",
+			    empty, dp_size(spec),
+			    (long long)spec->input_shape.dim[0]);
+	}
+}
+
+void cfg_parse_training(struct cfg *c, const cJSON *root,
+			struct tps_model_spec *spec)
+{
+	static const char *const target_keys[] = {"init", "seed", "shape",
+						  NULL};
+	int loss = TPS_LOSS_MSE, dp_grad = TPS_DP_GRAD_GLOBAL;
+	int64_t steps = 1;
+
+	spec->steps = 1;
+	spec->loss = TPS_LOSS_MSE;
+	spec->target_init.method = TPS_INIT_ZEROS;
+	spec->target_init.seed = 0;
+	spec->optimizer = optimizer_kinds[TPS_OPTIMIZER_SGD].defaults;
+	spec->dp_grad = TPS_DP_GRAD_GLOBAL;
+	if (spec->mode == TPS_MODE_INFERENCE) {
+		for (int i = 0; training_keys[i]; i++) {
+			cfg_training_only(c, root, training_keys[i],
+					  spec->mode);
+		}
+		return;
+	}
+	cfg_int(c, root, "steps", CFG_OPTIONAL, 1, 1000000, &steps);
+	spec->steps = (int)steps;
+	cfg_choice(c, root, "loss", "loss", tps_loss_names, &loss);
+	spec->loss = (enum tps_loss)loss;
+	cfg_object(c, root, "target", CFG_OPTIONAL, target_keys, target_body,
+		   spec);
+	cfg_object(c, root, "optimizer", CFG_OPTIONAL, NULL, optimizer_body,
+		   &spec->optimizer);
+	cfg_choice(c, root, "dp_grad", "dp_grad", tps_dp_grad_names, &dp_grad);
+	spec->dp_grad = (enum tps_dp_grad)dp_grad;
+	check_ddp(c, spec);
+}
