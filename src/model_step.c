@@ -114,7 +114,8 @@ static enum tps_status broadcast_from_tp_root(const struct tps_nn_context *ctx,
 	ev.mask = job.tp_mask;
 	ev.bytes_per_rank = report.bytes_per_rank;
 	ev.note = "each tp group's root loads the batch and broadcasts it "
-		  "(loaded_on tp_root, as seed 004's script does)";
+		  "once; every step reuses it (loaded_on tp_root, as seed "
+		  "004's script does)";
 	ev.value = x;
 	return tps_event_emit(ctx->sink, &ev, err);
 }
@@ -169,7 +170,10 @@ static enum tps_status forward(struct tps_model *model,
 	enum tps_status st =
 		distribute_batch(&ctx, model, input, "input", "input", &x, err);
 
-	if (st == TPS_OK && spec->input_source == TPS_INPUT_TP_ROOT) {
+	/* Every step reuses the batch: it is loaded and broadcast once,
+	 * and each rank keeps what it received, as in seed 004's loop. */
+	if (st == TPS_OK && spec->input_source == TPS_INPUT_TP_ROOT &&
+	    step == 0) {
 		st = broadcast_from_tp_root(&ctx, &x, err);
 	}
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
