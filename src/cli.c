@@ -1,5 +1,7 @@
 #include "tpsim/cli.h"
 
+#include "cli_internal.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -21,13 +23,23 @@ static const char usage_text[] =
 	"Simulate tensor parallelism deterministically in one process.\n"
 	"\n"
 	"Commands:\n"
-	"  run CONFIG [-o TRACE] [--max-memory SIZE]\n"
+	"  run CONFIG [-o TRACE] [--max-memory SIZE] [--set NAME=VALUE]...\n"
 	"      Simulate the config (\"-\" reads stdin) on every rank and write "
 	"the\n"
 	"      JSON trace to TRACE (default: stdout). A one-line summary goes "
 	"to\n"
 	"      stderr. SIZE is bytes, or a number with K, M, G or T (default "
 	"8G).\n"
+	"      --set NAME=VALUE sets a config variable (\"vars\"); "
+	"repeatable.\n"
+	"  comm CONFIG... [--set NAME=V[,V...]]... [--summary] [--json]\n"
+	"      Count the collectives and bytes per rank of one inference step "
+	"and\n"
+	"      one training step, by phase, op, module and mesh dim, with a "
+	"step\n"
+	"      time from an alpha-beta model; --set lists sweep every "
+	"combination,\n"
+	"      --summary prints one line per combination.\n"
 	"  check TRACE FIXTURE\n"
 	"      Compare a trace with a hand-derived fixture; mismatches on "
 	"stdout.\n"
@@ -46,7 +58,7 @@ static const char usage_text[] =
 	"simulation disagrees with the single-device reference), 2 trouble.\n";
 
 /* A usage error: one line plus the hint. */
-static int usage_error(FILE *err, const char *fmt, const char *arg)
+int tps_cli_usage_error(FILE *err, const char *fmt, const char *arg)
 {
 	char esc[256];
 	fputs("tpsim: ", err);
@@ -65,7 +77,7 @@ static int usage_error_message(FILE *err, const char *verb,
 	return TPS_EXIT_TROUBLE;
 }
 
-static int trouble(FILE *err, const struct tps_error *e)
+int tps_cli_trouble(FILE *err, const struct tps_error *e)
 {
 	fprintf(err, "tpsim: %s\n", e->message);
 	return TPS_EXIT_TROUBLE;
@@ -97,9 +109,49 @@ static bool parse_size(const char *s, int64_t *out)
 	return true;
 }
 
+bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set)
+{
+	const char *eq = strchr(arg, '=');
+	const char *p;
+	size_t len = eq ? (size_t)(eq - arg) : 0;
+	if (!eq || len == 0 || len >= sizeof set->name ||
+	    !((arg[0] >= 'A' && arg[0] <= 'Z') ||
+	      (arg[0] >= 'a' && arg[0] <= 'z') || arg[0] == '_')) {
+		return false;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char c = arg[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (c >= '0' && c <= '9') || c == '_')) {
+			return false;
+		}
+	}
+	memcpy(set->name, arg, len);
+	set->name[len] = '\0';
+	set->n_values = 0;
+	for (p = eq + 1;;) {
+		char *end;
+		double v;
+		errno = 0;
+		v = strtod(p, &end);
+		if (end == p || errno != 0 || !isfinite(v) ||
+		    set->n_values == TPS_CLI_MAX_SET_VALUES ||
+		    (*end != ',' && *end != '\0')) {
+			return false;
+		}
+		set->values[set->n_values++] = v;
+		if (*end == '\0') {
+			return true;
+		}
+		p = end + 1;
+	}
+}
+
 static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
-	struct tps_run_options opts = {NULL, NULL, TPS_DEFAULT_MAX_MEMORY};
+	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
+	struct tps_run_options opts = {NULL, NULL, TPS_DEFAULT_MAX_MEMORY,
+				       overrides, 0};
 	struct tps_run_summary s;
 	struct tps_error e = {0};
 	char diff[TPS_NUMFMT_MAX];
@@ -108,8 +160,9 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		if (strcmp(argv[i], "-o") == 0 ||
 		    strcmp(argv[i], "--output") == 0) {
 			if (++i == argc) {
-				return usage_error(err, "run: %s needs a file",
-						   argv[i - 1]);
+				return tps_cli_usage_error(
+					err, "run: %s needs a file",
+					argv[i - 1]);
 			}
 			/* "-o -" is stdout, as "-" is stdin for inputs. */
 			opts.output_path =
@@ -117,28 +170,42 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		} else if (strcmp(argv[i], "--max-memory") == 0) {
 			if (++i == argc ||
 			    !parse_size(argv[i], &opts.max_memory)) {
-				return usage_error(
+				return tps_cli_usage_error(
 					err,
 					"run: --max-memory "
 					"needs a size like 8G or 1048576, got "
 					"'%s'",
 					i < argc ? argv[i] : "");
 			}
+		} else if (strcmp(argv[i], "--set") == 0) {
+			struct tps_cli_set set;
+			if (++i == argc || !tps_cli_parse_set(argv[i], &set) ||
+			    set.n_values != 1 ||
+			    opts.n_overrides == TPS_CONFIG_MAX_VARS) {
+				return tps_cli_usage_error(
+					err,
+					"run: --set expects NAME=VALUE, got "
+					"'%s'",
+					i < argc ? argv[i] : "");
+			}
+			snprintf(overrides[opts.n_overrides].name,
+				 sizeof overrides[0].name, "%s", set.name);
+			overrides[opts.n_overrides++].value = set.values[0];
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			return usage_error(err, "run: unknown option '%s'",
-					   argv[i]);
+			return tps_cli_usage_error(
+				err, "run: unknown option '%s'", argv[i]);
 		} else if (opts.config_path) {
-			return usage_error(err, "run: unexpected argument '%s'",
-					   argv[i]);
+			return tps_cli_usage_error(
+				err, "run: unexpected argument '%s'", argv[i]);
 		} else {
 			opts.config_path = argv[i];
 		}
 	}
 	if (!opts.config_path) {
-		return usage_error(err, "run: missing CONFIG%s", NULL);
+		return tps_cli_usage_error(err, "run: missing CONFIG%s", NULL);
 	}
 	if (tps_run(&opts, out, &s, &e) != TPS_OK) {
-		return trouble(err, &e);
+		return tps_cli_trouble(err, &e);
 	}
 	for (int i = 0; i < s.n_warnings; i++) {
 		fprintf(err, "tpsim: warning: %s: %s\n", opts.config_path,
@@ -189,13 +256,13 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 
 	for (int i = 2; i < argc; i++) {
 		if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			return usage_error(err, "check: unknown option '%s'",
-					   argv[i]);
+			return tps_cli_usage_error(
+				err, "check: unknown option '%s'", argv[i]);
 		}
 	}
 	if (argc != 4) {
-		return usage_error(err, "check: expected TRACE FIXTURE%s",
-				   NULL);
+		return tps_cli_usage_error(
+			err, "check: expected TRACE FIXTURE%s", NULL);
 	}
 	printer.fixture = argv[3];
 	if (tps_json_load(argv[2], TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
@@ -204,7 +271,7 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 		    TPS_OK ||
 	    tps_check_fixture(trace, argv[2], fixture, argv[3], print_mismatch,
 			      &printer, &mismatches, &e) != TPS_OK) {
-		rc = trouble(err, &e);
+		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
 	fflush(out);
@@ -361,10 +428,10 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 		} else if (strcmp(argv[i], "--shape") == 0 ||
 			   strcmp(argv[i], "--names") == 0) {
 			if (i + 1 == argc) {
-				return usage_error(err,
-						   "mesh: %s needs a "
-						   "value",
-						   argv[i]);
+				return tps_cli_usage_error(err,
+							   "mesh: %s needs a "
+							   "value",
+							   argv[i]);
 			}
 			if (argv[i][2] == 's') {
 				shape_arg = argv[++i];
@@ -372,37 +439,40 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 				names_arg = argv[++i];
 			}
 		} else {
-			return usage_error(err,
-					   "mesh: unexpected argument "
-					   "'%s'",
-					   argv[i]);
+			return tps_cli_usage_error(err,
+						   "mesh: unexpected argument "
+						   "'%s'",
+						   argv[i]);
 		}
 	}
 	if (!shape_arg) {
-		return usage_error(err,
-				   "mesh: missing --shape (e.g. --shape "
-				   "3,2)%s",
-				   NULL);
+		return tps_cli_usage_error(
+			err,
+			"mesh: missing --shape (e.g. --shape "
+			"3,2)%s",
+			NULL);
 	}
 	if (!parse_sizes(shape_arg, sizes, &n)) {
-		return usage_error(err,
-				   "mesh: --shape expects 1 to 4 sizes "
-				   "from 1 to 4096 separated by commas, got "
-				   "'%s'",
-				   shape_arg);
+		return tps_cli_usage_error(
+			err,
+			"mesh: --shape expects 1 to 4 sizes "
+			"from 1 to 4096 separated by commas, got "
+			"'%s'",
+			shape_arg);
 	}
 	if (names_arg) {
 		if (strlen(names_arg) >= sizeof names_buf) {
-			return usage_error(err, "mesh: --names is too long%s",
-					   NULL);
+			return tps_cli_usage_error(
+				err, "mesh: --names is too long%s", NULL);
 		}
 		memcpy(names_buf, names_arg, strlen(names_arg) + 1);
 		n_names = split_names(names_buf, names, TPS_MAX_MESH_DIMS);
 		if (n_names != n) {
-			return usage_error(err,
-					   "mesh: --names expects one "
-					   "name per mesh dim, got '%s'",
-					   names_arg);
+			return tps_cli_usage_error(
+				err,
+				"mesh: --names expects one "
+				"name per mesh dim, got '%s'",
+				names_arg);
 		}
 	} else {
 		for (int i = 0; i < n; i++) {
@@ -557,13 +627,14 @@ static int cmd_explain(int argc, char **argv, FILE *out, FILE *err)
 	int step = -2;
 
 	if (argc != 3) {
-		return usage_error(err, "explain: expected TRACE%s", NULL);
+		return tps_cli_usage_error(err, "explain: expected TRACE%s",
+					   NULL);
 	}
 	if (tps_json_load(argv[2], TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
 		    TPS_OK ||
 	    tps_check_is_trace(trace, argv[2], &e) != TPS_OK) {
 		cJSON_Delete(trace);
-		return trouble(err, &e);
+		return tps_cli_trouble(err, &e);
 	}
 	mesh = cJSON_GetObjectItemCaseSensitive(trace, "mesh");
 	fprintf(out, "%s trace of a mesh ", str_of(trace, "generator"));
@@ -645,7 +716,7 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	if (!cmd) {
-		return usage_error(err, "missing command%s", NULL);
+		return tps_cli_usage_error(err, "missing command%s", NULL);
 	}
 	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
 	    strcmp(cmd, "help") == 0) {
@@ -675,5 +746,8 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 	if (strcmp(cmd, "explain") == 0) {
 		return cmd_explain(argc, argv, out, err);
 	}
-	return usage_error(err, "unknown command '%s'", cmd);
+	if (strcmp(cmd, "comm") == 0) {
+		return tps_cli_comm(argc, argv, out, err);
+	}
+	return tps_cli_usage_error(err, "unknown command '%s'", cmd);
 }

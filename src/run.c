@@ -367,7 +367,9 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct trace_file tf = {0};
 	char esc[256];
 	int64_t need;
-	enum tps_status st = tps_config_load(opts->config_path, &spec, err);
+	enum tps_status st =
+		tps_config_load_with(opts->config_path, opts->overrides,
+				     opts->n_overrides, &spec, err);
 
 	if (st != TPS_OK) {
 		return st;

@@ -510,6 +510,327 @@ START_TEST(explain_prints_byte_counts_as_integers)
 }
 END_TEST
 
+/* fc1 linear 8 -> 16 colwise, relu, fc2 16 -> 8 rowwise on dp 2 x tp 4,
+ * batch 4: test_costs.c derives its counts by hand (96 bytes forward over
+ * tp; 304 bytes of dp gradient averages). */
+/* The integers of the first line of text that starts with `start`, into
+ * v; returns how many. */
+static int numbers_of_line(const char *text, const char *start, long *v,
+			   int max)
+{
+	const char *line = text;
+	int n = 0;
+	while (line && strncmp(line, start, strlen(start)) != 0) {
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	ck_assert_msg(line != NULL, "no line \"%s\" in %s", start, text);
+	for (const char *p = line; *p && *p != '\n' && n < max;) {
+		char *end;
+		long x = strtol(p, &end, 10);
+		if (end != p && (p == line || p[-1] == ' ') &&
+		    (*end == ' ' || *end == '\n' || *end == '\0')) {
+			v[n++] = x;
+			p = end;
+		} else {
+			p++;
+		}
+	}
+	return n;
+}
+
+static const char comm_config[] =
+	"{\"tpsim\": 1, \"vars\": {\"dp\": 2}, \"mesh\": {\"shape\": "
+	"[\"$dp\", 4], \"dim_names\": [\"dp\", \"tp\"]}, \"dp_dim\": \"dp\", "
+	"\"model\": [{\"name\": \"fc1\", \"type\": \"linear\", "
+	"\"in_features\": 8, \"out_features\": 16}, {\"name\": \"act\", "
+	"\"type\": \"relu\"}, {\"name\": \"fc2\", \"type\": \"linear\", "
+	"\"in_features\": 16, \"out_features\": 8}], \"plan\": {\"fc1\": "
+	"\"colwise\", \"fc2\": \"rowwise\"}, \"input\": {\"shape\": "
+	"[\"2*$dp\", 8]}}";
+
+START_TEST(comm_counts_inference_and_training_side_by_side)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", comm_config);
+	struct result r = cli(3, "comm", cfg);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_uint_eq(r.err_len, 0);
+	/* inference: 1 collective, 96 bytes; training: 5, 400. */
+	{
+		long v[8];
+		ck_assert_int_eq(numbers_of_line(r.out, "total", v, 8), 4);
+		ck_assert_int_eq(v[0], 1);
+		ck_assert_int_eq(v[1], 96);
+		ck_assert_int_eq(v[2], 5);
+		ck_assert_int_eq(v[3], 400);
+	}
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "bytes per rank, training / inference: 4.17\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "optimizer  all_reduce  fc1"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "links: dp 25 GB/s, 10 us; tp 150 GB/s, 3 us; "
+			      "device 100 TFLOP/s\n"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(comm_sweeps_every_combination_of_set_values)
+{
+	/* dp 1 (tp only): training adds nothing, ratio 1; dp 2: 400 / 96. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", comm_config);
+	struct result r = cli(5, "comm", cfg, "--set", "dp=1,2");
+	const char *sweep;
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	sweep = strstr(r.out, "sweep: ");
+	ck_assert_ptr_nonnull(sweep);
+	ck_assert_int_eq(count_lines(sweep), 4); /* title, head, 2 points */
+	{
+		/* Per point: dp, inference bytes, training bytes, ratio (an
+		 * integer only for dp 1), the times' leading numbers. */
+		char first[512];
+		long v[8];
+		const char *row = strchr(strchr(sweep, '\n') + 1, '\n') + 1;
+		snprintf(first, sizeof first, "%.*s",
+			 (int)(strchr(row, ' ') - row), row);
+		ck_assert_int_ge(numbers_of_line(row, first, v, 8), 4);
+		ck_assert_int_eq(v[0], 1);
+		ck_assert_int_eq(v[1], 96);
+		ck_assert_int_eq(v[2], 96);
+		ck_assert_int_eq(v[3], 1);
+		ck_assert_ptr_nonnull(strstr(row, " 4.17 "));
+	}
+	result_free(&r);
+	/* --json: strict JSON, one point per combination. */
+	r = cli(6, "comm", cfg, "--set", "dp=1,2", "--json");
+	{
+		cJSON *root = NULL;
+		ck_assert_int_eq(tps_json_parse_strict("out", r.out, r.out_len,
+						       &root, NULL),
+				 TPS_OK);
+		ck_assert_int_eq(
+			cJSON_GetArraySize(cJSON_GetObjectItem(root, "points")),
+			2);
+		cJSON_Delete(root);
+	}
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(comm_refuses_bad_input_with_one_line)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", comm_config);
+	struct result r = cli(2, "comm");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "comm: missing CONFIG"));
+	result_free(&r);
+	r = cli(5, "comm", cfg, "--set", "dp=two");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "--set expects NAME=V[,V...]"));
+	result_free(&r);
+	/* A variable the config does not define: at /vars. */
+	r = cli(5, "comm", cfg, "--set", "hidden=8");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_msg(strstr(r.err, "c.json: /vars: no variable \"hidden\"") !=
+			      NULL,
+		      "%s", r.err);
+	ck_assert_int_eq(count_lines(r.err), 1);
+	ck_assert_uint_eq(r.out_len, 0);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(run_set_overrides_a_config_variable)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", comm_config);
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(7, "run", cfg, "--set", "dp=1", "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(text, "\"vars\":{\"dp\":1}"));
+	ck_assert_ptr_nonnull(strstr(text, "\"mesh\":{\"shape\":[1,4]"));
+	free(text);
+	r = cli(5, "run", cfg, "--set", "dp=1,2");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(r.err, "run: --set expects NAME=VALUE"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/*
+ * docs/comm.md holds tables `tpsim comm` printed, each after a line
+ * "<!-- generated: tpsim ARGS -->" in a fenced block. They are run again
+ * here, from the source root, and must be what the doc says; with
+ * TPSIM_UPDATE_DOCS=1 the doc is rewritten instead.
+ */
+START_TEST(the_generated_tables_in_docs_are_current)
+{
+	static const char *const docs[] = {"docs/comm.md",
+					   "examples/seed004_ddp_tp/README.md"};
+	char cwd[4096];
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+	ck_assert_int_eq(chdir(tu_source_root()), 0);
+	for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+		char *text = tu_read_file(docs[d], NULL);
+		char *rebuilt = NULL;
+		size_t rebuilt_len = 0;
+		FILE *w = open_memstream(&rebuilt, &rebuilt_len);
+		const char *p;
+		int blocks = 0;
+		ck_assert_ptr_nonnull(text);
+		for (p = text; *p;) {
+			const char *tag = strstr(p, "<!-- generated: tpsim ");
+			const char *fence, *body, *end;
+			char args[1024], *argv[16] = {"tpsim"};
+			int argc = 1;
+			struct result r;
+			FILE *out, *err;
+			if (!tag) {
+				fputs(p, w);
+				break;
+			}
+			end = strstr(tag, " -->\n");
+			ck_assert_ptr_nonnull(end);
+			snprintf(args, sizeof args, "%.*s",
+				 (int)(end - tag) - 22, tag + 22);
+			/* Split on spaces (strtok is banned, STYLE.md). */
+			for (char *a = args; *a && argc < 16;) {
+				argv[argc++] = a;
+				while (*a && *a != ' ') {
+					a++;
+				}
+				while (*a == ' ') {
+					*a++ = '\0';
+				}
+			}
+			fence = end + 5;
+			ck_assert_msg(strncmp(fence, "```\n", 4) == 0,
+				      "%s: no fence after %.*s", docs[d],
+				      (int)(end - tag), tag);
+			body = fence + 4;
+			end = strstr(body, "```\n<!-- end generated -->");
+			ck_assert_ptr_nonnull(end);
+			memset(&r, 0, sizeof r);
+			out = open_memstream(&r.out, &r.out_len);
+			err = open_memstream(&r.err, &r.err_len);
+			r.rc = tps_cli_main(argc, argv, out, err);
+			fclose(out);
+			fclose(err);
+			ck_assert_msg(r.rc == 0, "%s", r.err);
+			if (!getenv("TPSIM_UPDATE_DOCS")) {
+				ck_assert_msg(
+					(size_t)(end - body) == r.out_len &&
+						memcmp(body, r.out,
+						       r.out_len) == 0,
+					"%s is stale at \"%.*s\": rerun with "
+					"TPSIM_UPDATE_DOCS=1 meson test -C "
+					"build cli",
+					docs[d], (int)(fence - tag - 5), tag);
+			}
+			fwrite(p, 1, (size_t)(body - p), w);
+			fwrite(r.out, 1, r.out_len, w);
+			p = end;
+			blocks++;
+			result_free(&r);
+		}
+		fclose(w);
+		if (getenv("TPSIM_UPDATE_DOCS")) {
+			tu_write_file(docs[d], rebuilt, rebuilt_len);
+			printf("rewrote %s\n", docs[d]);
+		}
+		ck_assert_int_gt(blocks, 0);
+		free(rebuilt);
+		free(text);
+	}
+	ck_assert_int_eq(chdir(cwd), 0);
+}
+END_TEST
+
+/* The count of trace events with these keys (NULL: any). */
+static int count_events(const cJSON *trace, int step, const char *phase,
+			const char *op, const char *mesh_dim)
+{
+	const cJSON *ev;
+	int n = 0;
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "events"))
+	{
+		const cJSON *s = cJSON_GetObjectItem(ev, "step");
+		const cJSON *k = cJSON_GetObjectItem(ev, "kind");
+		const cJSON *d = cJSON_GetObjectItem(ev, "mesh_dim");
+		if (strcmp(k->valuestring, "collective") != 0 ||
+		    (step >= 0 && (!s || s->valueint != step)) ||
+		    (phase &&
+		     strcmp(cJSON_GetObjectItem(ev, "phase")->valuestring,
+			    phase) != 0) ||
+		    (op && strcmp(cJSON_GetObjectItem(ev, "op")->valuestring,
+				  op) != 0) ||
+		    (mesh_dim && (!d || strcmp(d->valuestring, mesh_dim)))) {
+			continue;
+		}
+		n++;
+	}
+	return n;
+}
+
+START_TEST(seed_004_example_runs_as_ddp_and_tp_do)
+{
+	/* examples/seed004_ddp_tp: mesh (3, 2) named (col, row), DDP over
+	 * col, TP over row; linear1 colwise, linear2 rowwise, linear3
+	 * replicated, relu after each; loss output.sum(), SGD, 10 steps,
+	 * the batch broadcast from each TP group's root. Per step: one TP
+	 * all_reduce forward (linear2), no TP collective backward (the
+	 * input needs no gradient), and one DP all_reduce per parameter. */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	char *text;
+	cJSON *root = NULL;
+	const cJSON *result;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", tu_source_path("examples/seed004_ddp_tp/config.json"),
+		"-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_int_eq(
+		tps_json_parse_strict("t", text, strlen(text), &root, NULL),
+		TPS_OK);
+	for (int step = 0; step < 10; step++) {
+		ck_assert_int_eq(
+			count_events(root, step, "forward", "broadcast", "row"),
+			step == 0 ? 1 : 0);
+		ck_assert_int_eq(count_events(root, step, "forward",
+					      "all_reduce", "row"),
+				 1);
+		ck_assert_int_eq(
+			count_events(root, step, "backward", NULL, NULL), 0);
+		ck_assert_int_eq(count_events(root, step, "optimizer",
+					      "all_reduce", "col"),
+				 6);
+		ck_assert_int_eq(count_events(root, step, NULL, NULL, NULL),
+				 step == 0 ? 8 : 7);
+	}
+	result = cJSON_GetObjectItem(root, "result");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(result, "match")));
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(result, "loss")), 10);
+	cJSON_Delete(root);
+	free(text);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -535,8 +856,7 @@ START_TEST(mesh_errors_quote_names_without_backslashes)
 {
 	/* The message is ours: its quotes stay quotes. A name the user
 	 * typed is escaped, so a control character cannot break the line. */
-	struct result r =
-		cli(6, "mesh", "--shape", "2,2", "--names", "tp,tp");
+	struct result r = cli(6, "mesh", "--shape", "2,2", "--names", "tp,tp");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "tpsim: mesh: mesh dims 0 and 1 are both "
 				    "named \"tp\"\n") != NULL,
@@ -544,8 +864,8 @@ START_TEST(mesh_errors_quote_names_without_backslashes)
 	result_free(&r);
 	r = cli(6, "mesh", "--shape", "2,2", "--names", "a\033,a\033");
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_msg(strstr(r.err, "both named \"a\\u001b\"\n") != NULL,
-		      "%s", r.err);
+	ck_assert_msg(strstr(r.err, "both named \"a\\u001b\"\n") != NULL, "%s",
+		      r.err);
 	ck_assert_int_eq(count_lines(r.err), 2);
 	result_free(&r);
 }
@@ -583,6 +903,7 @@ static Suite *cli_suite(void)
 	TCase *run = tcase_create("run");
 	TCase *check = tcase_create("check");
 	TCase *mesh = tcase_create("mesh");
+	TCase *comm = tcase_create("comm");
 	tcase_add_test(usage, help_and_version_go_to_stdout);
 	tcase_add_test(usage, usage_errors_are_one_line_and_a_hint);
 	tcase_add_test(run, run_writes_trace_and_one_line_summary);
@@ -597,6 +918,12 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
 	tcase_add_test(check, explain_prints_byte_counts_as_integers);
+	tcase_add_test(comm, comm_counts_inference_and_training_side_by_side);
+	tcase_add_test(comm, comm_sweeps_every_combination_of_set_values);
+	tcase_add_test(comm, comm_refuses_bad_input_with_one_line);
+	tcase_add_test(comm, run_set_overrides_a_config_variable);
+	tcase_add_test(comm, the_generated_tables_in_docs_are_current);
+	tcase_add_test(comm, seed_004_example_runs_as_ddp_and_tp_do);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);
@@ -604,6 +931,7 @@ static Suite *cli_suite(void)
 	suite_add_tcase(s, run);
 	suite_add_tcase(s, check);
 	suite_add_tcase(s, mesh);
+	suite_add_tcase(s, comm);
 	return s;
 }
 

@@ -20,6 +20,9 @@ struct tps_run_options {
 	const char *config_path; /* "-" is stdin */
 	const char *output_path; /* NULL: write to `stream` */
 	int64_t max_memory;	 /* bytes; refuse larger runs */
+	/* Config variables set from outside ("--set"); see config.h. */
+	const struct tps_config_var *overrides;
+	int n_overrides;
 };
 
 #define TPS_RUN_MAX_WARNINGS 4

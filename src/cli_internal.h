@@ -1,0 +1,35 @@
+/* What the CLI's files share (cli.c, cli_comm.c). Not installed. */
+#ifndef TPSIM_CLI_INTERNAL_H
+#define TPSIM_CLI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tpsim/config.h"
+#include "tpsim/error.h"
+
+/* A usage error: "tpsim: " fmt (with arg escaped), then the hint. Returns
+ * the trouble exit code. */
+int tps_cli_usage_error(FILE *err, const char *fmt, const char *arg);
+
+/* Trouble: "tpsim: <message>". Returns the trouble exit code. */
+int tps_cli_trouble(FILE *err, const struct tps_error *e);
+
+/* The most values one --set may list (tpsim comm sweeps them). */
+#define TPS_CLI_MAX_SET_VALUES 64
+
+/* One --set NAME=V[,V...]. */
+struct tps_cli_set {
+	char name[64];
+	double values[TPS_CLI_MAX_SET_VALUES];
+	int n_values;
+};
+
+/* Parses "NAME=V[,V...]": NAME as config variables are named, each V a
+ * finite number. False when malformed. */
+bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set);
+
+/* tpsim comm CONFIG... [--set NAME=V[,V...]]... [--json] */
+int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err);
+
+#endif
