@@ -84,7 +84,7 @@ START_TEST(help_and_version_go_to_stdout)
 	result_free(&r);
 	r = cli(2, "--version");
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_str_eq(r.out, "tpsim 0.1.0\n");
+	ck_assert_str_eq(r.out, "tpsim 0.2.0\n");
 	result_free(&r);
 	r = cli(3, "run", "--help");
 	ck_assert_int_eq(r.rc, 0);
@@ -831,6 +831,69 @@ START_TEST(seed_004_example_runs_as_ddp_and_tp_do)
 }
 END_TEST
 
+START_TEST(tp_off_the_innermost_dim_warns_in_trace_and_on_stderr)
+{
+	/* Seed 004's first naming: TP over the outer dim. tpsim runs it and
+	 * says why it matters; strict_tp_innermost gives PyTorch's error. */
+	const char *dir = tu_tempdir();
+	static const char cfg_text[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 3], \"dim_names\": "
+		"[\"tp\", \"dp\"]}, \"tp_dim\": \"tp\", \"dp_dim\": \"dp\", "
+		"\"model\": [{\"name\": \"fc\", \"type\": \"linear\", "
+		"\"in_features\": 4, \"out_features\": 2}], \"plan\": {\"fc\": "
+		"\"rowwise\"}, \"input\": {\"shape\": [3, 4]}%s}";
+	char text[1024], trace[512], *out;
+	const char *cfg;
+	struct result r;
+	snprintf(text, sizeof text, cfg_text, "");
+	cfg = write_config(dir, "c.json", text);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.err, "tpsim: warning: ") == r.err, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "TP runs over mesh dim \"tp\" (dim "
+					    "0 of 2), not the innermost"));
+	ck_assert_int_eq(count_lines(r.err), 2);
+	result_free(&r);
+	out = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(out, "\n\"warnings\":[\"TP runs over"));
+	free(out);
+	snprintf(text, sizeof text, cfg_text,
+		 ", \"strict_tp_innermost\": true");
+	cfg = write_config(dir, "c.json", text);
+	r = cli(3, "run", cfg);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_msg(strstr(r.err, "TP needs to be the innermost dimension "
+				    "on its parent mesh") != NULL,
+		      "%s", r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(unequal_dp_parts_warn_that_ddp_would_differ)
+{
+	/* 5 samples over dp 2: 3 and 2. DDP's mean of local means weights
+	 * them unequally; dp_grad global scales them, and says so. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
+		"[\"dp\", \"tp\"]}, \"dp_dim\": \"dp\", \"model\": [{\"name\": "
+		"\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		"\"out_features\": 2}], \"plan\": {\"fc\": \"colwise\"}, "
+		"\"input\": {\"shape\": [5, 4]}, \"mode\": \"training\"}");
+	struct result r = cli(3, "run", cfg);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "unequal parts of the batch (3 "
+					    "to 2 samples)"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"warnings\":["));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -924,6 +987,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(comm, run_set_overrides_a_config_variable);
 	tcase_add_test(comm, the_generated_tables_in_docs_are_current);
 	tcase_add_test(comm, seed_004_example_runs_as_ddp_and_tp_do);
+	tcase_add_test(run,
+		       tp_off_the_innermost_dim_warns_in_trace_and_on_stderr);
+	tcase_add_test(run, unequal_dp_parts_warn_that_ddp_would_differ);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);
