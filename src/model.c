@@ -296,6 +296,19 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 	return st;
 }
 
+bool tps_model_needs_input_grad(const struct tps_model *model, int i)
+{
+	if (model->spec->input_requires_grad) {
+		return true;
+	}
+	for (int j = 0; j < i; j++) {
+		if (model->modules[j].n_params > 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
 {
 	struct tps_shape shape = spec->input_shape;

@@ -79,21 +79,6 @@ static enum tps_status forward(struct tps_model *model,
 	return st;
 }
 
-/* As in the simulation: a module's input needs a gradient when the model
- * input requires one or a module before it has parameters. */
-static bool needs_input_grad(const struct tps_model *model, int i)
-{
-	if (model->spec->input_requires_grad) {
-		return true;
-	}
-	for (int j = 0; j < i; j++) {
-		if (model->modules[j].n_params > 0) {
-			return true;
-		}
-	}
-	return false;
-}
-
 /* Backward from dy: every parameter's ref_grad, and *dinput when the input
  * requires a gradient. */
 static enum tps_status backward(struct tps_model *model,
@@ -107,7 +92,7 @@ static enum tps_status backward(struct tps_model *model,
 
 	for (; i >= 0 && st == TPS_OK; i--) {
 		struct tps_module *m = &model->modules[i];
-		bool want = needs_input_grad(model, i);
+		bool want = tps_model_needs_input_grad(model, i);
 		struct tps_tensor dx = {0};
 		if (!want && m->n_params == 0) {
 			break;

@@ -401,22 +401,6 @@ loss(struct tps_model *model, const struct tps_dtensor *y,
 
 /* ---- backward -------------------------------------------------------- */
 
-/* Whether module i's input needs a gradient: the model input's does when
- * it requires one; a later module's does when a module before it has
- * parameters to train. */
-static bool needs_input_grad(const struct tps_model *model, int i)
-{
-	if (model->spec->input_requires_grad) {
-		return true;
-	}
-	for (int j = 0; j < i; j++) {
-		if (model->modules[j].n_params > 0) {
-			return true;
-		}
-	}
-	return false;
-}
-
 /* Backward from dy (consumed): every parameter's grad; *dinput the input's
  * gradient when it requires one (else untouched). */
 static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
@@ -436,7 +420,7 @@ static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
 				 "output.grad", err);
 	for (; i >= 0 && st == TPS_OK; i--) {
 		struct tps_module *m = &model->modules[i];
-		bool want = needs_input_grad(model, i);
+		bool want = tps_model_needs_input_grad(model, i);
 		struct tps_dtensor dx = {0};
 		if (!want && m->n_params == 0) {
 			break; /* nothing before it trains */

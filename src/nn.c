@@ -147,6 +147,29 @@ enum tps_status tps_nn_grad_through(const struct tps_nn_context *ctx,
 	return st;
 }
 
+enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
+				  struct tps_module *m, struct tps_dtensor *g,
+				  const char *op, const char *note,
+				  int64_t flops, struct tps_dtensor *dx,
+				  struct tps_error *err)
+{
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st;
+	snprintf(name, sizeof name, "%s.in.grad", m->spec->name);
+	st = tps_nn_emit_compute(ctx, m->spec->name, op, name, note, g, flops,
+				 err);
+	if (st == TPS_OK) {
+		st = tps_nn_grad_through(ctx, g, &m->in_chain, m->spec->name,
+					 name, err);
+	}
+	if (st == TPS_OK) {
+		*dx = *g;
+	} else {
+		tps_dtensor_free(g);
+	}
+	return st;
+}
+
 enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 				 struct tps_dtensor *x,
 				 struct tps_placement tp_target,

@@ -123,34 +123,24 @@ static enum tps_status elementwise_backward(const struct tps_nn_context *ctx,
 {
 	const struct tps_module_spec *s = m->spec;
 	struct backward_job job = {s->type, dy, &m->saved_in};
-	char op[TPS_NAME_MAX], in_grad[TPS_NAME_MAX + 16];
+	char op[TPS_NAME_MAX];
 	struct tps_dtensor g = {0};
 	enum tps_status st = TPS_OK;
 
 	snprintf(op, sizeof op, "%s_backward", tps_module_type_names[s->type]);
-	snprintf(in_grad, sizeof in_grad, "%s.in.grad", s->name);
 	/* No parameters: without an input gradient there is nothing to do. */
 	if (dx) {
 		st = tps_dtensor_map(&g, ctx->mesh, &dy->global, dy->placements,
 				     backward_rank, &job, err);
 		if (st == TPS_OK) {
-			st = tps_nn_emit_compute(
-				ctx, s->name, op, in_grad,
+			st = tps_nn_input_grad(
+				ctx, m, &g, op,
 				s->type == TPS_MODULE_RELU
 					? "dX = dY where X > 0, else 0: "
 					  "element-wise, the layout is kept"
 					: "dX = dY gelu'(X): element-wise, the "
 					  "layout is kept",
-				&g, 0, err);
-		}
-		if (st == TPS_OK) {
-			st = tps_nn_grad_through(ctx, &g, &m->in_chain, s->name,
-						 in_grad, err);
-		}
-		if (st == TPS_OK) {
-			*dx = g;
-		} else {
-			tps_dtensor_free(&g);
+				0, dx, err);
 		}
 	}
 	tps_dtensor_free(dy);

@@ -491,13 +491,12 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 	const struct tps_module_spec *s = m->spec;
 	struct backward_notes notes = notes_of(s->style);
 	struct backward_job job = {dy, &m->saved_in, weight(m)};
-	char out_grad[TPS_NAME_MAX + 16], in_grad[TPS_NAME_MAX + 16];
+	char out_grad[TPS_NAME_MAX + 16];
 	/* dW and dX cost what the forward matmul did. */
 	int64_t flops = 0;
 	enum tps_status st;
 
 	snprintf(out_grad, sizeof out_grad, "%s.out.grad", s->name);
-	snprintf(in_grad, sizeof in_grad, "%s.in.grad", s->name);
 	/* dY back to the layout the matmul produced Y in. */
 	st = tps_nn_grad_through(ctx, dy, &m->out_chain, s->name, out_grad,
 				 err);
@@ -529,21 +528,11 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 		placements[ctx->tp_dim] = tp;
 		st = tps_dtensor_map(&g, ctx->mesh, &m->saved_in.global,
 				     placements, dx_rank, &job, err);
+		/* Then back through the input's redistributions: a partial
+		 * dX of a replicated input all-reduces (Megatron's f). */
 		if (st == TPS_OK) {
-			st = tps_nn_emit_compute(ctx, s->name, "matmul",
-						 in_grad, notes.dx, &g, flops,
-						 err);
-		}
-		/* Back through the input's redistributions: a partial dX of
-		 * a replicated input all-reduces here (Megatron's f). */
-		if (st == TPS_OK) {
-			st = tps_nn_grad_through(ctx, &g, &m->in_chain, s->name,
-						 in_grad, err);
-		}
-		if (st == TPS_OK) {
-			*dx = g;
-		} else {
-			tps_dtensor_free(&g);
+			st = tps_nn_input_grad(ctx, m, &g, "matmul", notes.dx,
+					       flops, dx, err);
 		}
 	}
 	tps_dtensor_free(dy);
@@ -631,7 +620,11 @@ static int64_t linear_memory_estimate(const struct tps_module_spec *s,
 		s->style == TPS_STYLE_COLWISE || s->style == TPS_STYLE_ROWWISE
 			? mc->world / mc->tp
 			: mc->world;
-	return tps_sat_mul(tps_sat_mul(w, copies + 1), 4);
+	int64_t bytes = tps_sat_mul(tps_sat_mul(w, copies + 1), 4);
+	/* Training: the gradients and each optimizer state, held alike. */
+	return mc->training
+		       ? tps_sat_mul(bytes, 2 + (int64_t)mc->optimizer_states)
+		       : bytes;
 }
 
 const struct tps_module_ops tps_linear_ops = {

@@ -375,6 +375,38 @@ void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 	}
 }
 
+/* Rows and the last dim of a tensor of >= 1 dims: (rows, last). */
+static void rows_and_last(const struct tps_tensor *t, int64_t *rows,
+			  int64_t *last)
+{
+	*last = t->shape.dim[t->shape.ndim - 1];
+	*rows = 1;
+	for (int d = 0; d + 1 < t->shape.ndim; d++) {
+		*rows *= t->shape.dim[d];
+	}
+}
+
+/* *out = a new tensor of `shape` (meta when `like` is) holding
+ * op(A) op(B) of the (m, k) x (k, n) product, per tps_matmul. */
+static enum tps_status matmul_into(struct tps_tensor *out,
+				   const struct tps_shape *shape,
+				   const struct tps_tensor *like,
+				   const float *a, const float *b, int64_t m,
+				   int64_t n, int64_t k, bool trans_a,
+				   bool trans_b, struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = tps_tensor_init_like(&t, shape, like, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		tps_matmul(t.data, a, b, m, n, k, trans_a, trans_b);
+	}
+	*out = t;
+	return TPS_OK;
+}
+
 enum tps_status tps_tensor_linear(struct tps_tensor *y,
 				  const struct tps_tensor *x,
 				  const struct tps_tensor *w,
@@ -396,34 +428,20 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 			tps_shape_format(&x->shape, xs, sizeof xs),
 			tps_shape_format(&w->shape, ws, sizeof ws));
 	}
-	k = w->shape.dim[1];
+	rows_and_last(x, &rows, &k);
 	n = w->shape.dim[0];
 	shape = x->shape;
 	shape.dim[shape.ndim - 1] = n;
-	st = tps_tensor_init_like(&t, &shape, x, err);
-	if (st != TPS_OK) {
-		return st;
+	/* (rows, k) (n, k)^T: k order the input features. */
+	st = matmul_into(&t, &shape, x, x->data, w->data, rows, n, k, false,
+			 true, err);
+	if (st == TPS_OK && b) {
+		tps_tensor_add_bias(&t, b, 1.0f);
 	}
-	rows = n > 0 ? tps_tensor_numel(&t) / n : 0;
-	if (t.data) {
-		tps_matmul(t.data, x->data, w->data, rows, n, k, false, true);
-		if (b) {
-			tps_tensor_add_bias(&t, b, 1.0f);
-		}
+	if (st == TPS_OK) {
+		*y = t;
 	}
-	*y = t;
-	return TPS_OK;
-}
-
-/* Rows and the last dim of a tensor of >= 1 dims: (rows, last). */
-static void rows_and_last(const struct tps_tensor *t, int64_t *rows,
-			  int64_t *last)
-{
-	*last = t->shape.dim[t->shape.ndim - 1];
-	*rows = 1;
-	for (int d = 0; d + 1 < t->shape.ndim; d++) {
-		*rows *= t->shape.dim[d];
-	}
+	return st;
 }
 
 enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
@@ -432,9 +450,7 @@ enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 						 struct tps_error *err)
 {
 	struct tps_shape shape;
-	struct tps_tensor t;
 	int64_t rows, n, k;
-	enum tps_status st;
 	char a[128], b[128];
 
 	if (dy->shape.ndim < 1 || w->shape.ndim != 2 ||
@@ -449,16 +465,9 @@ enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 	k = w->shape.dim[1];
 	shape = dy->shape;
 	shape.dim[shape.ndim - 1] = k;
-	st = tps_tensor_init_like(&t, &shape, dy, err);
-	if (st != TPS_OK) {
-		return st;
-	}
-	if (t.data) {
-		/* (rows, n) (n, k): k order n, the output features. */
-		tps_matmul(t.data, dy->data, w->data, rows, k, n, false, false);
-	}
-	*dx = t;
-	return TPS_OK;
+	/* (rows, n) (n, k): k order n, the output features. */
+	return matmul_into(dx, &shape, dy, dy->data, w->data, rows, k, n, false,
+			   false, err);
 }
 
 enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
@@ -466,10 +475,8 @@ enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 						  const struct tps_tensor *x,
 						  struct tps_error *err)
 {
-	struct tps_tensor t;
 	int64_t rows, xrows, n, k, dims[2];
 	struct tps_shape shape;
-	enum tps_status st;
 	char a[128], b[128];
 	bool fit = dy->shape.ndim >= 1 && dy->shape.ndim == x->shape.ndim;
 
@@ -488,16 +495,9 @@ enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 	dims[0] = n;
 	dims[1] = k;
 	shape = tps_shape_make(2, dims);
-	st = tps_tensor_init_like(&t, &shape, dy, err);
-	if (st != TPS_OK) {
-		return st;
-	}
-	if (t.data) {
-		/* (rows, n)^T (rows, k): k order the rows, in row order. */
-		tps_matmul(t.data, dy->data, x->data, n, k, rows, true, false);
-	}
-	*dw = t;
-	return TPS_OK;
+	/* (rows, n)^T (rows, k): k order the rows, in row order. */
+	return matmul_into(dw, &shape, dy, dy->data, x->data, n, k, rows, true,
+			   false, err);
 }
 
 enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,

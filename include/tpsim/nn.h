@@ -234,6 +234,18 @@ enum tps_status tps_nn_grad_through(const struct tps_nn_context *ctx,
 				    const char *module, const char *tensor,
 				    struct tps_error *err);
 
+/*
+ * The end of a module's backward: emits g, the input's gradient as the
+ * computation made it (op, note, flops), as "<module>.in.grad"; walks it
+ * back through the module's in_chain; hands it over as *dx. g is consumed
+ * (freed on error).
+ */
+enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
+				  struct tps_module *m, struct tps_dtensor *g,
+				  const char *op, const char *note,
+				  int64_t flops, struct tps_dtensor *dx,
+				  struct tps_error *err);
+
 /* Emits a compute event for `value` (every rank), with the step and phase
  * of ctx. flops: the most any one rank did (0 where not counted). */
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
