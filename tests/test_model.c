@@ -958,6 +958,34 @@ START_TEST(meta_run_emits_the_events_of_a_real_one)
 }
 END_TEST
 
+START_TEST(memory_estimate_counts_what_training_keeps)
+{
+	/* Training holds gradients, optimizer state and saved inputs on top
+	 * of inference's parameters and activations: the estimate that
+	 * --max-memory checks grows with each. */
+	struct case_spec c = mlp_training(2, 4, 8, false, true);
+	struct tps_model_spec spec;
+	int64_t inference, sgd, adamw;
+	c.steps = 0;
+	build_spec(&spec, &c);
+	inference = tps_model_estimate_bytes(&spec);
+	tps_model_spec_free(&spec);
+	c.steps = 1;
+	c.optimizer = TPS_OPTIMIZER_SGD; /* with momentum: 1 state */
+	build_spec(&spec, &c);
+	sgd = tps_model_estimate_bytes(&spec);
+	tps_model_spec_free(&spec);
+	c.optimizer = TPS_OPTIMIZER_ADAMW; /* 2 states */
+	build_spec(&spec, &c);
+	adamw = tps_model_estimate_bytes(&spec);
+	tps_model_spec_free(&spec);
+	printf("estimate: inference %lld, sgd %lld, adamw %lld bytes\n",
+	       (long long)inference, (long long)sgd, (long long)adamw);
+	ck_assert_int_gt(sgd, inference);
+	ck_assert_int_gt(adamw, sgd);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -991,6 +1019,7 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_costs_what_megatron_says);
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
+	tcase_add_test(train, memory_estimate_counts_what_training_keeps);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);
 	suite_add_tcase(s, layouts);
