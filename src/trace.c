@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* For XXH3_state_t on the stack (no allocation that could fail). */
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
 #include "tpsim/numfmt.h"
 #include "tpsim/rng.h"
 #include "tps_version.h"
@@ -124,6 +128,37 @@ static void write_nested(FILE *out, const struct tps_tensor *t, int d,
 	fputc(']', out);
 }
 
+/* XXH3-64 (seed 0) of the tensor's float32 values as little-endian
+ * bytes, on any host: a little-endian host hashes them in place, another
+ * converts them a block at a time. */
+static uint64_t hash_values(const struct tps_tensor *v)
+{
+	const uint32_t one = 1;
+	int64_t n = v->data ? tps_tensor_numel(v) : 0;
+	unsigned char first;
+	XXH3_state_t state;
+
+	memcpy(&first, &one, 1);
+	if (first == 1 || n == 0) {
+		return XXH3_64bits(v->data, (size_t)n * sizeof(float));
+	}
+	XXH3_64bits_reset(&state);
+	for (int64_t i = 0; i < n; i += 1024) {
+		unsigned char le[4096];
+		int64_t m = n - i < 1024 ? n - i : 1024;
+		for (int64_t k = 0; k < m; k++) {
+			uint32_t bits;
+			memcpy(&bits, &v->data[i + k], 4);
+			for (int b = 0; b < 4; b++) {
+				le[4 * k + b] =
+					(unsigned char)(bits >> (8 * b));
+			}
+		}
+		XXH3_64bits_update(&state, le, (size_t)m * 4);
+	}
+	return XXH3_64bits_digest(&state);
+}
+
 /* ,"values":... or the summary keys, after a "shape" key. */
 static void write_values(const struct tps_trace *t, const struct tps_tensor *v)
 {
@@ -156,19 +191,7 @@ static void write_values(const struct tps_trace *t, const struct tps_tensor *v)
 		fputs(",\"mean\":", t->out);
 		write_float(t->out, (float)(sum / (double)n));
 	}
-	{
-		uint64_t h = TPS_FNV1A64_INIT;
-		for (int64_t i = 0; i < n; i++) {
-			uint32_t bits;
-			unsigned char le[4];
-			memcpy(&bits, &v->data[i], 4);
-			for (int b = 0; b < 4; b++) {
-				le[b] = (unsigned char)(bits >> (8 * b));
-			}
-			h = tps_fnv1a64(le, 4, h);
-		}
-		fprintf(t->out, ",\"hash\":\"%016" PRIx64 "\"", h);
-	}
+	fprintf(t->out, ",\"hash\":\"%016" PRIx64 "\"", hash_values(v));
 }
 
 /* {"shape":[..],"values":..} */

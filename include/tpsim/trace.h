@@ -12,7 +12,7 @@
  * Values mode:
  *   full     "values": nested arrays in the tensor's shape ([] when empty)
  *   summary  instead of "values": "min", "max", "mean" (omitted when empty)
- *            and "hash" (FNV-1a 64 of the little-endian float32 bytes, 16 hex
+ *            and "hash" (XXH3-64, seed 0, of the little-endian float32 bytes, 16 hex
  *            digits)
  *   none     shapes only
  *
