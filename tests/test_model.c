@@ -90,7 +90,8 @@ struct case_spec {
 	enum tps_sampler sampler;
 	bool requires_grad;
 	unsigned dp_mask; /* 0: dim 0 when dp > 1 */
-	int mesh_ndim;	  /* 3: (dp, cp, tp) with cp = 2 flattened */
+	/* 0: (dp, tp); 1: a 1-D (tp) mesh; 3: (dp, cp, tp) with cp = 2. */
+	int mesh_ndim;
 };
 
 static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
@@ -154,7 +155,11 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 	int64_t dims[3] = {c->batch, c->seq, c->in};
 	int ndim = 2;
 	memset(spec, 0, sizeof *spec);
-	if (c->mesh_ndim == 3) {
+	if (c->mesh_ndim == 1) {
+		shape[0] = c->tp;
+		names[0] = "tp";
+		ndim = 1;
+	} else if (c->mesh_ndim == 3) {
 		/* (dp, cp, tp): the batch split over dp and cp flattened. */
 		shape[1] = 2;
 		shape[2] = c->tp;
@@ -165,7 +170,9 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 	ck_assert_int_eq(tps_mesh_init(&spec->mesh, ndim, shape, names, NULL),
 			 TPS_OK);
 	spec->tp_dim = ndim - 1;
-	spec->dp_mask = c->dp_mask ? c->dp_mask : c->dp > 1 ? 1u : 0u;
+	spec->dp_mask = c->dp_mask		? c->dp_mask
+			: c->dp > 1 && ndim > 1 ? 1u
+						: 0u;
 	set_training(spec, c);
 	if (c->seq) {
 		spec->input_shape = tps_shape_make(3, dims);
@@ -622,10 +629,10 @@ static struct case_spec mlp_training(int dp, int tp, int batch, bool uneven,
 
 START_TEST(training_matches_reference_for_every_tp)
 {
-	/* tp = _i: loss, every gradient and every parameter after 3 steps,
-	 * for both optimizers and losses, every bias mode, bias on and off,
-	 * dims that divide and dims that do not, gelu and relu, 2-D and 3-D
-	 * activations. */
+	/* tp = _i on a 1-D mesh: loss, every gradient and every parameter
+	 * after 3 steps, for both optimizers and losses, every bias mode,
+	 * bias on and off, dims that divide and dims that do not, gelu and
+	 * relu, 2-D and 3-D activations. */
 	const enum tps_bias_mode modes[3] = {
 		TPS_BIAS_AFTER_REDUCE, TPS_BIAS_PARTIAL_SPLIT, TPS_BIAS_RANK0};
 	int tp = _i;
@@ -648,6 +655,7 @@ START_TEST(training_matches_reference_for_every_tp)
 						c.seq = uneven ? 3 : 0;
 						c.shape = m == 1 ? MLP_GELU
 								 : MLP_RELU;
+						c.mesh_ndim = 1; /* (tp) */
 						run_training(&c);
 					}
 				}
@@ -661,9 +669,10 @@ END_TEST
 START_TEST(training_matches_reference_on_dp_x_tp)
 {
 	/* Every dp x tp mesh up to 8 ranks, both samplers, both dp_grad
-	 * modes, both optimizers, batches that split evenly and not (the
-	 * distributed sampler only where dp divides the batch; ddp with mse
-	 * only where no dp rank is empty). */
+	 * modes, both optimizers and losses, every bias mode, uneven dims,
+	 * batches that split evenly and not (the distributed sampler only
+	 * where dp divides the batch; ddp with mse only where no dp rank is
+	 * empty). */
 	static const int meshes[][2] = {{2, 1}, {2, 2}, {2, 3}, {2, 4},
 					{3, 1}, {3, 2}, {4, 1}, {4, 2},
 					{5, 1}, {6, 1}, {7, 1}, {8, 1}};
@@ -695,6 +704,10 @@ START_TEST(training_matches_reference_on_dp_x_tp)
 							(enum tps_optimizer_type)
 								opt;
 						c.loss = (enum tps_loss)loss;
+						c.bias_mode =
+							(enum tps_bias_mode)(
+								(batch + opt) %
+								3);
 						run_training(&c);
 					}
 				}
