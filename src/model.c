@@ -338,6 +338,32 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 				     "target", err);
 }
 
+enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
+				       const struct tps_model *model,
+				       struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_model_outcome o = {0};
+	int n = model->n_params;
+	if (spec->mode != TPS_MODE_TRAINING) {
+		*out = o;
+		return TPS_OK;
+	}
+	o.steps = spec->steps;
+	o.n_grads = n + (spec->input_requires_grad ? 1 : 0);
+	o.n_params = n;
+	/* At least one element each, so that nothing is calloc(0). */
+	o.loss = calloc((size_t)o.steps, sizeof *o.loss);
+	o.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1), sizeof *o.grads);
+	o.params_after = calloc((size_t)(n ? n : 1), sizeof *o.params_after);
+	if (!o.loss || !o.grads || !o.params_after) {
+		tps_model_outcome_free(&o);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	*out = o;
+	return TPS_OK;
+}
+
 void tps_model_outcome_free(struct tps_model_outcome *out)
 {
 	if (!out) {

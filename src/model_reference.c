@@ -143,14 +143,6 @@ static enum tps_status collect_training(const struct tps_model *model,
 {
 	enum tps_status st = TPS_OK;
 	int n = model->n_params;
-	out->n_grads = n + (model->spec->input_requires_grad ? 1 : 0);
-	out->grads = calloc((size_t)out->n_grads, sizeof *out->grads);
-	out->n_params = n;
-	out->params_after =
-		calloc((size_t)(n ? n : 1), sizeof *out->params_after);
-	if (!out->grads || !out->params_after) {
-		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-	}
 	for (int i = 0; i < n && st == TPS_OK; i++) {
 		st = tps_tensor_copy(&out->grads[i], &model->params[i].ref_grad,
 				     err);
@@ -203,15 +195,8 @@ enum tps_status tps_model_run_reference(struct tps_model *model,
 	int steps = training ? spec->steps : 1;
 	struct tps_model_outcome o = {0};
 	struct tps_tensor dinput = {0};
-	enum tps_status st = TPS_OK;
+	enum tps_status st = tps_model_outcome_init(&o, model, err);
 
-	if (training) {
-		o.steps = steps;
-		o.loss = calloc((size_t)steps, sizeof *o.loss);
-		if (!o.loss) {
-			st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-		}
-	}
 	for (int step = 0; step < steps && st == TPS_OK; step++) {
 		struct tps_tensor y = {0};
 		st = forward(model, input, training, &y, err);

@@ -113,6 +113,12 @@ struct tps_model_outcome {
 	struct tps_tensor *params_after;
 };
 
+/* An outcome with its arrays made for the spec's run (training: steps
+ * losses, the gradients' and parameters' slots; inference: none), every
+ * tensor empty. On error *out is untouched. */
+enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
+				       const struct tps_model *model,
+				       struct tps_error *err);
 void tps_model_outcome_free(struct tps_model_outcome *out);
 
 /*
