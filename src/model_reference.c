@@ -66,7 +66,12 @@ static enum tps_status forward(struct tps_model *model,
 
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
 		struct tps_module *m = &model->modules[i];
-		st = m->ops->reference_forward(m, &x, &y, save, err);
+		st = m->ops->reference_forward(m, &x, &y, err);
+		/* Every module's backward needs its input: keep x rather than
+		 * free it. */
+		if (st == TPS_OK && save) {
+			tps_tensor_move(&m->ref_saved_in, &x);
+		}
 		if (st == TPS_OK) {
 			tps_tensor_move(&x, &y);
 		}

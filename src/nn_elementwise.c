@@ -151,18 +151,9 @@ static enum tps_status elementwise_backward(const struct tps_nn_context *ctx,
 static enum tps_status elementwise_reference_forward(struct tps_module *m,
 						     const struct tps_tensor *x,
 						     struct tps_tensor *y,
-						     bool save,
 						     struct tps_error *err)
 {
-	enum tps_status st = apply(m->spec->type, y, x, err);
-	if (st == TPS_OK && save) {
-		tps_tensor_free(&m->ref_saved_in);
-		st = tps_tensor_copy(&m->ref_saved_in, x, err);
-		if (st != TPS_OK) {
-			tps_tensor_free(y);
-		}
-	}
-	return st;
+	return apply(m->spec->type, y, x, err);
 }
 
 static enum tps_status

@@ -542,20 +542,12 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 
 static enum tps_status linear_reference_forward(struct tps_module *m,
 						const struct tps_tensor *x,
-						struct tps_tensor *y, bool save,
+						struct tps_tensor *y,
 						struct tps_error *err)
 {
-	enum tps_status st = tps_tensor_linear(
-		y, x, &m->params[WEIGHT].global,
-		m->spec->bias ? &m->params[BIAS].global : NULL, err);
-	if (st == TPS_OK && save) {
-		tps_tensor_free(&m->ref_saved_in);
-		st = tps_tensor_copy(&m->ref_saved_in, x, err);
-		if (st != TPS_OK) {
-			tps_tensor_free(y);
-		}
-	}
-	return st;
+	return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
+				 m->spec->bias ? &m->params[BIAS].global : NULL,
+				 err);
 }
 
 static enum tps_status linear_reference_backward(struct tps_module *m,
