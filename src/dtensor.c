@@ -64,33 +64,6 @@ void tps_dtensor_local_region(const struct tps_mesh *mesh,
 	}
 }
 
-/* Copies region [offset, offset+length) of src into a new tensor. */
-static enum tps_status slice_region(struct tps_tensor *out,
-				    const struct tps_tensor *src,
-				    const int64_t *offset,
-				    const int64_t *length,
-				    struct tps_error *err)
-{
-	struct tps_tensor cur = {0}, next;
-	enum tps_status st = tps_tensor_copy(&cur, src, err);
-	for (int d = 0; d < src->shape.ndim && st == TPS_OK; d++) {
-		if (offset[d] == 0 && length[d] == src->shape.dim[d]) {
-			continue;
-		}
-		st = tps_tensor_narrow(&next, &cur, d, offset[d], length[d],
-				       err);
-		if (st == TPS_OK) {
-			tps_tensor_move(&cur, &next);
-		}
-	}
-	if (st == TPS_OK) {
-		*out = cur;
-	} else {
-		tps_tensor_free(&cur);
-	}
-	return st;
-}
-
 static void free_locals(struct tps_tensor *locals, int n)
 {
 	if (!locals) {
@@ -170,7 +143,7 @@ static enum tps_status distribute_rank(void *opaque, int r,
 	enum tps_status st;
 	tps_dtensor_local_region(mesh, &job->global->shape, job->placements, r,
 				 offset, length);
-	st = slice_region(out, job->global, offset, length, err);
+	st = tps_tensor_region(out, job->global, offset, length, err);
 	tps_mesh_coord_of(mesh, r, coord);
 	for (int i = 0; i < mesh->ndim; i++) {
 		if (job->placements[i].kind == TPS_PLACEMENT_PARTIAL &&

@@ -1,10 +1,14 @@
+/* madvise and MADV_HUGEPAGE are Linux and BSD, beyond POSIX. */
+#define _DEFAULT_SOURCE
 #include "tpsim/tensor.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct tps_shape tps_shape_make(int ndim, const int64_t *dims)
 {
@@ -86,6 +90,65 @@ void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length)
 	*length = n - s < chunk ? n - s : chunk;
 }
 
+/* Bytes of tensor data allocated and not yet freed, and the most there has
+ * been: the statistics of `tpsim run --stats`. Process-wide, since a
+ * tensor does not know its run; atomic, since ranks allocate concurrently.
+ * They never influence what is computed. */
+static atomic_int_least64_t live_bytes, peak_bytes;
+
+static void count_alloc(int64_t bytes)
+{
+	int64_t live = atomic_fetch_add(&live_bytes, bytes) + bytes;
+	int64_t peak = atomic_load(&peak_bytes);
+	while (live > peak &&
+	       !atomic_compare_exchange_weak(&peak_bytes, &peak, live)) {
+	}
+}
+
+/* Large tensors ask for transparent huge pages: a first touch then
+ * faults once per 2 MiB rather than once per 4 KiB, which on a virtual
+ * machine is most of the cost of filling a fresh 64 MiB weight. */
+#define HUGE_BYTES ((size_t)2 << 20)
+
+static float *alloc_zeroed(int64_t numel)
+{
+	size_t bytes = (size_t)numel * sizeof(float);
+	void *p = NULL;
+	if (bytes < HUGE_BYTES) {
+		return calloc((size_t)numel, sizeof(float));
+	}
+	if (posix_memalign(&p, HUGE_BYTES, bytes) != 0) {
+		return NULL;
+	}
+#ifdef MADV_HUGEPAGE
+	/* Advice only: without huge pages it is slower, not wrong. */
+	(void)madvise(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1),
+		      MADV_HUGEPAGE);
+#endif
+	memset(p, 0, bytes);
+	return p;
+}
+
+static void release(struct tps_tensor *t)
+{
+	if (t->data) {
+		atomic_fetch_sub(&live_bytes,
+				 tps_tensor_numel(t) * (int64_t)sizeof(float));
+		free(t->data);
+	}
+}
+
+void tps_tensor_memory(int64_t *live, int64_t *peak)
+{
+	*live = atomic_load(&live_bytes);
+	*peak = atomic_load(&peak_bytes);
+}
+
+void tps_tensor_memory_reset_peak(void)
+{
+	atomic_store(&peak_bytes, atomic_load(&live_bytes));
+}
+
 enum tps_status tps_tensor_init(struct tps_tensor *t,
 				const struct tps_shape *shape,
 				struct tps_error *err)
@@ -97,13 +160,14 @@ enum tps_status tps_tensor_init(struct tps_tensor *t,
 		return st;
 	}
 	if (numel > 0) {
-		data = calloc((size_t)numel, sizeof *data);
+		data = alloc_zeroed(numel);
 		if (!data) {
 			return tps_error_set(
 				err, TPS_ERR_NOMEM,
 				"out of memory allocating %lld floats",
 				(long long)numel);
 		}
+		count_alloc(numel * (int64_t)sizeof(float));
 	}
 	t->shape = *shape;
 	t->data = data;
@@ -140,7 +204,7 @@ void tps_tensor_free(struct tps_tensor *t)
 	if (!t) {
 		return;
 	}
-	free(t->data);
+	release(t);
 	memset(t, 0, sizeof *t);
 }
 
@@ -172,7 +236,7 @@ enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 
 void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src)
 {
-	free(dst->data);
+	release(dst);
 	*dst = *src;
 	memset(src, 0, sizeof *src);
 }
@@ -217,6 +281,59 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 			memcpy(t.data + o * length * inner,
 			       src->data + (o * n + start) * inner,
 			       (size_t)(length * inner) * sizeof(float));
+		}
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+/* Copies the box of src at offset, of sizes length, into dst (contiguous,
+ * of sizes length): one memcpy per run of the last dim, dims d.. */
+static void copy_box(float *dst, const float *src, const struct tps_shape *s,
+		     const int64_t *offset, const int64_t *length, int d,
+		     int64_t *copied)
+{
+	int64_t stride = 1;
+	for (int i = d + 1; i < s->ndim; i++) {
+		stride *= s->dim[i];
+	}
+	if (d == s->ndim - 1) {
+		memcpy(dst + *copied, src + offset[d],
+		       (size_t)length[d] * sizeof(float));
+		*copied += length[d];
+		return;
+	}
+	for (int64_t i = 0; i < length[d]; i++) {
+		copy_box(dst, src + (offset[d] + i) * stride, s, offset, length,
+			 d + 1, copied);
+	}
+}
+
+enum tps_status tps_tensor_region(struct tps_tensor *out,
+				  const struct tps_tensor *src,
+				  const int64_t *offset, const int64_t *length,
+				  struct tps_error *err)
+{
+	struct tps_shape shape = src->shape;
+	struct tps_tensor t;
+	int64_t copied = 0;
+	enum tps_status st;
+
+	for (int d = 0; d < shape.ndim; d++) {
+		assert(offset[d] >= 0 && length[d] >= 0 &&
+		       offset[d] + length[d] <= src->shape.dim[d]);
+		shape.dim[d] = length[d];
+	}
+	st = tps_tensor_init_like(&t, &shape, src, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		if (shape.ndim == 0) {
+			t.data[0] = src->data[0];
+		} else {
+			copy_box(t.data, src->data, &src->shape, offset, length,
+				 0, &copied);
 		}
 	}
 	*out = t;

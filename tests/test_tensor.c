@@ -145,6 +145,71 @@ START_TEST(narrow_picks_the_right_columns)
 }
 END_TEST
 
+START_TEST(region_equals_narrowing_each_dim_in_turn)
+{
+	/* Every box of a (3, 4, 5) arange whose sides are 0, 1 or most of
+	 * a dim, against narrow applied dim by dim. */
+	const int64_t dims[3] = {3, 4, 5};
+	struct tps_tensor t = make(3, dims);
+	int boxes = 0;
+	fill_arange(&t);
+	for (int code = 0; code < 27 * 8; code++) {
+		int64_t offset[3], length[3];
+		struct tps_tensor box, cur = {0}, next;
+		for (int d = 0, c = code; d < 3; d++, c /= 6) {
+			offset[d] = c % 2;
+			length[d] = (c / 2) % 3 == 0   ? 0
+				    : (c / 2) % 3 == 1 ? 1
+						       : dims[d] - offset[d];
+		}
+		ck_assert_int_eq(
+			tps_tensor_region(&box, &t, offset, length, NULL),
+			TPS_OK);
+		ck_assert_int_eq(tps_tensor_copy(&cur, &t, NULL), TPS_OK);
+		for (int d = 0; d < 3; d++) {
+			ck_assert_int_eq(tps_tensor_narrow(&next, &cur, d,
+							   offset[d], length[d],
+							   NULL),
+					 TPS_OK);
+			tps_tensor_move(&cur, &next);
+		}
+		ck_assert(tps_shape_equal(&box.shape, &cur.shape));
+		for (int64_t e = 0; e < tps_tensor_numel(&box); e++) {
+			ck_assert_float_eq(box.data[e], cur.data[e]);
+		}
+		boxes += tps_tensor_numel(&box) > 0;
+		tps_tensor_free(&box);
+		tps_tensor_free(&cur);
+	}
+	ck_assert_int_gt(boxes, 50);
+	tps_tensor_free(&t);
+}
+END_TEST
+
+START_TEST(memory_counts_live_and_peak_tensor_bytes)
+{
+	const int64_t small[1] = {10}, big[2] = {1024, 1024};
+	struct tps_tensor a, b;
+	int64_t live0, peak0, live, peak;
+	tps_tensor_memory_reset_peak();
+	tps_tensor_memory(&live0, &peak0);
+	ck_assert_int_eq(peak0, live0);
+	a = make(1, small);
+	b = make(2, big); /* 4 MiB: the huge-page path */
+	tps_tensor_memory(&live, &peak);
+	ck_assert_int_eq(live - live0, 40 + (4 << 20));
+	ck_assert_int_eq(peak, live);
+	for (int64_t e = 0; e < tps_tensor_numel(&b); e++) {
+		ck_assert(b.data[e] == 0.0f);
+	}
+	tps_tensor_free(&b);
+	tps_tensor_move(&a, &b); /* frees a's 40 bytes */
+	tps_tensor_memory(&live, &peak);
+	ck_assert_int_eq(live, live0);
+	ck_assert_int_eq(peak - live0, 40 + (4 << 20));
+}
+END_TEST
+
 START_TEST(concat_refuses_mismatched_shapes)
 {
 	const int64_t a_dims[2] = {2, 3}, b_dims[2] = {3, 3};
@@ -359,6 +424,8 @@ static Suite *tensor_suite(void)
 	tcase_add_test(shape, empty_tensor_keeps_its_shape);
 	tcase_add_test(copy, narrow_then_concat_gives_back_the_tensor);
 	tcase_add_test(copy, narrow_picks_the_right_columns);
+	tcase_add_test(copy, region_equals_narrowing_each_dim_in_turn);
+	tcase_add_test(shape, memory_counts_live_and_peak_tensor_bytes);
 	tcase_add_test(copy, concat_refuses_mismatched_shapes);
 	tcase_add_test(gemm, linear_matches_the_seed_hand_check);
 	tcase_add_test(gemm, linear_kernel_is_bit_identical_to_naive);

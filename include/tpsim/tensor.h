@@ -83,6 +83,11 @@ enum tps_status tps_tensor_init_like(struct tps_tensor *t,
 void tps_tensor_free(struct tps_tensor *t);
 /* Element count of a valid tensor (validated at init, cannot overflow). */
 int64_t tps_tensor_numel(const struct tps_tensor *t);
+
+/* Bytes of tensor values allocated now and at most since the last reset,
+ * over the whole process (`tpsim run --stats`; thread-safe). */
+void tps_tensor_memory(int64_t *live, int64_t *peak);
+void tps_tensor_memory_reset_peak(void);
 /* dst = a new copy of src. */
 enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				const struct tps_tensor *src,
@@ -90,6 +95,13 @@ enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 /* Replaces dst's contents by src's, freeing dst's old data; src is left empty.
  * Never fails. */
 void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src);
+
+/* out = a copy of the box src[offset[0]:offset[0]+length[0], ...], one
+ * offset and length per dim (each within src's size). */
+enum tps_status tps_tensor_region(struct tps_tensor *out,
+				  const struct tps_tensor *src,
+				  const int64_t *offset, const int64_t *length,
+				  struct tps_error *err);
 
 /* out = a copy of src[..., start:start+length, ...] along dim. */
 enum tps_status tps_tensor_narrow(struct tps_tensor *out,
