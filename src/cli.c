@@ -14,6 +14,7 @@
 #include "tpsim/jsonio.h"
 #include "tpsim/mesh.h"
 #include "tpsim/numfmt.h"
+#include "tpsim/pool.h"
 #include "tpsim/run.h"
 #include "tpsim/trace.h"
 #include "tps_version.h"
@@ -24,6 +25,7 @@ static const char usage_text[] =
 	"\n"
 	"Commands:\n"
 	"  run CONFIG [-o TRACE] [--max-memory SIZE] [--set NAME=VALUE]...\n"
+	"      [--threads N] [--stats]\n"
 	"      Simulate the config (\"-\" reads stdin) on every rank and write "
 	"the\n"
 	"      JSON trace to TRACE (default: stdout). A one-line summary goes "
@@ -32,6 +34,11 @@ static const char usage_text[] =
 	"8G).\n"
 	"      --set NAME=VALUE sets a config variable (\"vars\"); "
 	"repeatable.\n"
+	"      --threads N runs the ranks on N threads (default: the cores; "
+	"the\n"
+	"      trace is the same bytes for every N). --stats prints time, "
+	"trace\n"
+	"      speed and memory to stderr.\n"
 	"  comm CONFIG... [--set NAME=V[,V...]]... [--summary] [--json]\n"
 	"      Count the collectives and bytes per rank of one inference step "
 	"and\n"
@@ -147,11 +154,61 @@ bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set)
 	}
 }
 
+/* --threads N: 1..TPS_POOL_MAX_THREADS. */
+static bool parse_threads(const char *text, int *threads)
+{
+	char *end;
+	long n;
+	errno = 0;
+	n = strtol(text, &end, 10);
+	if (errno || end == text || *end != '\0' || n < 1 ||
+	    n > TPS_POOL_MAX_THREADS) {
+		return false;
+	}
+	*threads = (int)n;
+	return true;
+}
+
+/* --stats: where the time and the memory went, after the summary line. */
+static void print_stats(FILE *err, const struct tps_run_stats *st)
+{
+	fprintf(err, "tpsim: stats: threads %d\n", st->threads);
+	fprintf(err,
+		"tpsim: stats: seconds: init %.3f, tp steps %.3f, reference "
+		"%.3f, trace writing %.3f, total %.3f\n",
+		st->init_s, st->tp_s, st->reference_s, st->trace_s,
+		st->total_s);
+	if (st->reference_s > 0) {
+		fprintf(err,
+			"tpsim: stats: tp steps / reference: %.2f (same "
+			"shapes, same threads)\n",
+			st->tp_s / st->reference_s);
+	}
+	fprintf(err, "tpsim: stats: trace: %lld bytes",
+		(long long)st->trace_bytes);
+	if (st->trace_s > 0) {
+		fprintf(err, ", %.1f MB/s while writing",
+			(double)st->trace_bytes / 1e6 / st->trace_s);
+	}
+	fprintf(err,
+		"\ntpsim: stats: memory: tensors at peak %lld bytes, peak "
+		"RSS %lld bytes",
+		(long long)st->tensor_peak_bytes,
+		(long long)st->peak_rss_bytes);
+	if (st->tensor_peak_bytes > 0 && st->peak_rss_bytes > 0) {
+		fprintf(err, " (%.2fx the tensors)",
+			(double)st->peak_rss_bytes /
+				(double)st->tensor_peak_bytes);
+	}
+	fputc('\n', err);
+}
+
 static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
-	struct tps_run_options opts = {NULL, NULL, TPS_DEFAULT_MAX_MEMORY,
-				       overrides, 0};
+	struct tps_run_options opts = {NULL,	  NULL, TPS_DEFAULT_MAX_MEMORY,
+				       overrides, 0,	0};
+	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
 	char diff[TPS_NUMFMT_MAX];
@@ -177,6 +234,17 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 					"'%s'",
 					i < argc ? argv[i] : "");
 			}
+		} else if (strcmp(argv[i], "--threads") == 0) {
+			if (++i == argc ||
+			    !parse_threads(argv[i], &opts.threads)) {
+				return tps_cli_usage_error(
+					err,
+					"run: --threads needs a number from 1 "
+					"to 256, got '%s'",
+					i < argc ? argv[i] : "");
+			}
+		} else if (strcmp(argv[i], "--stats") == 0) {
+			stats = true;
 		} else if (strcmp(argv[i], "--set") == 0) {
 			struct tps_cli_set set;
 			if (++i == argc || !tps_cli_parse_set(argv[i], &set) ||
@@ -230,6 +298,9 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		(long long)s.bytes_per_rank, diff,
 		s.match ? "matches the reference"
 			: "DIFFERS from the reference");
+	if (stats) {
+		print_stats(err, &s.stats);
+	}
 	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
 }
 

@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tpsim/jsonio.h"
+#include "tpsim/pool.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 		     double atol, double rtol, float *max_abs_diff, bool *match)
@@ -262,12 +265,58 @@ static bool outcome_finite(const struct tps_model_outcome *o)
 	return ok;
 }
 
+/* The process's peak resident set, from getrusage (Linux: KiB). */
+static int64_t peak_rss_bytes(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) != 0) {
+		return 0;
+	}
+	return (int64_t)ru.ru_maxrss * 1024;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The trace's sink, timed: the seconds spent writing events are taken
+ * out of the phase that emitted them. */
+struct timed_sink {
+	struct tps_event_sink inner;
+	double *seconds;
+};
+
+static enum tps_status timed_emit(void *ctx, const struct tps_event *ev,
+				  struct tps_error *err)
+{
+	struct timed_sink *ts = ctx;
+	double t0 = now_seconds();
+	enum tps_status st = tps_event_emit(ts->inner, ev, err);
+	*ts->seconds += now_seconds() - t0;
+	return st;
+}
+
+/* Adds the seconds since *t0 to *total and restarts *t0. */
+static void lap(double *t0, double *total)
+{
+	double t = now_seconds();
+	*total += t - *t0;
+	*t0 = t;
+}
+
 /* The simulation proper, writing into an open trace. */
 static enum tps_status simulate(const struct tps_run_spec *spec,
 				struct tps_trace *trace,
 				struct tps_run_summary *summary,
 				struct tps_error *err)
 {
+	struct tps_run_stats *stats = &summary->stats;
+	double t0 = now_seconds(), events_s = 0.0;
+	struct timed_sink timed = {tps_trace_sink(trace), &events_s};
+	struct tps_event_sink sink = {timed_emit, &timed};
 	const struct tps_model_spec *ms = &spec->model;
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};
@@ -288,6 +337,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st == TPS_OK && with_target) {
 		st = tps_model_make_target(ms, &target, err);
 	}
+	lap(&t0, &stats->init_s);
 	if (st == TPS_OK) {
 		st = tps_trace_begin(trace, spec->normalized, err);
 	}
@@ -305,21 +355,29 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st == TPS_OK) {
 		st = tps_trace_begin_events(trace, err);
 	}
+	lap(&t0, &stats->trace_s);
 	if (st == TPS_OK) {
-		st = tps_model_emit_setup(&model, tps_trace_sink(trace), err);
+		st = tps_model_emit_setup(&model, sink, err);
 	}
+	lap(&t0, &stats->trace_s);
+	events_s = 0.0;
 	if (st == TPS_OK) {
 		st = tps_model_run(&model, &input, with_target ? &target : NULL,
-				   tps_trace_sink(trace), &sim, err);
+				   sink, &sim, err);
 	}
+	lap(&t0, &stats->tp_s);
+	stats->tp_s -= events_s;
+	stats->trace_s += events_s;
 	if (st == TPS_OK) {
 		st = tps_trace_end_events(trace, err);
 	}
+	lap(&t0, &stats->trace_s);
 	if (st == TPS_OK) {
 		st = tps_model_run_reference(&model, &input,
 					     with_target ? &target : NULL, &ref,
 					     err);
 	}
+	lap(&t0, &stats->reference_s);
 	if (st == TPS_OK && !outcome_finite(&ref)) {
 		st = tps_error_set(err, TPS_ERR_NUMERIC,
 				   "the reference model's results hold a NaN "
@@ -338,6 +396,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st == TPS_OK) {
 		st = tps_trace_finish(trace, err);
 	}
+	lap(&t0, &stats->trace_s);
 	if (st == TPS_OK) {
 		summary->events = trace->next_seq;
 		summary->collectives = trace->collectives;
@@ -365,15 +424,19 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct tps_run_summary s = {0};
 	struct tps_trace trace;
 	struct trace_file tf = {0};
+	struct tps_pool *pool = NULL;
 	char esc[256];
-	int64_t need;
-	enum tps_status st =
-		tps_config_load_with(opts->config_path, opts->overrides,
-				     opts->n_overrides, &spec, err);
+	int64_t need, live;
+	double start = now_seconds();
+	enum tps_status st;
 
+	tps_tensor_memory_reset_peak();
+	st = tps_config_load_with(opts->config_path, opts->overrides,
+				  opts->n_overrides, &spec, err);
 	if (st != TPS_OK) {
 		return st;
 	}
+	s.stats.init_s = now_seconds() - start;
 	tps_json_escape_for_message(opts->config_path, esc, sizeof esc);
 	need = tps_model_estimate_bytes(&spec.model);
 	if (need > opts->max_memory) {
@@ -385,12 +448,20 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			esc, (long long)need, (long long)opts->max_memory);
 		goto out;
 	}
+	s.stats.threads =
+		opts->threads > 0 ? opts->threads : tps_pool_default_threads();
+	st = tps_pool_new(&pool, s.stats.threads, err);
+	if (st != TPS_OK) {
+		goto out;
+	}
+	spec.model.mesh.pool = pool;
 	st = open_trace_file(&tf, opts->output_path, err);
 	if (st != TPS_OK) {
 		goto out;
 	}
 	tps_trace_init(&trace, tf.f, spec.values, &spec.model.mesh);
 	st = simulate(&spec, &trace, &s, err);
+	s.stats.trace_bytes = ftell(tf.f);
 	tps_trace_free(&trace);
 	if (st != TPS_OK) {
 		/* Model messages about the plan start with the config's JSON
@@ -408,9 +479,13 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		describe_mesh(&spec.model.mesh, s.mesh, sizeof s.mesh);
 		s.world_size = spec.model.mesh.world_size;
 		s.n_modules = spec.model.n_modules;
+		s.stats.total_s = now_seconds() - start;
+		tps_tensor_memory(&live, &s.stats.tensor_peak_bytes);
+		s.stats.peak_rss_bytes = peak_rss_bytes();
 		*summary = s;
 	}
 out:
+	tps_pool_free(pool);
 	tps_run_spec_free(&spec);
 	return st;
 }

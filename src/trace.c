@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "tpsim/numfmt.h"
+#include "tpsim/pool.h"
 #include "tpsim/rng.h"
 #include "tps_version.h"
 
@@ -110,22 +111,59 @@ static void write_shape(FILE *out, const struct tps_shape *s)
 	fputc(']', out);
 }
 
-/* Nested arrays of t's values from offset *pos, for dims d.. */
-static void write_nested(FILE *out, const struct tps_tensor *t, int d,
-			 int64_t *pos)
+/*
+ * Values are formatted into a block of memory and written a block at a
+ * time: one fwrite per 64 KiB instead of one locked stdio call per
+ * character, and memory that does not grow with the trace.
+ */
+struct value_writer {
+	FILE *out;
+	size_t used;
+	char block[65536];
+};
+
+static void writer_flush(struct value_writer *w)
 {
-	if (d == t->shape.ndim) {
-		write_float(out, t->data[(*pos)++]);
-		return;
+	fwrite(w->block, 1, w->used, w->out);
+	w->used = 0;
+}
+
+/* Appends one character. */
+static void writer_put(struct value_writer *w, char c)
+{
+	if (w->used == sizeof w->block) {
+		writer_flush(w);
 	}
-	fputc('[', out);
-	for (int64_t i = 0; i < t->shape.dim[d]; i++) {
-		if (i) {
-			fputc(',', out);
+	w->block[w->used++] = c;
+}
+
+/* Nested arrays of t's values from offset *pos, for dims d.. */
+static void write_nested(struct value_writer *w, const struct tps_tensor *t,
+			 int d, int64_t *pos)
+{
+	int64_t n = t->shape.dim[d];
+	writer_put(w, '[');
+	if (d == t->shape.ndim - 1) {
+		const float *v = t->data + *pos;
+		for (int64_t i = 0; i < n; i++) {
+			if (w->used + TPS_NUMFMT_MAX + 1 > sizeof w->block) {
+				writer_flush(w);
+			}
+			if (i) {
+				w->block[w->used++] = ',';
+			}
+			w->used += tps_format_float(v[i], w->block + w->used);
 		}
-		write_nested(out, t, d + 1, pos);
+		*pos += n;
+	} else {
+		for (int64_t i = 0; i < n; i++) {
+			if (i) {
+				writer_put(w, ',');
+			}
+			write_nested(w, t, d + 1, pos);
+		}
 	}
-	fputc(']', out);
+	writer_put(w, ']');
 }
 
 /* XXH3-64 (seed 0) of the tensor's float32 values as little-endian
@@ -159,39 +197,86 @@ static uint64_t hash_values(const struct tps_tensor *v)
 	return XXH3_64bits_digest(&state);
 }
 
-/* ,"values":... or the summary keys, after a "shape" key. */
-static void write_values(const struct tps_trace *t, const struct tps_tensor *v)
+/* What the trace says about one tensor besides its values: whether all are
+ * finite (else the first bad element), and the summary keys. */
+struct tensor_facts {
+	int64_t first_bad; /* -1: every value is finite */
+	float min, max, mean;
+	uint64_t hash;
+};
+
+static void find_facts(const struct tps_tensor *v, bool summary,
+		       struct tensor_facts *f)
 {
-	int64_t n = tps_tensor_numel(v);
-	if (t->values == TPS_TRACE_VALUES_NONE) {
+	int64_t n = v->data ? tps_tensor_numel(v) : 0;
+	memset(f, 0, sizeof *f);
+	if (!tps_tensor_all_finite(v, &f->first_bad)) {
 		return;
 	}
-	if (t->values == TPS_TRACE_VALUES_FULL) {
-		int64_t pos = 0;
-		fputs(",\"values\":", t->out);
-		if (n == 0) {
-			fputs("[]", t->out);
-		} else {
-			write_nested(t->out, v, 0, &pos);
-		}
+	f->first_bad = -1;
+	if (!summary) {
 		return;
 	}
 	if (n > 0) {
 		float lo = v->data[0], hi = v->data[0];
+		/* The sum in ascending element order: the mean is part of
+		 * the trace's bytes. */
 		double sum = 0.0;
 		for (int64_t i = 0; i < n; i++) {
 			lo = v->data[i] < lo ? v->data[i] : lo;
 			hi = v->data[i] > hi ? v->data[i] : hi;
 			sum += v->data[i];
 		}
-		fputs(",\"min\":", t->out);
-		write_float(t->out, lo);
-		fputs(",\"max\":", t->out);
-		write_float(t->out, hi);
-		fputs(",\"mean\":", t->out);
-		write_float(t->out, (float)(sum / (double)n));
+		f->min = lo;
+		f->max = hi;
+		f->mean = (float)(sum / (double)n);
 	}
-	fprintf(t->out, ",\"hash\":\"%016" PRIx64 "\"", hash_values(v));
+	f->hash = hash_values(v);
+}
+
+/* ,"values":... or the summary keys (facts: find_facts's), after a
+ * "shape" key. */
+static void write_values(const struct tps_trace *t, const struct tps_tensor *v,
+			 const struct tensor_facts *facts)
+{
+	int64_t n = tps_tensor_numel(v);
+	if (t->values == TPS_TRACE_VALUES_NONE) {
+		return;
+	}
+	if (t->values == TPS_TRACE_VALUES_FULL) {
+		fputs(",\"values\":", t->out);
+		if (n == 0) {
+			fputs("[]", t->out);
+		} else if (v->shape.ndim == 0) {
+			write_float(t->out, v->data[0]);
+		} else {
+			struct value_writer w;
+			int64_t pos = 0;
+			w.out = t->out;
+			w.used = 0;
+			write_nested(&w, v, 0, &pos);
+			writer_flush(&w);
+		}
+		return;
+	}
+	if (n > 0) {
+		fputs(",\"min\":", t->out);
+		write_float(t->out, facts->min);
+		fputs(",\"max\":", t->out);
+		write_float(t->out, facts->max);
+		fputs(",\"mean\":", t->out);
+		write_float(t->out, facts->mean);
+	}
+	fprintf(t->out, ",\"hash\":\"%016" PRIx64 "\"", facts->hash);
+}
+
+/* write_values for a tensor on its own (a parameter, an input). */
+static void write_values_of(const struct tps_trace *t,
+			    const struct tps_tensor *v)
+{
+	struct tensor_facts f;
+	find_facts(v, t->values == TPS_TRACE_VALUES_SUMMARY, &f);
+	write_values(t, v, &f);
 }
 
 /* {"shape":[..],"values":..} */
@@ -200,7 +285,7 @@ static void write_tensor_object(const struct tps_trace *t,
 {
 	fputs("{\"shape\":", t->out);
 	write_shape(t->out, &v->shape);
-	write_values(t, v);
+	write_values_of(t, v);
 	fputc('}', t->out);
 }
 
@@ -317,7 +402,7 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 		write_shape(t->out, &p->global.shape);
 		fputs(",\"placements\":", t->out);
 		write_placements(t->out, &p->value);
-		write_values(t, &p->global);
+		write_values_of(t, &p->global);
 		fputc('}', t->out);
 	}
 	fputs("},\n", t->out);
@@ -381,14 +466,30 @@ static enum tps_status tally(struct tps_trace *t, int section, const char *key,
 	return TPS_OK;
 }
 
+/* Every rank's facts about an event's tensor, found concurrently on the
+ * mesh's pool: each rank's scan is independent and writes only its slot. */
+struct facts_job {
+	const struct tps_dtensor *v;
+	bool summary;
+	struct tensor_facts *facts;
+};
+
+static void find_rank_facts(void *opaque, int64_t r)
+{
+	struct facts_job *job = opaque;
+	find_facts(&job->v->locals[r], job->summary, &job->facts[r]);
+}
+
+/* A NaN or Inf stops the run, naming the first rank and element. */
 static enum tps_status check_finite(const struct tps_trace *t,
 				    const struct tps_event *ev,
+				    const struct tensor_facts *facts,
 				    struct tps_error *err)
 {
 	for (int r = 0; r < t->mesh->world_size; r++) {
-		int64_t bad;
+		int64_t bad = facts[r].first_bad;
 		const struct tps_tensor *v = &ev->value->locals[r];
-		if (!tps_tensor_all_finite(v, &bad)) {
+		if (bad >= 0) {
 			return tps_error_set(
 				err, TPS_ERR_NUMERIC,
 				"%s in %s on rank %d (element %lld) at event "
@@ -409,8 +510,17 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	const struct tps_dtensor *v = ev->value;
 	bool collective = ev->kind == TPS_EVENT_COLLECTIVE;
 	char group_name[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX];
-	enum tps_status st = check_finite(t, ev, err);
+	struct facts_job job = {v, t->values == TPS_TRACE_VALUES_SUMMARY, NULL};
+	enum tps_status st;
+
+	job.facts = malloc((size_t)t->mesh->world_size * sizeof *job.facts);
+	if (!job.facts) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	tps_pool_for(t->mesh->pool, t->mesh->world_size, find_rank_facts, &job);
+	st = check_finite(t, ev, job.facts, err);
 	if (st != TPS_OK) {
+		free(job.facts);
 		return st;
 	}
 	fputs(t->first_event ? "\n" : ",\n", out);
@@ -448,7 +558,7 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	for (int r = 0; r < t->mesh->world_size; r++) {
 		fprintf(out, "%s{\"rank\":%d,\"shape\":", r ? "," : "", r);
 		write_shape(out, &v->locals[r].shape);
-		write_values(t, &v->locals[r]);
+		write_values(t, &v->locals[r], &job.facts[r]);
 		fputc('}', out);
 	}
 	fputc(']', out);
@@ -457,6 +567,7 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		tps_trace_write_string(out, ev->note);
 	}
 	fputc('}', out);
+	free(job.facts);
 	if (!collective) {
 		return TPS_OK;
 	}

@@ -402,6 +402,128 @@ START_TEST(every_fixture_passes_tpsim_check)
 }
 END_TEST
 
+/* Configs beyond the fixtures for the thread-count test: uneven shards,
+ * gelu (non-integer values), a 2-D dp x tp mesh training with adamw,
+ * 3-D input, several steps. */
+static const char *const thread_configs[] = {
+	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 3], \"dim_names\": "
+	"[\"dp\", \"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+	"\"linear\", \"in_features\": 7, \"out_features\": 13}, "
+	"{\"name\": \"act\", \"type\": \"gelu\"}, {\"name\": \"fc2\", "
+	"\"type\": \"linear\", \"in_features\": 13, \"out_features\": 5}], "
+	"\"plan\": {\"fc1\": \"colwise\", \"fc2\": \"rowwise\"}, "
+	"\"input\": {\"shape\": [5, 3, 7], \"seed\": 3, "
+	"\"requires_grad\": true}, \"mode\": \"training\", \"steps\": 3, "
+	"\"optimizer\": {\"type\": \"adamw\", \"lr\": 0.01}}",
+	"{\"tpsim\": 1, \"mesh\": {\"shape\": [8], \"dim_names\": "
+	"[\"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+	"\"linear\", \"in_features\": 33, \"out_features\": 17}, "
+	"{\"name\": \"act\", \"type\": \"relu\"}, {\"name\": \"fc2\", "
+	"\"type\": \"linear\", \"in_features\": 17, \"out_features\": 9}], "
+	"\"plan\": {\"fc1\": \"colwise\", \"fc2\": \"rowwise\"}, "
+	"\"input\": {\"shape\": [3, 33], \"seed\": 1}, \"mode\": "
+	"\"training\", \"loss\": \"sum\"}",
+};
+
+/* tpsim run CFG --threads N for N = 1, 2, 3, 8: the same bytes. */
+static int traces_agree_across_threads(const char *cfg, const char *dir,
+				       const char *label)
+{
+	static const char *const threads[] = {"1", "2", "3", "8"};
+	char *first = NULL;
+	size_t first_len = 0;
+	for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+		char path[1024];
+		struct result r;
+		char *bytes;
+		size_t len;
+		snprintf(path, sizeof path, "%s/threads%s.json", dir,
+			 threads[i]);
+		r = cli(7, "run", cfg, "-o", path, "--threads", threads[i]);
+		ck_assert_msg(r.rc == 0 || r.rc == 1, "%s: %s", label, r.err);
+		result_free(&r);
+		bytes = tu_read_file(path, &len);
+		ck_assert_ptr_nonnull(bytes);
+		if (!first) {
+			first = bytes;
+			first_len = len;
+			continue;
+		}
+		ck_assert_msg(len == first_len &&
+				      memcmp(bytes, first, len) == 0,
+			      "%s: --threads %s differs from --threads 1",
+			      label, threads[i]);
+		free(bytes);
+	}
+	free(first);
+	return 1;
+}
+
+START_TEST(traces_are_byte_identical_for_every_thread_count)
+{
+	const char *dir = tu_tempdir();
+	DIR *d = opendir(tu_source_path("fixtures"));
+	struct dirent *e;
+	int compared = traces_agree_across_threads(
+		tu_source_path("examples/seed004_ddp_tp/config.json"), dir,
+		"seed004_ddp_tp");
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char cfg[1024];
+		if (e->d_name[0] == '.') {
+			continue;
+		}
+		snprintf(cfg, sizeof cfg, "%s/%s/config.json",
+			 tu_source_path("fixtures"), e->d_name);
+		compared += traces_agree_across_threads(cfg, dir, e->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < sizeof thread_configs / sizeof thread_configs[0];
+	     i++) {
+		const char *cfg =
+			write_config(dir, "threads.json", thread_configs[i]);
+		compared += traces_agree_across_threads(cfg, dir, cfg);
+	}
+	printf("%d configs byte-identical at 1, 2, 3 and 8 threads\n",
+	       compared);
+	ck_assert_int_ge(compared, 1 + 14 + 2);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(run_threads_and_stats_options)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	static const char *const bad[] = {"0", "257", "two", "", "2x"};
+	struct result r;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		r = cli(7, "run", cfg, "-o", "/dev/null", "--threads", bad[i]);
+		ck_assert_int_eq(r.rc, 2);
+		ck_assert_msg(strstr(r.err, "run: --threads needs a number "
+					    "from 1 to 256"),
+			      "%s", r.err);
+		result_free(&r);
+	}
+	r = cli(6, "run", cfg, "--threads", "3", "--stats", "-o", "/dev/null");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	/* The summary line, then the figures. */
+	ck_assert_int_eq(count_lines(r.err), 6);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: stats: threads 3\n"));
+	ck_assert_ptr_nonnull(strstr(r.err, "seconds: init "));
+	ck_assert_ptr_nonnull(strstr(r.err, ", tp steps "));
+	ck_assert_ptr_nonnull(strstr(r.err, ", reference "));
+	ck_assert_ptr_nonnull(strstr(r.err, ", trace writing "));
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: stats: trace: "));
+	/* (2, 4) input, (2, 4) weight and its two shards, (2, 2) output...:
+	 * some tensor bytes, counted. */
+	ck_assert_ptr_nonnull(strstr(r.err, "memory: tensors at peak "));
+	ck_assert_ptr_null(strstr(r.err, "tensors at peak 0 "));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 {
 	/* rowwise 2x4, arange: x = [[1,2,3,4],[5,6,7,8]], W = the same.
@@ -978,6 +1100,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
+	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
+	tcase_add_test(run, run_threads_and_stats_options);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);

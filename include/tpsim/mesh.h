@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "tpsim/error.h"
+#include "tpsim/pool.h"
 
 #define TPS_MAX_MESH_DIMS 4
 #define TPS_MAX_WORLD	  4096
@@ -35,6 +36,10 @@ struct tps_mesh {
 	int shape[TPS_MAX_MESH_DIMS]; /* sizes, each >= 1 */
 	char dim_names[TPS_MAX_MESH_DIMS][TPS_MESH_NAME_MAX];
 	int world_size; /* product of shape */
+	/* The threads the simulated ranks run on (not owned; NULL: one
+	 * after another on the caller's thread). It changes how fast a run
+	 * goes, never what it computes. */
+	struct tps_pool *pool;
 };
 
 /*
@@ -70,10 +75,12 @@ typedef enum tps_status (*tps_rank_fn)(void *ctx, int rank,
 				       struct tps_error *err);
 
 /*
- * Calls fn(ctx, r, err) for r = 0, 1, ..., world_size - 1 and stops at the
- * first error. This is the one loop that does per-rank work: fn must touch
- * only rank r's data, so that ranks may later run concurrently here without
- * any caller changing.
+ * Calls fn(ctx, r, err) for r = 0, 1, ..., world_size - 1, concurrently on
+ * mesh->pool's threads. This is the one loop that does per-rank work: fn
+ * must touch only rank r's data (and read shared data), so the result is
+ * the same bytes for any thread count. On failure the error of the lowest
+ * failing rank is returned, as a loop in rank order that stops at the first
+ * error would return it; ranks after it may or may not have run.
  */
 enum tps_status tps_mesh_for_each_rank(const struct tps_mesh *mesh,
 				       tps_rank_fn fn, void *ctx,

@@ -23,6 +23,24 @@ struct tps_run_options {
 	/* Config variables set from outside ("--set"); see config.h. */
 	const struct tps_config_var *overrides;
 	int n_overrides;
+	/* Threads the ranks and the reference run on; 0: the machine's
+	 * cores. The trace is the same bytes for every count. */
+	int threads;
+};
+
+/* Where a run's time and memory went (`tpsim run --stats`). Seconds are
+ * wall-clock; the trace's writing is taken out of the phase it happened
+ * in. */
+struct tps_run_stats {
+	int threads;
+	double init_s;	    /* config, parameters, their distribution, input */
+	double tp_s;	    /* the simulated ranks' steps */
+	double reference_s; /* the single-device reference */
+	double trace_s;	    /* formatting and writing the trace */
+	double total_s;
+	int64_t trace_bytes;
+	int64_t tensor_peak_bytes; /* the most tensor values held at once */
+	int64_t peak_rss_bytes;	   /* the process's (getrusage), 0 unknown */
 };
 
 #define TPS_RUN_MAX_WARNINGS 4
@@ -43,6 +61,7 @@ struct tps_run_summary {
 	/* What the trace's "warnings" hold, for stderr too. */
 	int n_warnings;
 	char warnings[TPS_RUN_MAX_WARNINGS][512];
+	struct tps_run_stats stats;
 };
 
 /*
