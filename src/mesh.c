@@ -1,7 +1,6 @@
 #include "tpsim/mesh.h"
 
 #include <assert.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -182,65 +181,21 @@ char *tps_mesh_mask_name(const struct tps_mesh *mesh, unsigned mask, char *buf,
 	return buf;
 }
 
-/* The ranks of one tps_mesh_for_each_rank on a pool: each rank fails into
- * its own error; the lowest failing rank's is kept, under `lock`. */
 struct rank_job {
 	tps_rank_fn fn;
 	void *ctx;
-	pthread_mutex_t lock;
-	int failed_rank; /* world_size while none failed */
-	enum tps_status status;
-	struct tps_error first;
 };
 
-static void run_rank(void *opaque, int64_t item)
+static enum tps_status run_rank(void *opaque, int64_t r, struct tps_error *err)
 {
 	struct rank_job *job = opaque;
-	int r = (int)item;
-	struct tps_error err = {TPS_OK, ""};
-	enum tps_status st;
-	bool later;
-
-	/* A rank after a failed one need not run: its result is dropped. */
-	pthread_mutex_lock(&job->lock);
-	later = r > job->failed_rank;
-	pthread_mutex_unlock(&job->lock);
-	if (later || (st = job->fn(job->ctx, r, &err)) == TPS_OK) {
-		return;
-	}
-	pthread_mutex_lock(&job->lock);
-	if (r < job->failed_rank) {
-		job->failed_rank = r;
-		job->status = st;
-		job->first = err;
-	}
-	pthread_mutex_unlock(&job->lock);
+	return job->fn(job->ctx, (int)r, err);
 }
 
 enum tps_status tps_mesh_for_each_rank(const struct tps_mesh *mesh,
 				       tps_rank_fn fn, void *ctx,
 				       struct tps_error *err)
 {
-	struct rank_job job;
-	enum tps_status st = TPS_OK;
-
-	if (tps_pool_threads(mesh->pool) == 1 || mesh->world_size == 1) {
-		for (int r = 0; r < mesh->world_size && st == TPS_OK; r++) {
-			st = fn(ctx, r, err);
-		}
-		return st;
-	}
-	job.fn = fn;
-	job.ctx = ctx;
-	job.failed_rank = mesh->world_size;
-	pthread_mutex_init(&job.lock, NULL);
-	tps_pool_for(mesh->pool, mesh->world_size, run_rank, &job);
-	pthread_mutex_destroy(&job.lock);
-	if (job.failed_rank == mesh->world_size) {
-		return TPS_OK;
-	}
-	if (err) {
-		*err = job.first;
-	}
-	return job.status;
+	struct rank_job job = {fn, ctx};
+	return tps_pool_try(mesh->pool, mesh->world_size, run_rank, &job, err);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tpsim/optim.h"
+#include "tpsim/pool.h"
 #include "tpsim/rng.h"
 
 enum tps_status tps_model_init_tensor(struct tps_tensor *t,
@@ -191,11 +192,27 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 	return st;
 }
 
+struct make_params_job {
+	struct tps_model *model;
+	bool meta;
+	struct tps_param_spec *param_specs; /* one per model param */
+};
+
+static enum tps_status make_param_item(void *opaque, int64_t i,
+				       struct tps_error *err)
+{
+	struct make_params_job *job = opaque;
+	struct tps_param *p = &job->model->params[i];
+	return make_param(job->model->spec, job->meta, p, p->module,
+			  &job->param_specs[i], err);
+}
+
 static enum tps_status init_model(struct tps_model *model,
 				  const struct tps_model_spec *spec, bool meta,
 				  struct tps_error *err)
 {
 	struct tps_model m = {0};
+	struct make_params_job job = {0};
 	enum tps_status st = check_plan_divisible(spec, err);
 	if (st != TPS_OK) {
 		return st;
@@ -213,21 +230,32 @@ static enum tps_status init_model(struct tps_model *model,
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
+	job.param_specs =
+		calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
+		       sizeof *job.param_specs);
+	if (!job.param_specs) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
 		struct tps_module *mod = &m.modules[i];
-		struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
-		int n;
 		mod->spec = &spec->modules[i];
 		mod->ops = tps_module_ops_of(mod->spec->type);
 		mod->params = &m.params[m.n_params];
-		n = mod->ops->parameters(mod->spec, spec->tp_dim, ps);
-		for (int k = 0; k < n && st == TPS_OK; k++) {
-			st = make_param(spec, meta, &m.params[m.n_params++],
-					mod->spec->name, &ps[k], err);
-			mod->n_params++;
+		mod->n_params = mod->ops->parameters(
+			mod->spec, spec->tp_dim, &job.param_specs[m.n_params]);
+		for (int k = 0; k < mod->n_params; k++) {
+			m.params[m.n_params++].module = mod->spec->name;
 		}
 	}
+	/* Each parameter has its own random stream: they are made
+	 * concurrently, each writing only its own struct. */
+	job.model = &m;
+	job.meta = meta;
+	st = tps_pool_try(spec->mesh.pool, m.n_params, make_param_item, &job,
+			  err);
 out:
+	free(job.param_specs);
 	if (st != TPS_OK) {
 		tps_model_free(&m);
 		return st;

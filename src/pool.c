@@ -183,3 +183,66 @@ void tps_pool_for(struct tps_pool *pool, int64_t n, tps_pool_fn fn, void *ctx)
 	pthread_mutex_unlock(&pool->lock);
 	pthread_mutex_unlock(&pool->submit);
 }
+
+/* The items of one tps_pool_try: each fails into its own error; the lowest
+ * failing item's is kept, under `lock`. */
+struct try_job {
+	tps_pool_try_fn fn;
+	void *ctx;
+	pthread_mutex_t lock;
+	int64_t failed; /* n while none failed */
+	enum tps_status status;
+	struct tps_error first;
+};
+
+static void try_item(void *opaque, int64_t i)
+{
+	struct try_job *job = opaque;
+	struct tps_error err = {TPS_OK, ""};
+	enum tps_status st;
+	bool later;
+
+	/* An item after a failed one need not run: its result is dropped. */
+	pthread_mutex_lock(&job->lock);
+	later = i > job->failed;
+	pthread_mutex_unlock(&job->lock);
+	if (later || (st = job->fn(job->ctx, i, &err)) == TPS_OK) {
+		return;
+	}
+	pthread_mutex_lock(&job->lock);
+	if (i < job->failed) {
+		job->failed = i;
+		job->status = st;
+		job->first = err;
+	}
+	pthread_mutex_unlock(&job->lock);
+}
+
+enum tps_status tps_pool_try(struct tps_pool *pool, int64_t n,
+			     tps_pool_try_fn fn, void *ctx,
+			     struct tps_error *err)
+{
+	struct try_job job;
+	enum tps_status st = TPS_OK;
+
+	if (!pool || pool->n_workers == 0 || in_item || n <= 1) {
+		for (int64_t i = 0; i < n && st == TPS_OK; i++) {
+			st = fn(ctx, i, err);
+		}
+		return st;
+	}
+	job.fn = fn;
+	job.ctx = ctx;
+	job.failed = n;
+	job.status = TPS_OK;
+	pthread_mutex_init(&job.lock, NULL);
+	tps_pool_for(pool, n, try_item, &job);
+	pthread_mutex_destroy(&job.lock);
+	if (job.failed == n) {
+		return TPS_OK;
+	}
+	if (err) {
+		*err = job.first;
+	}
+	return job.status;
+}

@@ -41,4 +41,17 @@ int tps_pool_default_threads(void);
  * is free. */
 void tps_pool_for(struct tps_pool *pool, int64_t n, tps_pool_fn fn, void *ctx);
 
+/* An item that can fail: it fills its own err (never shared). */
+typedef enum tps_status (*tps_pool_try_fn)(void *ctx, int64_t item,
+					   struct tps_error *err);
+
+/*
+ * tps_pool_for for fallible items. On failure it returns the error of the
+ * lowest failing item, as a loop in ascending order that stops at the
+ * first error would; items after it may or may not have run.
+ */
+enum tps_status tps_pool_try(struct tps_pool *pool, int64_t n,
+			     tps_pool_try_fn fn, void *ctx,
+			     struct tps_error *err);
+
 #endif
