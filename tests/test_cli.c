@@ -491,6 +491,102 @@ START_TEST(traces_are_byte_identical_for_every_thread_count)
 }
 END_TEST
 
+/* The bytes after the "generator" line (the second), which names the
+ * version. */
+static const char *after_generator(const char *trace)
+{
+	const char *p = strchr(trace, '\n');
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(strncmp(p + 1, "\"generator\":\"tpsim ",
+			      strlen("\"generator\":\"tpsim ")) == 0,
+		      "the second line is not the generator");
+	p = strchr(p + 1, '\n');
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+/* tests/golden/README.md: tpsim 0.2.0's traces, which every speed-up
+ * must reproduce byte for byte, at 1 and at 8 threads. */
+START_TEST(traces_are_byte_identical_to_the_golden_ones)
+{
+	struct golden {
+		const char *config, *name;
+	};
+	static const struct golden cases[] = {
+		{"examples/seed004_ddp_tp/config.json", "seed004_ddp_tp"},
+		{"tools/bench/mlp4_h1024_b64_tp8.json", "mlp4_h1024_b64_tp8"},
+		{"tools/bench/mlp4_h1024_b64_tp8_train.json",
+		 "mlp4_h1024_b64_tp8_train"},
+		{"tests/golden/gelu_dp_tp_sgd.config.json", "gelu_dp_tp_sgd"},
+	};
+	const char *dir = tu_tempdir();
+	DIR *d = opendir(tu_source_path("fixtures"));
+	struct dirent *e;
+	char configs[64][512], names[64][256];
+	int n = 0, compared = 0;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++, n++) {
+		snprintf(configs[n], sizeof configs[n], "%s",
+			 tu_source_path(cases[i].config));
+		snprintf(names[n], sizeof names[n], "%s", cases[i].name);
+	}
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) && n < 64) {
+		if (e->d_name[0] == '.') {
+			continue;
+		}
+		snprintf(configs[n], sizeof configs[n], "%s/%s/config.json",
+			 tu_source_path("fixtures"), e->d_name);
+		snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++) {
+		char golden_path[320];
+		char *golden;
+		size_t golden_len;
+		snprintf(golden_path, sizeof golden_path,
+			 "tests/golden/%.255s.trace.json", names[i]);
+		golden = tu_read_file(tu_source_path(golden_path), &golden_len);
+		ck_assert_msg(golden != NULL, "%s is missing", golden_path);
+		for (int t = 0; t < 2; t++) {
+			char path[720];
+			const char *want, *got;
+			char *trace;
+			size_t len;
+			struct result r;
+			snprintf(path, sizeof path, "%.400s/%.255s.json", dir,
+				 names[i]);
+			r = cli(7, "run", configs[i], "-o", path, "--threads",
+				t ? "8" : "1");
+			ck_assert_msg(r.rc == 0, "%s: %s", names[i], r.err);
+			result_free(&r);
+			trace = tu_read_file(path, &len);
+			ck_assert_ptr_nonnull(trace);
+			want = after_generator(golden);
+			got = after_generator(trace);
+			if (strcmp(want, got) != 0) {
+				size_t at = 0;
+				while (want[at] && want[at] == got[at]) {
+					at++;
+				}
+				ck_abort_msg(
+					"%s at %s threads: differs from %s "
+					"at byte %zu after the generator "
+					"line: ...%.40s",
+					names[i], t ? "8" : "1", golden_path,
+					at, got + at);
+			}
+			free(trace);
+			compared++;
+		}
+		free(golden);
+	}
+	printf("%d traces byte-identical to tpsim 0.2.0's\n", compared);
+	ck_assert_int_ge(compared, 2 * (4 + 14));
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(run_threads_and_stats_options)
 {
 	const char *dir = tu_tempdir();
@@ -1102,6 +1198,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
+	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
