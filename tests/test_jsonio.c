@@ -1,4 +1,4 @@
-/* Tests for the strict JSON reader (src/jsonio.c). */
+/* Tests for the strict JSON reader (src/jsonio_*.c). */
 #include "tpsim/jsonio.h"
 
 #include <check.h>
