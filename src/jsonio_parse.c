@@ -1,28 +1,33 @@
 /*
- * Strict JSON input: a validating scanner in front of cJSON.
+ * Strict JSON input: one pass that validates the text and builds the cJSON
+ * tree as it goes. cJSON's own parser is not used: it accepts what RFC 8259
+ * forbids, and (1.7.15) reads at most 63 characters of a number.
  *
  * The scanner is iterative (an explicit stack of at most TPS_JSON_MAX_DEPTH
- * frames), so hostile nesting cannot overflow the C stack. It keeps the
- * decoded keys of every open object in one arena and a per-object hash set of
- * them, so duplicate detection is O(1) per key. The JSON Pointer of the value
+ * frames), so hostile nesting cannot overflow the C stack. Each frame holds
+ * the container being filled; every value is attached as soon as it is
+ * created, so on error freeing the root frees everything. The scanner keeps
+ * the decoded keys of every open object in one arena and a per-object hash
+ * set of them, so duplicate detection is O(1) per key; the arena's top also
+ * holds the string or number being converted. The JSON Pointer of the value
  * being read is rebuilt from the frame stack only when an error is reported,
  * and so is the line/column.
+ *
+ * The tree is the one cJSON_Parse builds from the same text (the same
+ * types, strings, keys and order, valueint as cJSON_CreateNumber saturates
+ * it, valueint 1 on true), except that numbers are read whole by strtod.
  */
 #include "jsonio_internal.h"
 
 #include <assert.h>
 #include <inttypes.h>
-#include <math.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* cJSON 1.7.15 copies at most 63 characters of a number before strtod, so a
- * longer number would be cut and its tail misread; see shorten_numbers(). */
-#define CJSON_NUMBER_MAX 63
 
 enum frame_kind { FRAME_ARRAY, FRAME_OBJECT };
 
@@ -41,10 +46,7 @@ struct frame {
 	size_t keys_mark; /* objects: scanner.keys_len at '{' */
 	size_t *slots;	  /* objects: hash set of record index + 1, 0 empty */
 	size_t nslots;	  /* a power of two, or 0 */
-};
-
-struct span {
-	size_t off, len;
+	cJSON *node;	  /* the container being filled (owned by root) */
 };
 
 struct scanner {
@@ -60,8 +62,7 @@ struct scanner {
 	size_t keys_len, keys_cap;
 	struct key_rec *recs;
 	size_t nrecs, recs_cap;
-	struct span *longs; /* numbers cJSON would cut */
-	size_t nlongs, longs_cap;
+	cJSON *root; /* the tree so far; NULL before the first value */
 	struct tps_error *err;
 };
 
@@ -178,6 +179,45 @@ static enum tps_status nomem_error(struct scanner *sc)
 {
 	return tps_error_set(sc->err, TPS_ERR_NOMEM,
 			     "%s: out of memory while checking JSON", sc->name);
+}
+
+static enum tps_status tree_nomem_error(struct scanner *sc)
+{
+	return tps_error_set(sc->err, TPS_ERR_NOMEM,
+			     "%s: out of memory while building the JSON tree",
+			     sc->name);
+}
+
+/*
+ * Puts a new value (NULL if its allocation failed) into the open container,
+ * under the current key in an object, or makes it the root. The tree owns
+ * item from here on; on failure item is freed.
+ */
+static enum tps_status attach(struct scanner *sc, cJSON *item)
+{
+	const struct frame *f;
+	bool added;
+
+	if (!item) {
+		return tree_nomem_error(sc);
+	}
+	if (sc->depth == 0) {
+		sc->root = item;
+		return TPS_OK;
+	}
+	f = &sc->frames[sc->depth - 1];
+	/* Both append in O(1): cJSON keeps the last child in child->prev. */
+	if (f->kind == FRAME_ARRAY) {
+		added = cJSON_AddItemToArray(f->node, item);
+	} else {
+		added = cJSON_AddItemToObject(f->node, sc->keys + f->key_off,
+					      item);
+	}
+	if (!added) {
+		cJSON_Delete(item);
+		return tree_nomem_error(sc);
+	}
+	return TPS_OK;
 }
 
 /*
@@ -369,8 +409,8 @@ static size_t utf8_encode(uint32_t cp, unsigned char *out)
 	return 4;
 }
 
-/* Scans the escape at sc->pos; with `key`, appends its decoded bytes. */
-static enum tps_status scan_escape(struct scanner *sc, bool key)
+/* Scans the escape at sc->pos and appends its decoded bytes to sc->keys. */
+static enum tps_status scan_escape(struct scanner *sc)
 {
 	enum tps_status st;
 	unsigned char utf8[4];
@@ -451,18 +491,17 @@ static enum tps_status scan_escape(struct scanner *sc, bool key)
 				    (unsigned)e);
 	}
 	sc->pos += 2;
-	if (key && !key_put(sc, utf8, n)) {
+	if (!key_put(sc, utf8, n)) {
 		return nomem_error(sc);
 	}
 	return TPS_OK;
 }
 
 /*
- * Scans the string whose '"' is at sc->pos. With `key`, its decoded bytes
- * and a NUL are appended to sc->keys and *key_len is their count.
+ * Scans the string whose '"' is at sc->pos: its decoded bytes and a NUL are
+ * appended to sc->keys, and *out_len is their count without the NUL.
  */
-static enum tps_status scan_string(struct scanner *sc, bool key,
-				   size_t *key_len)
+static enum tps_status scan_string(struct scanner *sc, size_t *out_len)
 {
 	enum tps_status st;
 	size_t start = sc->keys_len;
@@ -482,7 +521,7 @@ static enum tps_status scan_string(struct scanner *sc, bool key,
 			}
 			sc->pos++;
 		}
-		if (key && sc->pos > from &&
+		if (sc->pos > from &&
 		    !key_put(sc, sc->s + from, sc->pos - from)) {
 			return nomem_error(sc);
 		}
@@ -495,7 +534,7 @@ static enum tps_status scan_string(struct scanner *sc, bool key,
 			break;
 		}
 		if (c == '\\') {
-			st = scan_escape(sc, key);
+			st = scan_escape(sc);
 			if (st != TPS_OK) {
 				return st;
 			}
@@ -515,18 +554,30 @@ static enum tps_status scan_string(struct scanner *sc, bool key,
 			return syntax_error(sc, sc->pos, "invalid UTF-8 (%s)",
 					    why);
 		}
-		if (key && !key_put(sc, sc->s + sc->pos, n)) {
+		if (!key_put(sc, sc->s + sc->pos, n)) {
 			return nomem_error(sc);
 		}
 		sc->pos += n;
 	}
-	if (key) {
-		*key_len = sc->keys_len - start;
-		if (!key_put(sc, "", 1)) {
-			return nomem_error(sc);
-		}
+	*out_len = sc->keys_len - start;
+	if (!key_put(sc, "", 1)) {
+		return nomem_error(sc);
 	}
 	return TPS_OK;
+}
+
+/* A string value: decoded on top of the key arena, copied into the tree. */
+static enum tps_status scan_string_value(struct scanner *sc)
+{
+	enum tps_status st;
+	size_t mark = sc->keys_len, len;
+
+	st = scan_string(sc, &len);
+	if (st == TPS_OK) {
+		st = attach(sc, cJSON_CreateString(sc->keys + mark));
+	}
+	sc->keys_len = mark;
+	return st;
 }
 
 static bool is_digit(const struct scanner *sc, size_t at)
@@ -539,6 +590,39 @@ static void skip_digits(struct scanner *sc)
 	while (is_digit(sc, sc->pos)) {
 		sc->pos++;
 	}
+}
+
+/*
+ * Converts the number text at s[start], n bytes that match the grammar, and
+ * attaches it. strtod reads it whole, however long: it rounds correctly, so
+ * the double is the one nearest the decimal value (and +-inf beyond the
+ * largest double, 0 or a subnormal below the smallest, as before: a reader
+ * that needs finite values checks). The C locale's decimal point is in
+ * effect (tps_json_parse_strict). The input need not end in a NUL, so the
+ * text is copied to one that does.
+ */
+static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
+{
+	char small[64];
+	char *text = small;
+	char *end = NULL;
+	size_t mark = sc->keys_len;
+	double d;
+
+	if (n >= sizeof small) {
+		if (!key_put(sc, sc->s + start, n) || !key_put(sc, "", 1)) {
+			return nomem_error(sc);
+		}
+		text = sc->keys + mark;
+	} else {
+		memcpy(small, sc->s + start, n);
+		small[n] = '\0';
+	}
+	d = strtod(text, &end);
+	assert(end == text + n);
+	sc->keys_len = mark;
+	/* cJSON_CreateNumber saturates valueint as cJSON's parser does. */
+	return attach(sc, cJSON_CreateNumber(d));
 }
 
 /* number = [ "-" ] ( "0" / [1-9] *DIGIT ) [ "." 1*DIGIT ]
@@ -581,16 +665,18 @@ static enum tps_status scan_number(struct scanner *sc)
 		}
 		skip_digits(sc);
 	}
-	if (sc->pos - start > CJSON_NUMBER_MAX) {
-		if (!grow((void **)&sc->longs, &sc->longs_cap, sc->nlongs,
-			  sizeof *sc->longs)) {
-			return nomem_error(sc);
-		}
-		sc->longs[sc->nlongs].off = start;
-		sc->longs[sc->nlongs].len = sc->pos - start;
-		sc->nlongs++;
+	return number_value(sc, start, sc->pos - start);
+}
+
+static enum tps_status attach_bool(struct scanner *sc, bool value)
+{
+	cJSON *item = cJSON_CreateBool(value);
+
+	/* cJSON's parser sets valueint 1 on true; cJSON_CreateBool does not. */
+	if (item && value) {
+		item->valueint = 1;
 	}
-	return TPS_OK;
+	return attach(sc, item);
 }
 
 /* true / false; null is reported as not allowed. */
@@ -623,7 +709,7 @@ static enum tps_status scan_literal(struct scanner *sc)
 					 line, col);
 		}
 		sc->pos += n;
-		return TPS_OK;
+		return attach_bool(sc, i == 0);
 	}
 	return unexpected(sc, "a JSON value");
 }
@@ -703,7 +789,9 @@ static enum tps_status key_add(struct scanner *sc, size_t off, size_t len,
 
 static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 {
+	enum tps_status st;
 	struct frame *f;
+	cJSON *node;
 
 	if (sc->depth == TPS_JSON_MAX_DEPTH) {
 		size_t line, col;
@@ -714,9 +802,15 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 				 "column %zu)",
 				 TPS_JSON_MAX_DEPTH, line, col);
 	}
+	node = k == FRAME_ARRAY ? cJSON_CreateArray() : cJSON_CreateObject();
+	st = attach(sc, node);
+	if (st != TPS_OK) {
+		return st;
+	}
 	f = &sc->frames[sc->depth++];
 	memset(f, 0, sizeof *f);
 	f->kind = k;
+	f->node = node;
 	f->first_rec = sc->nrecs;
 	f->keys_mark = sc->keys_len;
 	sc->pos++;
@@ -755,7 +849,7 @@ static enum tps_status scan_member_key(struct scanner *sc, bool first)
 		return unexpected(sc, first ? "a string key or '}'"
 					    : "a string key");
 	}
-	st = scan_string(sc, true, &len);
+	st = scan_string(sc, &len);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -809,7 +903,7 @@ static enum tps_status scan_value_start(struct scanner *sc,
 		return TPS_OK;
 	}
 	if (c == '"') {
-		return scan_string(sc, false, NULL);
+		return scan_string_value(sc);
 	}
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		return scan_number(sc);
@@ -891,6 +985,7 @@ static enum tps_status scan_document(struct scanner *sc)
 	return st;
 }
 
+/* Frees the scanner's own memory; the tree at sc->root is the caller's. */
 static void scanner_free(struct scanner *sc)
 {
 	while (sc->depth) {
@@ -901,65 +996,6 @@ static void scanner_free(struct scanner *sc)
 	}
 	free(sc->keys);
 	free(sc->recs);
-	free(sc->longs);
-}
-
-/*
- * Copies the text with each number cJSON would cut replaced by "%.17g" of the
- * same double (17 significant digits round-trip exactly), or by +-1e999 when
- * it overflows, which cJSON reads back as the same infinity strtod gives.
- * Assumes the C locale for the decimal point, as cJSON's strtod does.
- */
-static enum tps_status shorten_numbers(struct scanner *sc, char **out,
-				       size_t *out_len)
-{
-	enum tps_status st = TPS_OK;
-	char *buf = NULL, *num = NULL;
-	size_t n = 0, from = 0;
-
-	/* Each replacement (at most 24 bytes) is shorter than the number. */
-	buf = malloc(sc->len + 1);
-	if (!buf) {
-		st = nomem_error(sc);
-		goto out;
-	}
-	for (size_t i = 0; i < sc->nlongs; i++) {
-		const struct span *sp = &sc->longs[i];
-		char rep[32];
-		double d;
-
-		memcpy(buf + n, sc->s + from, sp->off - from);
-		n += sp->off - from;
-		num = malloc(sp->len + 1);
-		if (!num) {
-			st = nomem_error(sc);
-			goto out;
-		}
-		memcpy(num, sc->s + sp->off, sp->len);
-		num[sp->len] = '\0';
-		d = strtod(num, NULL);
-		free(num);
-		num = NULL;
-		if (isinf(d)) {
-			snprintf(rep, sizeof rep, "%s",
-				 d < 0 ? "-1e999" : "1e999");
-		} else {
-			snprintf(rep, sizeof rep, "%.17g", d);
-		}
-		memcpy(buf + n, rep, strlen(rep));
-		n += strlen(rep);
-		from = sp->off + sp->len;
-	}
-	memcpy(buf + n, sc->s + from, sc->len - from);
-	n += sc->len - from;
-	buf[n] = '\0';
-	*out = buf;
-	*out_len = n;
-	buf = NULL;
-out:
-	free(buf);
-	free(num);
-	return st;
 }
 
 enum tps_status tps_json_parse_strict(const char *name, const char *text,
@@ -968,11 +1004,8 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 {
 	struct scanner sc;
 	char shown[256];
-	char *copy = NULL;
-	const char *src;
-	size_t src_len;
 	enum tps_status st;
-	cJSON *tree;
+	locale_t c_numeric, saved;
 
 	assert(name && out && (text || len == 0));
 	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
@@ -985,31 +1018,24 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 	sc.len = len;
 	sc.err = err;
 
+	/* strtod takes its decimal point from LC_NUMERIC; JSON's is '.'
+	 * whatever locale the program runs in. uselocale is per thread. */
+	c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+	if (c_numeric == (locale_t)0) {
+		st = nomem_error(&sc);
+		goto out;
+	}
+	saved = uselocale(c_numeric);
 	st = scan_document(&sc);
+	uselocale(saved);
+	freelocale(c_numeric);
 	if (st != TPS_OK) {
 		goto out;
 	}
-	src = text;
-	src_len = len;
-	if (sc.nlongs) {
-		st = shorten_numbers(&sc, &copy, &src_len);
-		if (st != TPS_OK) {
-			goto out;
-		}
-		src = copy;
-	}
-	/* The text is valid, so NULL here can only be a failed allocation. */
-	tree = cJSON_ParseWithLength(src, src_len);
-	if (!tree) {
-		st = tps_error_set(err, TPS_ERR_NOMEM,
-				   "%s: out of memory while building the JSON "
-				   "tree",
-				   sc.name);
-		goto out;
-	}
-	*out = tree;
+	*out = sc.root;
+	sc.root = NULL;
 out:
+	cJSON_Delete(sc.root);
 	scanner_free(&sc);
-	free(copy);
 	return st;
 }
