@@ -2053,6 +2053,57 @@ START_TEST(load_reads_file_and_names_it_in_errors)
 }
 END_TEST
 
+/* tps_config_load moves "params" from the tree it read into the
+ * normalised config; tps_config_parse copies them and leaves its tree as
+ * it was. Both give the same normalised config. */
+START_TEST(load_keeps_params_in_normalized_config)
+{
+	static const char *const configs[] = {
+		BASE ",'params':{'fc1.bias':[0,0.5,0,0,1,1,1,-2.25],"
+		     "'fc2.bias':[1,2,3,4]}}",
+		/* With an expression: the substituted copy gives them up. */
+		HDR MODEL ",'input':{'shape':['$b',4]},'vars':{'b':2},"
+			  "'params':{'fc1.bias':[0,0.5,0,0,1,1,1,-2.25]}}",
+	};
+	char path[4200];
+
+	snprintf(path, sizeof path, "%s/params.json", tmp_dir);
+	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+		char *text = dq(configs[i]);
+		struct tps_run_spec loaded = {0}, parsed = {0};
+		struct tps_error err = {0};
+		cJSON *root = NULL, *before;
+		char *a, *b;
+
+		tu_write_file(path, text, strlen(text));
+		ck_assert_msg(tps_config_load(path, &loaded, &err) == TPS_OK,
+			      "%s", err.message);
+		ck_assert_int_eq(parse_json(configs[i], &root, &err), TPS_OK);
+		before = cJSON_Duplicate(root, true);
+		ck_assert_ptr_nonnull(before);
+		ck_assert_int_eq(
+			tps_config_parse(root, "cfg.json", &parsed, &err),
+			TPS_OK);
+		ck_assert(cJSON_Compare(root, before, true));
+		ck_assert(cJSON_Compare(
+			cJSON_GetObjectItemCaseSensitive(loaded.normalized,
+							 "params"),
+			cJSON_GetObjectItemCaseSensitive(root, "params"),
+			true));
+		a = normalized_text(&loaded);
+		b = normalized_text(&parsed);
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		cJSON_Delete(before);
+		cJSON_Delete(root);
+		tps_run_spec_free(&loaded);
+		tps_run_spec_free(&parsed);
+		free(text);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* The "divisible" policy, enforced when the model is built                 */
 /* ------------------------------------------------------------------------ */
@@ -2197,6 +2248,7 @@ static Suite *config_suite(void)
 	tc = tcase_create("load");
 	tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
 	tcase_add_test(tc, load_reads_file_and_names_it_in_errors);
+	tcase_add_test(tc, load_keeps_params_in_normalized_config);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("divisible");
