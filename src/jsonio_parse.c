@@ -20,6 +20,7 @@
 #include "jsonio_internal.h"
 
 #include <assert.h>
+#include <float.h>
 #include <inttypes.h>
 #include <locale.h>
 #include <stdarg.h>
@@ -592,14 +593,89 @@ static void skip_digits(struct scanner *sc)
 	}
 }
 
+/* 10^0 .. 10^22, each exactly a double (5^22 < 2^53). */
+static const double exact_tens[] = {
+	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * Clinger's fast path for the number text s (n bytes matching the grammar):
+ * its value is m * 10^k for an integer m. When m <= 2^53 and |k| <= 22, m
+ * and 10^|k| are exact doubles, so the one IEEE multiplication (or
+ * division) rounds the exact value once, correctly, which is what strtod
+ * does: the same double, bit for bit (test_jsonio checks). Returns false
+ * for every other number, which strtod reads. Under excess precision
+ * (FLT_EVAL_METHOD != 0) the operation could round twice, so strtod reads
+ * them all.
+ */
+static bool fast_number(const unsigned char *s, size_t n, double *out)
+{
+	const uint64_t max_exact = (uint64_t)1 << 53;
+	uint64_t m = 0;
+	long k = 0, e = 0;
+	int digits = 0; /* in m, leading zeros skipped; 19 fit in 64 bits */
+	bool neg = false, in_fraction = false;
+	size_t i = 0;
+	double d;
+
+	if (FLT_EVAL_METHOD != 0) {
+		return false;
+	}
+	if (s[i] == '-') {
+		neg = true;
+		i++;
+	}
+	for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+		if (s[i] == '.') {
+			in_fraction = true;
+			continue;
+		}
+		if (in_fraction) {
+			k--;
+		}
+		if (m == 0 && s[i] == '0') {
+			continue;
+		}
+		if (++digits > 19) {
+			return false;
+		}
+		m = m * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i < n) {
+		bool e_neg = false;
+
+		i++; /* the 'e'; a digit follows, or a sign and a digit */
+		if (s[i] == '-' || s[i] == '+') {
+			e_neg = s[i] == '-';
+			i++;
+		}
+		for (; i < n; i++) {
+			if (e > 1000) {
+				return false;
+			}
+			e = e * 10 + (s[i] - '0');
+		}
+		k += e_neg ? -e : e;
+	}
+	if (m > max_exact || (m != 0 && (k < -22 || k > 22))) {
+		return false;
+	}
+	d = (double)m;
+	if (m != 0) {
+		d = k < 0 ? d / exact_tens[-k] : d * exact_tens[k];
+	}
+	*out = neg ? -d : d;
+	return true;
+}
+
 /*
  * Converts the number text at s[start], n bytes that match the grammar, and
- * attaches it. strtod reads it whole, however long: it rounds correctly, so
- * the double is the one nearest the decimal value (and +-inf beyond the
- * largest double, 0 or a subnormal below the smallest, as before: a reader
- * that needs finite values checks). The C locale's decimal point is in
- * effect (tps_json_parse_strict). The input need not end in a NUL, so the
- * text is copied to one that does.
+ * attaches it. Unless the fast path takes it, strtod reads it whole, however
+ * long: it rounds correctly, so the double is the one nearest the decimal
+ * value (and +-inf beyond the largest double, 0 or a subnormal below the
+ * smallest, as before: a reader that needs finite values checks). The C
+ * locale's decimal point is in effect (tps_json_parse_strict). The input
+ * need not end in a NUL, so the text is copied to one that does.
  */
 static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
 {
@@ -609,6 +685,9 @@ static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
 	size_t mark = sc->keys_len;
 	double d;
 
+	if (fast_number(sc->s + start, n, &d)) {
+		return attach(sc, cJSON_CreateNumber(d));
+	}
 	if (n >= sizeof small) {
 		if (!key_put(sc, sc->s + start, n) || !key_put(sc, "", 1)) {
 			return nomem_error(sc);

@@ -771,6 +771,123 @@ START_TEST(parse_strict_reads_tricky_decimals_exactly)
 }
 END_TEST
 
+/* xorshift64: the same number strings on every run. */
+static uint64_t next_random(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
+/* Writes into out (64 bytes) a random decimal of a shape the fast path
+ * takes or must decline: up to 45 digits, integers near 2^53 and 2^64,
+ * exponents up to 47 either way. Returns its length. */
+static size_t random_number(uint64_t *state, char *out)
+{
+	static const char *const near_2_53[] = {
+		"9007199254740991",    "9007199254740992",
+		"9007199254740993",    "9007199254740994",
+		"9007199254740995",    "18014398509481984",
+		"9999999999999999999", "10000000000000000000"};
+	uint64_t r = next_random(state);
+	size_t n = 0;
+	int int_digits = (int)(r % 21), frac_digits = (int)((r >> 8) % 26);
+
+	if (r & (1u << 20)) {
+		out[n++] = '-';
+	}
+	if ((r >> 21) % 8 == 0) {
+		const char *m = near_2_53[(r >> 24) % 8];
+
+		memcpy(out + n, m, strlen(m));
+		n += strlen(m);
+		frac_digits = 0;
+	} else if (int_digits == 0) {
+		out[n++] = '0';
+	} else {
+		out[n++] = (char)('1' + next_random(state) % 9);
+		for (int i = 1; i < int_digits; i++) {
+			out[n++] = (char)('0' + next_random(state) % 10);
+		}
+	}
+	if (frac_digits && (r >> 30) % 2) {
+		out[n++] = '.';
+		for (int i = 0; i < frac_digits; i++) {
+			/* Zeros 6 times in 15, for runs as in 0.000123. */
+			uint64_t d = next_random(state) % 15;
+
+			out[n++] = (char)(d < 10 ? '0' + d : '0');
+		}
+	}
+	if ((r >> 31) % 2) {
+		out[n++] = (r >> 32) % 2 ? 'e' : 'E';
+		if ((r >> 33) % 3 == 0) {
+			out[n++] = '-';
+		} else if ((r >> 33) % 3 == 1) {
+			out[n++] = '+';
+		}
+		n += (size_t)snprintf(out + n, 64 - n, "%d",
+				      (int)((r >> 40) % 48));
+	}
+	out[n] = '\0';
+	return n;
+}
+
+#define FAST_NUMBERS 200000
+
+/* The fast path (Clinger's) and strtod give the same double, bit for bit. */
+START_TEST(parse_strict_fast_numbers_match_strtod)
+{
+	size_t cap = (size_t)FAST_NUMBERS * 64 + 2, n = 0;
+	char *s = malloc(cap);
+	char *texts = malloc((size_t)FAST_NUMBERS * 64);
+	uint64_t state = 0x9E3779B97F4A7C15u;
+	const cJSON *item;
+	cJSON *tree;
+	long i = 0, mismatches = 0;
+	double max_diff = 0;
+
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(texts);
+	s[n++] = '[';
+	for (long k = 0; k < FAST_NUMBERS; k++) {
+		char *t = texts + k * 64;
+		size_t len = random_number(&state, t);
+
+		if (k) {
+			s[n++] = ',';
+		}
+		memcpy(s + n, t, len);
+		n += len;
+	}
+	s[n++] = ']';
+	tree = expect_ok(s, n);
+	cJSON_ArrayForEach(item, tree)
+	{
+		double want = strtod(texts + i * 64, NULL);
+
+		if (memcmp(&item->valuedouble, &want, sizeof want) != 0) {
+			if (mismatches++ < 5) {
+				printf("%s: got %a, strtod %a\n",
+				       texts + i * 64, item->valuedouble, want);
+			}
+			if (fabs(item->valuedouble - want) > max_diff) {
+				max_diff = fabs(item->valuedouble - want);
+			}
+		}
+		i++;
+	}
+	printf("%ld numbers against strtod: %ld differ, max difference %g\n", i,
+	       mismatches, max_diff);
+	ck_assert_int_eq(i, FAST_NUMBERS);
+	ck_assert_int_eq(mismatches, 0);
+	cJSON_Delete(tree);
+	free(texts);
+	free(s);
+}
+END_TEST
+
 /* Decimal points in a locale that writes "0,5" do not change the values. */
 START_TEST(parse_strict_reads_numbers_whatever_the_locale)
 {
@@ -1559,6 +1676,7 @@ static Suite *jsonio_suite(void)
 	tcase_add_loop_test(
 		tc, parse_strict_reads_tricky_decimals_exactly, 0,
 		(int)(sizeof decimal_cases / sizeof decimal_cases[0]));
+	tcase_add_test(tc, parse_strict_fast_numbers_match_strtod);
 	tcase_add_test(tc, parse_strict_reads_numbers_whatever_the_locale);
 	suite_add_tcase(s, tc);
 
