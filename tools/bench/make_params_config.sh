@@ -1,9 +1,10 @@
 #!/bin/sh
 # Writes to stdout a tpsim config whose "params" give every value of one big
 # linear explicitly: the input-heavy case of the JSON reader and the config
-# loader (issue 6). With the defaults (in_features 1024, out_features 1400)
+# loader (issue 6). With the defaults (in_features 1024, out_features 1200)
 # the file is about 15.9 MiB, just under the 16 MiB config limit.
 #   tools/bench/make_params_config.sh [OUT_FEATURES [IN_FEATURES [SEED]]] >cfg.json
+# tools/bench/time_config_load.c times loading it.
 # Values are float32-sized decimals in (-1, 1) printed with "%.9g" (so some
 # come out as "1.23456791e-05"), from a Park-Miller generator: the same
 # bytes on every machine and awk.
