@@ -15,7 +15,8 @@
  *
  * The tree is the one cJSON_Parse builds from the same text (the same
  * types, strings, keys and order, valueint as cJSON_CreateNumber saturates
- * it, valueint 1 on true), except that numbers are read whole by strtod.
+ * it, valueint 1 on true), except that numbers are read whole, however long
+ * (number_value).
  */
 #include "jsonio_internal.h"
 
