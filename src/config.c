@@ -382,11 +382,14 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	}
 }
 
-enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
-				      const struct tps_config_var *overrides,
-				      int n_overrides,
-				      struct tps_run_spec *spec,
-				      struct tps_error *err)
+/* tps_config_parse_with; `spare` is NULL, or root itself when the caller
+ * deletes root afterwards, so that the normalised config may take from it
+ * what it would otherwise copy. */
+static enum tps_status parse_config(const cJSON *root, cJSON *spare,
+				    const char *file,
+				    const struct tps_config_var *overrides,
+				    int n_overrides, struct tps_run_spec *spec,
+				    struct tps_error *err)
 {
 	struct tps_run_spec run = {0};
 	const cJSON *config = NULL;
@@ -402,7 +405,9 @@ enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
 		parse_root(&c, config, &run);
 	}
 	if (cfg_ok(&c)) {
-		run.normalized = cfg_normalize(config, &run);
+		/* The substituted copy, when there is one, is deleted below. */
+		run.normalized =
+			cfg_normalize(config, copy ? copy : spare, &run);
 		if (!run.normalized) {
 			cfg_nomem(&c);
 		}
@@ -414,6 +419,16 @@ enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
 	}
 	*spec = run;
 	return TPS_OK;
+}
+
+enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
+				      const struct tps_config_var *overrides,
+				      int n_overrides,
+				      struct tps_run_spec *spec,
+				      struct tps_error *err)
+{
+	return parse_config(root, NULL, file, overrides, n_overrides, spec,
+			    err);
 }
 
 enum tps_status tps_config_parse(const cJSON *root, const char *file,
@@ -432,8 +447,8 @@ enum tps_status tps_config_load_with(const char *path,
 	enum tps_status st =
 		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &root, err);
 	if (st == TPS_OK) {
-		st = tps_config_parse_with(root, path, overrides, n_overrides,
-					   spec, err);
+		st = parse_config(root, root, path, overrides, n_overrides,
+				  spec, err);
 	}
 	cJSON_Delete(root);
 	return st;

@@ -206,7 +206,10 @@ void cfg_parse_cost(struct cfg *c, const cJSON *root,
 		    const struct tps_mesh *mesh, struct tps_cost_spec *cost);
 
 /* config_normalize.c: the normalised config the trace records; NULL when
- * out of memory. `root` is the config the spec was read from. */
-cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run);
+ * out of memory. `root` is the config the spec was read from. `spare` is
+ * NULL, or root itself when the caller deletes root afterwards: then its
+ * "params" are moved into the result (and out of root), not copied. */
+cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
+		     const struct tps_run_spec *run);
 
 #endif

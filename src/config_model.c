@@ -508,6 +508,37 @@ static void read_values_item(struct cfg *c, const cJSON *item, int index,
 	x->d--;
 }
 
+static bool is_float32_value(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+	       fabs(v->valuedouble) <= FLT_MAX;
+}
+
+/*
+ * The innermost dim, where nearly all the values are: when every element
+ * of the array `row` is a float32 value, reads them all (into data, if
+ * any) and returns true, without building each element's pointer. Else
+ * returns false having read nothing: the caller reads the row element by
+ * element, which reports the first bad one at its own pointer.
+ */
+static bool read_good_row(const cJSON *row, struct values_ctx *x)
+{
+	const cJSON *item;
+	cJSON_ArrayForEach(item, row)
+	{
+		if (!is_float32_value(item)) {
+			return false;
+		}
+	}
+	if (x->data) {
+		cJSON_ArrayForEach(item, row)
+		{
+			x->data[x->pos++] = (float)item->valuedouble;
+		}
+	}
+	return true;
+}
+
 static void read_values(struct cfg *c, const cJSON *v, void *ctx)
 {
 	struct values_ctx *x = ctx;
@@ -516,8 +547,7 @@ static void read_values(struct cfg *c, const cJSON *v, void *ctx)
 		if (!cfg_expect(c, v, cJSON_IsNumber, "a number")) {
 			return;
 		}
-		if (!isfinite(v->valuedouble) ||
-		    fabs(v->valuedouble) > FLT_MAX) {
+		if (!is_float32_value(v)) {
 			cfg_fail(c, TPS_ERR_INPUT,
 				 "expected a finite float32 value, got %s",
 				 cfg_describe(v, got, sizeof got));
@@ -533,6 +563,9 @@ static void read_values(struct cfg *c, const cJSON *v, void *ctx)
 			 "shape), got %d",
 			 (long long)x->shape->dim[x->d], x->d,
 			 cJSON_GetArraySize(v));
+	}
+	if (cfg_ok(c) && x->d + 1 == x->shape->ndim && read_good_row(v, x)) {
+		return;
 	}
 	cfg_each_item(c, v, read_values_item, x);
 }

@@ -14,6 +14,7 @@
  */
 #include "config_internal.h"
 
+#include <assert.h>
 #include <stdio.h>
 
 /* Adds to a tree under construction and remembers a failed allocation, so
@@ -224,7 +225,8 @@ static void put_cost(struct builder *b, cJSON *n, const struct tps_mesh *mesh,
 	put_number(b, o, "TFLOPS", cost->tflops);
 }
 
-cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
+cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
+		     const struct tps_run_spec *run)
 {
 	const struct tps_model_spec *s = &run->model;
 	struct builder b = {false};
@@ -254,8 +256,14 @@ cJSON *cfg_normalize(const cJSON *root, const struct tps_run_spec *run)
 		   tps_init_method_names[s->param_init.method]);
 	put_number(&b, o, "seed", (double)s->param_init.seed);
 	if (params) {
-		/* As given: the values are checked, and keep their digits. */
-		put(&b, n, "params", cJSON_Duplicate(params, true));
+		/* As given: the values are checked, and keep their digits.
+		 * Explicit values can be a million nodes: a tree about to be
+		 * deleted gives them up rather than have them copied. */
+		assert(!spare || spare == root);
+		put(&b, n, "params",
+		    spare ? cJSON_DetachItemFromObjectCaseSensitive(spare,
+								    "params")
+			  : cJSON_Duplicate(params, true));
 	}
 	put_string(&b, n, "uneven", tps_uneven_names[s->uneven]);
 	put_string(&b, n, "sampler", tps_sampler_names[s->sampler]);

@@ -1511,6 +1511,63 @@ START_TEST(params_values_land_in_spec)
 }
 END_TEST
 
+/* An fc1.weight of BASE's fc1 (8 x 4) from eight rows. */
+#define WEIGHT_ROWS(r0, r1, r2, r3, r4, r5, r6, r7)                            \
+	BASE ",'params':{'fc1.weight':[" r0 "," r1 "," r2 "," r3 "," r4 "," r5 \
+	     "," r6 "," r7 "]}}"
+#define ROW "[1,2,3,4]"
+
+/* A bad value inside a row of a 2-D weight, where rows are read whole
+ * (config_model.c): the message names its own pointer, and the first bad
+ * one in document order. */
+static const struct bad_config bad_weight_rows[] = {
+	BAD(WEIGHT_ROWS(ROW, ROW, ROW, ROW, ROW, "[1,2,'x',4]", ROW, ROW),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/5/2: expected a number, got string "
+	    "\"x\""),
+	BAD(WEIGHT_ROWS(ROW, ROW, ROW, ROW, ROW, ROW, ROW, "[1,2,3,1e39]"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/7/3: expected a finite float32 "
+	    "value, got 1e39"),
+	BAD(WEIGHT_ROWS(ROW, ROW, ROW, ROW, ROW, ROW, ROW, "[1,2,3,-1e999]"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/7/3: expected a finite float32 "
+	    "value, got a number out of range"),
+	BAD(WEIGHT_ROWS("[[1],2,3,4]", ROW, ROW, ROW, ROW, ROW, ROW, ROW),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/0/0: expected a number, got an "
+	    "array"),
+	BAD(WEIGHT_ROWS(ROW, ROW, "[1,true,3,4]", ROW, ROW, ROW, ROW, ROW),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/2/1: expected a number, got true"),
+	BAD(WEIGHT_ROWS(ROW, ROW, ROW, "[1,2,3,4,5]", ROW, ROW, ROW, ROW),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/3: expected 4 elements (dim 1 of the "
+	    "parameter's shape), got 5"),
+	BAD(WEIGHT_ROWS(ROW, "[1,2,3,'x']", ROW, ROW, ROW, ROW, "[-1e39,2,3,4]",
+			ROW),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/fc1.weight/1/3: expected a number, got string "
+	    "\"x\""),
+};
+
+START_TEST(params_bad_value_in_a_row_is_reported_at_its_pointer)
+{
+	const struct bad_config *bc = &bad_weight_rows[_i];
+	struct tps_error err = {0};
+	struct tps_run_spec spec = {0};
+	cJSON *root = NULL;
+	enum tps_status st = parse_json(bc->json, &root, &err);
+
+	ck_assert_msg(st == TPS_OK, "row %d: JSON rejected: %s", _i,
+		      err.message);
+	st = tps_config_parse(root, "cfg.json", &spec, &err);
+	cJSON_Delete(root);
+	ck_assert_int_eq(st, bc->status);
+	ck_assert_str_eq(err.message, bc->msg);
+}
+END_TEST
+
 START_TEST(normalized_config_parses_to_itself)
 {
 	static const char *const configs[] = {
@@ -1996,6 +2053,57 @@ START_TEST(load_reads_file_and_names_it_in_errors)
 }
 END_TEST
 
+/* tps_config_load moves "params" from the tree it read into the
+ * normalised config; tps_config_parse copies them and leaves its tree as
+ * it was. Both give the same normalised config. */
+START_TEST(load_keeps_params_in_normalized_config)
+{
+	static const char *const configs[] = {
+		BASE ",'params':{'fc1.bias':[0,0.5,0,0,1,1,1,-2.25],"
+		     "'fc2.bias':[1,2,3,4]}}",
+		/* With an expression: the substituted copy gives them up. */
+		HDR MODEL ",'input':{'shape':['$b',4]},'vars':{'b':2},"
+			  "'params':{'fc1.bias':[0,0.5,0,0,1,1,1,-2.25]}}",
+	};
+	char path[4200];
+
+	snprintf(path, sizeof path, "%s/params.json", tmp_dir);
+	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+		char *text = dq(configs[i]);
+		struct tps_run_spec loaded = {0}, parsed = {0};
+		struct tps_error err = {0};
+		cJSON *root = NULL, *before;
+		char *a, *b;
+
+		tu_write_file(path, text, strlen(text));
+		ck_assert_msg(tps_config_load(path, &loaded, &err) == TPS_OK,
+			      "%s", err.message);
+		ck_assert_int_eq(parse_json(configs[i], &root, &err), TPS_OK);
+		before = cJSON_Duplicate(root, true);
+		ck_assert_ptr_nonnull(before);
+		ck_assert_int_eq(
+			tps_config_parse(root, "cfg.json", &parsed, &err),
+			TPS_OK);
+		ck_assert(cJSON_Compare(root, before, true));
+		ck_assert(cJSON_Compare(
+			cJSON_GetObjectItemCaseSensitive(loaded.normalized,
+							 "params"),
+			cJSON_GetObjectItemCaseSensitive(root, "params"),
+			true));
+		a = normalized_text(&loaded);
+		b = normalized_text(&parsed);
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		cJSON_Delete(before);
+		cJSON_Delete(root);
+		tps_run_spec_free(&loaded);
+		tps_run_spec_free(&parsed);
+		free(text);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* The "divisible" policy, enforced when the model is built                 */
 /* ------------------------------------------------------------------------ */
@@ -2103,6 +2211,9 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("params");
 	tcase_add_test(tc, params_values_land_in_spec);
+	tcase_add_loop_test(
+		tc, params_bad_value_in_a_row_is_reported_at_its_pointer, 0,
+		(int)(sizeof bad_weight_rows / sizeof bad_weight_rows[0]));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("normalized");
@@ -2137,6 +2248,7 @@ static Suite *config_suite(void)
 	tc = tcase_create("load");
 	tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
 	tcase_add_test(tc, load_reads_file_and_names_it_in_errors);
+	tcase_add_test(tc, load_keeps_params_in_normalized_config);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("divisible");

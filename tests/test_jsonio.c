@@ -1,9 +1,11 @@
-/* Tests for the strict JSON reader (src/jsonio.c). */
+/* Tests for the strict JSON reader (src/jsonio_*.c). */
 #include "tpsim/jsonio.h"
 
 #include <check.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -656,6 +658,484 @@ START_TEST(parse_strict_keeps_value_of_long_numbers)
 }
 END_TEST
 
+START_TEST(parse_strict_reads_numbers_longer_than_63_characters)
+{
+	char num[512], in[1100];
+	cJSON *tree, *item;
+	size_t n;
+
+	/* 0.000...0001 with 100 digits after the point is 1e-100. */
+	memcpy(num, "0.", 2);
+	memset(num + 2, '0', 99);
+	memcpy(num + 101, "1", 2);
+	tree = expect_ok(num, strlen(num));
+	ck_assert(tree->valuedouble == 1e-100);
+	ck_assert_int_eq(tree->valueint, 0);
+	cJSON_Delete(tree);
+
+	/* A finite 300-digit integer: valueint saturates as in cJSON. */
+	for (int i = 0; i < 300; i++) {
+		num[i] = (char)('1' + i % 9);
+	}
+	num[300] = '\0';
+	n = (size_t)snprintf(in, sizeof in, "{\"a\":[%s,7,-%s],\"b\":1}", num,
+			     num);
+	tree = expect_ok(in, n);
+	item = cJSON_GetObjectItemCaseSensitive(tree, "a");
+	ck_assert_int_eq(cJSON_GetArraySize(item), 3);
+	ck_assert(item->child->valuedouble == strtod(num, NULL));
+	ck_assert(isfinite(item->child->valuedouble));
+	ck_assert_int_eq(item->child->valueint, INT_MAX);
+	ck_assert(item->child->next->valuedouble == 7.0);
+	ck_assert(item->child->next->next->valuedouble == -strtod(num, NULL));
+	ck_assert_int_eq(item->child->next->next->valueint, INT_MIN);
+	ck_assert(cJSON_GetObjectItemCaseSensitive(tree, "b")->valuedouble ==
+		  1.0);
+	cJSON_Delete(tree);
+
+	/* 400 digits overflow to +-inf, as strtod (and before it cJSON) gave;
+	 * readers that need finite values say so at the pointer. */
+	memset(num, '1', 400);
+	num[400] = '\0';
+	n = (size_t)snprintf(in, sizeof in, "[%s,-%s]", num, num);
+	tree = expect_ok(in, n);
+	ck_assert(isinf(tree->child->valuedouble) &&
+		  tree->child->valuedouble > 0);
+	ck_assert_int_eq(tree->child->valueint, INT_MAX);
+	ck_assert(isinf(tree->child->next->valuedouble) &&
+		  tree->child->next->valuedouble < 0);
+	ck_assert_int_eq(tree->child->next->valueint, INT_MIN);
+	cJSON_Delete(tree);
+
+	/* Below the smallest subnormal: 0, not the 63-character prefix. */
+	memcpy(num, "1.", 2);
+	memset(num + 2, '0', 200);
+	memcpy(num + 202, "e-400", 6);
+	tree = expect_ok(num, strlen(num));
+	ck_assert(tree->valuedouble == 0.0 && !signbit(tree->valuedouble));
+	cJSON_Delete(tree);
+
+	/* Digits past the 63rd decide the rounding. */
+	tree = expect_ok(IN("1.00000000000000011102230246251565404236316680908"
+			    "203125000000000000000001"));
+	ck_assert(tree->valuedouble == 0x1.0000000000001p+0);
+	cJSON_Delete(tree);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Exact doubles                                                            */
+/* ------------------------------------------------------------------------ */
+
+struct decimal_case {
+	const char *in;
+	double want; /* compared bit for bit */
+};
+
+static const struct decimal_case decimal_cases[] = {
+	{"0.1", 0x1.999999999999ap-4},
+	{"0.30000000000000004", 0x1.3333333333334p-2},
+	/* Ties round to even: 2^53 + 1 and 2^53 + 3. */
+	{"9007199254740993", 0x1p+53},
+	{"9007199254740995", 0x1.0000000000002p+53},
+	/* Exactly half an ulp above 1 rounds to 1. */
+	{"1.00000000000000011102230246251565404236316680908203125", 1.0},
+	{"123456789012345678901234567890", 0x1.8ee90ff6c373ep+96},
+	/* Subnormals: the largest, the smallest, and either side of half the
+	 * smallest. */
+	{"2.2250738585072011e-308", 0x0.fffffffffffffp-1022},
+	{"2.2250738585072014e-308", 0x1p-1022},
+	{"4.9406564584124654e-324", 0x0.0000000000001p-1022},
+	{"2.4703282292062327e-324", 0.0},
+	{"2.4703282292062328e-324", 0x0.0000000000001p-1022},
+	{"1e-400", 0.0},
+	{"-0.0", -0.0},
+	/* The largest double, and past half an ulp above it. */
+	{"1.7976931348623157e308", DBL_MAX},
+	{"1.7976931348623158e308", DBL_MAX},
+	{"1.7976931348623159e308", INFINITY},
+	{"-1e400", -INFINITY},
+	{"3.14159265358979323846264338327950288419716939937510582097494459230"
+	 "781640628620899",
+	 0x1.921fb54442d18p+1},
+};
+
+START_TEST(parse_strict_reads_tricky_decimals_exactly)
+{
+	const struct decimal_case *c = &decimal_cases[_i];
+	cJSON *tree = expect_ok(c->in, strlen(c->in));
+
+	ck_assert_msg(memcmp(&tree->valuedouble, &c->want, sizeof c->want) == 0,
+		      "%s: got %a, want %a", c->in, tree->valuedouble, c->want);
+	cJSON_Delete(tree);
+}
+END_TEST
+
+/* xorshift64: the same number strings on every run. */
+static uint64_t next_random(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
+/* Writes into out (64 bytes) a random decimal of a shape the fast path
+ * takes or must decline: up to 45 digits, integers near 2^53 and 2^64,
+ * exponents up to 47 either way. Returns its length. */
+static size_t random_number(uint64_t *state, char *out)
+{
+	static const char *const near_2_53[] = {
+		"9007199254740991",    "9007199254740992",
+		"9007199254740993",    "9007199254740994",
+		"9007199254740995",    "18014398509481984",
+		"9999999999999999999", "10000000000000000000"};
+	uint64_t r = next_random(state);
+	size_t n = 0;
+	int int_digits = (int)(r % 21), frac_digits = (int)((r >> 8) % 26);
+
+	if (r & (1u << 20)) {
+		out[n++] = '-';
+	}
+	if ((r >> 21) % 8 == 0) {
+		const char *m = near_2_53[(r >> 24) % 8];
+
+		memcpy(out + n, m, strlen(m));
+		n += strlen(m);
+		frac_digits = 0;
+	} else if (int_digits == 0) {
+		out[n++] = '0';
+	} else {
+		out[n++] = (char)('1' + next_random(state) % 9);
+		for (int i = 1; i < int_digits; i++) {
+			out[n++] = (char)('0' + next_random(state) % 10);
+		}
+	}
+	if (frac_digits && (r >> 30) % 2) {
+		out[n++] = '.';
+		for (int i = 0; i < frac_digits; i++) {
+			/* Zeros 6 times in 15, for runs as in 0.000123. */
+			uint64_t d = next_random(state) % 15;
+
+			out[n++] = (char)(d < 10 ? '0' + d : '0');
+		}
+	}
+	if ((r >> 31) % 2) {
+		out[n++] = (r >> 32) % 2 ? 'e' : 'E';
+		if ((r >> 33) % 3 == 0) {
+			out[n++] = '-';
+		} else if ((r >> 33) % 3 == 1) {
+			out[n++] = '+';
+		}
+		n += (size_t)snprintf(out + n, 64 - n, "%d",
+				      (int)((r >> 40) % 48));
+	}
+	out[n] = '\0';
+	return n;
+}
+
+#define FAST_NUMBERS 200000
+
+/* The fast path (Clinger's) and strtod give the same double, bit for bit. */
+START_TEST(parse_strict_fast_numbers_match_strtod)
+{
+	size_t cap = (size_t)FAST_NUMBERS * 64 + 2, n = 0;
+	char *s = malloc(cap);
+	char *texts = malloc((size_t)FAST_NUMBERS * 64);
+	uint64_t state = 0x9E3779B97F4A7C15u;
+	const cJSON *item;
+	cJSON *tree;
+	long i = 0, mismatches = 0;
+	double max_diff = 0;
+
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(texts);
+	s[n++] = '[';
+	for (long k = 0; k < FAST_NUMBERS; k++) {
+		char *t = texts + k * 64;
+		size_t len = random_number(&state, t);
+
+		if (k) {
+			s[n++] = ',';
+		}
+		memcpy(s + n, t, len);
+		n += len;
+	}
+	s[n++] = ']';
+	tree = expect_ok(s, n);
+	cJSON_ArrayForEach(item, tree)
+	{
+		double want = strtod(texts + i * 64, NULL);
+
+		if (memcmp(&item->valuedouble, &want, sizeof want) != 0) {
+			if (mismatches++ < 5) {
+				printf("%s: got %a, strtod %a\n",
+				       texts + i * 64, item->valuedouble, want);
+			}
+			if (fabs(item->valuedouble - want) > max_diff) {
+				max_diff = fabs(item->valuedouble - want);
+			}
+		}
+		i++;
+	}
+	printf("%ld numbers against strtod: %ld differ, max difference %g\n", i,
+	       mismatches, max_diff);
+	ck_assert_int_eq(i, FAST_NUMBERS);
+	ck_assert_int_eq(mismatches, 0);
+	cJSON_Delete(tree);
+	free(texts);
+	free(s);
+}
+END_TEST
+
+/* Decimal points in a locale that writes "0,5" do not change the values. */
+START_TEST(parse_strict_reads_numbers_whatever_the_locale)
+{
+	static const char *const comma_locales[] = {
+		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8",
+		"ru_RU.UTF-8", "de_DE",	     "fr_FR"};
+	const char *used = NULL;
+	char point[8];
+	cJSON *tree;
+
+	for (size_t i = 0; i < sizeof comma_locales / sizeof *comma_locales;
+	     i++) {
+		if (setlocale(LC_NUMERIC, comma_locales[i])) {
+			used = comma_locales[i];
+			break;
+		}
+	}
+	if (!used) {
+		used = "C (no locale with a decimal comma is installed)";
+	}
+	printf("locale for parse_strict: %s\n", used);
+	snprintf(point, sizeof point, "%s", localeconv()->decimal_point);
+	tree = expect_ok(IN("[0.5,-1.25e1,0.333333333333333333333333333333333"
+			    "333333333333333333333333333333333]"));
+	ck_assert(tree->child->valuedouble == 0.5);
+	ck_assert(tree->child->next->valuedouble == -12.5);
+	ck_assert(tree->child->next->next->valuedouble == 1.0 / 3.0);
+	cJSON_Delete(tree);
+	/* The caller's locale is back. */
+	ck_assert_str_eq(localeconv()->decimal_point, point);
+	setlocale(LC_NUMERIC, "C");
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The tree is the one cJSON builds                                         */
+/* ------------------------------------------------------------------------ */
+
+/* The same document, laid out as cJSON lays it out: types, valueint, the
+ * bits of valuedouble, strings, keys, order, and the last child in
+ * child->prev (cJSON's O(1) append relies on it). */
+static void expect_same_tree(const cJSON *a, const cJSON *b)
+{
+	for (; a && b; a = a->next, b = b->next) {
+		ck_assert_int_eq(a->type, b->type);
+		ck_assert_int_eq(a->valueint, b->valueint);
+		ck_assert_msg(memcmp(&a->valuedouble, &b->valuedouble,
+				     sizeof a->valuedouble) == 0,
+			      "valuedouble %a, cJSON's %a", a->valuedouble,
+			      b->valuedouble);
+		ck_assert((a->valuestring == NULL) == (b->valuestring == NULL));
+		if (a->valuestring) {
+			ck_assert_str_eq(a->valuestring, b->valuestring);
+		}
+		ck_assert((a->string == NULL) == (b->string == NULL));
+		if (a->string) {
+			ck_assert_str_eq(a->string, b->string);
+		}
+		ck_assert((a->child == NULL) == (b->child == NULL));
+		if (a->child) {
+			const cJSON *last = a->child;
+
+			while (last->next) {
+				last = last->next;
+			}
+			ck_assert_ptr_eq(a->child->prev, last);
+			expect_same_tree(a->child, b->child);
+		}
+	}
+	ck_assert_ptr_null(a);
+	ck_assert_ptr_null(b);
+}
+
+static void expect_tree_of_cjson(const char *in, size_t len)
+{
+	cJSON *tree = expect_ok(in, len);
+	cJSON *theirs;
+
+	/* cJSON does not skip a BOM. */
+	if (len >= 3 && memcmp(in, "\xEF\xBB\xBF", 3) == 0) {
+		in += 3;
+		len -= 3;
+	}
+	theirs = cJSON_ParseWithLength(in, len);
+	ck_assert_ptr_nonnull(theirs);
+	ck_assert_ptr_null(tree->prev);
+	ck_assert_ptr_null(tree->next);
+	expect_same_tree(tree, theirs);
+	cJSON_Delete(theirs);
+	cJSON_Delete(tree);
+}
+
+/* Beside good_cases: valueint at the int limits, and true's valueint 1. */
+static const struct good_case cjson_tree_cases[] = {
+	{IN("[2147483647,2147483648,-2147483648,-2147483649,2147483646.5,"
+	    "-2147483647.5,3e9,-3e9,1e400,-1e400,2.5,-2.5,0.99,-0.99]")},
+	{IN("{\"t\":true,\"f\":false,\"s\":\"\",\"n\":[1,[2,[3,{}]],{\"a\":"
+	    "[]}],\"k\":{\"a\":{\"b\":{\"c\":\"\\u00e9\\ud83d\\ude00\"}}}}")},
+	{IN("[[],[[]],{},[{}],\"x\",{\"\":\"\"}]")},
+};
+
+START_TEST(parse_strict_builds_the_tree_cjson_builds)
+{
+	expect_tree_of_cjson(good_cases[_i].in, good_cases[_i].len);
+}
+END_TEST
+
+START_TEST(parse_strict_builds_the_tree_cjson_builds_at_int_limits)
+{
+	expect_tree_of_cjson(cjson_tree_cases[_i].in, cjson_tree_cases[_i].len);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Big arrays                                                               */
+/* ------------------------------------------------------------------------ */
+
+#define BIG_ROWS 500
+#define BIG_COLS 1000
+
+START_TEST(parse_strict_reads_big_arrays)
+{
+	/* [[0, 0.25, 0.5, ...], ...]: BIG_ROWS x BIG_COLS quarters, exact. */
+	size_t cap = (size_t)BIG_ROWS * BIG_COLS * 12 + 16, n = 0;
+	char *s = malloc(cap);
+	struct timespec t0;
+	const cJSON *row, *item;
+	cJSON *tree;
+	long k = 0;
+	double dt;
+
+	ck_assert_ptr_nonnull(s);
+	s[n++] = '[';
+	for (int r = 0; r < BIG_ROWS; r++) {
+		n += (size_t)snprintf(s + n, cap - n, "%s[", r ? "," : "");
+		for (int i = 0; i < BIG_COLS; i++, k++) {
+			n += (size_t)snprintf(s + n, cap - n, "%s%.2f",
+					      i ? "," : "", (double)k * 0.25);
+		}
+		s[n++] = ']';
+	}
+	s[n++] = ']';
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tree = expect_ok(s, n);
+	dt = seconds_since(&t0);
+	printf("parse of %d numbers (%zu bytes): %.3f s\n", BIG_ROWS * BIG_COLS,
+	       n, dt);
+	/* Quadratic appending would take minutes. */
+	ck_assert_msg(dt < 20.0, "took %.3f s", dt);
+	ck_assert_int_eq(cJSON_GetArraySize(tree), BIG_ROWS);
+	k = 0;
+	cJSON_ArrayForEach(row, tree)
+	{
+		int cols = 0;
+
+		cJSON_ArrayForEach(item, row)
+		{
+			ck_assert_msg(item->valuedouble == (double)k * 0.25,
+				      "element %ld: %.17g", k,
+				      item->valuedouble);
+			k++;
+			cols++;
+		}
+		ck_assert_int_eq(cols, BIG_COLS);
+	}
+	ck_assert_int_eq(k, (long)BIG_ROWS * BIG_COLS);
+	cJSON_Delete(tree);
+	free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Out of memory                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* cJSON allocates every node through its hooks: these count the blocks
+ * alive and fail once `hook_budget` allocations have succeeded. */
+static long hook_live;
+static long hook_budget;
+
+static void *hook_malloc(size_t n)
+{
+	void *p;
+
+	if (hook_budget == 0) {
+		return NULL;
+	}
+	hook_budget--;
+	p = malloc(n);
+	if (p) {
+		hook_live++;
+	}
+	return p;
+}
+
+static void hook_free(void *p)
+{
+	if (p) {
+		hook_live--;
+	}
+	free(p);
+}
+
+static void setup_hooks(void)
+{
+	cJSON_Hooks hooks = {hook_malloc, hook_free};
+
+	cJSON_InitHooks(&hooks);
+}
+
+static void teardown_hooks(void)
+{
+	cJSON_InitHooks(NULL);
+}
+
+START_TEST(parse_strict_fails_cleanly_when_out_of_memory)
+{
+	static const char in[] = "{\"a\":[1,2.5,\"s\",true,{\"b\":[]}],"
+				 "\"key\":\"x\",\"c\":{\"d\":false}}";
+	long k;
+
+	for (k = 0;; k++) {
+		struct tps_error err = {0};
+		cJSON sentinel;
+		cJSON *tree = &sentinel;
+		enum tps_status st;
+
+		hook_budget = k;
+		hook_live = 0;
+		st = parse_copy(in, sizeof in - 1, &tree, &err);
+		if (st == TPS_OK) {
+			cJSON_Delete(tree);
+			ck_assert_int_eq(hook_live, 0);
+			break;
+		}
+		ck_assert_int_eq(st, TPS_ERR_NOMEM);
+		ck_assert_ptr_eq(tree, &sentinel);
+		ck_assert_str_eq(err.message, "t.json: out of memory while "
+					      "building the JSON tree");
+		/* Everything built before the failure is freed. */
+		ck_assert_int_eq(hook_live, 0);
+	}
+	printf("out of memory at each of %ld allocations: clean\n", k);
+	/* 11 nodes, 2 strings and 5 keys: each allocation failed once. */
+	ck_assert_int_ge(k, 18);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Reading files                                                            */
 /* ------------------------------------------------------------------------ */
@@ -1188,6 +1668,30 @@ static Suite *jsonio_suite(void)
 
 	tc = tcase_create("long_numbers");
 	tcase_add_test(tc, parse_strict_keeps_value_of_long_numbers);
+	tcase_add_test(tc,
+		       parse_strict_reads_numbers_longer_than_63_characters);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("numbers");
+	tcase_add_loop_test(
+		tc, parse_strict_reads_tricky_decimals_exactly, 0,
+		(int)(sizeof decimal_cases / sizeof decimal_cases[0]));
+	tcase_add_test(tc, parse_strict_fast_numbers_match_strtod);
+	tcase_add_test(tc, parse_strict_reads_numbers_whatever_the_locale);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("tree");
+	tcase_add_loop_test(tc, parse_strict_builds_the_tree_cjson_builds, 0,
+			    (int)(sizeof good_cases / sizeof good_cases[0]));
+	tcase_add_loop_test(
+		tc, parse_strict_builds_the_tree_cjson_builds_at_int_limits, 0,
+		(int)(sizeof cjson_tree_cases / sizeof cjson_tree_cases[0]));
+	tcase_add_test(tc, parse_strict_reads_big_arrays);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("out_of_memory");
+	tcase_add_checked_fixture(tc, setup_hooks, teardown_hooks);
+	tcase_add_test(tc, parse_strict_fails_cleanly_when_out_of_memory);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("read_file");

@@ -3,7 +3,8 @@
  *
  * cJSON alone accepts things RFC 8259 forbids (duplicate keys, leading zeros,
  * raw control characters, invalid UTF-8, NUL bytes, trailing garbage), so the
- * text is first validated by a strict scanner here, then parsed by cJSON.
+ * text is read here by a strict parser that builds the cJSON tree in the same
+ * pass; the result is a plain cJSON tree.
  *
  * Error messages follow the CLI's format, without the "tpsim: " prefix:
  *   "<file>: <json-pointer>: <what is wrong>"
@@ -43,16 +44,22 @@ enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
 				   struct tps_error *err);
 
 /*
- * Validates `text` (len bytes; it may contain NUL bytes, which are errors)
- * as strict RFC 8259 JSON, then parses it with cJSON.
+ * Parses `text` (len bytes; it may contain NUL bytes, which are errors) as
+ * strict RFC 8259 JSON into a cJSON tree, in one pass.
  * `name` is the file name used in messages.
  * Rejected, each naming the JSON Pointer: syntax errors, trailing non-space
  * content, NUL bytes, invalid UTF-8 (overlong, surrogates, > U+10FFFF),
  * raw control characters in strings, invalid escapes, lone surrogate \u
  * escapes, leading zeros, `null` anywhere, duplicate keys in an object, and
  * nesting deeper than TPS_JSON_MAX_DEPTH. A leading UTF-8 BOM is skipped.
+ * The tree is laid out as cJSON_Parse lays it out (types, valueint, order),
+ * but numbers of any length are read whole (cJSON 1.7.15 cuts them at 63
+ * characters), as strtod reads them in the C locale whatever the program's
+ * locale: correctly rounded, and +-inf past the largest double (a reader that
+ * needs finite values checks them).
  * On success *out is the parsed tree; the caller frees it with cJSON_Delete().
- * On error: TPS_ERR_INPUT (or TPS_ERR_NOMEM), *out untouched.
+ * On error: TPS_ERR_INPUT (or TPS_ERR_NOMEM), *out untouched and nothing
+ * leaked.
  */
 enum tps_status tps_json_parse_strict(const char *name, const char *text,
 				      size_t len, cJSON **out,

@@ -1,407 +1,35 @@
 /*
- * Strict JSON input: a validating scanner in front of cJSON.
+ * Strict JSON input: one pass that validates the text and builds the cJSON
+ * tree as it goes. cJSON's own parser is not used: it accepts what RFC 8259
+ * forbids, and (1.7.15) reads at most 63 characters of a number.
  *
  * The scanner is iterative (an explicit stack of at most TPS_JSON_MAX_DEPTH
- * frames), so hostile nesting cannot overflow the C stack. It keeps the
- * decoded keys of every open object in one arena and a per-object hash set of
- * them, so duplicate detection is O(1) per key. The JSON Pointer of the value
+ * frames), so hostile nesting cannot overflow the C stack. Each frame holds
+ * the container being filled; every value is attached as soon as it is
+ * created, so on error freeing the root frees everything. The scanner keeps
+ * the decoded keys of every open object in one arena and a per-object hash
+ * set of them, so duplicate detection is O(1) per key; the arena's top also
+ * holds the string or number being converted. The JSON Pointer of the value
  * being read is rebuilt from the frame stack only when an error is reported,
  * and so is the line/column.
+ *
+ * The tree is the one cJSON_Parse builds from the same text (the same
+ * types, strings, keys and order, valueint as cJSON_CreateNumber saturates
+ * it, valueint 1 on true), except that numbers are read whole, however long
+ * (number_value).
  */
-#include "tpsim/jsonio.h"
+#include "jsonio_internal.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
+#include <float.h>
 #include <inttypes.h>
-#include <math.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-/* ------------------------------------------------------------------------ */
-/* JSON Pointer building                                                    */
-/* ------------------------------------------------------------------------ */
-
-/*
- * An untruncated pointer is at most PATH_ROOM bytes, so "..." always fits
- * after it. A truncated pointer fills the buffer (len == TPS_JSON_PATH_MAX -
- * 1), which is how later pushes know to leave it alone. Pushes never modify
- * text before the length they started at, so tps_json_path_pop() restores it.
- */
-#define PATH_ROOM (TPS_JSON_PATH_MAX - 4)
-#define PATH_FULL (TPS_JSON_PATH_MAX - 1)
-
-void tps_json_path_init(struct tps_json_path *p)
-{
-	assert(p);
-	p->text[0] = '\0';
-	p->len = 0;
-}
-
-/* Appends one unit (never split) or, if it does not fit, the dots. */
-static bool path_put(struct tps_json_path *p, const char *unit, size_t n)
-{
-	if (p->len >= PATH_FULL) {
-		return false;
-	}
-	if (p->len + n <= PATH_ROOM) {
-		memcpy(p->text + p->len, unit, n);
-		p->len += n;
-		p->text[p->len] = '\0';
-		return true;
-	}
-	memset(p->text + p->len, '.', PATH_FULL - p->len);
-	p->len = PATH_FULL;
-	p->text[p->len] = '\0';
-	return false;
-}
-
-/* Bytes in the UTF-8 sequence led by s[0] that are present (stops at NUL),
- * so that truncation never splits a character. */
-static size_t utf8_unit_len(const unsigned char *s)
-{
-	size_t need = 1;
-	size_t n = 1;
-
-	if (s[0] >= 0xF0) {
-		need = 4;
-	} else if (s[0] >= 0xE0) {
-		need = 3;
-	} else if (s[0] >= 0xC0) {
-		need = 2;
-	}
-	while (n < need && (s[n] & 0xC0) == 0x80) {
-		n++;
-	}
-	return n;
-}
-
-void tps_json_path_push_key(struct tps_json_path *p, const char *key)
-{
-	const unsigned char *s = (const unsigned char *)key;
-	size_t n;
-
-	assert(p && key);
-	if (!path_put(p, "/", 1)) {
-		return;
-	}
-	for (; *s; s += n) {
-		bool ok;
-
-		/* RFC 6901: "~" -> "~0" and "/" -> "~1". */
-		if (*s == '~') {
-			n = 1;
-			ok = path_put(p, "~0", 2);
-		} else if (*s == '/') {
-			n = 1;
-			ok = path_put(p, "~1", 2);
-		} else {
-			n = utf8_unit_len(s);
-			ok = path_put(p, (const char *)s, n);
-		}
-		if (!ok) {
-			return;
-		}
-	}
-}
-
-void tps_json_path_push_index(struct tps_json_path *p, size_t index)
-{
-	char digits[24];
-	char unit[26];
-	size_t nd = 0;
-	size_t n = 0;
-
-	assert(p);
-	do {
-		digits[nd++] = (char)('0' + index % 10);
-		index /= 10;
-	} while (index);
-	unit[n++] = '/';
-	while (nd) {
-		unit[n++] = digits[--nd];
-	}
-	path_put(p, unit, n);
-}
-
-void tps_json_path_pop(struct tps_json_path *p, size_t saved_len)
-{
-	assert(p && saved_len <= p->len);
-	p->len = saved_len;
-	p->text[saved_len] = '\0';
-}
-
-const char *tps_json_path_str(const struct tps_json_path *p)
-{
-	assert(p);
-	return p->len ? p->text : "(root)";
-}
-
-/* ------------------------------------------------------------------------ */
-/* Escaping user text for messages                                          */
-/* ------------------------------------------------------------------------ */
-
-static void hex_u4(char *unit, unsigned cp)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	unit[0] = '\\';
-	unit[1] = 'u';
-	unit[2] = hex[(cp >> 12) & 0xF];
-	unit[3] = hex[(cp >> 8) & 0xF];
-	unit[4] = hex[(cp >> 4) & 0xF];
-	unit[5] = hex[cp & 0xF];
-}
-
-/* The escaped form of the character at s, consuming *used bytes. */
-static size_t escape_unit(const unsigned char *s, char unit[8], size_t *used)
-{
-	const char *two = NULL;
-	size_t n;
-
-	*used = 1;
-	switch (s[0]) {
-	case '"': two = "\\\""; break;
-	case '\\': two = "\\\\"; break;
-	case '\n': two = "\\n"; break;
-	case '\t': two = "\\t"; break;
-	case '\r': two = "\\r"; break;
-	case '\b': two = "\\b"; break;
-	case '\f': two = "\\f"; break;
-	default: break;
-	}
-	if (two) {
-		memcpy(unit, two, 2);
-		return 2;
-	}
-	if (s[0] < 0x20 || s[0] == 0x7F) {
-		hex_u4(unit, s[0]);
-		return 6;
-	}
-	/* C1 controls (U+0080..U+009F) can drive terminals too. */
-	if (s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F) {
-		*used = 2;
-		hex_u4(unit, s[1]);
-		return 6;
-	}
-	n = utf8_unit_len(s);
-	memcpy(unit, s, n);
-	*used = n;
-	return n;
-}
-
-char *tps_json_escape_for_message(const char *text, char *out, size_t out_size)
-{
-	const unsigned char *s;
-	char unit[8];
-	size_t used, n, total = 0, limit, pos = 0;
-
-	assert(text && out);
-	if (out_size == 0) {
-		return out;
-	}
-	/* First pass: does the whole escaped text fit? Stop once it cannot. */
-	s = (const unsigned char *)text;
-	for (; *s && total < out_size; s += used) {
-		total += escape_unit(s, unit, &used);
-	}
-	limit = out_size - 1;
-	if (total > limit) {
-		limit = limit >= 3 ? limit - 3 : 0;
-	}
-	for (s = (const unsigned char *)text; *s; s += used) {
-		n = escape_unit(s, unit, &used);
-		if (pos + n > limit) {
-			break;
-		}
-		memcpy(out + pos, unit, n);
-		pos += n;
-	}
-	if (total > out_size - 1) {
-		for (size_t dots = 0; dots < 3 && pos < out_size - 1; dots++) {
-			out[pos++] = '.';
-		}
-	}
-	out[pos] = '\0';
-	return out;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Reading files                                                            */
-/* ------------------------------------------------------------------------ */
-
-#define STDIN_NAME "<stdin>"
-#define READ_CHUNK ((size_t)64 << 10)
-
-/* " (16 MiB)" for round limits, "" otherwise. */
-static void size_suffix(size_t n, char *buf, size_t size)
-{
-	static const char *const units[] = {"GiB", "MiB", "KiB"};
-	static const unsigned shifts[] = {30, 20, 10};
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < 3; i++) {
-		size_t unit = (size_t)1 << shifts[i];
-		if (n >= unit && n % unit == 0) {
-			snprintf(buf, size, " (%zu %s)", n / unit, units[i]);
-			return;
-		}
-	}
-}
-
-static const char *file_kind(mode_t mode)
-{
-	if (S_ISDIR(mode)) {
-		return "a directory";
-	}
-	if (S_ISFIFO(mode)) {
-		return "a FIFO";
-	}
-	if (S_ISCHR(mode)) {
-		return "a character device";
-	}
-	if (S_ISBLK(mode)) {
-		return "a block device";
-	}
-	if (S_ISSOCK(mode)) {
-		return "a socket";
-	}
-	return "not a file";
-}
-
-enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
-				   char **out, size_t *out_len,
-				   struct tps_error *err)
-{
-	enum tps_status st = TPS_OK;
-	bool is_stdin;
-	char name[256];
-	char suffix[32];
-	struct stat sb;
-	char *buf = NULL;
-	size_t cap, n = 0;
-	int fd = -1;
-
-	assert(path && out && out_len);
-	is_stdin = strcmp(path, "-") == 0;
-	tps_json_escape_for_message(is_stdin ? STDIN_NAME : path, name,
-				    sizeof name);
-	/* Leaves room for buf[max + 1] and the NUL without overflow. */
-	if (max_bytes > SIZE_MAX - 2) {
-		max_bytes = SIZE_MAX - 2;
-	}
-	size_suffix(max_bytes, suffix, sizeof suffix);
-
-	if (is_stdin) {
-		fd = STDIN_FILENO;
-	} else {
-		/* O_NONBLOCK: opening a FIFO must not wait for a writer; it is
-		 * refused below, and has no effect on regular files. */
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0) {
-			st = tps_error_set(err, TPS_ERR_IO, "%s: %s", name,
-					   strerror(errno));
-			goto out;
-		}
-	}
-	if (fstat(fd, &sb) != 0) {
-		st = tps_error_set(err, TPS_ERR_IO, "%s: %s", name,
-				   strerror(errno));
-		goto out;
-	}
-	if (!is_stdin && !S_ISREG(sb.st_mode)) {
-		st = tps_error_set(err, TPS_ERR_IO,
-				   "%s: not a regular file (%s)", name,
-				   file_kind(sb.st_mode));
-		goto out;
-	}
-	if (S_ISREG(sb.st_mode)) {
-		if (sb.st_size < 0 || (uintmax_t)sb.st_size > max_bytes) {
-			st = tps_error_set(err, TPS_ERR_LIMIT,
-					   "%s: file is %jd bytes, over the "
-					   "limit of %zu bytes%s",
-					   name, (intmax_t)sb.st_size,
-					   max_bytes, suffix);
-			goto out;
-		}
-		/* +2: one for the NUL, one so EOF is seen without growing. */
-		cap = (size_t)sb.st_size + 2;
-	} else {
-		cap = READ_CHUNK < max_bytes + 2 ? READ_CHUNK : max_bytes + 2;
-	}
-	buf = malloc(cap);
-	if (!buf) {
-		st = tps_error_set(err, TPS_ERR_NOMEM,
-				   "%s: out of memory reading %zu bytes", name,
-				   cap);
-		goto out;
-	}
-	for (;;) {
-		ssize_t got;
-
-		if (n > max_bytes) {
-			/* Pipes (and files growing while read) end up here. */
-			st = tps_error_set(err, TPS_ERR_LIMIT,
-					   "%s: input is over the limit of %zu "
-					   "bytes%s",
-					   name, max_bytes, suffix);
-			goto out;
-		}
-		if (n == cap - 1) {
-			size_t grown = cap <= (max_bytes + 2) / 2
-					       ? cap * 2
-					       : max_bytes + 2;
-			char *bigger = realloc(buf, grown);
-			if (!bigger) {
-				st = tps_error_set(err, TPS_ERR_NOMEM,
-						   "%s: out of memory reading "
-						   "%zu bytes",
-						   name, grown);
-				goto out;
-			}
-			buf = bigger;
-			cap = grown;
-		}
-		got = read(fd, buf + n, cap - 1 - n);
-		if (got < 0) {
-			if (errno == EINTR) {
-				continue;
-			}
-			st = tps_error_set(err, TPS_ERR_IO,
-					   "%s: read error: %s", name,
-					   strerror(errno));
-			goto out;
-		}
-		if (got == 0) {
-			break;
-		}
-		n += (size_t)got;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*out_len = n;
-	buf = NULL;
-out:
-	if (fd >= 0 && !is_stdin) {
-		close(fd);
-	}
-	free(buf);
-	return st;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The strict scanner                                                       */
-/* ------------------------------------------------------------------------ */
-
-/* cJSON 1.7.15 copies at most 63 characters of a number before strtod, so a
- * longer number would be cut and its tail misread; see shorten_numbers(). */
-#define CJSON_NUMBER_MAX 63
 
 enum frame_kind { FRAME_ARRAY, FRAME_OBJECT };
 
@@ -420,10 +48,7 @@ struct frame {
 	size_t keys_mark; /* objects: scanner.keys_len at '{' */
 	size_t *slots;	  /* objects: hash set of record index + 1, 0 empty */
 	size_t nslots;	  /* a power of two, or 0 */
-};
-
-struct span {
-	size_t off, len;
+	cJSON *node;	  /* the container being filled (owned by root) */
 };
 
 struct scanner {
@@ -439,8 +64,7 @@ struct scanner {
 	size_t keys_len, keys_cap;
 	struct key_rec *recs;
 	size_t nrecs, recs_cap;
-	struct span *longs; /* numbers cJSON would cut */
-	size_t nlongs, longs_cap;
+	cJSON *root; /* the tree so far; NULL before the first value */
 	struct tps_error *err;
 };
 
@@ -557,6 +181,45 @@ static enum tps_status nomem_error(struct scanner *sc)
 {
 	return tps_error_set(sc->err, TPS_ERR_NOMEM,
 			     "%s: out of memory while checking JSON", sc->name);
+}
+
+static enum tps_status tree_nomem_error(struct scanner *sc)
+{
+	return tps_error_set(sc->err, TPS_ERR_NOMEM,
+			     "%s: out of memory while building the JSON tree",
+			     sc->name);
+}
+
+/*
+ * Puts a new value (NULL if its allocation failed) into the open container,
+ * under the current key in an object, or makes it the root. The tree owns
+ * item from here on; on failure item is freed.
+ */
+static enum tps_status attach(struct scanner *sc, cJSON *item)
+{
+	const struct frame *f;
+	bool added;
+
+	if (!item) {
+		return tree_nomem_error(sc);
+	}
+	if (sc->depth == 0) {
+		sc->root = item;
+		return TPS_OK;
+	}
+	f = &sc->frames[sc->depth - 1];
+	/* Both append in O(1): cJSON keeps the last child in child->prev. */
+	if (f->kind == FRAME_ARRAY) {
+		added = cJSON_AddItemToArray(f->node, item);
+	} else {
+		added = cJSON_AddItemToObject(f->node, sc->keys + f->key_off,
+					      item);
+	}
+	if (!added) {
+		cJSON_Delete(item);
+		return tree_nomem_error(sc);
+	}
+	return TPS_OK;
 }
 
 /*
@@ -748,8 +411,8 @@ static size_t utf8_encode(uint32_t cp, unsigned char *out)
 	return 4;
 }
 
-/* Scans the escape at sc->pos; with `key`, appends its decoded bytes. */
-static enum tps_status scan_escape(struct scanner *sc, bool key)
+/* Scans the escape at sc->pos and appends its decoded bytes to sc->keys. */
+static enum tps_status scan_escape(struct scanner *sc)
 {
 	enum tps_status st;
 	unsigned char utf8[4];
@@ -830,18 +493,17 @@ static enum tps_status scan_escape(struct scanner *sc, bool key)
 				    (unsigned)e);
 	}
 	sc->pos += 2;
-	if (key && !key_put(sc, utf8, n)) {
+	if (!key_put(sc, utf8, n)) {
 		return nomem_error(sc);
 	}
 	return TPS_OK;
 }
 
 /*
- * Scans the string whose '"' is at sc->pos. With `key`, its decoded bytes
- * and a NUL are appended to sc->keys and *key_len is their count.
+ * Scans the string whose '"' is at sc->pos: its decoded bytes and a NUL are
+ * appended to sc->keys, and *out_len is their count without the NUL.
  */
-static enum tps_status scan_string(struct scanner *sc, bool key,
-				   size_t *key_len)
+static enum tps_status scan_string(struct scanner *sc, size_t *out_len)
 {
 	enum tps_status st;
 	size_t start = sc->keys_len;
@@ -861,7 +523,7 @@ static enum tps_status scan_string(struct scanner *sc, bool key,
 			}
 			sc->pos++;
 		}
-		if (key && sc->pos > from &&
+		if (sc->pos > from &&
 		    !key_put(sc, sc->s + from, sc->pos - from)) {
 			return nomem_error(sc);
 		}
@@ -874,7 +536,7 @@ static enum tps_status scan_string(struct scanner *sc, bool key,
 			break;
 		}
 		if (c == '\\') {
-			st = scan_escape(sc, key);
+			st = scan_escape(sc);
 			if (st != TPS_OK) {
 				return st;
 			}
@@ -894,18 +556,30 @@ static enum tps_status scan_string(struct scanner *sc, bool key,
 			return syntax_error(sc, sc->pos, "invalid UTF-8 (%s)",
 					    why);
 		}
-		if (key && !key_put(sc, sc->s + sc->pos, n)) {
+		if (!key_put(sc, sc->s + sc->pos, n)) {
 			return nomem_error(sc);
 		}
 		sc->pos += n;
 	}
-	if (key) {
-		*key_len = sc->keys_len - start;
-		if (!key_put(sc, "", 1)) {
-			return nomem_error(sc);
-		}
+	*out_len = sc->keys_len - start;
+	if (!key_put(sc, "", 1)) {
+		return nomem_error(sc);
 	}
 	return TPS_OK;
+}
+
+/* A string value: decoded on top of the key arena, copied into the tree. */
+static enum tps_status scan_string_value(struct scanner *sc)
+{
+	enum tps_status st;
+	size_t mark = sc->keys_len, len;
+
+	st = scan_string(sc, &len);
+	if (st == TPS_OK) {
+		st = attach(sc, cJSON_CreateString(sc->keys + mark));
+	}
+	sc->keys_len = mark;
+	return st;
 }
 
 static bool is_digit(const struct scanner *sc, size_t at)
@@ -918,6 +592,117 @@ static void skip_digits(struct scanner *sc)
 	while (is_digit(sc, sc->pos)) {
 		sc->pos++;
 	}
+}
+
+/* 10^0 .. 10^22, each exactly a double (5^22 < 2^53). */
+static const double exact_tens[] = {
+	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * Clinger's fast path for the number text s (n bytes matching the grammar):
+ * its value is m * 10^k for an integer m. When m <= 2^53 and |k| <= 22, m
+ * and 10^|k| are exact doubles, so the one IEEE multiplication (or
+ * division) rounds the exact value once, correctly, which is what strtod
+ * does: the same double, bit for bit (test_jsonio checks). Returns false
+ * for every other number, which strtod reads. Under excess precision
+ * (FLT_EVAL_METHOD != 0) the operation could round twice, so strtod reads
+ * them all.
+ */
+static bool fast_number(const unsigned char *s, size_t n, double *out)
+{
+	const uint64_t max_exact = (uint64_t)1 << 53;
+	uint64_t m = 0;
+	long k = 0, e = 0;
+	int digits = 0; /* in m, leading zeros skipped; 19 fit in 64 bits */
+	bool neg = false, in_fraction = false;
+	size_t i = 0;
+	double d;
+
+	if (FLT_EVAL_METHOD != 0) {
+		return false;
+	}
+	if (s[i] == '-') {
+		neg = true;
+		i++;
+	}
+	for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+		if (s[i] == '.') {
+			in_fraction = true;
+			continue;
+		}
+		if (in_fraction) {
+			k--;
+		}
+		if (m == 0 && s[i] == '0') {
+			continue;
+		}
+		if (++digits > 19) {
+			return false;
+		}
+		m = m * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i < n) {
+		bool e_neg = false;
+
+		i++; /* the 'e'; a digit follows, or a sign and a digit */
+		if (s[i] == '-' || s[i] == '+') {
+			e_neg = s[i] == '-';
+			i++;
+		}
+		for (; i < n; i++) {
+			if (e > 1000) {
+				return false;
+			}
+			e = e * 10 + (s[i] - '0');
+		}
+		k += e_neg ? -e : e;
+	}
+	if (m > max_exact || (m != 0 && (k < -22 || k > 22))) {
+		return false;
+	}
+	d = (double)m;
+	if (m != 0) {
+		d = k < 0 ? d / exact_tens[-k] : d * exact_tens[k];
+	}
+	*out = neg ? -d : d;
+	return true;
+}
+
+/*
+ * Converts the number text at s[start], n bytes that match the grammar, and
+ * attaches it. Unless the fast path takes it, strtod reads it whole, however
+ * long: it rounds correctly, so the double is the one nearest the decimal
+ * value (and +-inf beyond the largest double, 0 or a subnormal below the
+ * smallest, as before: a reader that needs finite values checks). The C
+ * locale's decimal point is in effect (tps_json_parse_strict). The input
+ * need not end in a NUL, so the text is copied to one that does.
+ */
+static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
+{
+	char small[64];
+	char *text = small;
+	char *end = NULL;
+	size_t mark = sc->keys_len;
+	double d;
+
+	if (fast_number(sc->s + start, n, &d)) {
+		return attach(sc, cJSON_CreateNumber(d));
+	}
+	if (n >= sizeof small) {
+		if (!key_put(sc, sc->s + start, n) || !key_put(sc, "", 1)) {
+			return nomem_error(sc);
+		}
+		text = sc->keys + mark;
+	} else {
+		memcpy(small, sc->s + start, n);
+		small[n] = '\0';
+	}
+	d = strtod(text, &end);
+	assert(end == text + n);
+	sc->keys_len = mark;
+	/* cJSON_CreateNumber saturates valueint as cJSON's parser does. */
+	return attach(sc, cJSON_CreateNumber(d));
 }
 
 /* number = [ "-" ] ( "0" / [1-9] *DIGIT ) [ "." 1*DIGIT ]
@@ -960,16 +745,18 @@ static enum tps_status scan_number(struct scanner *sc)
 		}
 		skip_digits(sc);
 	}
-	if (sc->pos - start > CJSON_NUMBER_MAX) {
-		if (!grow((void **)&sc->longs, &sc->longs_cap, sc->nlongs,
-			  sizeof *sc->longs)) {
-			return nomem_error(sc);
-		}
-		sc->longs[sc->nlongs].off = start;
-		sc->longs[sc->nlongs].len = sc->pos - start;
-		sc->nlongs++;
+	return number_value(sc, start, sc->pos - start);
+}
+
+static enum tps_status attach_bool(struct scanner *sc, bool value)
+{
+	cJSON *item = cJSON_CreateBool(value);
+
+	/* cJSON's parser sets valueint 1 on true; cJSON_CreateBool does not. */
+	if (item && value) {
+		item->valueint = 1;
 	}
-	return TPS_OK;
+	return attach(sc, item);
 }
 
 /* true / false; null is reported as not allowed. */
@@ -1002,7 +789,7 @@ static enum tps_status scan_literal(struct scanner *sc)
 					 line, col);
 		}
 		sc->pos += n;
-		return TPS_OK;
+		return attach_bool(sc, i == 0);
 	}
 	return unexpected(sc, "a JSON value");
 }
@@ -1082,7 +869,9 @@ static enum tps_status key_add(struct scanner *sc, size_t off, size_t len,
 
 static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 {
+	enum tps_status st;
 	struct frame *f;
+	cJSON *node;
 
 	if (sc->depth == TPS_JSON_MAX_DEPTH) {
 		size_t line, col;
@@ -1093,9 +882,15 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 				 "column %zu)",
 				 TPS_JSON_MAX_DEPTH, line, col);
 	}
+	node = k == FRAME_ARRAY ? cJSON_CreateArray() : cJSON_CreateObject();
+	st = attach(sc, node);
+	if (st != TPS_OK) {
+		return st;
+	}
 	f = &sc->frames[sc->depth++];
 	memset(f, 0, sizeof *f);
 	f->kind = k;
+	f->node = node;
 	f->first_rec = sc->nrecs;
 	f->keys_mark = sc->keys_len;
 	sc->pos++;
@@ -1134,7 +929,7 @@ static enum tps_status scan_member_key(struct scanner *sc, bool first)
 		return unexpected(sc, first ? "a string key or '}'"
 					    : "a string key");
 	}
-	st = scan_string(sc, true, &len);
+	st = scan_string(sc, &len);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -1188,7 +983,7 @@ static enum tps_status scan_value_start(struct scanner *sc,
 		return TPS_OK;
 	}
 	if (c == '"') {
-		return scan_string(sc, false, NULL);
+		return scan_string_value(sc);
 	}
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		return scan_number(sc);
@@ -1270,6 +1065,7 @@ static enum tps_status scan_document(struct scanner *sc)
 	return st;
 }
 
+/* Frees the scanner's own memory; the tree at sc->root is the caller's. */
 static void scanner_free(struct scanner *sc)
 {
 	while (sc->depth) {
@@ -1280,65 +1076,6 @@ static void scanner_free(struct scanner *sc)
 	}
 	free(sc->keys);
 	free(sc->recs);
-	free(sc->longs);
-}
-
-/*
- * Copies the text with each number cJSON would cut replaced by "%.17g" of the
- * same double (17 significant digits round-trip exactly), or by +-1e999 when
- * it overflows, which cJSON reads back as the same infinity strtod gives.
- * Assumes the C locale for the decimal point, as cJSON's strtod does.
- */
-static enum tps_status shorten_numbers(struct scanner *sc, char **out,
-				       size_t *out_len)
-{
-	enum tps_status st = TPS_OK;
-	char *buf = NULL, *num = NULL;
-	size_t n = 0, from = 0;
-
-	/* Each replacement (at most 24 bytes) is shorter than the number. */
-	buf = malloc(sc->len + 1);
-	if (!buf) {
-		st = nomem_error(sc);
-		goto out;
-	}
-	for (size_t i = 0; i < sc->nlongs; i++) {
-		const struct span *sp = &sc->longs[i];
-		char rep[32];
-		double d;
-
-		memcpy(buf + n, sc->s + from, sp->off - from);
-		n += sp->off - from;
-		num = malloc(sp->len + 1);
-		if (!num) {
-			st = nomem_error(sc);
-			goto out;
-		}
-		memcpy(num, sc->s + sp->off, sp->len);
-		num[sp->len] = '\0';
-		d = strtod(num, NULL);
-		free(num);
-		num = NULL;
-		if (isinf(d)) {
-			snprintf(rep, sizeof rep, "%s",
-				 d < 0 ? "-1e999" : "1e999");
-		} else {
-			snprintf(rep, sizeof rep, "%.17g", d);
-		}
-		memcpy(buf + n, rep, strlen(rep));
-		n += strlen(rep);
-		from = sp->off + sp->len;
-	}
-	memcpy(buf + n, sc->s + from, sc->len - from);
-	n += sc->len - from;
-	buf[n] = '\0';
-	*out = buf;
-	*out_len = n;
-	buf = NULL;
-out:
-	free(buf);
-	free(num);
-	return st;
 }
 
 enum tps_status tps_json_parse_strict(const char *name, const char *text,
@@ -1347,11 +1084,8 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 {
 	struct scanner sc;
 	char shown[256];
-	char *copy = NULL;
-	const char *src;
-	size_t src_len;
 	enum tps_status st;
-	cJSON *tree;
+	locale_t c_numeric, saved;
 
 	assert(name && out && (text || len == 0));
 	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
@@ -1364,49 +1098,24 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 	sc.len = len;
 	sc.err = err;
 
+	/* strtod takes its decimal point from LC_NUMERIC; JSON's is '.'
+	 * whatever locale the program runs in. uselocale is per thread. */
+	c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+	if (c_numeric == (locale_t)0) {
+		st = nomem_error(&sc);
+		goto out;
+	}
+	saved = uselocale(c_numeric);
 	st = scan_document(&sc);
+	uselocale(saved);
+	freelocale(c_numeric);
 	if (st != TPS_OK) {
 		goto out;
 	}
-	src = text;
-	src_len = len;
-	if (sc.nlongs) {
-		st = shorten_numbers(&sc, &copy, &src_len);
-		if (st != TPS_OK) {
-			goto out;
-		}
-		src = copy;
-	}
-	/* The text is valid, so NULL here can only be a failed allocation. */
-	tree = cJSON_ParseWithLength(src, src_len);
-	if (!tree) {
-		st = tps_error_set(err, TPS_ERR_NOMEM,
-				   "%s: out of memory while building the JSON "
-				   "tree",
-				   sc.name);
-		goto out;
-	}
-	*out = tree;
+	*out = sc.root;
+	sc.root = NULL;
 out:
+	cJSON_Delete(sc.root);
 	scanner_free(&sc);
-	free(copy);
-	return st;
-}
-
-enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
-			      struct tps_error *err)
-{
-	enum tps_status st;
-	char *buf = NULL;
-	size_t len = 0;
-
-	assert(path && out);
-	st = tps_json_read_file(path, max_bytes, &buf, &len, err);
-	if (st != TPS_OK) {
-		return st;
-	}
-	st = tps_json_parse_strict(strcmp(path, "-") == 0 ? STDIN_NAME : path,
-				   buf, len, out, err);
-	free(buf);
 	return st;
 }
