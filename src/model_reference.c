@@ -66,7 +66,8 @@ static enum tps_status forward(struct tps_model *model,
 
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
 		struct tps_module *m = &model->modules[i];
-		st = m->ops->reference_forward(m, &x, &y, err);
+		st = m->ops->reference_forward(m, model->spec->mesh.pool, &x,
+					       &y, err);
 		/* Every module's backward needs its input: keep x rather than
 		 * free it. */
 		if (st == TPS_OK && save) {
@@ -102,7 +103,8 @@ static enum tps_status backward(struct tps_model *model,
 		if (!want && m->n_params == 0) {
 			break;
 		}
-		st = m->ops->reference_backward(m, &g, want ? &dx : NULL, err);
+		st = m->ops->reference_backward(m, model->spec->mesh.pool, &g,
+						want ? &dx : NULL, err);
 		tps_tensor_move(&g, &dx);
 	}
 	for (; i >= 0; i--) {

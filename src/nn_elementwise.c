@@ -149,6 +149,7 @@ static enum tps_status elementwise_backward(const struct tps_nn_context *ctx,
 }
 
 static enum tps_status elementwise_reference_forward(struct tps_module *m,
+						     struct tps_pool *pool,
 						     const struct tps_tensor *x,
 						     struct tps_tensor *y,
 						     struct tps_error *err)
@@ -157,7 +158,7 @@ static enum tps_status elementwise_reference_forward(struct tps_module *m,
 }
 
 static enum tps_status
-elementwise_reference_backward(struct tps_module *m,
+elementwise_reference_backward(struct tps_module *m, struct tps_pool *pool,
 			       const struct tps_tensor *dy,
 			       struct tps_tensor *dx, struct tps_error *err)
 {

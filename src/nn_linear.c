@@ -50,8 +50,10 @@ static enum tps_status matmul_rank(void *opaque, int r, struct tps_tensor *out,
 				   struct tps_error *err)
 {
 	const struct matmul_job *job = opaque;
+	/* Inside the ranks' pool this runs on the rank's thread; with one
+	 * rank, the matmul itself shares out the pool. */
 	return tps_tensor_linear(out, &job->x->locals[r], &job->w->locals[r],
-				 NULL, err);
+				 NULL, job->x->mesh->pool, err);
 }
 
 /* y's locals = x's locals W_r^T on every rank; y gets x's placements with
@@ -407,7 +409,8 @@ static enum tps_status dw_rank(void *opaque, int r, struct tps_tensor *out,
 {
 	const struct backward_job *job = opaque;
 	return tps_tensor_linear_backward_weight(out, &job->dy->locals[r],
-						 &job->x->locals[r], err);
+						 &job->x->locals[r],
+						 job->dy->mesh->pool, err);
 }
 
 static enum tps_status db_rank(void *opaque, int r, struct tps_tensor *out,
@@ -422,7 +425,8 @@ static enum tps_status dx_rank(void *opaque, int r, struct tps_tensor *out,
 {
 	const struct backward_job *job = opaque;
 	return tps_tensor_linear_backward_input(out, &job->dy->locals[r],
-						&job->w->locals[r], err);
+						&job->w->locals[r],
+						job->dy->mesh->pool, err);
 }
 
 /* The notes of the three backward computations, per style. */
@@ -541,16 +545,18 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 }
 
 static enum tps_status linear_reference_forward(struct tps_module *m,
+						struct tps_pool *pool,
 						const struct tps_tensor *x,
 						struct tps_tensor *y,
 						struct tps_error *err)
 {
 	return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
 				 m->spec->bias ? &m->params[BIAS].global : NULL,
-				 err);
+				 pool, err);
 }
 
 static enum tps_status linear_reference_backward(struct tps_module *m,
+						 struct tps_pool *pool,
 						 const struct tps_tensor *dy,
 						 struct tps_tensor *dx,
 						 struct tps_error *err)
@@ -558,12 +564,13 @@ static enum tps_status linear_reference_backward(struct tps_module *m,
 	struct tps_param *w = &m->params[WEIGHT];
 	struct tps_tensor dw = {0}, db = {0};
 	enum tps_status st = tps_tensor_linear_backward_weight(
-		&dw, dy, &m->ref_saved_in, err);
+		&dw, dy, &m->ref_saved_in, pool, err);
 	if (st == TPS_OK && m->spec->bias) {
 		st = tps_tensor_sum_rows(&db, dy, err);
 	}
 	if (st == TPS_OK && dx) {
-		st = tps_tensor_linear_backward_input(dx, dy, &w->global, err);
+		st = tps_tensor_linear_backward_input(dx, dy, &w->global, pool,
+						      err);
 	}
 	if (st != TPS_OK) {
 		tps_tensor_free(&dw);

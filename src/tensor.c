@@ -505,12 +505,11 @@ static void rows_and_last(const struct tps_tensor *t, int64_t *rows,
 
 /* *out = a new tensor of `shape` (meta when `like` is) holding
  * op(A) op(B) of the (m, k) x (k, n) product, per tps_matmul. */
-static enum tps_status matmul_into(struct tps_tensor *out,
-				   const struct tps_shape *shape,
-				   const struct tps_tensor *like,
-				   const float *a, const float *b, int64_t m,
-				   int64_t n, int64_t k, bool trans_a,
-				   bool trans_b, struct tps_error *err)
+static enum tps_status
+matmul_into(struct tps_tensor *out, const struct tps_shape *shape,
+	    const struct tps_tensor *like, const float *a, const float *b,
+	    int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+	    struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_tensor t;
 	enum tps_status st = tps_tensor_init_like(&t, shape, like, err);
@@ -518,7 +517,7 @@ static enum tps_status matmul_into(struct tps_tensor *out,
 		return st;
 	}
 	if (t.data) {
-		tps_matmul(t.data, a, b, m, n, k, trans_a, trans_b);
+		tps_matmul_on(pool, t.data, a, b, m, n, k, trans_a, trans_b);
 	}
 	*out = t;
 	return TPS_OK;
@@ -528,7 +527,7 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 				  const struct tps_tensor *x,
 				  const struct tps_tensor *w,
 				  const struct tps_tensor *b,
-				  struct tps_error *err)
+				  struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_shape shape;
 	struct tps_tensor t;
@@ -551,7 +550,7 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	shape.dim[shape.ndim - 1] = n;
 	/* (rows, k) (n, k)^T: k order the input features. */
 	st = matmul_into(&t, &shape, x, x->data, w->data, rows, n, k, false,
-			 true, err);
+			 true, pool, err);
 	if (st == TPS_OK && b) {
 		tps_tensor_add_bias(&t, b, 1.0f);
 	}
@@ -564,6 +563,7 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 						 const struct tps_tensor *dy,
 						 const struct tps_tensor *w,
+						 struct tps_pool *pool,
 						 struct tps_error *err)
 {
 	struct tps_shape shape;
@@ -584,12 +584,13 @@ enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 	shape.dim[shape.ndim - 1] = k;
 	/* (rows, n) (n, k): k order n, the output features. */
 	return matmul_into(dx, &shape, dy, dy->data, w->data, rows, k, n, false,
-			   false, err);
+			   false, pool, err);
 }
 
 enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 						  const struct tps_tensor *dy,
 						  const struct tps_tensor *x,
+						  struct tps_pool *pool,
 						  struct tps_error *err)
 {
 	int64_t rows, xrows, n, k, dims[2];
@@ -614,7 +615,7 @@ enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 	shape = tps_shape_make(2, dims);
 	/* (rows, n)^T (rows, k): k order the rows, in row order. */
 	return matmul_into(dw, &shape, dy, dy->data, x->data, n, k, rows, true,
-			   false, err);
+			   false, pool, err);
 }
 
 enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,

@@ -232,13 +232,14 @@ START_TEST(linear_matches_the_seed_hand_check)
 	fill_arange(&x);
 	fill_arange(&w);
 	fill_arange(&b);
-	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, &b, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, &b, NULL, NULL), TPS_OK);
 	ck_assert_int_eq(y.shape.ndim, 2);
 	ck_assert_int_eq(y.shape.dim[1], 2);
 	ck_assert_float_eq(y.data[0], 31.0f);
 	ck_assert_float_eq(y.data[1], 72.0f);
 	tps_tensor_free(&y);
-	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL, NULL),
+			 TPS_OK);
 	ck_assert_float_eq(y.data[0], 30.0f);
 	ck_assert_float_eq(y.data[1], 70.0f);
 	tps_tensor_free(&y);
@@ -264,8 +265,9 @@ START_TEST(linear_kernel_is_bit_identical_to_naive)
 		for (int64_t i = 0; i < tps_tensor_numel(&w); i++) {
 			w.data[i] = tps_rng_uniform(&rng, 1.0f);
 		}
-		ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL),
-				 TPS_OK);
+		ck_assert_int_eq(
+			tps_tensor_linear(&y, &x, &w, NULL, NULL, NULL),
+			TPS_OK);
 		ck_assert_int_eq(y.shape.ndim, 3);
 		tps_matmul_naive(naive, x.data, w.data, 6, n, 17, false, true);
 		ck_assert_mem_eq(naive, y.data,
@@ -274,6 +276,58 @@ START_TEST(linear_kernel_is_bit_identical_to_naive)
 		tps_tensor_free(&y);
 		tps_tensor_free(&x);
 		tps_tensor_free(&w);
+	}
+}
+END_TEST
+
+START_TEST(matmul_on_a_pool_is_bit_identical_for_every_thread_count)
+{
+	/* Shapes past the parallel threshold through each cut: columns
+	 * (x W^T, few rows), rows (many rows, or dW = dy^T x with dy's
+	 * columns copied out), with odd sizes so blocks are uneven; the
+	 * last is below the threshold (one thread). */
+	static const int64_t shapes[][3] = {
+		{5, 301, 203}, {3, 1029, 97}, {129, 71, 53}, {300, 70, 33},
+		{17, 17, 17},  {1, 4099, 65}, {67, 129, 1}};
+	static const int counts[] = {1, 2, 3, 8};
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 11);
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+		float *a = malloc((size_t)(m * k) * 4);
+		float *b = malloc((size_t)(k * n) * 4);
+		float *want = malloc((size_t)(m * n) * 4);
+		float *got = malloc((size_t)(m * n) * 4);
+		for (int64_t e = 0; e < m * k; e++) {
+			a[e] = tps_rng_uniform(&rng, 1);
+		}
+		for (int64_t e = 0; e < k * n; e++) {
+			b[e] = tps_rng_uniform(&rng, 1);
+		}
+		for (int flags = 0; flags < 4; flags++) {
+			bool ta = flags & 1, tb = flags & 2;
+			tps_matmul_naive(want, a, b, m, n, k, ta, tb);
+			for (size_t c = 0; c < sizeof counts / sizeof counts[0];
+			     c++) {
+				struct tps_pool *pool = NULL;
+				ck_assert_int_eq(
+					tps_pool_new(&pool, counts[c], NULL),
+					TPS_OK);
+				memset(got, 0xff, (size_t)(m * n) * 4);
+				tps_matmul_on(pool, got, a, b, m, n, k, ta, tb);
+				ck_assert_msg(memcmp(got, want,
+						     (size_t)(m * n) * 4) == 0,
+					      "threads %d trans %d%d m %lld n "
+					      "%lld k %lld",
+					      counts[c], ta, tb, (long long)m,
+					      (long long)n, (long long)k);
+				tps_pool_free(pool);
+			}
+		}
+		free(a);
+		free(b);
+		free(want);
+		free(got);
 	}
 }
 END_TEST
@@ -351,7 +405,7 @@ START_TEST(linear_refuses_mismatched_shapes)
 	const int64_t xd[2] = {1, 3}, wd[2] = {2, 4};
 	struct tps_tensor x = make(2, xd), w = make(2, wd), y = {0};
 	struct tps_error err = {0};
-	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, &err),
+	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL, &err),
 			 TPS_ERR_SHAPE);
 	ck_assert_ptr_nonnull(strstr(err.message, "(1, 3)"));
 	ck_assert_ptr_null(y.data);
@@ -431,6 +485,8 @@ static Suite *tensor_suite(void)
 	tcase_add_test(gemm, linear_kernel_is_bit_identical_to_naive);
 	tcase_add_test(gemm,
 		       matmul_is_bit_identical_to_naive_for_every_transpose);
+	tcase_add_test(
+		gemm, matmul_on_a_pool_is_bit_identical_for_every_thread_count);
 	tcase_add_test(gemm, matmul_naive_computes_each_transpose);
 	tcase_add_test(gemm, linear_refuses_mismatched_shapes);
 	tcase_add_test(misc, activations_and_finiteness);

@@ -140,14 +140,17 @@ struct tps_module_ops {
 				    struct tps_dtensor *dx,
 				    struct tps_error *err);
 	/* The single-device reference on each parameter's global value:
-	 * y = module(x). For training the model keeps x in ref_saved_in
-	 * for reference_backward. */
+	 * y = module(x), its matmuls shared out over pool's threads (the
+	 * same bytes for any pool). For training the model keeps x in
+	 * ref_saved_in for reference_backward. */
 	enum tps_status (*reference_forward)(struct tps_module *m,
+					     struct tps_pool *pool,
 					     const struct tps_tensor *x,
 					     struct tps_tensor *y,
 					     struct tps_error *err);
 	/* dx (NULL: not needed) and each parameter's ref_grad from dy. */
 	enum tps_status (*reference_backward)(struct tps_module *m,
+					      struct tps_pool *pool,
 					      const struct tps_tensor *dy,
 					      struct tps_tensor *dx,
 					      struct tps_error *err);

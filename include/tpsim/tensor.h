@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "tpsim/error.h"
+#include "tpsim/pool.h"
 
 #define TPS_MAX_DIMS 4
 /* No tensor may hold more elements than this (DESIGN.md section 8). */
@@ -141,15 +142,26 @@ void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 		      int64_t n, int64_t k, bool trans_a, bool trans_b);
 
 /*
+ * tps_matmul on the pool's threads: C is cut into blocks of rows or of
+ * columns, each computed by one thread as an ordinary tps_matmul, so every
+ * element's sum is the same as tps_matmul's (same order, one thread). NULL
+ * pool, small products, or a call from inside a pool item: tps_matmul.
+ */
+void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
+		   const float *b, int64_t m, int64_t n, int64_t k,
+		   bool trans_a, bool trans_b);
+
+/*
  * y = x W^T (+ b).  x: (..., k), W: (n, k), b: (n) or NULL -> y: (..., n).
  * y[r, j] = (sum over i = 0..k-1 ascending of x[r, i] * W[j, i]) + b[j].
- * TPS_ERR_SHAPE when the shapes do not fit.
+ * TPS_ERR_SHAPE when the shapes do not fit. The matmuls here and below run
+ * on pool (tps_matmul_on; NULL: the caller's thread), the same bytes.
  */
 enum tps_status tps_tensor_linear(struct tps_tensor *y,
 				  const struct tps_tensor *x,
 				  const struct tps_tensor *w,
 				  const struct tps_tensor *b,
-				  struct tps_error *err);
+				  struct tps_pool *pool, struct tps_error *err);
 
 /*
  * The backward of y = x W^T + b (tps_matmul's "input" and "weight" uses):
@@ -163,10 +175,12 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 						 const struct tps_tensor *dy,
 						 const struct tps_tensor *w,
+						 struct tps_pool *pool,
 						 struct tps_error *err);
 enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 						  const struct tps_tensor *dy,
 						  const struct tps_tensor *x,
+						  struct tps_pool *pool,
 						  struct tps_error *err);
 enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
 				    const struct tps_tensor *dy,

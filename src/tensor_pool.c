@@ -1,0 +1,143 @@
+/*
+ * tps_matmul_on: one matmul cut into blocks of C that the pool's threads
+ * compute at once. Each block is an ordinary tps_matmul on contiguous
+ * operands, so every C[i][j] is still summed over k in ascending order by
+ * one thread: the bytes do not depend on the cut or the thread count.
+ *
+ * The cut follows the operand that can be sliced without a copy:
+ *   rows of C    when A's rows are contiguous (trans_a false): A[i0:i1]
+ *                and C[i0:i1] are plain sub-arrays; every block reads B.
+ *   columns of C for y = x W^T (trans_b) with few rows, the simulator's
+ *                usual case (32 rows, a 4096-wide W): each block reads
+ *                only its rows of W, W[j0:j1] = B[j0:j1], into a block
+ *                of C that is copied into place.
+ *   rows of C    for dW = dy^T x (trans_a): rows i0..i1 of C need columns
+ *                i0..i1 of dy, copied out first (dy is small: rows x out).
+ */
+#include "tpsim/tensor.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many multiply-adds a matmul is not worth waking threads. */
+#define MIN_PARALLEL_WORK ((int64_t)1 << 18)
+
+struct matmul_job {
+	float *c;
+	const float *a, *b;
+	int64_t m, n, k;
+	bool trans_a, trans_b;
+	bool by_columns;
+	int64_t blocks;
+};
+
+/* [start, start + len) of the block'th of `blocks` near-equal pieces of n,
+ * cut at multiples of `align` so kernels see whole register blocks. */
+static void piece(int64_t n, int64_t blocks, int64_t block, int64_t align,
+		  int64_t *start, int64_t *len)
+{
+	int64_t units = (n + align - 1) / align;
+	int64_t lo = units * block / blocks, hi = units * (block + 1) / blocks;
+	*start = lo * align < n ? lo * align : n;
+	*len = (hi * align < n ? hi * align : n) - *start;
+}
+
+static void rows_block(const struct matmul_job *job, int64_t i0, int64_t mi)
+{
+	if (!job->trans_a) {
+		tps_matmul(job->c + i0 * job->n, job->a + i0 * job->k, job->b,
+			   mi, job->n, job->k, false, job->trans_b);
+		return;
+	}
+	/* A is (k, m): its columns i0..i0+mi, as a (k, mi) copy. */
+	float *a = malloc((size_t)(job->k * mi) * sizeof *a + 1);
+	if (!a) {
+		/* Slower, not wrong: the naive loop needs no memory. */
+		for (int64_t i = i0; i < i0 + mi; i++) {
+			for (int64_t j = 0; j < job->n; j++) {
+				float sum = 0.0f;
+				for (int64_t p = 0; p < job->k; p++) {
+					float x = job->a[p * job->m + i];
+					float y =
+						job->trans_b
+							? job->b[j * job->k + p]
+							: job->b[p * job->n +
+								 j];
+					sum += x * y;
+				}
+				job->c[i * job->n + j] = sum;
+			}
+		}
+		return;
+	}
+	for (int64_t p = 0; p < job->k; p++) {
+		memcpy(a + p * mi, job->a + p * job->m + i0,
+		       (size_t)mi * sizeof *a);
+	}
+	tps_matmul(job->c + i0 * job->n, a, job->b, mi, job->n, job->k, true,
+		   job->trans_b);
+	free(a);
+}
+
+static void columns_block(const struct matmul_job *job, int64_t j0, int64_t nj)
+{
+	/* C[:, j0:j0+nj] = A W[j0:j0+nj]^T, computed into a (m, nj) block. */
+	float *c = malloc((size_t)(job->m * nj) * sizeof *c + 1);
+	if (!c) {
+		/* Slower, not wrong: the naive loop needs no memory. */
+		for (int64_t i = 0; i < job->m; i++) {
+			for (int64_t j = j0; j < j0 + nj; j++) {
+				float sum = 0.0f;
+				for (int64_t p = 0; p < job->k; p++) {
+					sum += job->a[i * job->k + p] *
+					       job->b[j * job->k + p];
+				}
+				job->c[i * job->n + j] = sum;
+			}
+		}
+		return;
+	}
+	tps_matmul(c, job->a, job->b + j0 * job->k, job->m, nj, job->k, false,
+		   true);
+	for (int64_t i = 0; i < job->m; i++) {
+		memcpy(job->c + i * job->n + j0, c + i * nj,
+		       (size_t)nj * sizeof *c);
+	}
+	free(c);
+}
+
+static void run_block(void *opaque, int64_t block)
+{
+	const struct matmul_job *job = opaque;
+	int64_t start, len;
+	if (job->by_columns) {
+		piece(job->n, job->blocks, block, 64, &start, &len);
+		if (len > 0) {
+			columns_block(job, start, len);
+		}
+	} else {
+		piece(job->m, job->blocks, block, 8, &start, &len);
+		if (len > 0) {
+			rows_block(job, start, len);
+		}
+	}
+}
+
+void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
+		   const float *b, int64_t m, int64_t n, int64_t k,
+		   bool trans_a, bool trans_b)
+{
+	struct matmul_job job = {c, a, b, m, n, k, trans_a, trans_b, false, 0};
+	int threads = tps_pool_threads(pool);
+
+	if (threads == 1 || m * n * k < MIN_PARALLEL_WORK ||
+	    (trans_a && trans_b)) {
+		tps_matmul(c, a, b, m, n, k, trans_a, trans_b);
+		return;
+	}
+	/* Columns when the rows are too few to share out in blocks of 8. */
+	job.by_columns = !trans_a && trans_b && m < 8 * 2 * threads;
+	/* Four blocks a thread, so a slow thread does not hold the rest. */
+	job.blocks = 4 * (int64_t)threads;
+	tps_pool_for(pool, job.blocks, run_block, &job);
+}
