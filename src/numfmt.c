@@ -1,3 +1,7 @@
+/*
+ * The snprintf/strtof formatter: tps_format_double, and the float32 oracle
+ * tps_format_float_exact that src/numfmt_float.c must match byte for byte.
+ */
 #include "tpsim/numfmt.h"
 
 #include <assert.h>
@@ -6,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "numfmt_internal.h"
 
 /* A foreign LC_NUMERIC may print "0,5"; JSON needs "0.5". */
 static void fix_decimal_point(char *buf)
@@ -82,7 +88,7 @@ static size_t write_exponent(const char *sci, const char *e, long exponent,
  * The shortest round trip: the fewest significant digits p (1..max_digits)
  * whose "%.{p-1}e" form reads back to value. It is then written in plain
  * notation when the decimal exponent is in [-5, max_plain) ("30", "0.001"),
- * else in exponent notation ("1e-45", "3.4028235e+38"); both carry the same
+ * else in exponent notation ("1e-45", "3.4028235e38"); both carry the same
  * p digits.
  */
 static size_t format_shortest(double value, int max_digits, int max_plain,
@@ -132,7 +138,7 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 		       : write_exponent(sci, e, exponent, buf);
 }
 
-size_t tps_format_float(float value, char *buf)
+size_t tps_format_float_exact(float value, char *buf)
 {
 	return format_shortest((double)value, 9, 9, true, buf);
 }
