@@ -5,6 +5,7 @@
 #include "tpsim/numfmt.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -91,8 +92,38 @@ static size_t write_exponent(const char *sci, const char *e, long exponent,
  * else in exponent notation ("1e-45", "3.4028235e38"); both carry the same
  * p digits.
  */
+/*
+ * For a normal double, the p of format_shortest when it is at most 15, in
+ * one conversion; 0 when more digits are needed. DBL_DIG is 15: every
+ * decimal of at most 15 significant digits survives decimal -> double ->
+ * 15-digit decimal. So if some decimal of p <= 15 digits reads back to
+ * value, "%.14e" of value is that decimal padded with zeros, and dropping
+ * the zeros gives the shortest. If the 15-digit form itself does not read
+ * back, the answer is 16 or 17 digits.
+ */
+static int double_digits_up_to_15(double value)
+{
+	char sci[TPS_NUMFMT_MAX];
+	const char *e;
+	int digits = 0, last_nonzero = 0;
+
+	snprintf(sci, sizeof sci, "%.14e", value);
+	fix_decimal_point(sci);
+	if (!reads_back(sci, value, false)) {
+		return 0;
+	}
+	e = strchr(sci, 'e');
+	for (const char *c = sci; c < e; c++) {
+		if (*c >= '0' && *c <= '9') {
+			digits++;
+			last_nonzero = *c != '0' ? digits : last_nonzero;
+		}
+	}
+	return last_nonzero;
+}
+
 static size_t format_shortest(double value, int max_digits, int max_plain,
-			      bool is_float, char *buf)
+			      bool is_float, bool search_only, char *buf)
 {
 	char sci[TPS_NUMFMT_MAX];
 	const char *e;
@@ -117,6 +148,11 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 	 * binary search for the smallest p. */
 	{
 		int lo = 1, hi = max_digits;
+		if (!is_float && !search_only && fabs(value) >= DBL_MIN) {
+			int p15 = double_digits_up_to_15(value);
+			lo = p15 ? p15 : 16;
+			hi = p15 ? p15 : hi;
+		}
 		while (lo < hi) {
 			int mid = (lo + hi) / 2;
 			snprintf(sci, sizeof sci, "%.*e", mid - 1, value);
@@ -140,10 +176,15 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 
 size_t tps_format_float_exact(float value, char *buf)
 {
-	return format_shortest((double)value, 9, 9, true, buf);
+	return format_shortest((double)value, 9, 9, true, true, buf);
 }
 
 size_t tps_format_double(double value, char *buf)
 {
-	return format_shortest(value, 17, 17, false, buf);
+	return format_shortest(value, 17, 17, false, false, buf);
+}
+
+size_t tps_format_double_exact(double value, char *buf)
+{
+	return format_shortest(value, 17, 17, false, true, buf);
 }

@@ -19,6 +19,9 @@
 
 /* As tps_format_float, the slow way. buf holds TPS_NUMFMT_MAX bytes. */
 size_t tps_format_float_exact(float value, char *buf);
+/* As tps_format_double, by the binary search alone (tps_format_double
+ * first tries one 15-digit conversion). */
+size_t tps_format_double_exact(double value, char *buf);
 
 /*
  * Schubfach's integer helpers, exposed so that the tests can check them

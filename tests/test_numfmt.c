@@ -308,6 +308,71 @@ START_TEST(sampled_bit_patterns_match_the_oracle)
 }
 END_TEST
 
+/* One double both ways; prints the first few disagreements. */
+static bool double_matches_search(double v, long *failed)
+{
+	char fast[TPS_NUMFMT_MAX], slow[TPS_NUMFMT_MAX];
+	tps_format_double(v, fast);
+	tps_format_double_exact(v, slow);
+	if (strcmp(fast, slow) == 0) {
+		return true;
+	}
+	if (++*failed <= 5) {
+		fprintf(stderr, "double %a: %s, the search gives %s\n", v, fast,
+			slow);
+	}
+	return false;
+}
+
+START_TEST(doubles_match_the_digit_search)
+{
+	/* The one-conversion path for <= 15 digits against the binary
+	 * search: decimals of 1 to 17 digits read with strtod (config
+	 * numbers), random bit patterns, the normal/subnormal edge, and
+	 * integers past 2^53. */
+	const double edges[] = {DBL_MIN,
+				nextafter(DBL_MIN, 0),
+				nextafter(DBL_MIN, 1),
+				DBL_MAX,
+				DBL_TRUE_MIN,
+				9007199254740993.0,
+				1e23,
+				5e-324,
+				0.1,
+				1.0 / 3.0,
+				123456789012345.0,
+				1234567890123456.7};
+	struct tps_rng rng;
+	long failed = 0, checked = 0;
+	tps_rng_seed(&rng, 99);
+	for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+		double_matches_search(edges[i], &failed);
+		double_matches_search(-edges[i], &failed);
+		checked += 2;
+	}
+	for (int i = 0; i < 60000; i++) {
+		char text[64];
+		int digits = 1 + (int)(tps_rng_next(&rng) % 17);
+		int exp10 = (int)(tps_rng_next(&rng) % 80) - 40;
+		double mant = 1.0 + (double)(tps_rng_next(&rng) >> 11) /
+					    9007199254740992.0 * 9.0;
+		uint64_t bits = tps_rng_next(&rng);
+		double v;
+		snprintf(text, sizeof text, "%.*fe%d", digits - 1, mant, exp10);
+		double_matches_search(strtod(text, NULL), &failed);
+		memcpy(&v, &bits, sizeof v);
+		if (isfinite(v)) {
+			double_matches_search(v, &failed);
+			checked++;
+		}
+		checked++;
+	}
+	fprintf(stderr, "numfmt: %ld doubles, %ld mismatches\n", checked,
+		failed);
+	ck_assert_int_eq(failed, 0);
+}
+END_TEST
+
 START_TEST(random_floats_round_trip_in_at_most_9_digits)
 {
 	struct tps_rng rng;
@@ -484,6 +549,7 @@ static Suite *numfmt_suite(void)
 	tcase_add_test(oracle, powers_of_ten_and_two_match_the_oracle);
 	tcase_add_test(oracle, integers_around_2_to_the_24_match_the_oracle);
 	tcase_add_test(oracle, sampled_bit_patterns_match_the_oracle);
+	tcase_add_test(oracle, doubles_match_the_digit_search);
 	suite_add_tcase(s, oracle);
 	tcase_add_test(helpers, log_helpers_match_their_definitions);
 	tcase_add_test(helpers, pow10_table_matches_its_definition);
