@@ -47,35 +47,40 @@
 #ifndef __AVX512F__
 #error "the avx512 variant needs -mavx512f"
 #endif
-#define LANES	 16
-#define NRV_MAX	 4
-#define MR_MULTI 6
-#define MR_MAX	 16
-static const int mr_single[NRV_MAX + 1] = {0, 16, 12, 8, 6};
-#define KC 256
-#define MC 144
-#define NC 1024
+#define LANES	    16
+#define NRV_MAX	    4
+#define MR_MULTI    6
+#define MR_SINGLE_1 16
+#define MR_SINGLE_2 12
+#define MR_SINGLE_3 8
+#define MR_SINGLE_4 6
+#define MR_MAX	    16
+#define KC	    256
+#define MC	    144
+#define NC	    1024
 #elif defined(TPS_GEMM_ISA_AVX2)
 #ifndef __AVX2__
 #error "the avx2 variant needs -mavx2"
 #endif
-#define LANES	 8
-#define NRV_MAX	 2
-#define MR_MULTI 6
-#define MR_MAX	 8
-static const int mr_single[NRV_MAX + 1] = {0, 8, 6};
-#define KC	 256
-#define MC	 144
-#define NC	 1024
+#define LANES	    8
+#define NRV_MAX	    2
+#define MR_MULTI    6
+#define MR_SINGLE_1 8
+#define MR_SINGLE_2 6
+#define MR_MAX	    8
+#define KC	    256
+#define MC	    144
+#define NC	    1024
 #elif defined(TPS_GEMM_ISA_GENERIC)
-#define LANES	 4
-#define NRV_MAX	 2
-#define MR_MULTI 6
-#define MR_MAX	 8
-static const int mr_single[NRV_MAX + 1] = {0, 8, 6};
-#define KC	 256
-#define MC	 144
-#define NC	 1024
+#define LANES	    4
+#define NRV_MAX	    2
+#define MR_MULTI    6
+#define MR_SINGLE_1 8
+#define MR_SINGLE_2 6
+#define MR_MAX	    8
+#define KC	    256
+#define MC	    144
+#define NC	    1024
 #else
 #error "meson defines one of TPS_GEMM_ISA_{GENERIC,AVX2,AVX512}"
 #endif
@@ -148,52 +153,53 @@ tile(const int mr, const int nrv, int64_t kc, const float *restrict x,
 typedef void tile_fn(int64_t kc, const float *x, int64_t stride, const float *y,
 		     float *d, int64_t ldd, bool first);
 
-#define DEFINE_COLS(MR, NRV)                                                   \
-	static void tile_cols_##MR##_##NRV(int64_t kc, const float *x,         \
+/* The tiles, by their number of vectors nrv: MR_MULTI rows from packed X
+ * panels; MR_SINGLE_<nrv> rows from packed or straight X. */
+#define DEFINE_TILES(NRV)                                                      \
+	static void tile_multi_##NRV(int64_t kc, const float *x, int64_t xps,  \
+				     const float *y, float *d, int64_t ldd,    \
+				     bool first)                               \
+	{                                                                      \
+		tile(MR_MULTI, NRV, kc, x, 1, xps, y, d, ldd, first);          \
+	}                                                                      \
+	static void tile_single_cols_##NRV(int64_t kc, const float *x,         \
 					   int64_t xps, const float *y,        \
 					   float *d, int64_t ldd, bool first)  \
 	{                                                                      \
-		tile(MR, NRV, kc, x, 1, xps, y, d, ldd, first);                \
-	}
-#define DEFINE_ROWS(MR, NRV)                                                   \
-	static void tile_rows_##MR##_##NRV(int64_t kc, const float *x,         \
+		tile(MR_SINGLE_##NRV, NRV, kc, x, 1, xps, y, d, ldd, first);   \
+	}                                                                      \
+	static void tile_single_rows_##NRV(int64_t kc, const float *x,         \
 					   int64_t xrs, const float *y,        \
 					   float *d, int64_t ldd, bool first)  \
 	{                                                                      \
-		tile(MR, NRV, kc, x, xrs, 1, y, d, ldd, first);                \
+		tile(MR_SINGLE_##NRV, NRV, kc, x, xrs, 1, y, d, ldd, first);   \
 	}
 
+DEFINE_TILES(1)
+DEFINE_TILES(2)
 #if NRV_MAX == 4
-DEFINE_COLS(6, 1)
-DEFINE_COLS(6, 2)
-DEFINE_COLS(6, 3)
-DEFINE_COLS(6, 4)
-DEFINE_ROWS(6, 4)
-DEFINE_COLS(16, 1)
-DEFINE_ROWS(16, 1)
-DEFINE_COLS(12, 2)
-DEFINE_ROWS(12, 2)
-DEFINE_COLS(8, 3)
-DEFINE_ROWS(8, 3)
-/* Indexed by nrv: MR_MULTI rows; mr_single[nrv] rows. */
+DEFINE_TILES(3)
+DEFINE_TILES(4)
+static const int mr_single[NRV_MAX + 1] = {0, MR_SINGLE_1, MR_SINGLE_2,
+					   MR_SINGLE_3, MR_SINGLE_4};
 static tile_fn *const cols_multi[NRV_MAX + 1] = {
-	NULL, tile_cols_6_1, tile_cols_6_2, tile_cols_6_3, tile_cols_6_4};
+	NULL, tile_multi_1, tile_multi_2, tile_multi_3, tile_multi_4};
 static tile_fn *const cols_single[NRV_MAX + 1] = {
-	NULL, tile_cols_16_1, tile_cols_12_2, tile_cols_8_3, tile_cols_6_4};
+	NULL, tile_single_cols_1, tile_single_cols_2, tile_single_cols_3,
+	tile_single_cols_4};
 static tile_fn *const rows_single[NRV_MAX + 1] = {
-	NULL, tile_rows_16_1, tile_rows_12_2, tile_rows_8_3, tile_rows_6_4};
+	NULL, tile_single_rows_1, tile_single_rows_2, tile_single_rows_3,
+	tile_single_rows_4};
+#elif NRV_MAX == 2
+static const int mr_single[NRV_MAX + 1] = {0, MR_SINGLE_1, MR_SINGLE_2};
+static tile_fn *const cols_multi[NRV_MAX + 1] = {NULL, tile_multi_1,
+						 tile_multi_2};
+static tile_fn *const cols_single[NRV_MAX + 1] = {NULL, tile_single_cols_1,
+						  tile_single_cols_2};
+static tile_fn *const rows_single[NRV_MAX + 1] = {NULL, tile_single_rows_1,
+						  tile_single_rows_2};
 #else
-DEFINE_COLS(6, 1)
-DEFINE_COLS(6, 2)
-DEFINE_ROWS(6, 2)
-DEFINE_COLS(8, 1)
-DEFINE_ROWS(8, 1)
-static tile_fn *const cols_multi[NRV_MAX + 1] = {NULL, tile_cols_6_1,
-						 tile_cols_6_2};
-static tile_fn *const cols_single[NRV_MAX + 1] = {NULL, tile_cols_8_1,
-						  tile_cols_6_2};
-static tile_fn *const rows_single[NRV_MAX + 1] = {NULL, tile_rows_8_1,
-						  tile_rows_6_2};
+#error "NRV_MAX is 2 or 4"
 #endif
 
 /* D = X Y as described at the top; D[r][c] = d[r * drs + c * dcs]. */
@@ -224,39 +230,51 @@ static int64_t balanced_block(int64_t len, int64_t block)
 	return (len + count - 1) / count;
 }
 
-/* panel (kc, wpad) = Y[p0 .. p0+kc)[c0 .. c0+w), zero beyond w. */
-static void pack_y(float *panel, const struct gemm_op *op, int64_t p0,
-		   int64_t kc, int64_t c0, int64_t w, int64_t wpad)
+/*
+ * Packs the (h, kc) matrix S[r][p] = src[r * rs + p * ps] (rs or ps is 1)
+ * into panels of `width` rows, panel t (t = 0, width, ...) at dst + t * kc,
+ * column p of it at p * wt: the wt = min(width, round_up(h - t, quantum))
+ * floats S[t .. t+wt)[p], zero past row h. X panels have quantum = width
+ * (whole tiles); Y panels quantum = LANES (the last one only as wide as it
+ * needs). The source is read along its contiguous direction, in blocks of
+ * a cache line when transposing, so power-of-two strides stay cheap.
+ */
+static void pack_panels(float *dst, const float *src, int64_t rs, int64_t ps,
+			int64_t h, int64_t kc, int64_t width, int64_t quantum)
 {
-	const float *src = op->y + p0 * op->yps + c0 * op->ycs;
-	for (int64_t p = 0; p < kc; p++) {
-		float *dst = panel + p * wpad;
-		if (op->ycs == 1) {
-			memcpy(dst, src + p * op->yps, (size_t)w * sizeof *dst);
-		} else {
-			for (int64_t c = 0; c < w; c++) {
-				dst[c] = src[p * op->yps + c * op->ycs];
+	if (rs == 1) {
+		for (int64_t p = 0; p < kc; p++) {
+			for (int64_t t = 0; t < h; t += width) {
+				const int64_t w = min64(width, h - t);
+				const int64_t wt =
+					min64(width, round_up(w, quantum));
+				float *d = dst + t * kc + p * wt;
+				memcpy(d, src + p * ps + t,
+				       (size_t)w * sizeof *d);
+				for (int64_t r = w; r < wt; r++) {
+					d[r] = 0.0f;
+				}
 			}
 		}
-		for (int64_t c = w; c < wpad; c++) {
-			dst[c] = 0.0f;
-		}
+		return;
 	}
-}
-
-/* panel (kc, mr) = X[r0 .. r0+h)[p0 .. p0+kc) transposed, so that a tile
- * reads column p at panel + p * mr; rows h..mr are zero. */
-static void pack_x(float *panel, const struct gemm_op *op, int64_t r0,
-		   int64_t h, int64_t p0, int64_t kc, int mr)
-{
-	const float *src = op->x + r0 * op->xrs + p0 * op->xps;
-	for (int64_t p = 0; p < kc; p++) {
-		float *dst = panel + p * mr;
-		for (int64_t r = 0; r < h; r++) {
-			dst[r] = src[r * op->xrs + p * op->xps];
-		}
-		for (int64_t r = h; r < mr; r++) {
-			dst[r] = 0.0f;
+	for (int64_t t = 0; t < h; t += width) {
+		const int64_t w = min64(width, h - t);
+		const int64_t wt = min64(width, round_up(w, quantum));
+		float *d = dst + t * kc;
+		for (int64_t p0 = 0; p0 < kc; p0 += 16) {
+			const int64_t p1 = min64(kc, p0 + 16);
+			for (int64_t r = 0; r < w; r++) {
+				const float *srow = src + (t + r) * rs;
+				for (int64_t p = p0; p < p1; p++) {
+					d[p * wt + r] = srow[p];
+				}
+			}
+			for (int64_t r = w; r < wt; r++) {
+				for (int64_t p = p0; p < p1; p++) {
+					d[p * wt + r] = 0.0f;
+				}
+			}
 		}
 	}
 }
@@ -284,10 +302,14 @@ static void tile_put(const float *t, int64_t ldt, const struct gemm_op *op,
 		}
 		return;
 	}
-	/* D = C^T: walk C's rows (D's columns) contiguously. */
-	for (int64_t c = 0; c < cols; c++) {
-		for (int64_t r = 0; r < rows; r++) {
-			d[c * op->dcs + r * op->drs] = t[r * ldt + c];
+	/* D = C^T: along C's rows (D's columns), 16 of D's rows at a time,
+	 * so both sides stay in cache for a whole D. */
+	for (int64_t rb = 0; rb < rows; rb += 16) {
+		const int64_t re = min64(rows, rb + 16);
+		for (int64_t c = 0; c < cols; c++) {
+			for (int64_t r = rb; r < re; r++) {
+				d[c * op->dcs + r * op->drs] = t[r * ldt + c];
+			}
 		}
 	}
 }
@@ -312,42 +334,113 @@ static void run_tile(tile_fn *fn, int mr, int nrv, int64_t kc, const float *x,
 	tile_put(tmp, width, op, r0, c0, rows, cols);
 }
 
+/* dst[p * ld + r] = src[p * stride + r] for r < w, zero up to ld, for p
+ * < kc. Rows at a stride of 2^n floats are fetched a few rows ahead: the
+ * hardware's prefetchers miss a stride that large. */
+static void copy_rows(float *dst, int64_t ld, const float *src, int64_t stride,
+		      int64_t w, int64_t kc)
+{
+	enum { AHEAD = 8 };
+	for (int64_t p = 0; p < kc; p++) {
+		const float *s = src + p * stride;
+		float *d = dst + p * ld;
+		int64_t r = 0;
+		if (p + AHEAD < kc) {
+			for (int64_t l = 0; l < w; l += 64 / sizeof(float)) {
+				__builtin_prefetch(s + AHEAD * stride + l);
+			}
+		}
+		for (; r + LANES <= w; r += LANES) {
+			vstore(d + r, vload(s + r));
+		}
+		for (; r < w; r++) {
+			d[r] = s[r];
+		}
+		for (; r < ld; r++) {
+			d[r] = 0.0f;
+		}
+	}
+}
+
+/* A tile of gemm_single: into dbuf (D's rows of nrv vectors, all of
+ * them) when there is one, else into D. */
+static void single_tile(tile_fn *fn, int mr, int nrv, int64_t kc,
+			const float *x, int64_t xstride, const float *ypanel,
+			const struct gemm_op *op, float *dbuf, int64_t r0,
+			int64_t rows, bool first, float *tmp)
+{
+	const int64_t width = (int64_t)nrv * LANES;
+	if (dbuf) {
+		fn(kc, x, xstride, ypanel, dbuf + r0 * width, width, first);
+	} else {
+		run_tile(fn, mr, nrv, kc, x, xstride, ypanel, op, r0, 0, rows,
+			 op->n, first, tmp);
+	}
+}
+
 /*
  * All of N in one panel of nrv vectors (N <= NR): Y is packed once per p
- * block and X is streamed straight from A or B, each float read once; only
- * a last, short row tile is copied (zero-padded) so no read runs past X.
+ * block. X rows contiguous along p (the weight, for y = x W^T) stream
+ * straight into the tiles, each float read once. X stored the other way
+ * (X[r][p] = x[r + p * xps]) is copied in blocks of MC rows, row p by row
+ * p, to a stride that is no power of two: walking down its columns at
+ * stride xps would thrash the caches. A last, short row tile is packed
+ * too, zero-padded, so no read runs past X.
+ *
+ * When D is C^T (or N is no whole number of vectors) and there are
+ * several p blocks, the partial sums stay in dbuf, D as whole vectors
+ * (round_up(M, mr), nrv * LANES), and go to C once at the end, instead of
+ * through a transposed copy per tile per p block.
  */
-static void gemm_single(const struct gemm_op *op, float *work, float *tmp)
+static void gemm_single(const struct gemm_op *op, float *work, float *dbuf,
+			float *tmp)
 {
 	const int nrv = (int)((op->n + LANES - 1) / LANES);
 	const int mr = mr_single[nrv];
 	const int64_t wpad = (int64_t)nrv * LANES;
 	const int64_t kc_max = balanced_block(op->k, KC);
+	const int64_t ld = round_up(MC, 16) + 16; /* floats per copied row */
 	float *ypanel = work;
-	float *edge = ypanel + kc_max * wpad;
+	float *xbuf = ypanel + kc_max * wpad;
 
 	for (int64_t pc = 0; pc < op->k; pc += kc_max) {
 		const int64_t kc = min64(kc_max, op->k - pc);
 		const bool first = pc == 0;
-		pack_y(ypanel, op, pc, kc, 0, op->n, wpad);
-		for (int64_t ic = 0; ic < op->m; ic += mr) {
-			const int64_t rows = min64(mr, op->m - ic);
-			const float *x = op->x + ic * op->xrs + pc * op->xps;
-			if (rows < mr) {
-				pack_x(edge, op, ic, rows, pc, kc, mr);
-				run_tile(cols_single[nrv], mr, nrv, kc, edge,
-					 mr, ypanel, op, ic, 0, rows, op->n,
-					 first, tmp);
-			} else if (op->xps == 1) {
-				run_tile(rows_single[nrv], mr, nrv, kc, x,
-					 op->xrs, ypanel, op, ic, 0, rows,
-					 op->n, first, tmp);
-			} else {
-				run_tile(cols_single[nrv], mr, nrv, kc, x,
-					 op->xps, ypanel, op, ic, 0, rows,
-					 op->n, first, tmp);
+		const float *x = op->x + pc * op->xps;
+		pack_panels(ypanel, op->y + pc * op->yps, op->ycs, op->yps,
+			    op->n, kc, wpad, LANES);
+		for (int64_t ic = 0; ic < op->m; ic += MC) {
+			const int64_t mc = min64(MC, op->m - ic);
+			int64_t t = 0;
+			if (op->xps == 1) {
+				for (; t + mr <= mc; t += mr) {
+					single_tile(rows_single[nrv], mr, nrv,
+						    kc, x + (ic + t) * op->xrs,
+						    op->xrs, ypanel, op, dbuf,
+						    ic + t, mr, first, tmp);
+				}
+				if (t < mc) {
+					pack_panels(
+						xbuf, x + (ic + t) * op->xrs,
+						op->xrs, 1, mc - t, kc, mr, mr);
+					single_tile(cols_single[nrv], mr, nrv,
+						    kc, xbuf, mr, ypanel, op,
+						    dbuf, ic + t, mc - t, first,
+						    tmp);
+				}
+				continue;
+			}
+			copy_rows(xbuf, ld, x + ic, op->xps, mc, kc);
+			for (; t < mc; t += mr) {
+				single_tile(cols_single[nrv], mr, nrv, kc,
+					    xbuf + t, ld, ypanel, op, dbuf,
+					    ic + t, min64(mr, mc - t), first,
+					    tmp);
 			}
 		}
+	}
+	if (dbuf) {
+		tile_put(dbuf, wpad, op, 0, 0, op->m, op->n);
 	}
 }
 
@@ -370,17 +463,13 @@ static void gemm_multi(const struct gemm_op *op, float *work, float *tmp)
 		for (int64_t pc = 0; pc < op->k; pc += kc_max) {
 			const int64_t kc = min64(kc_max, op->k - pc);
 			const bool first = pc == 0;
-			for (int64_t q = 0; q < nc; q += NR) {
-				const int64_t w = min64(NR, nc - q);
-				pack_y(ybuf + q * kc, op, pc, kc, jc + q, w,
-				       round_up(w, LANES));
-			}
+			pack_panels(ybuf, op->y + pc * op->yps + jc * op->ycs,
+				    op->ycs, op->yps, nc, kc, NR, LANES);
 			for (int64_t ic = 0; ic < op->m; ic += MC) {
 				const int64_t mc = min64(MC, op->m - ic);
-				for (int64_t t = 0; t < mc; t += mr) {
-					pack_x(xbuf + t * kc, op, ic + t,
-					       min64(mr, mc - t), pc, kc, mr);
-				}
+				pack_panels(xbuf,
+					    op->x + ic * op->xrs + pc * op->xps,
+					    op->xrs, op->xps, mc, kc, mr, mr);
 				for (int64_t q = 0; q < nc; q += NR) {
 					const int64_t w = min64(NR, nc - q);
 					const int nrv =
@@ -409,7 +498,7 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 			   int64_t n, int64_t k, bool trans_a, bool trans_b)
 {
 	struct gemm_op op;
-	int64_t floats;
+	int64_t kc, floats, dbuf_floats = 0;
 	float *mem, *tmp;
 	bool transposed;
 
@@ -458,16 +547,18 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 		};
 	}
 
-	{
-		const int64_t kc = balanced_block(k, KC);
-		if (op.n <= NR) {
-			floats = kc * NR + kc * MR_MAX;
-		} else {
-			floats = kc * round_up(min64(op.n, NC), NR) +
-				 kc * round_up(min64(op.m, MC), MR_MULTI);
+	kc = balanced_block(k, KC);
+	if (op.n <= NR) {
+		const int64_t wpad = round_up(op.n, LANES);
+		floats = kc * wpad + kc * (round_up(MC, 16) + 16);
+		if (k > kc && (op.dcs != 1 || op.n != wpad)) {
+			dbuf_floats = round_up(op.m, MR_MAX) * wpad;
 		}
-		floats += MR_MAX * NR + 64 / sizeof(float);
+	} else {
+		floats = kc * round_up(min64(op.n, NC), NR) +
+			 kc * round_up(min64(op.m, MC), MR_MULTI);
 	}
+	floats += MR_MAX * NR + dbuf_floats + 64 / sizeof(float);
 	/* Per call, so threads never share a buffer. Without memory, the
 	 * reference loop still gives the same bits. */
 	mem = malloc((size_t)floats * sizeof *mem);
@@ -480,7 +571,8 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 	tmp = align64(mem);
 	memset(tmp, 0, MR_MAX * NR * sizeof *tmp);
 	if (op.n <= NR) {
-		gemm_single(&op, tmp + MR_MAX * NR, tmp);
+		gemm_single(&op, tmp + MR_MAX * NR + dbuf_floats,
+			    dbuf_floats ? tmp + MR_MAX * NR : NULL, tmp);
 	} else {
 		gemm_multi(&op, tmp + MR_MAX * NR, tmp);
 	}

@@ -402,9 +402,9 @@ END_TEST
 START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
 {
 	/* Per variant, shapes just past each of its blocks: k over one and
-	 * two p blocks (partial sums stored to C and reloaded), m over the
-	 * row block and n over the column block (several packed blocks),
-	 * and panels of every width beside a batch-sized m. */
+	 * two p blocks (partial sums kept in C or in a buffer, reloaded),
+	 * m over the row block and n over the column block (several packed
+	 * blocks), and panels of every width beside a batch-sized m. */
 	for (int v = 0; v < tps_matmul_variant_count(); v++) {
 		struct tps_matmul_blocking bl;
 		int64_t k1, k2, nr, mr, lanes;
@@ -432,6 +432,11 @@ START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
 				{bl.mc + 1, nr + 1, 5},
 				{257, 17, 33},
 				{33, 257, 15},
+				{lanes + 1, bl.mc + 2 * nr + 1, k1},
+				{nr + 5, nr + 2 * lanes + 1, 7},
+				{nr + 5, nr + lanes + 3, 7},
+				{2 * lanes + 3, nr + 9, k1},
+				{3 * lanes - 1, 3 * nr, 9},
 			};
 			check_variants_on(
 				shapes, (int)(sizeof shapes / sizeof shapes[0]),
