@@ -56,6 +56,8 @@
 #define MR_SINGLE_4 6
 #define MR_MAX	    16
 #define KC	    256
+#define KC_SINGLE   1024
+#define SMALL_M	    12
 #define MC	    144
 #define NC	    1024
 #elif defined(TPS_GEMM_ISA_AVX2)
@@ -69,6 +71,8 @@
 #define MR_SINGLE_2 6
 #define MR_MAX	    8
 #define KC	    256
+#define KC_SINGLE   1024
+#define SMALL_M	    6
 #define MC	    144
 #define NC	    1024
 #elif defined(TPS_GEMM_ISA_GENERIC)
@@ -79,6 +83,8 @@
 #define MR_SINGLE_2 6
 #define MR_MAX	    8
 #define KC	    256
+#define KC_SINGLE   1024
+#define SMALL_M	    6
 #define MC	    144
 #define NC	    1024
 #else
@@ -105,14 +111,14 @@ static inline void vstore(float *p, vf v)
  * The register tile: for r < mr, c < nrv * LANES,
  *   D[r][c] = (first ? 0.0f : D[r][c]) + sum over p < kc ascending of
  *             X[r][p] * Y[p][c]
- * X[r][p] = x[r * xrs + p * xps]; Y row p = y + p * nrv * LANES (packed);
- * D row r = d + r * ldd. mr and nrv are constants at every call, so acc
- * lives in registers.
+ * X[r][p] = x[r * xrs + p * xps]; Y row p = y + p * ys (nrv * LANES
+ * for a packed panel); D row r = d + r * ldd. mr and nrv are constants at
+ * every call, so acc lives in registers.
  */
 static inline __attribute__((always_inline)) void
 tile(const int mr, const int nrv, int64_t kc, const float *restrict x,
-     int64_t xrs, int64_t xps, const float *restrict y, float *restrict d,
-     int64_t ldd, bool first)
+     int64_t xrs, int64_t xps, const float *restrict y, int64_t ys,
+     float *restrict d, int64_t ldd, bool first)
 {
 	vf acc[MR_MAX][NRV_MAX];
 
@@ -128,7 +134,7 @@ tile(const int mr, const int nrv, int64_t kc, const float *restrict x,
 		vf yv[NRV_MAX];
 #pragma GCC unroll 4
 		for (int v = 0; v < nrv; v++) {
-			yv[v] = vload(y + p * nrv * LANES + v * LANES);
+			yv[v] = vload(y + p * ys + v * LANES);
 		}
 #pragma GCC unroll 16
 		for (int r = 0; r < mr; r++) {
@@ -160,19 +166,22 @@ typedef void tile_fn(int64_t kc, const float *x, int64_t stride, const float *y,
 				     const float *y, float *d, int64_t ldd,    \
 				     bool first)                               \
 	{                                                                      \
-		tile(MR_MULTI, NRV, kc, x, 1, xps, y, d, ldd, first);          \
+		tile(MR_MULTI, NRV, kc, x, 1, xps, y, NRV *LANES, d, ldd,      \
+		     first);                                                   \
 	}                                                                      \
 	static void tile_single_cols_##NRV(int64_t kc, const float *x,         \
 					   int64_t xps, const float *y,        \
 					   float *d, int64_t ldd, bool first)  \
 	{                                                                      \
-		tile(MR_SINGLE_##NRV, NRV, kc, x, 1, xps, y, d, ldd, first);   \
+		tile(MR_SINGLE_##NRV, NRV, kc, x, 1, xps, y, NRV *LANES, d,    \
+		     ldd, first);                                              \
 	}                                                                      \
 	static void tile_single_rows_##NRV(int64_t kc, const float *x,         \
 					   int64_t xrs, const float *y,        \
 					   float *d, int64_t ldd, bool first)  \
 	{                                                                      \
-		tile(MR_SINGLE_##NRV, NRV, kc, x, xrs, 1, y, d, ldd, first);   \
+		tile(MR_SINGLE_##NRV, NRV, kc, x, xrs, 1, y, NRV *LANES, d,    \
+		     ldd, first);                                              \
 	}
 
 DEFINE_TILES(1)
@@ -200,6 +209,47 @@ static tile_fn *const rows_single[NRV_MAX + 1] = {NULL, tile_single_rows_1,
 						  tile_single_rows_2};
 #else
 #error "NRV_MAX is 2 or 4"
+#endif
+
+/* Tiles of m = 1..SMALL_M rows reading Y rows at any stride ys (B's own
+ * rows, when m is that small): NRV_MAX vectors wide up to MR_MULTI rows,
+ * then half as wide, as the registers allow. */
+typedef void small_fn(int64_t kc, const float *x, int64_t xps, const float *y,
+		      int64_t ys, float *d, int64_t ldd, bool first);
+
+#define SMALL_NRV(MR) ((MR) <= MR_MULTI ? NRV_MAX : NRV_MAX / 2)
+#define DEFINE_SMALL(MR)                                                       \
+	static void tile_small_##MR(int64_t kc, const float *x, int64_t xps,   \
+				    const float *y, int64_t ys, float *d,      \
+				    int64_t ldd, bool first)                   \
+	{                                                                      \
+		tile(MR, SMALL_NRV(MR), kc, x, 1, xps, y, ys, d, ldd, first);  \
+	}
+
+#if MR_MULTI != 6 || (SMALL_M != 6 && SMALL_M != 12)
+#error "the small tiles are 1..6 rows, or 1..12"
+#endif
+DEFINE_SMALL(1)
+DEFINE_SMALL(2)
+DEFINE_SMALL(3)
+DEFINE_SMALL(4)
+DEFINE_SMALL(5)
+DEFINE_SMALL(6)
+#if SMALL_M == 12
+DEFINE_SMALL(7)
+DEFINE_SMALL(8)
+DEFINE_SMALL(9)
+DEFINE_SMALL(10)
+DEFINE_SMALL(11)
+DEFINE_SMALL(12)
+static small_fn *const small_tiles[SMALL_M + 1] = {
+	NULL,	       tile_small_1,  tile_small_2, tile_small_3, tile_small_4,
+	tile_small_5,  tile_small_6,  tile_small_7, tile_small_8, tile_small_9,
+	tile_small_10, tile_small_11, tile_small_12};
+#else
+static small_fn *const small_tiles[SMALL_M + 1] = {
+	NULL,	      tile_small_1, tile_small_2, tile_small_3,
+	tile_small_4, tile_small_5, tile_small_6};
 #endif
 
 /* D = X Y as described at the top; D[r][c] = d[r * drs + c * dcs]. */
@@ -398,7 +448,7 @@ static void gemm_single(const struct gemm_op *op, float *work, float *dbuf,
 	const int nrv = (int)((op->n + LANES - 1) / LANES);
 	const int mr = mr_single[nrv];
 	const int64_t wpad = (int64_t)nrv * LANES;
-	const int64_t kc_max = balanced_block(op->k, KC);
+	const int64_t kc_max = balanced_block(op->k, KC_SINGLE);
 	const int64_t ld = round_up(MC, 16) + 16; /* floats per copied row */
 	float *ypanel = work;
 	float *xbuf = ypanel + kc_max * wpad;
@@ -488,6 +538,46 @@ static void gemm_multi(const struct gemm_op *op, float *work, float *tmp)
 	}
 }
 
+/*
+ * m <= MR_MULTI rows and B's rows contiguous (dx = dy W, dW = dy^T x with
+ * a handful of rows): one tile of all m rows runs along B's rows, which
+ * are read once, straight, in p blocks of KC_SINGLE. Only X (m, kc) is
+ * packed, and the last columns of B (fewer than NR) are copied,
+ * zero-padded.
+ */
+static void gemm_small(const struct gemm_op *op, float *work, float *tmp)
+{
+	const int mr = (int)op->m;
+	const int64_t width = (int64_t)SMALL_NRV(mr) * LANES;
+	small_fn *const fn = small_tiles[mr];
+	const int64_t kc_max = balanced_block(op->k, KC_SINGLE);
+	float *xpanel = work;
+	float *ytail = xpanel + kc_max * mr;
+
+	for (int64_t pc = 0; pc < op->k; pc += kc_max) {
+		const int64_t kc = min64(kc_max, op->k - pc);
+		const bool first = pc == 0;
+		const float *y = op->y + pc * op->yps;
+		int64_t q = 0;
+		pack_panels(xpanel, op->x + pc * op->xps, op->xrs, op->xps,
+			    op->m, kc, mr, mr);
+		for (; q + width <= op->n; q += width) {
+			fn(kc, xpanel, mr, y + q, op->yps, op->d + q, op->drs,
+			   first);
+		}
+		if (q < op->n) {
+			pack_panels(ytail, y + q, 1, op->yps, op->n - q, kc,
+				    width, width);
+			if (!first) {
+				tile_get(tmp, width, op, 0, q, op->m,
+					 op->n - q);
+			}
+			fn(kc, xpanel, mr, ytail, width, tmp, width, first);
+			tile_put(tmp, width, op, 0, q, op->m, op->n - q);
+		}
+	}
+}
+
 /* Aligns to 64 bytes (a cache line; a whole zmm). */
 static float *align64(float *p)
 {
@@ -500,7 +590,7 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 	struct gemm_op op;
 	int64_t kc, floats, dbuf_floats = 0;
 	float *mem, *tmp;
-	bool transposed;
+	bool small, transposed;
 
 	if (m == 0 || n == 0) {
 		return;
@@ -509,10 +599,13 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 		memset(c, 0, (size_t)(m * n) * sizeof *c); /* +0.0f, as naive */
 		return;
 	}
-	/* Vectors along m (D = C^T) when m fits one panel and fills its
+	/* A handful of rows times B's rows: along them, unpacked. Else
+	 * vectors along m (D = C^T) when m fits one panel and fills its
 	 * lanes better than n would: a batch times a big weight. */
-	transposed = m <= NR && (n > NR || m * round_up(n, LANES) >
-						   n * round_up(m, LANES));
+	small = m <= SMALL_M && !trans_b && n > NR;
+	transposed =
+		!small && m <= NR &&
+		(n > NR || m * round_up(n, LANES) > n * round_up(m, LANES));
 	if (!transposed) {
 		op = (struct gemm_op){
 			.m = m,
@@ -547,8 +640,10 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 		};
 	}
 
-	kc = balanced_block(k, KC);
-	if (op.n <= NR) {
+	kc = balanced_block(k, small ? KC_SINGLE : op.n <= NR ? KC_SINGLE : KC);
+	if (small) {
+		floats = kc * (SMALL_M + NR);
+	} else if (op.n <= NR) {
 		const int64_t wpad = round_up(op.n, LANES);
 		floats = kc * wpad + kc * (round_up(MC, 16) + 16);
 		if (k > kc && (op.dcs != 1 || op.n != wpad)) {
@@ -570,7 +665,9 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 	 * stored, but they should not start from unset memory. */
 	tmp = align64(mem);
 	memset(tmp, 0, MR_MAX * NR * sizeof *tmp);
-	if (op.n <= NR) {
+	if (small) {
+		gemm_small(&op, tmp + MR_MAX * NR, tmp);
+	} else if (op.n <= NR) {
 		gemm_single(&op, tmp + MR_MAX * NR + dbuf_floats,
 			    dbuf_floats ? tmp + MR_MAX * NR : NULL, tmp);
 	} else {
@@ -587,4 +684,6 @@ void GEMM_FN(tps_gemm_blocking)(struct tps_matmul_blocking *blocking)
 	blocking->kc = KC;
 	blocking->mc = MC;
 	blocking->nc = NC;
+	blocking->kc_single = KC_SINGLE;
+	blocking->small_m = SMALL_M;
 }

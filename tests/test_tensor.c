@@ -407,13 +407,14 @@ START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
 	 * blocks), and panels of every width beside a batch-sized m. */
 	for (int v = 0; v < tps_matmul_variant_count(); v++) {
 		struct tps_matmul_blocking bl;
-		int64_t k1, k2, nr, mr, lanes;
+		int64_t k1, k2, ks, nr, mr, lanes;
 		if (!tps_matmul_variant_supported(v)) {
 			continue;
 		}
 		tps_matmul_variant_blocking(v, &bl);
 		k1 = bl.kc + 1;
 		k2 = 2 * bl.kc + 3;
+		ks = bl.kc_single;
 		nr = bl.nr;
 		mr = bl.mr;
 		lanes = bl.lanes;
@@ -437,10 +438,19 @@ START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
 				{nr + 5, nr + lanes + 3, 7},
 				{2 * lanes + 3, nr + 9, k1},
 				{3 * lanes - 1, 3 * nr, 9},
+				{bl.small_m, 2 * nr + 5, 2 * ks + 1},
+				{bl.small_m / 2 + 1, nr + lanes + 1, ks + 3},
+				{lanes + 1, 2 * nr + 3, ks + 1},
+				{2 * lanes + 1, nr - 1, ks + 2},
 			};
 			check_variants_on(
 				shapes, (int)(sizeof shapes / sizeof shapes[0]),
 				100 + (uint64_t)v);
+		}
+		/* Every row count of the unpacked-B tiles, with a tail. */
+		for (int m = 1; m <= bl.small_m; m++) {
+			const struct mnk shape = {m, nr + 2 * lanes + 3, 7};
+			check_variants_on(&shape, 1, 200 + (uint64_t)m);
 		}
 	}
 }

@@ -167,10 +167,12 @@ void tps_matmul_variant(int i, float *c, const float *a, const float *b,
 
 /* A variant's blocking, so tests can reach every edge of it: vectors of
  * `lanes` floats; register tiles of mr rows by nr columns; p in blocks of
- * kc (split evenly), X in blocks of mc rows, Y in blocks of nc columns. */
+ * kc (split evenly), X in blocks of mc rows, Y in blocks of nc columns;
+ * p blocks of kc_single when m or n fits one tile's width (<= nr), and B
+ * read unpacked when m <= small_m (and B not transposed). */
 struct tps_matmul_blocking {
-	int lanes, mr, nr;
-	int64_t kc, mc, nc;
+	int lanes, mr, nr, small_m;
+	int64_t kc, mc, nc, kc_single;
 };
 /* Fills *blocking for variant i (compiled in, asserted). */
 void tps_matmul_variant_blocking(int i, struct tps_matmul_blocking *blocking);
