@@ -35,13 +35,20 @@
 #define GEMM_FN(name)	GEMM_CAT(name, TPS_GEMM_VARIANT)
 
 /*
- * Block sizes, measured on an AMD EPYC (Zen 5) with tools/bench/gemm.sh.
- * LANES: floats per vector. NRV_MAX vectors of D per register tile row
- * (NR = NRV_MAX * LANES columns); MR_MULTI rows when N spans several panels;
- * mr_single[nrv]: rows when all of N fits one panel of nrv vectors (the
- * batch-sized case), as many as the registers hold. KC: the p block; MC, NC:
- * rows of X and columns of Y packed per block (X block in L2, Y panel
- * streamed from L1/L2).
+ * Block sizes, measured on an AMD EPYC (Zen 5, 1 MiB L2) with
+ * tools/bench/gemm.sh. LANES: floats per vector.
+ *  - NRV_MAX vectors (NR = NRV_MAX * LANES columns) by MR_MULTI rows: the
+ *    register tile when N spans several panels; 6 x 4 zmm is 24 of the 32
+ *    registers (16 registers elsewhere: 6 x 2). KC (p), MC (rows of X) and
+ *    NC (columns of Y) block it; KC 128..512, MC 72..288 and NC 512..2048
+ *    all measured within the noise of these.
+ *  - MR_SINGLE_<nrv>: rows when all of N fits one panel of nrv vectors (a
+ *    batch of rows against a weight). Rows of X read straight are one
+ *    stream each; more than 8 ran slower (16 rows: 97 GFLOP/s, 8: 160 at
+ *    m=16 n=4096 k=1024). KC_SINGLE: their p block, longer since the
+ *    partial sums stay in registers or a buffer.
+ *  - SMALL_M: up to this many rows, B's rows are read unpacked (gemm_small).
+ *  - MR_MAX: the most rows of any tile.
  */
 #if defined(TPS_GEMM_ISA_AVX512)
 #ifndef __AVX512F__
@@ -50,11 +57,11 @@
 #define LANES	    16
 #define NRV_MAX	    4
 #define MR_MULTI    6
-#define MR_SINGLE_1 16
-#define MR_SINGLE_2 12
+#define MR_SINGLE_1 8
+#define MR_SINGLE_2 8
 #define MR_SINGLE_3 8
 #define MR_SINGLE_4 6
-#define MR_MAX	    16
+#define MR_MAX	    12
 #define KC	    256
 #define KC_SINGLE   1024
 #define SMALL_M	    12
