@@ -3,13 +3,16 @@
  * Run it through tools/bench/gemm.sh, which pins OpenBLAS (one thread, the
  * core type of this CPU) before the library loads.
  *
- *   gemm_bench [--variant NAME] [--runs N] [--min-ms MS]
+ *   gemm_bench [--variant NAME] [--runs N] [--min-ms MS] [--clock cpu|wall]
+ *              [--shape M,N,K]...
  *
- * For each shape and each use (nt: y = x W^T, nn: dx = dy W, tn: dW =
- * dy^T x, with the (m, n, k) of tensor.h) it times tpsim and OpenBLAS
- * alternately, N runs each (5), each run repeating the call until it
- * lasts MS milliseconds (50); it prints the median time per call, GFLOP/s
- * (2 m n k / time) and tpsim / OpenBLAS, one tab-separated row per case.
+ * For each shape (the default list, or those given) and each use (nt: y =
+ * x W^T, nn: dx = dy W, tn: dW = dy^T x, with the (m, n, k) of tensor.h)
+ * it times tpsim and OpenBLAS alternately, N runs each (5), each run
+ * repeating the call until it lasts MS milliseconds (50); it prints the
+ * median time per call, GFLOP/s (2 m n k / time) and tpsim / OpenBLAS,
+ * one tab-separated row per case. The clock is the process's CPU time by
+ * default, which a busy machine disturbs less than the wall clock.
  * max_rel_diff is max |tpsim - OpenBLAS| / max |OpenBLAS| over C: they round
  * differently (OpenBLAS fuses and reorders; tpsim keeps the naive order).
  */
@@ -35,12 +38,16 @@ struct use {
 	bool trans_a, trans_b;
 };
 
-static const struct shape shapes[] = {
-	{512, 512, 512},
-	{1024, 1024, 1024},
-	{32, 512, 4096},
-	{32, 4096, 512},
+/* Square, the MLP benchmark's batch of 32 rows (tools/bench.sh), and
+ * thinner batches. */
+static const struct shape default_shapes[] = {
+	{512, 512, 512},  {1024, 1024, 1024}, {32, 512, 4096}, {32, 4096, 512},
+	{64, 4096, 1024}, {8, 4096, 1024},    {1, 4096, 1024},
 };
+
+#define MAX_SHAPES 32
+
+static clockid_t bench_clock = CLOCK_PROCESS_CPUTIME_ID;
 
 static const struct use uses[] = {
 	{"nt", false, true},
@@ -51,7 +58,7 @@ static const struct use uses[] = {
 static double now_s(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(bench_clock, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -131,7 +138,7 @@ static float *random_floats(int64_t count, uint64_t seed)
 static int usage(void)
 {
 	fprintf(stderr, "usage: gemm_bench [--variant NAME] [--runs N] "
-			"[--min-ms MS]\n"
+			"[--min-ms MS] [--clock cpu|wall] [--shape M,N,K]...\n"
 			"run it through tools/bench/gemm.sh\n");
 	return 2;
 }
@@ -149,12 +156,32 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
+/* "M,N,K", each 1..65536. */
+static bool parse_shape(const char *s, struct shape *out)
+{
+	long v[3];
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		errno = 0;
+		v[i] = strtol(s, &end, 10);
+		if (errno || end == s || v[i] < 1 || v[i] > 65536 ||
+		    *end != (i < 2 ? ',' : '\0')) {
+			return false;
+		}
+		s = end + 1;
+	}
+	*out = (struct shape){v[0], v[1], v[2]};
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	const char *threads = getenv("OPENBLAS_NUM_THREADS");
 	const char *coretype = getenv("OPENBLAS_CORETYPE");
 	int variant = -1;
 	long runs = 5, min_ms = 50;
+	struct shape shapes[MAX_SHAPES];
+	size_t n_shapes = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
@@ -182,9 +209,27 @@ int main(int argc, char **argv)
 			if (!parse_long(argv[++i], 0, 100000, &min_ms)) {
 				return usage();
 			}
+		} else if (strcmp(argv[i], "--clock") == 0 && i + 1 < argc) {
+			const char *c = argv[++i];
+			if (strcmp(c, "cpu") == 0) {
+				bench_clock = CLOCK_PROCESS_CPUTIME_ID;
+			} else if (strcmp(c, "wall") == 0) {
+				bench_clock = CLOCK_MONOTONIC;
+			} else {
+				return usage();
+			}
+		} else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+			if (n_shapes == MAX_SHAPES ||
+			    !parse_shape(argv[++i], &shapes[n_shapes++])) {
+				return usage();
+			}
 		} else {
 			return usage();
 		}
+	}
+	if (n_shapes == 0) {
+		n_shapes = sizeof default_shapes / sizeof default_shapes[0];
+		memcpy(shapes, default_shapes, sizeof default_shapes);
 	}
 	/* OpenBLAS reads these when it loads, before main: they must come
 	 * from the environment the process started with. */
@@ -204,7 +249,7 @@ int main(int argc, char **argv)
 	       "openblas_gflops\tratio\tmax_rel_diff\n");
 	fflush(stdout);
 
-	for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+	for (size_t si = 0; si < n_shapes; si++) {
 		for (size_t ui = 0; ui < sizeof uses / sizeof uses[0]; ui++) {
 			struct problem pr = {shapes[si], uses[ui], NULL,
 					     NULL,	 NULL,	   variant};
@@ -244,9 +289,8 @@ int main(int argc, char **argv)
 			}
 			qsort(tt, (size_t)runs, sizeof *tt, cmp_double);
 			qsort(to, (size_t)runs, sizeof *to, cmp_double);
-			printf("%s\t%lld\t%lld\t%lld\t%.3f\t%.1f\t%.3f\t%.1f\t%"
-			       "."
-			       "2f\t%.1e\n",
+			printf("%s\t%lld\t%lld\t%lld\t%.4g\t%.1f\t%.4g\t%.1f\t"
+			       "%.2f\t%.1e\n",
 			       pr.u.name, (long long)m, (long long)n,
 			       (long long)k, tt[runs / 2] * 1e3,
 			       flops / tt[runs / 2] * 1e-9, to[runs / 2] * 1e3,
