@@ -1,6 +1,7 @@
 /* tensor: shapes, the chunk rule, narrow/concat, the GEMM kernel. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -550,6 +551,77 @@ START_TEST(matmul_k_zero_gives_positive_zeros)
 }
 END_TEST
 
+/* One thread's share of the concurrency test: `rounds` calls of
+ * tps_matmul, each checked against the naive result. */
+struct matmul_job {
+	int64_t m, n, k;
+	bool trans_a, trans_b;
+	const float *a, *b, *want;
+	float *got;
+	int rounds, mismatches;
+};
+
+static void *matmul_job_run(void *arg)
+{
+	struct matmul_job *job = arg;
+	const size_t bytes = (size_t)(job->m * job->n) * sizeof(float);
+	for (int r = 0; r < job->rounds; r++) {
+		memset(job->got, 0x7f, bytes);
+		tps_matmul(job->got, job->a, job->b, job->m, job->n, job->k,
+			   job->trans_a, job->trans_b);
+		job->mismatches += memcmp(job->got, job->want, bytes) != 0;
+	}
+	return NULL;
+}
+
+START_TEST(matmul_gives_the_same_bits_from_concurrent_threads)
+{
+	/* Rank threads will call tps_matmul at once: it keeps no shared
+	 * buffers. Two shapes on different paths (packed panels; C^T with
+	 * its partial-sum buffer), each in its own thread. */
+	const struct mnk shapes[2] = {{70, 130, 300}, {20, 150, 1100}};
+	struct matmul_job jobs[2];
+	pthread_t threads[2];
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 3);
+	for (int t = 0; t < 2; t++) {
+		const int64_t m = shapes[t].m, n = shapes[t].n, k = shapes[t].k;
+		float *want = malloc((size_t)(m * n) * sizeof *want);
+		ck_assert_ptr_nonnull(want);
+		jobs[t] = (struct matmul_job){
+			.m = m,
+			.n = n,
+			.k = k,
+			.trans_a = t == 0,
+			.trans_b = t == 1,
+			.a = tricky_floats(&rng, m * k),
+			.b = tricky_floats(&rng, k * n),
+			.want = want,
+			.got = malloc((size_t)(m * n) * sizeof(float)),
+		};
+		ck_assert_ptr_nonnull(jobs[t].got);
+		tps_matmul_naive(want, jobs[t].a, jobs[t].b, m, n, k,
+				 jobs[t].trans_a, jobs[t].trans_b);
+		jobs[t].rounds = 8;
+	}
+	for (int t = 0; t < 2; t++) {
+		ck_assert_int_eq(pthread_create(&threads[t], NULL,
+						matmul_job_run, &jobs[t]),
+				 0);
+	}
+	for (int t = 0; t < 2; t++) {
+		ck_assert_int_eq(pthread_join(threads[t], NULL), 0);
+		ck_assert_msg(jobs[t].mismatches == 0,
+			      "thread %d: %d of %d results differ from naive",
+			      t, jobs[t].mismatches, jobs[t].rounds);
+		free((void *)jobs[t].a);
+		free((void *)jobs[t].b);
+		free((void *)jobs[t].want);
+		free(jobs[t].got);
+	}
+}
+END_TEST
+
 START_TEST(matmul_variant_that_cannot_run_is_reported)
 {
 	/* The list is fixed: generic runs anywhere; avx2 and avx512 need
@@ -701,6 +773,8 @@ static Suite *tensor_suite(void)
 		       matmul_every_variant_matches_naive_on_infinities);
 	tcase_add_test(variants, matmul_test_data_tells_summation_orders_apart);
 	tcase_add_test(variants, matmul_k_zero_gives_positive_zeros);
+	tcase_add_test(variants,
+		       matmul_gives_the_same_bits_from_concurrent_threads);
 	tcase_add_test(variants, matmul_variant_that_cannot_run_is_reported);
 	tcase_add_test(variants, matmul_env_request_picks_a_variant_that_runs);
 	tcase_add_test(misc, activations_and_finiteness);
