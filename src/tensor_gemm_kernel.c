@@ -16,9 +16,14 @@
  *   that a batch of 32 rows fills two 16-float vectors and the big weight
  *   is streamed once instead of being transposed into panels;
  *   X (M, K), read one float at a time: X[r][p] = x[r * xrs + p * xps];
- *   Y (K, N), read as vectors from packed panels: Y[p][c] = y[p * yps +
- *   c * ycs], copied to (kc, nr) row-major panels, zero-padded to whole
+ *   Y (K, N), read as vectors: Y[p][c] = y[p * yps + c * ycs], mostly
+ *   from (kc, nr) row-major panels it is copied to, zero-padded to whole
  *   vectors.
+ * The four transpose combinations differ only in these strides. Three
+ * drivers cover the shapes:
+ *   gemm_multi   N over several panels: pack X and Y blocks (Goto, BLIS)
+ *   gemm_single  N fits one panel (a batch against a weight, as C^T)
+ *   gemm_small   m <= SMALL_M and B's rows contiguous: along B's rows
  */
 #include "tensor_gemm_internal.h"
 

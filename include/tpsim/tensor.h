@@ -128,9 +128,11 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
  * across k, so each lane does the naive sequence. It is compiled once per
  * instruction set (the variants below) and uses the best one the CPU
  * runs, or the one the environment variable TPSIM_GEMM names (generic,
- * avx2, avx512) if the CPU runs it. Every variant gives the same bits. It
- * keeps no state between calls (thread-safe), allocates its packing
- * buffers per call, and falls back to the naive loop if that fails.
+ * avx2, avx512) if the CPU runs it. Every variant gives the same bits,
+ * for all four flag combinations (trans_a && trans_b, unused in tpsim so
+ * far, included). Calls share no buffer (only the variant choice is
+ * cached, atomically), so threads may call it at once: packing buffers
+ * are allocated per call, and if that fails the naive loop runs instead.
  */
 void tps_matmul(float *c, const float *a, const float *b, int64_t m, int64_t n,
 		int64_t k, bool trans_a, bool trans_b);
@@ -165,11 +167,13 @@ void tps_matmul_variant(int i, float *c, const float *a, const float *b,
 			int64_t m, int64_t n, int64_t k, bool trans_a,
 			bool trans_b);
 
-/* A variant's blocking, so tests can reach every edge of it: vectors of
- * `lanes` floats; register tiles of mr rows by nr columns; p in blocks of
- * kc (split evenly), X in blocks of mc rows, Y in blocks of nc columns;
- * p blocks of kc_single when m or n fits one tile's width (<= nr), and B
- * read unpacked when m <= small_m (and B not transposed). */
+/* A variant's blocking, so tests can reach every edge of it, in terms of
+ * the kernels' D = X Y (D is C, or C^T for a batch-sized m; see
+ * tensor_gemm_kernel.c): vectors of `lanes` floats; register tiles of mr
+ * rows by nr columns; p in blocks of kc (split evenly), X in blocks of mc
+ * rows, Y in blocks of nc columns; p blocks of kc_single when all of D's
+ * columns fit one tile (<= nr); B's rows read unpacked when m <= small_m
+ * and B is not transposed. */
 struct tps_matmul_blocking {
 	int lanes, mr, nr, small_m;
 	int64_t kc, mc, nc, kc_single;
