@@ -659,7 +659,8 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 		const int64_t wpad = round_up(op.n, LANES);
 		floats = kc * wpad + kc * (round_up(MC, 16) + 16);
 		if (k > kc && (op.dcs != 1 || op.n != wpad)) {
-			dbuf_floats = round_up(op.m, MR_MAX) * wpad;
+			/* round_up(m, mr) rows, for any mr <= MR_MAX */
+			dbuf_floats = (op.m + MR_MAX) * wpad;
 		}
 	} else {
 		floats = kc * round_up(min64(op.n, NC), NR) +
@@ -680,8 +681,10 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 	if (small) {
 		gemm_small(&op, tmp + MR_MAX * NR, tmp);
 	} else if (op.n <= NR) {
-		gemm_single(&op, tmp + MR_MAX * NR + dbuf_floats,
-			    dbuf_floats ? tmp + MR_MAX * NR : NULL, tmp);
+		/* dbuf last, so that a sanitizer sees a tile run past it */
+		gemm_single(&op, tmp + MR_MAX * NR,
+			    dbuf_floats ? mem + floats - dbuf_floats : NULL,
+			    tmp);
 	} else {
 		gemm_multi(&op, tmp + MR_MAX * NR, tmp);
 	}

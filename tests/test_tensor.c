@@ -443,6 +443,8 @@ START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
 				{bl.small_m / 2 + 1, nr + lanes + 1, ks + 3},
 				{lanes + 1, 2 * nr + 3, ks + 1},
 				{2 * lanes + 1, nr - 1, ks + 2},
+				{16, 33, ks + 1},
+				{9, 40, ks + 1},
 			};
 			check_variants_on(
 				shapes, (int)(sizeof shapes / sizeof shapes[0]),
