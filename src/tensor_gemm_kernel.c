@@ -119,6 +119,14 @@ static inline void vstore(float *p, vf v)
 	memcpy(p, &v, sizeof v);
 }
 
+/* Unrolls a loop over rows or vectors of a tile completely (its bounds are
+ * constants), so that acc[][] becomes registers. */
+#if defined(__clang__)
+#define UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define UNROLL _Pragma("GCC unroll 16")
+#endif
+
 /*
  * The register tile: for r < mr, c < nrv * LANES,
  *   D[r][c] = (first ? 0.0f : D[r][c]) + sum over p < kc ascending of
@@ -134,9 +142,9 @@ tile(const int mr, const int nrv, int64_t kc, const float *restrict x,
 {
 	vf acc[MR_MAX][NRV_MAX];
 
-#pragma GCC unroll 16
+	UNROLL
 	for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 4
+		UNROLL
 		for (int v = 0; v < nrv; v++) {
 			acc[r][v] = first ? (vf){0}
 					  : vload(d + r * ldd + v * LANES);
@@ -144,22 +152,22 @@ tile(const int mr, const int nrv, int64_t kc, const float *restrict x,
 	}
 	for (int64_t p = 0; p < kc; p++) {
 		vf yv[NRV_MAX];
-#pragma GCC unroll 4
+		UNROLL
 		for (int v = 0; v < nrv; v++) {
 			yv[v] = vload(y + p * ys + v * LANES);
 		}
-#pragma GCC unroll 16
+		UNROLL
 		for (int r = 0; r < mr; r++) {
 			const float xs = x[r * xrs + p * xps];
-#pragma GCC unroll 4
+			UNROLL
 			for (int v = 0; v < nrv; v++) {
 				acc[r][v] = acc[r][v] + yv[v] * xs;
 			}
 		}
 	}
-#pragma GCC unroll 16
+	UNROLL
 	for (int r = 0; r < mr; r++) {
-#pragma GCC unroll 4
+		UNROLL
 		for (int v = 0; v < nrv; v++) {
 			vstore(d + r * ldd + v * LANES, acc[r][v]);
 		}
