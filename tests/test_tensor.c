@@ -1,6 +1,7 @@
 /* tensor: shapes, the chunk rule, narrow/concat, the GEMM kernel. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,6 +401,404 @@ START_TEST(matmul_naive_computes_each_transpose)
 }
 END_TEST
 
+/* Values where the order of a sum shows: magnitudes 1e8 beside 1, signed
+ * zeros, denormals, and small values whose products underflow to
+ * denormals. */
+static float tricky_float(struct tps_rng *rng)
+{
+	uint64_t r = tps_rng_next(rng);
+	float u = tps_rng_uniform(rng, 1.0f);
+	switch (r % 8) {
+	case 0: return u * 1e8f;
+	case 1: return -0.0f;
+	case 2: return 0.0f;
+	case 3: return u * 1e-39f; /* a denormal */
+	case 4: return u * 1e-20f;
+	case 5: return (float)((r >> 32) % 7) - 3.0f;
+	default: return u;
+	}
+}
+
+static float *tricky_floats(struct tps_rng *rng, int64_t count)
+{
+	float *v = malloc((size_t)(count > 0 ? count : 1) * sizeof *v);
+	ck_assert_ptr_nonnull(v);
+	for (int64_t i = 0; i < count; i++) {
+		v[i] = tricky_float(rng);
+	}
+	return v;
+}
+
+/* Fails naming the first element whose bits differ, with the max
+ * difference over the finite ones. */
+static void assert_same_bits(const float *got, const float *want, int64_t count,
+			     const char *what, int flags, int64_t m, int64_t n,
+			     int64_t k)
+{
+	int64_t first = -1;
+	double max_diff = 0;
+	for (int64_t e = 0; e < count; e++) {
+		if (memcmp(&got[e], &want[e], sizeof(float)) != 0) {
+			double d = fabs((double)got[e] - (double)want[e]);
+			first = first < 0 ? e : first;
+			max_diff = d > max_diff ? d : max_diff;
+		}
+	}
+	ck_assert_msg(first < 0,
+		      "%s trans_a %d trans_b %d m %lld n %lld k %lld: element "
+		      "%lld is %a, naive %a; max difference %g",
+		      what, flags & 1, (flags >> 1) & 1, (long long)m,
+		      (long long)n, (long long)k, (long long)first,
+		      first < 0 ? 0.0 : got[first],
+		      first < 0 ? 0.0 : want[first], max_diff);
+}
+
+struct mnk {
+	int64_t m, n, k;
+};
+
+/* Every supported variant against tps_matmul_naive, bit for bit, on each
+ * shape in all four transpose combinations. C starts as garbage, so an
+ * element a kernel forgets shows. */
+static void check_variants_on(const struct mnk *shapes, int count,
+			      uint64_t seed)
+{
+	struct tps_rng rng;
+	tps_rng_seed(&rng, seed);
+	for (int s = 0; s < count; s++) {
+		const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+		const size_t bytes = (size_t)(m * n > 0 ? m * n : 1) * 4;
+		for (int flags = 0; flags < 4; flags++) {
+			float *a = tricky_floats(&rng, m * k);
+			float *b = tricky_floats(&rng, k * n);
+			float *want = malloc(bytes), *got = malloc(bytes);
+			ck_assert_ptr_nonnull(want);
+			ck_assert_ptr_nonnull(got);
+			tps_matmul_naive(want, a, b, m, n, k, flags & 1,
+					 flags & 2);
+			for (int v = 0; v < tps_matmul_variant_count(); v++) {
+				if (!tps_matmul_variant_supported(v)) {
+					continue;
+				}
+				memset(got, 0x7f, bytes);
+				tps_matmul_variant(v, got, a, b, m, n, k,
+						   flags & 1, flags & 2);
+				assert_same_bits(got, want, m * n,
+						 tps_matmul_variant_name(v),
+						 flags, m, n, k);
+			}
+			free(a);
+			free(b);
+			free(want);
+			free(got);
+		}
+	}
+}
+
+START_TEST(matmul_every_variant_is_bit_identical_to_naive)
+{
+	/* Every tail of the vectors (lanes 4, 8, 16), of the register
+	 * tiles and of one panel (64 columns at most): m and n both ways
+	 * round, so C and C^T tiles both run, for short sums. */
+	static const int64_t sizes[] = {0,  1,	2,  3,	5,  7,
+					15, 16, 17, 31, 33, 64};
+	static const int64_t ks[] = {0, 1, 2, 3, 17};
+	enum { NS = sizeof sizes / sizeof sizes[0] };
+	enum { NK = sizeof ks / sizeof ks[0] };
+	struct mnk shapes[NS * NS * NK];
+	int count = 0;
+	for (int i = 0; i < NS; i++) {
+		for (int j = 0; j < NS; j++) {
+			for (int p = 0; p < NK; p++) {
+				shapes[count++] =
+					(struct mnk){sizes[i], sizes[j], ks[p]};
+			}
+		}
+	}
+	check_variants_on(shapes, count, 11);
+}
+END_TEST
+
+START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
+{
+	/* Per variant, shapes just past each of its blocks: k over one and
+	 * two p blocks (partial sums kept in C or in a buffer, reloaded),
+	 * m over the row block and n over the column block (several packed
+	 * blocks), and panels of every width beside a batch-sized m. */
+	for (int v = 0; v < tps_matmul_variant_count(); v++) {
+		struct tps_matmul_blocking bl;
+		int64_t k1, k2, ks, nr, mr, lanes;
+		if (!tps_matmul_variant_supported(v)) {
+			continue;
+		}
+		tps_matmul_variant_blocking(v, &bl);
+		k1 = bl.kc + 1;
+		k2 = 2 * bl.kc + 3;
+		ks = bl.kc_single;
+		nr = bl.nr;
+		mr = bl.mr;
+		lanes = bl.lanes;
+		{
+			const struct mnk shapes[] = {
+				{1, 2 * nr + 3, k1},
+				{3, 17, k2},
+				{lanes + 1, nr + 1, k1},
+				{nr, 2 * nr + 5, k2},
+				{2 * nr + 1, nr + 3, k1},
+				{2 * nr + 1, 2 * nr + 1, k2},
+				{mr + 1, 1, k2},
+				{129, 3, k1},
+				{bl.mc + mr + 1, bl.nc + nr + 1, 3},
+				{nr + 1, bl.nc + 1, 2},
+				{bl.mc + 1, nr + 1, 5},
+				{257, 17, 33},
+				{33, 257, 15},
+				{lanes + 1, bl.mc + 2 * nr + 1, k1},
+				{nr + 5, nr + 2 * lanes + 1, 7},
+				{nr + 5, nr + lanes + 3, 7},
+				{2 * lanes + 3, nr + 9, k1},
+				{3 * lanes - 1, 3 * nr, 9},
+				{bl.small_m, 2 * nr + 5, 2 * ks + 1},
+				{bl.small_m / 2 + 1, nr + lanes + 1, ks + 3},
+				{lanes + 1, 2 * nr + 3, ks + 1},
+				{2 * lanes + 1, nr - 1, ks + 2},
+				{16, 33, ks + 1},
+				{9, 40, ks + 1},
+			};
+			check_variants_on(
+				shapes, (int)(sizeof shapes / sizeof shapes[0]),
+				100 + (uint64_t)v);
+		}
+		/* Every row count of the unpacked-B tiles, with a tail. */
+		for (int m = 1; m <= bl.small_m; m++) {
+			const struct mnk shape = {m, nr + 2 * lanes + 3, 7};
+			check_variants_on(&shape, 1, 200 + (uint64_t)m);
+		}
+	}
+}
+END_TEST
+
+START_TEST(matmul_every_variant_matches_naive_on_infinities)
+{
+	/* inf * 0 and inf - inf make NaNs; every variant makes the same
+	 * ones in the same places. */
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 5);
+	for (int flags = 0; flags < 4; flags++) {
+		const int64_t m = 19, n = 37, k = 9;
+		float *a = tricky_floats(&rng, m * k);
+		float *b = tricky_floats(&rng, k * n);
+		float want[19 * 37], got[19 * 37];
+		a[3] = INFINITY;
+		a[40] = -INFINITY;
+		b[7] = INFINITY;
+		b[100] = -INFINITY;
+		tps_matmul_naive(want, a, b, m, n, k, flags & 1, flags & 2);
+		for (int v = 0; v < tps_matmul_variant_count(); v++) {
+			if (tps_matmul_variant_supported(v)) {
+				tps_matmul_variant(v, got, a, b, m, n, k,
+						   flags & 1, flags & 2);
+				assert_same_bits(got, want, m * n,
+						 tps_matmul_variant_name(v),
+						 flags, m, n, k);
+			}
+		}
+		free(a);
+		free(b);
+	}
+}
+END_TEST
+
+START_TEST(matmul_test_data_tells_summation_orders_apart)
+{
+	/* The bit-identity tests could pass with a kernel that sums in
+	 * another order only if the data hid it: summed from p = k-1 down,
+	 * or with fused multiply-adds, the same products must give other
+	 * bits. */
+	const int64_t m = 16, n = 16, k = 33;
+	struct tps_rng rng;
+	float *a, *b;
+	float want[16 * 16], desc[16 * 16], fused[16 * 16];
+	int differ_desc = 0, differ_fused = 0;
+	tps_rng_seed(&rng, 11);
+	a = tricky_floats(&rng, m * k);
+	b = tricky_floats(&rng, k * n);
+	tps_matmul_naive(want, a, b, m, n, k, false, false);
+	for (int64_t i = 0; i < m; i++) {
+		for (int64_t j = 0; j < n; j++) {
+			float s = 0.0f, f = 0.0f;
+			for (int64_t p = k - 1; p >= 0; p--) {
+				s += a[i * k + p] * b[p * n + j];
+			}
+			for (int64_t p = 0; p < k; p++) {
+				f = fmaf(a[i * k + p], b[p * n + j], f);
+			}
+			desc[i * n + j] = s;
+			fused[i * n + j] = f;
+		}
+	}
+	for (int64_t e = 0; e < m * n; e++) {
+		differ_desc += memcmp(&desc[e], &want[e], 4) != 0;
+		differ_fused += memcmp(&fused[e], &want[e], 4) != 0;
+	}
+	ck_assert_msg(differ_desc > m * n / 4 && differ_fused > m * n / 4,
+		      "descending order differs in %d of %lld elements, fused "
+		      "in %d",
+		      differ_desc, (long long)(m * n), differ_fused);
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(matmul_k_zero_gives_positive_zeros)
+{
+	/* Every C[i][j] starts from +0.0f, whatever C held; and with k = 1
+	 * and a product of -0, 0.0f + -0.0f is +0.0f. */
+	const float a[3] = {-0.0f, 1.0f, -0.0f}, b[2] = {1.0f, -2.0f};
+	const float zeros[6] = {0};
+	for (int v = 0; v < tps_matmul_variant_count(); v++) {
+		float c[6];
+		if (!tps_matmul_variant_supported(v)) {
+			continue;
+		}
+		memset(c, 0xff, sizeof c);
+		tps_matmul_variant(v, c, a, b, 3, 2, 0, false, false);
+		ck_assert_mem_eq(c, zeros, sizeof c);
+		tps_matmul_variant(v, c, a, b, 3, 2, 1, false, false);
+		ck_assert_mem_eq(&c[0], zeros, 2 * sizeof(float));
+		ck_assert_mem_eq(&c[4], zeros, 2 * sizeof(float));
+		ck_assert_float_eq(c[3], -2.0f);
+	}
+}
+END_TEST
+
+/* One thread's share of the concurrency test: `rounds` calls of
+ * tps_matmul, each checked against the naive result. */
+struct matmul_job {
+	int64_t m, n, k;
+	bool trans_a, trans_b;
+	const float *a, *b, *want;
+	float *got;
+	int rounds, mismatches;
+};
+
+static void *matmul_job_run(void *arg)
+{
+	struct matmul_job *job = arg;
+	const size_t bytes = (size_t)(job->m * job->n) * sizeof(float);
+	for (int r = 0; r < job->rounds; r++) {
+		memset(job->got, 0x7f, bytes);
+		tps_matmul(job->got, job->a, job->b, job->m, job->n, job->k,
+			   job->trans_a, job->trans_b);
+		job->mismatches += memcmp(job->got, job->want, bytes) != 0;
+	}
+	return NULL;
+}
+
+START_TEST(matmul_gives_the_same_bits_from_concurrent_threads)
+{
+	/* Rank threads will call tps_matmul at once: it keeps no shared
+	 * buffers. Two shapes on different paths (packed panels; C^T with
+	 * its partial-sum buffer), each in its own thread. */
+	const struct mnk shapes[2] = {{70, 130, 300}, {20, 150, 1100}};
+	struct matmul_job jobs[2];
+	pthread_t threads[2];
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 3);
+	for (int t = 0; t < 2; t++) {
+		const int64_t m = shapes[t].m, n = shapes[t].n, k = shapes[t].k;
+		float *want = malloc((size_t)(m * n) * sizeof *want);
+		ck_assert_ptr_nonnull(want);
+		jobs[t] = (struct matmul_job){
+			.m = m,
+			.n = n,
+			.k = k,
+			.trans_a = t == 0,
+			.trans_b = t == 1,
+			.a = tricky_floats(&rng, m * k),
+			.b = tricky_floats(&rng, k * n),
+			.want = want,
+			.got = malloc((size_t)(m * n) * sizeof(float)),
+		};
+		ck_assert_ptr_nonnull(jobs[t].got);
+		tps_matmul_naive(want, jobs[t].a, jobs[t].b, m, n, k,
+				 jobs[t].trans_a, jobs[t].trans_b);
+		jobs[t].rounds = 8;
+	}
+	for (int t = 0; t < 2; t++) {
+		ck_assert_int_eq(pthread_create(&threads[t], NULL,
+						matmul_job_run, &jobs[t]),
+				 0);
+	}
+	for (int t = 0; t < 2; t++) {
+		ck_assert_int_eq(pthread_join(threads[t], NULL), 0);
+		ck_assert_msg(jobs[t].mismatches == 0,
+			      "thread %d: %d of %d results differ from naive",
+			      t, jobs[t].mismatches, jobs[t].rounds);
+		free((void *)jobs[t].a);
+		free((void *)jobs[t].b);
+		free((void *)jobs[t].want);
+		free(jobs[t].got);
+	}
+}
+END_TEST
+
+START_TEST(matmul_variant_that_cannot_run_is_reported)
+{
+	/* The list is fixed: generic runs anywhere; avx2 and avx512 need
+	 * their features (and to be compiled in, on x86 only). */
+	const int count = tps_matmul_variant_count();
+	const unsigned all = TPS_MATMUL_CPU_AVX2 | TPS_MATMUL_CPU_AVX512F;
+	const unsigned cpu = tps_matmul_cpu_features();
+	ck_assert_int_eq(count, 3);
+	ck_assert_str_eq(tps_matmul_variant_name(0), "generic");
+	ck_assert_str_eq(tps_matmul_variant_name(1), "avx2");
+	ck_assert_str_eq(tps_matmul_variant_name(2), "avx512");
+	ck_assert_ptr_null(tps_matmul_variant_name(-1));
+	ck_assert_ptr_null(tps_matmul_variant_name(count));
+	ck_assert(!tps_matmul_variant_runs_on(-1, all));
+	ck_assert(!tps_matmul_variant_runs_on(count, all));
+	ck_assert(!tps_matmul_variant_supported(count));
+	ck_assert(tps_matmul_variant_runs_on(0, 0));
+	ck_assert(!tps_matmul_variant_runs_on(1, 0));
+	ck_assert(!tps_matmul_variant_runs_on(2, TPS_MATMUL_CPU_AVX2));
+	ck_assert(tps_matmul_variant_supported(0));
+	for (int v = 0; v < count; v++) {
+		ck_assert(tps_matmul_variant_supported(v) ==
+			  tps_matmul_variant_runs_on(v, cpu));
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	ck_assert(tps_matmul_variant_runs_on(1, all));
+	ck_assert(tps_matmul_variant_runs_on(2, all));
+	ck_assert(tps_matmul_variant_supported(1) ==
+		  (bool)__builtin_cpu_supports("avx2"));
+	ck_assert(tps_matmul_variant_supported(2) ==
+		  (bool)__builtin_cpu_supports("avx512f"));
+#endif
+	ck_assert(tps_matmul_variant_supported(tps_matmul_variant_active()));
+}
+END_TEST
+
+START_TEST(matmul_env_request_picks_a_variant_that_runs)
+{
+	/* TPSIM_GEMM names a variant; one the CPU cannot run, an unknown
+	 * name or none gives the fastest that runs. */
+	const unsigned all = TPS_MATMUL_CPU_AVX2 | TPS_MATMUL_CPU_AVX512F;
+	ck_assert_int_eq(tps_matmul_variant_pick("generic", all), 0);
+	ck_assert_int_eq(tps_matmul_variant_pick(NULL, 0), 0);
+	ck_assert_int_eq(tps_matmul_variant_pick("avx512", 0), 0);
+	ck_assert_int_eq(tps_matmul_variant_pick("bogus", 0), 0);
+#if defined(__x86_64__) || defined(__i386__)
+	ck_assert_int_eq(tps_matmul_variant_pick("avx2", all), 1);
+	ck_assert_int_eq(tps_matmul_variant_pick(NULL, all), 2);
+	ck_assert_int_eq(tps_matmul_variant_pick("", all), 2);
+	ck_assert_int_eq(tps_matmul_variant_pick("avx512", TPS_MATMUL_CPU_AVX2),
+			 1);
+	ck_assert_int_eq(tps_matmul_variant_pick("AVX2", all), 2);
+#endif
+}
+END_TEST
+
 START_TEST(linear_refuses_mismatched_shapes)
 {
 	const int64_t xd[2] = {1, 3}, wd[2] = {2, 4};
@@ -471,6 +870,7 @@ static Suite *tensor_suite(void)
 	TCase *shape = tcase_create("shape");
 	TCase *copy = tcase_create("narrow_concat");
 	TCase *gemm = tcase_create("linear");
+	TCase *variants = tcase_create("gemm_variants");
 	TCase *misc = tcase_create("elementwise_rng");
 	tcase_add_test(chunk, chunk_rule_matches_torch_chunk);
 	tcase_add_test(chunk, chunk_rule_covers_every_element_once);
@@ -489,12 +889,26 @@ static Suite *tensor_suite(void)
 		gemm, matmul_on_a_pool_is_bit_identical_for_every_thread_count);
 	tcase_add_test(gemm, matmul_naive_computes_each_transpose);
 	tcase_add_test(gemm, linear_refuses_mismatched_shapes);
+	tcase_add_test(variants,
+		       matmul_every_variant_is_bit_identical_to_naive);
+	tcase_add_test(
+		variants,
+		matmul_every_variant_is_bit_identical_across_block_edges);
+	tcase_add_test(variants,
+		       matmul_every_variant_matches_naive_on_infinities);
+	tcase_add_test(variants, matmul_test_data_tells_summation_orders_apart);
+	tcase_add_test(variants, matmul_k_zero_gives_positive_zeros);
+	tcase_add_test(variants,
+		       matmul_gives_the_same_bits_from_concurrent_threads);
+	tcase_add_test(variants, matmul_variant_that_cannot_run_is_reported);
+	tcase_add_test(variants, matmul_env_request_picks_a_variant_that_runs);
 	tcase_add_test(misc, activations_and_finiteness);
 	tcase_add_test(misc, rng_is_seeded_and_named);
 	suite_add_tcase(s, chunk);
 	suite_add_tcase(s, shape);
 	suite_add_tcase(s, copy);
 	suite_add_tcase(s, gemm);
+	suite_add_tcase(s, variants);
 	suite_add_tcase(s, misc);
 	return s;
 }

@@ -134,7 +134,18 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
  *                         k = rows: the batch (and seq) in row order
  *
  * tps_matmul_naive computes the same sums one element at a time; the
- * kernels are tested against it bit for bit.
+ * kernels are tested against it bit for bit. c must not overlap a or b.
+ *
+ * tps_matmul (src/tensor_gemm.c, src/tensor_gemm_kernel.c) is blocked for
+ * the caches and registers and vectorised across output elements, never
+ * across k, so each lane does the naive sequence. It is compiled once per
+ * instruction set (the variants below) and uses the best one the CPU
+ * runs, or the one the environment variable TPSIM_GEMM names (generic,
+ * avx2, avx512) if the CPU runs it. Every variant gives the same bits,
+ * for all four flag combinations (trans_a && trans_b, unused in tpsim so
+ * far, included). Calls share no buffer (only the variant choice is
+ * cached, atomically), so threads may call it at once: packing buffers
+ * are allocated per call, and if that fails the naive loop runs instead.
  */
 void tps_matmul(float *c, const float *a, const float *b, int64_t m, int64_t n,
 		int64_t k, bool trans_a, bool trans_b);
@@ -150,6 +161,48 @@ void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
 		   const float *b, int64_t m, int64_t n, int64_t k,
 		   bool trans_a, bool trans_b);
+
+/*
+ * The GEMM's variants, for tests and benchmarks. Index i is 0..count-1 in
+ * the order generic, avx2, avx512 on every build; a variant this build did
+ * not compile (not x86) runs nowhere.
+ */
+#define TPS_MATMUL_CPU_AVX2    1u /* features, as tps_matmul_cpu_features */
+#define TPS_MATMUL_CPU_AVX512F 2u
+int tps_matmul_variant_count(void);
+/* "generic", "avx2", "avx512"; NULL when i is out of range. */
+const char *tps_matmul_variant_name(int i);
+/* The TPS_MATMUL_CPU_* features of this CPU and OS. */
+unsigned tps_matmul_cpu_features(void);
+/* Whether variant i is compiled in and needs no more than `features`
+ * (false when i is out of range). */
+bool tps_matmul_variant_runs_on(int i, unsigned features);
+/* tps_matmul_variant_runs_on(i, tps_matmul_cpu_features()). */
+bool tps_matmul_variant_supported(int i);
+/* The variant tps_matmul uses for a TPSIM_GEMM value (NULL: unset) on a
+ * CPU with `features`: the one named if it runs there, else the last
+ * (fastest) one that runs. */
+int tps_matmul_variant_pick(const char *request, unsigned features);
+/* The variant tps_matmul uses in this process (TPSIM_GEMM is read once). */
+int tps_matmul_variant_active(void);
+/* tps_matmul with variant i, which must be supported (asserted). */
+void tps_matmul_variant(int i, float *c, const float *a, const float *b,
+			int64_t m, int64_t n, int64_t k, bool trans_a,
+			bool trans_b);
+
+/* A variant's blocking, so tests can reach every edge of it, in terms of
+ * the kernels' D = X Y (D is C, or C^T for a batch-sized m; see
+ * tensor_gemm_kernel.c): vectors of `lanes` floats; register tiles of mr
+ * rows by nr columns; p in blocks of kc (split evenly), X in blocks of mc
+ * rows, Y in blocks of nc columns; p blocks of kc_single when all of D's
+ * columns fit one tile (<= nr); B's rows read unpacked when m <= small_m
+ * and B is not transposed. */
+struct tps_matmul_blocking {
+	int lanes, mr, nr, small_m;
+	int64_t kc, mc, nc, kc_single;
+};
+/* Fills *blocking for variant i (compiled in, asserted). */
+void tps_matmul_variant_blocking(int i, struct tps_matmul_blocking *blocking);
 
 /*
  * y = x W^T (+ b).  x: (..., k), W: (n, k), b: (n) or NULL -> y: (..., n).
