@@ -210,11 +210,10 @@ static void find_facts(const struct tps_tensor *v, bool summary,
 {
 	int64_t n = v->data ? tps_tensor_numel(v) : 0;
 	memset(f, 0, sizeof *f);
-	if (!tps_tensor_all_finite(v, &f->first_bad)) {
-		return;
-	}
 	f->first_bad = -1;
 	if (!summary) {
+		/* Sets first_bad only when it finds one. */
+		tps_tensor_all_finite(v, &f->first_bad);
 		return;
 	}
 	if (n > 0) {
@@ -226,6 +225,12 @@ static void find_facts(const struct tps_tensor *v, bool summary,
 			lo = v->data[i] < lo ? v->data[i] : lo;
 			hi = v->data[i] > hi ? v->data[i] : hi;
 			sum += v->data[i];
+		}
+		/* Finite floats cannot overflow a double sum (2^31 x 2^128 <
+		 * 2^1024): the sum is finite exactly when every value is. */
+		if (!isfinite(sum)) {
+			tps_tensor_all_finite(v, &f->first_bad);
+			return;
 		}
 		f->min = lo;
 		f->max = hi;

@@ -31,8 +31,8 @@ static enum tps_status run_text(const char *dir, const char *extra,
 				struct tps_error *err)
 {
 	char cfg_path[512], text[4096];
-	struct tps_run_options opts = {cfg_path, out_path,
-				       TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0};
+	struct tps_run_options opts = {
+		cfg_path, out_path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0};
 	snprintf(cfg_path, sizeof cfg_path, "%s/cfg.json", dir);
 	snprintf(text, sizeof text, mlp_config, extra);
 	tu_write_file(cfg_path, text, strlen(text));
@@ -163,8 +163,8 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 			"\"colwise\"}, \"input\": {\"shape\": [3, 4], "
 			"\"init\": \"arange\"}, \"trace\": {\"values\": "
 			"\"summary\"}}";
-		struct tps_run_options opts = {cfg, path,
-					       TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0};
+		struct tps_run_options opts = {
+			cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0};
 		snprintf(cfg, sizeof cfg, "%s/c.json", dir);
 		tu_write_file(cfg, c, strlen(c));
 		ck_assert_int_eq(tps_run(&opts, stdout, &s, NULL), TPS_OK);
@@ -242,8 +242,8 @@ START_TEST(inf_in_a_matmul_names_the_event)
 	char cfg[512], path[512];
 	struct tps_run_summary s;
 	struct tps_error err = {0};
-	struct tps_run_options opts = {cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL,
-				       0, 0};
+	struct tps_run_options opts = {cfg,  path, TPS_DEFAULT_MAX_MEMORY,
+				       NULL, 0,	   0};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -279,8 +279,8 @@ START_TEST(inf_in_a_collective_is_worded_as_in_a_matmul)
 	char cfg[512], path[512];
 	struct tps_run_summary s;
 	struct tps_error err = {0};
-	struct tps_run_options opts = {cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL,
-				       0, 0};
+	struct tps_run_options opts = {cfg,  path, TPS_DEFAULT_MAX_MEMORY,
+				       NULL, 0,	   0};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -302,6 +302,58 @@ START_TEST(inf_in_a_collective_is_worded_as_in_a_matmul)
 }
 END_TEST
 
+START_TEST(inf_is_found_in_every_values_mode_at_any_thread_count)
+{
+	/* Summary mode finds Inf from the double sum of the values, the
+	 * others scan for it; a pool finds every rank's at once. The
+	 * message must be the same in every case. x = arange (3, 1) = 1, 2, 3,
+	 * W =
+	 * [[1], [2], [3], [3e38]], colwise over 2: rank 1 holds columns
+	 * 2-3 of y, and y[1][3] = 2 x 3e38 = Inf is its element 3; rank 0
+	 * is finite. */
+	static const char *const modes[] = {"full", "summary", "none"};
+	static const int threads[] = {1, 3};
+	const char *dir = tu_tempdir();
+	char cfg[512], path[512], c[1024], first[TPS_ERROR_MESSAGE_MAX];
+	struct tps_run_summary s;
+	snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	for (int m = 0; m < 3; m++) {
+		for (int t = 0; t < 2; t++) {
+			struct tps_error err = {0};
+			struct tps_run_options opts = {
+				cfg,  path, TPS_DEFAULT_MAX_MEMORY,
+				NULL, 0,    threads[t]};
+			snprintf(c, sizeof c,
+				 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
+				 "\"dim_names\": [\"tp\"]}, \"model\": "
+				 "[{\"name\": \"fc\", \"type\": \"linear\", "
+				 "\"in_features\": 1, \"out_features\": 4, "
+				 "\"bias\": false}], \"plan\": {\"fc\": "
+				 "\"colwise\"}, \"input\": {\"shape\": [3, 1], "
+				 "\"init\": \"arange\"}, \"params\": "
+				 "{\"fc.weight\": [[1], [2], [3], [3e38]]}, "
+				 "\"trace\": {\"values\": \"%s\"}}",
+				 modes[m]);
+			tu_write_file(cfg, c, strlen(c));
+			ck_assert_int_eq(tps_run(&opts, stdout, &s, &err),
+					 TPS_ERR_NUMERIC);
+			ck_assert_msg(strstr(err.message,
+					     ": Inf in fc.out on rank 1 "
+					     "(element 3) at event seq "),
+				      "%s", err.message);
+			if (m == 0 && t == 0) {
+				snprintf(first, sizeof first, "%s",
+					 err.message);
+			}
+			ck_assert_str_eq(err.message, first);
+			ck_assert_int_ne(access(path, F_OK), 0);
+		}
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
 	Suite *s = suite_create("trace");
@@ -314,6 +366,8 @@ static Suite *trace_suite(void)
 	tcase_add_test(bad, nan_stops_the_run_and_leaves_no_file);
 	tcase_add_test(bad, inf_in_a_matmul_names_the_event);
 	tcase_add_test(bad, inf_in_a_collective_is_worded_as_in_a_matmul);
+	tcase_add_test(bad,
+		       inf_is_found_in_every_values_mode_at_any_thread_count);
 	suite_add_tcase(s, det);
 	suite_add_tcase(s, fmt);
 	suite_add_tcase(s, bad);
