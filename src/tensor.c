@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 struct tps_shape tps_shape_make(int ndim, const int64_t *dims)
 {
@@ -105,27 +106,60 @@ static void count_alloc(int64_t bytes)
 	}
 }
 
-/* Large tensors ask for transparent huge pages: a first touch then
- * faults once per 2 MiB rather than once per 4 KiB, which on a virtual
- * machine is most of the cost of filling a fresh 64 MiB weight. */
-#define HUGE_BYTES ((size_t)2 << 20)
+/*
+ * Tensor memory asks for transparent huge pages, so that a first touch
+ * faults once per 2 MiB rather than once per 4 KiB: on a virtual machine a
+ * fault costs tens of microseconds, and a step touches every rank's fresh
+ * activations. Advice only: without huge pages a run is slower, never
+ * different.
+ *
+ * Large tensors are their own mapping (glibc mmaps them, zeroed, untouched
+ * until we write). Smaller ones come from the heap, which grows by brk; a
+ * heap region gets the advice when it first appears, before the caller
+ * writes into it (calloc does not touch memory fresh from the kernel).
+ */
+#define HUGE_BYTES ((uintptr_t)2 << 20)
+
+static void advise_huge(uintptr_t lo, uintptr_t hi)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t page = 4096;
+	lo = (lo + page - 1) & ~(page - 1);
+	if (hi > lo) {
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	}
+#else
+	(void)lo;
+	(void)hi;
+#endif
+}
+
+/* The top of the heap the advice has reached. */
+static atomic_uintptr_t advised_heap_top;
+
+static void advise_heap_growth(uintptr_t block)
+{
+	uintptr_t top = (uintptr_t)sbrk(0);
+	uintptr_t seen = atomic_load(&advised_heap_top);
+	if (top == (uintptr_t)-1 || top <= seen || block >= top ||
+	    !atomic_compare_exchange_strong(&advised_heap_top, &seen, top)) {
+		return;
+	}
+	/* The first time, from the block's own 2 MiB boundary. */
+	advise_huge(seen ? seen : block & ~(HUGE_BYTES - 1), top);
+}
 
 static float *alloc_zeroed(int64_t numel)
 {
 	size_t bytes = (size_t)numel * sizeof(float);
-	void *p = NULL;
-	if (bytes < HUGE_BYTES) {
-		return calloc((size_t)numel, sizeof(float));
-	}
-	if (posix_memalign(&p, HUGE_BYTES, bytes) != 0) {
+	float *p = calloc((size_t)numel, sizeof(float));
+	if (!p) {
 		return NULL;
 	}
-#ifdef MADV_HUGEPAGE
-	/* Advice only: without huge pages it is slower, not wrong. */
-	(void)madvise(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1),
-		      MADV_HUGEPAGE);
-#endif
-	memset(p, 0, bytes);
+	if (bytes >= HUGE_BYTES) {
+		advise_huge((uintptr_t)p, (uintptr_t)p + bytes);
+	}
+	advise_heap_growth((uintptr_t)p);
 	return p;
 }
 
