@@ -18,7 +18,7 @@
 
 struct counting {
 	atomic_int runs[ITEMS];
-	int order[ITEMS];
+	int order[2 * ITEMS]; /* two calls in the first test */
 	atomic_int n_order;
 };
 
