@@ -12,7 +12,7 @@
 static const char *const later_types[] = {"layernorm", "embedding", "attention",
 					  "residual",  "dropout",   NULL};
 static const char *const later_styles[] = {"sequence", "vocab", NULL};
-#define LATER_VERSION "tpsim 0.2"
+#define LATER_VERSION "tpsim 0.3"
 
 /* ---- what each module type allows ------------------------------------- */
 

@@ -84,7 +84,7 @@ START_TEST(help_and_version_go_to_stdout)
 	result_free(&r);
 	r = cli(2, "--version");
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_str_eq(r.out, "tpsim 0.2.0\n");
+	ck_assert_str_eq(r.out, "tpsim 0.3.0\n");
 	result_free(&r);
 	r = cli(3, "run", "--help");
 	ck_assert_int_eq(r.rc, 0);

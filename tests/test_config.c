@@ -317,7 +317,7 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"layernorm\" is not "
-	    "supported by tpsim 0.2 (expected linear, relu or gelu)"),
+	    "supported by tpsim 0.3 (expected linear, relu or gelu)"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','out_features':8}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/in_features: missing"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4}") "}",
