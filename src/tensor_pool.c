@@ -7,10 +7,12 @@
  * The cut follows the operand that can be sliced without a copy:
  *   rows of C    when A's rows are contiguous (trans_a false): A[i0:i1]
  *                and C[i0:i1] are plain sub-arrays; every block reads B.
- *   columns of C for y = x W^T (trans_b) with few rows, the simulator's
- *                usual case (32 rows, a 4096-wide W): each block reads
- *                only its rows of W, W[j0:j1] = B[j0:j1], into a block
- *                of C that is copied into place.
+ *   columns of C when A has few rows (a batch: the simulator's usual
+ *                case, 32 rows by a 4096-wide W), so that each block
+ *                reads only its part of the weight B: for y = x W^T
+ *                (trans_b) the rows W[j0:j1] in place, for dx = dy W
+ *                the columns W[:, j0:j1] copied out; the block of C is
+ *                copied into place.
  *   rows of C    for dW = dy^T x (trans_a): rows i0..i1 of C need columns
  *                i0..i1 of dy, copied out first (dy is small: rows x out).
  */
@@ -81,24 +83,43 @@ static void rows_block(const struct matmul_job *job, int64_t i0, int64_t mi)
 
 static void columns_block(const struct matmul_job *job, int64_t j0, int64_t nj)
 {
-	/* C[:, j0:j0+nj] = A W[j0:j0+nj]^T, computed into a (m, nj) block. */
+	/* C[:, j0:j0+nj] = A op(B)[:, j0:j0+nj], computed into a (m, nj)
+	 * block. With trans_b, op(B)'s columns are B's rows j0.., in place;
+	 * otherwise B's columns j0.. are copied out as a (k, nj) block. */
 	float *c = malloc((size_t)(job->m * nj) * sizeof *c + 1);
-	if (!c) {
+	float *b = job->trans_b ? NULL
+				: malloc((size_t)(job->k * nj) * sizeof *b + 1);
+	if (!c || (!job->trans_b && !b)) {
 		/* Slower, not wrong: the naive loop needs no memory. */
+		free(c);
+		free(b);
 		for (int64_t i = 0; i < job->m; i++) {
 			for (int64_t j = j0; j < j0 + nj; j++) {
 				float sum = 0.0f;
 				for (int64_t p = 0; p < job->k; p++) {
-					sum += job->a[i * job->k + p] *
-					       job->b[j * job->k + p];
+					float y =
+						job->trans_b
+							? job->b[j * job->k + p]
+							: job->b[p * job->n +
+								 j];
+					sum += job->a[i * job->k + p] * y;
 				}
 				job->c[i * job->n + j] = sum;
 			}
 		}
 		return;
 	}
-	tps_matmul(c, job->a, job->b + j0 * job->k, job->m, nj, job->k, false,
-		   true);
+	if (job->trans_b) {
+		tps_matmul(c, job->a, job->b + j0 * job->k, job->m, nj, job->k,
+			   false, true);
+	} else {
+		for (int64_t p = 0; p < job->k; p++) {
+			memcpy(b + p * nj, job->b + p * job->n + j0,
+			       (size_t)nj * sizeof *b);
+		}
+		tps_matmul(c, job->a, b, job->m, nj, job->k, false, false);
+		free(b);
+	}
 	for (int64_t i = 0; i < job->m; i++) {
 		memcpy(job->c + i * job->n + j0, c + i * nj,
 		       (size_t)nj * sizeof *c);
@@ -135,8 +156,9 @@ void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
 		tps_matmul(c, a, b, m, n, k, trans_a, trans_b);
 		return;
 	}
-	/* Columns when the rows are too few to share out in blocks of 8. */
-	job.by_columns = !trans_a && trans_b && m < 8 * 2 * threads;
+	/* Columns when the rows are few (a batch): cut by rows, every
+	 * thread would read all of B, the weight. */
+	job.by_columns = !trans_a && m < 256;
 	/* Four blocks a thread, so a slow thread does not hold the rest. */
 	job.blocks = 4 * (int64_t)threads;
 	tps_pool_for(pool, job.blocks, run_block, &job);
