@@ -4,7 +4,10 @@
 #include <malloc.h>
 #endif
 
+#include <cJSON.h>
+
 #include "tpsim/cli.h"
+#include "tpsim/memory.h"
 
 int main(int argc, char **argv)
 {
@@ -17,9 +20,15 @@ int main(int argc, char **argv)
 	 * memory in the heap reuses warm pages; RSS is the run's peak. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	/* The heap grows in 32 MiB steps: each new step gets the tensor
-	 * module's huge-page advice before anything touches it. */
+	/* The heap grows in 32 MiB steps: each new step gets memory.h's
+	 * huge-page advice before anything touches it. */
 	mallopt(M_TOP_PAD, 32 << 20);
 #endif
+	{
+		/* A big config is a million cJSON nodes: their heap gets the
+		 * huge-page advice too. */
+		cJSON_Hooks hooks = {tps_memory_malloc, free};
+		cJSON_InitHooks(&hooks);
+	}
 	return tps_cli_main(argc, argv, stdout, stderr);
 }

@@ -1,5 +1,3 @@
-/* madvise and MADV_HUGEPAGE are Linux and BSD, beyond POSIX. */
-#define _DEFAULT_SOURCE
 #include "tpsim/tensor.h"
 
 #include <assert.h>
@@ -8,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+
+#include "tpsim/memory.h"
 
 struct tps_shape tps_shape_make(int ndim, const int64_t *dims)
 {
@@ -106,61 +104,11 @@ static void count_alloc(int64_t bytes)
 	}
 }
 
-/*
- * Tensor memory asks for transparent huge pages, so that a first touch
- * faults once per 2 MiB rather than once per 4 KiB: on a virtual machine a
- * fault costs tens of microseconds, and a step touches every rank's fresh
- * activations. Advice only: without huge pages a run is slower, never
- * different.
- *
- * Large tensors are their own mapping (glibc mmaps them, zeroed, untouched
- * until we write). Smaller ones come from the heap, which grows by brk; a
- * heap region gets the advice when it first appears, before the caller
- * writes into it (calloc does not touch memory fresh from the kernel).
- */
-#define HUGE_BYTES ((uintptr_t)2 << 20)
-
-static void advise_huge(uintptr_t lo, uintptr_t hi)
-{
-#ifdef MADV_HUGEPAGE
-	uintptr_t page = 4096;
-	lo = (lo + page - 1) & ~(page - 1);
-	if (hi > lo) {
-		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-	}
-#else
-	(void)lo;
-	(void)hi;
-#endif
-}
-
-/* The top of the heap the advice has reached. */
-static atomic_uintptr_t advised_heap_top;
-
-static void advise_heap_growth(uintptr_t block)
-{
-	uintptr_t top = (uintptr_t)sbrk(0);
-	uintptr_t seen = atomic_load(&advised_heap_top);
-	if (top == (uintptr_t)-1 || top <= seen || block >= top ||
-	    !atomic_compare_exchange_strong(&advised_heap_top, &seen, top)) {
-		return;
-	}
-	/* The first time, from the block's own 2 MiB boundary. */
-	advise_huge(seen ? seen : block & ~(HUGE_BYTES - 1), top);
-}
-
+/* Tensor values: zeroed, in huge pages where the kernel gives them
+ * (memory.h says why). */
 static float *alloc_zeroed(int64_t numel)
 {
-	size_t bytes = (size_t)numel * sizeof(float);
-	float *p = calloc((size_t)numel, sizeof(float));
-	if (!p) {
-		return NULL;
-	}
-	if (bytes >= HUGE_BYTES) {
-		advise_huge((uintptr_t)p, (uintptr_t)p + bytes);
-	}
-	advise_heap_growth((uintptr_t)p);
-	return p;
+	return tps_memory_calloc((size_t)numel, sizeof(float));
 }
 
 static void release(struct tps_tensor *t)
