@@ -131,9 +131,12 @@ void tps_tensor_memory_reset_peak(void)
 	atomic_store(&peak_bytes, atomic_load(&live_bytes));
 }
 
-enum tps_status tps_tensor_init(struct tps_tensor *t,
-				const struct tps_shape *shape,
-				struct tps_error *err)
+/* A tensor of shape, zeroed or not: a result that the caller writes in
+ * full (a matmul, a copy, an elementwise op) need not be zeroed first;
+ * zeroing it would touch its memory twice. */
+static enum tps_status init_values(struct tps_tensor *t,
+				   const struct tps_shape *shape, bool zeroed,
+				   struct tps_error *err)
 {
 	int64_t numel;
 	float *data = NULL;
@@ -142,7 +145,8 @@ enum tps_status tps_tensor_init(struct tps_tensor *t,
 		return st;
 	}
 	if (numel > 0) {
-		data = alloc_zeroed(numel);
+		data = zeroed ? alloc_zeroed(numel)
+			      : tps_memory_malloc((size_t)numel * sizeof *data);
 		if (!data) {
 			return tps_error_set(
 				err, TPS_ERR_NOMEM,
@@ -155,6 +159,13 @@ enum tps_status tps_tensor_init(struct tps_tensor *t,
 	t->data = data;
 	t->meta = false;
 	return TPS_OK;
+}
+
+enum tps_status tps_tensor_init(struct tps_tensor *t,
+				const struct tps_shape *shape,
+				struct tps_error *err)
+{
+	return init_values(t, shape, true, err);
 }
 
 enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
@@ -181,6 +192,16 @@ enum tps_status tps_tensor_init_like(struct tps_tensor *t,
 			  : tps_tensor_init(t, shape, err);
 }
 
+/* tps_tensor_init_like for a result the caller writes in full. */
+static enum tps_status init_for_overwrite(struct tps_tensor *t,
+					  const struct tps_shape *shape,
+					  const struct tps_tensor *like,
+					  struct tps_error *err)
+{
+	return like->meta ? tps_tensor_init_meta(t, shape, err)
+			  : init_values(t, shape, false, err);
+}
+
 void tps_tensor_free(struct tps_tensor *t)
 {
 	if (!t) {
@@ -204,7 +225,7 @@ enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init_like(&t, &src->shape, src, err);
+	enum tps_status st = init_for_overwrite(&t, &src->shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -251,7 +272,7 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 	assert(start >= 0 && length >= 0 &&
 	       start + length <= src->shape.dim[dim]);
 	shape.dim[dim] = length;
-	st = tps_tensor_init_like(&t, &shape, src, err);
+	st = init_for_overwrite(&t, &shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -306,7 +327,7 @@ enum tps_status tps_tensor_region(struct tps_tensor *out,
 		       offset[d] + length[d] <= src->shape.dim[d]);
 		shape.dim[d] = length[d];
 	}
-	st = tps_tensor_init_like(&t, &shape, src, err);
+	st = init_for_overwrite(&t, &shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -348,7 +369,7 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
 		total += parts[p].shape.dim[dim];
 	}
 	shape.dim[dim] = total;
-	st = tps_tensor_init_like(&t, &shape, &parts[0], err);
+	st = init_for_overwrite(&t, &shape, &parts[0], err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -386,7 +407,7 @@ matmul_into(struct tps_tensor *out, const struct tps_shape *shape,
 	    struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init_like(&t, shape, like, err);
+	enum tps_status st = init_for_overwrite(&t, shape, like, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -572,7 +593,7 @@ enum tps_status tps_tensor_relu(struct tps_tensor *out,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init_like(&t, &x->shape, x, err);
+	enum tps_status st = init_for_overwrite(&t, &x->shape, x, err);
 	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	if (st != TPS_OK) {
 		return st;
@@ -589,7 +610,7 @@ enum tps_status tps_tensor_gelu(struct tps_tensor *out,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = tps_tensor_init_like(&t, &x->shape, x, err);
+	enum tps_status st = init_for_overwrite(&t, &x->shape, x, err);
 	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	if (st != TPS_OK) {
 		return st;
@@ -614,7 +635,7 @@ enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
 	enum tps_status st;
 	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	assert(tps_shape_equal(&dy->shape, &x->shape));
-	st = tps_tensor_init_like(&t, &x->shape, x, err);
+	st = init_for_overwrite(&t, &x->shape, x, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -634,7 +655,7 @@ enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
 	enum tps_status st;
 	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
 	assert(tps_shape_equal(&dy->shape, &x->shape));
-	st = tps_tensor_init_like(&t, &x->shape, x, err);
+	st = init_for_overwrite(&t, &x->shape, x, err);
 	if (st != TPS_OK) {
 		return st;
 	}
