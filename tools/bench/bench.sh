@@ -96,8 +96,9 @@ for cfg in $configs; do
 	awk -v n="$name" -v w="$wall" -v r="$rss" -v t="$tensors" \
 		-v b="$bytes" -v s="$trace_s" -v q="$ratio" 'BEGIN {
 		rm = r / 1024; tm = t / 1048576
-		printf "%-28s %8.3f %9.1f %11.1f %9s %10.2f %10s %7s\n", \
-			n, w, rm, tm, (t > 0 ? sprintf("%.2f", rm / tm) : "-"), \
+		printf "%-28s %8.3f %9.1f %11s %9s %10.2f %10s %7s\n", \
+			n, w, rm, (t > 0 ? sprintf("%.1f", tm) : "-"), \
+			(t > 0 ? sprintf("%.2f", rm / tm) : "-"), \
 			b / 1e6, (s > 0 ? sprintf("%.1f", b / 1e6 / s) : "-"), q
 	}'
 done
@@ -109,12 +110,13 @@ else
 		"trace_MB/s is over the whole run, tensors and tp/ref unknown)"
 fi
 
+echo
 gemm=$build/tools/bench/gemm_bench
-if [ -x "$gemm" ] && [ -z "${TPSIM:-}" ]; then
-	echo
+if [ -n "${TPSIM:-}" ]; then
+	echo "GEMM vs OpenBLAS: skipped (TPSIM names another binary)"
+elif [ -x "$gemm" ]; then
 	"$here/gemm.sh" "$build"
 else
-	echo
 	echo "GEMM vs OpenBLAS: not built (install libopenblas-dev and" \
 		"reconfigure the build)"
 fi
