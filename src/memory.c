@@ -2,11 +2,16 @@
 #define _DEFAULT_SOURCE
 #include "tpsim/memory.h"
 
+#include <cJSON.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /*
  * Large blocks are their own mapping (glibc mmaps them zeroed, untouched
@@ -67,4 +72,18 @@ void *tps_memory_calloc(size_t n, size_t size)
 void *tps_memory_malloc(size_t size)
 {
 	return advised(malloc(size), size);
+}
+
+void tps_memory_tune_process(void)
+{
+	cJSON_Hooks hooks = {tps_memory_malloc, free};
+#ifdef __GLIBC__
+	/* glibc would hand blocks over 128 KiB back to the kernel with
+	 * munmap and get fresh ones with mmap, a page fault per 4 KiB each
+	 * time (on a virtual machine, the larger part of a step). */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	mallopt(M_TOP_PAD, 32 << 20);
+#endif
+	cJSON_InitHooks(&hooks);
 }

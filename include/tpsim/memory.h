@@ -18,4 +18,14 @@ void *tps_memory_calloc(size_t n, size_t size);
 /* malloc, likewise (for cJSON's nodes: cJSON_InitHooks). */
 void *tps_memory_malloc(size_t size);
 
+/*
+ * The process-wide settings a run wants, for main() (and the benchmark
+ * tools, to load as tpsim does); the library itself never calls it:
+ * - glibc keeps freed memory in its heap instead of unmapping it, so that
+ *   each op's tensors reuse the last op's warm pages (RSS is the peak);
+ * - the heap grows 32 MiB at a time, each stretch advised as it appears;
+ * - cJSON allocates its nodes with tps_memory_malloc.
+ */
+void tps_memory_tune_process(void);
+
 #endif

@@ -3,11 +3,12 @@
  * process, as `tpsim run` meets it (cold heap: page faults included), and
  * prints wall and CPU seconds and MB/s (MB = 10^6 bytes of FILE).
  *
- *   cc -O2 -Iinclude tools/bench/time_config_load.c build/src/libtpsim.a \
- *      $(pkg-config --libs libcjson libxxhash) -lm -o /tmp/time_config_load
+ * Meson builds it as build/tools/bench/time_config_load; it tunes the
+ * process's memory as tpsim's main() does (tps_memory_tune_process).
  *   tools/bench/make_params_config.sh >/tmp/params.json
- *   /tmp/time_config_load /tmp/params.json json     # tps_json_load
- *   /tmp/time_config_load /tmp/params.json config   # tps_config_load
+ *   build/tools/bench/time_config_load /tmp/params.json json    # tps_json_load
+ *   build/tools/bench/time_config_load /tmp/params.json config  #
+ * tps_config_load
  *
  * Run it several times and take the median: one run is one cold load.
  */
@@ -19,6 +20,7 @@
 
 #include "tpsim/config.h"
 #include "tpsim/jsonio.h"
+#include "tpsim/memory.h"
 
 static double seconds(clockid_t clock)
 {
@@ -38,6 +40,7 @@ int main(int argc, char **argv)
 	double wall, cpu, mb;
 	bool json;
 
+	tps_memory_tune_process();
 	if (argc != 3 ||
 	    (strcmp(argv[2], "json") != 0 && strcmp(argv[2], "config") != 0)) {
 		fprintf(stderr, "usage: time_config_load FILE json|config\n");
