@@ -281,6 +281,17 @@ START_TEST(linear_kernel_is_bit_identical_to_naive)
 }
 END_TEST
 
+/* n floats uniform in [-1, 1), malloc'd (at least one byte). */
+static float *random_floats(struct tps_rng *rng, int64_t n)
+{
+	float *x = malloc((size_t)n * sizeof *x + 1);
+	ck_assert_ptr_nonnull(x);
+	for (int64_t e = 0; e < n; e++) {
+		x[e] = tps_rng_uniform(rng, 1);
+	}
+	return x;
+}
+
 START_TEST(matmul_on_a_pool_is_bit_identical_for_every_thread_count)
 {
 	/* Shapes past the parallel threshold through each cut: columns
@@ -295,16 +306,10 @@ START_TEST(matmul_on_a_pool_is_bit_identical_for_every_thread_count)
 	tps_rng_seed(&rng, 11);
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-		float *a = malloc((size_t)(m * k) * 4);
-		float *b = malloc((size_t)(k * n) * 4);
+		float *a = random_floats(&rng, m * k);
+		float *b = random_floats(&rng, k * n);
 		float *want = malloc((size_t)(m * n) * 4);
 		float *got = malloc((size_t)(m * n) * 4);
-		for (int64_t e = 0; e < m * k; e++) {
-			a[e] = tps_rng_uniform(&rng, 1);
-		}
-		for (int64_t e = 0; e < k * n; e++) {
-			b[e] = tps_rng_uniform(&rng, 1);
-		}
 		for (int flags = 0; flags < 4; flags++) {
 			bool ta = flags & 1, tb = flags & 2;
 			tps_matmul_naive(want, a, b, m, n, k, ta, tb);
@@ -349,16 +354,10 @@ START_TEST(matmul_is_bit_identical_to_naive_for_every_transpose)
 				for (int ik = 0; ik < ns; ik++) {
 					int64_t m = sizes[im], n = sizes[in];
 					int64_t k = sizes[ik];
-					float *a = malloc((size_t)(m * k) * 4);
-					float *b = malloc((size_t)(k * n) * 4);
+					float *a = random_floats(&rng, m * k);
+					float *b = random_floats(&rng, k * n);
 					float *c1 = malloc((size_t)(m * n) * 4);
 					float *c2 = malloc((size_t)(m * n) * 4);
-					for (int64_t e = 0; e < m * k; e++) {
-						a[e] = tps_rng_uniform(&rng, 1);
-					}
-					for (int64_t e = 0; e < k * n; e++) {
-						b[e] = tps_rng_uniform(&rng, 1);
-					}
 					tps_matmul(c1, a, b, m, n, k, ta, tb);
 					tps_matmul_naive(c2, a, b, m, n, k, ta,
 							 tb);
