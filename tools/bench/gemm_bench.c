@@ -38,7 +38,7 @@ struct use {
 	bool trans_a, trans_b;
 };
 
-/* Square, the MLP benchmark's batch of 32 rows (tools/bench.sh), and
+/* Square, the MLP benchmark's batch of 32 rows (tools/bench/bench.sh), and
  * thinner batches. */
 static const struct shape default_shapes[] = {
 	{512, 512, 512},  {1024, 1024, 1024}, {32, 512, 4096}, {32, 4096, 512},
