@@ -7,9 +7,10 @@
  * as the oracle that defines the output: the fewest significant digits p
  * (binary search over p) whose correctly rounded snprintf("%.{p-1}e") reads
  * back with strtof to the same float, written in plain notation when the
- * decimal exponent is in [-5, 9), else as "d.ddde-7". It is ~100 times
- * slower. The two must agree byte for byte on every finite float32; the
- * tests sample that, tools/numfmt_exhaustive.c checks all 2^32 patterns.
+ * decimal exponent is in [-5, 9), else as "d.ddde-7". It is 10 to 30
+ * times slower. The two must agree byte for byte on every finite float32:
+ * the tests sample that, tools/numfmt_exhaustive.c checks all 2^32
+ * patterns.
  */
 #ifndef TPSIM_NUMFMT_INTERNAL_H
 #define TPSIM_NUMFMT_INTERNAL_H
