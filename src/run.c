@@ -469,8 +469,12 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		tps_error_prefix(err, "%s", esc);
 	}
 	{
+		/* Publishing (a rename, or a copy to stdout or a device) is
+		 * trace writing too. */
+		double t0 = now_seconds();
 		enum tps_status cst = close_trace_file(
 			&tf, opts->output_path, stream, st == TPS_OK, err);
+		lap(&t0, &s.stats.trace_s);
 		if (st == TPS_OK) {
 			st = cst;
 		}
