@@ -146,6 +146,11 @@ int tps_pool_threads(const struct tps_pool *pool)
 	return pool ? pool->threads : 1;
 }
 
+int tps_pool_threads_here(const struct tps_pool *pool)
+{
+	return in_item ? 1 : tps_pool_threads(pool);
+}
+
 int tps_pool_default_threads(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -149,7 +149,9 @@ void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
 		   bool trans_a, bool trans_b)
 {
 	struct matmul_job job = {c, a, b, m, n, k, trans_a, trans_b, false, 0};
-	int threads = tps_pool_threads(pool);
+	/* Inside a pool item (a rank's matmul while the ranks share the
+	 * pool) the blocks would run one after another: no cut at all. */
+	int threads = tps_pool_threads_here(pool);
 
 	if (threads == 1 || m * n * k < MIN_PARALLEL_WORK ||
 	    (trans_a && trans_b)) {

@@ -70,6 +70,7 @@ struct nested {
 	struct tps_pool *pool;
 	pthread_t outer_thread[8];
 	atomic_int inner_on_other_thread, inner_out_of_order;
+	atomic_int threads_here_not_1;
 	int next_inner[8];
 };
 
@@ -95,6 +96,9 @@ static void outer_item(void *opaque, int64_t i)
 	struct nested *n = opaque;
 	struct inner_ctx ic = {n, (int)i};
 	n->outer_thread[i] = pthread_self();
+	if (tps_pool_threads_here(n->pool) != 1) {
+		atomic_fetch_add(&n->threads_here_not_1, 1);
+	}
 	tps_pool_for(n->pool, 50, inner_item, &ic);
 }
 
@@ -103,7 +107,10 @@ START_TEST(pool_nested_call_runs_inline_in_order)
 	struct nested n;
 	memset(&n, 0, sizeof n);
 	ck_assert_int_eq(tps_pool_new(&n.pool, 3, NULL), TPS_OK);
+	ck_assert_int_eq(tps_pool_threads_here(n.pool), 3);
 	tps_pool_for(n.pool, 8, outer_item, &n);
+	/* Inside an item a further cut would run inline: 1 thread. */
+	ck_assert_int_eq(atomic_load(&n.threads_here_not_1), 0);
 	ck_assert_int_eq(atomic_load(&n.inner_on_other_thread), 0);
 	ck_assert_int_eq(atomic_load(&n.inner_out_of_order), 0);
 	for (int i = 0; i < 8; i++) {

@@ -32,6 +32,10 @@ void tps_pool_free(struct tps_pool *pool);
 
 /* Threads the pool runs items on; 1 for NULL. */
 int tps_pool_threads(const struct tps_pool *pool);
+/* Threads a tps_pool_for called from here would use: 1 inside an item
+ * (nested calls run inline), else tps_pool_threads. Work that is cut into
+ * blocks only to share it out asks this before cutting. */
+int tps_pool_threads_here(const struct tps_pool *pool);
 
 /* The machine's online cores (at least 1, at most TPS_POOL_MAX_THREADS). */
 int tps_pool_default_threads(void);
