@@ -166,6 +166,40 @@ out:
 }
 
 /* out = the reduction of the group's buffers (see the order in comm.h). */
+/*
+ * The sum (or mean) of a group, a chunk of elements at a time, the chunks
+ * on the mesh's pool: each element still adds the members in ascending
+ * group order into 0.0f, so the bytes do not depend on the threads.
+ */
+#define SUM_CHUNK ((int64_t)1 << 14)
+
+struct sum_job {
+	const struct comm_run *run;
+	const struct tps_tensor *locals;
+	struct tps_tensor *acc; /* zeroed */
+	enum tps_reduce_op op;
+	int64_t numel;
+};
+
+static void sum_chunk(void *opaque, int64_t chunk)
+{
+	const struct sum_job *job = opaque;
+	int64_t lo = chunk * SUM_CHUNK;
+	int64_t hi = lo + SUM_CHUNK < job->numel ? lo + SUM_CHUNK : job->numel;
+	float *acc = job->acc->data;
+	for (int i = 0; i < job->run->n; i++) {
+		const float *x = job->locals[job->run->members[i]].data;
+		for (int64_t e = lo; e < hi; e++) {
+			acc[e] += x[e];
+		}
+	}
+	if (job->op == TPS_REDUCE_AVG) {
+		for (int64_t e = lo; e < hi; e++) {
+			acc[e] /= (float)job->run->n;
+		}
+	}
+}
+
 static enum tps_status reduce_group(const struct comm_run *run,
 				    const struct tps_tensor *locals,
 				    enum tps_reduce_op op,
@@ -197,20 +231,42 @@ static enum tps_status reduce_group(const struct comm_run *run,
 	} else {
 		/* zeroed */
 		st = tps_tensor_init_like(&acc, &first->shape, first, err);
-		for (int i = 0; i < run->n && st == TPS_OK; i++) {
-			tps_tensor_add(&acc, &locals[run->members[i]]);
-		}
-		if (st == TPS_OK && op == TPS_REDUCE_AVG && acc.data) {
-			int64_t m = tps_tensor_numel(&acc);
-			for (int64_t e = 0; e < m; e++) {
-				acc.data[e] /= (float)run->n;
-			}
+		if (st == TPS_OK && acc.data) {
+			struct sum_job job = {run, locals, &acc, op,
+					      tps_tensor_numel(&acc)};
+			tps_pool_for(run->mesh->pool,
+				     (job.numel + SUM_CHUNK - 1) / SUM_CHUNK,
+				     sum_chunk, &job);
 		}
 	}
 	if (st == TPS_OK) {
 		*out = acc;
 	}
 	return st;
+}
+
+/* The other members' copies of the first member's result, made on the
+ * mesh's pool (each copy is its own buffer). */
+struct copy_job {
+	struct comm_run *run;
+	const struct tps_tensor *first;
+};
+
+static enum tps_status copy_member(void *opaque, int64_t i,
+				   struct tps_error *err)
+{
+	struct copy_job *job = opaque;
+	return tps_tensor_copy(&job->run->out[job->run->members[i + 1]],
+			       job->first, err);
+}
+
+static enum tps_status copy_to_members(struct comm_run *run,
+				       const struct tps_tensor *first,
+				       struct tps_error *err)
+{
+	struct copy_job job = {run, first};
+	return tps_pool_try(run->mesh->pool, run->n - 1, copy_member, &job,
+			    err);
 }
 
 enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
@@ -230,9 +286,8 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 		tps_mesh_group_members(mesh, mask, g, run.members);
 		first = &run.out[run.members[0]];
 		st = reduce_group(&run, locals, op, first, err);
-		for (int i = 1; i < run.n && st == TPS_OK; i++) {
-			st = tps_tensor_copy(&run.out[run.members[i]], first,
-					     err);
+		if (st == TPS_OK) {
+			st = copy_to_members(&run, first, err);
 		}
 		total = tps_tensor_numel(&locals[run.members[0]]);
 		note_bytes(&run, 2 * (int64_t)(run.n - 1) *

@@ -149,6 +149,54 @@ START_TEST(all_reduce_sums_in_ascending_group_order)
 }
 END_TEST
 
+START_TEST(all_reduce_on_a_pool_keeps_the_ascending_order_per_element)
+{
+	/* 3 ranks x 50,001 elements (several chunks, the last short), each
+	 * element the (1e8, -1e8, 1) case at a rotating position, so any
+	 * other order would show; sum and avg, at 1, 2, 3 and 8 threads. */
+	static const int counts[] = {1, 2, 3, 8};
+	static const enum tps_reduce_op ops[] = {TPS_REDUCE_SUM,
+						 TPS_REDUCE_AVG};
+	const int n = 50001;
+	float *vals = malloc((size_t)(3 * n) * sizeof *vals);
+	for (int e = 0; e < n; e++) {
+		vals[e] = e % 2 ? 1e8f : 3.0f * (float)e;
+		vals[n + e] = e % 2 ? -1e8f : 0.5f;
+		vals[2 * n + e] = e % 2 ? 1.0f : -0.25f * (float)e;
+	}
+	for (size_t o = 0; o < 2; o++) {
+		for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+			struct tps_mesh m = mesh1(3);
+			struct tps_tensor *l = vectors(3, n, vals);
+			struct tps_pool *pool = NULL;
+			ck_assert_int_eq(tps_pool_new(&pool, counts[c], NULL),
+					 TPS_OK);
+			m.pool = pool;
+			ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, ops[o],
+							     NULL, NULL),
+					 TPS_OK);
+			for (int r = 0; r < 3; r++) {
+				for (int e = 0; e < n; e++) {
+					float want = ((0.0f + vals[e]) +
+						      vals[n + e]) +
+						     vals[2 * n + e];
+					if (ops[o] == TPS_REDUCE_AVG) {
+						want /= 3.0f;
+					}
+					ck_assert_msg(l[r].data[e] == want,
+						      "threads %d rank %d "
+						      "element %d",
+						      counts[c], r, e);
+				}
+			}
+			free_all(l, 3);
+			tps_pool_free(pool);
+		}
+	}
+	free(vals);
+}
+END_TEST
+
 START_TEST(reduce_scatter_keeps_chunk_i)
 {
 	/* Along col (groups [0,1],[2,3],[4,5]); rank r holds 5 values
@@ -285,6 +333,9 @@ static Suite *comm_suite(void)
 	tcase_add_test(gather, all_gather_concatenates_uneven_shards);
 	tcase_add_test(reduce, all_reduce_runs_in_each_group_of_one_dim);
 	tcase_add_test(reduce, all_reduce_sums_in_ascending_group_order);
+	tcase_add_test(
+		reduce,
+		all_reduce_on_a_pool_keeps_the_ascending_order_per_element);
 	tcase_add_test(scatter, reduce_scatter_keeps_chunk_i);
 	tcase_add_test(scatter, broadcast_and_scatter_from_a_root);
 	tcase_add_test(scatter, all_to_all_turns_shard0_into_shard1);
