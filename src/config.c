@@ -231,15 +231,24 @@ static void parse_dims(struct cfg *c, const cJSON *root,
 
 /* The first linear's in_features must be the input's last dim; reported
  * at the input, the later field. */
-static void check_input_width(struct cfg *c, const struct tps_model_spec *spec)
+static void check_input_width(struct cfg *c, const cJSON *input,
+			      const struct tps_model_spec *spec)
 {
 	const struct tps_shape *s = &spec->input_shape;
+	/* Values without a shape: their rows are what is too wide. */
+	bool rows = !cfg_get(input, "shape");
 	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
 		if (m->type != TPS_MODULE_LINEAR) {
 			continue;
 		}
-		if (m->in_features != s->dim[s->ndim - 1]) {
+		if (m->in_features != s->dim[s->ndim - 1] && rows) {
+			cfg_fail_at(c, "values", TPS_ERR_INPUT,
+				    "expected rows of %lld values, the "
+				    "in_features of /model/%d, got %lld",
+				    (long long)m->in_features, i,
+				    (long long)s->dim[s->ndim - 1]);
+		} else if (m->in_features != s->dim[s->ndim - 1]) {
 			cfg_fail_at_item(c, "shape", (size_t)(s->ndim - 1),
 					 TPS_ERR_INPUT,
 					 "expected %lld, the in_features of "
@@ -252,6 +261,47 @@ static void check_input_width(struct cfg *c, const struct tps_model_spec *spec)
 }
 
 /* The body of /input. */
+/* The shape of nested arrays, read along their first items, for
+ * "input": {"values": ...} without "shape"; the values are then checked
+ * against it item by item. */
+static void infer_shape(struct cfg *c, const cJSON *values, int64_t *dims,
+			int *ndim)
+{
+	const cJSON *v = values;
+	*ndim = 0;
+	while (cJSON_IsArray(v)) {
+		int n = cJSON_GetArraySize(v);
+		if (*ndim == TPS_MAX_DIMS) {
+			cfg_fail_at(c, "values", TPS_ERR_LIMIT,
+				    "the input's values nest more than %d "
+				    "deep (a tensor has at most %d dims)",
+				    TPS_MAX_DIMS, TPS_MAX_DIMS);
+			return;
+		}
+		if (n == 0) {
+			cfg_fail_at(c, "values", TPS_ERR_INPUT,
+				    "an empty array leaves the input's shape "
+				    "unknown (give \"shape\")");
+			return;
+		}
+		dims[(*ndim)++] = n;
+		v = cJSON_GetArrayItem(v, 0);
+	}
+	if (*ndim == 0) {
+		cfg_fail_at(c, "values", TPS_ERR_INPUT,
+			    "expected nested arrays of numbers, the input "
+			    "batch (at least 1 dim)");
+	}
+}
+
+static void read_input_values(struct cfg *c, const cJSON *v, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	cfg_read_tensor(c, v, &spec->input_shape, "the input's",
+			&spec->input_values);
+	spec->input_explicit = cfg_ok(c);
+}
+
 static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 {
 	struct tps_model_spec *spec = ctx;
@@ -259,9 +309,15 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 	struct tps_error sub;
 	int ndim = 0;
 	int source = TPS_INPUT_EVERY_RANK;
+	const cJSON *values = cfg_get(input, "values");
 
-	if (cfg_sizes(c, input, "shape", CFG_REQUIRED, "the input",
-		      TPS_MAX_DIMS, TPS_MAX_ELEMENTS, dims, &ndim)) {
+	if (values && !cfg_get(input, "shape")) {
+		infer_shape(c, values, dims, &ndim);
+		if (cfg_ok(c)) {
+			spec->input_shape = tps_shape_make(ndim, dims);
+		}
+	} else if (cfg_sizes(c, input, "shape", CFG_REQUIRED, "the input",
+			     TPS_MAX_DIMS, TPS_MAX_ELEMENTS, dims, &ndim)) {
 		spec->input_shape = tps_shape_make(ndim, dims);
 		if (tps_shape_numel(&spec->input_shape, &numel, &sub) !=
 		    TPS_OK) {
@@ -271,6 +327,21 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 	spec->input_init.method = TPS_INIT_UNIFORM;
 	spec->input_init.seed = 0;
 	cfg_init_method(c, input, "init", &spec->input_init);
+	if (values && cfg_ok(c)) {
+		const char *other = cfg_get(input, "init")   ? "init"
+				    : cfg_get(input, "seed") ? "seed"
+							     : NULL;
+		if (other) {
+			cfg_fail_at(c, "values", TPS_ERR_INPUT,
+				    "explicit values and /input/%s both "
+				    "given (expected one: the values, or an "
+				    "init method)",
+				    other);
+		} else {
+			cfg_value(c, input, "values", CFG_OPTIONAL,
+				  read_input_values, spec);
+		}
+	}
 	spec->input_requires_grad = false;
 	cfg_training_only(c, input, "requires_grad", spec->mode);
 	cfg_bool(c, input, "requires_grad", &spec->input_requires_grad);
@@ -278,7 +349,7 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 		   tps_input_source_names, &source);
 	spec->input_source = (enum tps_input_source)source;
 	if (cfg_ok(c)) {
-		check_input_width(c, spec);
+		check_input_width(c, input, spec);
 	}
 }
 
@@ -350,7 +421,8 @@ static void parse_root(struct cfg *c, const cJSON *root,
 		"trace",   "tolerance", NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
-		"shape", "init", "seed", "requires_grad", "loaded_on", NULL};
+		"shape",	 "values",    "init", "seed",
+		"requires_grad", "loaded_on", NULL};
 	int64_t version = 0;
 	int mode = TPS_MODE_INFERENCE;
 

@@ -179,6 +179,12 @@ void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		    struct tps_model_spec *spec);
 void cfg_parse_params(struct cfg *c, const cJSON *root,
 		      struct tps_model_spec *spec);
+/* Explicit values, nested arrays in shape, each a finite float32, read at
+ * the current pointer into *out (allocated when all are valid). `owner`
+ * names whose shape in the size message ("the input's"). */
+void cfg_read_tensor(struct cfg *c, const cJSON *v,
+		     const struct tps_shape *shape, const char *owner,
+		     struct tps_tensor *out);
 
 /* config_vars.c: "vars", then the overrides set from outside, into
  * run->vars; read before anything else. */

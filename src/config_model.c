@@ -495,6 +495,7 @@ struct values_ctx {
 	int d; /* the dim being read */
 	float *data;
 	int64_t pos;
+	const char *owner; /* "the parameter's", in the size message */
 };
 
 static void read_values(struct cfg *c, const cJSON *v, void *ctx);
@@ -559,9 +560,8 @@ static void read_values(struct cfg *c, const cJSON *v, void *ctx)
 	if (cfg_expect(c, v, cJSON_IsArray, "an array") &&
 	    cJSON_GetArraySize(v) != x->shape->dim[x->d]) {
 		cfg_fail(c, TPS_ERR_INPUT,
-			 "expected %lld elements (dim %d of the parameter's "
-			 "shape), got %d",
-			 (long long)x->shape->dim[x->d], x->d,
+			 "expected %lld elements (dim %d of %s shape), got %d",
+			 (long long)x->shape->dim[x->d], x->d, x->owner,
 			 cJSON_GetArraySize(v));
 	}
 	if (cfg_ok(c) && x->d + 1 == x->shape->ndim && read_good_row(v, x)) {
@@ -603,9 +603,6 @@ static void param_entry(struct cfg *c, const cJSON *entry, void *ctx)
 	struct tps_model_spec *spec = ctx;
 	struct tps_param_override *o = &spec->overrides[spec->n_overrides];
 	struct tps_shape shape;
-	struct values_ctx x = {&shape, 0, NULL, 0};
-	struct tps_error sub;
-	enum tps_status st;
 	char esc[96];
 
 	if (!param_owner(spec, entry->string, &shape)) {
@@ -616,23 +613,35 @@ static void param_entry(struct cfg *c, const cJSON *entry, void *ctx)
 						     sizeof esc));
 		return;
 	}
-	/* The shape first: a wrong entry for a big parameter is refused
-	 * before allocating it. */
-	read_values(c, entry, &x);
-	if (!cfg_ok(c)) {
-		return;
-	}
-	/* The shape is in range (checked with the model): only memory can
-	 * fail here, which is not the config's fault, so no pointer. */
-	st = tps_tensor_init(&o->value, &shape, &sub);
-	cfg_adopt(c, st, &sub);
+	cfg_read_tensor(c, entry, &shape, "the parameter's", &o->value);
 	if (!cfg_ok(c)) {
 		return;
 	}
 	spec->n_overrides++;
 	snprintf(o->name, sizeof o->name, "%s", entry->string);
-	x.data = o->value.data;
-	read_values(c, entry, &x);
+}
+
+void cfg_read_tensor(struct cfg *c, const cJSON *v,
+		     const struct tps_shape *shape, const char *owner,
+		     struct tps_tensor *out)
+{
+	struct values_ctx x = {shape, 0, NULL, 0, owner};
+	struct tps_error sub;
+	enum tps_status st;
+
+	/* The shape first: a wrong value for a big tensor is refused before
+	 * allocating it. */
+	read_values(c, v, &x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	st = tps_tensor_init(out, shape, &sub);
+	cfg_adopt(c, st, &sub);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	x.data = out->data;
+	read_values(c, v, &x);
 }
 
 static void read_params(struct cfg *c, const cJSON *params, void *ctx)

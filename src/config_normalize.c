@@ -6,9 +6,9 @@
  *
  *   tpsim, vars (when given, as resolved), mesh, tp_dim, dp_dim (when any:
  *   a string for one dim, an array for several), strict_tp_innermost,
- *   model, plan, input (shape, init, seed, loaded_on, and requires_grad in
- *   training), init, params (when given), uneven, sampler, mode, then in
- *   training only: steps, loss, target (mse only: init, seed), optimizer
+ *   model, plan, input (shape, then values or init and seed, loaded_on, and
+ * requires_grad in training), init, params (when given), uneven, sampler, mode,
+ * then in training only: steps, loss, target (mse only: init, seed), optimizer
  *   (type and every field of that type), dp_grad; then links (every mesh
  *   dim, in mesh order), device, trace, tolerance.
  */
@@ -136,15 +136,21 @@ static void put_plan(struct builder *b, cJSON *n,
 }
 
 static void put_input(struct builder *b, cJSON *n,
-		      const struct tps_model_spec *s)
+		      const struct tps_model_spec *s, const cJSON *values)
 {
 	cJSON *o = put_object(b, n, "input");
 	cJSON *a = put_array(b, o, "shape");
 	for (int i = 0; i < s->input_shape.ndim; i++) {
 		put_number(b, a, NULL, (double)s->input_shape.dim[i]);
 	}
-	put_string(b, o, "init", tps_init_method_names[s->input_init.method]);
-	put_number(b, o, "seed", (double)s->input_init.seed);
+	if (s->input_explicit) {
+		/* As given: checked, and keeping their digits. */
+		put(b, o, "values", cJSON_Duplicate(values, true));
+	} else {
+		put_string(b, o, "init",
+			   tps_init_method_names[s->input_init.method]);
+		put_number(b, o, "seed", (double)s->input_init.seed);
+	}
 	put_string(b, o, "loaded_on", tps_input_source_names[s->input_source]);
 	if (s->mode == TPS_MODE_TRAINING) {
 		put_bool(b, o, "requires_grad", s->input_requires_grad);
@@ -250,7 +256,7 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 	put_bool(&b, n, "strict_tp_innermost", s->strict_tp_innermost);
 	put_model(&b, n, s);
 	put_plan(&b, n, s);
-	put_input(&b, n, s);
+	put_input(&b, n, s, cfg_get(cfg_get(root, "input"), "values"));
 	o = put_object(&b, n, "init");
 	put_string(&b, o, "method",
 		   tps_init_method_names[s->param_init.method]);

@@ -353,6 +353,9 @@ enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 				     struct tps_tensor *input,
 				     struct tps_error *err)
 {
+	if (spec->input_explicit) {
+		return tps_tensor_copy(input, &spec->input_values, err);
+	}
 	return tps_model_init_tensor(input, &spec->input_shape,
 				     spec->input_init, 1.0f, "input", err);
 }

@@ -38,5 +38,6 @@ void tps_model_spec_free(struct tps_model_spec *spec)
 	}
 	free(spec->overrides);
 	free(spec->modules);
+	tps_tensor_free(&spec->input_values);
 	memset(spec, 0, sizeof *spec);
 }

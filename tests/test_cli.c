@@ -587,6 +587,48 @@ START_TEST(traces_are_byte_identical_to_the_golden_ones)
 }
 END_TEST
 
+START_TEST(explicit_input_values_run_as_their_init_would)
+{
+	/* The seed's 2x4 example with its arange input written out: every
+	 * line after the config (line 3) matches the fixture's run. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "values.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 2, "
+		"\"bias\": true}], \"plan\": {\"fc\": {\"style\": "
+		"\"rowwise\", \"bias\": \"after_reduce\"}}, \"input\": "
+		"{\"values\": [[1, 2, 3, 4], [5, 6, 7, 8]]}, \"init\": "
+		"{\"method\": \"arange\"}}");
+	char a[1024], b[1024];
+	char *ta, *tb;
+	const char *la, *lb;
+	struct result r;
+	snprintf(a, sizeof a, "%s/a.json", dir);
+	snprintf(b, sizeof b, "%s/b.json", dir);
+	r = cli(5, "run", cfg, "-o", a);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	r = cli(5, "run",
+		tu_source_path(
+			"fixtures/seed_2x4_rowwise_after_reduce/config.json"),
+		"-o", b);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	ta = tu_read_file(a, NULL);
+	tb = tu_read_file(b, NULL);
+	ck_assert_ptr_nonnull(strstr(ta, "\"input\":{\"shape\":[2,4],"
+					 "\"values\":[[1,2,3,4],[5,6,7,8]],"));
+	la = strchr(strchr(strchr(ta, '\n') + 1, '\n') + 1, '\n');
+	lb = strchr(strchr(strchr(tb, '\n') + 1, '\n') + 1, '\n');
+	ck_assert_str_eq(la, lb);
+	free(ta);
+	free(tb);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(run_threads_and_stats_options)
 {
 	const char *dir = tu_tempdir();
@@ -1198,6 +1240,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
+	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);

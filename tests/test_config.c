@@ -431,6 +431,38 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /input/init: expected a string, got an object"),
 	BAD(HDR MODEL ",'input':{'shape':[2,4],'seed':-1}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/seed: out of range"),
+	/* Explicit input values. */
+	BAD(HDR MODEL ",'input':{'values':[[1,2,3,4]],'init':'ones'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: explicit values and /input/init both "
+	    "given (expected one: the values, or an init method)"),
+	BAD(HDR MODEL ",'input':{'values':[[1,2,3,4]],'seed':3}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: explicit values and /input/seed both "
+	    "given"),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'values':[[1,2,3,4]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: expected 2 elements (dim 0 of the "
+	    "input's shape), got 1"),
+	BAD(HDR MODEL ",'input':{'values':[[1,2,3,4],[5,6,7]]}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/values/1: expected 4 elements (dim 1 of the "
+	    "input's shape), got 3"),
+	BAD(HDR MODEL ",'input':{'values':[[1,2,3,'4']]}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/values/0/3: expected a number, got string "
+	    "\"4\""),
+	BAD(HDR MODEL ",'input':{'values':[[1,2,3,1e39]]}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/values/0/3: expected a finite float32 value"),
+	BAD(HDR MODEL ",'input':{'values':[[1,2,3],[4,5,6]]}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/values: expected rows of 4 values, the "
+	    "in_features of /model/0, got 3"),
+	BAD(HDR MODEL ",'input':{'values':[]}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/values: an empty array leaves the input's "
+	    "shape unknown (give \"shape\")"),
+	BAD(HDR MODEL ",'input':{'values':7}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/values: expected nested arrays of numbers"),
+	BAD(HDR MODEL ",'input':{'values':[[[[[1,2,3,4]]]]]}}", TPS_ERR_LIMIT,
+	    "cfg.json: /input/values: the input's values nest more than 4 "
+	    "deep"),
 	BAD(HDR MODEL ",'input':{'shape':[2,4],'seed':1.5}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/seed: expected an integer, got 1.5"),
 	BAD(HDR MODEL ",'input':{'shape':[2,4],'requires_grad':'yes'},"
@@ -1551,6 +1583,35 @@ static const struct bad_config bad_weight_rows[] = {
 	    "\"x\""),
 };
 
+START_TEST(input_values_land_in_spec_with_their_shape)
+{
+	/* Without "shape" the nesting gives it: (2, 1, 4). */
+	struct tps_run_spec spec = {0};
+	parse_ok(HDR MODEL ",'input':{'values':[[[1,2,3,4]],[[5,6,7,-0.5]]]}}",
+		 &spec);
+	ck_assert(spec.model.input_explicit);
+	ck_assert_int_eq(spec.model.input_shape.ndim, 3);
+	ck_assert_int_eq(spec.model.input_shape.dim[0], 2);
+	ck_assert_int_eq(spec.model.input_shape.dim[1], 1);
+	ck_assert_int_eq(spec.model.input_shape.dim[2], 4);
+	ck_assert(tps_shape_equal(&spec.model.input_values.shape,
+				  &spec.model.input_shape));
+	ck_assert(spec.model.input_values.data[0] == 1.0f);
+	ck_assert(spec.model.input_values.data[7] == -0.5f);
+	tps_run_spec_free(&spec);
+	/* With "shape", the values must fill it. */
+	parse_ok(HDR MODEL ",'input':{'shape':[1,4],'values':[[4,3,2,1]]}}",
+		 &spec);
+	ck_assert(spec.model.input_explicit);
+	ck_assert(spec.model.input_values.data[3] == 1.0f);
+	tps_run_spec_free(&spec);
+	parse_ok(HDR MODEL ",'input':{'shape':[1,4]}}", &spec);
+	ck_assert(!spec.model.input_explicit);
+	ck_assert_ptr_null(spec.model.input_values.data);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(params_bad_value_in_a_row_is_reported_at_its_pointer)
 {
 	const struct bad_config *bc = &bad_weight_rows[_i];
@@ -1593,6 +1654,7 @@ START_TEST(normalized_config_parses_to_itself)
 		MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'links':{'cp':{'GBps':"
 			      "50}},'device':{'TFLOPS':312}}",
 		SWEEP,
+		HDR MODEL ",'input':{'values':[[1,2.5,-3,0.1],[5,6,7,8e-3]]}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -2211,6 +2273,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("params");
 	tcase_add_test(tc, params_values_land_in_spec);
+	tcase_add_test(tc, input_values_land_in_spec_with_their_shape);
 	tcase_add_loop_test(
 		tc, params_bad_value_in_a_row_is_reported_at_its_pointer, 0,
 		(int)(sizeof bad_weight_rows / sizeof bad_weight_rows[0]));

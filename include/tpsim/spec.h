@@ -172,6 +172,10 @@ struct tps_model_spec {
 	int n_modules;
 	struct tps_shape input_shape;
 	struct tps_init_spec input_init;
+	/* "input": {"values": ...}: the batch given value by value (then
+	 * input_init is unused). */
+	bool input_explicit;
+	struct tps_tensor input_values;
 	enum tps_input_source input_source;
 	bool input_requires_grad; /* training only */
 	struct tps_init_spec param_init;
