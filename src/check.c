@@ -393,6 +393,62 @@ static void apply_tolerance(const cJSON *j, struct check_tol *tol)
 	}
 }
 
+/* Whether every item of a fixture event's "ranks" names its rank: then
+ * they are matched to the trace's by number, not by position, and may
+ * list only some ranks. */
+static bool ranks_by_number(const cJSON *f)
+{
+	const cJSON *e;
+	if (!cJSON_IsArray(f) || !f->child) {
+		return false;
+	}
+	cJSON_ArrayForEach(e, f)
+	{
+		if (!cJSON_IsNumber(
+			    cJSON_GetObjectItemCaseSensitive(e, "rank"))) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static const cJSON *trace_rank(const cJSON *t, double rank)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, t)
+	{
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "rank");
+		if (cJSON_IsNumber(r) && r->valuedouble == rank) {
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static void compare_ranks_by_number(struct checker *c, const cJSON *f,
+				    const cJSON *t, const struct check_tol *tol)
+{
+	const cJSON *fc;
+	size_t i = 0;
+	cJSON_ArrayForEach(fc, f)
+	{
+		double rank = cJSON_GetObjectItemCaseSensitive(fc, "rank")
+				      ->valuedouble;
+		const cJSON *tc = trace_rank(t, rank);
+		size_t saved = c->path.len;
+		char num[CHECK_NUMBER_MAX];
+
+		tps_json_path_push_index(&c->path, i++);
+		if (tc) {
+			compare_value(c, fc, tc, tol);
+		} else {
+			format_number(rank, num, sizeof num);
+			emit(c, "no rank %s in the trace event", num);
+		}
+		tps_json_path_pop(&c->path, saved);
+	}
+}
+
 static bool is_reserved(const char *key, enum check_scope scope)
 {
 	bool reserved = false;
@@ -425,6 +481,10 @@ static void compare_members(struct checker *c, const cJSON *f, const cJSON *t,
 			   strcmp(key, "events") == 0 && cJSON_IsArray(fc) &&
 			   cJSON_IsArray(tc)) {
 			compare_events(c, fc, tc, tol);
+		} else if (scope == CHECK_SCOPE_EVENT &&
+			   strcmp(key, "ranks") == 0 && ranks_by_number(fc) &&
+			   cJSON_IsArray(tc)) {
+			compare_ranks_by_number(c, fc, tc, tol);
 		} else {
 			compare_value(c, fc, tc, tol);
 		}

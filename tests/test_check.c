@@ -317,6 +317,41 @@ START_TEST(array_length_difference_is_one_mismatch)
 }
 END_TEST
 
+START_TEST(ranks_that_name_their_rank_match_by_number)
+{
+	struct outcome o;
+	/* Only rank 1, first in the fixture: it is the trace's rank 1. */
+	run_texts(TRACE,
+		  "{'events':[{'ranks':[{'rank':1,'values':[[110,150]]}]}]}",
+		  &o);
+	expect_count(&o, 0);
+	outcome_free(&o);
+	/* A wrong value names the fixture's pointer (its index 0). */
+	expect_one(TRACE,
+		   "{'events':[{'ranks':[{'rank':1,'values':[[110,151]]}]}]}",
+		   "/events/0/ranks/0/values/0/1: expected 151, got 150 "
+		   "(trace event seq 0)");
+	/* Out of order, both ranks. */
+	run_texts(TRACE,
+		  "{'events':[{'ranks':[{'rank':1,'values':[[110,150]]},"
+		  "{'rank':0,'values':[[30,70]]}]}]}",
+		  &o);
+	expect_count(&o, 0);
+	outcome_free(&o);
+	/* A rank the trace event does not have. */
+	expect_one(TRACE, "{'events':[{'ranks':[{'rank':5}]}]}",
+		   "/events/0/ranks/0: no rank 5 in the trace event "
+		   "(trace event seq 0)");
+	/* Outside an event's ranks, "rank" keys change nothing: the
+	 * positional rule holds when one entry lacks its rank. */
+	run_texts(TRACE, "{'events':[{'ranks':[{'rank':1},{}, {}]}]}", &o);
+	expect_count(&o, 1);
+	ck_assert_ptr_nonnull(
+		strstr(o.lines.v[0], "/events/0/ranks: expected 3 elements"));
+	outcome_free(&o);
+}
+END_TEST
+
 START_TEST(type_difference_is_a_mismatch)
 {
 	struct outcome o;
@@ -840,6 +875,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, missing_key_is_a_mismatch);
 	tcase_add_test(tc, missing_events_in_trace_is_one_mismatch);
 	tcase_add_test(tc, array_length_difference_is_one_mismatch);
+	tcase_add_test(tc, ranks_that_name_their_rank_match_by_number);
 	tcase_add_test(tc, type_difference_is_a_mismatch);
 	tcase_add_test(tc, trace_events_not_an_array_is_a_type_mismatch);
 	tcase_add_test(tc, long_values_are_cut_at_60_characters);

@@ -4,7 +4,11 @@
  * A fixture is a partial trace: every key it has must match the trace, keys it
  * lacks are ignored. Rules:
  *  - Objects: each fixture key must exist in the trace's object and match.
- *  - Arrays: lengths must be equal, then element by element.
+ *  - Arrays: lengths must be equal, then element by element. One
+ *    exception: a fixture event's "ranks" whose every entry has a numeric
+ *    "rank" is matched by that number, so a fixture may list only some
+ *    ranks ({"rank": 3, ...} is the trace's rank 3, not its first entry);
+ *    a rank the trace lacks is a mismatch.
  *  - Numbers: |trace - fixture| <= atol + rtol * |fixture|, with the tolerance
  *    in force (default {"atol": 0, "rtol": 0}).
  *  - Strings and booleans: exactly. A type difference is a mismatch.
