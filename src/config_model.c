@@ -14,6 +14,56 @@ static const char *const later_types[] = {"layernorm", "embedding", "attention",
 static const char *const later_styles[] = {"sequence", "vocab", NULL};
 #define LATER_VERSION "tpsim 0.3"
 
+/*
+ * Style names people bring from PyTorch's API or from write-ups about TP:
+ * PyTorch's own class names, which tpsim spells in lower case, and names
+ * that exist in no PyTorch at all. Each gets what to write instead.
+ */
+struct misnomer {
+	const char *name;
+	const char *advice;
+};
+
+static const struct misnomer style_misnomers[] = {
+	{"ColwiseParallel", "PyTorch's ColwiseParallel is \"colwise\" here"},
+	{"RowwiseParallel", "PyTorch's RowwiseParallel is \"rowwise\" here"},
+	{"SequenceParallel",
+	 "PyTorch's SequenceParallel is \"sequence\" here, which "
+	 "is not supported by " LATER_VERSION},
+	{"ColwiseParallel(dim=1)",
+	 "ColwiseParallel takes no dim; sharding a linear's input features "
+	 "(the weight's dim 1) is RowwiseParallel, \"rowwise\""},
+	{"RowwiseParallel(dim=0)",
+	 "RowwiseParallel takes no dim; sharding a linear's output features "
+	 "(the weight's dim 0) is ColwiseParallel, \"colwise\""},
+	{"ShardingParallel",
+	 "PyTorch has no ShardingParallel; a sharded linear is \"colwise\" "
+	 "(ColwiseParallel) or \"rowwise\" (RowwiseParallel)"},
+	{"PipelineParallel",
+	 "PipelineParallel is not a tensor-parallel style: pipeline "
+	 "parallelism puts whole layers on different ranks "
+	 "(torch.distributed.pipelining); tpsim shards layers with "
+	 "\"colwise\", \"rowwise\" or \"replicate\""},
+	{"tp.einsum",
+	 "PyTorch has no tp.einsum; a tensor-parallel matmul is a linear "
+	 "layer planned \"colwise\" or \"rowwise\""},
+	{"DataParallel",
+	 "data parallelism is not a plan style: give the mesh a dp dim and "
+	 "\"dp_dim\""},
+};
+
+/* The advice for a name from the table above, or NULL. */
+static const char *misnomer_advice(const char *name)
+{
+	for (size_t i = 0;
+	     i < sizeof style_misnomers / sizeof style_misnomers[0]; i++) {
+		if (strcmp(name, style_misnomers[i].name) == 0) {
+			return style_misnomers[i].advice;
+		}
+	}
+	return NULL;
+}
+
 /* ---- what each module type allows ------------------------------------- */
 
 static void parse_linear(struct cfg *c, const cJSON *m,
@@ -345,7 +395,16 @@ static void read_style(struct cfg *c, const cJSON *style, void *ctx)
 {
 	struct style_ctx *x = ctx;
 	const struct module_kind *kind = kind_of(x->ms->type);
-	char list[128];
+	const char *advice = cJSON_IsString(style)
+				     ? misnomer_advice(style->valuestring)
+				     : NULL;
+	char list[128], esc[96];
+	if (advice) {
+		cfg_fail(c, TPS_ERR_INPUT, "unknown style \"%s\": %s",
+			 tps_json_escape_for_message(style->valuestring, esc,
+						     sizeof esc),
+			 advice);
+	}
 	if (cJSON_IsString(style) &&
 	    tps_name_index(later_styles, style->valuestring) >= 0) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,

@@ -508,6 +508,32 @@ static const struct bad_config bad_configs[] = {
 	    "colwise, rowwise, replicate)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'Rowwise'}}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2/style: unknown style \"Rowwise\""),
+	/* Names from PyTorch's API and from write-ups, with what to use. */
+	BAD(BASE ",'plan':{'fc1':'ColwiseParallel'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1: unknown style \"ColwiseParallel\": "
+	    "PyTorch's ColwiseParallel is \"colwise\" here"),
+	BAD(BASE ",'plan':{'fc2':'RowwiseParallel'}}", TPS_ERR_INPUT,
+	    "RowwiseParallel is \"rowwise\" here"),
+	BAD(BASE ",'plan':{'fc2':'SequenceParallel'}}", TPS_ERR_INPUT,
+	    "SequenceParallel is \"sequence\" here, which is not supported "
+	    "by tpsim 0.3"),
+	BAD(BASE ",'plan':{'fc1':'ShardingParallel'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1: unknown style \"ShardingParallel\": "
+	    "PyTorch has no ShardingParallel; a sharded linear is \"colwise\" "
+	    "(ColwiseParallel) or \"rowwise\" (RowwiseParallel)"),
+	BAD(BASE ",'plan':{'fc1':{'style':'PipelineParallel'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/style: unknown style \"PipelineParallel\": "
+	    "PipelineParallel is not a tensor-parallel style"),
+	BAD(BASE ",'plan':{'fc1':'tp.einsum'}}", TPS_ERR_INPUT,
+	    "unknown style \"tp.einsum\": PyTorch has no tp.einsum"),
+	BAD(BASE ",'plan':{'fc1':'ColwiseParallel(dim=1)'}}", TPS_ERR_INPUT,
+	    "unknown style \"ColwiseParallel(dim=1)\": ColwiseParallel takes "
+	    "no dim; sharding a linear's input features (the weight's dim 1) "
+	    "is RowwiseParallel, \"rowwise\""),
+	BAD(BASE ",'plan':{'fc2':'RowwiseParallel(dim=0)'}}", TPS_ERR_INPUT,
+	    "is ColwiseParallel, \"colwise\""),
+	BAD(BASE ",'plan':{'fc1':'DataParallel'}}", TPS_ERR_INPUT,
+	    "data parallelism is not a plan style"),
 	BAD(BASE ",'plan':{'fc1':1}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1: expected a style string or an object with "
 	    "\"style\", got 1"),
