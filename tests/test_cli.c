@@ -629,6 +629,54 @@ START_TEST(explicit_input_values_run_as_their_init_would)
 }
 END_TEST
 
+/* README's quick start shows what `tools/quickstart.sh demo` prints: the
+ * explain output of the seed's 2x4 example, as an indented block after a
+ * marker. It is compared with the real output line for line. */
+START_TEST(readme_quick_start_shows_the_real_demo_output)
+{
+	static const char marker[] =
+		"<!-- the demo's explain output, checked by tests/test_cli.c "
+		"-->\n\n";
+	const char *dir = tu_tempdir();
+	char trace[1024];
+	char *readme = tu_read_file(tu_source_path("README.md"), NULL);
+	char *shown = NULL;
+	size_t shown_len = 0;
+	FILE *w = open_memstream(&shown, &shown_len);
+	const char *p;
+	struct result r;
+
+	ck_assert_ptr_nonnull(readme);
+	p = strstr(readme, marker);
+	ck_assert_msg(p != NULL, "README.md lost its demo marker");
+	/* The indented lines (and blank lines between them), unindented. */
+	for (p += strlen(marker); strncmp(p, "    ", 4) == 0;) {
+		const char *eol = strchr(p, '\n');
+		ck_assert_ptr_nonnull(eol);
+		fprintf(w, "%.*s\n", (int)(eol - p - 4), p + 4);
+		p = eol + 1;
+	}
+	fclose(w);
+	snprintf(trace, sizeof trace, "%s/trace.json", dir);
+	r = cli(5, "run",
+		tu_source_path(
+			"fixtures/seed_2x4_rowwise_after_reduce/config.json"),
+		"-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	r = cli(3, "explain", trace);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strcmp(shown, r.out) == 0,
+		      "README.md's demo output is stale; tpsim explain "
+		      "prints:\n%s",
+		      r.out);
+	result_free(&r);
+	free(shown);
+	free(readme);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(run_threads_and_stats_options)
 {
 	const char *dir = tu_tempdir();
@@ -1241,6 +1289,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
+	tcase_add_test(run, readme_quick_start_shows_the_real_demo_output);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
