@@ -103,6 +103,23 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"check", "t.json", NULL, "expected TRACE FIXTURE"},
 		{"mesh", "--shape", "3,x", "--shape expects"},
 		{"mesh", "--names", "a", "missing --shape"},
+		{"explain", NULL, NULL, "explain: expected TRACE"},
+		{"explain", "t.json", "--step", "--step needs a step number"},
+		{"explain", "--step", "x",
+		 "--step needs a step number (0, 1, "
+		 "...), got 'x'"},
+		{"explain", "--max-values", "-1",
+		 "--max-values needs a count "
+		 "(0: no limit), got '-1'"},
+		{"explain", "--phase", "sideways",
+		 "--phase expects setup, forward, backward or optimizer, got "
+		 "'sideways'"},
+		{"explain", "t.json", "--module", "--module needs a name"},
+		{"explain", "t.json", "--frob",
+		 "explain: unknown option '--frob'"},
+		{"explain", "a.json", "b.json",
+		 "explain: unexpected argument "
+		 "'b.json'"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int argc = !cases[i][0][0]	 ? 1
@@ -788,6 +805,111 @@ START_TEST(explain_walks_the_trace_step_by_step)
 }
 END_TEST
 
+/* One rank line per rank, each with its values or a stated elision:
+ * nothing is dropped silently. */
+static void every_rank_line_shows_values(const char *out)
+{
+	for (const char *p = strstr(out, "        rank "); p;
+	     p = strstr(p + 1, "        rank ")) {
+		const char *eol = strchr(p, '\n');
+		const char *v = strstr(p, ") [");
+		const char *h = strstr(p, " hash ");
+		ck_assert_msg((v && v < eol) || (h && h < eol),
+			      "a rank line without values: %.*s",
+			      (int)(eol - p), p);
+	}
+}
+
+START_TEST(explain_elides_long_values_visibly_and_filters_events)
+{
+	/* x (3, 8) @ W (6, 8)^T colwise over 2: each rank's output is (3, 3),
+	 * 9 values; its weight shard (3, 8), 24 values, more than the
+	 * default 16. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 8, \"out_features\": 6}], "
+		"\"plan\": {\"fc\": \"colwise\"}, \"input\": {\"shape\": "
+		"[3, 8], \"init\": \"arange\"}, \"init\": {\"method\": "
+		"\"arange\"}}");
+	char trace[512];
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+
+	r = cli(3, "explain", trace);
+	ck_assert_int_eq(r.rc, 0);
+	every_rank_line_shows_values(r.out);
+	/* W = arange (6, 8): rank 1 holds rows 3-5, values 25 .. 48. */
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "rank 1: (3, 8) [25,26,27,28,29,30,31,32,...,"
+			      "41,42,43,44,45,46,47,48] (16 of 24 values: the "
+			      "first and last 8 in row-major order; "
+			      "--max-values)\n"));
+	result_free(&r);
+	/* --max-values 0: everything; 4: the first and last 2. */
+	r = cli(5, "explain", trace, "--max-values", "0");
+	ck_assert_ptr_nonnull(strstr(
+		r.out,
+		"rank 1: (3, 8) [[25,26,27,28,29,30,31,32],"
+		"[33,34,35,36,37,38,39,40],[41,42,43,44,45,46,47,48]]\n"));
+	ck_assert_ptr_null(strstr(r.out, "..."));
+	result_free(&r);
+	r = cli(5, "explain", trace, "--max-values", "4");
+	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (3, 8) [25,26,...,47,48] "
+					    "(4 of 24 values: the first and "
+					    "last 2"));
+	every_rank_line_shows_values(r.out);
+	result_free(&r);
+	/* Filters: forward only, no setup section; one module; none. */
+	r = cli(5, "explain", trace, "--phase", "forward");
+	ck_assert_ptr_null(strstr(r.out, "setup:"));
+	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
+	result_free(&r);
+	r = cli(7, "explain", trace, "--step", "0", "--module", "output");
+	ck_assert_ptr_null(strstr(r.out, " fc       "));
+	ck_assert_ptr_nonnull(strstr(r.out, "all_gather"));
+	result_free(&r);
+	r = cli(5, "explain", trace, "--step", "3");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "(no event matches --step, --module and --phase)\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "result: output (3, 6)"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(explain_shows_a_summary_traces_statistics)
+{
+	const char *dir = tu_tempdir();
+	char text[1024], trace[512];
+	const char *cfg;
+	struct result r;
+	snprintf(text, sizeof text,
+		 "%.*s, \"trace\": {\"values\": "
+		 "\"summary\"}}",
+		 (int)strlen(small_config) - 1, small_config);
+	cfg = write_config(dir, "c.json", text);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	r = cli(3, "explain", trace);
+	every_rank_line_shows_values(r.out);
+	/* Rank 1's partial sums [[25,53],[53,113]]: min 25, max 113, mean
+	 * 61. */
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "rank 1: (2, 2) min 25, max 113, mean 61, hash "));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(explain_prints_byte_counts_as_integers)
 {
 	/* A (512, 512) all_reduce over 2 ranks: c = 131072 floats, 2 (n-1) c
@@ -1294,6 +1416,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
+	tcase_add_test(check,
+		       explain_elides_long_values_visibly_and_filters_events);
+	tcase_add_test(check, explain_shows_a_summary_traces_statistics);
 	tcase_add_test(check, explain_prints_byte_counts_as_integers);
 	tcase_add_test(comm, comm_counts_inference_and_training_side_by_side);
 	tcase_add_test(comm, comm_sweeps_every_combination_of_set_values);
