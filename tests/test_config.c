@@ -1000,6 +1000,56 @@ END_TEST
 
 /* The same rows with err NULL: the status alone, and no crash (the
  * message helpers must not read through a NULL err). */
+/*
+ * The bad-config table for tests/schema_check.py: with
+ * TPSIM_DUMP_BAD_CONFIGS=FILE, one JSON line per row that is valid JSON,
+ * {"config": text, "message": tpsim's error}. Every such row must be
+ * refused with a message either way.
+ */
+START_TEST(bad_configs_are_dumped_for_the_schema_check)
+{
+	const char *path = getenv("TPSIM_DUMP_BAD_CONFIGS");
+	FILE *out = path ? fopen(path, "w") : NULL;
+	size_t rows = 0;
+	ck_assert(!path || out);
+	for (size_t i = 0; i < sizeof bad_configs / sizeof bad_configs[0];
+	     i++) {
+		const struct bad_config *bc = &bad_configs[i];
+		struct tps_error err = {0};
+		struct tps_run_spec spec = {0};
+		cJSON *root = NULL, *line;
+		char *text;
+		if (bc->stage != STAGE_CONFIG) {
+			continue;
+		}
+		ck_assert_int_eq(parse_json(bc->json, &root, &err), TPS_OK);
+		ck_assert_int_ne(
+			tps_config_parse(root, "cfg.json", &spec, &err),
+			TPS_OK);
+		cJSON_Delete(root);
+		ck_assert_ptr_nonnull(strstr(err.message, "cfg.json: "));
+		rows++;
+		if (!out) {
+			continue;
+		}
+		text = dq(bc->json);
+		line = cJSON_CreateObject();
+		cJSON_AddStringToObject(line, "config", text);
+		cJSON_AddStringToObject(line, "message", err.message);
+		free(text);
+		text = cJSON_PrintUnformatted(line);
+		ck_assert_ptr_nonnull(text);
+		fprintf(out, "%s\n", text);
+		free(text);
+		cJSON_Delete(line);
+	}
+	ck_assert_uint_gt(rows, 100);
+	if (out) {
+		ck_assert_int_eq(fclose(out), 0);
+	}
+}
+END_TEST
+
 START_TEST(bad_config_without_err_returns_its_status)
 {
 	const struct bad_config *bc = &bad_configs[_i];
@@ -2348,6 +2398,9 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, chunk_accepts_uneven_sizes);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("dump");
+	tcase_add_test(tc, bad_configs_are_dumped_for_the_schema_check);
+	suite_add_tcase(s, tc);
 	return s;
 }
 

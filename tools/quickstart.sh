@@ -7,7 +7,7 @@
 set -eu
 
 cd "$(dirname "$0")/.."
-packages="gcc check libcjson-dev libxxhash-dev meson ninja-build pkg-config"
+packages="gcc check libcjson-dev libxxhash-dev meson ninja-build pkg-config python3-jsonschema"
 
 install_missing() {
 	missing=""
