@@ -1,4 +1,5 @@
-/* What the CLI's files share (cli.c, cli_comm.c). Not installed. */
+/* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c). Not
+ * installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
 
@@ -31,5 +32,9 @@ bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set);
 
 /* tpsim comm CONFIG... [--set NAME=V[,V...]]... [--json] */
 int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err);
+
+/* tpsim explain TRACE [--step N] [--module NAME] [--phase P]
+ * [--max-values N] [--format text|md] */
+int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err);
 
 #endif
