@@ -11,13 +11,11 @@
 #include <string.h>
 
 #include "tpsim/check.h"
-#include "tpsim/event.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/mesh.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/pool.h"
 #include "tpsim/run.h"
-#include "tpsim/spec.h"
 #include "tpsim/trace.h"
 #include "tps_version.h"
 
