@@ -40,16 +40,6 @@ static void print_number(FILE *out, const cJSON *v)
 	}
 }
 
-/* Prints v compactly when short enough to read in a line, else nothing. */
-static void print_short_json(FILE *out, const cJSON *v, size_t limit)
-{
-	char *text = v ? cJSON_PrintUnformatted(v) : NULL;
-	if (text && strlen(text) <= limit) {
-		fprintf(out, " %s", text);
-	}
-	free(text);
-}
-
 /* Prints a JSON array of numbers or strings between open and close,
  * ", "-separated: a shape "(2, 4)" or placements "[shard(1)]". */
 static void print_list(FILE *out, const cJSON *list, char open, char close)
@@ -117,8 +107,10 @@ static void last_numbers(const cJSON *v, const cJSON **ring, size_t keep,
  */
 #define EXPLAIN_MAX_KEEP 512
 
-static void print_values(FILE *out, const cJSON *holder, size_t max_values)
+static void print_values(FILE *out, const cJSON *holder, size_t max_values,
+			 bool md)
 {
+	const char *tick = md ? "`" : "";
 	const cJSON *values =
 		cJSON_GetObjectItemCaseSensitive(holder, "values");
 	const cJSON *head[EXPLAIN_MAX_KEEP], *tail[EXPLAIN_MAX_KEEP];
@@ -142,14 +134,14 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values)
 						  holder, "mean"));
 			fputc(',', out);
 		}
-		fprintf(out, " hash %s", hash->valuestring);
+		fprintf(out, " hash %s%s%s", tick, hash->valuestring, tick);
 		return;
 	}
 	n = flatten(values, head, 0, 0);
 	if (max_values == 0 || n <= max_values) {
 		char *text = cJSON_PrintUnformatted(values);
 		if (text) {
-			fprintf(out, " %s", text);
+			fprintf(out, " %s%s%s", tick, text, tick);
 		} else {
 			fputs(" (values: out of memory to print)", out);
 		}
@@ -160,7 +152,7 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values)
 	keep = keep > EXPLAIN_MAX_KEEP ? EXPLAIN_MAX_KEEP : keep;
 	flatten(values, head, keep, 0);
 	last_numbers(values, tail, keep, &seen);
-	fputs(" [", out);
+	fprintf(out, " %s[", tick);
 	for (size_t i = 0; i < keep; i++) {
 		print_number(out, head[i]);
 		fputc(',', out);
@@ -171,9 +163,9 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values)
 		print_number(out, tail[(seen + i) % keep]);
 	}
 	fprintf(out,
-		"] (%zu of %zu values: the first and last %zu in row-major "
+		"]%s (%zu of %zu values: the first and last %zu in row-major "
 		"order; --max-values)",
-		2 * keep, n, keep);
+		tick, 2 * keep, n, keep);
 }
 
 /* A collective's groups: all of them when short, else the first and how
@@ -228,7 +220,7 @@ static void explain_event(FILE *out, const cJSON *ev, size_t max_values)
 		print_number(out, rank);
 		fputs(": ", out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
-		print_values(out, r, max_values);
+		print_values(out, r, max_values, false);
 		fputc('\n', out);
 	}
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
@@ -238,6 +230,84 @@ static void explain_event(FILE *out, const cJSON *ev, size_t max_values)
 
 /* The training part of a result: the loss at each step, both ways, and
  * what else was compared. */
+/* ---- the same in Markdown (--format md) ------------------------------- */
+
+/* Text from a config or a trace (module names, notes) as Markdown that
+ * shows it literally: every character GitHub or MkDocs could read as
+ * markup is escaped. */
+static void md_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("\\`*_{}[]<>#|~", *s)) {
+			fputc('\\', out);
+		}
+		fputc(*s, out);
+	}
+}
+
+static void md_or_text(FILE *out, bool md, const char *s)
+{
+	if (md) {
+		md_text(out, s);
+	} else {
+		fputs(s, out);
+	}
+}
+
+static void md_event(FILE *out, const cJSON *ev, size_t max_values)
+{
+	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
+	const cJSON *bytes =
+		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
+	const cJSON *r;
+	const char *kind = str_of(ev, "kind");
+
+	fputs("### [", out);
+	print_number(out, cJSON_GetObjectItemCaseSensitive(ev, "seq"));
+	fputs("] ", out);
+	md_text(out, str_of(ev, "module"));
+	fputs(": ", out);
+	md_text(out, str_of(ev, "op"));
+	fputs(" -> ", out);
+	md_text(out, str_of(ev, "tensor"));
+	fputs("\n\nPlacements `", out);
+	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
+		   ']');
+	fputs("`, global shape ", out);
+	print_shape(out, cJSON_GetObjectItemCaseSensitive(ev, "global_shape"));
+	if (strcmp(kind, "compute") != 0 &&
+	    cJSON_GetObjectItemCaseSensitive(ev, "mesh_dim")) {
+		char *groups = cJSON_PrintUnformatted(
+			cJSON_GetObjectItemCaseSensitive(ev, "groups"));
+		fputs(", over the ", out);
+		md_text(out, str_of(ev, "mesh_dim"));
+		fprintf(out, " groups `%s`", groups ? groups : "?");
+		free(groups);
+	}
+	if (cJSON_IsNumber(bytes)) {
+		fputs(", ", out);
+		print_number(out, bytes);
+		fputs(" bytes per rank", out);
+	}
+	fputs(".\n\n| rank | shape | values |\n|---:|---|---|\n", out);
+	cJSON_ArrayForEach(r, ranks)
+	{
+		fputs("| ", out);
+		print_number(out, cJSON_GetObjectItemCaseSensitive(r, "rank"));
+		fputs(" | ", out);
+		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
+		fputs(" |", out);
+		print_values(out, r, max_values, true);
+		fputs(" |\n", out);
+	}
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
+		fputs("\n", out);
+		md_text(out, str_of(ev, "note"));
+		fputs("\n", out);
+	}
+	fputs("\n", out);
+}
+
 static void explain_training(FILE *out, const cJSON *result)
 {
 	const cJSON *loss = cJSON_GetObjectItemCaseSensitive(result, "loss");
@@ -265,6 +335,7 @@ struct explain_filter {
 	const char *module; /* NULL: any */
 	const char *phase;  /* NULL: any */
 	size_t max_values;
+	bool md; /* --format md */
 };
 
 static bool explain_wants(const struct explain_filter *f, const cJSON *ev)
@@ -322,6 +393,17 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 				f->max_values = (size_t)n;
 			}
 			i++;
+		} else if (strcmp(opt, "--format") == 0) {
+			if (!arg || (strcmp(arg, "text") != 0 &&
+				     strcmp(arg, "md") != 0)) {
+				return tps_cli_usage_error(
+					err,
+					"explain: --format expects text or md, "
+					"got '%s'",
+					arg ? arg : "");
+			}
+			f->md = strcmp(arg, "md") == 0;
+			i++;
 		} else if (strcmp(opt, "--module") == 0) {
 			if (!arg) {
 				return tps_cli_usage_error(
@@ -364,7 +446,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	const cJSON *ev, *result, *comm, *op, *mesh;
 	struct tps_error e = {0};
 	const char *phase = NULL, *path = NULL;
-	struct explain_filter filter = {-1, NULL, NULL, 16};
+	struct explain_filter filter = {-1, NULL, NULL, 16, false};
 	int step = -2, shown = 0;
 	int rc = explain_options(argc, argv, &filter, &path, err);
 
@@ -378,17 +460,25 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		return tps_cli_trouble(err, &e);
 	}
 	mesh = cJSON_GetObjectItemCaseSensitive(trace, "mesh");
-	fprintf(out, "%s trace of a mesh ", str_of(trace, "generator"));
+	fputs(filter.md ? "# A " : "", out);
+	md_or_text(out, filter.md, str_of(trace, "generator"));
+	fputs(" trace of a mesh ", out);
 	print_shape(out, cJSON_GetObjectItemCaseSensitive(mesh, "shape"));
 	fputs(" named", out);
-	print_short_json(
-		out, cJSON_GetObjectItemCaseSensitive(mesh, "dim_names"), 4096);
-	fputc('\n', out);
+	{
+		char *names = cJSON_PrintUnformatted(
+			cJSON_GetObjectItemCaseSensitive(mesh, "dim_names"));
+		fprintf(out, filter.md ? " `%s`\n\n" : " %s\n",
+			names ? names : "?");
+		free(names);
+	}
 	cJSON_ArrayForEach(ev,
 			   cJSON_GetObjectItemCaseSensitive(trace, "warnings"))
 	{
-		fprintf(out, "warning: %s\n",
-			cJSON_IsString(ev) ? ev->valuestring : "?");
+		fputs(filter.md ? "> **Warning:** " : "warning: ", out);
+		md_or_text(out, filter.md,
+			   cJSON_IsString(ev) ? ev->valuestring : "?");
+		fputs(filter.md ? "\n\n" : "\n", out);
 	}
 	cJSON_ArrayForEach(ev,
 			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
@@ -402,19 +492,27 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		shown++;
 		if (!phase || strcmp(phase, this_phase) != 0 ||
 		    this_step != step) {
+			fputs(filter.md ? "## " : "", out);
+			md_or_text(out, filter.md, this_phase);
 			if (this_step >= 0) {
-				fprintf(out, "%s, step %d:\n", this_phase,
-					this_step);
-			} else {
-				fprintf(out, "%s:\n", this_phase);
+				fprintf(out, ", step %d", this_step);
 			}
+			fputs(filter.md ? "\n\n" : ":\n", out);
 			phase = this_phase;
 			step = this_step;
 		}
-		explain_event(out, ev, filter.max_values);
+		if (filter.md) {
+			md_event(out, ev, filter.max_values);
+		} else {
+			explain_event(out, ev, filter.max_values);
+		}
 	}
 	if (shown == 0) {
-		fputs("(no event matches --step, --module and --phase)\n", out);
+		fputs(filter.md ? "*No event matches --step, --module and "
+				  "--phase.*\n\n"
+				: "(no event matches --step, --module and "
+				  "--phase)\n",
+		      out);
 	}
 	result = cJSON_GetObjectItemCaseSensitive(trace, "result");
 	if (result) {
@@ -422,17 +520,27 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			cJSON_GetObjectItemCaseSensitive(result, "output");
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(
 			result, "max_abs_diff");
-		fputs("result: output ", out);
+		bool match = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(result, "match"));
+		fputs(filter.md ? "## Result\n\nOutput " : "result: output ",
+		      out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
-		print_values(out, o, filter.max_values);
-		fprintf(out, " %s the single-device reference (max_abs_diff ",
-			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
-								      "match"))
-				? "matches"
-				: "DIFFERS from");
+		print_values(out, o, filter.max_values, filter.md);
+		if (filter.md) {
+			fprintf(out, " %s the single-device reference",
+				match ? "**matches**" : "**differs from**");
+		} else {
+			fprintf(out, " %s the single-device reference",
+				match ? "matches" : "DIFFERS from");
+		}
+		fputs(filter.md ? " (`max_abs_diff` " : " (max_abs_diff ", out);
 		print_number(out, d);
-		fputs(")\n", out);
+		fputs(filter.md ? ").\n\n" : ")\n", out);
 		explain_training(out, result);
+		if (filter.md &&
+		    cJSON_GetObjectItemCaseSensitive(result, "loss")) {
+			fputc('\n', out);
+		}
 	}
 	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm");
 	if (comm) {
@@ -440,7 +548,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			cJSON_GetObjectItemCaseSensitive(comm, "collectives");
 		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
 			comm, "bytes_per_rank");
-		fputs("comm: ", out);
+		fputs(filter.md ? "Communication: " : "comm: ", out);
 		print_number(out, n);
 		fprintf(out, " collective%s, ",
 			cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
@@ -449,7 +557,9 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		cJSON_ArrayForEach(
 			op, cJSON_GetObjectItemCaseSensitive(comm, "by_op"))
 		{
-			fprintf(out, "; %s x", op->string);
+			fputs("; ", out);
+			md_or_text(out, filter.md, op->string);
+			fputs(" x", out);
 			print_number(out, cJSON_GetObjectItemCaseSensitive(
 						  op, "count"));
 		}

@@ -120,6 +120,10 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"explain", "a.json", "b.json",
 		 "explain: unexpected argument "
 		 "'b.json'"},
+		{"explain", "t.json", "--format",
+		 "--format expects text or md, got ''"},
+		{"explain", "--format", "html",
+		 "--format expects text or md, got 'html'"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int argc = !cases[i][0][0]	 ? 1
@@ -910,6 +914,74 @@ START_TEST(explain_shows_a_summary_traces_statistics)
 }
 END_TEST
 
+/* tests/golden/explain: explain's text and Markdown for the seed's 2x4
+ * example and a 2-D mesh, byte for byte after the first line (which names
+ * the version). The values in them are the hand-derived fixtures'. */
+START_TEST(explain_text_and_md_match_their_golden_files)
+{
+	static const char *const cases[] = {"seed_2x4_rowwise_after_reduce",
+					    "mesh_2d_dp_tp"};
+	static const char *const formats[] = {"text", "md"};
+	const char *dir = tu_tempdir();
+	for (size_t c = 0; c < 2; c++) {
+		char cfg[1024], trace[1024], golden_path[512];
+		struct result r;
+		snprintf(cfg, sizeof cfg, "%s/%s/config.json",
+			 tu_source_path("fixtures"), cases[c]);
+		snprintf(trace, sizeof trace, "%s/%s.json", dir, cases[c]);
+		r = cli(5, "run", cfg, "-o", trace);
+		ck_assert_msg(r.rc == 0, "%s", r.err);
+		result_free(&r);
+		for (size_t f = 0; f < 2; f++) {
+			char *golden;
+			snprintf(golden_path, sizeof golden_path,
+				 "tests/golden/explain/%s.%s", cases[c],
+				 f ? "md" : "txt");
+			golden =
+				tu_read_file(tu_source_path(golden_path), NULL);
+			ck_assert_msg(golden != NULL, "%s is missing",
+				      golden_path);
+			r = cli(5, "explain", trace, "--format", formats[f]);
+			ck_assert_int_eq(r.rc, 0);
+			ck_assert_msg(strcmp(strchr(golden, '\n'),
+					     strchr(r.out, '\n')) == 0,
+				      "%s differs; explain now prints:\n%s",
+				      golden_path, r.out);
+			result_free(&r);
+			free(golden);
+		}
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(explain_md_escapes_text_from_the_config)
+{
+	/* Module names are letters, digits, '_', '-' and '.': '_' is the
+	 * one Markdown may read as emphasis (MkDocs does, between words). */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc_a_b\", "
+		"\"type\": \"linear\", \"in_features\": 4, "
+		"\"out_features\": 2}], \"plan\": {\"*\": \"rowwise\"}, "
+		"\"input\": {\"shape\": [2, 4], \"init\": \"arange\"}}");
+	char trace[512];
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	r = cli(5, "explain", trace, "--format", "md");
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "] fc\\_a\\_b: matmul -> fc\\_a\\_b.out\n"));
+	ck_assert_ptr_null(strstr(r.out, "fc_a_b"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(explain_prints_byte_counts_as_integers)
 {
 	/* A (512, 512) all_reduce over 2 ranks: c = 131072 floats, 2 (n-1) c
@@ -1416,6 +1488,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
+	tcase_add_test(check, explain_text_and_md_match_their_golden_files);
+	tcase_add_test(check, explain_md_escapes_text_from_the_config);
 	tcase_add_test(check,
 		       explain_elides_long_values_visibly_and_filters_events);
 	tcase_add_test(check, explain_shows_a_summary_traces_statistics);
