@@ -245,6 +245,85 @@ static void md_text(FILE *out, const char *s)
 	}
 }
 
+/* The run's global tensors, which the events show only as shards: the
+ * input (and target), and every parameter's initial value with its
+ * placements. */
+static void md_or_text(FILE *out, bool md, const char *s);
+
+static void global_row(FILE *out, bool md, const char *name, const cJSON *t,
+		       size_t max_values)
+{
+	const cJSON *placements =
+		cJSON_GetObjectItemCaseSensitive(t, "placements");
+	fputs(md ? "| " : "  ", out);
+	md_or_text(out, md, name);
+	fputs(md ? " | " : " ", out);
+	print_shape(out, cJSON_GetObjectItemCaseSensitive(t, "shape"));
+	if (md) {
+		fputs(" | ", out);
+		if (placements) {
+			fputc('`', out);
+			print_list(out, placements, '[', ']');
+			fputc('`', out);
+		}
+		fputs(" |", out);
+	} else if (placements) {
+		fputc(' ', out);
+		print_list(out, placements, '[', ']');
+	}
+	print_values(out, t, max_values, md);
+	fputs(md ? " |\n" : "\n", out);
+}
+
+static void explain_globals(FILE *out, const cJSON *trace, bool md,
+			    size_t max_values)
+{
+	const cJSON *t;
+	fputs(md ? "## Global tensors\n\n| tensor | shape | placements | "
+		   "values |\n|---|---|---|---|\n"
+		 : "global tensors:\n",
+	      out);
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(trace, "inputs"))
+	{
+		global_row(out, md, t->string, t, max_values);
+	}
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(trace, "params"))
+	{
+		global_row(out, md, t->string, t, max_values);
+	}
+	if (md) {
+		fputc('\n', out);
+	}
+}
+
+/* Which module's collectives cost what: comm.by_module as a table. */
+static void explain_by_module(FILE *out, const cJSON *comm, bool md)
+{
+	const cJSON *m;
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(comm, "by_module");
+	if (!by || !by->child) {
+		return;
+	}
+	fputs(md ? "\n| module | collectives | bytes per rank |\n"
+		   "|---|---:|---:|\n"
+		 : "  by module:",
+	      out);
+	cJSON_ArrayForEach(m, by)
+	{
+		fputs(md ? "| " : " ", out);
+		md_or_text(out, md, m->string);
+		fputs(md ? " | " : " x", out);
+		print_number(out, cJSON_GetObjectItemCaseSensitive(m, "count"));
+		fputs(md ? " | " : " (", out);
+		print_number(out, cJSON_GetObjectItemCaseSensitive(
+					  m, "bytes_per_rank"));
+		fputs(md ? " |\n" : " bytes/rank)", out);
+	}
+	if (!md) {
+		fputc('\n', out);
+	}
+}
+
 static void md_or_text(FILE *out, bool md, const char *s)
 {
 	if (md) {
@@ -480,6 +559,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			   cJSON_IsString(ev) ? ev->valuestring : "?");
 		fputs(filter.md ? "\n\n" : "\n", out);
 	}
+	explain_globals(out, trace, filter.md, filter.max_values);
 	cJSON_ArrayForEach(ev,
 			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
 	{
@@ -522,6 +602,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			result, "max_abs_diff");
 		bool match = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(result, "match"));
+		const cJSON *ref;
 		fputs(filter.md ? "## Result\n\nOutput " : "result: output ",
 		      out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
@@ -536,6 +617,16 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		fputs(filter.md ? " (`max_abs_diff` " : " (max_abs_diff ", out);
 		print_number(out, d);
 		fputs(filter.md ? ").\n\n" : ")\n", out);
+		ref = cJSON_GetObjectItemCaseSensitive(result,
+						       "reference_output");
+		if (ref) {
+			fputs(filter.md ? "Reference output " : "  reference ",
+			      out);
+			print_shape(out, cJSON_GetObjectItemCaseSensitive(
+						 ref, "shape"));
+			print_values(out, ref, filter.max_values, filter.md);
+			fputs(filter.md ? ".\n\n" : "\n", out);
+		}
 		explain_training(out, result);
 		if (filter.md &&
 		    cJSON_GetObjectItemCaseSensitive(result, "loss")) {
@@ -564,6 +655,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 						  op, "count"));
 		}
 		fputc('\n', out);
+		explain_by_module(out, comm, filter.md);
 	}
 	cJSON_Delete(trace);
 	return TPS_EXIT_OK;
