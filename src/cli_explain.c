@@ -184,6 +184,30 @@ static void print_groups(FILE *out, const cJSON *groups)
 	free(text);
 }
 
+/* What a collective or a local split computes, as an equation over the
+ * ranks i of one group (y_i: rank i's tensor, y: the group's whole), in
+ * the notation of the trace's notes. */
+static const char *op_equation(const char *op)
+{
+	static const struct {
+		const char *op, *equation;
+	} table[] = {
+		{"all_reduce", "y = sum_i y_i, on every rank of the group"},
+		{"all_gather", "y = concat_i y_i, on every rank of the group"},
+		{"reduce_scatter", "y_i = chunk_i(sum_j y_j)"},
+		{"broadcast", "y_i = y_0, the group's first rank's"},
+		{"scatter", "y_i = chunk_i(y_0)"},
+		{"all_to_all", "y_i = concat_j chunk_i(y_j)"},
+		{"split", "y_i = chunk_i(y), no communication"},
+	};
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+		if (strcmp(op, table[i].op) == 0) {
+			return table[i].equation;
+		}
+	}
+	return NULL;
+}
+
 static void explain_event(FILE *out, const cJSON *ev, size_t max_values)
 {
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
@@ -222,6 +246,9 @@ static void explain_event(FILE *out, const cJSON *ev, size_t max_values)
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
 		print_values(out, r, max_values, false);
 		fputc('\n', out);
+	}
+	if (op_equation(str_of(ev, "op"))) {
+		fprintf(out, "        %s\n", op_equation(str_of(ev, "op")));
 	}
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
 		fprintf(out, "        (%s)\n", str_of(ev, "note"));
@@ -378,6 +405,9 @@ static void md_event(FILE *out, const cJSON *ev, size_t max_values)
 		fputs(" |", out);
 		print_values(out, r, max_values, true);
 		fputs(" |\n", out);
+	}
+	if (op_equation(str_of(ev, "op"))) {
+		fprintf(out, "\n`%s`\n", op_equation(str_of(ev, "op")));
 	}
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
 		fputs("\n", out);
