@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tpsim/check.h"
 #include "tpsim/event.h"
@@ -208,7 +209,24 @@ static const char *op_equation(const char *op)
 	return NULL;
 }
 
-static void explain_event(FILE *out, const cJSON *ev, size_t max_values)
+/* Colour, only on a terminal and never under NO_COLOR (no-color.org):
+ * headings bold, collectives yellow, the verdict green or red. The codes
+ * take no columns, so the text aligns as without them. */
+#define BOLD   "\033[1m"
+#define YELLOW "\033[33m"
+#define GREEN  "\033[32m"
+#define RED    "\033[31m"
+#define PLAIN  "\033[0m"
+
+static bool want_color(FILE *out)
+{
+	const char *no_color = getenv("NO_COLOR");
+	int fd = fileno(out);
+	return fd >= 0 && isatty(fd) && !(no_color && no_color[0]);
+}
+
+static void explain_event(FILE *out, const cJSON *ev, size_t max_values,
+			  bool color)
 {
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
@@ -219,8 +237,10 @@ static void explain_event(FILE *out, const cJSON *ev, size_t max_values)
 
 	fputs("  [", out);
 	print_number(out, seq);
-	fprintf(out, "] %-8s %-11s %s -> ", str_of(ev, "module"),
-		str_of(ev, "op"), str_of(ev, "tensor"));
+	color = color && strcmp(kind, "collective") == 0;
+	fprintf(out, "] %-8s %s%-11s%s %s -> ", str_of(ev, "module"),
+		color ? YELLOW : "", str_of(ev, "op"), color ? PLAIN : "",
+		str_of(ev, "tensor"));
 	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
 		   ']');
 	fputs(" global ", out);
@@ -444,7 +464,8 @@ struct explain_filter {
 	const char *module; /* NULL: any */
 	const char *phase;  /* NULL: any */
 	size_t max_values;
-	bool md; /* --format md */
+	bool md;    /* --format md */
+	bool color; /* text on a terminal, NO_COLOR unset */
 };
 
 static bool explain_wants(const struct explain_filter *f, const cJSON *ev)
@@ -555,13 +576,14 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	const cJSON *ev, *result, *comm, *op, *mesh;
 	struct tps_error e = {0};
 	const char *phase = NULL, *path = NULL;
-	struct explain_filter filter = {-1, NULL, NULL, 16, false};
+	struct explain_filter filter = {-1, NULL, NULL, 16, false, false};
 	int step = -2, shown = 0;
 	int rc = explain_options(argc, argv, &filter, &path, err);
 
 	if (rc != TPS_EXIT_OK) {
 		return rc;
 	}
+	filter.color = !filter.md && want_color(out);
 	if (tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
 		    TPS_OK ||
 	    tps_check_is_trace(trace, path, &e) != TPS_OK) {
@@ -602,19 +624,26 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		shown++;
 		if (!phase || strcmp(phase, this_phase) != 0 ||
 		    this_step != step) {
-			fputs(filter.md ? "## " : "", out);
+			fputs(filter.md	     ? "## "
+			      : filter.color ? BOLD
+					     : "",
+			      out);
 			md_or_text(out, filter.md, this_phase);
 			if (this_step >= 0) {
 				fprintf(out, ", step %d", this_step);
 			}
-			fputs(filter.md ? "\n\n" : ":\n", out);
+			fputs(filter.md ? "\n\n" : ":", out);
+			fputs(filter.color ? PLAIN "\n"
+			      : filter.md  ? ""
+					   : "\n",
+			      out);
 			phase = this_phase;
 			step = this_step;
 		}
 		if (filter.md) {
 			md_event(out, ev, filter.max_values);
 		} else {
-			explain_event(out, ev, filter.max_values);
+			explain_event(out, ev, filter.max_values, filter.color);
 		}
 	}
 	if (shown == 0) {
@@ -641,8 +670,10 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			fprintf(out, " %s the single-device reference",
 				match ? "**matches**" : "**differs from**");
 		} else {
-			fprintf(out, " %s the single-device reference",
-				match ? "matches" : "DIFFERS from");
+			fprintf(out, " %s%s%s the single-device reference",
+				filter.color ? (match ? GREEN : RED) : "",
+				match ? "matches" : "DIFFERS from",
+				filter.color ? PLAIN : "");
 		}
 		fputs(filter.md ? " (`max_abs_diff` " : " (max_abs_diff ", out);
 		print_number(out, d);

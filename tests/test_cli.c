@@ -1,5 +1,6 @@
 /* cli: verbs, exit codes (0/1/2), messages, fixtures, the mesh printout. */
 #include <check.h>
+#include <pty.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -982,6 +983,66 @@ START_TEST(explain_md_escapes_text_from_the_config)
 }
 END_TEST
 
+/* explain's output written to a pseudo-terminal, read back. */
+static char *explain_on_a_terminal(const char *trace)
+{
+	int master, slave;
+	char *argv[] = {"tpsim", "explain", (char *)trace, NULL};
+	char *text = calloc(1, 65536);
+	size_t used = 0;
+	FILE *out, *err = tmpfile();
+	ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
+	out = fdopen(slave, "w");
+	ck_assert_ptr_nonnull(out);
+	ck_assert_int_eq(tps_cli_main(3, argv, out, err), 0);
+	fclose(out);
+	fclose(err);
+	/* Read until the closed slave gives EOF or EIO. */
+	for (;;) {
+		ssize_t n = read(master, text + used, 65535 - used);
+		if (n <= 0) {
+			break;
+		}
+		used += (size_t)n;
+	}
+	close(master);
+	return text;
+}
+
+START_TEST(explain_colours_only_a_terminal_and_never_under_no_color)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	result_free(&r);
+	/* Not a terminal (a memory stream): no escape codes. */
+	r = cli(3, "explain", trace);
+	ck_assert_ptr_null(strchr(r.out, '\033'));
+	result_free(&r);
+	/* A terminal: bold phases, a yellow collective, a green verdict. */
+	unsetenv("NO_COLOR");
+	text = explain_on_a_terminal(trace);
+	ck_assert_ptr_nonnull(strstr(text, "\033[1mforward, step 0:\033[0m"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "\033[33mall_reduce \033[0m fc.out"));
+	ck_assert_ptr_nonnull(strstr(text, "\033[32mmatches\033[0m"));
+	free(text);
+	/* NO_COLOR set: a terminal gets plain text. */
+	setenv("NO_COLOR", "1", 1);
+	text = explain_on_a_terminal(trace);
+	ck_assert_ptr_nonnull(strstr(text, "forward, step 0:"));
+	ck_assert_ptr_null(strchr(text, '\033'));
+	free(text);
+	unsetenv("NO_COLOR");
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(explain_prints_byte_counts_as_integers)
 {
 	/* A (512, 512) all_reduce over 2 ranks: c = 131072 floats, 2 (n-1) c
@@ -1488,6 +1549,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
+	tcase_add_test(
+		check,
+		explain_colours_only_a_terminal_and_never_under_no_color);
 	tcase_add_test(check, explain_text_and_md_match_their_golden_files);
 	tcase_add_test(check, explain_md_escapes_text_from_the_config);
 	tcase_add_test(check,
