@@ -225,22 +225,55 @@ static bool want_color(FILE *out)
 	return fd >= 0 && isatty(fd) && !(no_color && no_color[0]);
 }
 
+/* Column widths of the module and op names, so every event line of a
+ * trace aligns: at least 8 and 11, more for longer names. */
+struct columns {
+	int seq, module, op; /* seq: the widest "[n]" */
+};
+
+/* "[n]" of an event's seq; "[?]" without one. */
+static int seq_label(const cJSON *ev, char *buf, size_t size)
+{
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(ev, "seq");
+	if (cJSON_IsNumber(seq) && seq->valuedouble >= 0 &&
+	    seq->valuedouble < 1e15) {
+		return snprintf(buf, size, "[%.0f]", seq->valuedouble);
+	}
+	return snprintf(buf, size, "[?]");
+}
+
+static struct columns columns_of(const cJSON *events)
+{
+	struct columns c = {0, 8, 11};
+	const cJSON *ev;
+	cJSON_ArrayForEach(ev, events)
+	{
+		char label[32];
+		int q = seq_label(ev, label, sizeof label);
+		int m = (int)strlen(str_of(ev, "module"));
+		c.seq = q > c.seq ? q : c.seq;
+		int o = (int)strlen(str_of(ev, "op"));
+		c.module = m > c.module ? (m < 64 ? m : 64) : c.module;
+		c.op = o > c.op ? (o < 64 ? o : 64) : c.op;
+	}
+	return c;
+}
+
 static void explain_event(FILE *out, const cJSON *ev, size_t max_values,
-			  bool color)
+			  bool color, struct columns cols)
 {
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
 		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
-	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(ev, "seq");
 	const cJSON *r;
 	const char *kind = str_of(ev, "kind");
 
-	fputs("  [", out);
-	print_number(out, seq);
+	char label[32];
+	seq_label(ev, label, sizeof label);
 	color = color && strcmp(kind, "collective") == 0;
-	fprintf(out, "] %-8s %s%-11s%s %s -> ", str_of(ev, "module"),
-		color ? YELLOW : "", str_of(ev, "op"), color ? PLAIN : "",
-		str_of(ev, "tensor"));
+	fprintf(out, "  %-*s %-*s %s%-*s%s %s -> ", cols.seq, label,
+		cols.module, str_of(ev, "module"), color ? YELLOW : "", cols.op,
+		str_of(ev, "op"), color ? PLAIN : "", str_of(ev, "tensor"));
 	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
 		   ']');
 	fputs(" global ", out);
@@ -578,6 +611,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	const char *phase = NULL, *path = NULL;
 	struct explain_filter filter = {-1, NULL, NULL, 16, false, false};
 	int step = -2, shown = 0;
+	struct columns cols;
 	int rc = explain_options(argc, argv, &filter, &path, err);
 
 	if (rc != TPS_EXIT_OK) {
@@ -612,6 +646,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		fputs(filter.md ? "\n\n" : "\n", out);
 	}
 	explain_globals(out, trace, filter.md, filter.max_values);
+	cols = columns_of(cJSON_GetObjectItemCaseSensitive(trace, "events"));
 	cJSON_ArrayForEach(ev,
 			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
 	{
@@ -643,7 +678,8 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		if (filter.md) {
 			md_event(out, ev, filter.max_values);
 		} else {
-			explain_event(out, ev, filter.max_values, filter.color);
+			explain_event(out, ev, filter.max_values, filter.color,
+				      cols);
 		}
 	}
 	if (shown == 0) {

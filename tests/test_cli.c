@@ -1043,6 +1043,56 @@ START_TEST(explain_colours_only_a_terminal_and_never_under_no_color)
 }
 END_TEST
 
+START_TEST(explain_aligns_op_and_tensor_columns_for_long_names)
+{
+	/* Training has ops longer than 11 characters (relu_backward):
+	 * every event line's op and tensor still start in one column. */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	struct result r;
+	int op_col = -1, tensor_col = -1, lines = 0;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run",
+		tu_source_path("fixtures/train_dp2_tp2_mse/config.json"), "-o",
+		trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	r = cli(3, "explain", trace);
+	for (const char *p = r.out; (p = strstr(p, "\n  [")); p++) {
+		const char *line = p + 1, *b = strstr(line, "]");
+		const char *op = b + 1, *tensor;
+		while (*op == ' ') { /* the seq's padding */
+			op++;
+		}
+		while (*op != ' ') { /* the module */
+			op++;
+		}
+		while (*op == ' ') {
+			op++;
+		}
+		tensor = op;
+		while (*tensor != ' ') {
+			tensor++;
+		}
+		while (*tensor == ' ') {
+			tensor++;
+		}
+		if (op_col < 0) {
+			op_col = (int)(op - line);
+			tensor_col = (int)(tensor - line);
+		}
+		ck_assert_msg((int)(op - line) == op_col &&
+				      (int)(tensor - line) == tensor_col,
+			      "misaligned: %.80s", line);
+		lines++;
+	}
+	ck_assert_ptr_nonnull(strstr(r.out, "relu_backward"));
+	ck_assert_int_gt(lines, 10);
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(explain_prints_byte_counts_as_integers)
 {
 	/* A (512, 512) all_reduce over 2 ranks: c = 131072 floats, 2 (n-1) c
@@ -1549,6 +1599,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
+	tcase_add_test(check,
+		       explain_aligns_op_and_tensor_columns_for_long_names);
 	tcase_add_test(
 		check,
 		explain_colours_only_a_terminal_and_never_under_no_color);
