@@ -303,6 +303,10 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		(long long)s.bytes_per_rank, diff,
 		s.match ? "matches the reference"
 			: "DIFFERS from the reference");
+	if (s.diagnosis[0]) {
+		fprintf(err, "tpsim: %s: diagnosis: %s\n", opts.config_path,
+			s.diagnosis);
+	}
 	if (stats) {
 		print_stats(err, &s.stats);
 	}

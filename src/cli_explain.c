@@ -714,6 +714,13 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		fputs(filter.md ? " (`max_abs_diff` " : " (max_abs_diff ", out);
 		print_number(out, d);
 		fputs(filter.md ? ").\n\n" : ")\n", out);
+		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+			    result, "diagnosis"))) {
+			fputs(filter.md ? "**Diagnosis:** " : "  diagnosis: ",
+			      out);
+			md_or_text(out, filter.md, str_of(result, "diagnosis"));
+			fputs(filter.md ? "\n\n" : "\n", out);
+		}
 		ref = cJSON_GetObjectItemCaseSensitive(result,
 						       "reference_output");
 		if (ref) {

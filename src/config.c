@@ -404,6 +404,55 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 		   run);
 }
 
+/* ---- "inject": the classic mistakes, switched on --------------------- */
+
+/* Whether the model has what mistake m needs to happen. */
+static bool mistake_applies(const struct tps_model_spec *spec,
+			    enum tps_mistake m)
+{
+	switch (m) {
+	case TPS_MISTAKE_BIAS_EVERY_RANK:
+		for (int i = 0; i < spec->n_modules; i++) {
+			const struct tps_module_spec *ms = &spec->modules[i];
+			if (ms->type == TPS_MODULE_LINEAR &&
+			    ms->style == TPS_STYLE_ROWWISE && ms->bias) {
+				return spec->mesh.shape[spec->tp_dim] > 1;
+			}
+		}
+		return false;
+	}
+	return false;
+}
+
+static void inject_item(struct cfg *c, const cJSON *item, int index, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	int m = 0;
+	(void)index;
+	if (!cfg_read_choice(c, item, "mistake", tps_mistake_names, &m)) {
+		return;
+	}
+	if (spec->mode == TPS_MODE_TRAINING) {
+		cfg_fail(c, TPS_ERR_UNSUPPORTED,
+			 "mistakes are injected in inference only (this "
+			 "config trains)");
+	} else if (!mistake_applies(spec, (enum tps_mistake)m)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "%s needs a rowwise linear with a bias, on a tp "
+			 "group of 2 or more ranks (this model has none)",
+			 tps_mistake_names[m]);
+	} else {
+		spec->inject |= TPS_MISTAKE_BIT(m);
+	}
+}
+
+static void inject_body(struct cfg *c, const cJSON *inject, void *ctx)
+{
+	if (cfg_expect(c, inject, cJSON_IsArray, "an array of mistakes")) {
+		cfg_each_item(c, inject, inject_item, ctx);
+	}
+}
+
 /* ---- the whole config ------------------------------------------------- */
 
 /* Everything but "vars", which is read (and applied to root) before. */
@@ -418,7 +467,8 @@ static void parse_root(struct cfg *c, const cJSON *root,
 		"sampler", "mode",	"steps",
 		"loss",	   "target",	"optimizer",
 		"dp_grad", "links",	"device",
-		"trace",   "tolerance", NULL};
+		"trace",   "tolerance", "inject",
+		NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
 		"shape",	 "values",    "init", "seed",
@@ -446,6 +496,8 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	cfg_object(c, root, "input", CFG_REQUIRED, input_keys, input_body,
 		   &run->model);
 	cfg_parse_plan(c, root, &run->model);
+	run->model.inject = 0;
+	cfg_value(c, root, "inject", CFG_OPTIONAL, inject_body, &run->model);
 	cfg_parse_params(c, root, &run->model);
 	parse_misc(c, root, run);
 	if (cfg_ok(c)) {

@@ -277,6 +277,14 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 	if (s->mode == TPS_MODE_TRAINING) {
 		put_training(&b, n, s);
 	}
+	if (s->inject) {
+		o = put_array(&b, n, "inject");
+		for (int m = 0; tps_mistake_names[m]; m++) {
+			if (s->inject & TPS_MISTAKE_BIT(m)) {
+				put_string(&b, o, NULL, tps_mistake_names[m]);
+			}
+		}
+	}
 	put_cost(&b, n, &s->mesh, &run->cost);
 	o = put_object(&b, n, "trace");
 	put_string(&b, o, "values", tps_trace_values_names[run->values]);

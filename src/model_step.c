@@ -15,9 +15,10 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink,
-				     step,	  phase,	false};
+	struct tps_nn_context ctx = {
+		&spec->mesh, spec->tp_dim, sink, step, phase, false, 0, NULL};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
+	ctx.inject = spec->inject;
 	return ctx;
 }
 

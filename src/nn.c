@@ -50,6 +50,7 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 	ev.tensor = tensor;
 	ev.flops = flops;
 	ev.note = note;
+	ev.mistake = ctx->mistake;
 	ev.value = value;
 	return emit(ctx, &ev, err);
 }

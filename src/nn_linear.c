@@ -265,7 +265,12 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	struct io_names n = io_names_of(s->name);
 	struct tps_dtensor out = {0};
 	int tp = ctx->mesh->shape[ctx->tp_dim];
-	bool bias_before = s->bias && s->bias_mode != TPS_BIAS_AFTER_REDUCE;
+	/* inject bias_every_rank: the whole bias on every rank, before. */
+	bool every_rank =
+		s->bias && (ctx->inject & TPS_MISTAKE_BIT(
+					   TPS_MISTAKE_BIAS_EVERY_RANK));
+	bool bias_before =
+		s->bias && (s->bias_mode != TPS_BIAS_AFTER_REDUCE || every_rank);
 	enum tps_status st;
 
 	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
@@ -289,7 +294,19 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
 				 "y_i = x_i W_i^T: partial sums, y = sum_i y_i",
 				 &out, matmul_flops(x, &out), err);
-	if (st == TPS_OK && bias_before) {
+	if (st == TPS_OK && every_rank) {
+		struct tps_nn_context mistaken = *ctx;
+		mistaken.mistake =
+			tps_mistake_names[TPS_MISTAKE_BIAS_EVERY_RANK];
+		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(
+				&mistaken, s->name, "add_bias", n.out,
+				"MISTAKE (inject bias_every_rank): every rank "
+				"adds the whole bias before the reduction",
+				&out, 0, err);
+		}
+	} else if (st == TPS_OK && bias_before) {
 		bool rank0 = s->bias_mode == TPS_BIAS_RANK0;
 		char note[128];
 		if (rank0) {

@@ -1,5 +1,6 @@
 #include "tpsim/run.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "tpsim/jsonio.h"
+#include "tpsim/numfmt.h"
 #include "tpsim/pool.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
@@ -307,6 +309,60 @@ static void lap(double *t0, double *total)
 	*t0 = t;
 }
 
+/*
+ * What an injected mistake did, read from its symptom (the outputs, both
+ * ways), into buf. bias_every_rank: every rank added the rowwise bias b
+ * before the all_reduce, so a model that ends in that linear outputs
+ * exactly (tp - 1) b more than the reference in every row.
+ */
+static void diagnose(const struct tps_model *model,
+		     const struct tps_model_outcome *sim,
+		     const struct tps_model_outcome *ref, float max_abs_diff,
+		     char *buf, size_t size)
+{
+	const struct tps_model_spec *spec = model->spec;
+	int tp = spec->mesh.shape[spec->tp_dim];
+	const struct tps_module *m = NULL;
+	char diff[TPS_NUMFMT_MAX];
+	bool exact;
+	int64_t cols, rows;
+
+	for (int i = 0; i < spec->n_modules && !m; i++) {
+		const struct tps_module_spec *ms = &spec->modules[i];
+		if (ms->type == TPS_MODULE_LINEAR &&
+		    ms->style == TPS_STYLE_ROWWISE && ms->bias) {
+			m = &model->modules[i];
+		}
+	}
+	assert(m &&
+	       (spec->inject & TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK)));
+	exact = m == &model->modules[spec->n_modules - 1];
+	cols = m->spec->out_features;
+	rows = cols ? tps_tensor_numel(&sim->output) / cols : 0;
+	for (int64_t e = 0; exact && e < rows * cols; e++) {
+		float b = m->params[1].global.data[e % cols];
+		float want = ref->output.data[e] + (float)(tp - 1) * b;
+		exact = fabsf(sim->output.data[e] - want) <=
+			1e-5f + 1e-5f * fabsf(want);
+	}
+	if (exact) {
+		snprintf(buf, size,
+			 "output is larger than the reference by exactly "
+			 "(tp - 1) x bias = %d x %s.bias in every row: the "
+			 "bias was added on every rank before the all_reduce "
+			 "(inject bias_every_rank)",
+			 tp - 1, m->spec->name);
+		return;
+	}
+	tps_format_float(max_abs_diff, diff);
+	snprintf(buf, size,
+		 "output differs from the reference (max_abs_diff %s): %s "
+		 "added its whole bias on every rank before the all_reduce, "
+		 "(tp - 1) x bias = %d x %s.bias too much in its output "
+		 "(inject bias_every_rank)",
+		 diff, m->spec->name, tp - 1, m->spec->name);
+}
+
 /* The simulation proper, writing into an open trace. */
 static enum tps_status simulate(const struct tps_run_spec *spec,
 				struct tps_trace *trace,
@@ -321,7 +377,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};
 	struct tps_model_outcome sim = {0}, ref = {0};
-	struct tps_trace_result result = {&model, &sim, &ref, 0.0f, false};
+	struct tps_trace_result result = {&model, &sim,	 &ref,
+					  0.0f,	  false, NULL};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss == TPS_LOSS_MSE;
@@ -391,6 +448,11 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st == TPS_OK) {
 		tps_run_compare_outcomes(&sim, &ref, spec->atol, spec->rtol,
 					 &result.max_abs_diff, &result.match);
+		if (ms->inject) {
+			diagnose(&model, &sim, &ref, result.max_abs_diff,
+				 summary->diagnosis, sizeof summary->diagnosis);
+			result.diagnosis = summary->diagnosis;
+		}
 		st = tps_trace_write_result(trace, &result, err);
 	}
 	if (st == TPS_OK) {

@@ -571,6 +571,14 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fputs(",\"note\":", out);
 		tps_trace_write_string(out, ev->note);
 	}
+	if (ev->mistake) {
+		fputs(",\"mistake\":", out);
+		tps_trace_write_string(out, ev->mistake);
+		if (!t->first_mistake) {
+			t->first_mistake = ev->mistake;
+			t->first_mistake_seq = t->next_seq - 1;
+		}
+	}
 	fputc('}', out);
 	free(job.facts);
 	if (!collective) {
@@ -660,7 +668,21 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 	}
 	fputs(",\"max_abs_diff\":", t->out);
 	write_float(t->out, r->max_abs_diff);
-	fprintf(t->out, ",\"match\":%s},\n", r->match ? "true" : "false");
+	fprintf(t->out, ",\"match\":%s", r->match ? "true" : "false");
+	if (t->first_mistake) {
+		/* Where an injected mistake first made a value, and what the
+		 * run concluded from the symptom. */
+		fprintf(t->out, ",\"diverged_at\":{\"seq\":%" PRId64 ",",
+			t->first_mistake_seq);
+		fputs("\"mistake\":", t->out);
+		tps_trace_write_string(t->out, t->first_mistake);
+		fputc('}', t->out);
+	}
+	if (r->diagnosis) {
+		fputs(",\"diagnosis\":", t->out);
+		tps_trace_write_string(t->out, r->diagnosis);
+	}
+	fputs("},\n", t->out);
 	(void)err;
 	return TPS_OK;
 }

@@ -3,6 +3,7 @@
 #include <pty.h>
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -695,6 +696,69 @@ START_TEST(readme_quick_start_shows_the_real_demo_output)
 	result_free(&r);
 	free(shown);
 	free(readme);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* A rowwise fc (in 4, out 2, bias [1, 2]) on arange input, tp = n, with
+ * the bias added on every rank; `after` puts a relu behind it. */
+static const char *inject_config(const char *dir, int tp, bool after)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "{\"tpsim\": 1, \"mesh\": {\"shape\": [%d], "
+		 "\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": "
+		 "\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		 "\"out_features\": 2}%s], \"plan\": {\"fc\": "
+		 "\"rowwise\"}, \"input\": {\"shape\": [2, 4], "
+		 "\"init\": \"arange\"}, \"init\": {\"method\": "
+		 "\"arange\"}, \"inject\": [\"bias_every_rank\"]}",
+		 tp, after ? ", {\"name\": \"act\", \"type\": \"relu\"}" : "");
+	return write_config(dir, "inject.json", text);
+}
+
+START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
+{
+	/* The seed's 2x4 rowwise example: y = [[30,70],[70,174]] + b with
+	 * b = [1, 2]; with the bias on both ranks, y + b more:
+	 * [[32,74],[72,178]], and the diagnosis says so. */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", inject_config(dir, 2, false), "-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "inject.json: diagnosis: output is larger than the "
+		       "reference by exactly (tp - 1) x bias = 1 x fc.bias in "
+		       "every row: the bias was added on every rank before "
+		       "the all_reduce (inject bias_every_rank)\n"));
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(text,
+				     "\"output\":{\"shape\":[2,2],\"values\":"
+				     "[[32,74],[72,178]]}"));
+	ck_assert_ptr_nonnull(strstr(text, "\"mistake\":\"bias_every_rank\""));
+	ck_assert_ptr_nonnull(strstr(
+		text, "\"match\":false,\"diverged_at\":{\"seq\":4,"
+		      "\"mistake\":\"bias_every_rank\"},\"diagnosis\":"));
+	free(text);
+	/* tp = 4: three extra copies. */
+	r = cli(5, "run", inject_config(dir, 4, false), "-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "= 3 x fc.bias in every row"));
+	result_free(&r);
+	/* A relu behind it: not an exact multiple any more, still named. */
+	r = cli(5, "run", inject_config(dir, 2, true), "-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err,
+		"diagnosis: output differs from the reference "
+		"(max_abs_diff 2): fc added its whole bias on every rank "
+		"before the all_reduce, (tp - 1) x bias = 1 x fc.bias "
+		"too much in its output"));
+	result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1594,6 +1658,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
+	tcase_add_test(run,
+		       inject_bias_every_rank_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, readme_quick_start_shows_the_real_demo_output);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);

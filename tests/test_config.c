@@ -508,6 +508,20 @@ static const struct bad_config bad_configs[] = {
 	    "colwise, rowwise, replicate)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'Rowwise'}}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2/style: unknown style \"Rowwise\""),
+	/* Injected mistakes. */
+	BAD(BASE ",'inject':'bias_every_rank'}", TPS_ERR_INPUT,
+	    "cfg.json: /inject: expected an array of mistakes, got string "),
+	BAD(BASE ",'inject':['bias_everywhere']}", TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: unknown mistake \"bias_everywhere\" "
+	    "(expected one of bias_every_rank)"),
+	BAD(BASE ",'plan':{'fc1':'colwise'},'inject':['bias_every_rank']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: bias_every_rank needs a rowwise linear with "
+	    "a bias, on a tp group of 2 or more ranks (this model has none)"),
+	BAD(BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank'],"
+		 "'mode':'training'}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /inject/0: mistakes are injected in inference only"),
 	/* Names from PyTorch's API and from write-ups, with what to use. */
 	BAD(BASE ",'plan':{'fc1':'ColwiseParallel'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1: unknown style \"ColwiseParallel\": "
@@ -1731,6 +1745,7 @@ START_TEST(normalized_config_parses_to_itself)
 			      "50}},'device':{'TFLOPS':312}}",
 		SWEEP,
 		HDR MODEL ",'input':{'values':[[1,2.5,-3,0.1],[5,6,7,8e-3]]}}",
+		BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank']}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};

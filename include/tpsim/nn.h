@@ -73,6 +73,10 @@ struct tps_nn_context {
 	int step;
 	enum tps_phase phase;
 	bool save;
+	unsigned inject; /* the spec's TPS_MISTAKE_BIT()s */
+	/* Set while emitting the event a mistake produced: its name, which
+	 * the event carries (struct tps_event's mistake). */
+	const char *mistake;
 };
 
 /* The tp layouts a tensor went through in forward, first to last, so that

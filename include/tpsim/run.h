@@ -61,6 +61,8 @@ struct tps_run_summary {
 	/* What the trace's "warnings" hold, for stderr too. */
 	int n_warnings;
 	char warnings[TPS_RUN_MAX_WARNINGS][512];
+	/* With "inject": what the mistake did, read from its symptom. */
+	char diagnosis[512];
 	struct tps_run_stats stats;
 };
 

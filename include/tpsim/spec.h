@@ -73,6 +73,16 @@ enum tps_sampler {
 };
 extern const char *const tps_sampler_names[];
 
+/* A classic mistake the simulation can make on purpose ("inject"), so that
+ * its symptom can be seen and named. More will follow (issue 7). */
+enum tps_mistake {
+	/* Rowwise: every rank adds the whole bias before the all_reduce, so
+	 * the output carries (tp - 1) extra copies of it. */
+	TPS_MISTAKE_BIAS_EVERY_RANK,
+};
+extern const char *const tps_mistake_names[];
+#define TPS_MISTAKE_BIT(m) (1u << (m))
+
 enum tps_mode {
 	TPS_MODE_INFERENCE, /* one forward pass */
 	TPS_MODE_TRAINING,  /* forward, loss, backward, optimizer; `steps` */
@@ -178,6 +188,7 @@ struct tps_model_spec {
 	struct tps_tensor input_values;
 	enum tps_input_source input_source;
 	bool input_requires_grad; /* training only */
+	unsigned inject;	  /* TPS_MISTAKE_BIT()s; 0: none */
 	struct tps_init_spec param_init;
 	struct tps_param_override *overrides;
 	int n_overrides;

@@ -12,9 +12,8 @@
  * Values mode:
  *   full     "values": nested arrays in the tensor's shape ([] when empty)
  *   summary  instead of "values": "min", "max", "mean" (omitted when empty)
- *            and "hash" (XXH3-64, seed 0, of the little-endian float32 bytes, 16 hex
- *            digits)
- *   none     shapes only
+ *            and "hash" (XXH3-64, seed 0, of the little-endian float32 bytes,
+ * 16 hex digits) none     shapes only
  *
  * Use: tps_trace_init, tps_trace_begin, tps_trace_write_params,
  * tps_trace_write_inputs, tps_trace_begin_events, events through
@@ -54,6 +53,9 @@ struct tps_trace {
 	int64_t bytes_per_rank; /* their sum */
 	struct tps_trace_tally *tallies;
 	size_t n_tallies, cap_tallies;
+	/* The first event an injected mistake made (result.diverged_at). */
+	const char *first_mistake;
+	int64_t first_mistake_seq;
 };
 
 /* What the run concluded: the simulation's and the reference's outcomes
@@ -64,6 +66,7 @@ struct tps_trace_result {
 	const struct tps_model_outcome *sim, *ref;
 	float max_abs_diff;
 	bool match;
+	const char *diagnosis; /* NULL, or what an injected mistake did */
 };
 
 void tps_trace_init(struct tps_trace *t, FILE *out,
