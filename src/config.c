@@ -410,16 +410,27 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 static bool mistake_applies(const struct tps_model_spec *spec,
 			    enum tps_mistake m)
 {
-	switch (m) {
-	case TPS_MISTAKE_BIAS_EVERY_RANK:
-		for (int i = 0; i < spec->n_modules; i++) {
-			const struct tps_module_spec *ms = &spec->modules[i];
-			if (ms->type == TPS_MODULE_LINEAR &&
-			    ms->style == TPS_STYLE_ROWWISE && ms->bias) {
-				return spec->mesh.shape[spec->tp_dim] > 1;
-			}
-		}
+	if (spec->mesh.shape[spec->tp_dim] < 2) {
 		return false;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *ms = &spec->modules[i];
+		if (ms->type != TPS_MODULE_LINEAR ||
+		    ms->style != TPS_STYLE_ROWWISE) {
+			continue;
+		}
+		switch (m) {
+		case TPS_MISTAKE_BIAS_EVERY_RANK:
+			if (ms->bias) {
+				return true;
+			}
+			break;
+		case TPS_MISTAKE_SKIP_ALL_REDUCE:
+			if (ms->output.kind == TPS_PLACEMENT_REPLICATE) {
+				return true;
+			}
+			break;
+		}
 	}
 	return false;
 }
@@ -432,15 +443,24 @@ static void inject_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 	if (!cfg_read_choice(c, item, "mistake", tps_mistake_names, &m)) {
 		return;
 	}
+	static const char *const needs[] = {
+		"a rowwise linear with a bias",
+		"a rowwise linear whose output is replicated (by its "
+		"all_reduce)",
+	};
 	if (spec->mode == TPS_MODE_TRAINING) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
 			 "mistakes are injected in inference only (this "
 			 "config trains)");
+	} else if (spec->inject) {
+		cfg_fail(c, TPS_ERR_UNSUPPORTED,
+			 "one mistake at a time, so that its symptom is its "
+			 "own");
 	} else if (!mistake_applies(spec, (enum tps_mistake)m)) {
 		cfg_fail(c, TPS_ERR_INPUT,
-			 "%s needs a rowwise linear with a bias, on a tp "
-			 "group of 2 or more ranks (this model has none)",
-			 tps_mistake_names[m]);
+			 "%s needs %s, on a tp group of 2 or more ranks (this "
+			 "model has none)",
+			 tps_mistake_names[m], needs[m]);
 	} else {
 		spec->inject |= TPS_MISTAKE_BIT(m);
 	}

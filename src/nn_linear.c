@@ -267,10 +267,14 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	int tp = ctx->mesh->shape[ctx->tp_dim];
 	/* inject bias_every_rank: the whole bias on every rank, before. */
 	bool every_rank =
-		s->bias && (ctx->inject & TPS_MISTAKE_BIT(
-					   TPS_MISTAKE_BIAS_EVERY_RANK));
-	bool bias_before =
-		s->bias && (s->bias_mode != TPS_BIAS_AFTER_REDUCE || every_rank);
+		s->bias &&
+		(ctx->inject & TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK));
+	bool bias_before = s->bias && (s->bias_mode != TPS_BIAS_AFTER_REDUCE ||
+				       every_rank);
+	/* inject skip_all_reduce: the partial sums taken as the output. */
+	bool skip_reduce =
+		(ctx->inject & TPS_MISTAKE_BIT(TPS_MISTAKE_SKIP_ALL_REDUCE)) &&
+		s->output.kind == TPS_PLACEMENT_REPLICATE;
 	enum tps_status st;
 
 	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
@@ -326,7 +330,17 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 						 n.out, note, &out, 0, err);
 		}
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && skip_reduce) {
+		struct tps_nn_context mistaken = *ctx;
+		mistaken.mistake =
+			tps_mistake_names[TPS_MISTAKE_SKIP_ALL_REDUCE];
+		out.placements[ctx->tp_dim] = tps_placement_replicate();
+		st = tps_nn_emit_compute(
+			&mistaken, s->name, "skip_all_reduce", n.out,
+			"MISTAKE (inject skip_all_reduce): each rank takes its "
+			"partial sum for the whole output; no all_reduce",
+			&out, 0, err);
+	} else if (st == TPS_OK) {
 		st = tps_nn_to_layout_chained(ctx, &out, s->output,
 					      out_chain(ctx, m), s->name, n.out,
 					      NULL, err);

@@ -309,41 +309,53 @@ static void lap(double *t0, double *total)
 	*t0 = t;
 }
 
-/*
- * What an injected mistake did, read from its symptom (the outputs, both
- * ways), into buf. bias_every_rank: every rank added the rowwise bias b
- * before the all_reduce, so a model that ends in that linear outputs
- * exactly (tp - 1) b more than the reference in every row.
- */
-static void diagnose(const struct tps_model *model,
-		     const struct tps_model_outcome *sim,
-		     const struct tps_model_outcome *ref, float max_abs_diff,
-		     char *buf, size_t size)
+/* The first rowwise linear that mistake m happens in (config.c checked
+ * that there is one). */
+static const struct tps_module *mistaken_module(const struct tps_model *model,
+						enum tps_mistake m)
 {
 	const struct tps_model_spec *spec = model->spec;
-	int tp = spec->mesh.shape[spec->tp_dim];
-	const struct tps_module *m = NULL;
-	char diff[TPS_NUMFMT_MAX];
-	bool exact;
-	int64_t cols, rows;
-
-	for (int i = 0; i < spec->n_modules && !m; i++) {
+	for (int i = 0; i < spec->n_modules; i++) {
 		const struct tps_module_spec *ms = &spec->modules[i];
 		if (ms->type == TPS_MODULE_LINEAR &&
-		    ms->style == TPS_STYLE_ROWWISE && ms->bias) {
-			m = &model->modules[i];
+		    ms->style == TPS_STYLE_ROWWISE &&
+		    (m == TPS_MISTAKE_BIAS_EVERY_RANK
+			     ? ms->bias
+			     : ms->output.kind == TPS_PLACEMENT_REPLICATE)) {
+			return &model->modules[i];
 		}
 	}
-	assert(m &&
-	       (spec->inject & TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK)));
-	exact = m == &model->modules[spec->n_modules - 1];
-	cols = m->spec->out_features;
-	rows = cols ? tps_tensor_numel(&sim->output) / cols : 0;
-	for (int64_t e = 0; exact && e < rows * cols; e++) {
+	return NULL;
+}
+
+/* Whether got is want within float32 rounding of the sums involved. */
+static bool about(float got, float want)
+{
+	return fabsf(got - want) <= 1e-5f + 1e-5f * fabsf(want);
+}
+
+/*
+ * bias_every_rank: every rank added the rowwise bias b before the
+ * all_reduce, so a model that ends in that linear outputs exactly
+ * (tp - 1) b more than the reference in every row.
+ */
+static void diagnose_bias_every_rank(const struct tps_model *model,
+				     const struct tps_model_outcome *sim,
+				     const struct tps_model_outcome *ref,
+				     const char *diff, char *buf, size_t size)
+{
+	const struct tps_model_spec *spec = model->spec;
+	const struct tps_module *m =
+		mistaken_module(model, TPS_MISTAKE_BIAS_EVERY_RANK);
+	int tp = spec->mesh.shape[spec->tp_dim];
+	int64_t cols = m->spec->out_features;
+	int64_t n = tps_tensor_numel(&sim->output);
+	bool exact = m == &model->modules[spec->n_modules - 1];
+
+	for (int64_t e = 0; exact && e < n; e++) {
 		float b = m->params[1].global.data[e % cols];
-		float want = ref->output.data[e] + (float)(tp - 1) * b;
-		exact = fabsf(sim->output.data[e] - want) <=
-			1e-5f + 1e-5f * fabsf(want);
+		exact = about(sim->output.data[e],
+			      ref->output.data[e] + (float)(tp - 1) * b);
 	}
 	if (exact) {
 		snprintf(buf, size,
@@ -352,15 +364,86 @@ static void diagnose(const struct tps_model *model,
 			 "bias was added on every rank before the all_reduce "
 			 "(inject bias_every_rank)",
 			 tp - 1, m->spec->name);
-		return;
+	} else {
+		snprintf(buf, size,
+			 "output differs from the reference (max_abs_diff "
+			 "%s): %s added its whole bias on every rank before "
+			 "the all_reduce, (tp - 1) x bias = %d x %s.bias too "
+			 "much in its output (inject bias_every_rank)",
+			 diff, m->spec->name, tp - 1, m->spec->name);
 	}
+}
+
+/*
+ * skip_all_reduce: each rank kept its partial sum x_i W_i^T, and the
+ * output (replicated, so rank 0's) is x_0 W_0^T alone, plus rank 0's part
+ * of the bias. Checked when that linear is the whole model, so that x is
+ * the input.
+ */
+static void diagnose_skip_all_reduce(const struct tps_model *model,
+				     const struct tps_tensor *input,
+				     const struct tps_model_outcome *sim,
+				     const char *diff, char *buf, size_t size)
+{
+	const struct tps_model_spec *spec = model->spec;
+	const struct tps_module *m =
+		mistaken_module(model, TPS_MISTAKE_SKIP_ALL_REDUCE);
+	int tp = spec->mesh.shape[spec->tp_dim];
+	int64_t k = m->spec->in_features, cols = m->spec->out_features;
+	int64_t rows = cols ? tps_tensor_numel(&sim->output) / cols : 0;
+	int64_t start, len;
+	bool exact = spec->n_modules == 1;
+	float share = m->spec->bias_mode == TPS_BIAS_PARTIAL_SPLIT
+			      ? 1.0f / (float)tp
+			      : 1.0f;
+
+	tps_chunk_range(k, tp, 0, &start, &len);
+	for (int64_t r = 0; exact && r < rows; r++) {
+		for (int64_t j = 0; exact && j < cols; j++) {
+			const float *x = input->data + r * k;
+			const float *w = m->params[0].global.data + j * k;
+			float y = 0.0f;
+			for (int64_t p = start; p < start + len; p++) {
+				y += x[p] * w[p];
+			}
+			if (m->spec->bias) {
+				y += m->params[1].global.data[j] * share;
+			}
+			exact = about(sim->output.data[r * cols + j], y);
+		}
+	}
+	if (exact) {
+		snprintf(buf, size,
+			 "output is rank 0's partial sum alone, x_0 W_0^T over "
+			 "%lld of the %lld input features: the all_reduce "
+			 "that adds the %d ranks' partial sums was skipped "
+			 "(inject skip_all_reduce)",
+			 (long long)len, (long long)k, tp);
+	} else {
+		snprintf(buf, size,
+			 "output differs from the reference (max_abs_diff "
+			 "%s): %s's ranks each kept their partial sum, and the "
+			 "all_reduce that adds the %d of them was skipped "
+			 "(inject skip_all_reduce)",
+			 diff, m->spec->name, tp);
+	}
+}
+
+/* What an injected mistake did, read from its symptom, into buf. */
+static void diagnose(const struct tps_model *model,
+		     const struct tps_tensor *input,
+		     const struct tps_model_outcome *sim,
+		     const struct tps_model_outcome *ref, float max_abs_diff,
+		     char *buf, size_t size)
+{
+	char diff[TPS_NUMFMT_MAX];
 	tps_format_float(max_abs_diff, diff);
-	snprintf(buf, size,
-		 "output differs from the reference (max_abs_diff %s): %s "
-		 "added its whole bias on every rank before the all_reduce, "
-		 "(tp - 1) x bias = %d x %s.bias too much in its output "
-		 "(inject bias_every_rank)",
-		 diff, m->spec->name, tp - 1, m->spec->name);
+	if (model->spec->inject &
+	    TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK)) {
+		diagnose_bias_every_rank(model, sim, ref, diff, buf, size);
+	} else {
+		diagnose_skip_all_reduce(model, input, sim, diff, buf, size);
+	}
 }
 
 /* The simulation proper, writing into an open trace. */
@@ -449,8 +532,9 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		tps_run_compare_outcomes(&sim, &ref, spec->atol, spec->rtol,
 					 &result.max_abs_diff, &result.match);
 		if (ms->inject) {
-			diagnose(&model, &sim, &ref, result.max_abs_diff,
-				 summary->diagnosis, sizeof summary->diagnosis);
+			diagnose(&model, &input, &sim, &ref,
+				 result.max_abs_diff, summary->diagnosis,
+				 sizeof summary->diagnosis);
 			result.diagnosis = summary->diagnosis;
 		}
 		st = tps_trace_write_result(trace, &result, err);

@@ -11,7 +11,8 @@ const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
 const char *const tps_init_method_names[] = {"arange",	"ones",	  "zeros",
 					     "uniform", "normal", NULL};
 const char *const tps_sampler_names[] = {"chunk", "distributed", NULL};
-const char *const tps_mistake_names[] = {"bias_every_rank", NULL};
+const char *const tps_mistake_names[] = {"bias_every_rank", "skip_all_reduce",
+					 NULL};
 const char *const tps_mode_names[] = {"inference", "training", NULL};
 const char *const tps_loss_names[] = {"mse", "sum", NULL};
 const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};

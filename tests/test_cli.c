@@ -702,7 +702,8 @@ END_TEST
 
 /* A rowwise fc (in 4, out 2, bias [1, 2]) on arange input, tp = n, with
  * the bias added on every rank; `after` puts a relu behind it. */
-static const char *inject_config(const char *dir, int tp, bool after)
+static const char *inject_config(const char *dir, int tp, bool after,
+				 const char *mistake)
 {
 	char text[1024];
 	snprintf(text, sizeof text,
@@ -712,8 +713,9 @@ static const char *inject_config(const char *dir, int tp, bool after)
 		 "\"out_features\": 2}%s], \"plan\": {\"fc\": "
 		 "\"rowwise\"}, \"input\": {\"shape\": [2, 4], "
 		 "\"init\": \"arange\"}, \"init\": {\"method\": "
-		 "\"arange\"}, \"inject\": [\"bias_every_rank\"]}",
-		 tp, after ? ", {\"name\": \"act\", \"type\": \"relu\"}" : "");
+		 "\"arange\"}, \"inject\": [\"%s\"]}",
+		 tp, after ? ", {\"name\": \"act\", \"type\": \"relu\"}" : "",
+		 mistake);
 	return write_config(dir, "inject.json", text);
 }
 
@@ -727,7 +729,8 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 	char *text;
 	struct result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", inject_config(dir, 2, false), "-o", trace);
+	r = cli(5, "run", inject_config(dir, 2, false, "bias_every_rank"), "-o",
+		trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "inject.json: diagnosis: output is larger than the "
@@ -745,12 +748,14 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 		      "\"mistake\":\"bias_every_rank\"},\"diagnosis\":"));
 	free(text);
 	/* tp = 4: three extra copies. */
-	r = cli(5, "run", inject_config(dir, 4, false), "-o", trace);
+	r = cli(5, "run", inject_config(dir, 4, false, "bias_every_rank"), "-o",
+		trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "= 3 x fc.bias in every row"));
 	result_free(&r);
 	/* A relu behind it: not an exact multiple any more, still named. */
-	r = cli(5, "run", inject_config(dir, 2, true), "-o", trace);
+	r = cli(5, "run", inject_config(dir, 2, true, "bias_every_rank"), "-o",
+		trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err,
@@ -758,6 +763,46 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 		"(max_abs_diff 2): fc added its whole bias on every rank "
 		"before the all_reduce, (tp - 1) x bias = 1 x fc.bias "
 		"too much in its output"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(inject_skip_all_reduce_is_diagnosed_from_its_symptom)
+{
+	/* Rank 0's partial sum x_0 W_0^T = [[5,17],[17,61]] plus the bias
+	 * [1, 2] after the (skipped) reduction: [[6,19],[18,63]]. */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", inject_config(dir, 2, false, "skip_all_reduce"), "-o",
+		trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "diagnosis: output is rank 0's partial sum alone, x_0 "
+		       "W_0^T over 2 of the 4 input features: the all_reduce "
+		       "that adds the 2 ranks' partial sums was skipped "
+		       "(inject skip_all_reduce)\n"));
+	ck_assert_ptr_nonnull(strstr(r.err, "0 collectives"));
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(text,
+				     "\"output\":{\"shape\":[2,2],\"values\":"
+				     "[[6,19],[18,63]]}"));
+	ck_assert_ptr_nonnull(strstr(text,
+				     "\"diverged_at\":{\"seq\":4,\"mistake\":"
+				     "\"skip_all_reduce\"}"));
+	free(text);
+	/* A relu behind it: the model is more than the linear, the
+	 * diagnosis names what was skipped without the exact check. */
+	r = cli(5, "run", inject_config(dir, 4, true, "skip_all_reduce"), "-o",
+		trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "fc's ranks each kept their partial sum, and the "
+		       "all_reduce that adds the 4 of them was skipped"));
 	result_free(&r);
 	tu_rmtree(dir);
 }
@@ -1660,6 +1705,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
 	tcase_add_test(run,
 		       inject_bias_every_rank_is_diagnosed_from_its_symptom);
+	tcase_add_test(run,
+		       inject_skip_all_reduce_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, readme_quick_start_shows_the_real_demo_output);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);

@@ -513,7 +513,18 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /inject: expected an array of mistakes, got string "),
 	BAD(BASE ",'inject':['bias_everywhere']}", TPS_ERR_INPUT,
 	    "cfg.json: /inject/0: unknown mistake \"bias_everywhere\" "
-	    "(expected one of bias_every_rank)"),
+	    "(expected one of bias_every_rank, skip_all_reduce)"),
+	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','output':'shard(0)'}},"
+		 "'inject':['skip_all_reduce']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: skip_all_reduce needs a rowwise linear "
+	    "whose output is replicated (by its all_reduce), on a tp group "
+	    "of 2 or more ranks (this model has none)"),
+	BAD(BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank',"
+		 "'skip_all_reduce']}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /inject/1: one mistake at a time, so that its symptom "
+	    "is its own"),
 	BAD(BASE ",'plan':{'fc1':'colwise'},'inject':['bias_every_rank']}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /inject/0: bias_every_rank needs a rowwise linear with "

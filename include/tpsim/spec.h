@@ -79,6 +79,9 @@ enum tps_mistake {
 	/* Rowwise: every rank adds the whole bias before the all_reduce, so
 	 * the output carries (tp - 1) extra copies of it. */
 	TPS_MISTAKE_BIAS_EVERY_RANK,
+	/* Rowwise: each rank takes its partial sum for the output; the
+	 * all_reduce that adds them never happens. */
+	TPS_MISTAKE_SKIP_ALL_REDUCE,
 };
 extern const char *const tps_mistake_names[];
 #define TPS_MISTAKE_BIT(m) (1u << (m))
