@@ -6,11 +6,12 @@
  *
  *   tpsim, vars (when given, as resolved), mesh, tp_dim, dp_dim (when any:
  *   a string for one dim, an array for several), strict_tp_innermost,
- *   model, plan, input (shape, then values or init and seed, loaded_on, and
- * requires_grad in training), init, params (when given), uneven, sampler, mode,
- * then in training only: steps, loss, target (mse only: init, seed), optimizer
- *   (type and every field of that type), dp_grad; then links (every mesh
- *   dim, in mesh order), device, trace, tolerance.
+ *   model, plan, input (shape, then values or init and seed, loaded_on,
+ *   and requires_grad in training), init, params (when given), uneven,
+ *   sampler, mode, then in training only: steps, loss, target (mse only:
+ *   init, seed), optimizer (type and every field of that type), dp_grad;
+ *   then inject (when given), links (every mesh dim, in mesh order),
+ *   device, trace, tolerance.
  */
 #include "config_internal.h"
 
