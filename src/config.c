@@ -406,35 +406,6 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 
 /* ---- "inject": the classic mistakes, switched on --------------------- */
 
-/* Whether the model has what mistake m needs to happen. */
-static bool mistake_applies(const struct tps_model_spec *spec,
-			    enum tps_mistake m)
-{
-	if (spec->mesh.shape[spec->tp_dim] < 2) {
-		return false;
-	}
-	for (int i = 0; i < spec->n_modules; i++) {
-		const struct tps_module_spec *ms = &spec->modules[i];
-		if (ms->type != TPS_MODULE_LINEAR ||
-		    ms->style != TPS_STYLE_ROWWISE) {
-			continue;
-		}
-		switch (m) {
-		case TPS_MISTAKE_BIAS_EVERY_RANK:
-			if (ms->bias) {
-				return true;
-			}
-			break;
-		case TPS_MISTAKE_SKIP_ALL_REDUCE:
-			if (ms->output.kind == TPS_PLACEMENT_REPLICATE) {
-				return true;
-			}
-			break;
-		}
-	}
-	return false;
-}
-
 static void inject_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 {
 	struct tps_model_spec *spec = ctx;
@@ -456,7 +427,7 @@ static void inject_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
 			 "one mistake at a time, so that its symptom is its "
 			 "own");
-	} else if (!mistake_applies(spec, (enum tps_mistake)m)) {
+	} else if (tps_mistake_site(spec, (enum tps_mistake)m) < 0) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "%s needs %s, on a tp group of 2 or more ranks (this "
 			 "model has none)",

@@ -15,10 +15,18 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {
-		&spec->mesh, spec->tp_dim, sink, step, phase, false, 0, NULL};
+	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
+				     phase,	  false,	0,    NULL};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
-	ctx.inject = spec->inject;
+	/* One mistake at a time (config.c): the lowest set bit. */
+	for (int m = 0; tps_mistake_names[m]; m++) {
+		if (spec->inject & TPS_MISTAKE_BIT(m)) {
+			ctx.mistake = (enum tps_mistake)m;
+			ctx.mistake_site = &spec->modules[tps_mistake_site(
+				spec, ctx.mistake)];
+			break;
+		}
+	}
 	return ctx;
 }
 

@@ -50,7 +50,23 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 	ev.tensor = tensor;
 	ev.flops = flops;
 	ev.note = note;
-	ev.mistake = ctx->mistake;
+	ev.value = value;
+	return emit(ctx, &ev, err);
+}
+
+enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
+				    const char *module, const char *op,
+				    const char *tensor, const char *note,
+				    const struct tps_dtensor *value,
+				    struct tps_error *err)
+{
+	struct tps_event ev = {0};
+	ev.module = module;
+	ev.kind = TPS_EVENT_COMPUTE;
+	ev.op = op;
+	ev.tensor = tensor;
+	ev.note = note;
+	ev.mistake = tps_mistake_names[ctx->mistake];
 	ev.value = value;
 	return emit(ctx, &ev, err);
 }

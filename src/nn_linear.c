@@ -266,15 +266,13 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	struct tps_dtensor out = {0};
 	int tp = ctx->mesh->shape[ctx->tp_dim];
 	/* inject bias_every_rank: the whole bias on every rank, before. */
-	bool every_rank =
-		s->bias &&
-		(ctx->inject & TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK));
+	bool every_rank = ctx->mistake_site == s &&
+			  ctx->mistake == TPS_MISTAKE_BIAS_EVERY_RANK;
 	bool bias_before = s->bias && (s->bias_mode != TPS_BIAS_AFTER_REDUCE ||
 				       every_rank);
 	/* inject skip_all_reduce: the partial sums taken as the output. */
-	bool skip_reduce =
-		(ctx->inject & TPS_MISTAKE_BIT(TPS_MISTAKE_SKIP_ALL_REDUCE)) &&
-		s->output.kind == TPS_PLACEMENT_REPLICATE;
+	bool skip_reduce = ctx->mistake_site == s &&
+			   ctx->mistake == TPS_MISTAKE_SKIP_ALL_REDUCE;
 	enum tps_status st;
 
 	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
@@ -299,16 +297,13 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 				 "y_i = x_i W_i^T: partial sums, y = sum_i y_i",
 				 &out, matmul_flops(x, &out), err);
 	if (st == TPS_OK && every_rank) {
-		struct tps_nn_context mistaken = *ctx;
-		mistaken.mistake =
-			tps_mistake_names[TPS_MISTAKE_BIAS_EVERY_RANK];
 		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
 		if (st == TPS_OK) {
-			st = tps_nn_emit_compute(
-				&mistaken, s->name, "add_bias", n.out,
+			st = tps_nn_emit_mistake(
+				ctx, s->name, "add_bias", n.out,
 				"MISTAKE (inject bias_every_rank): every rank "
 				"adds the whole bias before the reduction",
-				&out, 0, err);
+				&out, err);
 		}
 	} else if (st == TPS_OK && bias_before) {
 		bool rank0 = s->bias_mode == TPS_BIAS_RANK0;
@@ -331,15 +326,12 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 		}
 	}
 	if (st == TPS_OK && skip_reduce) {
-		struct tps_nn_context mistaken = *ctx;
-		mistaken.mistake =
-			tps_mistake_names[TPS_MISTAKE_SKIP_ALL_REDUCE];
 		out.placements[ctx->tp_dim] = tps_placement_replicate();
-		st = tps_nn_emit_compute(
-			&mistaken, s->name, "skip_all_reduce", n.out,
+		st = tps_nn_emit_mistake(
+			ctx, s->name, "skip_all_reduce", n.out,
 			"MISTAKE (inject skip_all_reduce): each rank takes its "
 			"partial sum for the whole output; no all_reduce",
-			&out, 0, err);
+			&out, err);
 	} else if (st == TPS_OK) {
 		st = tps_nn_to_layout_chained(ctx, &out, s->output,
 					      out_chain(ctx, m), s->name, n.out,

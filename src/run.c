@@ -309,23 +309,11 @@ static void lap(double *t0, double *total)
 	*t0 = t;
 }
 
-/* The first rowwise linear that mistake m happens in (config.c checked
- * that there is one). */
+/* The module mistake m was injected in. */
 static const struct tps_module *mistaken_module(const struct tps_model *model,
 						enum tps_mistake m)
 {
-	const struct tps_model_spec *spec = model->spec;
-	for (int i = 0; i < spec->n_modules; i++) {
-		const struct tps_module_spec *ms = &spec->modules[i];
-		if (ms->type == TPS_MODULE_LINEAR &&
-		    ms->style == TPS_STYLE_ROWWISE &&
-		    (m == TPS_MISTAKE_BIAS_EVERY_RANK
-			     ? ms->bias
-			     : ms->output.kind == TPS_PLACEMENT_REPLICATE)) {
-			return &model->modules[i];
-		}
-	}
-	return NULL;
+	return &model->modules[tps_mistake_site(model->spec, m)];
 }
 
 /* Whether got is want within float32 rounding of the sums involved. */

@@ -43,3 +43,28 @@ void tps_model_spec_free(struct tps_model_spec *spec)
 	tps_tensor_free(&spec->input_values);
 	memset(spec, 0, sizeof *spec);
 }
+
+int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
+{
+	if (spec->mesh.shape[spec->tp_dim] < 2) {
+		return -1;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *ms = &spec->modules[i];
+		bool fits = false;
+		if (ms->type != TPS_MODULE_LINEAR ||
+		    ms->style != TPS_STYLE_ROWWISE) {
+			continue;
+		}
+		switch (m) {
+		case TPS_MISTAKE_BIAS_EVERY_RANK: fits = ms->bias; break;
+		case TPS_MISTAKE_SKIP_ALL_REDUCE:
+			fits = ms->output.kind == TPS_PLACEMENT_REPLICATE;
+			break;
+		}
+		if (fits) {
+			return i;
+		}
+	}
+	return -1;
+}

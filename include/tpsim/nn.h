@@ -73,10 +73,10 @@ struct tps_nn_context {
 	int step;
 	enum tps_phase phase;
 	bool save;
-	unsigned inject; /* the spec's TPS_MISTAKE_BIT()s */
-	/* Set while emitting the event a mistake produced: its name, which
-	 * the event carries (struct tps_event's mistake). */
-	const char *mistake;
+	/* An injected mistake and the module it happens in (NULL: none;
+	 * tps_mistake_site). */
+	enum tps_mistake mistake;
+	const struct tps_module_spec *mistake_site;
 };
 
 /* The tp layouts a tensor went through in forward, first to last, so that
@@ -256,6 +256,13 @@ enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
 
 /* Emits a compute event for `value` (every rank), with the step and phase
  * of ctx. flops: the most any one rank did (0 where not counted). */
+/* tps_nn_emit_compute for the event ctx's injected mistake made: the
+ * event carries the mistake's name. */
+enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
+				    const char *module, const char *op,
+				    const char *tensor, const char *note,
+				    const struct tps_dtensor *value,
+				    struct tps_error *err);
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 				    const char *module, const char *op,
 				    const char *tensor, const char *note,

@@ -224,4 +224,13 @@ struct tps_cost_spec {
 	double tflops;				       /* per device */
 };
 
+/*
+ * The module mistake m happens in: the first rowwise linear with what it
+ * needs (bias_every_rank: a bias; skip_all_reduce: a replicated output),
+ * on a tp group of 2 or more; -1 when the model has none. The config
+ * refuses a mistake without a site; the run injects it and diagnoses it
+ * there.
+ */
+int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m);
+
 #endif
