@@ -160,9 +160,16 @@ int tps_pool_default_threads(void)
 	return n > TPS_POOL_MAX_THREADS ? TPS_POOL_MAX_THREADS : (int)n;
 }
 
+/* Whether a call with n items runs them on the caller, in order: no
+ * workers, a nested call, or nothing to share. */
+static bool runs_inline(const struct tps_pool *pool, int64_t n)
+{
+	return tps_pool_threads_here(pool) == 1 || n <= 1;
+}
+
 void tps_pool_for(struct tps_pool *pool, int64_t n, tps_pool_fn fn, void *ctx)
 {
-	if (!pool || pool->n_workers == 0 || in_item || n <= 1) {
+	if (runs_inline(pool, n)) {
 		for (int64_t i = 0; i < n; i++) {
 			fn(ctx, i);
 		}
@@ -230,7 +237,7 @@ enum tps_status tps_pool_try(struct tps_pool *pool, int64_t n,
 	struct try_job job;
 	enum tps_status st = TPS_OK;
 
-	if (!pool || pool->n_workers == 0 || in_item || n <= 1) {
+	if (runs_inline(pool, n)) {
 		for (int64_t i = 0; i < n && st == TPS_OK; i++) {
 			st = fn(ctx, i, err);
 		}

@@ -44,6 +44,26 @@ static void piece(int64_t n, int64_t blocks, int64_t block, int64_t align,
 	*len = (hi * align < n ? hi * align : n) - *start;
 }
 
+/* C[i0:i0+mi, j0:j0+nj] by the naive loop, in place, when a block's
+ * copy cannot be allocated: slower, not wrong (same sums, same order). */
+static void naive_block(const struct matmul_job *job, int64_t i0, int64_t mi,
+			int64_t j0, int64_t nj)
+{
+	for (int64_t i = i0; i < i0 + mi; i++) {
+		for (int64_t j = j0; j < j0 + nj; j++) {
+			float sum = 0.0f;
+			for (int64_t p = 0; p < job->k; p++) {
+				float x = job->trans_a ? job->a[p * job->m + i]
+						       : job->a[i * job->k + p];
+				float y = job->trans_b ? job->b[j * job->k + p]
+						       : job->b[p * job->n + j];
+				sum += x * y;
+			}
+			job->c[i * job->n + j] = sum;
+		}
+	}
+}
+
 static void rows_block(const struct matmul_job *job, int64_t i0, int64_t mi)
 {
 	if (!job->trans_a) {
@@ -54,22 +74,7 @@ static void rows_block(const struct matmul_job *job, int64_t i0, int64_t mi)
 	/* A is (k, m): its columns i0..i0+mi, as a (k, mi) copy. */
 	float *a = malloc((size_t)(job->k * mi) * sizeof *a + 1);
 	if (!a) {
-		/* Slower, not wrong: the naive loop needs no memory. */
-		for (int64_t i = i0; i < i0 + mi; i++) {
-			for (int64_t j = 0; j < job->n; j++) {
-				float sum = 0.0f;
-				for (int64_t p = 0; p < job->k; p++) {
-					float x = job->a[p * job->m + i];
-					float y =
-						job->trans_b
-							? job->b[j * job->k + p]
-							: job->b[p * job->n +
-								 j];
-					sum += x * y;
-				}
-				job->c[i * job->n + j] = sum;
-			}
-		}
+		naive_block(job, i0, mi, 0, job->n);
 		return;
 	}
 	for (int64_t p = 0; p < job->k; p++) {
@@ -90,23 +95,9 @@ static void columns_block(const struct matmul_job *job, int64_t j0, int64_t nj)
 	float *b = job->trans_b ? NULL
 				: malloc((size_t)(job->k * nj) * sizeof *b + 1);
 	if (!c || (!job->trans_b && !b)) {
-		/* Slower, not wrong: the naive loop needs no memory. */
 		free(c);
 		free(b);
-		for (int64_t i = 0; i < job->m; i++) {
-			for (int64_t j = j0; j < j0 + nj; j++) {
-				float sum = 0.0f;
-				for (int64_t p = 0; p < job->k; p++) {
-					float y =
-						job->trans_b
-							? job->b[j * job->k + p]
-							: job->b[p * job->n +
-								 j];
-					sum += job->a[i * job->k + p] * y;
-				}
-				job->c[i * job->n + j] = sum;
-			}
-		}
+		naive_block(job, 0, job->m, j0, nj);
 		return;
 	}
 	if (job->trans_b) {

@@ -69,6 +69,18 @@ static const char *write_config(const char *dir, const char *name,
 	return path;
 }
 
+/* tpsim run CFG -o DIR/t.json, which must succeed; the trace's path in
+ * trace. */
+static void run_to_trace(const char *cfg, const char *dir, char *trace,
+			 size_t size)
+{
+	struct result r;
+	snprintf(trace, size, "%s/t.json", dir);
+	r = cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s: %s", cfg, r.err);
+	result_free(&r);
+}
+
 static const char small_config[] =
 	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": [\"tp\"]},"
 	" \"model\": [{\"name\": \"fc\", \"type\": \"linear\", "
@@ -894,10 +906,7 @@ START_TEST(explain_walks_the_trace_step_by_step)
 	const char *cfg = write_config(dir, "c.json", small_config);
 	char trace[512];
 	struct result r;
-	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
-	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	run_to_trace(cfg, dir, trace, sizeof trace);
 	r = cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
@@ -950,10 +959,7 @@ START_TEST(explain_elides_long_values_visibly_and_filters_events)
 		"\"arange\"}}");
 	char trace[512];
 	struct result r;
-	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
-	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	run_to_trace(cfg, dir, trace, sizeof trace);
 
 	r = cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
@@ -1009,10 +1015,7 @@ START_TEST(explain_shows_a_summary_traces_statistics)
 		 "\"summary\"}}",
 		 (int)strlen(small_config) - 1, small_config);
 	cfg = write_config(dir, "c.json", text);
-	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
-	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	run_to_trace(cfg, dir, trace, sizeof trace);
 	r = cli(3, "explain", trace);
 	every_rank_line_shows_values(r.out);
 	/* Rank 1's partial sums [[25,53],[53,113]]: min 25, max 113, mean
@@ -1079,10 +1082,7 @@ START_TEST(explain_md_escapes_text_from_the_config)
 		"\"input\": {\"shape\": [2, 4], \"init\": \"arange\"}}");
 	char trace[512];
 	struct result r;
-	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
-	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	run_to_trace(cfg, dir, trace, sizeof trace);
 	r = cli(5, "explain", trace, "--format", "md");
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "] fc\\_a\\_b: matmul -> fc\\_a\\_b.out\n"));
@@ -1125,10 +1125,7 @@ START_TEST(explain_colours_only_a_terminal_and_never_under_no_color)
 	char trace[512];
 	char *text;
 	struct result r;
-	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
-	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	run_to_trace(cfg, dir, trace, sizeof trace);
 	/* Not a terminal (a memory stream): no escape codes. */
 	r = cli(3, "explain", trace);
 	ck_assert_ptr_null(strchr(r.out, '\033'));
@@ -1216,10 +1213,7 @@ START_TEST(explain_prints_byte_counts_as_integers)
 		"[512, 4]}, \"trace\": {\"values\": \"none\"}}");
 	char trace[512];
 	struct result r;
-	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
-	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	run_to_trace(cfg, dir, trace, sizeof trace);
 	r = cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_msg(strstr(r.out, ", 1048576 bytes/rank\n") != NULL, "%s",
