@@ -284,7 +284,11 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "tpsim: warning: %s: %s\n", opts.config_path,
 			s.warnings[i]);
 	}
-	tps_format_float(s.max_abs_diff, diff);
+	if (isfinite(s.max_abs_diff)) {
+		tps_format_float(s.max_abs_diff, diff);
+	} else {
+		snprintf(diff, sizeof diff, "none (the shapes differ)");
+	}
 	fprintf(err, "tpsim: %s: mesh %s (world %d), %d module%s, ",
 		opts.config_path, s.mesh, s.world_size, s.n_modules,
 		s.n_modules == 1 ? "" : "s");
@@ -295,14 +299,17 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "%d training step%s, loss %s (reference %s), ",
 			s.steps, s.steps == 1 ? "" : "s", loss, ref);
 	}
-	fprintf(err,
-		"%lld event%s, %lld collective%s (%lld bytes/rank), "
-		"max_abs_diff %s: %s\n",
+	fprintf(err, "%lld event%s, %lld collective%s (%lld bytes/rank), ",
 		(long long)s.events, s.events == 1 ? "" : "s",
 		(long long)s.collectives, s.collectives == 1 ? "" : "s",
-		(long long)s.bytes_per_rank, diff,
-		s.match ? "matches the reference"
-			: "DIFFERS from the reference");
+		(long long)s.bytes_per_rank);
+	if (s.stopped[0]) {
+		fprintf(err, "STOPPED by a shape error: %s\n", s.stopped);
+	} else {
+		fprintf(err, "max_abs_diff %s: %s\n", diff,
+			s.match ? "matches the reference"
+				: "DIFFERS from the reference");
+	}
 	if (s.diagnosis[0]) {
 		fprintf(err, "tpsim: %s: diagnosis: %s\n", opts.config_path,
 			s.diagnosis);

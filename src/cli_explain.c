@@ -698,22 +698,46 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		bool match = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(result, "match"));
 		const cJSON *ref;
-		fputs(filter.md ? "## Result\n\nOutput " : "result: output ",
-		      out);
-		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
-		print_values(out, o, filter.max_values, filter.md);
-		if (filter.md) {
-			fprintf(out, " %s the single-device reference",
-				match ? "**matches**" : "**differs from**");
+		const cJSON *stopped =
+			cJSON_GetObjectItemCaseSensitive(result, "stopped");
+		if (cJSON_IsString(stopped)) {
+			/* An injected mistake broke the shapes: no output. */
+			fputs(filter.md ? "## Result\n\nThe simulation "
+					  "**stopped** at a shape error: "
+					: "result: the simulation STOPPED at a "
+					  "shape error: ",
+			      out);
+			md_or_text(out, filter.md, stopped->valuestring);
+			fputs(filter.md ? "\n\n" : "\n", out);
 		} else {
-			fprintf(out, " %s%s%s the single-device reference",
-				filter.color ? (match ? GREEN : RED) : "",
-				match ? "matches" : "DIFFERS from",
-				filter.color ? PLAIN : "");
+			fputs(filter.md ? "## Result\n\nOutput "
+					: "result: output ",
+			      out);
+			print_shape(out, cJSON_GetObjectItemCaseSensitive(
+						 o, "shape"));
+			print_values(out, o, filter.max_values, filter.md);
+			if (filter.md) {
+				fprintf(out, " %s the single-device reference",
+					match ? "**matches**"
+					      : "**differs from**");
+			} else {
+				fprintf(out,
+					" %s%s%s the single-device reference",
+					filter.color ? (match ? GREEN : RED)
+						     : "",
+					match ? "matches" : "DIFFERS from",
+					filter.color ? PLAIN : "");
+			}
+			fputs(filter.md ? " (`max_abs_diff` "
+					: " (max_abs_diff ",
+			      out);
+			if (!d) {
+				fputs("none: the shapes differ", out);
+			} else {
+				print_number(out, d);
+			}
+			fputs(filter.md ? ").\n\n" : ")\n", out);
 		}
-		fputs(filter.md ? " (`max_abs_diff` " : " (max_abs_diff ", out);
-		print_number(out, d);
-		fputs(filter.md ? ").\n\n" : ")\n", out);
 		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
 			    result, "diagnosis"))) {
 			fputs(filter.md ? "**Diagnosis:** " : "  diagnosis: ",

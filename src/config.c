@@ -418,11 +418,18 @@ static void inject_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 		"a rowwise linear with a bias",
 		"a rowwise linear whose output is replicated (by its "
 		"all_reduce)",
+		"a colwise linear whose output is replicated (by its "
+		"all_gather)",
+		"a colwise or rowwise linear",
+		"a colwise or rowwise linear",
 	};
-	if (spec->mode == TPS_MODE_TRAINING) {
+	bool training = spec->mode == TPS_MODE_TRAINING;
+	if (tps_mistake_in_backward((enum tps_mistake)m) != training) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
-			 "mistakes are injected in inference only (this "
-			 "config trains)");
+			 "%s is injected in %s only (this config %s)",
+			 tps_mistake_names[m],
+			 training ? "inference" : "training",
+			 training ? "trains" : "runs inference");
 	} else if (spec->inject) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
 			 "one mistake at a time, so that its symptom is its "

@@ -54,6 +54,14 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 	return emit(ctx, &ev, err);
 }
 
+enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
+				     struct tps_event *ev,
+				     struct tps_error *err)
+{
+	ev->mistake = tps_mistake_names[ctx->mistake];
+	return emit(ctx, ev, err);
+}
+
 enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
 				    const char *module, const char *op,
 				    const char *tensor, const char *note,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpsim/comm.h"
 #include "tpsim/nn.h"
 
 /* The parameters' order in the module, as linear_parameters makes them. */
@@ -56,19 +57,21 @@ static enum tps_status matmul_rank(void *opaque, int r, struct tps_tensor *out,
 				 NULL, job->x->mesh->pool, err);
 }
 
-/* y's locals = x's locals W_r^T on every rank; y gets x's placements with
- * the tp one replaced by tp_out. */
+/* y's locals = x's locals W_r^T on every rank (W: the module's weight, or
+ * a mistaken sharding of it); y gets x's placements with the tp one
+ * replaced by tp_out. */
 static enum tps_status
 local_matmul(const struct tps_nn_context *ctx, const struct tps_module *m,
-	     const struct tps_dtensor *x, struct tps_placement tp_out,
-	     struct tps_dtensor *y, struct tps_error *err)
+	     const struct tps_dtensor *x, const struct tps_dtensor *w,
+	     struct tps_placement tp_out, struct tps_dtensor *y,
+	     struct tps_error *err)
 {
 	struct tps_placement placements[TPS_MAX_MESH_DIMS];
 	struct tps_shape global = x->global;
-	struct matmul_job job = {x, weight(m)};
+	struct matmul_job job = {x, w};
 	enum tps_status st;
 
-	global.dim[global.ndim - 1] = weight(m)->global.dim[0];
+	global.dim[global.ndim - 1] = w->global.dim[0];
 	for (int i = 0; i < ctx->mesh->ndim; i++) {
 		placements[i] = x->placements[i];
 	}
@@ -205,6 +208,116 @@ static enum tps_status finish_forward(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
+/* Whether ctx's injected mistake happens in this module. */
+static bool mistaken_here(const struct tps_nn_context *ctx,
+			  const struct tps_module *m, enum tps_mistake which)
+{
+	return ctx->mistake_site == m->spec && ctx->mistake == which;
+}
+
+/*
+ * inject wrong_shard_dim: the weight [out, in] sharded over tp on the
+ * other dim than the style's (colwise: dim 1 instead of 0; rowwise: dim 0
+ * instead of 1), recorded as the mistaken event, into *wrong. The matmul
+ * then fails on its shapes, as seed 000's fifth pitfall says.
+ */
+static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
+				   const struct tps_module *m,
+				   struct tps_dtensor *wrong,
+				   struct tps_error *err)
+{
+	const struct tps_param *w = &m->params[WEIGHT];
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_event ev = {0};
+	enum tps_status st;
+	int right = w->value.placements[ctx->tp_dim].dim;
+
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		placements[i] = w->value.placements[i];
+	}
+	placements[ctx->tp_dim] = tps_placement_shard(1 - right);
+	st = tps_dtensor_distribute(wrong, ctx->mesh, &w->global, placements,
+				    err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	ev.module = m->spec->name;
+	ev.kind = TPS_EVENT_LAYOUT;
+	ev.op = "distribute";
+	ev.tensor = w->name;
+	ev.note = right == 0 ? "MISTAKE (inject wrong_shard_dim): the weight "
+			       "is split by its columns (input features), "
+			       "where colwise splits its rows (output "
+			       "features)"
+			     : "MISTAKE (inject wrong_shard_dim): the weight "
+			       "is split by its rows (output features), "
+			       "where rowwise splits its columns (input "
+			       "features)";
+	ev.value = wrong;
+	st = tps_nn_emit_mistaken(ctx, &ev, err);
+	if (st != TPS_OK) {
+		tps_dtensor_free(wrong);
+	}
+	return st;
+}
+
+/* The matmul of a sharded linear, with the weight sharded as the style
+ * says or, under wrong_shard_dim, on the other dim. */
+static enum tps_status
+sharded_matmul(const struct tps_nn_context *ctx, const struct tps_module *m,
+	       const struct tps_dtensor *x, struct tps_placement tp_out,
+	       struct tps_dtensor *y, struct tps_error *err)
+{
+	struct tps_dtensor wrong = {0};
+	enum tps_status st;
+	if (!mistaken_here(ctx, m, TPS_MISTAKE_WRONG_SHARD_DIM)) {
+		return local_matmul(ctx, m, x, weight(m), tp_out, y, err);
+	}
+	st = wrong_shard(ctx, m, &wrong, err);
+	if (st == TPS_OK) {
+		st = local_matmul(ctx, m, x, &wrong, tp_out, y, err);
+	}
+	tps_dtensor_free(&wrong);
+	return st;
+}
+
+/*
+ * inject skip_gather: instead of all-gathering the output features, each
+ * rank returns its local shard [..., out_r] as the whole output, recorded
+ * as the mistaken event. Ranks whose shards differ in size (uneven) cannot
+ * even agree on its shape: a shape error.
+ */
+static enum tps_status skip_gather(const struct tps_nn_context *ctx,
+				   const struct tps_module *m,
+				   struct tps_dtensor *out,
+				   struct tps_error *err)
+{
+	const struct tps_shape *first = &out->locals[0].shape;
+	char a[128], b[128];
+	enum tps_status st;
+	out->placements[ctx->tp_dim] = tps_placement_replicate();
+	out->global = *first;
+	st = tps_nn_emit_mistake(ctx, m->spec->name, "skip_all_gather",
+				 io_names_of(m->spec->name).out,
+				 "MISTAKE (inject skip_gather): each rank "
+				 "returns its local shard of the output "
+				 "features as the whole output; no all_gather",
+				 out, err);
+	for (int r = 1; st == TPS_OK && r < ctx->mesh->world_size; r++) {
+		const struct tps_shape *other = &out->locals[r].shape;
+		if (!tps_shape_equal(other, first)) {
+			st = tps_error_set(
+				err, TPS_ERR_SHAPE,
+				"%s: the ranks return outputs of different "
+				"shapes, rank 0 %s and rank %d %s",
+				m->spec->name,
+				tps_shape_format(first, a, sizeof a), r,
+				tps_shape_format(other, b, sizeof b));
+		}
+	}
+	return st;
+}
+
 static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 				       struct tps_module *m,
 				       struct tps_dtensor *x,
@@ -226,8 +339,8 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 			err);
 	}
 	if (st == TPS_OK) {
-		st = local_matmul(ctx, m, x, tps_placement_shard(-1), &out,
-				  err);
+		st = sharded_matmul(ctx, m, x, tps_placement_shard(-1), &out,
+				    err);
 	}
 	if (st != TPS_OK) {
 		return st;
@@ -247,7 +360,9 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 						 &out, 0, err);
 		}
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && mistaken_here(ctx, m, TPS_MISTAKE_SKIP_GATHER)) {
+		st = skip_gather(ctx, m, &out, err);
+	} else if (st == TPS_OK) {
 		st = tps_nn_to_layout_chained(ctx, &out, s->output,
 					      out_chain(ctx, m), s->name, n.out,
 					      NULL, err);
@@ -266,13 +381,11 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	struct tps_dtensor out = {0};
 	int tp = ctx->mesh->shape[ctx->tp_dim];
 	/* inject bias_every_rank: the whole bias on every rank, before. */
-	bool every_rank = ctx->mistake_site == s &&
-			  ctx->mistake == TPS_MISTAKE_BIAS_EVERY_RANK;
+	bool every_rank = mistaken_here(ctx, m, TPS_MISTAKE_BIAS_EVERY_RANK);
 	bool bias_before = s->bias && (s->bias_mode != TPS_BIAS_AFTER_REDUCE ||
 				       every_rank);
 	/* inject skip_all_reduce: the partial sums taken as the output. */
-	bool skip_reduce = ctx->mistake_site == s &&
-			   ctx->mistake == TPS_MISTAKE_SKIP_ALL_REDUCE;
+	bool skip_reduce = mistaken_here(ctx, m, TPS_MISTAKE_SKIP_ALL_REDUCE);
 	enum tps_status st;
 
 	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
@@ -286,8 +399,8 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 			err);
 	}
 	if (st == TPS_OK) {
-		st = local_matmul(ctx, m, x, tps_placement_partial(), &out,
-				  err);
+		st = sharded_matmul(ctx, m, x, tps_placement_partial(), &out,
+				    err);
 	}
 	if (st != TPS_OK) {
 		return st;
@@ -367,8 +480,8 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 				      "input on every rank",
 				      err);
 	if (st == TPS_OK) {
-		st = local_matmul(ctx, m, x, tps_placement_replicate(), &out,
-				  err);
+		st = local_matmul(ctx, m, x, weight(m),
+				  tps_placement_replicate(), &out, err);
 	}
 	if (st != TPS_OK) {
 		return st;
@@ -509,6 +622,66 @@ static enum tps_status param_grad(const struct tps_nn_context *ctx,
 				   flops, err);
 }
 
+/*
+ * inject tp_allreduce_weight_grad (seed 003's claim): p's tp-sharded
+ * gradient all-reduced over tp, so that every rank's shard dW_r becomes
+ * sum_s dW_s, a sum of different blocks of the weight. Shards of unequal
+ * size (uneven) cannot be all-reduced at all: a shape error.
+ */
+static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
+					      const struct tps_module *m,
+					      struct tps_param *p,
+					      struct tps_error *err)
+{
+	struct tps_comm_report report;
+	struct tps_event ev = {0};
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st;
+
+	const struct tps_shape *first = &p->grad.locals[0].shape;
+	bool equal = true;
+
+	if (p->grad.placements[ctx->tp_dim].kind != TPS_PLACEMENT_SHARD) {
+		return TPS_OK;
+	}
+	for (int r = 1; r < ctx->mesh->world_size; r++) {
+		equal = equal &&
+			tps_shape_equal(&p->grad.locals[r].shape, first);
+	}
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	ev.module = m->spec->name;
+	ev.kind = TPS_EVENT_COLLECTIVE;
+	ev.op = "all_reduce";
+	ev.tensor = name;
+	ev.mask = 1u << ctx->tp_dim;
+	ev.value = &p->grad;
+	if (!equal) {
+		/* Recorded as it stands, where the reduction breaks. */
+		ev.note = "MISTAKE (inject tp_allreduce_weight_grad): the "
+			  "sharded gradient is to be summed over tp, but the "
+			  "ranks' blocks differ in size, so it cannot be";
+		st = tps_nn_emit_mistaken(ctx, &ev, err);
+	} else {
+		st = TPS_OK;
+	}
+	if (st == TPS_OK) {
+		st = tps_comm_all_reduce(ctx->mesh, 1u << ctx->tp_dim,
+					 p->grad.locals, TPS_REDUCE_SUM,
+					 &report, err);
+		if (st != TPS_OK) {
+			tps_error_prefix(err, "%s: all_reduce over tp", name);
+		}
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	ev.bytes_per_rank = report.bytes_per_rank;
+	ev.note = "MISTAKE (inject tp_allreduce_weight_grad): the sharded "
+		  "gradient is summed over tp, every rank's different block "
+		  "added together";
+	return tps_nn_emit_mistaken(ctx, &ev, err);
+}
+
 static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 				       struct tps_module *m,
 				       struct tps_dtensor *dy,
@@ -541,6 +714,12 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 	if (st == TPS_OK && s->bias) {
 		st = param_grad(ctx, m, &m->params[BIAS], db_rank, &job, "sum",
 				notes.db, 0, err);
+	}
+	for (int i = 0; st == TPS_OK && i < m->n_params &&
+			ctx->mistake == TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD &&
+			ctx->mistake_site;
+	     i++) {
+		st = allreduce_sharded_grad(ctx, m, &m->params[i], err);
 	}
 	if (st == TPS_OK && dx) {
 		struct tps_placement placements[TPS_MAX_MESH_DIMS];

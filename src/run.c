@@ -417,20 +417,214 @@ static void diagnose_skip_all_reduce(const struct tps_model *model,
 	}
 }
 
-/* What an injected mistake did, read from its symptom, into buf. */
+/*
+ * skip_gather: each rank returned its local shard of the colwise linear's
+ * output features. When the model ends there, the output is rank 0's
+ * shard: the reference's first columns, and narrower than it.
+ */
+static void diagnose_skip_gather(const struct tps_model *model,
+				 const struct tps_model_outcome *sim,
+				 const struct tps_model_outcome *ref,
+				 const char *stopped, char *buf, size_t size)
+{
+	const struct tps_model_spec *spec = model->spec;
+	const struct tps_module *m =
+		mistaken_module(model, TPS_MISTAKE_SKIP_GATHER);
+	int tp = spec->mesh.shape[spec->tp_dim];
+	int64_t out = m->spec->out_features, start, len;
+	const struct tps_shape *got = &sim->output.shape;
+	const struct tps_shape *want = &ref->output.shape;
+	char a[128], b[128];
+	bool exact = !stopped && got->ndim == want->ndim && got->ndim > 0 &&
+		     want->dim[want->ndim - 1] == out;
+
+	tps_chunk_range(out, tp, 0, &start, &len);
+	exact = exact && got->dim[got->ndim - 1] == len;
+	for (int d = 0; exact && d + 1 < got->ndim; d++) {
+		exact = got->dim[d] == want->dim[d];
+	}
+	for (int64_t e = 0; exact && e < tps_tensor_numel(&sim->output); e++) {
+		int64_t row = e / len, col = e % len;
+		exact = sim->output.data[e] ==
+			ref->output.data[row * out + col];
+	}
+	if (stopped) {
+		snprintf(buf, size,
+			 "the simulation stopped at a shape error (%s): %s "
+			 "returned each rank's local shard of its %lld output "
+			 "features instead of all-gathering them (inject "
+			 "skip_gather)",
+			 stopped, m->spec->name, (long long)out);
+	} else if (exact) {
+		snprintf(buf, size,
+			 "output has shape %s where the reference has %s: it "
+			 "is rank 0's local shard, the reference's columns "
+			 "0-%lld; %s returned its shard of the %lld output "
+			 "features and the all_gather was skipped (inject "
+			 "skip_gather)",
+			 tps_shape_format(got, a, sizeof a),
+			 tps_shape_format(want, b, sizeof b),
+			 (long long)len - 1, m->spec->name, (long long)out);
+	} else {
+		snprintf(buf, size,
+			 "output has shape %s where the reference has %s: %s "
+			 "returned each rank's local shard of its %lld output "
+			 "features and the all_gather was skipped (inject "
+			 "skip_gather)",
+			 tps_shape_format(got, a, sizeof a),
+			 tps_shape_format(want, b, sizeof b), m->spec->name,
+			 (long long)out);
+	}
+}
+
+/* wrong_shard_dim: the weight split on the other dim; the local matmul's
+ * shapes cannot fit (at any tp of 2 or more, some rank's cannot). */
+static void diagnose_wrong_shard_dim(const struct tps_model *model,
+				     const char *stopped, const char *diff,
+				     char *buf, size_t size)
+{
+	const struct tps_module *m =
+		mistaken_module(model, TPS_MISTAKE_WRONG_SHARD_DIM);
+	bool colwise = m->spec->style == TPS_STYLE_COLWISE;
+	char what[512];
+	snprintf(what, sizeof what,
+		 "%s.weight [out, in] was split over tp by dim %d, its %s "
+		 "features, where %s splits dim %d, its %s features (inject "
+		 "wrong_shard_dim)",
+		 m->spec->name, colwise ? 1 : 0, colwise ? "input" : "output",
+		 colwise ? "colwise" : "rowwise", colwise ? 0 : 1,
+		 colwise ? "output" : "input");
+	if (stopped) {
+		snprintf(buf, size, "shape mismatch in the matmul (%s): %s",
+			 stopped, what);
+	} else {
+		snprintf(buf, size,
+			 "output differs from the reference (max_abs_diff "
+			 "%s): %s",
+			 diff, what);
+	}
+}
+
+/*
+ * Whether every tp-sharded parameter gradient in sim is, block by block,
+ * the sum of the reference's blocks: what all-reducing them over tp makes.
+ * Meaningful after one step only (later steps start from other weights).
+ */
+static bool grads_are_block_sums(const struct tps_model *model,
+				 const struct tps_model_outcome *sim,
+				 const struct tps_model_outcome *ref)
+{
+	const struct tps_model_spec *spec = model->spec;
+	int tp = spec->mesh.shape[spec->tp_dim];
+	for (int i = 0; i < model->n_params; i++) {
+		const struct tps_param *p = &model->params[i];
+		struct tps_placement pl = p->value.placements[spec->tp_dim];
+		const struct tps_shape *sh = &ref->grads[i].shape;
+		int64_t outer = 1, n, inner = 1, start, len;
+		if (pl.kind != TPS_PLACEMENT_SHARD) {
+			continue;
+		}
+		/* View the gradient as [outer, n, inner] around the shard
+		 * dim; rank r's block is [:, start_r : start_r + len, :]. */
+		for (int d = 0; d < pl.dim; d++) {
+			outer *= sh->dim[d];
+		}
+		n = sh->dim[pl.dim];
+		for (int d = pl.dim + 1; d < sh->ndim; d++) {
+			inner *= sh->dim[d];
+		}
+		tps_chunk_range(n, tp, 0, &start, &len);
+		for (int64_t o = 0; o < outer; o++) {
+			for (int64_t j = 0; j < len; j++) {
+				for (int64_t k = 0; k < inner; k++) {
+					float want = 0.0f;
+					for (int r = 0; r < tp; r++) {
+						want += ref->grads[i].data
+								[(o * n +
+								  r * len + j) *
+									 inner +
+								 k];
+					}
+					for (int r = 0; r < tp; r++) {
+						float got =
+							sim->grads[i].data
+								[(o * n +
+								  r * len + j) *
+									 inner +
+								 k];
+						if (!about(got, want)) {
+							return false;
+						}
+					}
+				}
+			}
+		}
+	}
+	return true;
+}
+
+/* tp_allreduce_weight_grad (seed 003's claim): every tp-sharded gradient
+ * all-reduced over tp. */
+static void diagnose_tp_allreduce_weight_grad(
+	const struct tps_model *model, const struct tps_model_outcome *sim,
+	const struct tps_model_outcome *ref, const char *stopped,
+	const char *diff, char *buf, size_t size)
+{
+	const struct tps_model_spec *spec = model->spec;
+	int tp = spec->mesh.shape[spec->tp_dim];
+	static const char why[] =
+		"gradients of tp-sharded weights are not all-reduced over tp, "
+		"only activation gradients are, and weight gradients only "
+		"over dp (inject tp_allreduce_weight_grad, seed 003's claim)";
+	if (stopped) {
+		snprintf(buf, size,
+			 "the simulation stopped (%s): uneven shards of a "
+			 "weight gradient cannot even be all-reduced; %s",
+			 stopped, why);
+	} else if (sim->steps == 1 && sim->loss[0] == ref->loss[0] &&
+		   grads_are_block_sums(model, sim, ref)) {
+		snprintf(buf, size,
+			 "the loss matches but the weight gradients do not: "
+			 "every rank's block of each tp-sharded weight "
+			 "gradient is the sum of all %d ranks' blocks, sum_s "
+			 "dW_s instead of dW_r; %s",
+			 tp, why);
+	} else {
+		snprintf(buf, size,
+			 "gradients and parameters differ from the reference "
+			 "(max_abs_diff %s): every rank's block of each "
+			 "tp-sharded weight gradient was summed with the other "
+			 "ranks' blocks; %s",
+			 diff, why);
+	}
+}
+
+/* What an injected mistake did, read from its symptom, into buf. stopped:
+ * NULL, or the shape error the simulation stopped at. */
 static void diagnose(const struct tps_model *model,
 		     const struct tps_tensor *input,
 		     const struct tps_model_outcome *sim,
 		     const struct tps_model_outcome *ref, float max_abs_diff,
-		     char *buf, size_t size)
+		     const char *stopped, char *buf, size_t size)
 {
 	char diff[TPS_NUMFMT_MAX];
-	tps_format_float(max_abs_diff, diff);
-	if (model->spec->inject &
-	    TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK)) {
-		diagnose_bias_every_rank(model, sim, ref, diff, buf, size);
+	unsigned inject = model->spec->inject;
+	if (isfinite(max_abs_diff)) {
+		tps_format_float(max_abs_diff, diff);
 	} else {
+		snprintf(diff, sizeof diff, "none: shapes differ");
+	}
+	if (inject & TPS_MISTAKE_BIT(TPS_MISTAKE_BIAS_EVERY_RANK)) {
+		diagnose_bias_every_rank(model, sim, ref, diff, buf, size);
+	} else if (inject & TPS_MISTAKE_BIT(TPS_MISTAKE_SKIP_ALL_REDUCE)) {
 		diagnose_skip_all_reduce(model, input, sim, diff, buf, size);
+	} else if (inject & TPS_MISTAKE_BIT(TPS_MISTAKE_SKIP_GATHER)) {
+		diagnose_skip_gather(model, sim, ref, stopped, buf, size);
+	} else if (inject & TPS_MISTAKE_BIT(TPS_MISTAKE_WRONG_SHARD_DIM)) {
+		diagnose_wrong_shard_dim(model, stopped, diff, buf, size);
+	} else {
+		diagnose_tp_allreduce_weight_grad(model, sim, ref, stopped,
+						  diff, buf, size);
 	}
 }
 
@@ -448,8 +642,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};
 	struct tps_model_outcome sim = {0}, ref = {0};
-	struct tps_trace_result result = {&model, &sim,	 &ref,
-					  0.0f,	  false, NULL};
+	struct tps_trace_result result = {&model, &sim, &ref, 0.0f,
+					  false,  NULL, NULL};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss == TPS_LOSS_MSE;
@@ -493,6 +687,14 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_model_run(&model, &input, with_target ? &target : NULL,
 				   sink, &sim, err);
 	}
+	if (st == TPS_ERR_SHAPE && ms->inject) {
+		/* A mistake that breaks the shapes stops the simulation: the
+		 * symptom is recorded, the trace completed without output. */
+		snprintf(summary->stopped, sizeof summary->stopped, "%s",
+			 err->message);
+		result.stopped = summary->stopped;
+		st = TPS_OK;
+	}
 	lap(&t0, &stats->tp_s);
 	stats->tp_s -= events_s;
 	stats->trace_s += events_s;
@@ -511,18 +713,23 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 				   "the reference model's results hold a NaN "
 				   "or Inf");
 	}
-	if (st == TPS_OK && !outcome_finite(&sim)) {
+	if (st == TPS_OK && !result.stopped && !outcome_finite(&sim)) {
 		st = tps_error_set(err, TPS_ERR_NUMERIC,
 				   "the simulation's results hold a NaN or "
 				   "Inf");
 	}
 	if (st == TPS_OK) {
-		tps_run_compare_outcomes(&sim, &ref, spec->atol, spec->rtol,
-					 &result.max_abs_diff, &result.match);
+		if (result.stopped) {
+			result.max_abs_diff = INFINITY;
+		} else {
+			tps_run_compare_outcomes(
+				&sim, &ref, spec->atol, spec->rtol,
+				&result.max_abs_diff, &result.match);
+		}
 		if (ms->inject) {
 			diagnose(&model, &input, &sim, &ref,
-				 result.max_abs_diff, summary->diagnosis,
-				 sizeof summary->diagnosis);
+				 result.max_abs_diff, result.stopped,
+				 summary->diagnosis, sizeof summary->diagnosis);
 			result.diagnosis = summary->diagnosis;
 		}
 		st = tps_trace_write_result(trace, &result, err);
@@ -538,7 +745,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		summary->max_abs_diff = result.max_abs_diff;
 		summary->match = result.match;
 		summary->steps = sim.steps;
-		if (sim.steps > 0) {
+		if (sim.steps > 0 && !result.stopped) {
 			summary->loss = sim.loss[sim.steps - 1];
 			summary->reference_loss = ref.loss[ref.steps - 1];
 		}

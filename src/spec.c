@@ -11,8 +11,9 @@ const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
 const char *const tps_init_method_names[] = {"arange",	"ones",	  "zeros",
 					     "uniform", "normal", NULL};
 const char *const tps_sampler_names[] = {"chunk", "distributed", NULL};
-const char *const tps_mistake_names[] = {"bias_every_rank", "skip_all_reduce",
-					 NULL};
+const char *const tps_mistake_names[] = {
+	"bias_every_rank", "skip_all_reduce",	       "skip_gather",
+	"wrong_shard_dim", "tp_allreduce_weight_grad", NULL};
 const char *const tps_mode_names[] = {"inference", "training", NULL};
 const char *const tps_loss_names[] = {"mse", "sum", NULL};
 const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
@@ -52,14 +53,26 @@ int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
 	for (int i = 0; i < spec->n_modules; i++) {
 		const struct tps_module_spec *ms = &spec->modules[i];
 		bool fits = false;
-		if (ms->type != TPS_MODULE_LINEAR ||
-		    ms->style != TPS_STYLE_ROWWISE) {
+		bool rowwise = ms->style == TPS_STYLE_ROWWISE;
+		bool colwise = ms->style == TPS_STYLE_COLWISE;
+		bool replicated_out =
+			ms->output.kind == TPS_PLACEMENT_REPLICATE;
+		if (ms->type != TPS_MODULE_LINEAR) {
 			continue;
 		}
 		switch (m) {
-		case TPS_MISTAKE_BIAS_EVERY_RANK: fits = ms->bias; break;
+		case TPS_MISTAKE_BIAS_EVERY_RANK:
+			fits = rowwise && ms->bias;
+			break;
 		case TPS_MISTAKE_SKIP_ALL_REDUCE:
-			fits = ms->output.kind == TPS_PLACEMENT_REPLICATE;
+			fits = rowwise && replicated_out;
+			break;
+		case TPS_MISTAKE_SKIP_GATHER:
+			fits = colwise && replicated_out;
+			break;
+		case TPS_MISTAKE_WRONG_SHARD_DIM:
+		case TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD:
+			fits = rowwise || colwise;
 			break;
 		}
 		if (fits) {
@@ -67,4 +80,9 @@ int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
 		}
 	}
 	return -1;
+}
+
+bool tps_mistake_in_backward(enum tps_mistake m)
+{
+	return m == TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD;
 }

@@ -650,11 +650,19 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err)
 {
-	fputs("\"result\":{\"output\":", t->out);
-	write_tensor_object(t, &r->sim->output);
+	if (r->stopped) {
+		/* The mistaken simulation never produced an output. */
+		fputs("\"result\":{\"stopped\":", t->out);
+		tps_trace_write_string(t->out, r->stopped);
+	} else {
+		fputs("\"result\":{\"output\":", t->out);
+		write_tensor_object(t, &r->sim->output);
+	}
 	fputs(",\"reference_output\":", t->out);
 	write_tensor_object(t, &r->ref->output);
-	if (r->sim->steps > 0) {
+	if (r->stopped) {
+		fputs(",\"match\":false", t->out);
+	} else if (r->sim->steps > 0) {
 		write_losses(t, "loss", r->sim);
 		write_losses(t, "reference_loss", r->ref);
 		write_named(t, "grads", r->model, r->sim->grads,
@@ -666,9 +674,14 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		write_named(t, "reference_params_after", r->model,
 			    r->ref->params_after, r->ref->n_params);
 	}
-	fputs(",\"max_abs_diff\":", t->out);
-	write_float(t->out, r->max_abs_diff);
-	fprintf(t->out, ",\"match\":%s", r->match ? "true" : "false");
+	if (!r->stopped) {
+		/* Absent when the shapes differ (an injected mistake's). */
+		if (isfinite(r->max_abs_diff)) {
+			fputs(",\"max_abs_diff\":", t->out);
+			write_float(t->out, r->max_abs_diff);
+		}
+		fprintf(t->out, ",\"match\":%s", r->match ? "true" : "false");
+	}
 	if (t->first_mistake) {
 		/* Where an injected mistake first made a value, and what the
 		 * run concluded from the symptom. */

@@ -820,6 +820,222 @@ START_TEST(inject_skip_all_reduce_is_diagnosed_from_its_symptom)
 }
 END_TEST
 
+/* A config on a tp mesh of `tp`: the model and plan given as JSON text,
+ * arange input (2, 4) and arange parameters, with one mistake; `extra`
+ * adds top-level keys (training). */
+static const char *mistake_config(const char *dir, int tp, const char *model,
+				  const char *plan, const char *mistake,
+				  const char *extra)
+{
+	char text[2048];
+	snprintf(text, sizeof text,
+		 "{\"tpsim\": 1, \"mesh\": {\"shape\": [%d], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [%s], \"plan\": {%s}, \"input\": "
+		 "{\"shape\": [2, 4], \"init\": \"arange\"}, \"init\": "
+		 "{\"method\": \"arange\"}, \"inject\": [\"%s\"]%s}",
+		 tp, model, plan, mistake, extra);
+	return write_config(dir, "mistake.json", text);
+}
+
+#define FC_4_TO(out)                                                           \
+	"{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": 4, "        \
+	"\"out_features\": " #out "}"
+#define GATHERED "\"fc\": {\"style\": \"colwise\", \"output\": \"replicate\"}"
+
+START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
+{
+	/* Seed 000's first pitfall. W = arange(16) + 1 as (4, 4), b =
+	 * [1,2,3,4], x = [[1,2,3,4],[5,6,7,8]]: y = x W^T + b =
+	 * [[31,72,113,154],[71,176,281,386]] (row 0: 1+4+9+16 + 1 = 31,
+	 * 5+12+21+32 + 2 = 72). Rank 0's shard is columns 0-1,
+	 * [[31,72],[71,176]], and that is what comes out, shape (2, 2). */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run",
+		mistake_config(dir, 2, FC_4_TO(4), GATHERED, "skip_gather", ""),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "max_abs_diff none (the shapes differ): DIFFERS"));
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "mistake.json: diagnosis: output has shape (2, 2) where "
+		       "the reference has (2, 4): it is rank 0's local shard, "
+		       "the reference's columns 0-1; fc returned its shard of "
+		       "the 4 output features and the all_gather was skipped "
+		       "(inject skip_gather)\n"));
+	ck_assert_ptr_nonnull(strstr(r.err, "0 collectives"));
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(
+		text, "\"result\":{\"output\":{\"shape\":[2,2],\"values\":"
+		      "[[31,72],[71,176]]},\"reference_output\":{\"shape\":"
+		      "[2,4],\"values\":[[31,72,113,154],[71,176,281,386]]},"
+		      "\"match\":false,\"diverged_at\":{\"seq\":4,"
+		      "\"mistake\":\"skip_gather\"}"));
+	free(text);
+	/* 5 features over 2 ranks: 3 and 2 columns, and the ranks cannot
+	 * even agree on the output's shape. */
+	r = cli(5, "run",
+		mistake_config(dir, 2, FC_4_TO(5), GATHERED, "skip_gather", ""),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "STOPPED by a shape error: fc: the ranks return "
+			      "outputs of different shapes, rank 0 (2, 3) and "
+			      "rank 1 (2, 2)\n"));
+	ck_assert_ptr_nonnull(strstr(r.err, "instead of all-gathering them "
+					    "(inject skip_gather)\n"));
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(text, "\"result\":{\"stopped\":\"fc: "));
+	free(text);
+	/* A rowwise linear behind it: the shard is too narrow for its
+	 * weight, a shape error in the next matmul. */
+	r = cli(5, "run",
+		mistake_config(dir, 2,
+			       FC_4_TO(4) ", {\"name\": \"fc2\", \"type\": "
+					  "\"linear\", \"in_features\": 4, "
+					  "\"out_features\": 2}",
+			       GATHERED ", \"fc2\": \"rowwise\"", "skip_gather",
+			       ""),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "STOPPED by a shape error: rowwise "
+					    "fc2: linear: input (2, 1) does "
+					    "not fit weight (2, 2)\n"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(inject_wrong_shard_dim_is_a_shape_error_in_the_matmul)
+{
+	/* Seed 000's fifth pitfall. Colwise with W (4, 4) split by columns:
+	 * each rank holds (4, 2), and x (2, 4) x W_r^T cannot be formed. */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run",
+		mistake_config(dir, 2, FC_4_TO(4), "\"fc\": \"colwise\"",
+			       "wrong_shard_dim", ""),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "diagnosis: shape mismatch in the matmul (colwise fc: "
+		       "linear: input (2, 4) does not fit weight (4, 2)): "
+		       "fc.weight [out, in] was split over tp by dim 1, its "
+		       "input features, where colwise splits dim 0, its output "
+		       "features (inject wrong_shard_dim)\n"));
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	/* The mistaken layout is recorded, with rank 0's columns 0-1. */
+	ck_assert_ptr_nonnull(strstr(
+		text, "\"op\":\"distribute\",\"tensor\":\"fc.weight\","
+		      "\"placements\":[\"shard(1)\"],\"global_shape\":[4,4],"
+		      "\"ranks\":[{\"rank\":0,\"shape\":[4,2],\"values\":"
+		      "[[1,2],[5,6],[9,10],[13,14]]}"));
+	/* Setup distributes fc.weight and fc.bias (seq 0, 1); the mistake
+	 * is the forward's first event. */
+	ck_assert_ptr_nonnull(strstr(text, "\"diverged_at\":{\"seq\":2,"));
+	free(text);
+	/* Rowwise with W (2, 4) split by rows: W_r (1, 4) against x_r
+	 * (2, 2). */
+	r = cli(5, "run",
+		mistake_config(dir, 2, FC_4_TO(2), "\"fc\": \"rowwise\"",
+			       "wrong_shard_dim", ""),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "(rowwise fc: linear: input (2, 2) does not fit weight "
+		       "(1, 4)): fc.weight [out, in] was split over tp by dim "
+		       "0, its output features, where rowwise splits dim 1, "
+		       "its input features (inject wrong_shard_dim)\n"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+#define TRAIN_SUM                                                              \
+	", \"mode\": \"training\", \"loss\": \"sum\", \"optimizer\": "         \
+	"{\"type\": \"sgd\", \"lr\": 0.01}"
+#define MLP_4_4_2                                                              \
+	FC_4_TO(4)                                                             \
+	", {\"name\": \"fc2\", \"type\": \"linear\", "                         \
+	"\"in_features\": 4, \"out_features\": 2}"
+#define MLP_PLAN "\"fc\": \"colwise\", \"fc2\": \"rowwise\""
+
+START_TEST(inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom)
+{
+	/* Seed 003's claim. One step: the forward and the loss are right,
+	 * and every tp-sharded gradient's blocks are the sum of the
+	 * reference's blocks, which the run checks element by element. */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	char *text;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run",
+		mistake_config(dir, 2, MLP_4_4_2, MLP_PLAN,
+			       "tp_allreduce_weight_grad", TRAIN_SUM),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err,
+		"diagnosis: the loss matches but the weight gradients do "
+		"not: every rank's block of each tp-sharded weight "
+		"gradient is the sum of all 2 ranks' blocks, sum_s dW_s "
+		"instead of dW_r; gradients of tp-sharded weights are "
+		"not all-reduced over tp, only activation gradients "
+		"are, and weight gradients only over dp (inject "
+		"tp_allreduce_weight_grad, seed 003's claim)\n"));
+	/* fc's forward all_reduce, plus the mistaken ones of fc.weight,
+	 * fc.bias and fc2.weight (fc2.bias is replicated: left alone). */
+	ck_assert_ptr_nonnull(strstr(r.err, "4 collectives"));
+	result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(
+		strstr(text, "\"op\":\"all_reduce\",\"tensor\":\"fc.weight."
+			     "grad\",\"mesh_dim\":\"tp\",\"groups\":[[0,1]],"
+			     "\"placements\":[\"shard(0)\"]"));
+	ck_assert_ptr_null(strstr(text, "\"op\":\"all_reduce\",\"tensor\":"
+					"\"fc2.bias.grad\""));
+	ck_assert_ptr_nonnull(strstr(text, "\"mistake\":\"tp_allreduce_weight_"
+					   "grad\"},\"diagnosis\""));
+	free(text);
+	/* Two steps: the second starts from other weights, so the run
+	 * names the mistake without the exact check. */
+	r = cli(5, "run",
+		mistake_config(dir, 2, MLP_4_4_2, MLP_PLAN,
+			       "tp_allreduce_weight_grad",
+			       TRAIN_SUM ", \"steps\": 2"),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "diagnosis: gradients and "
+					    "parameters differ from the "
+					    "reference (max_abs_diff "));
+	result_free(&r);
+	/* fc2's 4 input features over 3 ranks, by torch.chunk: blocks of 2,
+	 * 2 and 0 columns, which cannot be all-reduced at all (backward
+	 * reaches fc2 first). */
+	r = cli(5, "run",
+		mistake_config(dir, 3, MLP_4_4_2, MLP_PLAN,
+			       "tp_allreduce_weight_grad", TRAIN_SUM),
+		"-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "STOPPED by a shape error: "
+					    "fc2.weight.grad: all_reduce over "
+					    "tp: sum: rank 0 has shape (2, 2) "
+					    "but rank 2 has (2, 0)\n"));
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(run_threads_and_stats_options)
 {
 	const char *dir = tu_tempdir();
@@ -1701,6 +1917,12 @@ static Suite *cli_suite(void)
 		       inject_bias_every_rank_is_diagnosed_from_its_symptom);
 	tcase_add_test(run,
 		       inject_skip_all_reduce_is_diagnosed_from_its_symptom);
+	tcase_add_test(run, inject_skip_gather_is_diagnosed_from_its_symptom);
+	tcase_add_test(run,
+		       inject_wrong_shard_dim_is_a_shape_error_in_the_matmul);
+	tcase_add_test(
+		run,
+		inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, readme_quick_start_shows_the_real_demo_output);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);

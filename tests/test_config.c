@@ -513,7 +513,8 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /inject: expected an array of mistakes, got string "),
 	BAD(BASE ",'inject':['bias_everywhere']}", TPS_ERR_INPUT,
 	    "cfg.json: /inject/0: unknown mistake \"bias_everywhere\" "
-	    "(expected one of bias_every_rank, skip_all_reduce)"),
+	    "(expected one of bias_every_rank, skip_all_reduce, skip_gather, "
+	    "wrong_shard_dim, tp_allreduce_weight_grad)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','output':'shard(0)'}},"
 		 "'inject':['skip_all_reduce']}",
 	    TPS_ERR_INPUT,
@@ -532,7 +533,25 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank'],"
 		 "'mode':'training'}",
 	    TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /inject/0: mistakes are injected in inference only"),
+	    "cfg.json: /inject/0: bias_every_rank is injected in inference "
+	    "only (this config trains)"),
+	BAD(BASE ",'plan':{'fc2':'rowwise'},"
+		 "'inject':['tp_allreduce_weight_grad']}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /inject/0: tp_allreduce_weight_grad is injected in "
+	    "training only (this config runs inference)"),
+	BAD(BASE ",'plan':{'fc1':'colwise'},'inject':['skip_gather']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: skip_gather needs a colwise linear whose "
+	    "output is replicated (by its all_gather), on a tp group of 2 or "
+	    "more ranks (this model has none)"),
+	BAD(BASE ",'inject':['wrong_shard_dim']}", TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: wrong_shard_dim needs a colwise or rowwise "
+	    "linear, on a tp group of 2 or more ranks (this model has none)"),
+	BAD(TRAIN ",'inject':['tp_allreduce_weight_grad']}", TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: tp_allreduce_weight_grad needs a colwise or "
+	    "rowwise linear, on a tp group of 2 or more ranks (this model has "
+	    "none)"),
 	/* Names from PyTorch's API and from write-ups, with what to use. */
 	BAD(BASE ",'plan':{'fc1':'ColwiseParallel'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1: unknown style \"ColwiseParallel\": "

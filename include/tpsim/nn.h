@@ -256,6 +256,11 @@ enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
 
 /* Emits a compute event for `value` (every rank), with the step and phase
  * of ctx. flops: the most any one rank did (0 where not counted). */
+/* Emits ev (any kind), made by ctx's injected mistake: it carries the
+ * mistake's name. */
+enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
+				     struct tps_event *ev,
+				     struct tps_error *err);
 /* tps_nn_emit_compute for the event ctx's injected mistake made: the
  * event carries the mistake's name. */
 enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,

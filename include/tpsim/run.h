@@ -61,8 +61,10 @@ struct tps_run_summary {
 	/* What the trace's "warnings" hold, for stderr too. */
 	int n_warnings;
 	char warnings[TPS_RUN_MAX_WARNINGS][512];
-	/* With "inject": what the mistake did, read from its symptom. */
-	char diagnosis[512];
+	/* With "inject": what the mistake did, read from its symptom, and
+	 * the shape error it stopped the simulation at ("" if none). */
+	char diagnosis[1024];
+	char stopped[TPS_ERROR_MESSAGE_MAX];
 	struct tps_run_stats stats;
 };
 

@@ -74,7 +74,8 @@ enum tps_sampler {
 extern const char *const tps_sampler_names[];
 
 /* A classic mistake the simulation can make on purpose ("inject"), so that
- * its symptom can be seen and named. More will follow (issue 7). */
+ * its symptom can be seen and named: seed 000's pitfalls and seed 003's
+ * claim. */
 enum tps_mistake {
 	/* Rowwise: every rank adds the whole bias before the all_reduce, so
 	 * the output carries (tp - 1) extra copies of it. */
@@ -82,6 +83,16 @@ enum tps_mistake {
 	/* Rowwise: each rank takes its partial sum for the output; the
 	 * all_reduce that adds them never happens. */
 	TPS_MISTAKE_SKIP_ALL_REDUCE,
+	/* Colwise with a replicated output (gather_output): each rank returns
+	 * its local shard [..., out_r]; the all_gather never happens. */
+	TPS_MISTAKE_SKIP_GATHER,
+	/* Colwise or rowwise: the weight is sharded on the other dim (rows
+	 * and columns swapped), so the local matmul's shapes do not fit. */
+	TPS_MISTAKE_WRONG_SHARD_DIM,
+	/* Training (seed 003's claim): every tp-sharded parameter's gradient
+	 * is all-reduced over tp, so each rank's shard becomes the sum of
+	 * every rank's different shard. */
+	TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD,
 };
 extern const char *const tps_mistake_names[];
 #define TPS_MISTAKE_BIT(m) (1u << (m))
@@ -225,12 +236,18 @@ struct tps_cost_spec {
 };
 
 /*
- * The module mistake m happens in: the first rowwise linear with what it
- * needs (bias_every_rank: a bias; skip_all_reduce: a replicated output),
- * on a tp group of 2 or more; -1 when the model has none. The config
- * refuses a mistake without a site; the run injects it and diagnoses it
- * there.
+ * The module mistake m happens in: the first linear with what it needs
+ * (bias_every_rank: rowwise with a bias; skip_all_reduce: rowwise with a
+ * replicated output; skip_gather: colwise with a replicated output;
+ * wrong_shard_dim and tp_allreduce_weight_grad: colwise or rowwise), on a
+ * tp group of 2 or more; -1 when the model has none. The config refuses a
+ * mistake without a site; the run injects it and diagnoses it there.
+ * tp_allreduce_weight_grad happens in every tp-sharded linear.
  */
 int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m);
+
+/* Whether m is made in the backward pass (training) rather than in the
+ * forward (inference). */
+bool tps_mistake_in_backward(enum tps_mistake m);
 
 #endif

@@ -67,6 +67,9 @@ struct tps_trace_result {
 	float max_abs_diff;
 	bool match;
 	const char *diagnosis; /* NULL, or what an injected mistake did */
+	/* NULL, or the shape error an injected mistake stopped the
+	 * simulation at: then sim holds nothing. */
+	const char *stopped;
 };
 
 void tps_trace_init(struct tps_trace *t, FILE *out,
