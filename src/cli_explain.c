@@ -259,8 +259,42 @@ static struct columns columns_of(const cJSON *events)
 	return c;
 }
 
-static void explain_event(FILE *out, const cJSON *ev, size_t max_values,
-			  bool color, struct columns cols)
+/*
+ * The placements each tensor had last, by name, so that a layout change or
+ * a collective can show its placement before as well as after. Borrowed
+ * from the trace's events.
+ */
+struct placements_seen {
+	const char **names;
+	const cJSON **placements;
+	size_t n, cap;
+};
+
+/* A redistribution's (layout or collective event's) placements before it,
+ * or NULL (a compute, or the tensor's first event); then records ev's. */
+static const cJSON *placements_before(struct placements_seen *seen,
+				      const cJSON *ev)
+{
+	const char *name = str_of(ev, "tensor");
+	const cJSON *now = cJSON_GetObjectItemCaseSensitive(ev, "placements");
+	const cJSON *before = NULL;
+	size_t i = 0;
+	while (i < seen->n && strcmp(seen->names[i], name) != 0) {
+		i++;
+	}
+	if (i < seen->n) {
+		before = seen->placements[i];
+	} else if (seen->n < seen->cap) {
+		seen->names[seen->n++] = name;
+	} else {
+		return NULL; /* more tensors than room: shown without */
+	}
+	seen->placements[i] = now;
+	return strcmp(str_of(ev, "kind"), "compute") == 0 ? NULL : before;
+}
+
+static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
+			  size_t max_values, bool color, struct columns cols)
 {
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
@@ -271,9 +305,13 @@ static void explain_event(FILE *out, const cJSON *ev, size_t max_values,
 	char label[32];
 	seq_label(ev, label, sizeof label);
 	color = color && strcmp(kind, "collective") == 0;
-	fprintf(out, "  %-*s %-*s %s%-*s%s %s -> ", cols.seq, label,
-		cols.module, str_of(ev, "module"), color ? YELLOW : "", cols.op,
+	fprintf(out, "  %-*s %-*s %s%-*s%s %s: ", cols.seq, label, cols.module,
+		str_of(ev, "module"), color ? YELLOW : "", cols.op,
 		str_of(ev, "op"), color ? PLAIN : "", str_of(ev, "tensor"));
+	if (before) {
+		print_list(out, before, '[', ']');
+		fputs(" -> ", out);
+	}
 	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
 		   ']');
 	fputs(" global ", out);
@@ -413,7 +451,8 @@ static void md_or_text(FILE *out, bool md, const char *s)
 	}
 }
 
-static void md_event(FILE *out, const cJSON *ev, size_t max_values)
+static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
+		     size_t max_values)
 {
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
@@ -430,6 +469,10 @@ static void md_event(FILE *out, const cJSON *ev, size_t max_values)
 	fputs(" -> ", out);
 	md_text(out, str_of(ev, "tensor"));
 	fputs("\n\nPlacements `", out);
+	if (before) {
+		print_list(out, before, '[', ']');
+		fputs("` -> `", out);
+	}
 	print_list(out, cJSON_GetObjectItemCaseSensitive(ev, "placements"), '[',
 		   ']');
 	fputs("`, global shape ", out);
@@ -612,6 +655,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	struct explain_filter filter = {-1, NULL, NULL, 16, false, false};
 	int step = -2, shown = 0;
 	struct columns cols;
+	struct placements_seen seen = {0};
 	int rc = explain_options(argc, argv, &filter, &path, err);
 
 	if (rc != TPS_EXIT_OK) {
@@ -622,6 +666,18 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		    TPS_OK ||
 	    tps_check_is_trace(trace, path, &e) != TPS_OK) {
 		cJSON_Delete(trace);
+		return tps_cli_trouble(err, &e);
+	}
+	/* At most one tensor name per event. */
+	seen.cap = (size_t)cJSON_GetArraySize(
+		cJSON_GetObjectItemCaseSensitive(trace, "events"));
+	seen.names = calloc(seen.cap + 1, sizeof *seen.names);
+	seen.placements = calloc(seen.cap + 1, sizeof *seen.placements);
+	if (!seen.names || !seen.placements) {
+		free(seen.names);
+		free(seen.placements);
+		cJSON_Delete(trace);
+		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
 		return tps_cli_trouble(err, &e);
 	}
 	mesh = cJSON_GetObjectItemCaseSensitive(trace, "mesh");
@@ -653,6 +709,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "step");
 		int this_step = cJSON_IsNumber(s) ? s->valueint : -1;
 		const char *this_phase = str_of(ev, "phase");
+		const cJSON *before = placements_before(&seen, ev);
 		if (!explain_wants(&filter, ev)) {
 			continue;
 		}
@@ -676,10 +733,10 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			step = this_step;
 		}
 		if (filter.md) {
-			md_event(out, ev, filter.max_values);
+			md_event(out, ev, before, filter.max_values);
 		} else {
-			explain_event(out, ev, filter.max_values, filter.color,
-				      cols);
+			explain_event(out, ev, before, filter.max_values,
+				      filter.color, cols);
 		}
 	}
 	if (shown == 0) {
@@ -785,6 +842,8 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		fputc('\n', out);
 		explain_by_module(out, comm, filter.md);
 	}
+	free(seen.names);
+	free(seen.placements);
 	cJSON_Delete(trace);
 	return TPS_EXIT_OK;
 }

@@ -1129,7 +1129,7 @@ START_TEST(explain_walks_the_trace_step_by_step)
 	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (2, 2) "
 					    "[[25,53],[53,113]]\n"));
 	ck_assert_ptr_nonnull(strstr(r.out,
-				     "all_reduce  fc.out -> "
+				     "all_reduce  fc.out: [partial] -> "
 				     "[replicate] global (2, 2), over tp "
 				     "groups [[0,1]], 16 bytes/rank\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
