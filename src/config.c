@@ -239,7 +239,7 @@ static void check_input_width(struct cfg *c, const cJSON *input,
 	bool rows = !cfg_get(input, "shape");
 	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
-		if (m->type != TPS_MODULE_LINEAR) {
+		if (!tps_module_has_width(m)) {
 			continue;
 		}
 		if (m->in_features != s->dim[s->ndim - 1] && rows) {

@@ -9,9 +9,9 @@
 #include <string.h>
 
 /* Module types and styles DESIGN.md names that later versions will add. */
-static const char *const later_types[] = {"layernorm", "embedding", "attention",
-					  "residual",  "dropout",   NULL};
-static const char *const later_styles[] = {"sequence", "vocab", NULL};
+static const char *const later_types[] = {"embedding", "attention", "residual",
+					  "dropout", NULL};
+static const char *const later_styles[] = {"vocab", NULL};
 #define LATER_VERSION "tpsim 0.3"
 
 /*
@@ -27,9 +27,7 @@ struct misnomer {
 static const struct misnomer style_misnomers[] = {
 	{"ColwiseParallel", "PyTorch's ColwiseParallel is \"colwise\" here"},
 	{"RowwiseParallel", "PyTorch's RowwiseParallel is \"rowwise\" here"},
-	{"SequenceParallel",
-	 "PyTorch's SequenceParallel is \"sequence\" here, which "
-	 "is not supported by " LATER_VERSION},
+	{"SequenceParallel", "PyTorch's SequenceParallel is \"sequence\" here"},
 	{"ColwiseParallel(dim=1)",
 	 "ColwiseParallel takes no dim; sharding a linear's input features "
 	 "(the weight's dim 1) is RowwiseParallel, \"rowwise\""},
@@ -68,12 +66,16 @@ static const char *misnomer_advice(const char *name)
 
 static void parse_linear(struct cfg *c, const cJSON *m,
 			 struct tps_module_spec *ms);
+static void parse_layernorm(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms);
 
 #define STYLE_BIT(s) (1u << (s))
 
 static const char *const linear_keys[] = {"name",	  "type", "in_features",
 					  "out_features", "bias", NULL};
 static const char *const elementwise_keys[] = {"name", "type", NULL};
+static const char *const layernorm_keys[] = {"name", "type", "dim",
+					     "eps",  "bias", NULL};
 
 /* One row per enum tps_module_type: the keys its config object may hold,
  * the styles a plan may give it, and what reads its own keys. */
@@ -89,11 +91,19 @@ static const struct module_kind {
 			       STYLE_BIT(TPS_STYLE_COLWISE) |
 				       STYLE_BIT(TPS_STYLE_ROWWISE) |
 				       STYLE_BIT(TPS_STYLE_REPLICATE),
-			       NULL, parse_linear},
+			       "a linear is split \"colwise\" or "
+			       "\"rowwise\", or replicated",
+			       parse_linear},
 	[TPS_MODULE_RELU] = {elementwise_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
 			     "it has no weight to shard", NULL},
 	[TPS_MODULE_GELU] = {elementwise_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
 			     "it has no weight to shard", NULL},
+	[TPS_MODULE_LAYERNORM] = {layernorm_keys,
+				  STYLE_BIT(TPS_STYLE_REPLICATE) |
+					  STYLE_BIT(TPS_STYLE_SEQUENCE),
+				  "its weight is replicated: it runs "
+				  "\"sequence\" or \"replicate\"",
+				  parse_layernorm},
 };
 
 static const struct module_kind *kind_of(enum tps_module_type type)
@@ -142,6 +152,19 @@ static void parse_linear(struct cfg *c, const cJSON *m,
 			    (long long)ms->out_features,
 			    (long long)ms->in_features);
 	}
+}
+
+/* nn.LayerNorm(dim, eps=1e-5, bias=True). */
+static void parse_layernorm(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms)
+{
+	cfg_int(c, m, "dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->in_features);
+	ms->out_features = ms->in_features;
+	ms->eps = 1e-5;
+	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &ms->eps);
+	ms->bias = true;
+	cfg_bool(c, m, "bias", &ms->bias);
 }
 
 /* What reading one module needs besides the module itself. */
@@ -246,16 +269,21 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 	const struct tps_module_spec *prev;
 
 	parse_module(c, m, index, x->spec);
-	if (!cfg_ok(c) || ms->type != TPS_MODULE_LINEAR) {
+	if (!cfg_ok(c) || !tps_module_has_width(ms)) {
 		return;
 	}
 	if (x->last_linear >= 0) {
+		bool linear = ms->type == TPS_MODULE_LINEAR;
 		prev = &x->spec->modules[x->last_linear];
 		if (ms->in_features != prev->out_features) {
-			cfg_fail_at(c, "in_features", TPS_ERR_INPUT,
-				    "expected %lld, the out_features of "
-				    "/model/%d, got %lld",
+			cfg_fail_at(c, linear ? "in_features" : "dim",
+				    TPS_ERR_INPUT,
+				    "expected %lld, the %s of /model/%d, got "
+				    "%lld",
 				    (long long)prev->out_features,
+				    prev->type == TPS_MODULE_LINEAR
+					    ? "out_features"
+					    : "dim",
 				    x->last_linear, (long long)ms->in_features);
 		}
 	}
@@ -423,6 +451,35 @@ static void read_style(struct cfg *c, const cJSON *style, void *ctx)
 	}
 }
 
+/* A sequence-parallel layernorm's input and output: one shard, of a dim
+ * other than the normalized last one. */
+static void check_sequence_layout(struct cfg *c, const cJSON *entry,
+				  const struct tps_module_spec *ms, int ndim)
+{
+	const struct tps_placement *io[2] = {&ms->input, &ms->output};
+	static const char *const keys[2] = {"input", "output"};
+	for (int k = 0; k < 2 && cfg_ok(c) && ms->style == TPS_STYLE_SEQUENCE;
+	     k++) {
+		int d = tps_dim_normalize(io[k]->dim, ndim);
+		bool given = cJSON_IsObject(entry) && cfg_get(entry, keys[k]);
+		if (io[k]->kind == TPS_PLACEMENT_SHARD && d >= 0 &&
+		    d != ndim - 1) {
+			continue;
+		}
+		if (given) {
+			cfg_fail_at(c, keys[k], TPS_ERR_INPUT,
+				    "sequence parallel shards a dim other than "
+				    "the normalized last one");
+		} else {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "sequence parallel shards the sequence, dim "
+				 "1 of (batch, seq, features); this input has "
+				 "%d dims",
+				 ndim);
+		}
+	}
+}
+
 /* Applies one plan entry (a style string or object) to module ms. */
 static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 			     struct tps_module_spec *ms, int ndim)
@@ -450,11 +507,16 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 	ms->style = (enum tps_style)sx.style;
 	ms->planned = true;
 	ms->input = ms->style == TPS_STYLE_ROWWISE ? tps_placement_shard(-1)
-						   : tps_placement_replicate();
+		    : ms->style == TPS_STYLE_SEQUENCE
+			    ? tps_placement_shard(1)
+			    : tps_placement_replicate();
 	ms->output = ms->style == TPS_STYLE_COLWISE ? tps_placement_shard(-1)
-						    : tps_placement_replicate();
+		     : ms->style == TPS_STYLE_SEQUENCE
+			     ? tps_placement_shard(1)
+			     : tps_placement_replicate();
 	ms->bias_mode = TPS_BIAS_AFTER_REDUCE;
 	if (!object) {
+		check_sequence_layout(c, entry, ms, ndim);
 		return;
 	}
 	if (ms->style == TPS_STYLE_REPLICATE) {
@@ -463,6 +525,7 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 	}
 	cfg_value(c, entry, "input", CFG_OPTIONAL, read_layout, &input);
 	cfg_value(c, entry, "output", CFG_OPTIONAL, read_layout, &output);
+	check_sequence_layout(c, entry, ms, ndim);
 	if (cfg_ok(c) && cfg_get(entry, "bias") &&
 	    ms->style != TPS_STYLE_ROWWISE) {
 		cfg_fail_at(c, "bias", TPS_ERR_INPUT,

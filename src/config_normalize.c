@@ -109,6 +109,10 @@ static void put_model(struct builder *b, cJSON *n,
 			put_number(b, e, "out_features",
 				   (double)m->out_features);
 			put_bool(b, e, "bias", m->bias);
+		} else if (m->type == TPS_MODULE_LAYERNORM) {
+			put_number(b, e, "dim", (double)m->in_features);
+			put_number(b, e, "eps", m->eps);
+			put_bool(b, e, "bias", m->bias);
 		}
 	}
 }

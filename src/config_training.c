@@ -52,7 +52,7 @@ static void output_shape(const struct tps_model_spec *spec, int64_t *dims)
 		dims[i] = in->dim[i];
 	}
 	for (int i = 0; i < spec->n_modules; i++) {
-		if (spec->modules[i].type == TPS_MODULE_LINEAR) {
+		if (tps_module_has_width(&spec->modules[i])) {
 			dims[in->ndim - 1] = spec->modules[i].out_features;
 		}
 	}

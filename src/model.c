@@ -341,7 +341,7 @@ struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
 {
 	struct tps_shape shape = spec->input_shape;
 	for (int i = 0; i < spec->n_modules; i++) {
-		if (spec->modules[i].type == TPS_MODULE_LINEAR) {
+		if (tps_module_has_width(&spec->modules[i])) {
 			shape.dim[shape.ndim - 1] =
 				spec->modules[i].out_features;
 		}
@@ -433,7 +433,7 @@ int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 		total = tps_sat_add(
 			total,
 			tps_module_ops_of(m->type)->memory_estimate(m, &mc));
-		if (m->type == TPS_MODULE_LINEAR && m->out_features > widest) {
+		if (tps_module_has_width(m) && m->out_features > widest) {
 			widest = m->out_features;
 		}
 	}

@@ -13,6 +13,7 @@ const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
 	case TPS_MODULE_LINEAR: return &tps_linear_ops;
 	case TPS_MODULE_RELU:
 	case TPS_MODULE_GELU: return &tps_elementwise_ops;
+	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
 	}
 	return NULL;
 }

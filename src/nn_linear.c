@@ -513,6 +513,7 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 	case TPS_STYLE_COLWISE: return colwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_REPLICATE: return replicated_forward(ctx, m, x, y, err);
+	case TPS_STYLE_SEQUENCE: break; /* the config refuses it */
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED, "%s: unknown style",
 			     m->spec->name);
@@ -589,7 +590,8 @@ static struct backward_notes notes_of(enum tps_style style)
 			"communication",
 			"dX_i = dY W_i: each rank's input features, split as "
 			"X was"};
-	case TPS_STYLE_REPLICATE: break;
+	case TPS_STYLE_REPLICATE:
+	case TPS_STYLE_SEQUENCE: break;
 	}
 	return (struct backward_notes){
 		"dW = dY^T X: every rank computes the whole weight gradient",

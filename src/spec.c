@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const tps_module_type_names[] = {"linear", "relu", "gelu", NULL};
-const char *const tps_style_names[] = {"colwise", "rowwise", "replicate", NULL};
+const char *const tps_module_type_names[] = {"linear", "relu", "gelu",
+					     "layernorm", NULL};
+const char *const tps_style_names[] = {"colwise", "rowwise", "replicate",
+				       "sequence", NULL};
 const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
 					   "rank0", NULL};
 const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
@@ -85,4 +87,9 @@ int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
 bool tps_mistake_in_backward(enum tps_mistake m)
 {
 	return m == TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD;
+}
+
+bool tps_module_has_width(const struct tps_module_spec *m)
+{
+	return m->type == TPS_MODULE_LINEAR || m->type == TPS_MODULE_LAYERNORM;
 }

@@ -314,10 +314,51 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\""),
-	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
+	BAD(WITH_MODEL(FC1 ",{'name':'attn','type':'attention'}") "}",
 	    TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /model/1/type: module type \"layernorm\" is not "
-	    "supported by tpsim 0.3 (expected linear, relu or gelu)"),
+	    "cfg.json: /model/1/type: module type \"attention\" is not "
+	    "supported by tpsim 0.3 (expected linear, relu, gelu or "
+	    "layernorm)"),
+	/* layernorm */
+	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/dim: missing"),
+	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm','dim':4}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/dim: expected 8, the out_features of "
+	    "/model/0, got 4"),
+	BAD(WITH_MODEL("{'name':'ln','type':'layernorm','dim':4}," FC2) "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/in_features: expected 4, the dim of /model/0, "
+	    "got 8"),
+	BAD(WITH_MODEL("{'name':'ln','type':'layernorm','dim':4,'eps':0}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/eps: expected a finite number > 0, got 0"),
+	BAD(WITH_MODEL("{'name':'ln','type':'layernorm','dim':4,"
+		       "'in_features':4}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/in_features: unknown key \"in_features\" "
+	    "(expected one of: name, type, dim, eps, bias)"),
+	BAD(WITH_MODEL(
+		    "{'name':'ln','type':'layernorm','dim':4}") ","
+								"'plan':{'ln':'"
+								"colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/ln: colwise cannot apply to layernorm module "
+	    "\"ln\" (its weight is replicated: it runs \"sequence\" or "
+	    "\"replicate\")"),
+	BAD(WITH_MODEL(
+		    "{'name':'ln','type':'layernorm','dim':4}") ","
+								"'plan':{'ln':'"
+								"sequence'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/ln: sequence parallel shards the sequence, dim 1 "
+	    "of (batch, seq, features); this input has 2 dims"),
+	BAD(HDR "'model':[{'name':'ln','type':'layernorm','dim':4}],"
+		"'input':{'shape':[2,3,4]},'plan':{'ln':{'style':'sequence',"
+		"'output':'shard(2)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/ln/output: sequence parallel shards a dim other "
+	    "than the normalized last one"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','out_features':8}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/in_features: missing"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4}") "}",
@@ -505,7 +546,7 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /plan/fc1/bias: a bias mode applies to rowwise only"),
 	BAD(BASE ",'plan':{'fc2':'rowise'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2: unknown style \"rowise\" (expected one of "
-	    "colwise, rowwise, replicate)"),
+	    "colwise, rowwise, replicate, sequence)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'Rowwise'}}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2/style: unknown style \"Rowwise\""),
 	/* Injected mistakes. */
@@ -559,8 +600,7 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'plan':{'fc2':'RowwiseParallel'}}", TPS_ERR_INPUT,
 	    "RowwiseParallel is \"rowwise\" here"),
 	BAD(BASE ",'plan':{'fc2':'SequenceParallel'}}", TPS_ERR_INPUT,
-	    "SequenceParallel is \"sequence\" here, which is not supported "
-	    "by tpsim 0.3"),
+	    "SequenceParallel is \"sequence\" here"),
 	BAD(BASE ",'plan':{'fc1':'ShardingParallel'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1: unknown style \"ShardingParallel\": "
 	    "PyTorch has no ShardingParallel; a sharded linear is \"colwise\" "
@@ -595,8 +635,10 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','bias':true}}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2/bias: expected a string, got true"),
-	BAD(BASE ",'plan':{'fc1':'sequence'}}", TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /plan/fc1: style \"sequence\" is not supported"),
+	BAD(BASE ",'plan':{'fc1':'sequence'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1: sequence cannot apply to linear module "
+	    "\"fc1\" (a linear is split \"colwise\" or \"rowwise\", or "
+	    "replicated)"),
 	BAD(BASE ",'plan':{'fc1':{'style':'vocab'}}}", TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /plan/fc1/style: style \"vocab\" is not supported"),
 	BAD(BASE ",'plan':{'fc1':{'style':'colwise','input':'shard(9)'}}}",

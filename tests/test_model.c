@@ -69,6 +69,9 @@ enum shape_kind {
 	LINEAR_ONLY, /* one linear */
 	MLP_RELU,    /* linear, relu, linear */
 	MLP_GELU,    /* linear, gelu, linear */
+	/* layernorm, colwise, gelu, rowwise, layernorm: a transformer's MLP
+	 * half without its residual; with `sp`, sequence parallel. */
+	NORMED_MLP,
 };
 
 struct case_spec {
@@ -92,6 +95,7 @@ struct case_spec {
 	unsigned dp_mask; /* 0: dim 0 when dp > 1 */
 	/* 0: (dp, tp); 1: a 1-D (tp) mesh; 3: (dp, cp, tp) with cp = 2. */
 	int mesh_ndim;
+	bool sp; /* NORMED_MLP: sequence parallel (needs seq) */
 };
 
 static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
@@ -148,6 +152,43 @@ static void set_training(struct tps_model_spec *spec, const struct case_spec *c)
 	}
 }
 
+static void set_layernorm(struct tps_module_spec *m, const char *name,
+			  int64_t dim, bool bias, bool sp)
+{
+	memset(m, 0, sizeof *m);
+	snprintf(m->name, sizeof m->name, "%s", name);
+	m->type = TPS_MODULE_LAYERNORM;
+	m->in_features = m->out_features = dim;
+	m->bias = bias;
+	m->eps = 1e-5;
+	m->planned = sp;
+	m->style = sp ? TPS_STYLE_SEQUENCE : TPS_STYLE_REPLICATE;
+	m->input = m->output =
+		sp ? tps_placement_shard(1) : tps_placement_replicate();
+	snprintf(m->plan_pointer, sizeof m->plan_pointer, "/plan/%s", name);
+}
+
+/* ln1 (in), fc1 colwise (in -> hidden), gelu, fc2 rowwise (hidden -> out),
+ * ln2 (out); sequence parallel: the layernorms on seq shards, fc1 taking
+ * shard(1) in (all_gather), fc2 giving shard(1) out (reduce_scatter). */
+static void set_normed_mlp(struct tps_model_spec *spec,
+			   const struct case_spec *c)
+{
+	spec->n_modules = 5;
+	set_layernorm(&spec->modules[0], "ln1", c->in, c->bias, c->sp);
+	set_linear(&spec->modules[1], "fc1", c->in, c->hidden, c->bias,
+		   TPS_STYLE_COLWISE, c->bias_mode, tps_placement_shard(-1));
+	snprintf(spec->modules[2].name, TPS_NAME_MAX, "act");
+	spec->modules[2].type = TPS_MODULE_GELU;
+	set_linear(&spec->modules[3], "fc2", c->hidden, c->out, c->bias,
+		   TPS_STYLE_ROWWISE, c->bias_mode,
+		   c->sp ? tps_placement_shard(1) : tps_placement_replicate());
+	set_layernorm(&spec->modules[4], "ln2", c->out, c->bias, c->sp);
+	if (c->sp) {
+		spec->modules[1].input = tps_placement_shard(1);
+	}
+}
+
 static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 {
 	int shape[3] = {c->dp, c->tp, 0};
@@ -184,7 +225,11 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 	spec->param_init = (struct tps_init_spec){c->init, 7};
 	spec->uneven = TPS_UNEVEN_CHUNK;
 	spec->n_modules = c->shape == LINEAR_ONLY ? 1 : 3;
-	spec->modules = calloc(3, sizeof *spec->modules);
+	spec->modules = calloc(5, sizeof *spec->modules);
+	if (c->shape == NORMED_MLP) {
+		set_normed_mlp(spec, c);
+		return;
+	}
 	if (c->shape == LINEAR_ONLY) {
 		set_linear(&spec->modules[0], "fc", c->in, c->out, c->bias,
 			   c->style1, c->bias_mode, c->out1);
@@ -604,6 +649,50 @@ START_TEST(divisible_policy_names_the_dim)
 }
 END_TEST
 
+START_TEST(layernorm_blocks_match_reference_with_and_without_sp)
+{
+	/* ln, colwise, gelu, rowwise, ln at tp = _i, forward only: sequence
+	 * lengths that divide tp, do not, and are shorter than it (empty
+	 * sequence shards), bias on and off, batches 1 and 3. */
+	int tp = _i;
+	for (int seq = 1; seq <= 2 * tp + 1; seq += tp) {
+		for (int sp = 0; sp < 2; sp++) {
+			for (int bias = 0; bias < 2; bias++) {
+				struct case_spec c = {0};
+				struct counts n;
+				c.dp = 1;
+				c.tp = tp;
+				c.batch = 1 + 2 * bias;
+				c.seq = seq;
+				dims_for(tp, seq % 2, &c.in, &c.hidden, &c.out);
+				c.bias = bias;
+				c.shape = NORMED_MLP;
+				c.sp = sp;
+				c.init = TPS_INIT_UNIFORM;
+				c.mesh_ndim = 1;
+				n = run_case(&c, false);
+				if (tp == 1) {
+					continue;
+				}
+				/* Plain TP: fc2's all_reduce. Sequence
+				 * parallel: ln1's input split locally, fc1's
+				 * all_gather, fc2's reduce_scatter, then the
+				 * output's all_gather. */
+				ck_assert_int_eq(
+					n.collectives[TPS_COMM_ALL_REDUCE],
+					sp ? 0 : 1);
+				ck_assert_int_eq(
+					n.collectives[TPS_COMM_REDUCE_SCATTER],
+					sp ? 1 : 0);
+				ck_assert_int_eq(
+					n.collectives[TPS_COMM_ALL_GATHER],
+					sp ? 2 : 0);
+			}
+		}
+	}
+}
+END_TEST
+
 /* ---- training --------------------------------------------------------- */
 
 /* A colwise -> act -> rowwise MLP trained for 3 steps. */
@@ -784,6 +873,40 @@ START_TEST(training_matches_reference_in_every_layout)
 			run_training(&c);
 		}
 	}
+}
+END_TEST
+
+START_TEST(layernorm_blocks_train_like_the_reference)
+{
+	/* The same block trained 3 steps at tp = _i, on a 1-D mesh and on
+	 * dp 2 x tp, with and without sequence parallel: loss, every
+	 * gradient and every parameter. With sequence parallel each
+	 * layernorm's weight and bias gradients are all-reduced over tp
+	 * (Megatron's sequence-parallel gradient all_reduce); no sharded
+	 * linear's are. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			for (int bias = 0; bias < 2; bias++) {
+				struct case_spec c = mlp_training(
+					dp, tp, 2 + bias, bias, bias);
+				struct counts n;
+				c.seq = tp + 1;
+				c.shape = NORMED_MLP;
+				c.sp = sp;
+				c.optimizer = (enum tps_optimizer_type)bias;
+				c.requires_grad = bias;
+				c.mesh_ndim = dp == 1 ? 1 : 0;
+				n = run_training(&c);
+				ck_assert_int_eq(
+					n.tp_param_grad_collectives,
+					tp > 1 && sp ? 3 * 2 * (1 + bias) : 0);
+			}
+		}
+	}
+	printf("tp=%d layernorm blocks: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
 }
 END_TEST
 
@@ -1018,6 +1141,9 @@ static Suite *model_suite(void)
 			    gathered_and_mismatched_layouts_still_match, 1, 9);
 	tcase_add_loop_test(layouts, sequence_parallel_layouts_match_reference,
 			    1, 9);
+	tcase_add_loop_test(
+		layouts, layernorm_blocks_match_reference_with_and_without_sp,
+		1, 9);
 	tcase_add_loop_test(dp, dp_times_tp_matches_reference, 0, 12);
 	tcase_add_test(comm, mlp_costs_one_all_reduce_forward);
 	tcase_add_test(comm, world_size_one_moves_nothing);
@@ -1030,6 +1156,8 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, training_matches_reference_in_every_layout,
 			    1, 9);
 	tcase_add_test(train, training_costs_what_megatron_says);
+	tcase_add_loop_test(train, layernorm_blocks_train_like_the_reference, 1,
+			    9);
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);

@@ -298,8 +298,10 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
 
-/* The families' ops tables (nn_linear.c, nn_elementwise.c). */
+/* The families' ops tables (nn_linear.c, nn_elementwise.c,
+ * nn_layernorm.c). */
 extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_elementwise_ops;
+extern const struct tps_module_ops tps_layernorm_ops;
 
 #endif

@@ -26,10 +26,16 @@
 /* Index of name in a NULL-terminated name table, or -1. */
 int tps_name_index(const char *const *table, const char *name);
 
+struct tps_module_spec;
+/* Whether the module has a width (in_features, out_features): a linear
+ * changes it, a layernorm needs it; the others keep whatever arrives. */
+bool tps_module_has_width(const struct tps_module_spec *m);
+
 enum tps_module_type {
 	TPS_MODULE_LINEAR,
 	TPS_MODULE_RELU,
 	TPS_MODULE_GELU,
+	TPS_MODULE_LAYERNORM, /* over the last dim, as nn.LayerNorm(dim) */
 };
 extern const char *const tps_module_type_names[];
 
@@ -39,6 +45,9 @@ enum tps_style {
 	TPS_STYLE_COLWISE,   /* ColumnParallelLinear: W shard(0) */
 	TPS_STYLE_ROWWISE,   /* RowParallelLinear: W shard(1) */
 	TPS_STYLE_REPLICATE, /* every rank computes the whole module */
+	/* SequenceParallel: a layernorm on the ranks' sequence shards, its
+	 * weight replicated and its weight gradient all-reduced over tp. */
+	TPS_STYLE_SEQUENCE,
 };
 extern const char *const tps_style_names[];
 
@@ -151,9 +160,12 @@ struct tps_init_spec {
 struct tps_module_spec {
 	char name[TPS_NAME_MAX]; /* dotted path: "block.fc1" */
 	enum tps_module_type type;
-	int64_t in_features, out_features; /* linear only */
-	bool bias;			   /* linear only */
-	bool planned;			   /* a plan key matched it */
+	/* linear: the weight's (out, in); layernorm: both the normalized
+	 * (last) dim, which it keeps. Other types keep the width: 0. */
+	int64_t in_features, out_features;
+	bool bias;    /* linear and layernorm */
+	double eps;   /* layernorm: added to the variance */
+	bool planned; /* a plan key matched it */
 	enum tps_style style;
 	enum tps_bias_mode bias_mode; /* rowwise only */
 	/* Declared tp layouts of the input and output, as the plan says them:
