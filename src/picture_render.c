@@ -319,27 +319,31 @@ static void write_map(FILE *out, const struct tps_picture *pic, int panel,
 
 /* What the marks mean, for the kinds this picture has (a partial picture
  * never speaks of copies, and a replicated one never of addends). */
-static void write_legend(FILE *out, const struct tps_picture *pic, bool md,
-			 const char *indent)
+static int write_legend(FILE *out, const struct tps_picture *pic, bool md,
+			const char *indent)
 {
 	char dims[4 * TPS_MESH_NAME_MAX + 8];
+	int lines = 0;
 	if (dims_of_kind(pic, TPS_PLACEMENT_PARTIAL, dims, sizeof dims)[0]) {
+		lines++;
 		fprintf(out, "%s", indent);
 		put_text(out,
-			 "+ marks a partial sum, not a copy: each rank "
-			 "listed holds a full-size addend of its block, "
-			 "and the sum over its ",
+			 "A name ending in + (A+) marks a partial sum, not "
+			 "a copy: each rank listed holds a full-size addend "
+			 "of its block, and the sum over its ",
 			 md);
 		put_text(out, dims, md);
 		put_text(out, " group is the value.\n", md);
 	}
 	if (dims_of_kind(pic, TPS_PLACEMENT_REPLICATE, dims, sizeof dims)[0]) {
+		lines++;
 		fprintf(out, "%s", indent);
 		put_text(out, "Replicated over ", md);
 		put_text(out, dims, md);
 		put_text(out, ": every rank listed holds the same copy.\n", md);
 	}
 	if (pic->sampler_order) {
+		lines++;
 		fprintf(out, "%s", indent);
 		put_text(out,
 			 "Rows count positions in DistributedSampler's "
@@ -347,6 +351,7 @@ static void write_legend(FILE *out, const struct tps_picture *pic, bool md,
 			 "...\n",
 			 md);
 	}
+	return lines;
 }
 
 void tps_picture_write_text(FILE *out, const struct tps_picture *pic, bool md)
@@ -400,8 +405,9 @@ void tps_picture_write_text(FILE *out, const struct tps_picture *pic, bool md)
 		}
 	}
 	fputs(md ? "\n" : "", out);
-	write_legend(out, pic, md, indent);
-	fputs(md ? "\n" : "", out);
+	if (write_legend(out, pic, md, indent) > 0 && md) {
+		fputc('\n', out);
+	}
 }
 
 /* ---- SVG -------------------------------------------------------------- */
@@ -477,6 +483,18 @@ static void svg_text(FILE *out, int64_t x, int64_t y, const char *attrs,
 		(long long)y, attrs);
 	put_xml(out, text);
 	fputs("</text>\n", out);
+}
+
+/* A white box of the text's width, centred on cx, from y down h px. */
+static void svg_text_box(FILE *out, int64_t cx, int64_t y, const char *text,
+			 int64_t h)
+{
+	int64_t w = text_width(text, SVG_CHAR_W) + 4;
+	fprintf(out,
+		"<rect x=\"%lld\" y=\"%lld\" width=\"%lld\" height=\"%lld\" "
+		"fill=\"#ffffff\"/>\n",
+		(long long)(cx - w / 2), (long long)y, (long long)w,
+		(long long)h);
 }
 
 /* A swatch or a block: filled, hatched and dashed when partial. */
@@ -562,13 +580,20 @@ static void svg_block(FILE *out, const struct tps_picture *pic, int b,
 	svg_box(out, x, y, w, h, block_color(pic, b), partial);
 	svg_cell_lines(out, gx, gy, r0, nr, c0, nc, &pic->global);
 	svg_border(out, x, y, w, h, partial);
-	/* The name, and the ranks under it when they fit. */
+	/* The name, and the ranks under it when they fit; on white in a
+	 * partial block, so the hatching does not cross the letters. */
 	if (h >= 40 && text_width(ranks, SVG_CHAR_W) <= w - 4) {
+		if (partial) {
+			svg_text_box(out, x + w / 2, y + h / 2 - 15, ranks, 30);
+		}
 		svg_text(out, x + w / 2, y + h / 2 - 4,
 			 " text-anchor=\"middle\" font-weight=\"bold\"", name);
 		svg_text(out, x + w / 2, y + h / 2 + 12,
 			 " text-anchor=\"middle\"", ranks);
 	} else if (h >= 16 && text_width(name, SVG_CHAR_W) <= w - 4) {
+		if (partial) {
+			svg_text_box(out, x + w / 2, y + h / 2 - 7, name, 14);
+		}
 		svg_text(out, x + w / 2, y + h / 2 + 4,
 			 " text-anchor=\"middle\" font-weight=\"bold\"", name);
 	}
@@ -682,8 +707,8 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 	fputs("<defs>\n<pattern id=\"partial-hatch\" width=\"8\" height=\"8\" "
 	      "patternUnits=\"userSpaceOnUse\" "
 	      "patternTransform=\"rotate(45)\">\n"
-	      "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"8\" stroke=\"#000000\" "
-	      "stroke-width=\"2\" stroke-opacity=\"0.4\"/>\n</pattern>\n"
+	      "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"8\" stroke=\"#555555\" "
+	      "stroke-width=\"2\"/>\n</pattern>\n"
 	      "</defs>\n",
 	      out);
 	fprintf(out,
