@@ -386,10 +386,10 @@ void tps_picture_write_text(FILE *out, const struct tps_picture *pic, bool md)
 		fputs(md ? "```\n\n" : "", out);
 	} else if (pic->n_panels > 0) {
 		fprintf(out, "%s", indent);
-		put_text(out,
-			 "(no map past 16 rows, 32 columns or 52 blocks; "
-			 "`tpsim picture` draws an SVG)\n",
-			 md);
+		fprintf(out,
+			"(no map past 16 rows, 32 columns or 52 blocks; %s "
+			"draws an SVG)\n",
+			md ? "`tpsim picture`" : "tpsim picture");
 		fputs(md ? "\n" : "", out);
 	}
 	for (int b = 0; b < pic->n_blocks; b++) {

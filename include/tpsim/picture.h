@@ -98,11 +98,13 @@ int tps_picture_first_event(const cJSON *trace, const char *tensor);
 int tps_picture_event_of_seq(const cJSON *trace, long long seq);
 
 /*
- * Text (md false) or Markdown (md true): a heading line, a character map
- * of each panel where every cell shows its block's letter (a partial
- * block's letter followed by '+'), maps being left out past 32 columns
- * or 16 rows, and one line per block, e.g.
- *   A  rows 0-1, cols 0-3: ranks 0,2 (tp=0)
+ * Text (md false, indented to sit under an explain event) or Markdown (md
+ * true): "sharding of fc1.weight, 2 blocks:", a character map of each
+ * panel where every cell shows its block's name (a partial block's name
+ * ends in '+': "A+"), left out past 16 rows, 32 columns or 52 blocks; one
+ * line per block, e.g.
+ *   A   rows 0-1, cols 0-3: ranks 0,2 (tp=0; replicated over dp)
+ * and a sentence for each of partial and replicate that the picture has.
  * Markdown puts the map in a fenced block and the lines in a list.
  */
 void tps_picture_write_text(FILE *out, const struct tps_picture *pic, bool md);
