@@ -51,12 +51,19 @@ static const char usage_text[] =
 	"      Compare a trace with a hand-derived fixture; mismatches on "
 	"stdout.\n"
 	"  explain TRACE [--format text|md] [--step N] [--module NAME]\n"
-	"      [--phase P] [--max-values N]\n"
+	"      [--phase P] [--max-values N] [--pictures]\n"
 	"      Print a trace step by step: every event, every rank's shard "
 	"(more\n"
 	"      than N values, default 16, as the first and last N/2 around "
 	"\"...\";\n"
-	"      0 shows all); the options pick the events shown.\n"
+	"      0 shows all); the options pick the events shown. --pictures "
+	"adds\n"
+	"      under each event which ranks hold which block of its tensor.\n"
+	"  picture TRACE --tensor NAME [--event SEQ] [-o FILE]\n"
+	"      Draw which ranks hold which block of a tensor as an SVG "
+	"(default:\n"
+	"      stdout), at the event with that seq or the tensor's first "
+	"event.\n"
 	"  mesh --shape 3,2 [--names row,col] [--json]\n"
 	"      Print every rank's coordinate and its group along each mesh "
 	"dim,\n"
@@ -616,6 +623,9 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (strcmp(cmd, "comm") == 0) {
 		return tps_cli_comm(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "picture") == 0) {
+		return tps_cli_picture(argc, argv, out, err);
 	}
 	return tps_cli_usage_error(err, "unknown command '%s'", cmd);
 }

@@ -540,8 +540,9 @@ struct explain_filter {
 	const char *module; /* NULL: any */
 	const char *phase;  /* NULL: any */
 	size_t max_values;
-	bool md;    /* --format md */
-	bool color; /* text on a terminal, NO_COLOR unset */
+	bool md;       /* --format md */
+	bool color;    /* text on a terminal, NO_COLOR unset */
+	bool pictures; /* --pictures: each event's sharding picture */
 };
 
 static bool explain_wants(const struct explain_filter *f, const cJSON *ev)
@@ -610,6 +611,8 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 			}
 			f->md = strcmp(arg, "md") == 0;
 			i++;
+		} else if (strcmp(opt, "--pictures") == 0) {
+			f->pictures = true;
 		} else if (strcmp(opt, "--module") == 0) {
 			if (!arg) {
 				return tps_cli_usage_error(
@@ -652,8 +655,9 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	const cJSON *ev, *result, *comm, *op, *mesh;
 	struct tps_error e = {0};
 	const char *phase = NULL, *path = NULL;
-	struct explain_filter filter = {-1, NULL, NULL, 16, false, false};
-	int step = -2, shown = 0;
+	struct explain_filter filter = {-1,    NULL,  NULL, 16,
+					false, false, false};
+	int step = -2, shown = 0, index = -1;
 	struct columns cols;
 	struct placements_seen seen = {0};
 	int rc = explain_options(argc, argv, &filter, &path, err);
@@ -668,6 +672,20 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		cJSON_Delete(trace);
 		return tps_cli_trouble(err, &e);
 	}
+	/* Every picture is checked before anything is printed: a trace that
+	 * cannot be drawn is trouble, not half an explanation. */
+	cJSON_ArrayForEach(ev,
+			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
+	{
+		index++;
+		if (filter.pictures && explain_wants(&filter, ev) &&
+		    (rc = tps_cli_explain_picture(NULL, trace, path, index,
+						  false, err)) != TPS_EXIT_OK) {
+			cJSON_Delete(trace);
+			return rc;
+		}
+	}
+	index = -1;
 	/* At most one tensor name per event. */
 	seen.cap = (size_t)cJSON_GetArraySize(
 		cJSON_GetObjectItemCaseSensitive(trace, "events"));
@@ -709,6 +727,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "step");
 		int this_step = cJSON_IsNumber(s) ? s->valueint : -1;
 		const char *this_phase = str_of(ev, "phase");
+		index++;
 		const cJSON *before = placements_before(&seen, ev);
 		if (!explain_wants(&filter, ev)) {
 			continue;
@@ -737,6 +756,10 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		} else {
 			explain_event(out, ev, before, filter.max_values,
 				      filter.color, cols);
+		}
+		if (filter.pictures) {
+			tps_cli_explain_picture(out, trace, path, index,
+						filter.md, err);
 		}
 	}
 	if (shown == 0) {

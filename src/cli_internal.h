@@ -1,10 +1,12 @@
-/* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c). Not
- * installed. */
+/* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c,
+ * cli_picture.c). Not installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdio.h>
+
+#include <cjson/cJSON.h>
 
 #include "tpsim/config.h"
 #include "tpsim/error.h"
@@ -34,7 +36,17 @@ bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set);
 int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err);
 
 /* tpsim explain TRACE [--step N] [--module NAME] [--phase P]
- * [--max-values N] [--format text|md] */
+ * [--max-values N] [--format text|md] [--pictures] */
 int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err);
+
+/* tpsim picture TRACE --tensor NAME [--event SEQ] [-o FILE] */
+int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err);
+
+/* The sharding picture of events[event_index] as text or Markdown, for
+ * explain --pictures; out NULL only checks that it can be drawn. Returns
+ * the exit code (trouble, printed on err, for a trace it cannot draw). */
+int tps_cli_explain_picture(FILE *out, const cJSON *trace,
+			    const char *trace_name, int event_index, bool md,
+			    FILE *err);
 
 #endif
