@@ -4,8 +4,9 @@ bad-config table (tests/test_config.c).
 
   schema_check.py SOURCE_ROOT TEST_CONFIG_EXE
 
-1. Every config under examples/, fixtures/, tools/bench/ and tests/golden/
-   must be valid: the schema refuses nothing tpsim accepts.
+1. Every config under examples/ (at any depth), fixtures/, tools/bench/
+   and tests/golden/ must be valid: the schema refuses nothing tpsim
+   accepts.
 2. The bad-config table, dumped by test_config (TPSIM_DUMP_BAD_CONFIGS),
    must be refused wherever a schema can say what is wrong: the rows whose
    message is about a key, a type, a choice or a plain range, and whose
@@ -54,9 +55,9 @@ def main():
     validator = jsonschema.Draft202012Validator(schema)
 
     good = []
-    for pattern in ("examples/*/config.json", "fixtures/*/config.json",
+    for pattern in ("examples/**/*.json", "fixtures/*/config.json",
                     "tools/bench/*.json", "tests/golden/*.config.json"):
-        good += sorted(glob.glob(os.path.join(root, pattern)))
+        good += sorted(glob.glob(os.path.join(root, pattern), recursive=True))
     bad_good = 0
     for path in good:
         with open(path) as f:
