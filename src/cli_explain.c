@@ -188,22 +188,35 @@ static void print_groups(FILE *out, const cJSON *groups)
 /* What a collective or a local split computes, as an equation over the
  * ranks i of one group (y_i: rank i's tensor, y: the group's whole), in
  * the notation of the trace's notes. */
-static const char *op_equation(const char *op)
+/*
+ * The equation of a collective or split, written with the event's tensor
+ * T: "T = sum_i T_i" (i a rank of the group, as the notes write it), into
+ * buf; NULL for other ops. A name that could break a Markdown code span
+ * is written as T.
+ */
+static const char *op_equation(const char *op, const char *tensor, char *buf,
+			       size_t size)
 {
 	static const struct {
-		const char *op, *equation;
+		const char *op, *equation; /* %1$s: the tensor */
 	} table[] = {
-		{"all_reduce", "y = sum_i y_i, on every rank of the group"},
-		{"all_gather", "y = concat_i y_i, on every rank of the group"},
-		{"reduce_scatter", "y_i = chunk_i(sum_j y_j)"},
-		{"broadcast", "y_i = y_0, the group's first rank's"},
-		{"scatter", "y_i = chunk_i(y_0)"},
-		{"all_to_all", "y_i = concat_j chunk_i(y_j)"},
-		{"split", "y_i = chunk_i(y), no communication"},
+		{"all_reduce",
+		 "%1$s = sum_i %1$s_i, on every rank of the group"},
+		{"all_gather",
+		 "%1$s = concat_i %1$s_i, on every rank of the group"},
+		{"reduce_scatter", "%1$s_i = chunk_i(sum_j %1$s_j)"},
+		{"broadcast", "%1$s_i = %1$s_0, the group's first rank's"},
+		{"scatter", "%1$s_i = chunk_i(%1$s_0)"},
+		{"all_to_all", "%1$s_i = concat_j chunk_i(%1$s_j)"},
+		{"split", "%1$s_i = chunk_i(%1$s), no communication"},
 	};
+	if (strpbrk(tensor, "`\n") || strlen(tensor) > 64) {
+		tensor = "T";
+	}
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
 		if (strcmp(op, table[i].op) == 0) {
-			return table[i].equation;
+			snprintf(buf, size, table[i].equation, tensor);
+			return buf;
 		}
 	}
 	return NULL;
@@ -296,6 +309,7 @@ static const cJSON *placements_before(struct placements_seen *seen,
 static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
 			  size_t max_values, bool color, struct columns cols)
 {
+	char equation[256];
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
 		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
@@ -338,8 +352,9 @@ static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
 		print_values(out, r, max_values, false);
 		fputc('\n', out);
 	}
-	if (op_equation(str_of(ev, "op"))) {
-		fprintf(out, "        %s\n", op_equation(str_of(ev, "op")));
+	if (op_equation(str_of(ev, "op"), str_of(ev, "tensor"), equation,
+			sizeof equation)) {
+		fprintf(out, "        %s\n", equation);
 	}
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
 		fprintf(out, "        (%s)\n", str_of(ev, "note"));
@@ -454,6 +469,7 @@ static void md_or_text(FILE *out, bool md, const char *s)
 static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
 		     size_t max_values)
 {
+	char equation[256];
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
 		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
@@ -502,8 +518,9 @@ static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
 		print_values(out, r, max_values, true);
 		fputs(" |\n", out);
 	}
-	if (op_equation(str_of(ev, "op"))) {
-		fprintf(out, "\n`%s`\n", op_equation(str_of(ev, "op")));
+	if (op_equation(str_of(ev, "op"), str_of(ev, "tensor"), equation,
+			sizeof equation)) {
+		fprintf(out, "\n`%s`\n", equation);
 	}
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "note"))) {
 		fputs("\n", out);
@@ -795,18 +812,27 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			      out);
 			print_shape(out, cJSON_GetObjectItemCaseSensitive(
 						 o, "shape"));
+			/* Training compares more than the output: say so,
+			 * since the output alone may agree. */
+			bool training = cJSON_GetObjectItemCaseSensitive(
+						result, "loss") != NULL;
+			const char *what = " the single-device reference";
 			print_values(out, o, filter.max_values, filter.md);
+			fputs(training ? "; over output, loss, gradients and "
+					 "parameters, the run"
+				       : "",
+			      out);
 			if (filter.md) {
-				fprintf(out, " %s the single-device reference",
+				fprintf(out, " %s%s",
 					match ? "**matches**"
-					      : "**differs from**");
+					      : "**differs from**",
+					what);
 			} else {
-				fprintf(out,
-					" %s%s%s the single-device reference",
+				fprintf(out, " %s%s%s%s",
 					filter.color ? (match ? GREEN : RED)
 						     : "",
 					match ? "matches" : "DIFFERS from",
-					filter.color ? PLAIN : "");
+					filter.color ? PLAIN : "", what);
 			}
 			fputs(filter.md ? " (`max_abs_diff` "
 					: " (max_abs_diff ",

@@ -453,11 +453,14 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	if (st == TPS_OK && s->bias && !bias_before) {
 		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
 		if (st == TPS_OK) {
-			st = tps_nn_emit_compute(ctx, s->name, "add_bias",
-						 n.out,
-						 "bias added once, after the "
-						 "reduction (after_reduce)",
-						 &out, 0, err);
+			st = tps_nn_emit_compute(
+				ctx, s->name, "add_bias", n.out,
+				skip_reduce ? "bias added once, where the "
+					      "(skipped) reduction would have "
+					      "been (after_reduce)"
+					    : "bias added once, after the "
+					      "reduction (after_reduce)",
+				&out, 0, err);
 		}
 	}
 	return finish_forward(ctx, m, x, &out, y, st);

@@ -456,15 +456,21 @@ static void diagnose_skip_gather(const struct tps_model *model,
 			 "skip_gather)",
 			 stopped, m->spec->name, (long long)out);
 	} else if (exact) {
+		char cols[64];
+		if (len == 1) {
+			snprintf(cols, sizeof cols, "column 0");
+		} else {
+			snprintf(cols, sizeof cols, "columns 0-%lld",
+				 (long long)len - 1);
+		}
 		snprintf(buf, size,
 			 "output has shape %s where the reference has %s: it "
-			 "is rank 0's local shard, the reference's columns "
-			 "0-%lld; %s returned its shard of the %lld output "
-			 "features and the all_gather was skipped (inject "
-			 "skip_gather)",
+			 "is rank 0's local shard, the reference's %s; %s "
+			 "returned its shard of the %lld output features and "
+			 "the all_gather was skipped (inject skip_gather)",
 			 tps_shape_format(got, a, sizeof a),
-			 tps_shape_format(want, b, sizeof b),
-			 (long long)len - 1, m->spec->name, (long long)out);
+			 tps_shape_format(want, b, sizeof b), cols,
+			 m->spec->name, (long long)out);
 	} else {
 		snprintf(buf, size,
 			 "output has shape %s where the reference has %s: %s "

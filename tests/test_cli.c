@@ -1302,6 +1302,16 @@ START_TEST(explain_md_escapes_text_from_the_config)
 	r = cli(5, "explain", trace, "--format", "md");
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "] fc\\_a\\_b: matmul -> fc\\_a\\_b.out\n"));
+	/* Outside code spans (equations, where '_' is literal), nothing is
+	 * left unescaped. */
+	for (char *p = r.out, *open = NULL; *p; p++) {
+		if (*p == '`' && !open) {
+			open = p;
+		} else if (*p == '`') {
+			memset(open, ' ', (size_t)(p - open + 1));
+			open = NULL;
+		}
+	}
 	ck_assert_ptr_null(strstr(r.out, "fc_a_b"));
 	result_free(&r);
 	tu_rmtree(dir);
