@@ -9,8 +9,8 @@
 #include <string.h>
 
 /* Module types and styles DESIGN.md names that later versions will add. */
-static const char *const later_types[] = {"embedding", "attention", "residual",
-					  "dropout", NULL};
+static const char *const later_types[] = {"embedding", "attention", "dropout",
+					  NULL};
 static const char *const later_styles[] = {"vocab", NULL};
 #define LATER_VERSION "tpsim 0.3"
 
@@ -76,6 +76,7 @@ static const char *const linear_keys[] = {"name",	  "type", "in_features",
 static const char *const elementwise_keys[] = {"name", "type", NULL};
 static const char *const layernorm_keys[] = {"name", "type", "dim",
 					     "eps",  "bias", NULL};
+static const char *const residual_keys[] = {"name", "type", "body", NULL};
 
 /* One row per enum tps_module_type: the keys its config object may hold,
  * the styles a plan may give it, and what reads its own keys. */
@@ -104,6 +105,10 @@ static const struct module_kind {
 				  "its weight is replicated: it runs "
 				  "\"sequence\" or \"replicate\"",
 				  parse_layernorm},
+	[TPS_MODULE_RESIDUAL] = {residual_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+				 "it adds its body's output to its input; plan "
+				 "the body's modules",
+				 NULL},
 };
 
 static const struct module_kind *kind_of(enum tps_module_type type)
@@ -196,8 +201,9 @@ static void read_module_name(struct cfg *c, const cJSON *name, void *ctx)
 			/* A valid name needs no escaping. */
 			cfg_fail(c, TPS_ERR_INPUT,
 				 "duplicate module name \"%s\" (also "
-				 "/model/%d/name)",
-				 name->valuestring, j);
+				 "%s/name)",
+				 name->valuestring,
+				 x->spec->modules[j].plan_pointer);
 		}
 	}
 }
@@ -247,7 +253,8 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	ms->planned = false;
 	ms->input = tps_placement_replicate();
 	ms->output = tps_placement_replicate();
-	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "/model/%d", index);
+	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+		 cfg_pointer(c));
 	kind = kind_of(ms->type);
 	if (cfg_check_keys(c, m, kind->keys) && kind->parse) {
 		kind->parse(c, m, ms);
@@ -256,53 +263,124 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 
 struct model_ctx {
 	struct tps_model_spec *spec;
-	int last_linear; /* the index of the last linear read, or -1 */
+	int next;	/* the flat index the next module takes */
+	int last_width; /* the last module that set the width, or -1 */
 };
 
-/* /model/<index>: the module, then its in_features against the
- * out_features of the linear before it (element-wise modules keep the
- * width). A cross-field error, reported at the later module. */
+/* The modules a /model item stands for, itself and its descendants (its
+ * body); a malformed item counts 1 and is reported when it is read. */
+static int count_modules(const cJSON *m)
+{
+	const cJSON *type = cfg_get(m, "type");
+	const cJSON *body = cfg_get(m, "body");
+	const cJSON *item;
+	int n = 1;
+	if (!cJSON_IsObject(m) || !cJSON_IsString(type) ||
+	    strcmp(type->valuestring, "residual") != 0 ||
+	    !cJSON_IsArray(body)) {
+		return 1;
+	}
+	cJSON_ArrayForEach(item, body)
+	{
+		n += count_modules(item);
+		if (n > TPS_MAX_MODULES) {
+			break;
+		}
+	}
+	return n;
+}
+
+static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx);
+
+/* /model/.../body of a residual: a non-empty list of modules that keeps
+ * the width, since x + body(x) adds them. */
+static void read_body(struct cfg *c, const cJSON *body, void *ctx)
+{
+	struct model_ctx *x = ctx;
+	int width_in = x->last_width;
+	const struct tps_module_spec *in, *out;
+	if (!cfg_expect(c, body, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	if (cJSON_GetArraySize(body) == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+		return;
+	}
+	cfg_each_item(c, body, model_item, x);
+	if (!cfg_ok(c) || x->last_width == width_in || width_in < 0) {
+		return;
+	}
+	in = &x->spec->modules[width_in];
+	out = &x->spec->modules[x->last_width];
+	if (in->out_features != out->out_features) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "the body ends with width %lld (%s), but x + body(x) "
+			 "needs the input's, %lld (%s)",
+			 (long long)out->out_features, out->plan_pointer,
+			 (long long)in->out_features, in->plan_pointer);
+	}
+}
+
+/* One module at its pointer (/model/<i>, or inside a body): the module,
+ * then its input width against the width of the module before it in the
+ * data flow (element-wise modules keep the width). A cross-field error,
+ * reported at the later module. */
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 {
 	struct model_ctx *x = ctx;
-	const struct tps_module_spec *ms = &x->spec->modules[index];
+	int i = x->next++;
+	struct tps_module_spec *ms = &x->spec->modules[i];
 	const struct tps_module_spec *prev;
 
-	parse_module(c, m, index, x->spec);
+	(void)index;
+	parse_module(c, m, i, x->spec);
+	if (cfg_ok(c) && ms->type == TPS_MODULE_RESIDUAL) {
+		cfg_value(c, m, "body", CFG_REQUIRED, read_body, x);
+		ms->n_descendants = x->next - i - 1;
+		return;
+	}
 	if (!cfg_ok(c) || !tps_module_has_width(ms)) {
 		return;
 	}
-	if (x->last_linear >= 0) {
+	if (x->last_width >= 0) {
 		bool linear = ms->type == TPS_MODULE_LINEAR;
-		prev = &x->spec->modules[x->last_linear];
+		prev = &x->spec->modules[x->last_width];
 		if (ms->in_features != prev->out_features) {
-			cfg_fail_at(c, linear ? "in_features" : "dim",
-				    TPS_ERR_INPUT,
-				    "expected %lld, the %s of /model/%d, got "
-				    "%lld",
-				    (long long)prev->out_features,
-				    prev->type == TPS_MODULE_LINEAR
-					    ? "out_features"
-					    : "dim",
-				    x->last_linear, (long long)ms->in_features);
+			cfg_fail_at(
+				c, linear ? "in_features" : "dim",
+				TPS_ERR_INPUT,
+				"expected %lld, the %s of %s, got %lld",
+				(long long)prev->out_features,
+				prev->type == TPS_MODULE_LINEAR ? "out_features"
+								: "dim",
+				prev->plan_pointer, (long long)ms->in_features);
 		}
 	}
-	x->last_linear = index;
+	x->last_width = i;
 }
 
 static void read_model(struct cfg *c, const cJSON *model, void *ctx)
 {
 	struct tps_model_spec *spec = ctx;
-	struct model_ctx x = {spec, -1};
-	int n;
+	struct model_ctx x = {spec, 0, -1};
+	const cJSON *item;
+	int n = 0;
 	if (!cfg_expect(c, model, cJSON_IsArray, "an array of modules")) {
 		return;
 	}
-	n = cJSON_GetArraySize(model);
+	cJSON_ArrayForEach(item, model)
+	{
+		n += count_modules(item);
+		if (n > TPS_MAX_MODULES) {
+			break;
+		}
+	}
 	if (n == 0) {
 		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
-	} else if (n > 4096) {
-		cfg_fail(c, TPS_ERR_LIMIT, "%d modules (at most 4096)", n);
+	} else if (n > TPS_MAX_MODULES) {
+		cfg_fail(c, TPS_ERR_LIMIT,
+			 "over %d modules, counting residual bodies",
+			 TPS_MAX_MODULES);
 	}
 	if (!cfg_ok(c)) {
 		return;

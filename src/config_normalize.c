@@ -95,12 +95,14 @@ static void put_mesh(struct builder *b, cJSON *n, const struct tps_mesh *mesh)
 	}
 }
 
-static void put_model(struct builder *b, cJSON *n,
-		      const struct tps_model_spec *s)
+/* Modules [begin, end) of the pre-order list into array a: the top-level
+ * ones, each composite with its body nested. */
+static void put_modules(struct builder *b, cJSON *a,
+			const struct tps_module_spec *begin,
+			const struct tps_module_spec *end)
 {
-	cJSON *a = put_array(b, n, "model");
-	for (int i = 0; i < s->n_modules; i++) {
-		const struct tps_module_spec *m = &s->modules[i];
+	for (const struct tps_module_spec *m = begin; m < end;
+	     m += 1 + m->n_descendants) {
 		cJSON *e = put_object(b, a, NULL);
 		put_string(b, e, "name", m->name);
 		put_string(b, e, "type", tps_module_type_names[m->type]);
@@ -113,8 +115,18 @@ static void put_model(struct builder *b, cJSON *n,
 			put_number(b, e, "dim", (double)m->in_features);
 			put_number(b, e, "eps", m->eps);
 			put_bool(b, e, "bias", m->bias);
+		} else if (m->type == TPS_MODULE_RESIDUAL) {
+			put_modules(b, put_array(b, e, "body"), m + 1,
+				    m + 1 + m->n_descendants);
 		}
 	}
+}
+
+static void put_model(struct builder *b, cJSON *n,
+		      const struct tps_model_spec *s)
+{
+	put_modules(b, put_array(b, n, "model"), s->modules,
+		    s->modules + s->n_modules);
 }
 
 static void put_plan(struct builder *b, cJSON *n,

@@ -241,6 +241,7 @@ static enum tps_status init_model(struct tps_model *model,
 		struct tps_module *mod = &m.modules[i];
 		mod->spec = &spec->modules[i];
 		mod->ops = tps_module_ops_of(mod->spec->type);
+		mod->training = spec->mode == TPS_MODE_TRAINING;
 		mod->params = &m.params[m.n_params];
 		mod->n_params = mod->ops->parameters(
 			mod->spec, spec->tp_dim, &job.param_specs[m.n_params]);
@@ -322,19 +323,6 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 		st = tps_event_emit(sink, &ev, err);
 	}
 	return st;
-}
-
-bool tps_model_needs_input_grad(const struct tps_model *model, int i)
-{
-	if (model->spec->input_requires_grad) {
-		return true;
-	}
-	for (int j = 0; j < i; j++) {
-		if (model->modules[j].n_params > 0) {
-			return true;
-		}
-	}
-	return false;
 }
 
 struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)

@@ -61,28 +61,9 @@ static enum tps_status forward(struct tps_model *model,
 			       struct tps_tensor *output, struct tps_error *err)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_tensor x = {0}, y = {0};
-	enum tps_status st = tps_tensor_copy(&x, input, err);
-
-	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		struct tps_module *m = &model->modules[i];
-		st = m->ops->reference_forward(m, model->spec->mesh.pool, &x,
-					       &y, err);
-		/* Every module's backward needs its input: keep x rather than
-		 * free it. */
-		if (st == TPS_OK && save) {
-			tps_tensor_move(&m->ref_saved_in, &x);
-		}
-		if (st == TPS_OK) {
-			tps_tensor_move(&x, &y);
-		}
-	}
-	if (st == TPS_OK) {
-		*output = x;
-	} else {
-		tps_tensor_free(&x);
-	}
-	return st;
+	return tps_nn_reference_forward_seq(
+		model->modules, model->modules + spec->n_modules,
+		spec->mesh.pool, save, input, output, err);
 }
 
 /* Backward from dy: every parameter's ref_grad, and *dinput when the input
@@ -92,29 +73,11 @@ static enum tps_status backward(struct tps_model *model,
 				struct tps_tensor *dinput,
 				struct tps_error *err)
 {
-	struct tps_tensor g = {0};
-	enum tps_status st = tps_tensor_copy(&g, dy, err);
-	int i = model->spec->n_modules - 1;
-
-	for (; i >= 0 && st == TPS_OK; i--) {
-		struct tps_module *m = &model->modules[i];
-		bool want = tps_model_needs_input_grad(model, i);
-		struct tps_tensor dx = {0};
-		if (!want && m->n_params == 0) {
-			break;
-		}
-		st = m->ops->reference_backward(m, model->spec->mesh.pool, &g,
-						want ? &dx : NULL, err);
-		tps_tensor_move(&g, &dx);
-	}
-	for (; i >= 0; i--) {
-		tps_tensor_free(&model->modules[i].ref_saved_in);
-	}
-	if (st == TPS_OK && model->spec->input_requires_grad) {
-		tps_tensor_move(dinput, &g);
-	}
-	tps_tensor_free(&g);
-	return st;
+	const struct tps_model_spec *spec = model->spec;
+	return tps_nn_reference_backward_seq(
+		model->modules, model->modules + spec->n_modules,
+		spec->mesh.pool, dy, spec->input_requires_grad ? dinput : NULL,
+		err);
 }
 
 static enum tps_status optimizer(struct tps_model *model, int step,

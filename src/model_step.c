@@ -185,14 +185,12 @@ static enum tps_status forward(struct tps_model *model,
 	    step == 0) {
 		st = broadcast_from_tp_root(&ctx, &x, err);
 	}
-	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
-		struct tps_module *m = &model->modules[i];
-		struct tps_dtensor out = {0};
-		st = m->ops->forward(&ctx, m, &x, &out, err);
-		if (st == TPS_OK) {
-			tps_dtensor_free(&x);
-			x = out;
-		}
+	if (st == TPS_OK) {
+		struct tps_dtensor in = x;
+		memset(&x, 0, sizeof x);
+		st = tps_nn_forward_seq(&ctx, model->modules,
+					model->modules + spec->n_modules, &in,
+					&x, err);
 	}
 	if (st == TPS_OK) {
 		tps_layout_chain_start(&model->output_chain, &ctx, &x);
@@ -422,30 +420,20 @@ static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
 		context(model, sink, step, TPS_PHASE_BACKWARD);
 	struct tps_dtensor g = *dy;
 	enum tps_status st;
-	int i = spec->n_modules - 1;
 
 	memset(dy, 0, sizeof *dy);
 	st = tps_nn_grad_through(&ctx, &g, &model->output_chain, "output",
 				 "output.grad", err);
-	for (; i >= 0 && st == TPS_OK; i--) {
-		struct tps_module *m = &model->modules[i];
-		bool want = tps_model_needs_input_grad(model, i);
-		struct tps_dtensor dx = {0};
-		if (!want && m->n_params == 0) {
-			break; /* nothing before it trains */
-		}
-		st = m->ops->backward(&ctx, m, &g, want ? &dx : NULL, err);
-		g = dx;
-	}
-	for (; i >= 0; i--) {
-		tps_module_free_saved(&model->modules[i]);
-	}
-	if (st == TPS_OK && spec->input_requires_grad) {
-		*dinput = g;
-	} else {
+	if (st != TPS_OK) {
 		tps_dtensor_free(&g);
+		for (int i = 0; i < spec->n_modules; i++) {
+			tps_module_free_saved(&model->modules[i]);
+		}
+		return st;
 	}
-	return st;
+	return tps_nn_backward_seq(
+		&ctx, model->modules, model->modules + spec->n_modules, &g,
+		spec->input_requires_grad ? dinput : NULL, err);
 }
 
 /* ---- optimizer ------------------------------------------------------- */

@@ -14,6 +14,7 @@ const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
 	case TPS_MODULE_RELU:
 	case TPS_MODULE_GELU: return &tps_elementwise_ops;
 	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
+	case TPS_MODULE_RESIDUAL: return &tps_residual_ops;
 	}
 	return NULL;
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 const char *const tps_module_type_names[] = {"linear", "relu", "gelu",
-					     "layernorm", NULL};
+					     "layernorm", "residual", NULL};
 const char *const tps_style_names[] = {"colwise", "rowwise", "replicate",
 				       "sequence", NULL};
 const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",

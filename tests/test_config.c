@@ -317,8 +317,44 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'attn','type':'attention'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"attention\" is not "
-	    "supported by tpsim 0.3 (expected linear, relu, gelu or "
-	    "layernorm)"),
+	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm "
+	    "or residual)"),
+	/* residual */
+	BAD(WITH_MODEL("{'name':'res','type':'residual'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: missing"),
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: expected at least one module"),
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':{}}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: expected an array of modules, got an "
+	    "object"),
+	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
+			   "{'name':'fc2','type':'linear','in_features':8,"
+			   "'out_features':3}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/body: the body ends with width 3 "
+	    "(/model/1/body/0), but x + body(x) needs the input's, 8 "
+	    "(/model/0)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
+			   "{'name':'fc2','type':'linear','in_features':4,"
+			   "'out_features':8}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/body/0/in_features: expected 8, the "
+	    "out_features of /model/0, got 4"),
+	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
+			   "{'name':'fc1','type':'relu'}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/body/0/name: duplicate module name \"fc1\" "
+	    "(also /model/0/name)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
+			   "{'name':'act','type':'relu'}]}") ","
+							     "'plan':{'res':'"
+							     "colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/res: colwise cannot apply to residual module "
+	    "\"res\" (it adds its body's output to its input; plan the "
+	    "body's modules)"),
 	/* layernorm */
 	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/1/dim: missing"),
@@ -1219,8 +1255,9 @@ START_TEST(model_with_4097_modules_is_refused_as_a_limit)
 
 	text = many_modules_config(4097);
 	ck_assert_int_eq(parse_text(text, &spec, &err), TPS_ERR_LIMIT);
-	ck_assert_msg(strstr(err.message, "cfg.json: /model: 4097 modules") !=
-			      NULL,
+	ck_assert_msg(strstr(err.message, "cfg.json: /model: over 4096 "
+					  "modules, counting residual "
+					  "bodies") != NULL,
 		      "message: %s", err.message);
 	free(text);
 }

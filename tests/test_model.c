@@ -10,11 +10,13 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "tpsim/config.h"
 #include "tpsim/model.h"
 #include "tpsim/run.h"
 
@@ -350,6 +352,77 @@ static struct counts run_training(const struct case_spec *c)
 	tps_tensor_free(&target);
 	tps_model_free(&model);
 	tps_model_spec_free(&spec);
+	return counts;
+}
+
+/*
+ * A whole config, written with ' for " (printf-formatted), run as `tpsim
+ * run` runs it but without a trace: the outcome (output; in training the
+ * losses, gradients and parameters) must match the reference. Returns the
+ * collective counts, tp and dp masks set from the config.
+ */
+static struct counts run_config(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static struct counts run_config(const char *fmt, ...)
+{
+	char text[8192];
+	va_list ap;
+	cJSON *root;
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_tensor input, target = {0};
+	struct tps_model_outcome sim, ref;
+	struct counts counts = {0};
+	struct tps_event_sink sink = {count_event, &counts};
+	struct tps_error err = {0};
+	bool with_target;
+	float diff;
+	bool match;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	for (char *p = text; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	root = cJSON_Parse(text);
+	ck_assert_msg(root != NULL, "bad JSON: %s", text);
+	ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) == TPS_OK,
+		      "%s\n%s", err.message, text);
+	cJSON_Delete(root);
+	with_target = spec.model.mode == TPS_MODE_TRAINING &&
+		      spec.model.loss == TPS_LOSS_MSE;
+	counts.dp_mask = spec.model.dp_mask;
+	counts.tp_mask = 1u << spec.model.tp_dim;
+	ck_assert_msg(tps_model_init(&model, &spec.model, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(tps_model_make_input(&spec.model, &input, NULL),
+			 TPS_OK);
+	if (with_target) {
+		ck_assert_int_eq(
+			tps_model_make_target(&spec.model, &target, NULL),
+			TPS_OK);
+	}
+	ck_assert_int_eq(tps_model_emit_setup(&model, sink, NULL), TPS_OK);
+	ck_assert_msg(tps_model_run(&model, &input,
+				    with_target ? &target : NULL, sink, &sim,
+				    &err) == TPS_OK,
+		      "%s\n%s", err.message, text);
+	ck_assert_msg(tps_model_run_reference(&model, &input,
+					      with_target ? &target : NULL,
+					      &ref, &err) == TPS_OK,
+		      "%s", err.message);
+	tps_run_compare_outcomes(&sim, &ref, 1e-5, 1e-5, &diff, &match);
+	if (diff > worst_diff) {
+		worst_diff = diff;
+	}
+	ck_assert_msg(match, "max_abs_diff %g for\n%s", (double)diff, text);
+	tps_model_outcome_free(&sim);
+	tps_model_outcome_free(&ref);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
 	return counts;
 }
 
@@ -910,6 +983,83 @@ START_TEST(layernorm_blocks_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(residual_blocks_train_like_the_reference)
+{
+	/* x + mlp(ln(x)), then a layernorm, trained 2 steps at tp = _i,
+	 * plain TP and sequence parallel, sequences that divide tp, do not,
+	 * and leave shards empty, bias on and off, batches 1 and 2. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int seq = 1; seq <= 2 * tp + 1; seq += tp) {
+		for (int sp = 0; sp < 2; sp++) {
+			for (int bias = 0; bias < 2; bias++) {
+				int hidden = 3 * tp + 1, dim = 2 * tp + 1;
+				struct counts n = run_config(
+					"{'tpsim':1,'mesh':{'shape':[%d],"
+					"'dim_names':['tp']},'model':["
+					"{'name':'res','type':'residual','body'"
+					":["
+					"{'name':'ln1','type':'layernorm','dim'"
+					":%d,"
+					"'bias':%s},"
+					"{'name':'fc1','type':'linear','in_"
+					"features':"
+					"%d,'out_features':%d,'bias':%s},"
+					"{'name':'act','type':'gelu'},"
+					"{'name':'fc2','type':'linear','in_"
+					"features':"
+					"%d,'out_features':%d,'bias':%s}]},"
+					"{'name':'ln2','type':'layernorm','dim'"
+					":%d}],"
+					"'plan':{%s},'input':{'shape':[%d,%d,%"
+					"d],"
+					"'init':'uniform'},'init':{'method':"
+					"'uniform','seed':3},'mode':'training',"
+					"'steps':2,'optimizer':{'type':'adamw',"
+					"'lr':0.01}}",
+					tp, dim, bias ? "true" : "false", dim,
+					hidden, bias ? "true" : "false", hidden,
+					dim, bias ? "true" : "false", dim,
+					sp ? "'ln1':'sequence','fc1':{'style':"
+					     "'colwise','input':'shard(1)'},"
+					     "'fc2':{'style':'rowwise','output'"
+					     ":"
+					     "'shard(1)'}"
+					   : "'fc1':'colwise','fc2':'rowwise'",
+					1 + bias, seq, dim);
+				const int *f = n.by_phase[TPS_PHASE_FORWARD];
+				const int *b = n.by_phase[TPS_PHASE_BACKWARD];
+				if (tp == 1) {
+					continue;
+				}
+				/* Per step. Plain: fc2's all_reduce forward,
+				 * fc1's input-gradient all_reduce backward.
+				 * Sequence parallel: fc1's all_gather, fc2's
+				 * reduce_scatter, and the body's output
+				 * gathered to the replicated input it is added
+				 * to; backward fc2's all_gather of dy, fc1's
+				 * reduce_scatter of dx, and ln1's weight (and
+				 * bias) gradient all_reduce. */
+				ck_assert_int_eq(f[TPS_COMM_ALL_REDUCE],
+						 sp ? 0 : 2);
+				ck_assert_int_eq(f[TPS_COMM_ALL_GATHER],
+						 sp ? 4 : 0);
+				ck_assert_int_eq(f[TPS_COMM_REDUCE_SCATTER],
+						 sp ? 2 : 0);
+				ck_assert_int_eq(b[TPS_COMM_ALL_REDUCE],
+						 sp ? 2 * (1 + bias) : 2);
+				ck_assert_int_eq(b[TPS_COMM_ALL_GATHER],
+						 sp ? 2 : 0);
+				ck_assert_int_eq(b[TPS_COMM_REDUCE_SCATTER],
+						 sp ? 2 : 0);
+			}
+		}
+	}
+	printf("tp=%d residual blocks: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
 START_TEST(training_costs_what_megatron_says)
 {
 	/* colwise -> relu -> rowwise: inference has 1 all_reduce forward;
@@ -1157,6 +1307,8 @@ static Suite *model_suite(void)
 			    1, 9);
 	tcase_add_test(train, training_costs_what_megatron_says);
 	tcase_add_loop_test(train, layernorm_blocks_train_like_the_reference, 1,
+			    9);
+	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);

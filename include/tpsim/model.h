@@ -156,13 +156,6 @@ enum tps_status tps_model_reference_forward(struct tps_model *model,
 					    struct tps_tensor *output,
 					    struct tps_error *err);
 
-/* Whether module i's input needs a gradient in backward: the model
- * input's does when it requires one; a later module's does when a module
- * before it has parameters to train. The simulation and the reference
- * both stop backward at the first module that needs none and has no
- * parameters. */
-bool tps_model_needs_input_grad(const struct tps_model *model, int i);
-
 /* A rough upper bound of the bytes a run's tensors take, used to refuse a
  * run over the memory budget before allocating. Saturates at INT64_MAX. */
 int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec);

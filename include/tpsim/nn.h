@@ -182,10 +182,49 @@ struct tps_module {
 	struct tps_dtensor saved_in;
 	struct tps_layout_chain in_chain, out_chain;
 	struct tps_tensor ref_saved_in;
+	/* Training: the reference keeps inputs for backward. */
+	bool training;
 };
 
 /* Frees what forward saved (backward does it; a failed run calls this). */
 void tps_module_free_saved(struct tps_module *m);
+
+/*
+ * Sequences of modules: [begin, end) of a pre-order module array, whose
+ * top-level modules run in order (a composite runs its descendants
+ * itself). The model's whole list is one; a residual's body is another.
+ */
+/* The module after m and its descendants. */
+struct tps_module *tps_module_next(struct tps_module *m);
+/* Whether m or any of its descendants has parameters. */
+bool tps_module_trains(const struct tps_module *m);
+/* Forward through the sequence: *x is consumed, *y made. */
+enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
+				   struct tps_module *begin,
+				   struct tps_module *end,
+				   struct tps_dtensor *x, struct tps_dtensor *y,
+				   struct tps_error *err);
+/* Backward through it, last module first: *dy is consumed; *dx gets the
+ * sequence input's gradient (dx NULL: not wanted, and modules before the
+ * last one that trains are skipped). Frees what forward saved. */
+enum tps_status
+tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
+		    struct tps_module *end, struct tps_dtensor *dy,
+		    struct tps_dtensor *dx, struct tps_error *err);
+/* The same for the reference; with save, each module keeps its input in
+ * ref_saved_in for reference backward. */
+enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
+					     struct tps_module *end,
+					     struct tps_pool *pool, bool save,
+					     const struct tps_tensor *x,
+					     struct tps_tensor *y,
+					     struct tps_error *err);
+enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
+					      struct tps_module *end,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *dy,
+					      struct tps_tensor *dx,
+					      struct tps_error *err);
 
 /* The ops table of a module type. */
 const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type);
@@ -303,5 +342,6 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_elementwise_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
+extern const struct tps_module_ops tps_residual_ops;
 
 #endif

@@ -21,6 +21,7 @@
 #include "tpsim/tensor.h"
 
 #define TPS_NAME_MAX	128
+#define TPS_MAX_MODULES 4096 /* in a model, descendants included */
 #define TPS_POINTER_MAX 192
 
 /* Index of name in a NULL-terminated name table, or -1. */
@@ -36,6 +37,7 @@ enum tps_module_type {
 	TPS_MODULE_RELU,
 	TPS_MODULE_GELU,
 	TPS_MODULE_LAYERNORM, /* over the last dim, as nn.LayerNorm(dim) */
+	TPS_MODULE_RESIDUAL,  /* x + body(x): its descendants are the body */
 };
 extern const char *const tps_module_type_names[];
 
@@ -160,6 +162,10 @@ struct tps_init_spec {
 struct tps_module_spec {
 	char name[TPS_NAME_MAX]; /* dotted path: "block.fc1" */
 	enum tps_module_type type;
+	/* The modules are listed in pre-order: a composite module (residual)
+	 * is followed by its n_descendants descendants, its body, which it
+	 * runs itself. 0 for a leaf. */
+	int n_descendants;
 	/* linear: the weight's (out, in); layernorm: both the normalized
 	 * (last) dim, which it keeps. Other types keep the width: 0. */
 	int64_t in_features, out_features;
