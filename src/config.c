@@ -6,6 +6,7 @@
  */
 #include "tpsim/config.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -229,6 +230,39 @@ static void parse_dims(struct cfg *c, const cJSON *root,
 
 /* ---- input ------------------------------------------------------------ */
 
+/* Token ids (a model that starts with an embedding): from init "tokens",
+ * or explicit integers in [0, vocabulary); they take no gradient. */
+static void check_input_tokens(struct cfg *c, const cJSON *input,
+			       const struct tps_model_spec *spec)
+{
+	int64_t vocab = spec->modules[0].in_features;
+	const struct tps_tensor *v = &spec->input_values;
+	if (spec->input_requires_grad) {
+		cfg_fail_at(c, "requires_grad", TPS_ERR_INPUT,
+			    "token ids take no gradient (/model/0 is an "
+			    "embedding)");
+	} else if (!spec->input_explicit &&
+		   spec->input_init.method != TPS_INIT_TOKENS) {
+		cfg_fail_at(c, "init", TPS_ERR_INPUT,
+			    "the input of an embedding is token ids: \"init\": "
+			    "\"tokens\", or explicit \"values\"");
+	}
+	for (int64_t i = 0;
+	     cfg_ok(c) && spec->input_explicit && i < tps_tensor_numel(v);
+	     i++) {
+		float id = v->data[i];
+		if (id != floorf(id) || id < 0 || id >= (float)vocab) {
+			char got[TPS_NUMFMT_MAX];
+			cfg_fail_at(c, "values", TPS_ERR_INPUT,
+				    "token id %s (value %lld in row-major "
+				    "order) is not an integer in [0, %lld), "
+				    "the vocabulary of /model/0",
+				    cfg_format_number(id, got), (long long)i,
+				    (long long)vocab);
+		}
+	}
+}
+
 /* The first linear's in_features must be the input's last dim; reported
  * at the input, the later field. */
 static void check_input_width(struct cfg *c, const cJSON *input,
@@ -237,6 +271,16 @@ static void check_input_width(struct cfg *c, const cJSON *input,
 	const struct tps_shape *s = &spec->input_shape;
 	/* Values without a shape: their rows are what is too wide. */
 	bool rows = !cfg_get(input, "shape");
+	if (tps_model_takes_tokens(spec)) {
+		check_input_tokens(c, input, spec);
+		return;
+	}
+	if (spec->input_init.method == TPS_INIT_TOKENS) {
+		cfg_fail_at(c, "init", TPS_ERR_INPUT,
+			    "\"tokens\" draws token ids, for a model that "
+			    "starts with an embedding");
+		return;
+	}
 	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
 		if (!tps_module_has_width(m)) {
@@ -324,7 +368,9 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 			cfg_fail_at(c, "shape", sub.status, "%s", sub.message);
 		}
 	}
-	spec->input_init.method = TPS_INIT_UNIFORM;
+	spec->input_init.method = tps_model_takes_tokens(spec)
+					  ? TPS_INIT_TOKENS
+					  : TPS_INIT_UNIFORM;
 	spec->input_init.seed = 0;
 	cfg_init_method(c, input, "init", &spec->input_init);
 	if (values && cfg_ok(c)) {
@@ -357,7 +403,13 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 
 static void init_body(struct cfg *c, const cJSON *init, void *ctx)
 {
+	const struct tps_init_spec *spec = ctx;
 	cfg_init_method(c, init, "method", ctx);
+	if (cfg_ok(c) && spec->method == TPS_INIT_TOKENS) {
+		cfg_fail_at(c, "method", TPS_ERR_INPUT,
+			    "\"tokens\" draws token ids, for inputs and "
+			    "targets, not parameters");
+	}
 }
 
 static void trace_body(struct cfg *c, const cJSON *trace, void *ctx)
@@ -395,6 +447,7 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 	cfg_check_sampler(c, spec);
 	cfg_object(c, root, "init", CFG_OPTIONAL, init_keys, init_body,
 		   &spec->param_init);
+
 	cfg_object(c, root, "trace", CFG_OPTIONAL, trace_keys, trace_body,
 		   &values);
 	run->values = (enum tps_trace_values)values;

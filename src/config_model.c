@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Module types and styles DESIGN.md names that later versions will add. */
-static const char *const later_types[] = {"embedding", "attention", "dropout",
-					  NULL};
-static const char *const later_styles[] = {"vocab", NULL};
+/* Module types DESIGN.md names that later versions will add. */
+static const char *const later_types[] = {"attention", "dropout", NULL};
 #define LATER_VERSION "tpsim 0.3"
 
 /*
@@ -68,6 +66,8 @@ static void parse_linear(struct cfg *c, const cJSON *m,
 			 struct tps_module_spec *ms);
 static void parse_layernorm(struct cfg *c, const cJSON *m,
 			    struct tps_module_spec *ms);
+static void parse_embedding(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms);
 
 #define STYLE_BIT(s) (1u << (s))
 
@@ -77,6 +77,8 @@ static const char *const elementwise_keys[] = {"name", "type", NULL};
 static const char *const layernorm_keys[] = {"name", "type", "dim",
 					     "eps",  "bias", NULL};
 static const char *const residual_keys[] = {"name", "type", "body", NULL};
+static const char *const embedding_keys[] = {"name", "type", "num_embeddings",
+					     "embedding_dim", NULL};
 
 /* One row per enum tps_module_type: the keys its config object may hold,
  * the styles a plan may give it, and what reads its own keys. */
@@ -109,6 +111,12 @@ static const struct module_kind {
 				 "it adds its body's output to its input; plan "
 				 "the body's modules",
 				 NULL},
+	[TPS_MODULE_EMBEDDING] = {embedding_keys,
+				  STYLE_BIT(TPS_STYLE_REPLICATE) |
+					  STYLE_BIT(TPS_STYLE_VOCAB),
+				  "an embedding splits its vocabulary, "
+				  "\"vocab\", or is replicated",
+				  parse_embedding},
 };
 
 static const struct module_kind *kind_of(enum tps_module_type type)
@@ -170,6 +178,26 @@ static void parse_layernorm(struct cfg *c, const cJSON *m,
 	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &ms->eps);
 	ms->bias = true;
 	cfg_bool(c, m, "bias", &ms->bias);
+}
+
+/* nn.Embedding(num_embeddings, embedding_dim). */
+static void parse_embedding(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms)
+{
+	int64_t numel;
+	cfg_int(c, m, "num_embeddings", CFG_REQUIRED, 1, 1 << 24,
+		&ms->in_features);
+	cfg_int(c, m, "embedding_dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->out_features);
+	if (cfg_ok(c) && (__builtin_mul_overflow(ms->in_features,
+						 ms->out_features, &numel) ||
+			  numel > TPS_MAX_ELEMENTS)) {
+		cfg_fail_at(c, "embedding_dim", TPS_ERR_LIMIT,
+			    "the weight (%lld, %lld) has more than 2^31 "
+			    "elements",
+			    (long long)ms->in_features,
+			    (long long)ms->out_features);
+	}
 }
 
 /* What reading one module needs besides the module itself. */
@@ -342,6 +370,12 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 	if (!cfg_ok(c) || !tps_module_has_width(ms)) {
 		return;
 	}
+	if (ms->type == TPS_MODULE_EMBEDDING && i != 0) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "an embedding reads the model's input token ids: "
+			 "it must be the first module");
+		return;
+	}
 	if (x->last_width >= 0) {
 		bool linear = ms->type == TPS_MODULE_LINEAR;
 		prev = &x->spec->modules[x->last_width];
@@ -504,20 +538,12 @@ static void read_style(struct cfg *c, const cJSON *style, void *ctx)
 	const char *advice = cJSON_IsString(style)
 				     ? misnomer_advice(style->valuestring)
 				     : NULL;
-	char list[128], esc[96];
+	char esc[96];
 	if (advice) {
 		cfg_fail(c, TPS_ERR_INPUT, "unknown style \"%s\": %s",
 			 tps_json_escape_for_message(style->valuestring, esc,
 						     sizeof esc),
 			 advice);
-	}
-	if (cJSON_IsString(style) &&
-	    tps_name_index(later_styles, style->valuestring) >= 0) {
-		cfg_fail(c, TPS_ERR_UNSUPPORTED,
-			 "style \"%s\" is not supported by " LATER_VERSION
-			 " (expected %s)",
-			 style->valuestring,
-			 cfg_join(tps_style_names, " or ", list, sizeof list));
 	}
 	if (cfg_read_choice(c, style, "style", tps_style_names, &x->style) &&
 	    !(kind->styles & STYLE_BIT(x->style))) {

@@ -115,6 +115,11 @@ static void put_modules(struct builder *b, cJSON *a,
 			put_number(b, e, "dim", (double)m->in_features);
 			put_number(b, e, "eps", m->eps);
 			put_bool(b, e, "bias", m->bias);
+		} else if (m->type == TPS_MODULE_EMBEDDING) {
+			put_number(b, e, "num_embeddings",
+				   (double)m->in_features);
+			put_number(b, e, "embedding_dim",
+				   (double)m->out_features);
 		} else if (m->type == TPS_MODULE_RESIDUAL) {
 			put_modules(b, put_array(b, e, "body"), m + 1,
 				    m + 1 + m->n_descendants);
@@ -220,16 +225,24 @@ static void put_optimizer(struct builder *b, cJSON *n,
 }
 
 static void put_training(struct builder *b, cJSON *n,
-			 const struct tps_model_spec *s)
+			 const struct tps_model_spec *s, const cJSON *values)
 {
 	cJSON *o;
 	put_number(b, n, "steps", s->steps);
 	put_string(b, n, "loss", tps_loss_names[s->loss]);
-	if (s->loss == TPS_LOSS_MSE) {
+	if (s->loss == TPS_LOSS_CROSS_ENTROPY) {
+		put_bool(b, n, "loss_parallel", s->loss_parallel);
+	}
+	if (s->loss != TPS_LOSS_SUM) {
 		o = put_object(b, n, "target");
-		put_string(b, o, "init",
-			   tps_init_method_names[s->target_init.method]);
-		put_number(b, o, "seed", (double)s->target_init.seed);
+		if (s->target_explicit) {
+			put(b, o, "values", cJSON_Duplicate(values, true));
+		} else {
+			put_string(
+				b, o, "init",
+				tps_init_method_names[s->target_init.method]);
+			put_number(b, o, "seed", (double)s->target_init.seed);
+		}
 	}
 	put_optimizer(b, n, &s->optimizer);
 	put_string(b, n, "dp_grad", tps_dp_grad_names[s->dp_grad]);
@@ -292,7 +305,8 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 	put_string(&b, n, "sampler", tps_sampler_names[s->sampler]);
 	put_string(&b, n, "mode", tps_mode_names[s->mode]);
 	if (s->mode == TPS_MODE_TRAINING) {
-		put_training(&b, n, s);
+		put_training(&b, n, s,
+			     cfg_get(cfg_get(root, "target"), "values"));
 	}
 	if (s->inject) {
 		o = put_array(&b, n, "inject");

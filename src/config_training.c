@@ -6,6 +6,7 @@
  */
 #include "config_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,17 +44,48 @@ static const char *shape_text(int ndim, const int64_t *dims, char *buf,
 	return buf;
 }
 
-/* The model's output: the input with its last dim replaced by the last
- * linear's out_features (element-wise modules keep the shape). */
-static void output_shape(const struct tps_model_spec *spec, int64_t *dims)
+/* The model's output shape (tps_model_spec_output_shape), as dims. */
+static int output_shape(const struct tps_model_spec *spec, int64_t *dims)
 {
-	const struct tps_shape *in = &spec->input_shape;
-	for (int i = 0; i < in->ndim; i++) {
-		dims[i] = in->dim[i];
+	struct tps_shape out = tps_model_spec_output_shape(spec);
+	for (int i = 0; i < out.ndim; i++) {
+		dims[i] = out.dim[i];
 	}
-	for (int i = 0; i < spec->n_modules; i++) {
-		if (tps_module_has_width(&spec->modules[i])) {
-			dims[in->ndim - 1] = spec->modules[i].out_features;
+	return out.ndim;
+}
+
+/* The target's expected shape: the output's (mse), or without its last
+ * dim (cross_entropy: one class id per row). Returns ndim. */
+static int target_shape(const struct tps_model_spec *spec, int64_t *dims)
+{
+	int ndim = output_shape(spec, dims);
+	return spec->loss == TPS_LOSS_CROSS_ENTROPY ? ndim - 1 : ndim;
+}
+
+/* Explicit target values: the target's shape; class ids for
+ * cross_entropy. */
+static void read_target_values(struct cfg *c, const cJSON *v, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	int64_t want[TPS_MAX_DIMS], classes;
+	int ndim = target_shape(spec, want);
+	struct tps_shape shape = tps_shape_make(ndim, want);
+	cfg_read_tensor(c, v, &shape, "the target's", &spec->target_values);
+	spec->target_explicit = cfg_ok(c);
+	output_shape(spec, want);
+	classes = want[ndim];
+	for (int64_t i = 0; cfg_ok(c) && spec->loss == TPS_LOSS_CROSS_ENTROPY &&
+			    i < tps_tensor_numel(&spec->target_values);
+	     i++) {
+		float id = spec->target_values.data[i];
+		if (id != floorf(id) || id < 0 || id >= (float)classes) {
+			char got[TPS_NUMFMT_MAX];
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "class id %s (value %lld in row-major order) "
+				 "is not an integer in [0, %lld), the "
+				 "output's classes",
+				 cfg_format_number(id, got), (long long)i,
+				 (long long)classes);
 		}
 	}
 }
@@ -62,7 +94,8 @@ static void target_body(struct cfg *c, const cJSON *target, void *ctx)
 {
 	struct tps_model_spec *spec = ctx;
 	int64_t dims[TPS_MAX_DIMS], want[TPS_MAX_DIMS];
-	int ndim = 0;
+	int ndim = 0, want_ndim;
+	bool ce = spec->loss == TPS_LOSS_CROSS_ENTROPY;
 
 	if (spec->loss == TPS_LOSS_SUM) {
 		cfg_fail(c, TPS_ERR_INPUT,
@@ -71,19 +104,42 @@ static void target_body(struct cfg *c, const cJSON *target, void *ctx)
 		return;
 	}
 	cfg_init_method(c, target, "init", &spec->target_init);
-	if (!cfg_sizes(c, target, "shape", CFG_OPTIONAL, "the target",
-		       TPS_MAX_DIMS, TPS_MAX_ELEMENTS, dims, &ndim)) {
+	if (cfg_ok(c) && (spec->target_init.method == TPS_INIT_TOKENS) != ce &&
+	    cfg_get(target, "init")) {
+		cfg_fail_at(c, "init", TPS_ERR_INPUT,
+			    ce ? "a cross_entropy target is class ids: "
+				 "\"init\": \"tokens\", or explicit \"values\""
+			       : "\"tokens\" draws class ids, for loss "
+				 "\"cross_entropy\"");
 		return;
 	}
-	output_shape(spec, want);
-	if (ndim != spec->input_shape.ndim ||
-	    memcmp(dims, want, (size_t)ndim * sizeof dims[0]) != 0) {
+	cfg_sizes(c, target, "shape", CFG_OPTIONAL, "the target", TPS_MAX_DIMS,
+		  TPS_MAX_ELEMENTS, dims, &ndim);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	want_ndim = target_shape(spec, want);
+	if (cfg_get(target, "shape") &&
+	    (ndim != want_ndim ||
+	     memcmp(dims, want, (size_t)ndim * sizeof dims[0]) != 0)) {
 		char w[128], g[128];
-		cfg_fail_at(
-			c, "shape", TPS_ERR_INPUT,
-			"expected %s, the model output's shape, got %s",
-			shape_text(spec->input_shape.ndim, want, w, sizeof w),
-			shape_text(ndim, dims, g, sizeof g));
+		cfg_fail_at(c, "shape", TPS_ERR_INPUT,
+			    ce ? "expected %s, the model output's shape "
+				 "without its classes, got %s"
+			       : "expected %s, the model output's shape, got "
+				 "%s",
+			    shape_text(want_ndim, want, w, sizeof w),
+			    shape_text(ndim, dims, g, sizeof g));
+	}
+	if (cfg_ok(c) && cfg_get(target, "values")) {
+		if (cfg_get(target, "init") || cfg_get(target, "seed")) {
+			cfg_fail_at(c, "values", TPS_ERR_INPUT,
+				    "explicit values and an init method both "
+				    "given (expected one)");
+			return;
+		}
+		cfg_value(c, target, "values", CFG_OPTIONAL, read_target_values,
+			  spec);
 	}
 }
 
@@ -247,17 +303,17 @@ static void check_ddp(struct cfg *c, const struct tps_model_spec *spec)
 {
 	int empty;
 	if (!cfg_ok(c) || spec->dp_grad != TPS_DP_GRAD_DDP ||
-	    spec->loss != TPS_LOSS_MSE || spec->sampler != TPS_SAMPLER_CHUNK) {
+	    spec->loss == TPS_LOSS_SUM || spec->sampler != TPS_SAMPLER_CHUNK) {
 		return;
 	}
 	empty = first_empty_dp_rank(spec);
 	if (empty >= 0) {
 		cfg_fail_at(c, "dp_grad", TPS_ERR_INPUT,
-			    "\"ddp\" with loss \"mse\" needs samples on every "
-			    "dp rank, but dp rank %d of %d gets none of the "
-			    "batch of %lld (chunk sampler): its loss, the mean "
-			    "over no elements, is NaN, as in PyTorch",
-			    empty, dp_size(spec),
+			    "\"ddp\" with loss \"%s\" needs samples on "
+			    "every dp rank, but dp rank %d of %d gets none of "
+			    "the batch of %lld (chunk sampler): its loss, the "
+			    "mean over no elements, is NaN, as in PyTorch",
+			    tps_loss_names[spec->loss], empty, dp_size(spec),
 			    (long long)spec->input_shape.dim[0]);
 	}
 }
@@ -266,7 +322,7 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 			struct tps_model_spec *spec)
 {
 	static const char *const target_keys[] = {"init", "seed", "shape",
-						  NULL};
+						  "values", NULL};
 	int loss = TPS_LOSS_MSE, dp_grad = TPS_DP_GRAD_GLOBAL;
 	int64_t steps = 1;
 
@@ -287,6 +343,9 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	spec->steps = (int)steps;
 	cfg_choice(c, root, "loss", "loss", tps_loss_names, &loss);
 	spec->loss = (enum tps_loss)loss;
+	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
+		spec->target_init.method = TPS_INIT_TOKENS;
+	}
 	cfg_object(c, root, "target", CFG_OPTIONAL, target_keys, target_body,
 		   spec);
 	cfg_object(c, root, "optimizer", CFG_OPTIONAL, NULL, optimizer_body,

@@ -150,6 +150,9 @@ static enum tps_status run_mode(const struct tps_model_spec *spec,
 		s.optimizer.lr = 0.1;
 	}
 	oshape = tps_model_output_shape(&s);
+	if (s.loss == TPS_LOSS_CROSS_ENTROPY) {
+		oshape.ndim--; /* a class id per row */
+	}
 	st = tps_model_init_meta(&model, &s, err);
 	if (st == TPS_OK) {
 		st = tps_tensor_init_meta(&input, &s.input_shape, err);
@@ -158,10 +161,10 @@ static enum tps_status run_mode(const struct tps_model_spec *spec,
 		st = tps_tensor_init_meta(&target, &oshape, err);
 	}
 	if (st == TPS_OK) {
-		bool mse =
-			s.mode == TPS_MODE_TRAINING && s.loss == TPS_LOSS_MSE;
-		st = tps_model_run(&model, &input, mse ? &target : NULL, sink,
-				   &out, err);
+		bool with_target =
+			s.mode == TPS_MODE_TRAINING && s.loss != TPS_LOSS_SUM;
+		st = tps_model_run(&model, &input, with_target ? &target : NULL,
+				   sink, &out, err);
 	}
 	tps_model_outcome_free(&out);
 	tps_tensor_free(&input);

@@ -34,6 +34,12 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 		case TPS_INIT_NORMAL:
 			v.data[i] = tps_rng_normal(&rng, a);
 			break;
+		case TPS_INIT_TOKENS:
+			/* An integer id in [0, a): the high 32 bits scaled. */
+			v.data[i] = (float)(((tps_rng_next(&rng) >> 32) *
+					     (uint64_t)a) >>
+					    32);
+			break;
 		}
 	}
 	*t = v;
@@ -327,14 +333,7 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 
 struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
 {
-	struct tps_shape shape = spec->input_shape;
-	for (int i = 0; i < spec->n_modules; i++) {
-		if (tps_module_has_width(&spec->modules[i])) {
-			shape.dim[shape.ndim - 1] =
-				spec->modules[i].out_features;
-		}
-	}
-	return shape;
+	return tps_model_spec_output_shape(spec);
 }
 
 enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
@@ -344,8 +343,12 @@ enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 	if (spec->input_explicit) {
 		return tps_tensor_copy(input, &spec->input_values, err);
 	}
+	/* Token ids range over the embedding's vocabulary. */
+	float a = tps_model_takes_tokens(spec)
+			  ? (float)spec->modules[0].in_features
+			  : 1.0f;
 	return tps_model_init_tensor(input, &spec->input_shape,
-				     spec->input_init, 1.0f, "input", err);
+				     spec->input_init, a, "input", err);
 }
 
 enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
@@ -353,7 +356,15 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 				      struct tps_error *err)
 {
 	struct tps_shape shape = tps_model_output_shape(spec);
-	return tps_model_init_tensor(target, &shape, spec->target_init, 1.0f,
+	/* cross_entropy: a class id per row, in [0, classes). */
+	float a = 1.0f;
+	if (spec->target_explicit) {
+		return tps_tensor_copy(target, &spec->target_values, err);
+	}
+	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
+		a = (float)shape.dim[--shape.ndim];
+	}
+	return tps_model_init_tensor(target, &shape, spec->target_init, a,
 				     "target", err);
 }
 

@@ -22,6 +22,7 @@ static double *row_scales(const struct tps_model *model,
 {
 	const struct tps_model_spec *spec = model->spec;
 	bool mse = spec->loss == TPS_LOSS_MSE;
+	bool ce = spec->loss == TPS_LOSS_CROSS_ENTROPY;
 	int64_t n = y->shape.dim[y->shape.ndim - 1];
 	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
 	int64_t batch = y->shape.dim[0];
@@ -35,16 +36,19 @@ static double *row_scales(const struct tps_model *model,
 	}
 	if (spec->dp_grad == TPS_DP_GRAD_GLOBAL) {
 		for (int64_t i = 0; i < rows; i++) {
-			scale[i] =
-				mse ? 1.0 / (double)tps_tensor_numel(y) : 1.0;
+			scale[i] = mse	? 1.0 / (double)tps_tensor_numel(y)
+				   : ce ? 1.0 / (double)rows
+					: 1.0;
 		}
 		return scale;
 	}
 	/* Rank r holds the samples at positions p of the sampler's order. */
 	for (int r = 0; r < model->dp; r++) {
 		int64_t elements = model->dp_counts[r] * inner * n;
-		double s = mse ? 1.0 / ((double)model->dp * (double)elements)
-			       : 1.0 / (double)model->dp;
+		int64_t own_rows = model->dp_counts[r] * inner;
+		double s = mse	? 1.0 / ((double)model->dp * (double)elements)
+			   : ce ? 1.0 / ((double)model->dp * (double)own_rows)
+				: 1.0 / (double)model->dp;
 		for (int64_t k = 0; k < model->dp_counts[r]; k++, p++) {
 			int64_t sample = model->sample_order[p];
 			for (int64_t j = 0; j < inner; j++) {

@@ -224,18 +224,28 @@ struct loss_job {
 static double scale_of(const struct loss_job *job, int r)
 {
 	const struct tps_model_spec *spec = job->model->spec;
+	const struct tps_tensor *y = &job->y->locals[r];
 	double dp = job->model->dp;
-	int64_t local = tps_tensor_numel(&job->y->locals[r]);
+	int64_t local = tps_tensor_numel(y);
+	int64_t n = job->y->global.dim[job->y->global.ndim - 1];
+	/* mse averages over elements, cross_entropy over rows (n classes
+	 * each, whole on every rank but under loss_parallel), sum neither. */
+	double global = spec->loss == TPS_LOSS_MSE ? (double)job->global_numel
+			: spec->loss == TPS_LOSS_CROSS_ENTROPY
+				? (double)(n ? job->global_numel / n : 0)
+				: 1.0;
+	double mine = spec->loss == TPS_LOSS_MSE ? (double)local
+		      : spec->loss == TPS_LOSS_CROSS_ENTROPY
+			      ? (double)tps_loss_rows(y)
+			      : 1.0;
 	switch (spec->dp_grad) {
 	case TPS_DP_GRAD_GLOBAL:
 		/* dp times the rank's share of the global-batch loss: the dp
 		 * average of the gradients is then the global gradient. */
-		return spec->loss == TPS_LOSS_MSE
-			       ? dp / (double)job->global_numel
-			       : dp;
+		return dp / global;
 	case TPS_DP_GRAD_DDP:
 		/* The rank's own loss, unscaled, as DDP has it. */
-		return spec->loss == TPS_LOSS_MSE ? 1.0 / (double)local : 1.0;
+		return 1.0 / mine;
 	}
 	return 1.0;
 }
@@ -300,6 +310,20 @@ static const char *loss_note(const struct tps_model *model)
 {
 	const struct tps_model_spec *spec = model->spec;
 	bool mse = spec->loss == TPS_LOSS_MSE;
+	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
+		if (model->dp == 1) {
+			return "the mean over the rows of logsumexp(y) - "
+			       "y[target]";
+		}
+		return spec->dp_grad == TPS_DP_GRAD_GLOBAL
+			       ? "each dp rank's sum over its rows of "
+				 "logsumexp(y) - y[target], times dp / rows "
+				 "of the global batch (dp_grad global); the "
+				 "run's loss is the mean over dp"
+			       : "each dp rank's own mean over its rows of "
+				 "logsumexp(y) - y[target], as DDP has it "
+				 "(dp_grad ddp)";
+	}
 	if (model->dp == 1) {
 		return mse ? "the mean of (y - target)^2 over every element"
 			   : "the sum of every output element";

@@ -15,6 +15,7 @@ const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
 	case TPS_MODULE_GELU: return &tps_elementwise_ops;
 	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
 	case TPS_MODULE_RESIDUAL: return &tps_residual_ops;
+	case TPS_MODULE_EMBEDDING: return &tps_embedding_ops;
 	}
 	return NULL;
 }

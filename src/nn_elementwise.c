@@ -18,7 +18,8 @@ static enum tps_status apply(enum tps_module_type type, struct tps_tensor *y,
 	case TPS_MODULE_GELU: return tps_tensor_gelu(y, x, err);
 	case TPS_MODULE_LINEAR:
 	case TPS_MODULE_LAYERNORM:
-	case TPS_MODULE_RESIDUAL: break;
+	case TPS_MODULE_RESIDUAL:
+	case TPS_MODULE_EMBEDDING: break;
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED,
 			     "%s is not an element-wise module",
@@ -98,7 +99,8 @@ static enum tps_status apply_backward(enum tps_module_type type,
 	case TPS_MODULE_GELU: return tps_tensor_gelu_backward(dx, dy, x, err);
 	case TPS_MODULE_LINEAR:
 	case TPS_MODULE_LAYERNORM:
-	case TPS_MODULE_RESIDUAL: break;
+	case TPS_MODULE_RESIDUAL:
+	case TPS_MODULE_EMBEDDING: break;
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED,
 			     "%s is not an element-wise module",

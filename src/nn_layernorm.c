@@ -91,9 +91,10 @@ norm_backward(struct tps_tensor *dx, struct tps_tensor *dw,
 {
 	int64_t n = w->shape.dim[0];
 	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
-	enum tps_status st = tps_tensor_init(dw, &w->shape, err);
+	/* Meta tensors (tpsim comm) carry shapes only. */
+	enum tps_status st = tps_tensor_init_like(dw, &w->shape, dy, err);
 	if (st == TPS_OK && db) {
-		st = tps_tensor_init(db, &w->shape, err);
+		st = tps_tensor_init_like(db, &w->shape, dy, err);
 	}
 	if (st == TPS_OK && dx) {
 		st = tps_tensor_init_like(dx, &x->shape, x, err);
@@ -105,7 +106,7 @@ norm_backward(struct tps_tensor *dx, struct tps_tensor *dw,
 		}
 		return st;
 	}
-	for (int64_t r = 0; r < rows; r++) {
+	for (int64_t r = 0; dw->data && r < rows; r++) {
 		const float *xr = x->data + r * n, *gr = dy->data + r * n;
 		double mean, rstd, sum_g = 0.0, sum_gx = 0.0;
 		row_stats(xr, n, eps, &mean, &rstd);

@@ -516,7 +516,8 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 	case TPS_STYLE_COLWISE: return colwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_REPLICATE: return replicated_forward(ctx, m, x, y, err);
-	case TPS_STYLE_SEQUENCE: break; /* the config refuses it */
+	case TPS_STYLE_SEQUENCE:
+	case TPS_STYLE_VOCAB: break; /* the config refuses them */
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED, "%s: unknown style",
 			     m->spec->name);
@@ -594,7 +595,8 @@ static struct backward_notes notes_of(enum tps_style style)
 			"dX_i = dY W_i: each rank's input features, split as "
 			"X was"};
 	case TPS_STYLE_REPLICATE:
-	case TPS_STYLE_SEQUENCE: break;
+	case TPS_STYLE_SEQUENCE:
+	case TPS_STYLE_VOCAB: break;
 	}
 	return (struct backward_notes){
 		"dW = dY^T X: every rank computes the whole weight gradient",

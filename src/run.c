@@ -197,7 +197,7 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 			 mesh->dim_names[spec->tp_dim], spec->tp_dim,
 			 mesh->ndim);
 	}
-	if (spec->mode == TPS_MODE_TRAINING && spec->loss == TPS_LOSS_MSE &&
+	if (spec->mode == TPS_MODE_TRAINING && spec->loss != TPS_LOSS_SUM &&
 	    spec->dp_grad == TPS_DP_GRAD_GLOBAL && dp > 1 &&
 	    dp_counts[0] != dp_counts[dp - 1]) {
 		snprintf(summary->warnings[summary->n_warnings++],
@@ -652,7 +652,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 					  false,  NULL, NULL};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
-		ms->mode == TPS_MODE_TRAINING && ms->loss == TPS_LOSS_MSE;
+		ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
 	enum tps_status st = tps_model_init(&model, ms, err);
 	if (st != TPS_OK) {
 		return st;

@@ -3,21 +3,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const tps_module_type_names[] = {"linear", "relu", "gelu",
-					     "layernorm", "residual", NULL};
-const char *const tps_style_names[] = {"colwise", "rowwise", "replicate",
-				       "sequence", NULL};
+const char *const tps_module_type_names[] = {
+	"linear", "relu", "gelu", "layernorm", "residual", "embedding", NULL};
+const char *const tps_style_names[] = {"colwise",  "rowwise", "replicate",
+				       "sequence", "vocab",   NULL};
 const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
 					   "rank0", NULL};
 const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
-const char *const tps_init_method_names[] = {"arange",	"ones",	  "zeros",
-					     "uniform", "normal", NULL};
+const char *const tps_init_method_names[] = {
+	"arange", "ones", "zeros", "uniform", "normal", "tokens", NULL};
 const char *const tps_sampler_names[] = {"chunk", "distributed", NULL};
 const char *const tps_mistake_names[] = {
 	"bias_every_rank", "skip_all_reduce",	       "skip_gather",
 	"wrong_shard_dim", "tp_allreduce_weight_grad", NULL};
 const char *const tps_mode_names[] = {"inference", "training", NULL};
-const char *const tps_loss_names[] = {"mse", "sum", NULL};
+const char *const tps_loss_names[] = {"mse", "sum", "cross_entropy", NULL};
 const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
 const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
 const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
@@ -44,6 +44,7 @@ void tps_model_spec_free(struct tps_model_spec *spec)
 	free(spec->overrides);
 	free(spec->modules);
 	tps_tensor_free(&spec->input_values);
+	tps_tensor_free(&spec->target_values);
 	memset(spec, 0, sizeof *spec);
 }
 
@@ -91,5 +92,28 @@ bool tps_mistake_in_backward(enum tps_mistake m)
 
 bool tps_module_has_width(const struct tps_module_spec *m)
 {
-	return m->type == TPS_MODULE_LINEAR || m->type == TPS_MODULE_LAYERNORM;
+	return m->type == TPS_MODULE_LINEAR ||
+	       m->type == TPS_MODULE_LAYERNORM ||
+	       m->type == TPS_MODULE_EMBEDDING;
+}
+
+bool tps_model_takes_tokens(const struct tps_model_spec *spec)
+{
+	return spec->n_modules > 0 &&
+	       spec->modules[0].type == TPS_MODULE_EMBEDDING;
+}
+
+struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec)
+{
+	struct tps_shape shape = spec->input_shape;
+	if (tps_model_takes_tokens(spec) && shape.ndim < TPS_MAX_DIMS) {
+		shape.dim[shape.ndim++] = 0; /* set by the embedding below */
+	}
+	for (int i = 0; i < spec->n_modules && shape.ndim > 0; i++) {
+		if (tps_module_has_width(&spec->modules[i])) {
+			shape.dim[shape.ndim - 1] =
+				spec->modules[i].out_features;
+		}
+	}
+	return shape;
 }

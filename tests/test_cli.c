@@ -233,7 +233,7 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 	snprintf(expect, sizeof expect,
 		 "tpsim: %s: /plan/fc/style: unknown "
 		 "style \"rowise\" (expected one of colwise, rowwise, "
-		 "replicate, sequence)\n",
+		 "replicate, sequence, vocab)\n",
 		 cfg);
 	ck_assert_str_eq(r.err, expect);
 	ck_assert_int_ne(access(trace, F_OK), 0);

@@ -317,8 +317,8 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'attn','type':'attention'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"attention\" is not "
-	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm "
-	    "or residual)"),
+	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
+	    "residual or embedding)"),
 	/* residual */
 	BAD(WITH_MODEL("{'name':'res','type':'residual'}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/0/body: missing"),
@@ -582,7 +582,7 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /plan/fc1/bias: a bias mode applies to rowwise only"),
 	BAD(BASE ",'plan':{'fc2':'rowise'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2: unknown style \"rowise\" (expected one of "
-	    "colwise, rowwise, replicate, sequence)"),
+	    "colwise, rowwise, replicate, sequence, vocab)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'Rowwise'}}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2/style: unknown style \"Rowwise\""),
 	/* Injected mistakes. */
@@ -675,8 +675,69 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /plan/fc1: sequence cannot apply to linear module "
 	    "\"fc1\" (a linear is split \"colwise\" or \"rowwise\", or "
 	    "replicated)"),
-	BAD(BASE ",'plan':{'fc1':{'style':'vocab'}}}", TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /plan/fc1/style: style \"vocab\" is not supported"),
+	BAD(BASE ",'plan':{'fc1':{'style':'vocab'}}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/style: vocab cannot apply to linear module "
+	    "\"fc1\" (a linear is split \"colwise\" or \"rowwise\", or "
+	    "replicated)"),
+	/* embedding, token ids, cross_entropy */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'values':[[0,6]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: token id 6 (value 1 in row-major order) "
+	    "is not an integer in [0, 6), the vocabulary of /model/0"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'values':[[0,1.5]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: token id 1.5 (value 1 in row-major "
+	    "order) is not an integer in [0, 6)"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'uniform'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/init: the input of an embedding is token ids: "
+	    "\"init\": \"tokens\", or explicit \"values\""),
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/init: \"tokens\" draws token ids, for a model "
+	    "that starts with an embedding"),
+	BAD(HDR "'model':[" FC1 ",{'name':'emb','type':'embedding',"
+		"'num_embeddings':6,'embedding_dim':4}]," INPUT "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1: an embedding reads the model's input token "
+	    "ids: it must be the first module"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6}"
+		"],'input':{'shape':[2,3]}}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/embedding_dim: missing"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3]},"
+		"'plan':{'emb':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb: colwise cannot apply to embedding module "
+	    "\"emb\" (an embedding splits its vocabulary, \"vocab\", or is "
+	    "replicated)"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'mode':'training',"
+		"'input':{'shape':[2,3],'init':'tokens','requires_grad':true}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/requires_grad: token ids take no gradient "
+	    "(/model/0 is an embedding)"),
+	BAD(TRAIN ",'loss':'cross_entropy','target':{'values':[0,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /target/values: class id 4 (value 1 in row-major "
+	    "order) is not an integer in [0, 4), the output's classes"),
+	BAD(TRAIN ",'loss':'cross_entropy','target':{'init':'uniform'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /target/init: a cross_entropy target is class ids: "
+	    "\"init\": \"tokens\", or explicit \"values\""),
+	BAD(TRAIN ",'loss':'cross_entropy','target':{'shape':[2,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /target/shape: expected [2], the model output's shape "
+	    "without its classes, got [2, 4]"),
+	BAD(TRAIN ",'target':{'init':'tokens'}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/init: \"tokens\" draws class ids, for loss "
+	    "\"cross_entropy\""),
+	BAD(BASE ",'init':{'method':'tokens'}}", TPS_ERR_INPUT,
+	    "cfg.json: /init/method: \"tokens\" draws token ids, for inputs "
+	    "and targets, not parameters"),
 	BAD(BASE ",'plan':{'fc1':{'style':'colwise','input':'shard(9)'}}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1/input: shard(9) is out of range for the "
@@ -784,7 +845,7 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /init: expected an object, got string \"uniform\""),
 	BAD(BASE ",'init':{'method':'xavier'}}", TPS_ERR_INPUT,
 	    "cfg.json: /init/method: unknown init method \"xavier\" (expected "
-	    "one of arange, ones, zeros, uniform, normal)"),
+	    "one of arange, ones, zeros, uniform, normal, tokens)"),
 	BAD(BASE ",'init':{'method':'ones','seed':'7'}}", TPS_ERR_INPUT,
 	    "cfg.json: /init/seed: expected an integer, got string \"7\""),
 	BAD(BASE ",'init':{'seed':1e300}}", TPS_ERR_INPUT,
@@ -825,7 +886,8 @@ static const struct bad_config bad_configs[] = {
 	BAD(TRAIN ",'steps':1.5}", TPS_ERR_INPUT,
 	    "cfg.json: /steps: expected an integer, got 1.5"),
 	BAD(TRAIN ",'loss':'l1'}", TPS_ERR_INPUT,
-	    "cfg.json: /loss: unknown loss \"l1\" (expected one of mse, sum)"),
+	    "cfg.json: /loss: unknown loss \"l1\" (expected one of mse, sum, "
+	    "cross_entropy)"),
 	BAD(TRAIN ",'target':{'shape':[2,3]}}", TPS_ERR_INPUT,
 	    "cfg.json: /target/shape: expected [2, 4], the model output's "
 	    "shape, got [2, 3]"),
@@ -838,7 +900,7 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /target: loss \"sum\" takes no target"),
 	BAD(TRAIN ",'target':{'init':'ones','std':1}}", TPS_ERR_INPUT,
 	    "cfg.json: /target/std: unknown key \"std\" (expected one of: "
-	    "init, seed, shape)"),
+	    "init, seed, shape, values)"),
 	BAD(TRAIN ",'target':{'init':'random'}}", TPS_ERR_INPUT,
 	    "cfg.json: /target/init: unknown init method \"random\""),
 	BAD(TRAIN ",'target':'zeros'}", TPS_ERR_INPUT,

@@ -45,7 +45,7 @@ struct tps_event {
 	/* Compute events: the largest number of floating-point operations
 	 * any one rank performed (2 per multiply-add of a matmul). */
 	int64_t flops;
-	const char *note;		 /* NULL or one sentence */
+	const char *note;    /* NULL or one sentence */
 	const char *mistake; /* NULL, or the injected mistake that made it */
 	const struct tps_dtensor *value; /* the produced tensor, every rank */
 };

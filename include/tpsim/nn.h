@@ -330,6 +330,8 @@ int64_t tps_sat_mul(int64_t a, int64_t b);
  * A row is the last dim; row_scale has one entry per row (leading dims
  * flattened). t is NULL for sum.
  */
+/* The rows of y: the product of its dims but the last (1 for a vector). */
+int64_t tps_loss_rows(const struct tps_tensor *y);
 double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
 		      const struct tps_tensor *t, const double *row_scale);
 enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
@@ -343,5 +345,6 @@ extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_elementwise_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
+extern const struct tps_module_ops tps_embedding_ops;
 
 #endif

@@ -29,8 +29,17 @@ int tps_name_index(const char *const *table, const char *name);
 
 struct tps_module_spec;
 /* Whether the module has a width (in_features, out_features): a linear
- * changes it, a layernorm needs it; the others keep whatever arrives. */
+ * changes it, a layernorm needs it, an embedding makes it; the others keep
+ * whatever arrives. */
 bool tps_module_has_width(const struct tps_module_spec *m);
+
+struct tps_model_spec;
+/* Whether the model starts with an embedding, so that its input holds
+ * token ids. */
+bool tps_model_takes_tokens(const struct tps_model_spec *spec);
+/* The model's output shape: the input's, with an embedding's dim added
+ * and each width the modules set in turn as its last dim. */
+struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec);
 
 enum tps_module_type {
 	TPS_MODULE_LINEAR,
@@ -38,6 +47,9 @@ enum tps_module_type {
 	TPS_MODULE_GELU,
 	TPS_MODULE_LAYERNORM, /* over the last dim, as nn.LayerNorm(dim) */
 	TPS_MODULE_RESIDUAL,  /* x + body(x): its descendants are the body */
+	/* nn.Embedding(num_embeddings, embedding_dim): token ids -> rows of
+	 * its weight. First in the model, whose input is then token ids. */
+	TPS_MODULE_EMBEDDING,
 };
 extern const char *const tps_module_type_names[];
 
@@ -50,6 +62,10 @@ enum tps_style {
 	/* SequenceParallel: a layernorm on the ranks' sequence shards, its
 	 * weight replicated and its weight gradient all-reduced over tp. */
 	TPS_STYLE_SEQUENCE,
+	/* VocabParallelEmbedding: the weight's rows (the vocabulary) split
+	 * over tp; ids outside a rank's rows give zeros, then an all_reduce
+	 * (or a reduce_scatter into sequence shards). */
+	TPS_STYLE_VOCAB,
 };
 extern const char *const tps_style_names[];
 
@@ -73,6 +89,7 @@ enum tps_init_method {
 	TPS_INIT_ZEROS,
 	TPS_INIT_UNIFORM, /* U(-a, a) */
 	TPS_INIT_NORMAL,  /* N(0, a^2) */
+	TPS_INIT_TOKENS,  /* integer ids, uniform in [0, a) */
 };
 extern const char *const tps_init_method_names[];
 
@@ -118,6 +135,9 @@ extern const char *const tps_mode_names[];
 enum tps_loss {
 	TPS_LOSS_MSE, /* mean over all elements of (y - target)^2 */
 	TPS_LOSS_SUM, /* sum of all output elements (seed 004's output.sum()) */
+	/* mean over the rows of logsumexp(y) - y[target]: the last dim holds
+	 * the logits of its classes, the target a class id per row. */
+	TPS_LOSS_CROSS_ENTROPY,
 };
 extern const char *const tps_loss_names[];
 
@@ -167,7 +187,8 @@ struct tps_module_spec {
 	 * runs itself. 0 for a leaf. */
 	int n_descendants;
 	/* linear: the weight's (out, in); layernorm: both the normalized
-	 * (last) dim, which it keeps. Other types keep the width: 0. */
+	 * (last) dim, which it keeps; embedding: (embedding_dim,
+	 * num_embeddings). Other types keep the width: 0. */
 	int64_t in_features, out_features;
 	bool bias;    /* linear and layernorm */
 	double eps;   /* layernorm: added to the variance */
@@ -230,7 +251,14 @@ struct tps_model_spec {
 	/* Training only (the config refuses these keys in inference). */
 	int steps;
 	enum tps_loss loss;
-	struct tps_init_spec target_init; /* mse only */
+	struct tps_init_spec target_init; /* mse and cross_entropy */
+	/* "target": {"values": ...}: given value by value (then target_init
+	 * is unused); cross_entropy's are class ids. */
+	bool target_explicit;
+	struct tps_tensor target_values;
+	/* cross_entropy over logits left sharded on their classes (PyTorch's
+	 * loss_parallel): three all_reduces, no gather of the logits. */
+	bool loss_parallel;
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
 };
