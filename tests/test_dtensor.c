@@ -29,8 +29,10 @@ static struct tps_tensor arange(int ndim, const int64_t *dims)
 static void assert_same(const struct tps_tensor *a, const struct tps_tensor *b)
 {
 	ck_assert(tps_shape_equal(&a->shape, &b->shape));
-	ck_assert_mem_eq(a->data, b->data,
-			 (size_t)tps_tensor_numel(a) * sizeof(float));
+	if (tps_tensor_numel(a) > 0) { /* an empty shard's data is NULL */
+		ck_assert_mem_eq(a->data, b->data,
+				 (size_t)tps_tensor_numel(a) * sizeof(float));
+	}
 }
 
 /* The global value as the dtensor now holds it equals `want`. */
