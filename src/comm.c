@@ -117,6 +117,22 @@ static enum tps_status check_dim(const struct tps_tensor *t, int dim,
 	return TPS_OK;
 }
 
+/* A chunking in whole blocks needs the dim to be a whole number of them. */
+static enum tps_status check_blocks(const struct tps_tensor *t, int dim,
+				    int64_t block, const char *what,
+				    struct tps_error *err)
+{
+	assert(block >= 1);
+	if (t->shape.dim[dim] % block != 0) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "%s: tensor dim %d has %lld elements, not "
+				     "a whole number of blocks of %lld",
+				     what, dim, (long long)t->shape.dim[dim],
+				     (long long)block);
+	}
+	return TPS_OK;
+}
+
 enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_tensor *locals, int tensor_dim,
 				    struct tps_comm_report *report,
@@ -303,6 +319,15 @@ enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
 					struct tps_comm_report *report,
 					struct tps_error *err)
 {
+	return tps_comm_reduce_scatter_blocks(mesh, mask, locals, op,
+					      tensor_dim, 1, report, err);
+}
+
+enum tps_status tps_comm_reduce_scatter_blocks(
+	const struct tps_mesh *mesh, unsigned mask, struct tps_tensor *locals,
+	enum tps_reduce_op op, int tensor_dim, int64_t block,
+	struct tps_comm_report *report, struct tps_error *err)
+{
 	struct comm_run run;
 	enum tps_status st = run_begin(&run, mesh, mask, err);
 	if (st != TPS_OK) {
@@ -315,6 +340,10 @@ enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
 		st = check_dim(&locals[run.members[0]], tensor_dim,
 			       "reduce_scatter", err);
 		if (st == TPS_OK) {
+			st = check_blocks(&locals[run.members[0]], tensor_dim,
+					  block, "reduce_scatter", err);
+		}
+		if (st == TPS_OK) {
 			st = reduce_group(&run, locals, op, &full, err);
 		}
 		if (st != TPS_OK) {
@@ -322,11 +351,13 @@ enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
 		}
 		size = full.shape.dim[tensor_dim];
 		for (int i = 0; i < run.n && st == TPS_OK; i++) {
-			tps_chunk_range(size, run.n, i, &start, &len);
+			tps_chunk_range_blocks(size, block, run.n, i, &start,
+					       &len);
 			st = tps_tensor_narrow(&run.out[run.members[i]], &full,
 					       tensor_dim, start, len, err);
 		}
-		tps_chunk_range(size, run.n, 0, &start, &chunk_len);
+		tps_chunk_range_blocks(size, block, run.n, 0, &start,
+				       &chunk_len);
 		note_bytes(&run,
 			   (int64_t)(run.n - 1) * chunk_len *
 				   numel_without(&full.shape, tensor_dim) * 4);
@@ -364,6 +395,17 @@ enum tps_status tps_comm_scatter(const struct tps_mesh *mesh, unsigned mask,
 				 int tensor_dim, struct tps_comm_report *report,
 				 struct tps_error *err)
 {
+	return tps_comm_scatter_blocks(mesh, mask, locals, root, tensor_dim, 1,
+				       report, err);
+}
+
+enum tps_status tps_comm_scatter_blocks(const struct tps_mesh *mesh,
+					unsigned mask,
+					struct tps_tensor *locals, int root,
+					int tensor_dim, int64_t block,
+					struct tps_comm_report *report,
+					struct tps_error *err)
+{
 	struct comm_run run;
 	enum tps_status st = run_begin(&run, mesh, mask, err);
 	if (st != TPS_OK) {
@@ -376,16 +418,22 @@ enum tps_status tps_comm_scatter(const struct tps_mesh *mesh, unsigned mask,
 		tps_mesh_group_members(mesh, mask, g, run.members);
 		src = &locals[run.members[root]];
 		st = check_dim(src, tensor_dim, "scatter", err);
+		if (st == TPS_OK) {
+			st = check_blocks(src, tensor_dim, block, "scatter",
+					  err);
+		}
 		if (st != TPS_OK) {
 			break;
 		}
 		size = src->shape.dim[tensor_dim];
 		for (int i = 0; i < run.n && st == TPS_OK; i++) {
-			tps_chunk_range(size, run.n, i, &start, &len);
+			tps_chunk_range_blocks(size, block, run.n, i, &start,
+					       &len);
 			st = tps_tensor_narrow(&run.out[run.members[i]], src,
 					       tensor_dim, start, len, err);
 		}
-		tps_chunk_range(size, run.n, 0, &start, &chunk_len);
+		tps_chunk_range_blocks(size, block, run.n, 0, &start,
+				       &chunk_len);
 		note_bytes(&run,
 			   (int64_t)(run.n - 1) * chunk_len *
 				   numel_without(&src->shape, tensor_dim) * 4);
@@ -398,6 +446,15 @@ enum tps_status tps_comm_all_to_all(const struct tps_mesh *mesh, unsigned mask,
 				    int concat_dim,
 				    struct tps_comm_report *report,
 				    struct tps_error *err)
+{
+	return tps_comm_all_to_all_blocks(mesh, mask, locals, split_dim, 1,
+					  concat_dim, report, err);
+}
+
+enum tps_status tps_comm_all_to_all_blocks(
+	const struct tps_mesh *mesh, unsigned mask, struct tps_tensor *locals,
+	int split_dim, int64_t split_block, int concat_dim,
+	struct tps_comm_report *report, struct tps_error *err)
 {
 	struct comm_run run;
 	struct tps_tensor *blocks = NULL; /* n x n: blocks[j * n + i] i -> j */
@@ -421,10 +478,15 @@ enum tps_status tps_comm_all_to_all(const struct tps_mesh *mesh, unsigned mask,
 				st = check_dim(src, concat_dim, "all_to_all",
 					       err);
 			}
+			if (st == TPS_OK) {
+				st = check_blocks(src, split_dim, split_block,
+						  "all_to_all", err);
+			}
 			size = st == TPS_OK ? src->shape.dim[split_dim] : 0;
 			for (int j = 0; j < run.n && st == TPS_OK; j++) {
 				struct tps_tensor *blk = &blocks[j * run.n + i];
-				tps_chunk_range(size, run.n, j, &start, &len);
+				tps_chunk_range_blocks(size, split_block, run.n,
+						       j, &start, &len);
 				st = tps_tensor_narrow(blk, src, split_dim,
 						       start, len, err);
 				if (st == TPS_OK && j != i &&

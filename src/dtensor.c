@@ -7,23 +7,37 @@
 
 struct tps_placement tps_placement_replicate(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0};
+	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1};
 }
 
 struct tps_placement tps_placement_shard(int dim)
 {
-	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim};
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1};
+}
+
+struct tps_placement tps_placement_shard_blocks(int dim, int64_t block)
+{
+	assert(block >= 0);
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim,
+				      block > 1 ? block : 1};
 }
 
 struct tps_placement tps_placement_partial(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0};
+	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1};
+}
+
+int64_t tps_placement_block(struct tps_placement p)
+{
+	return p.kind == TPS_PLACEMENT_SHARD && p.block > 1 ? p.block : 1;
 }
 
 bool tps_placement_equal(struct tps_placement a, struct tps_placement b)
 {
 	return a.kind == b.kind &&
-	       (a.kind != TPS_PLACEMENT_SHARD || a.dim == b.dim);
+	       (a.kind != TPS_PLACEMENT_SHARD ||
+		(a.dim == b.dim &&
+		 tps_placement_block(a) == tps_placement_block(b)));
 }
 
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
@@ -31,11 +45,74 @@ char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
 	switch (p.kind) {
 	case TPS_PLACEMENT_REPLICATE: snprintf(buf, size, "replicate"); break;
 	case TPS_PLACEMENT_SHARD:
-		snprintf(buf, size, "shard(%d)", p.dim);
+		/* Block 1 keeps the spelling of every trace before blocks. */
+		if (tps_placement_block(p) == 1) {
+			snprintf(buf, size, "shard(%d)", p.dim);
+		} else {
+			snprintf(buf, size, "shard(%d,block=%lld)", p.dim,
+				 (long long)tps_placement_block(p));
+		}
 		break;
 	case TPS_PLACEMENT_PARTIAL: snprintf(buf, size, "partial"); break;
 	}
 	return buf;
+}
+
+/* A whole number from lo to hi, digits only, no leading zero; *end after. */
+static bool parse_whole(const char *s, int64_t lo, int64_t hi, int64_t *out,
+			const char **end)
+{
+	int64_t v = 0;
+	const char *c = s;
+	if (*c < '0' || *c > '9' ||
+	    (c[0] == '0' && c[1] >= '0' && c[1] <= '9')) {
+		return false;
+	}
+	for (; *c >= '0' && *c <= '9'; c++) {
+		v = v * 10 + (*c - '0');
+		if (v > hi) {
+			return false;
+		}
+	}
+	if (v < lo) {
+		return false;
+	}
+	*out = v;
+	*end = c;
+	return true;
+}
+
+bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
+{
+	const char *c;
+	int64_t d, block = 1;
+	bool negative;
+	if (strcmp(s, "replicate") == 0) {
+		*p = tps_placement_replicate();
+		return true;
+	}
+	if (strcmp(s, "partial") == 0) {
+		*p = tps_placement_partial();
+		return true;
+	}
+	if (strncmp(s, "shard(", 6) != 0) {
+		return false;
+	}
+	c = s + 6;
+	negative = *c == '-';
+	if (!parse_whole(c + negative, 0, TPS_MAX_DIMS, &d, &c)) {
+		return false;
+	}
+	d = negative ? -d : d;
+	if (strncmp(c, ",block=", 7) == 0 &&
+	    !parse_whole(c + 7, 1, TPS_MAX_ELEMENTS, &block, &c)) {
+		return false;
+	}
+	if (strcmp(c, ")") != 0 || tps_dim_normalize((int)d, ndim) < 0) {
+		return false;
+	}
+	*p = tps_placement_shard_blocks(tps_dim_normalize((int)d, ndim), block);
+	return true;
 }
 
 void tps_dtensor_local_region(const struct tps_mesh *mesh,
@@ -57,11 +134,64 @@ void tps_dtensor_local_region(const struct tps_mesh *mesh,
 			continue;
 		}
 		assert(d >= 0 && d < global->ndim);
-		tps_chunk_range(length[d], mesh->shape[i], coord[i], &start,
-				&len);
+		tps_chunk_range_blocks(length[d],
+				       tps_placement_block(placements[i]),
+				       mesh->shape[i], coord[i], &start, &len);
 		offset[d] += start;
 		length[d] = len;
 	}
+}
+
+enum tps_status tps_dtensor_check_placements(
+	const struct tps_mesh *mesh, const struct tps_shape *global,
+	const struct tps_placement *placements, struct tps_error *err)
+{
+	char a[32];
+	for (int i = 0; i < mesh->ndim; i++) {
+		int d = placements[i].dim;
+		if (placements[i].kind == TPS_PLACEMENT_SHARD &&
+		    (d < 0 || d >= global->ndim)) {
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
+				"%s on mesh dim \"%s\": a %d-dim tensor has no "
+				"dim %d",
+				tps_placement_format(placements[i], a,
+						     sizeof a),
+				mesh->dim_names[i], global->ndim, d);
+		}
+	}
+	/* The region walk of tps_dtensor_local_region, checking each block
+	 * against the length it is about to chunk. */
+	for (int r = 0; r < mesh->world_size; r++) {
+		int64_t length[TPS_MAX_DIMS];
+		int coord[TPS_MAX_MESH_DIMS];
+		tps_mesh_coord_of(mesh, r, coord);
+		for (int d = 0; d < global->ndim; d++) {
+			length[d] = global->dim[d];
+		}
+		for (int i = 0; i < mesh->ndim; i++) {
+			int d = placements[i].dim;
+			int64_t block = tps_placement_block(placements[i]);
+			int64_t start;
+			if (placements[i].kind != TPS_PLACEMENT_SHARD) {
+				continue;
+			}
+			if (length[d] % block != 0) {
+				return tps_error_set(
+					err, TPS_ERR_SHAPE,
+					"%s on mesh dim \"%s\": tensor dim %d "
+					"has %lld elements there, not a whole "
+					"number of blocks of %lld",
+					tps_placement_format(placements[i], a,
+							     sizeof a),
+					mesh->dim_names[i], d,
+					(long long)length[d], (long long)block);
+			}
+			tps_chunk_range_blocks(length[d], block, mesh->shape[i],
+					       coord[i], &start, &length[d]);
+		}
+	}
+	return TPS_OK;
 }
 
 static void free_locals(struct tps_tensor *locals, int n)
@@ -164,6 +294,11 @@ enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
 				       struct tps_error *err)
 {
 	struct distribute_job job = {mesh, global, placements};
+	enum tps_status st = tps_dtensor_check_placements(mesh, &global->shape,
+							  placements, err);
+	if (st != TPS_OK) {
+		return st;
+	}
 	return tps_dtensor_map(dt, mesh, &global->shape, placements,
 			       distribute_rank, &job, err);
 }
@@ -256,6 +391,7 @@ static bool inner_shards(const struct tps_dtensor *dt, int i, int d)
 struct split_job {
 	const struct tps_dtensor *dt;
 	int i, d;
+	int64_t block;
 };
 
 static enum tps_status split_rank(void *opaque, int r, struct tps_tensor *out,
@@ -263,18 +399,28 @@ static enum tps_status split_rank(void *opaque, int r, struct tps_tensor *out,
 {
 	const struct split_job *job = opaque;
 	const struct tps_dtensor *dt = job->dt;
+	int64_t size = dt->locals[r].shape.dim[job->d];
 	int coord[TPS_MAX_MESH_DIMS];
 	int64_t start, len;
+	if (size % job->block != 0) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "split: rank %d's tensor dim %d has %lld "
+				     "elements, not a whole number of blocks "
+				     "of %lld",
+				     r, job->d, (long long)size,
+				     (long long)job->block);
+	}
 	tps_mesh_coord_of(dt->mesh, r, coord);
-	tps_chunk_range(dt->locals[r].shape.dim[job->d],
-			dt->mesh->shape[job->i], coord[job->i], &start, &len);
+	tps_chunk_range_blocks(size, job->block, dt->mesh->shape[job->i],
+			       coord[job->i], &start, &len);
 	return tps_tensor_narrow(out, &dt->locals[r], job->d, start, len, err);
 }
 
-static enum tps_status split_locally(struct tps_dtensor *dt, int i, int d,
+static enum tps_status split_locally(struct tps_dtensor *dt, int i,
+				     struct tps_placement to,
 				     struct tps_error *err)
 {
-	struct split_job job = {dt, i, d};
+	struct split_job job = {dt, i, to.dim, tps_placement_block(to)};
 	struct tps_dtensor next;
 	enum tps_status st =
 		tps_dtensor_map(&next, dt->mesh, &dt->global, dt->placements,
@@ -323,24 +469,33 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 			tps_placement_format(to, b, sizeof b),
 			dt->mesh->dim_names[i], touched);
 	}
+	if (from.kind == TPS_PLACEMENT_SHARD &&
+	    to.kind == TPS_PLACEMENT_SHARD && from.dim == to.dim) {
+		/* Only the block differs: an all_to_all would concatenate
+		 * chunks of chunks. Gather, then split in the new blocks. */
+		st = step(dt, i, tps_placement_replicate(), observer, ctx, err);
+		return st == TPS_OK ? step(dt, i, to, observer, ctx, err) : st;
+	}
 	if (from.kind == TPS_PLACEMENT_PARTIAL) {
 		st = to.kind == TPS_PLACEMENT_REPLICATE
 			     ? tps_comm_all_reduce(dt->mesh, mask, dt->locals,
 						   TPS_REDUCE_SUM, &s.report,
 						   err)
-			     : tps_comm_reduce_scatter(
+			     : tps_comm_reduce_scatter_blocks(
 				       dt->mesh, mask, dt->locals,
-				       TPS_REDUCE_SUM, to.dim, &s.report, err);
+				       TPS_REDUCE_SUM, to.dim,
+				       tps_placement_block(to), &s.report, err);
 	} else if (from.kind == TPS_PLACEMENT_SHARD &&
 		   to.kind == TPS_PLACEMENT_REPLICATE) {
 		st = tps_comm_all_gather(dt->mesh, mask, dt->locals, from.dim,
 					 &s.report, err);
 	} else if (from.kind == TPS_PLACEMENT_SHARD) {
-		st = tps_comm_all_to_all(dt->mesh, mask, dt->locals, to.dim,
-					 from.dim, &s.report, err);
+		st = tps_comm_all_to_all_blocks(dt->mesh, mask, dt->locals,
+						to.dim, tps_placement_block(to),
+						from.dim, &s.report, err);
 	} else {
 		s.kind = TPS_REDISTRIBUTE_SPLIT;
-		st = split_locally(dt, i, to.dim, err);
+		st = split_locally(dt, i, to, err);
 	}
 	if (st != TPS_OK) {
 		return st;

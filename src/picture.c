@@ -86,31 +86,6 @@ static enum tps_status read_mesh(struct tps_mesh *mesh, const cJSON *trace,
 	return st;
 }
 
-/* "replicate", "partial", "shard(d)" (d may count from the end). */
-static bool parse_placement(const char *s, int ndim, struct tps_placement *p)
-{
-	char *end;
-	long d;
-	if (strcmp(s, "replicate") == 0) {
-		*p = tps_placement_replicate();
-		return true;
-	}
-	if (strcmp(s, "partial") == 0) {
-		*p = tps_placement_partial();
-		return true;
-	}
-	if (strncmp(s, "shard(", 6) != 0) {
-		return false;
-	}
-	d = strtol(s + 6, &end, 10);
-	if (end == s + 6 || strcmp(end, ")") != 0 || d < -TPS_MAX_DIMS ||
-	    d >= TPS_MAX_DIMS || tps_dim_normalize((int)d, ndim) < 0) {
-		return false;
-	}
-	*p = tps_placement_shard(tps_dim_normalize((int)d, ndim));
-	return true;
-}
-
 static enum tps_status read_event(struct tps_picture *pic, const cJSON *ev,
 				  const char *trace_name, int index,
 				  struct tps_error *err)
@@ -123,6 +98,7 @@ static enum tps_status read_event(struct tps_picture *pic, const cJSON *ev,
 	const cJSON *placements =
 		cJSON_GetObjectItemCaseSensitive(ev, "placements");
 	struct tps_json_path p;
+	struct tps_error why = {0};
 	size_t at;
 	int64_t v;
 	int n;
@@ -181,13 +157,19 @@ static enum tps_status read_event(struct tps_picture *pic, const cJSON *ev,
 	for (int i = 0; i < pic->mesh.ndim; i++) {
 		const cJSON *s = cJSON_GetArrayItem(placements, i);
 		if (!cJSON_IsString(s) ||
-		    !parse_placement(s->valuestring, n, &pic->placements[i])) {
+		    !tps_placement_parse(s->valuestring, n,
+					 &pic->placements[i])) {
 			tps_json_path_push_index(&p, (size_t)i);
 			return bad_input(err, trace_name, &p,
 					 "expected replicate, partial or "
-					 "shard(d) with d a dim of the "
-					 "global shape");
+					 "shard(d) (or shard(d,block=b)) with "
+					 "d a dim of the global shape");
 		}
+	}
+	/* Blocks that do not divide what they chunk have no regions. */
+	if (tps_dtensor_check_placements(&pic->mesh, &pic->global,
+					 pic->placements, &why) != TPS_OK) {
+		return bad_input(err, trace_name, &p, why.message);
 	}
 	return TPS_OK;
 }

@@ -89,6 +89,16 @@ void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length)
 	*length = n - s < chunk ? n - s : chunk;
 }
 
+void tps_chunk_range_blocks(int64_t n, int64_t block, int k, int i,
+			    int64_t *start, int64_t *length)
+{
+	int64_t s, len;
+	assert(block >= 1 && n % block == 0);
+	tps_chunk_range(n / block, k, i, &s, &len);
+	*start = s * block;
+	*length = len * block;
+}
+
 /* Bytes of tensor data allocated and not yet freed, and the most there has
  * been: the statistics of `tpsim run --stats`. Process-wide, since a
  * tensor does not know its run; atomic, since ranks allocate concurrently.

@@ -285,6 +285,158 @@ START_TEST(all_to_all_turns_shard0_into_shard1)
 }
 END_TEST
 
+START_TEST(reduce_scatter_in_blocks_keeps_blocks_whole)
+{
+	/*
+	 * 2 ranks, rank r holds 10 values 100 r + i: the sum is 100 + 2i =
+	 * [100, 102, ..., 118]. In blocks of 2 (5 heads of head_dim 2) the
+	 * chunk rule cuts 5 blocks over 2 ranks as 3, 2 blocks: rank 0 keeps
+	 * elements [0,6) = 100..110, rank 1 [6,10) = 112..118 (the element
+	 * rule would give 5 and 5, cutting block 2 in half). c is the padded
+	 * chunk, 6 floats: (n-1) c = 24 bytes.
+	 */
+	struct tps_mesh m = mesh1(2);
+	float vals[20];
+	const float r0[6] = {100, 102, 104, 106, 108, 110};
+	const float r1[4] = {112, 114, 116, 118};
+	struct tps_comm_report rep;
+	struct tps_tensor *l;
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 10; i++) {
+			vals[r * 10 + i] = (float)(100 * r + i);
+		}
+	}
+	l = vectors(2, 10, vals);
+	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
+				 &m, 1, l, TPS_REDUCE_SUM, 0, 2, &rep, NULL),
+			 TPS_OK);
+	assert_vec(&l[0], r0, 6);
+	assert_vec(&l[1], r1, 4);
+	ck_assert_int_eq(rep.op, TPS_COMM_REDUCE_SCATTER);
+	ck_assert_int_eq(rep.bytes_per_rank, 24);
+	free_all(l, 2);
+}
+END_TEST
+
+START_TEST(reduce_scatter_in_blocks_leaves_trailing_ranks_empty)
+{
+	/*
+	 * 3 ranks, each holding [1..6]: the sum is [3, 6, ..., 18]. Two blocks
+	 * of 3 over 3 ranks: 1, 1, 0 blocks, so rank 0 keeps [3,6,9], rank 1
+	 * [12,15,18] and rank 2 nothing (a (0) shard). c = 3 floats:
+	 * (n-1) c = 2 * 12 = 24 bytes.
+	 */
+	struct tps_mesh m = mesh1(3);
+	const float vals[18] = {1, 2, 3, 4, 5, 6, 1, 2, 3,
+				4, 5, 6, 1, 2, 3, 4, 5, 6};
+	const float r0[3] = {3, 6, 9}, r1[3] = {12, 15, 18};
+	struct tps_comm_report rep;
+	struct tps_tensor *l = vectors(3, 6, vals);
+	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
+				 &m, 1, l, TPS_REDUCE_SUM, 0, 3, &rep, NULL),
+			 TPS_OK);
+	assert_vec(&l[0], r0, 3);
+	assert_vec(&l[1], r1, 3);
+	assert_vec(&l[2], NULL, 0);
+	ck_assert_int_eq(rep.bytes_per_rank, 24);
+	free_all(l, 3);
+}
+END_TEST
+
+START_TEST(scatter_in_blocks_keeps_blocks_whole)
+{
+	/*
+	 * 3 ranks, root 0 holds [1..8] in blocks of 2: 4 blocks over 3 ranks
+	 * give ceil(4/3) = 2, 2, 0 blocks, i.e. [1,2,3,4], [5,6,7,8], []
+	 * (the element rule would give 3, 3, 2). c = 4 floats at the root:
+	 * (n-1) c = 2 * 16 = 32 bytes.
+	 */
+	struct tps_mesh m = mesh1(3);
+	float vals[24];
+	const float c0[4] = {1, 2, 3, 4}, c1[4] = {5, 6, 7, 8};
+	struct tps_comm_report rep;
+	struct tps_tensor *l;
+	for (int e = 0; e < 24; e++) {
+		vals[e] = (float)(e + 1);
+	}
+	l = vectors(3, 8, vals);
+	ck_assert_int_eq(tps_comm_scatter_blocks(&m, 1, l, 0, 0, 2, &rep, NULL),
+			 TPS_OK);
+	assert_vec(&l[0], c0, 4);
+	assert_vec(&l[1], c1, 4);
+	assert_vec(&l[2], NULL, 0);
+	ck_assert_int_eq(rep.op, TPS_COMM_SCATTER);
+	ck_assert_int_eq(rep.bytes_per_rank, 32);
+	free_all(l, 3);
+}
+END_TEST
+
+START_TEST(all_to_all_in_blocks_turns_shard0_into_head_shards)
+{
+	/*
+	 * Global (2,10) = 10 i + c. Rank j holds row j (shard(0) over 2).
+	 * all_to_all(split 1 in blocks of 2, concat 0): the 5 blocks of
+	 * columns go 3, 2 blocks to ranks 0, 1, so rank 0 ends with columns
+	 * [0,6) of both rows, (2,6), and rank 1 with columns [6,10), (2,4):
+	 * shard(1,block=2). Rank 1 sends rank 0 its row's columns 0-5 (6
+	 * floats), rank 0 sends rank 1 columns 6-9 (4): the largest block is
+	 * 6 floats, (n-1) c = 24 bytes.
+	 */
+	struct tps_mesh m = mesh1(2);
+	struct tps_tensor l[2];
+	struct tps_comm_report rep;
+	const int64_t width[2] = {6, 4}, first[2] = {0, 6};
+	for (int r = 0; r < 2; r++) {
+		int64_t d[2] = {1, 10};
+		struct tps_shape s = tps_shape_make(2, d);
+		ck_assert_int_eq(tps_tensor_init(&l[r], &s, NULL), TPS_OK);
+		for (int c = 0; c < 10; c++) {
+			l[r].data[c] = (float)(10 * r + c);
+		}
+	}
+	ck_assert_int_eq(
+		tps_comm_all_to_all_blocks(&m, 1, l, 1, 2, 0, &rep, NULL),
+		TPS_OK);
+	for (int j = 0; j < 2; j++) {
+		ck_assert_int_eq(l[j].shape.dim[0], 2);
+		ck_assert_int_eq(l[j].shape.dim[1], width[j]);
+		for (int i = 0; i < 2; i++) {
+			for (int c = 0; c < width[j]; c++) {
+				ck_assert_float_eq(
+					l[j].data[i * width[j] + c],
+					(float)(10 * i + first[j] + c));
+			}
+		}
+		tps_tensor_free(&l[j]);
+	}
+	ck_assert_int_eq(rep.bytes_per_rank, 24);
+}
+END_TEST
+
+START_TEST(blocks_that_do_not_divide_the_dim_fail_and_leave_buffers)
+{
+	/* 5 elements are not a whole number of blocks of 2. */
+	struct tps_mesh m = mesh1(2);
+	const float vals[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct tps_error err = {0};
+	struct tps_tensor *l = vectors(2, 5, vals);
+	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
+				 &m, 1, l, TPS_REDUCE_SUM, 0, 2, NULL, &err),
+			 TPS_ERR_SHAPE);
+	ck_assert_msg(strstr(err.message, "5 elements, not a whole number "
+					  "of blocks of 2") != NULL,
+		      "%s", err.message);
+	ck_assert_int_eq(tps_comm_scatter_blocks(&m, 1, l, 0, 0, 2, NULL, &err),
+			 TPS_ERR_SHAPE);
+	ck_assert_int_eq(
+		tps_comm_all_to_all_blocks(&m, 1, l, 0, 2, 0, NULL, &err),
+		TPS_ERR_SHAPE);
+	assert_vec(&l[0], vals, 5);
+	assert_vec(&l[1], vals + 5, 5);
+	free_all(l, 2);
+}
+END_TEST
+
 START_TEST(group_of_one_moves_nothing)
 {
 	struct tps_mesh m = mesh1(1);
@@ -339,6 +491,14 @@ static Suite *comm_suite(void)
 	tcase_add_test(scatter, reduce_scatter_keeps_chunk_i);
 	tcase_add_test(scatter, broadcast_and_scatter_from_a_root);
 	tcase_add_test(scatter, all_to_all_turns_shard0_into_shard1);
+	tcase_add_test(scatter, reduce_scatter_in_blocks_keeps_blocks_whole);
+	tcase_add_test(scatter,
+		       reduce_scatter_in_blocks_leaves_trailing_ranks_empty);
+	tcase_add_test(scatter, scatter_in_blocks_keeps_blocks_whole);
+	tcase_add_test(scatter,
+		       all_to_all_in_blocks_turns_shard0_into_head_shards);
+	tcase_add_test(
+		edge, blocks_that_do_not_divide_the_dim_fail_and_leave_buffers);
 	tcase_add_test(edge, group_of_one_moves_nothing);
 	tcase_add_test(edge, mismatched_shapes_fail_and_leave_buffers);
 	suite_add_tcase(s, gather);

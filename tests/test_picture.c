@@ -215,6 +215,73 @@ START_TEST(picture_draws_uneven_shards_as_the_chunk_rule_gives_them)
 }
 END_TEST
 
+/* A hand-made trace (no config makes block shards yet): one event whose
+ * (3, 10) tensor is 5 heads of head_dim 2 along dim 1 over tp = 2, with
+ * `placement` and the ranks' shapes given. */
+static const char *block_trace(const char *dir, const char *placement,
+			       int cols0, int cols1)
+{
+	static char path[1024];
+	char text[1024];
+	snprintf(path, sizeof path, "%s/blocks.json", dir);
+	snprintf(text, sizeof text,
+		 "{\"format\":\"tpsim.trace\",\"version\":1,"
+		 "\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"],"
+		 "\"world_size\":2,\"groups\":{\"tp\":[[0,1]]}},"
+		 "\"events\":[{\"seq\":0,\"phase\":\"setup\","
+		 "\"module\":\"attn.q\",\"kind\":\"layout\","
+		 "\"op\":\"distribute\",\"tensor\":\"attn.q.out\","
+		 "\"placements\":[\"%s\"],\"global_shape\":[3,10],"
+		 "\"ranks\":[{\"rank\":0,\"shape\":[3,%d]},"
+		 "{\"rank\":1,\"shape\":[3,%d]}]}]}",
+		 placement, cols0, cols1);
+	tu_write_file(path, text, strlen(text));
+	return path;
+}
+
+START_TEST(picture_labels_block_shards_by_whole_heads)
+{
+	const char *dir = tu_tempdir();
+	const char *trace = block_trace(dir, "shard(1,block=2)", 6, 4);
+	char *text = text_picture(trace, 0, false);
+	struct result r;
+	/* 5 heads of 2 over 2: ceil(5/2) = 3 heads, features 0-5, on rank
+	 * 0; heads 3-4, features 6-9, on rank 1 (not 5 and 5). */
+	assert_has(text, "A   rows 0-2, cols 0-5: rank 0 (tp=0)\n");
+	assert_has(text, "B   rows 0-2, cols 6-9: rank 1 (tp=1)\n");
+	assert_has(text, "row 0:  A  A  A  A  A  A  B  B  B  B\n");
+	r = cli(5, "picture", trace, "--tensor", "attn.q.out");
+	ck_assert_int_eq(r.rc, 0);
+	assert_has(r.out, "placements [shard(1,block=2)] on mesh (2)");
+	assert_has(r.out, "<title>A rows 0-2, cols 0-5: rank 0 (tp=0)</title>");
+	result_free(&r);
+	free(text);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(picture_refuses_blocks_that_do_not_divide_the_dim)
+{
+	const char *dir = tu_tempdir();
+	const char *trace = block_trace(dir, "shard(1,block=3)", 6, 4);
+	struct result r = cli(5, "picture", trace, "--tensor", "attn.q.out");
+	ck_assert_int_eq(r.rc, 2);
+	assert_has(r.err, "/blocks.json: /events/0/placements: "
+			  "shard(1,block=3) on mesh dim \"tp\": tensor dim 1 "
+			  "has 10 elements there, not a whole number of "
+			  "blocks of 3\n");
+	result_free(&r);
+	/* A block the parser does not read at all. */
+	trace = block_trace(dir, "shard(1,block=0)", 6, 4);
+	r = cli(5, "picture", trace, "--tensor", "attn.q.out");
+	ck_assert_int_eq(r.rc, 2);
+	assert_has(r.err, "/events/0/placements/0: expected replicate, "
+			  "partial or shard(d) (or shard(d,block=b))");
+	result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* 1 output feature over tp = 2. */
 static const char one_feature_config[] =
 	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": [\"tp\"]},"
@@ -687,6 +754,9 @@ static Suite *picture_suite(void)
 		       picture_labels_the_colwise_weight_as_derived_by_hand);
 	tcase_add_test(labels, picture_shows_both_mesh_dims_of_a_2d_mesh);
 	tcase_add_test(labels, picture_marks_partial_apart_from_replicate);
+	tcase_add_test(labels, picture_labels_block_shards_by_whole_heads);
+	tcase_add_test(labels,
+		       picture_refuses_blocks_that_do_not_divide_the_dim);
 	tcase_add_test(
 		labels,
 		picture_draws_uneven_shards_as_the_chunk_rule_gives_them);

@@ -65,6 +65,35 @@ START_TEST(chunk_rule_covers_every_element_once)
 }
 END_TEST
 
+START_TEST(chunk_rule_in_blocks_keeps_blocks_whole)
+{
+	/* 5 heads of 2 over 2: heads 3,2 -> features [0,6) and [6,10). */
+	int64_t start, len;
+	tps_chunk_range_blocks(10, 2, 2, 0, &start, &len);
+	ck_assert_int_eq(start, 0);
+	ck_assert_int_eq(len, 6);
+	tps_chunk_range_blocks(10, 2, 2, 1, &start, &len);
+	ck_assert_int_eq(start, 6);
+	ck_assert_int_eq(len, 4);
+	/* 2 blocks of 3 over 3: 3,3,0, the empty one at the end. */
+	tps_chunk_range_blocks(6, 3, 3, 2, &start, &len);
+	ck_assert_int_eq(start, 6);
+	ck_assert_int_eq(len, 0);
+	/* Block 1 is the element rule. */
+	for (int64_t n = 0; n <= 20; n++) {
+		for (int k = 1; k <= 8; k++) {
+			for (int i = 0; i < k; i++) {
+				int64_t s1, l1;
+				tps_chunk_range(n, k, i, &start, &len);
+				tps_chunk_range_blocks(n, 1, k, i, &s1, &l1);
+				ck_assert_int_eq(s1, start);
+				ck_assert_int_eq(l1, len);
+			}
+		}
+	}
+}
+END_TEST
+
 START_TEST(numel_overflow_is_refused)
 {
 	const int64_t big[3] = {1 << 20, 1 << 20, 4};
@@ -873,6 +902,7 @@ static Suite *tensor_suite(void)
 	TCase *misc = tcase_create("elementwise_rng");
 	tcase_add_test(chunk, chunk_rule_matches_torch_chunk);
 	tcase_add_test(chunk, chunk_rule_covers_every_element_once);
+	tcase_add_test(chunk, chunk_rule_in_blocks_keeps_blocks_whole);
 	tcase_add_test(shape, numel_overflow_is_refused);
 	tcase_add_test(shape, empty_tensor_keeps_its_shape);
 	tcase_add_test(copy, narrow_then_concat_gives_back_the_tensor);

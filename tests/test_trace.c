@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "testutil.h"
+#include "tpsim/dtensor.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/run.h"
 
@@ -354,13 +355,158 @@ START_TEST(inf_is_found_in_every_values_mode_at_any_thread_count)
 }
 END_TEST
 
+START_TEST(placement_strings_round_trip_and_block_one_is_unchanged)
+{
+	/* format then parse gives the placement back, for a 4-dim tensor. */
+	const int64_t blocks[5] = {1, 2, 3, 64, (int64_t)1 << 31};
+	struct tps_placement p, back;
+	char buf[32];
+	for (int d = 0; d < 4; d++) {
+		for (int b = 0; b < 5; b++) {
+			p = tps_placement_shard_blocks(d, blocks[b]);
+			tps_placement_format(p, buf, sizeof buf);
+			ck_assert_msg(tps_placement_parse(buf, 4, &back), "%s",
+				      buf);
+			ck_assert_msg(tps_placement_equal(p, back), "%s", buf);
+		}
+	}
+	ck_assert_str_eq(
+		tps_placement_format(tps_placement_shard(1), buf, sizeof buf),
+		"shard(1)");
+	ck_assert_str_eq(tps_placement_format(tps_placement_shard_blocks(1, 1),
+					      buf, sizeof buf),
+			 "shard(1)");
+	ck_assert_str_eq(tps_placement_format(tps_placement_shard_blocks(2, 4),
+					      buf, sizeof buf),
+			 "shard(2,block=4)");
+	ck_assert_str_eq(tps_placement_format(tps_placement_shard_blocks(
+						      3, (int64_t)1 << 31),
+					      buf, sizeof buf),
+			 "shard(3,block=2147483648)");
+	ck_assert(tps_placement_parse("replicate", 2, &back));
+	ck_assert(tps_placement_equal(back, tps_placement_replicate()));
+	ck_assert(tps_placement_parse("partial", 2, &back));
+	ck_assert(tps_placement_equal(back, tps_placement_partial()));
+	/* Negative dims count from the end and are normalised. */
+	ck_assert(tps_placement_parse("shard(-1,block=2)", 3, &back));
+	ck_assert(tps_placement_equal(back, tps_placement_shard_blocks(2, 2)));
+	/* block=1 is read, though never written. */
+	ck_assert(tps_placement_parse("shard(0,block=1)", 1, &back));
+	ck_assert(tps_placement_equal(back, tps_placement_shard(0)));
+}
+END_TEST
+
+START_TEST(placement_parse_refuses_other_spellings_and_keeps_the_output)
+{
+	static const char *const bad[] = {
+		"shard(1,block=0)",
+		"shard(1,block=)",
+		"shard(1, block=2)",
+		"shard(1,block=02)",
+		"shard(1,blocks=2)",
+		"shard(1,block=2",
+		"shard(1,block=-2)",
+		"shard(1,block=2)x",
+		"shard(1)/2",
+		"shard(1,block=2147483649)",
+		"shard(2)",
+		"shard(-3)",
+		"shard( 1)",
+		"shard(+1)",
+		"shard()",
+		"Shard(1)",
+		"shard(01)",
+		"replicate ",
+		"",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct tps_placement p = tps_placement_partial();
+		ck_assert_msg(!tps_placement_parse(bad[i], 2, &p), "%s took",
+			      bad[i]);
+		ck_assert(tps_placement_equal(p, tps_placement_partial()));
+	}
+}
+END_TEST
+
+/* Every placement in tpsim 0.2.0's traces (tests/golden) reads back and
+ * is written again byte for byte: the block-1 spelling did not move. */
+START_TEST(golden_trace_placements_are_written_as_before)
+{
+	DIR *d = opendir(tu_source_path("tests/golden"));
+	struct dirent *e;
+	int files = 0, checked = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		char path[1024];
+		cJSON *trace = NULL, *ev, *param;
+		struct tps_error err = {0};
+		if (n < 11 || strcmp(e->d_name + n - 11, ".trace.json") != 0) {
+			continue;
+		}
+		snprintf(path, sizeof path, "%s/%s",
+			 tu_source_path("tests/golden"), e->d_name);
+		ck_assert_int_eq(
+			tps_json_load(path, (size_t)1 << 30, &trace, &err),
+			TPS_OK);
+		files++;
+		/* Events, then params: each has placements and a shape. */
+		for (int pass = 0; pass < 2; pass++) {
+			const cJSON *list = cJSON_GetObjectItemCaseSensitive(
+				trace, pass ? "params" : "events");
+			cJSON_ArrayForEach(ev, list)
+			{
+				const cJSON *shape =
+					cJSON_GetObjectItemCaseSensitive(
+						ev, pass ? "shape"
+							 : "global_shape");
+				const cJSON *pl =
+					cJSON_GetObjectItemCaseSensitive(
+						ev, "placements");
+				cJSON_ArrayForEach(param, pl)
+				{
+					struct tps_placement p;
+					char buf[32];
+					ck_assert_msg(
+						tps_placement_parse(
+							param->valuestring,
+							cJSON_GetArraySize(
+								shape),
+							&p),
+						"%s: %s", e->d_name,
+						param->valuestring);
+					ck_assert_str_eq(
+						tps_placement_format(
+							p, buf, sizeof buf),
+						param->valuestring);
+					checked++;
+				}
+			}
+		}
+		cJSON_Delete(trace);
+	}
+	closedir(d);
+	printf("%d placements in %d golden traces read back unchanged\n",
+	       checked, files);
+	ck_assert_int_ge(files, 18);
+	ck_assert_int_gt(checked, 1000);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
 	Suite *s = suite_create("trace");
 	TCase *det = tcase_create("determinism");
 	TCase *fmt = tcase_create("format");
 	TCase *bad = tcase_create("non_finite");
+	TCase *place = tcase_create("placements");
 	tcase_add_test(det, same_config_gives_byte_identical_traces);
+	tcase_add_test(place,
+		       placement_strings_round_trip_and_block_one_is_unchanged);
+	tcase_add_test(
+		place,
+		placement_parse_refuses_other_spellings_and_keeps_the_output);
+	tcase_add_test(place, golden_trace_placements_are_written_as_before);
 	tcase_add_test(fmt, trace_is_strict_json_with_keys_in_order);
 	tcase_add_test(fmt, summary_mode_replaces_values_with_stats_and_hash);
 	tcase_add_test(bad, nan_stops_the_run_and_leaves_no_file);
@@ -371,6 +517,7 @@ static Suite *trace_suite(void)
 	suite_add_tcase(s, det);
 	suite_add_tcase(s, fmt);
 	suite_add_tcase(s, bad);
+	suite_add_tcase(s, place);
 	return s;
 }
 

@@ -78,6 +78,13 @@ enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
 					enum tps_reduce_op op, int tensor_dim,
 					struct tps_comm_report *report,
 					struct tps_error *err);
+/* The same with the chunks in whole blocks of `block` elements along
+ * tensor_dim (tps_chunk_range_blocks: shard(d,block=b)); block 1 is the call
+ * above. TPS_ERR_SHAPE when the dim is not a multiple of block. */
+enum tps_status tps_comm_reduce_scatter_blocks(
+	const struct tps_mesh *mesh, unsigned mask, struct tps_tensor *locals,
+	enum tps_reduce_op op, int tensor_dim, int64_t block,
+	struct tps_comm_report *report, struct tps_error *err);
 
 /* Each member gets a copy of local rank `root`'s buffer. */
 enum tps_status tps_comm_broadcast(const struct tps_mesh *mesh, unsigned mask,
@@ -90,6 +97,13 @@ enum tps_status tps_comm_scatter(const struct tps_mesh *mesh, unsigned mask,
 				 struct tps_tensor *locals, int root,
 				 int tensor_dim, struct tps_comm_report *report,
 				 struct tps_error *err);
+/* The same in whole blocks of `block` elements (see reduce_scatter_blocks). */
+enum tps_status tps_comm_scatter_blocks(const struct tps_mesh *mesh,
+					unsigned mask,
+					struct tps_tensor *locals, int root,
+					int tensor_dim, int64_t block,
+					struct tps_comm_report *report,
+					struct tps_error *err);
 
 /* Every member splits its buffer into n chunks along split_dim and sends
  * chunk j to local rank j; each member concatenates what it receives along
@@ -100,5 +114,14 @@ enum tps_status tps_comm_all_to_all(const struct tps_mesh *mesh, unsigned mask,
 				    int concat_dim,
 				    struct tps_comm_report *report,
 				    struct tps_error *err);
+/* The same with the split in whole blocks of split_block elements along
+ * split_dim: turns shard(concat_dim, any block) into
+ * shard(split_dim,block=split_block). TPS_ERR_SHAPE when a member's
+ * split_dim is not a multiple of split_block. The concatenation needs no
+ * block: it puts back whatever the members hold, in order. */
+enum tps_status tps_comm_all_to_all_blocks(
+	const struct tps_mesh *mesh, unsigned mask, struct tps_tensor *locals,
+	int split_dim, int64_t split_block, int concat_dim,
+	struct tps_comm_report *report, struct tps_error *err);
 
 #endif

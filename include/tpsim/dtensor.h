@@ -5,6 +5,11 @@
  *   replicate  every rank of the group holds the same values
  *   shard(d)   the group splits tensor dim d by the chunk rule (tensor.h),
  *              local rank i holding chunk i
+ *   shard(d,block=b)
+ *              the same in whole blocks of b elements (attention heads of
+ *              head_dim b): dim d, a multiple of b, is chunked as d/b units
+ *              (tps_chunk_range_blocks). 5 heads of 2 over 2 ranks: elements
+ *              [0,6) and [6,10). shard(d) is block 1.
  *   partial    the global value is the sum over the group of the locals
  *
  * Several mesh dims may shard the same tensor dim: the split is applied mesh
@@ -40,14 +45,34 @@ enum tps_placement_kind {
 struct tps_placement {
 	enum tps_placement_kind kind;
 	int dim; /* shard: the tensor dim, normalised to >= 0; else 0 */
+	/* shard: the chunk rule's unit in elements along dim (1 = element-
+	 * wise, head_dim for whole attention heads); 1 for the other kinds.
+	 * Read it with tps_placement_block, which takes a 0 (a zeroed struct)
+	 * as 1. */
+	int64_t block;
 };
 
+/* Every constructor gives block 1. */
 struct tps_placement tps_placement_replicate(void);
 struct tps_placement tps_placement_shard(int dim);
+/* shard(dim) in whole blocks of `block` elements; block 0 is taken as 1,
+ * a negative block is asserted against. */
+struct tps_placement tps_placement_shard_blocks(int dim, int64_t block);
 struct tps_placement tps_placement_partial(void);
+/* A shard's block (>= 1); 1 for replicate and partial. */
+int64_t tps_placement_block(struct tps_placement p);
+/* Same kind; for shards also the same dim and block. */
 bool tps_placement_equal(struct tps_placement a, struct tps_placement b);
-/* "replicate", "shard(1)", "partial" into buf. Returns buf. */
+/* "replicate", "shard(1)", "shard(1,block=2)" (block > 1 only), "partial"
+ * into buf (32 bytes suffice). Returns buf. */
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size);
+/*
+ * Reads what tps_placement_format writes, for a tensor of ndim dims:
+ * "replicate", "partial", "shard(d)" and "shard(d,block=b)" with d a dim
+ * (negative counts from the end; normalised) and b a whole number from 1 to
+ * 2^31, no spaces. Returns false, *p untouched, on anything else.
+ */
+bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p);
 
 struct tps_dtensor {
 	const struct tps_mesh *mesh; /* not owned */
@@ -58,7 +83,8 @@ struct tps_dtensor {
 
 /*
  * The region of the global tensor that `rank` holds: offset[d] and length[d]
- * per tensor dim (partial and replicate dims do not narrow it).
+ * per tensor dim (partial and replicate dims do not narrow it). Asserts that
+ * the placements are valid (tps_dtensor_check_placements).
  */
 void tps_dtensor_local_region(const struct tps_mesh *mesh,
 			      const struct tps_shape *global,
@@ -66,9 +92,20 @@ void tps_dtensor_local_region(const struct tps_mesh *mesh,
 			      int64_t *offset, int64_t *length);
 
 /*
+ * Whether the placements can lay out a tensor of shape `global` on mesh:
+ * every shard dim is one of its dims, and every block divides the length it
+ * chunks, on every rank and at every level of a chunk of a chunk (a dim of 5
+ * cannot be shard(d,block=2)). TPS_ERR_SHAPE names the mesh dim, the
+ * placement, the length and the block.
+ */
+enum tps_status tps_dtensor_check_placements(
+	const struct tps_mesh *mesh, const struct tps_shape *global,
+	const struct tps_placement *placements, struct tps_error *err);
+
+/*
  * distribute_tensor: every rank gets its region of `global`. A partial mesh
  * dim puts the values on local rank 0 of each group and zeros elsewhere.
- * Placements must be valid for the tensor (shard dims in range; asserted).
+ * Invalid placements (tps_dtensor_check_placements) are TPS_ERR_SHAPE.
  * On error *dt is untouched.
  */
 enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
@@ -133,10 +170,14 @@ typedef enum tps_status (*tps_redistribute_observer)(
 /*
  * Changes dt's placements to target, one mesh dim at a time (see the top of
  * this file), calling observer (may be NULL) after every step that does
- * something. Steps on a mesh dim of size 1 relabel the placement only and are
+ * something. A shard target in blocks chunks in its blocks (reduce_scatter,
+ * all_to_all and the local split alike). shard(d,block=b) -> shard(d,block=c)
+ * on the same dim is two steps: all_gather to replicate, then the local
+ * split. Steps on a mesh dim of size 1 relabel the placement only and are
  * not reported. TPS_ERR_UNSUPPORTED for replicate -> partial and for a step
  * on a tensor dim that an inner mesh dim keeps sharded (the nesting would be
- * wrong). On error dt holds the last completed step.
+ * wrong); TPS_ERR_SHAPE for a block that does not divide the length it
+ * chunks. On error dt holds the last completed step.
  */
 enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 					 const struct tps_placement *target,

@@ -67,6 +67,17 @@ int tps_dim_normalize(int dim, int ndim);
  */
 void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length);
 
+/*
+ * The chunk rule in whole blocks of `block` elements (attention heads of
+ * head_dim features): the n / block blocks are chunked over k shards by
+ * tps_chunk_range, and start and length are in elements. 5 heads of 2 over
+ * 2 shards: blocks 3,2 -> elements [0,6) and [6,10); 2 blocks of 3 over 3:
+ * 3,3,0. block 1 is tps_chunk_range. Asserts block >= 1 and n a multiple of
+ * block (callers with user input check first).
+ */
+void tps_chunk_range_blocks(int64_t n, int64_t block, int k, int i,
+			    int64_t *start, int64_t *length);
+
 /* Allocates a zero-filled tensor. On error (limit, memory) *t is untouched. */
 enum tps_status tps_tensor_init(struct tps_tensor *t,
 				const struct tps_shape *shape,
