@@ -511,15 +511,19 @@ static void parse_root(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
 	static const char *const keys[] = {
-		"tpsim",   "vars",	"mesh",
-		"tp_dim",  "dp_dim",	"strict_tp_innermost",
-		"model",   "plan",	"input",
-		"init",	   "params",	"uneven",
-		"sampler", "mode",	"steps",
-		"loss",	   "target",	"optimizer",
-		"dp_grad", "links",	"device",
-		"trace",   "tolerance", "inject",
-		NULL};
+		"tpsim",	 "vars",
+		"mesh",		 "tp_dim",
+		"dp_dim",	 "strict_tp_innermost",
+		"model",	 "plan",
+		"input",	 "init",
+		"params",	 "uneven",
+		"sampler",	 "mode",
+		"steps",	 "loss",
+		"loss_parallel", "target",
+		"optimizer",	 "dp_grad",
+		"links",	 "device",
+		"trace",	 "tolerance",
+		"inject",	 NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
 		"shape",	 "values",    "init", "seed",

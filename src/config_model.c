@@ -1,5 +1,6 @@
 /* "model", "plan" and "params" of the config (DESIGN.md section 4). */
 #include "config_internal.h"
+#include "tpsim/nn.h"
 
 #include <assert.h>
 #include <float.h>
@@ -798,26 +799,26 @@ static void read_values(struct cfg *c, const cJSON *v, void *ctx)
 
 /* The linear module owning parameter `name` ("fc1.weight", "fc1.bias")
  * and the parameter's shape, or NULL. */
+/* The module whose parameter is called `name` ("fc1.weight"), asking each
+ * module type what parameters it has; *shape gets the parameter's. */
 static const struct tps_module_spec *
 param_owner(const struct tps_model_spec *spec, const char *name,
 	    struct tps_shape *shape)
 {
 	for (int i = 0; i < spec->n_modules; i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
-		char w[TPS_NAME_MAX + 8], b[TPS_NAME_MAX + 8];
-		if (m->type != TPS_MODULE_LINEAR) {
+		struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
+		int n = tps_module_ops_of(m->type)->parameters(m, spec->tp_dim,
+							       ps);
+		size_t len = strlen(m->name);
+		if (strncmp(name, m->name, len) != 0 || name[len] != '.') {
 			continue;
 		}
-		snprintf(w, sizeof w, "%s.weight", m->name);
-		snprintf(b, sizeof b, "%s.bias", m->name);
-		if (strcmp(name, w) == 0) {
-			int64_t dims[2] = {m->out_features, m->in_features};
-			*shape = tps_shape_make(2, dims);
-			return m;
-		}
-		if (m->bias && strcmp(name, b) == 0) {
-			*shape = tps_shape_make(1, &m->out_features);
-			return m;
+		for (int k = 0; k < n; k++) {
+			if (strcmp(name + len + 1, ps[k].suffix) == 0) {
+				*shape = ps[k].shape;
+				return m;
+			}
 		}
 	}
 	return NULL;
@@ -833,8 +834,8 @@ static void param_entry(struct cfg *c, const cJSON *entry, void *ctx)
 
 	if (!param_owner(spec, entry->string, &shape)) {
 		cfg_fail(c, TPS_ERR_INPUT,
-			 "no parameter \"%s\" in the model (expected <linear "
-			 "module>.weight or .bias)",
+			 "no parameter \"%s\" in the model (expected "
+			 "<module>.weight or .bias of a module that has it)",
 			 tps_json_escape_for_message(entry->string, esc,
 						     sizeof esc));
 		return;

@@ -11,8 +11,9 @@
 #include <string.h>
 
 /* The keys only training reads, in the order they are checked. */
-static const char *const training_keys[] = {"steps",	 "loss",    "target",
-					    "optimizer", "dp_grad", NULL};
+static const char *const training_keys[] = {
+	"steps",   "loss", "loss_parallel", "target", "optimizer",
+	"dp_grad", NULL};
 
 void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 		       enum tps_mode mode)
@@ -140,6 +141,40 @@ static void target_body(struct cfg *c, const cJSON *target, void *ctx)
 		}
 		cfg_value(c, target, "values", CFG_OPTIONAL, read_target_values,
 			  spec);
+	}
+}
+
+/* loss_parallel: cross_entropy over logits the last module leaves sharded
+ * over their classes, a colwise linear with its output shard(-1). */
+static void check_loss_parallel(struct cfg *c,
+				const struct tps_model_spec *spec)
+{
+	const struct tps_module_spec *last = NULL;
+	int ndim =
+		spec->input_shape.ndim + (tps_model_takes_tokens(spec) ? 1 : 0);
+	if (!cfg_ok(c) || !spec->loss_parallel) {
+		return;
+	}
+	if (spec->loss != TPS_LOSS_CROSS_ENTROPY) {
+		cfg_fail_at(c, "loss_parallel", TPS_ERR_INPUT,
+			    "loss_parallel is a cross_entropy over sharded "
+			    "logits (this config's loss is \"%s\")",
+			    tps_loss_names[spec->loss]);
+		return;
+	}
+	for (int i = 0; i < spec->n_modules;
+	     i += 1 + spec->modules[i].n_descendants) {
+		last = &spec->modules[i];
+	}
+	if (!last || last->type != TPS_MODULE_LINEAR ||
+	    last->style != TPS_STYLE_COLWISE ||
+	    last->output.kind != TPS_PLACEMENT_SHARD ||
+	    tps_dim_normalize(last->output.dim, ndim) != ndim - 1) {
+		cfg_fail_at(c, "loss_parallel", TPS_ERR_INPUT,
+			    "loss_parallel takes the logits sharded over their "
+			    "classes: the model must end with a colwise "
+			    "linear whose output is shard(-1) (%s is not)",
+			    last ? last->plan_pointer : "/model");
 	}
 }
 
@@ -346,6 +381,9 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
 		spec->target_init.method = TPS_INIT_TOKENS;
 	}
+	spec->loss_parallel = false;
+	cfg_bool(c, root, "loss_parallel", &spec->loss_parallel);
+	check_loss_parallel(c, spec);
 	cfg_object(c, root, "target", CFG_OPTIONAL, target_keys, target_body,
 		   spec);
 	cfg_object(c, root, "optimizer", CFG_OPTIONAL, NULL, optimizer_body,

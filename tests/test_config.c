@@ -732,6 +732,34 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /target/shape: expected [2], the model output's shape "
 	    "without its classes, got [2, 4]"),
+	BAD(BASE ",'params':{'act.weight':[1]}}", TPS_ERR_INPUT,
+	    "cfg.json: /params/act.weight: no parameter \"act.weight\" in the "
+	    "model (expected <module>.weight or .bias of a module that has "
+	    "it)"),
+	BAD(WITH_MODEL("{'name':'ln','type':'layernorm','dim':4}") ","
+								   "'params':{'"
+								   "ln.weight':"
+								   "[1,2,3]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/ln.weight: expected 4 elements (dim 0 of the "
+	    "parameter's shape), got 3"),
+	BAD(TRAIN ",'loss_parallel':true}", TPS_ERR_INPUT,
+	    "cfg.json: /loss_parallel: loss_parallel is a cross_entropy over "
+	    "sharded logits (this config's loss is \"mse\")"),
+	BAD(TRAIN ",'loss':'cross_entropy','loss_parallel':true}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /loss_parallel: loss_parallel takes the logits sharded "
+	    "over their classes: the model must end with a colwise linear "
+	    "whose output is shard(-1) (/model/2 is not)"),
+	BAD(TRAIN ",'loss':'cross_entropy','loss_parallel':true,'plan':{'fc2':"
+		  "{'style':'colwise','output':'replicate'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /loss_parallel: loss_parallel takes the logits sharded "
+	    "over their classes: the model must end with a colwise linear "
+	    "whose output is shard(-1) (/plan/fc2 is not)"),
+	BAD(BASE ",'loss_parallel':true}", TPS_ERR_INPUT,
+	    "cfg.json: /loss_parallel: \"loss_parallel\" needs \"mode\": "
+	    "\"training\""),
 	BAD(TRAIN ",'target':{'init':'tokens'}}", TPS_ERR_INPUT,
 	    "cfg.json: /target/init: \"tokens\" draws class ids, for loss "
 	    "\"cross_entropy\""),

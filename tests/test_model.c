@@ -31,6 +31,7 @@ struct counts {
 	int dp_collectives; /* counted here, and by_phase */
 	unsigned tp_mask;   /* set before the run */
 	int tp_param_grad_collectives; /* over tp, on a parameter's grad */
+	int loss_collectives[TPS_PHASE_COUNT]; /* the loss module's */
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -54,6 +55,10 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 			c->collectives[op]++;
 			c->by_phase[ev->phase][op]++;
 		}
+	}
+	if (ev->kind == TPS_EVENT_COLLECTIVE &&
+	    strcmp(ev->module, "loss") == 0) {
+		c->loss_collectives[ev->phase]++;
 	}
 	if (ev->kind == TPS_EVENT_COLLECTIVE && c->dp_mask &&
 	    ev->mask == c->dp_mask) {
@@ -391,7 +396,7 @@ static struct counts run_config(const char *fmt, ...)
 		      "%s\n%s", err.message, text);
 	cJSON_Delete(root);
 	with_target = spec.model.mode == TPS_MODE_TRAINING &&
-		      spec.model.loss == TPS_LOSS_MSE;
+		      spec.model.loss != TPS_LOSS_SUM;
 	counts.dp_mask = spec.model.dp_mask;
 	counts.tp_mask = 1u << spec.model.tp_dim;
 	ck_assert_msg(tps_model_init(&model, &spec.model, &err) == TPS_OK, "%s",
@@ -1060,6 +1065,72 @@ START_TEST(residual_blocks_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(language_models_train_like_the_reference)
+{
+	/* Token ids -> embedding (replicated or vocab-parallel) -> colwise,
+	 * gelu, rowwise -> the output projection -> cross_entropy, 2 steps
+	 * at tp = _i on a 1-D mesh and on dp 2 x tp: vocabularies that do
+	 * and do not divide tp (empty vocabulary shards at tp 8 with 7
+	 * ids), batches 1 and 3, with and without loss_parallel (the output
+	 * projection colwise, its logits never gathered). */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int vocab = 0; vocab < 2; vocab++) {
+			for (int lp = 0; lp < 2; lp++) {
+				int v = vocab ? 7 : 2 * tp, batch = 1 + 2 * lp;
+				int e = tp + 2, h = 2 * tp + 1,
+				    classes = tp + 3;
+				struct counts n = run_config(
+					"{'tpsim':1,'mesh':{'shape':[%s%d],"
+					"'dim_names':[%s'tp']},%s"
+					"'model':[{'name':'emb','type':'"
+					"embedding',"
+					"'num_embeddings':%d,'embedding_dim':%"
+					"d},"
+					"{'name':'fc1','type':'linear','in_"
+					"features':"
+					"%d,'out_features':%d},{'name':'act','"
+					"type':"
+					"'gelu'},{'name':'fc2','type':'linear',"
+					"'in_features':%d,'out_features':%d},"
+					"{'name':'out','type':'linear','in_"
+					"features':"
+					"%d,'out_features':%d,'bias':false}],"
+					"'plan':{'emb':'%s','fc1':'colwise','"
+					"fc2':"
+					"'rowwise'%s},'input':{'shape':[%d,%d],"
+					"'seed':5},'init':{'method':'uniform',"
+					"'seed':9},'mode':'training','steps':2,"
+					"'loss':'cross_entropy','loss_parallel'"
+					":%s,"
+					"'optimizer':{'type':'adamw','lr':0.01}"
+					"}",
+					dp == 2 ? "2," : "", tp,
+					dp == 2 ? "'dp'," : "",
+					dp == 2 ? "'dp_dim':'dp'," : "", v, e,
+					e, h, h, e, e, classes,
+					vocab ? "vocab" : "replicate",
+					lp ? ",'out':'colwise'" : "",
+					batch * dp, tp + 1,
+					lp ? "true" : "false");
+				/* loss_parallel: max, sum of exp and the
+				 * target's logit, all-reduced over tp each
+				 * step; nothing in backward. */
+				ck_assert_int_eq(
+					n.loss_collectives[TPS_PHASE_FORWARD],
+					lp && tp > 1 ? 2 * 3 : 0);
+				ck_assert_int_eq(
+					n.loss_collectives[TPS_PHASE_BACKWARD],
+					0);
+			}
+		}
+	}
+	printf("tp=%d language models: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
 START_TEST(training_costs_what_megatron_says)
 {
 	/* colwise -> relu -> rowwise: inference has 1 all_reduce forward;
@@ -1309,6 +1380,8 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, layernorm_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
+			    9);
+	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,
 			    9);
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
