@@ -75,6 +75,19 @@ void cfg_fail(struct cfg *c, enum tps_status st, const char *fmt, ...)
 	va_end(ap);
 }
 
+void cfg_fail_at_pointer(struct cfg *c, const char *pointer, enum tps_status st,
+			 const char *fmt, ...)
+{
+	struct tps_json_path saved = c->path;
+	va_list ap;
+	snprintf(c->path.text, sizeof c->path.text, "%s", pointer);
+	c->path.len = strlen(c->path.text);
+	va_start(ap, fmt);
+	vfail(c, st, fmt, ap);
+	va_end(ap);
+	c->path = saved;
+}
+
 void cfg_fail_at(struct cfg *c, const char *key, enum tps_status st,
 		 const char *fmt, ...)
 {

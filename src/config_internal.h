@@ -72,6 +72,11 @@ static inline bool cfg_ok(const struct cfg *c)
  * once an error is set, so the first error is the one reported. */
 void cfg_fail(struct cfg *c, enum tps_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same at a pointer recorded earlier (an already-escaped JSON
+ * Pointer, "/model/2"): for a check made after the value was read. */
+void cfg_fail_at_pointer(struct cfg *c, const char *pointer, enum tps_status st,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* The same at <pointer>/<key>. */
 void cfg_fail_at(struct cfg *c, const char *key, enum tps_status st,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));

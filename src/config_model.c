@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Module types DESIGN.md names that later versions will add. */
-static const char *const later_types[] = {"attention", "dropout", NULL};
+static const char *const later_types[] = {"dropout", NULL};
 #define LATER_VERSION "tpsim 0.3"
 
 /*
@@ -69,6 +69,8 @@ static void parse_layernorm(struct cfg *c, const cJSON *m,
 			    struct tps_module_spec *ms);
 static void parse_embedding(struct cfg *c, const cJSON *m,
 			    struct tps_module_spec *ms);
+static void parse_attention(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms);
 
 #define STYLE_BIT(s) (1u << (s))
 
@@ -78,6 +80,8 @@ static const char *const elementwise_keys[] = {"name", "type", NULL};
 static const char *const layernorm_keys[] = {"name", "type", "dim",
 					     "eps",  "bias", NULL};
 static const char *const residual_keys[] = {"name", "type", "body", NULL};
+static const char *const attention_keys[] = {
+	"name", "type", "embed_dim", "num_heads", "causal", "bias", NULL};
 static const char *const embedding_keys[] = {"name", "type", "num_embeddings",
 					     "embedding_dim", NULL};
 
@@ -118,6 +122,12 @@ static const struct module_kind {
 				  "an embedding splits its vocabulary, "
 				  "\"vocab\", or is replicated",
 				  parse_embedding},
+	[TPS_MODULE_ATTENTION] =
+		{attention_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+		 "its heads are split by planning its linears: "
+		 "\"<name>.q\", \".k\", \".v\" colwise and "
+		 "\".o\" rowwise",
+		 parse_attention},
 };
 
 static const struct module_kind *kind_of(enum tps_module_type type)
@@ -198,6 +208,27 @@ static void parse_embedding(struct cfg *c, const cJSON *m,
 			    "elements",
 			    (long long)ms->in_features,
 			    (long long)ms->out_features);
+	}
+}
+
+/* Multi-head self-attention: embed_dim split into num_heads heads. */
+static void parse_attention(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms)
+{
+	cfg_int(c, m, "embed_dim", CFG_REQUIRED, 1, 1 << 20, &ms->in_features);
+	ms->out_features = ms->in_features;
+	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &ms->num_heads);
+	ms->causal = false;
+	cfg_bool(c, m, "causal", &ms->causal);
+	ms->bias = true;
+	cfg_bool(c, m, "bias", &ms->bias);
+	if (cfg_ok(c) && ms->in_features % ms->num_heads != 0) {
+		cfg_fail_at(c, "num_heads", TPS_ERR_INPUT,
+			    "embed_dim %lld is not a multiple of num_heads "
+			    "%lld (each head takes embed_dim / num_heads "
+			    "features)",
+			    (long long)ms->in_features,
+			    (long long)ms->num_heads);
 	}
 }
 
@@ -304,6 +335,10 @@ static int count_modules(const cJSON *m)
 	const cJSON *body = cfg_get(m, "body");
 	const cJSON *item;
 	int n = 1;
+	if (cJSON_IsObject(m) && cJSON_IsString(type) &&
+	    strcmp(type->valuestring, "attention") == 0) {
+		return 5; /* and its q, k, v, o */
+	}
 	if (!cJSON_IsObject(m) || !cJSON_IsString(type) ||
 	    strcmp(type->valuestring, "residual") != 0 ||
 	    !cJSON_IsArray(body)) {
@@ -320,6 +355,74 @@ static int count_modules(const cJSON *m)
 }
 
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx);
+
+/* An attention's four linears, "<name>.q", ".k", ".v", ".o", after it in
+ * the list: (embed_dim, embed_dim), with its bias; replicated until the
+ * plan says otherwise. */
+static void add_attention_linears(struct cfg *c, struct model_ctx *x, int at)
+{
+	static const char *const parts[] = {"q", "k", "v", "o"};
+	struct tps_module_spec *attn = &x->spec->modules[at];
+	for (int k = 0; k < 4 && cfg_ok(c); k++) {
+		int i = x->next++;
+		struct tps_module_spec *ms = &x->spec->modules[i];
+		x->spec->n_modules = i + 1;
+		if (strlen(attn->name) + 3 > sizeof ms->name) {
+			cfg_fail_at(c, "name", TPS_ERR_INPUT,
+				    "the name is too long for its linears' "
+				    "names (\"<name>.q\", ...)");
+			return;
+		}
+		snprintf(ms->name, sizeof ms->name, "%s.%s", attn->name,
+			 parts[k]);
+		for (int j = 0; j < i; j++) {
+			if (strcmp(x->spec->modules[j].name, ms->name) == 0) {
+				cfg_fail_at(c, "name", TPS_ERR_INPUT,
+					    "its linear \"%s\" has the name of "
+					    "%s",
+					    ms->name,
+					    x->spec->modules[j].plan_pointer);
+				return;
+			}
+		}
+		ms->type = TPS_MODULE_LINEAR;
+		ms->in_features = ms->out_features = attn->in_features;
+		ms->bias = attn->bias;
+		ms->style = TPS_STYLE_REPLICATE;
+		ms->input = ms->output = tps_placement_replicate();
+		snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+			 attn->plan_pointer);
+	}
+	attn->n_descendants = 4;
+	x->last_width = at;
+}
+
+/* ms's input width (its `key`) against the width the module before it in
+ * the data flow gives. */
+static void check_width(struct cfg *c, const struct model_ctx *x,
+			const struct tps_module_spec *ms, const char *key)
+{
+	const struct tps_module_spec *prev;
+	static const char *const what[] = {
+		[TPS_MODULE_LINEAR] = "out_features",
+		[TPS_MODULE_RELU] = "width",
+		[TPS_MODULE_GELU] = "width",
+		[TPS_MODULE_LAYERNORM] = "dim",
+		[TPS_MODULE_RESIDUAL] = "width",
+		[TPS_MODULE_EMBEDDING] = "embedding_dim",
+		[TPS_MODULE_ATTENTION] = "embed_dim",
+	};
+	if (x->last_width < 0) {
+		return;
+	}
+	prev = &x->spec->modules[x->last_width];
+	if (ms->in_features != prev->out_features) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "expected %lld, the %s of %s, got %lld",
+			    (long long)prev->out_features, what[prev->type],
+			    prev->plan_pointer, (long long)ms->in_features);
+	}
+}
 
 /* /model/.../body of a residual: a non-empty list of modules that keeps
  * the width, since x + body(x) adds them. */
@@ -359,10 +462,13 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 	struct model_ctx *x = ctx;
 	int i = x->next++;
 	struct tps_module_spec *ms = &x->spec->modules[i];
-	const struct tps_module_spec *prev;
-
 	(void)index;
 	parse_module(c, m, i, x->spec);
+	if (cfg_ok(c) && ms->type == TPS_MODULE_ATTENTION) {
+		check_width(c, x, ms, "embed_dim");
+		add_attention_linears(c, x, i);
+		return;
+	}
 	if (cfg_ok(c) && ms->type == TPS_MODULE_RESIDUAL) {
 		cfg_value(c, m, "body", CFG_REQUIRED, read_body, x);
 		ms->n_descendants = x->next - i - 1;
@@ -377,20 +483,8 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 			 "it must be the first module");
 		return;
 	}
-	if (x->last_width >= 0) {
-		bool linear = ms->type == TPS_MODULE_LINEAR;
-		prev = &x->spec->modules[x->last_width];
-		if (ms->in_features != prev->out_features) {
-			cfg_fail_at(
-				c, linear ? "in_features" : "dim",
-				TPS_ERR_INPUT,
-				"expected %lld, the %s of %s, got %lld",
-				(long long)prev->out_features,
-				prev->type == TPS_MODULE_LINEAR ? "out_features"
-								: "dim",
-				prev->plan_pointer, (long long)ms->in_features);
-		}
-	}
+	check_width(c, x, ms,
+		    ms->type == TPS_MODULE_LINEAR ? "in_features" : "dim");
 	x->last_width = i;
 }
 
@@ -437,19 +531,49 @@ void cfg_parse_model(struct cfg *c, const cJSON *root,
 /* ---- plan ------------------------------------------------------------- */
 
 /*
- * fnmatch-like '*' within one path component. Greedy, backtracking only to
- * the last '*' (enough when '*' is the only wildcard): O(plen * slen), where
- * plain recursion is exponential in the number of stars.
+ * Whether pat[p] (a literal, '?', or a class "[qkv]" / "[a-c]") matches c;
+ * *next gets the position after it. A '[' without its ']' is a literal.
+ */
+static bool glob_one(const char *pat, size_t plen, size_t p, char c,
+		     size_t *next)
+{
+	if (pat[p] == '[') {
+		size_t q = p + 1;
+		bool hit = false;
+		while (q < plen && pat[q] != ']') {
+			if (q + 2 < plen && pat[q + 1] == '-' &&
+			    pat[q + 2] != ']') {
+				hit = hit || (c >= pat[q] && c <= pat[q + 2]);
+				q += 3;
+			} else {
+				hit = hit || c == pat[q];
+				q++;
+			}
+		}
+		if (q < plen) {
+			*next = q + 1;
+			return hit;
+		}
+	}
+	*next = p + 1;
+	return pat[p] == '?' || pat[p] == c;
+}
+
+/*
+ * fnmatch-like matching within one path component: '*' (any run), '?'
+ * (one character) and classes ("[qkv]", "[0-3]"). Greedy, backtracking only
+ * to the last '*': O(plen * slen), where plain recursion is exponential in
+ * the number of stars.
  */
 static bool glob_part(const char *pat, size_t plen, const char *s, size_t slen)
 {
-	size_t p = 0, i = 0, star = SIZE_MAX, mark = 0;
+	size_t p = 0, i = 0, star = SIZE_MAX, mark = 0, next;
 	while (i < slen) {
 		if (p < plen && pat[p] == '*') {
 			star = p++;
 			mark = i;
-		} else if (p < plen && pat[p] == s[i]) {
-			p++;
+		} else if (p < plen && glob_one(pat, plen, p, s[i], &next)) {
+			p = next;
 			i++;
 		} else if (star != SIZE_MAX) {
 			p = star + 1;
@@ -707,10 +831,84 @@ static void read_plan(struct cfg *c, const cJSON *plan, void *ctx)
 	free(p.matched_by);
 }
 
+/*
+ * An attention's linears as the plan left them: q, k, v colwise and o
+ * rowwise (whole heads on each rank: their shards in blocks of head_dim),
+ * or all four replicated. q, k and v take the attention's input as it
+ * gathered it (replicate) and give o the heads (shard(-1)).
+ */
+static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
+			     struct tps_module_spec *attn)
+{
+	struct tps_module_spec *q = attn + 1, *o = attn + 4;
+	int ndim =
+		spec->input_shape.ndim + (tps_model_takes_tokens(spec) ? 1 : 0);
+	bool split = q->style == TPS_STYLE_COLWISE;
+	int64_t d = attn->in_features / attn->num_heads;
+	if (ndim < 3) {
+		cfg_fail_at_pointer(c, attn->plan_pointer, TPS_ERR_INPUT,
+				    "attention needs (batch, seq, embed) "
+				    "activations; the model's are %d-dim",
+				    ndim);
+		return;
+	}
+	for (int k = 0; k < 4 && cfg_ok(c); k++) {
+		struct tps_module_spec *l = attn + 1 + k;
+		enum tps_style want = k == 3 ? (split ? TPS_STYLE_ROWWISE
+						      : TPS_STYLE_REPLICATE)
+					     : q->style;
+		bool q_ok = q->style == TPS_STYLE_COLWISE ||
+			    q->style == TPS_STYLE_REPLICATE;
+		if (!q_ok || l->style != want) {
+			cfg_fail_at_pointer(
+				c, l->plan_pointer, TPS_ERR_INPUT,
+				"attention \"%s\" splits its heads with q, k, "
+				"v colwise and o rowwise, or replicates all "
+				"four (%s is %s)",
+				attn->name, l->name, tps_style_names[l->style]);
+			return;
+		}
+		if (split && k < 3 &&
+		    (l->input.kind != TPS_PLACEMENT_REPLICATE ||
+		     l->output.kind != TPS_PLACEMENT_SHARD ||
+		     tps_dim_normalize(l->output.dim, ndim) != ndim - 1)) {
+			cfg_fail_at_pointer(
+				c, l->plan_pointer, TPS_ERR_INPUT,
+				"%s takes the attention's gathered input "
+				"(replicate) and gives it its heads "
+				"(shard(-1))",
+				l->name);
+			return;
+		}
+		if (split && k == 3 &&
+		    (o->input.kind != TPS_PLACEMENT_SHARD ||
+		     tps_dim_normalize(o->input.dim, ndim) != ndim - 1)) {
+			cfg_fail_at_pointer(
+				c, l->plan_pointer, TPS_ERR_INPUT,
+				"%s takes the heads as the attention "
+				"leaves them (shard(-1))",
+				l->name);
+			return;
+		}
+		/* Whole heads: shards in blocks of head_dim features. */
+		l->shard_block = split ? d : 0;
+		if (split && k < 3) {
+			l->output = tps_placement_shard_blocks(-1, d);
+		} else if (split) {
+			l->input = tps_placement_shard_blocks(-1, d);
+		}
+	}
+}
+
 void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		    struct tps_model_spec *spec)
 {
 	cfg_value(c, root, "plan", CFG_OPTIONAL, read_plan, spec);
+	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
+		if (spec->modules[i].type == TPS_MODULE_ATTENTION) {
+			finish_attention(c, spec, &spec->modules[i]);
+		}
+	}
 }
 
 /* ---- params ----------------------------------------------------------- */

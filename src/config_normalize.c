@@ -120,6 +120,11 @@ static void put_modules(struct builder *b, cJSON *a,
 				   (double)m->in_features);
 			put_number(b, e, "embedding_dim",
 				   (double)m->out_features);
+		} else if (m->type == TPS_MODULE_ATTENTION) {
+			put_number(b, e, "embed_dim", (double)m->in_features);
+			put_number(b, e, "num_heads", (double)m->num_heads);
+			put_bool(b, e, "causal", m->causal);
+			put_bool(b, e, "bias", m->bias);
 		} else if (m->type == TPS_MODULE_RESIDUAL) {
 			put_modules(b, put_array(b, e, "body"), m + 1,
 				    m + 1 + m->n_descendants);

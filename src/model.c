@@ -72,11 +72,18 @@ static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
 		const struct tps_module_spec *m = &spec->modules[i];
 		const struct tps_placement *io[2] = {&m->input, &m->output};
 		int nd = spec->input_shape.ndim;
+		/* An attention's linears split whole heads. */
+		int64_t block = m->shard_block > 1 ? m->shard_block : 1;
 		if (m->style == TPS_STYLE_COLWISE) {
-			st = check_divisible(spec, m, "out_features",
-					     m->out_features, err);
+			st = check_divisible(
+				spec, m, block > 1 ? "heads" : "out_features",
+				m->out_features / block, err);
 		} else if (m->style == TPS_STYLE_ROWWISE) {
-			st = check_divisible(spec, m, "in_features",
+			st = check_divisible(
+				spec, m, block > 1 ? "heads" : "in_features",
+				m->in_features / block, err);
+		} else if (m->style == TPS_STYLE_VOCAB) {
+			st = check_divisible(spec, m, "num_embeddings",
 					     m->in_features, err);
 		}
 		/* Sequence-parallel layouts split an activation dim other

@@ -16,6 +16,7 @@ const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
 	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
 	case TPS_MODULE_RESIDUAL: return &tps_residual_ops;
 	case TPS_MODULE_EMBEDDING: return &tps_embedding_ops;
+	case TPS_MODULE_ATTENTION: return &tps_attention_ops;
 	}
 	return NULL;
 }
@@ -139,6 +140,10 @@ void tps_module_free_saved(struct tps_module *m)
 {
 	tps_dtensor_free(&m->saved_in);
 	tps_tensor_free(&m->ref_saved_in);
+	for (int i = 0; i < 3; i++) {
+		tps_dtensor_free(&m->saved_more[i]);
+		tps_tensor_free(&m->ref_saved_more[i]);
+	}
 	m->in_chain.n = 0;
 	m->out_chain.n = 0;
 }
@@ -186,7 +191,7 @@ enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
 	snprintf(name, sizeof name, "%s.in.grad", m->spec->name);
 	st = tps_nn_emit_compute(ctx, m->spec->name, op, name, note, g, flops,
 				 err);
-	if (st == TPS_OK) {
+	if (st == TPS_OK && !m->keep_partial_dx) {
 		st = tps_nn_grad_through(ctx, g, &m->in_chain, m->spec->name,
 					 name, err);
 	}

@@ -19,7 +19,8 @@ static enum tps_status apply(enum tps_module_type type, struct tps_tensor *y,
 	case TPS_MODULE_LINEAR:
 	case TPS_MODULE_LAYERNORM:
 	case TPS_MODULE_RESIDUAL:
-	case TPS_MODULE_EMBEDDING: break;
+	case TPS_MODULE_EMBEDDING:
+	case TPS_MODULE_ATTENTION: break;
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED,
 			     "%s is not an element-wise module",
@@ -100,7 +101,8 @@ static enum tps_status apply_backward(enum tps_module_type type,
 	case TPS_MODULE_LINEAR:
 	case TPS_MODULE_LAYERNORM:
 	case TPS_MODULE_RESIDUAL:
-	case TPS_MODULE_EMBEDDING: break;
+	case TPS_MODULE_EMBEDDING:
+	case TPS_MODULE_ATTENTION: break;
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED,
 			     "%s is not an element-wise module",

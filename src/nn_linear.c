@@ -27,6 +27,16 @@ static const struct tps_dtensor *bias(const struct tps_module *m)
 	return m->spec->bias ? &m->params[BIAS].value : NULL;
 }
 
+/* A shard of a dim of features: of whole heads in an attention's
+ * linears, of single features elsewhere. */
+static struct tps_placement feature_shard(const struct tps_module_spec *s,
+					  int dim)
+{
+	return tps_placement_shard_blocks(dim, s->shard_block > 1
+						       ? s->shard_block
+						       : 1);
+}
+
 /* The most multiply-adds any rank does for y = x W^T, times 2. */
 static int64_t matmul_flops(const struct tps_dtensor *x,
 			    const struct tps_dtensor *y)
@@ -339,7 +349,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 			err);
 	}
 	if (st == TPS_OK) {
-		st = sharded_matmul(ctx, m, x, tps_placement_shard(-1), &out,
+		st = sharded_matmul(ctx, m, x, feature_shard(s, -1), &out,
 				    err);
 	}
 	if (st != TPS_OK) {
@@ -392,7 +402,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 				      s->name, n.in, NULL, err);
 	if (st == TPS_OK) {
 		st = tps_nn_to_layout_chained(
-			ctx, x, tps_placement_shard(-1), in_chain(ctx, m, x),
+			ctx, x, feature_shard(s, -1), in_chain(ctx, m, x),
 			s->name, n.in,
 			"rowwise takes the input features split "
 			"like its weight's columns",
@@ -802,10 +812,10 @@ static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
 	struct tps_placement b = tps_placement_replicate();
 	(void)tp_dim;
 	if (s->style == TPS_STYLE_COLWISE) {
-		w = tps_placement_shard(0);
-		b = tps_placement_shard(0);
+		w = feature_shard(s, 0);
+		b = feature_shard(s, 0);
 	} else if (s->style == TPS_STYLE_ROWWISE) {
-		w = tps_placement_shard(1);
+		w = feature_shard(s, 1);
 	}
 	/* nn.Linear draws W and b from U(-a, a), a = 1/sqrt(in_features). */
 	out[WEIGHT] = (struct tps_param_spec){

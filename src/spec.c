@@ -4,7 +4,8 @@
 #include <string.h>
 
 const char *const tps_module_type_names[] = {
-	"linear", "relu", "gelu", "layernorm", "residual", "embedding", NULL};
+	"linear",    "relu",	  "gelu",     "layernorm",
+	"residual", "embedding", "attention", NULL};
 const char *const tps_style_names[] = {"colwise",  "rowwise", "replicate",
 				       "sequence", "vocab",   NULL};
 const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
@@ -94,7 +95,8 @@ bool tps_module_has_width(const struct tps_module_spec *m)
 {
 	return m->type == TPS_MODULE_LINEAR ||
 	       m->type == TPS_MODULE_LAYERNORM ||
-	       m->type == TPS_MODULE_EMBEDDING;
+	       m->type == TPS_MODULE_EMBEDDING ||
+	       m->type == TPS_MODULE_ATTENTION;
 }
 
 bool tps_model_takes_tokens(const struct tps_model_spec *spec)

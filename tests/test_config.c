@@ -314,11 +314,64 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\""),
-	BAD(WITH_MODEL(FC1 ",{'name':'attn','type':'attention'}") "}",
+	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	    TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /model/1/type: module type \"attention\" is not "
+	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual or embedding)"),
+	    "residual, embedding or attention)"),
+	/* attention */
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':10,"
+		"'num_heads':3}],'input':{'shape':[2,3,10]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_heads: embed_dim 10 is not a multiple of "
+	    "num_heads 3 (each head takes embed_dim / num_heads features)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','num_heads':2}],"
+		"'input':{'shape':[2,3,10]}}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/embed_dim: missing"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2}],'input':{'shape':[2,3,8]},'plan':{'attn.q':"
+		"'colwise','attn.k':'colwise','attn.v':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0: attention \"attn\" splits its heads with q, "
+	    "k, v colwise and o rowwise, or replicates all four (attn.o is "
+	    "replicate)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2}],'input':{'shape':[2,3,8]},'plan':{'attn.q':"
+		"'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0: attention \"attn\" splits its heads with q, "
+	    "k, v colwise and o rowwise, or replicates all four (attn.k is "
+	    "replicate)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2}],'input':{'shape':[2,3,8]},'plan':{'attn.*':"
+		"'rowwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/attn.*: attention \"attn\" splits its heads with "
+	    "q, k, v colwise and o rowwise, or replicates all four (attn.q is "
+	    "rowwise)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2}],'input':{'shape':[3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0: attention needs (batch, seq, embed) "
+	    "activations; the model's are 2-dim"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2}],'input':{'shape':[2,3,6]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/2: expected 8, the in_features of "
+	    "/model/0, got 6"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2},{'name':'attn.q','type':'relu'}],"
+		"'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: duplicate module name \"attn.q\" (also "
+	    "/model/0/name)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2}],'input':{'shape':[2,3,8]},'plan':{'attn':"
+		"'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/attn: colwise cannot apply to attention module "
+	    "\"attn\" (its heads are split by planning its linears: "
+	    "\"<name>.q\", \".k\", \".v\" colwise and \".o\" rowwise)"),
 	/* residual */
 	BAD(WITH_MODEL("{'name':'res','type':'residual'}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/0/body: missing"),

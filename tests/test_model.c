@@ -1131,6 +1131,88 @@ START_TEST(language_models_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(attention_trains_like_the_reference)
+{
+	/* layernorm -> attention (q, k, v colwise and o rowwise, or all
+	 * replicated) trained 2 steps at tp = _i: 5 heads over tp ranks by
+	 * whole heads (chunk: 3 and 2 at tp 2, empty ranks past tp 5),
+	 * causal and not, bias on and off, batches 1 and 2, sequences 1 and
+	 * 4, an input that needs a gradient. SGD with momentum: AdamW would
+	 * turn the key bias's gradient, zero but for rounding (softmax does
+	 * not see a per-query constant), into full-size steps of noise. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int split = 0; split < 2; split++) {
+		for (int causal = 0; causal < 2; causal++) {
+			for (int bias = 0; bias < 2; bias++) {
+				struct counts n = run_config(
+					"{'tpsim':1,'mesh':{'shape':[%d],"
+					"'dim_names':['tp']},'model':["
+					"{'name':'ln','type':'layernorm','dim':"
+					"10},"
+					"{'name':'attn','type':'attention',"
+					"'embed_dim':10,'num_heads':5,'causal':"
+					"%s,"
+					"'bias':%s}],'plan':{%s},'input':{'"
+					"shape':"
+					"[%d,%d,10],'requires_grad':true},'"
+					"init':"
+					"{'method':'uniform','seed':3},'mode':"
+					"'training','steps':2,'optimizer':{'"
+					"type':"
+					"'sgd','lr':0.1,'momentum':0.9}}",
+					tp, causal ? "true" : "false",
+					bias ? "true" : "false",
+					split ? "'attn.[qkv]':'colwise','attn."
+						"o':"
+						"'rowwise'"
+					      : "",
+					1 + bias, causal ? 4 : 1);
+				const int *f = n.by_phase[TPS_PHASE_FORWARD];
+				const int *b = n.by_phase[TPS_PHASE_BACKWARD];
+				/* Megatron's count: o's all_reduce forward,
+				 * one all_reduce of q, k and v's summed
+				 * input gradients backward, per step. */
+				ck_assert_int_eq(f[TPS_COMM_ALL_REDUCE],
+						 split && tp > 1 ? 2 : 0);
+				ck_assert_int_eq(b[TPS_COMM_ALL_REDUCE],
+						 split && tp > 1 ? 2 : 0);
+			}
+		}
+	}
+	printf("tp=%d attention: max_abs_diff %g\n", tp, (double)worst_diff);
+}
+END_TEST
+
+START_TEST(attention_heads_that_do_not_divide_are_an_error_when_divisible)
+{
+	/* uneven: divisible is Megatron's rule: 5 heads over 2 ranks is an
+	 * error naming the heads, where chunk gives 3 and 2. */
+	char text[] = "{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},"
+		      "'model':[{'name':'attn','type':'attention','embed_dim':"
+		      "10,'num_heads':5}],'plan':{'attn.[qkv]':'colwise',"
+		      "'attn.o':'rowwise'},'input':{'shape':[1,2,10]},"
+		      "'uneven':'divisible'}";
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_error err = {0};
+	cJSON *root;
+	for (char *p = text; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	root = cJSON_Parse(text);
+	ck_assert_int_eq(tps_config_parse(root, "cfg.json", &spec, &err),
+			 TPS_OK);
+	cJSON_Delete(root);
+	ck_assert_int_eq(tps_model_init(&model, &spec.model, &err),
+			 TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message,
+			 "/plan/attn.[qkv]: colwise attn.q: heads 5 not "
+			 "divisible by tp=2 (uneven: divisible)");
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(training_costs_what_megatron_says)
 {
 	/* colwise -> relu -> rowwise: inference has 1 all_reduce forward;
@@ -1383,6 +1465,10 @@ static Suite *model_suite(void)
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,
 			    9);
+	tcase_add_loop_test(train, attention_trains_like_the_reference, 1, 9);
+	tcase_add_test(
+		policy,
+		attention_heads_that_do_not_divide_are_an_error_when_divisible);
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);

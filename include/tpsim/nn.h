@@ -182,8 +182,17 @@ struct tps_module {
 	struct tps_dtensor saved_in;
 	struct tps_layout_chain in_chain, out_chain;
 	struct tps_tensor ref_saved_in;
+	/* What a composite keeps besides its input (attention: its q, k
+	 * and v, as the ranks and the reference computed them). */
+	struct tps_dtensor saved_more[3];
+	struct tps_tensor ref_saved_more[3];
 	/* Training: the reference keeps inputs for backward. */
 	bool training;
+	/* Set by a parent that sums its children's input gradients before
+	 * reducing them once (attention's q, k, v, as Megatron's fused QKV):
+	 * backward leaves dx as computed (partial) instead of walking it
+	 * back through the input's layouts. */
+	bool keep_partial_dx;
 };
 
 /* Frees what forward saved (backward does it; a failed run calls this). */
@@ -346,5 +355,6 @@ extern const struct tps_module_ops tps_elementwise_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
 extern const struct tps_module_ops tps_embedding_ops;
+extern const struct tps_module_ops tps_attention_ops;
 
 #endif

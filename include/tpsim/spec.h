@@ -50,6 +50,9 @@ enum tps_module_type {
 	/* nn.Embedding(num_embeddings, embedding_dim): token ids -> rows of
 	 * its weight. First in the model, whose input is then token ids. */
 	TPS_MODULE_EMBEDDING,
+	/* Multi-head self-attention: its four descendants are the linears
+	 * q, k, v and o ("<name>.q", ...), (embed_dim, embed_dim) each. */
+	TPS_MODULE_ATTENTION,
 };
 extern const char *const tps_module_type_names[];
 
@@ -190,8 +193,15 @@ struct tps_module_spec {
 	 * (last) dim, which it keeps; embedding: (embedding_dim,
 	 * num_embeddings). Other types keep the width: 0. */
 	int64_t in_features, out_features;
-	bool bias;    /* linear and layernorm */
-	double eps;   /* layernorm: added to the variance */
+	bool bias;  /* linear and layernorm */
+	double eps; /* layernorm: added to the variance */
+	/* attention: its heads (in_features = out_features = embed_dim) and
+	 * whether position i attends to positions after it. */
+	int64_t num_heads;
+	bool causal;
+	/* A linear of an attention: its tp shards are whole heads of this
+	 * many features (shard(d,block=head_dim)); 0 or 1 otherwise. */
+	int64_t shard_block;
 	bool planned; /* a plan key matched it */
 	enum tps_style style;
 	enum tps_bias_mode bias_mode; /* rowwise only */
