@@ -339,6 +339,10 @@ static int count_modules(const cJSON *m)
 	    strcmp(type->valuestring, "attention") == 0) {
 		return 5; /* and its q, k, v, o */
 	}
+	if (cJSON_IsObject(m) && cJSON_IsString(type) &&
+	    strcmp(type->valuestring, "transformer_block") == 0) {
+		return 12; /* see expand_block */
+	}
 	if (!cJSON_IsObject(m) || !cJSON_IsString(type) ||
 	    strcmp(type->valuestring, "residual") != 0 ||
 	    !cJSON_IsArray(body)) {
@@ -453,6 +457,121 @@ static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 	}
 }
 
+/* A module made by a shorthand (transformer_block): named `prefix` +
+ * `suffix`, replicated until planned, its pointer the shorthand's. */
+static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
+					  const char *prefix,
+					  const char *suffix,
+					  enum tps_module_type type)
+{
+	int i = x->next++;
+	struct tps_module_spec *ms = &x->spec->modules[i];
+	x->spec->n_modules = i + 1;
+	if (strlen(prefix) + strlen(suffix) >= sizeof ms->name) {
+		cfg_fail_at(c, "name", TPS_ERR_INPUT,
+			    "the name is too long for its modules' names "
+			    "(\"<name>%s\")",
+			    suffix);
+		return ms;
+	}
+	/* Both fit: checked above. */
+	memcpy(ms->name, prefix, strlen(prefix));
+	memcpy(ms->name + strlen(prefix), suffix, strlen(suffix) + 1);
+	for (int j = 0; j < i && cfg_ok(c); j++) {
+		if (strcmp(x->spec->modules[j].name, ms->name) == 0) {
+			cfg_fail_at(c, "name", TPS_ERR_INPUT,
+				    "its module \"%s\" has the name of %s",
+				    ms->name, x->spec->modules[j].plan_pointer);
+		}
+	}
+	ms->type = type;
+	ms->style = TPS_STYLE_REPLICATE;
+	ms->input = ms->output = tps_placement_replicate();
+	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+		 cfg_pointer(c));
+	return ms;
+}
+
+/*
+ * {"type": "transformer_block", "name": N, "dim": E, "num_heads": H,
+ * "hidden": F (4 E), "causal": true, "bias": true, "eps": 1e-5}: a pre-norm
+ * GPT block, with the conventional names
+ *
+ *   N.attn_residual = x + attn(ln1(x)):  N.ln1, N.attn (N.attn.q, .k, .v, .o)
+ *   N.mlp_residual  = x + mlp(ln2(x)):   N.ln2, N.mlp.fc1, N.mlp.act (gelu),
+ *                                        N.mlp.fc2
+ *
+ * so that plans read like torchtitan's ("layers.*.attn.[qkv]").
+ */
+static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
+{
+	static const char *const keys[] = {"name",	"type",	  "dim",
+					   "num_heads", "hidden", "causal",
+					   "bias",	"eps",	  NULL};
+	struct module_ctx mx = {x->spec, x->next, 0};
+	int64_t dim = 0, heads = 0, hidden = 0;
+	bool causal = true, bias = true;
+	double eps = 1e-5;
+	const char *name;
+	struct tps_module_spec *r, *ln, *a, *l;
+
+	if (!cfg_check_keys(c, m, keys)) {
+		return;
+	}
+	cfg_value(c, m, "name", CFG_REQUIRED, read_module_name, &mx);
+	cfg_int(c, m, "dim", CFG_REQUIRED, 1, 1 << 20, &dim);
+	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &heads);
+	hidden = 4 * dim;
+	cfg_int(c, m, "hidden", CFG_OPTIONAL, 1, 1 << 22, &hidden);
+	cfg_bool(c, m, "causal", &causal);
+	cfg_bool(c, m, "bias", &bias);
+	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &eps);
+	if (cfg_ok(c) && dim % heads != 0) {
+		cfg_fail_at(
+			c, "num_heads", TPS_ERR_INPUT,
+			"dim %lld is not a multiple of num_heads %lld (each "
+			"head takes dim / num_heads features)",
+			(long long)dim, (long long)heads);
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	name = cfg_get(m, "name")->valuestring;
+	/* x + attn(ln1(x)) */
+	r = new_module(c, x, name, ".attn_residual", TPS_MODULE_RESIDUAL);
+	r->n_descendants = 6;
+	ln = new_module(c, x, name, ".ln1", TPS_MODULE_LAYERNORM);
+	ln->in_features = ln->out_features = dim;
+	ln->eps = eps;
+	ln->bias = bias;
+	check_width(c, x, ln, "dim");
+	a = new_module(c, x, name, ".attn", TPS_MODULE_ATTENTION);
+	a->in_features = a->out_features = dim;
+	a->num_heads = heads;
+	a->causal = causal;
+	a->bias = bias;
+	if (cfg_ok(c)) {
+		add_attention_linears(c, x, x->next - 1);
+	}
+	/* x + mlp(ln2(x)) */
+	r = new_module(c, x, name, ".mlp_residual", TPS_MODULE_RESIDUAL);
+	r->n_descendants = 4;
+	ln = new_module(c, x, name, ".ln2", TPS_MODULE_LAYERNORM);
+	ln->in_features = ln->out_features = dim;
+	ln->eps = eps;
+	ln->bias = bias;
+	l = new_module(c, x, name, ".mlp.fc1", TPS_MODULE_LINEAR);
+	l->in_features = dim;
+	l->out_features = hidden;
+	l->bias = bias;
+	new_module(c, x, name, ".mlp.act", TPS_MODULE_GELU);
+	l = new_module(c, x, name, ".mlp.fc2", TPS_MODULE_LINEAR);
+	l->in_features = hidden;
+	l->out_features = dim;
+	l->bias = bias;
+	x->last_width = x->next - 1;
+}
+
 /* One module at its pointer (/model/<i>, or inside a body): the module,
  * then its input width against the width of the module before it in the
  * data flow (element-wise modules keep the width). A cross-field error,
@@ -463,6 +582,12 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 	int i = x->next++;
 	struct tps_module_spec *ms = &x->spec->modules[i];
 	(void)index;
+	if (cJSON_IsObject(m) && cJSON_IsString(cfg_get(m, "type")) &&
+	    strcmp(cfg_get(m, "type")->valuestring, "transformer_block") == 0) {
+		x->next--;
+		expand_block(c, m, x);
+		return;
+	}
 	parse_module(c, m, i, x->spec);
 	if (cfg_ok(c) && ms->type == TPS_MODULE_ATTENTION) {
 		check_width(c, x, ms, "embed_dim");
@@ -799,7 +924,7 @@ static void plan_entry(struct cfg *c, const cJSON *entry, void *ctx)
 			break;
 		}
 		p->matched_by[i] = p->k;
-		apply_plan_entry(c, entry, ms, spec->input_shape.ndim);
+		apply_plan_entry(c, entry, ms, tps_model_activation_ndim(spec));
 		snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
 			 cfg_pointer(c));
 	}
@@ -841,8 +966,7 @@ static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
 			     struct tps_module_spec *attn)
 {
 	struct tps_module_spec *q = attn + 1, *o = attn + 4;
-	int ndim =
-		spec->input_shape.ndim + (tps_model_takes_tokens(spec) ? 1 : 0);
+	int ndim = tps_model_activation_ndim(spec);
 	bool split = q->style == TPS_STYLE_COLWISE;
 	int64_t d = attn->in_features / attn->num_heads;
 	if (ndim < 3) {

@@ -150,8 +150,7 @@ static void check_loss_parallel(struct cfg *c,
 				const struct tps_model_spec *spec)
 {
 	const struct tps_module_spec *last = NULL;
-	int ndim =
-		spec->input_shape.ndim + (tps_model_takes_tokens(spec) ? 1 : 0);
+	int ndim = tps_model_activation_ndim(spec);
 	if (!cfg_ok(c) || !spec->loss_parallel) {
 		return;
 	}

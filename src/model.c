@@ -71,7 +71,7 @@ static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
 	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
 		const struct tps_placement *io[2] = {&m->input, &m->output};
-		int nd = spec->input_shape.ndim;
+		int nd = tps_model_activation_ndim(spec);
 		/* An attention's linears split whole heads. */
 		int64_t block = m->shard_block > 1 ? m->shard_block : 1;
 		if (m->style == TPS_STYLE_COLWISE) {

@@ -32,9 +32,8 @@ static const struct tps_dtensor *bias(const struct tps_module *m)
 static struct tps_placement feature_shard(const struct tps_module_spec *s,
 					  int dim)
 {
-	return tps_placement_shard_blocks(dim, s->shard_block > 1
-						       ? s->shard_block
-						       : 1);
+	return tps_placement_shard_blocks(
+		dim, s->shard_block > 1 ? s->shard_block : 1);
 }
 
 /* The most multiply-adds any rank does for y = x W^T, times 2. */
@@ -349,8 +348,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 			err);
 	}
 	if (st == TPS_OK) {
-		st = sharded_matmul(ctx, m, x, feature_shard(s, -1), &out,
-				    err);
+		st = sharded_matmul(ctx, m, x, feature_shard(s, -1), &out, err);
 	}
 	if (st != TPS_OK) {
 		return st;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 const char *const tps_module_type_names[] = {
-	"linear",    "relu",	  "gelu",     "layernorm",
+	"linear",   "relu",	 "gelu",      "layernorm",
 	"residual", "embedding", "attention", NULL};
 const char *const tps_style_names[] = {"colwise",  "rowwise", "replicate",
 				       "sequence", "vocab",   NULL};
@@ -103,6 +103,11 @@ bool tps_model_takes_tokens(const struct tps_model_spec *spec)
 {
 	return spec->n_modules > 0 &&
 	       spec->modules[0].type == TPS_MODULE_EMBEDDING;
+}
+
+int tps_model_activation_ndim(const struct tps_model_spec *spec)
+{
+	return spec->input_shape.ndim + (tps_model_takes_tokens(spec) ? 1 : 0);
 }
 
 struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec)

@@ -37,6 +37,9 @@ struct tps_model_spec;
 /* Whether the model starts with an embedding, so that its input holds
  * token ids. */
 bool tps_model_takes_tokens(const struct tps_model_spec *spec);
+/* The dims of the activations: the input's, one more after an
+ * embedding. */
+int tps_model_activation_ndim(const struct tps_model_spec *spec);
 /* The model's output shape: the input's, with an embedding's dim added
  * and each width the modules set in turn as its last dim. */
 struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec);
