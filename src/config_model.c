@@ -73,6 +73,10 @@ static void parse_attention(struct cfg *c, const cJSON *m,
 			    struct tps_module_spec *ms);
 
 #define STYLE_BIT(s) (1u << (s))
+/* Replicated, or only redistributing its input or output. */
+#define PREPARE_BITS                                                           \
+	(STYLE_BIT(TPS_STYLE_REPLICATE) | STYLE_BIT(TPS_STYLE_PREPARE_INPUT) | \
+	 STYLE_BIT(TPS_STYLE_PREPARE_OUTPUT))
 
 static const char *const linear_keys[] = {"name",	  "type", "in_features",
 					  "out_features", "bias", NULL};
@@ -102,9 +106,9 @@ static const struct module_kind {
 			       "a linear is split \"colwise\" or "
 			       "\"rowwise\", or replicated",
 			       parse_linear},
-	[TPS_MODULE_RELU] = {elementwise_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+	[TPS_MODULE_RELU] = {elementwise_keys, PREPARE_BITS,
 			     "it has no weight to shard", NULL},
-	[TPS_MODULE_GELU] = {elementwise_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+	[TPS_MODULE_GELU] = {elementwise_keys, PREPARE_BITS,
 			     "it has no weight to shard", NULL},
 	[TPS_MODULE_LAYERNORM] = {layernorm_keys,
 				  STYLE_BIT(TPS_STYLE_REPLICATE) |
@@ -112,7 +116,7 @@ static const struct module_kind {
 				  "its weight is replicated: it runs "
 				  "\"sequence\" or \"replicate\"",
 				  parse_layernorm},
-	[TPS_MODULE_RESIDUAL] = {residual_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+	[TPS_MODULE_RESIDUAL] = {residual_keys, PREPARE_BITS,
 				 "it adds its body's output to its input; plan "
 				 "the body's modules",
 				 NULL},
@@ -123,7 +127,7 @@ static const struct module_kind {
 				  "\"vocab\", or is replicated",
 				  parse_embedding},
 	[TPS_MODULE_ATTENTION] =
-		{attention_keys, STYLE_BIT(TPS_STYLE_REPLICATE),
+		{attention_keys, PREPARE_BITS,
 		 "its heads are split by planning its linears: "
 		 "\"<name>.q\", \".k\", \".v\" colwise and "
 		 "\".o\" rowwise",
@@ -838,9 +842,13 @@ static void check_sequence_layout(struct cfg *c, const cJSON *entry,
 static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 			     struct tps_module_spec *ms, int ndim)
 {
-	static const char *const keys[] = {"style", "input", "output", "bias",
-					   NULL};
+	static const char *const keys[] = {
+		"style",	 "input",	   "output", "bias",
+		"desired_input", "desired_output", NULL};
 	static const char *const replicate_keys[] = {"style", NULL};
+	static const char *const prepare_keys[2][4] = {
+		{"style", "input", "desired_input", NULL},
+		{"style", "output", "desired_output", NULL}};
 	struct style_ctx sx = {ms, 0};
 	struct layout_ctx input = {ndim, &ms->input};
 	struct layout_ctx output = {ndim, &ms->output};
@@ -869,12 +877,46 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 			     ? tps_placement_shard(1)
 			     : tps_placement_replicate();
 	ms->bias_mode = TPS_BIAS_AFTER_REDUCE;
+	if (ms->style == TPS_STYLE_PREPARE_INPUT ||
+	    ms->style == TPS_STYLE_PREPARE_OUTPUT) {
+		/* PrepareModuleInput(input_layouts, desired_input_layouts)
+		 * and PrepareModuleOutput: both layouts, nothing else. */
+		bool in = ms->style == TPS_STYLE_PREPARE_INPUT;
+		struct layout_ctx desired = {ndim, in ? &ms->desired_input
+						      : &ms->desired_output};
+		if (!object) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "%s needs its layouts: {\"style\": \"%s\", "
+				 "\"%s\": L, \"desired_%s\": L}",
+				 tps_style_names[ms->style],
+				 tps_style_names[ms->style],
+				 in ? "input" : "output",
+				 in ? "input" : "output");
+			return;
+		}
+		cfg_check_keys(c, entry, prepare_keys[in ? 0 : 1]);
+		cfg_value(c, entry, in ? "input" : "output", CFG_REQUIRED,
+			  read_layout, in ? &input : &output);
+		cfg_value(c, entry, in ? "desired_input" : "desired_output",
+			  CFG_REQUIRED, read_layout, &desired);
+		return;
+	}
 	if (!object) {
 		check_sequence_layout(c, entry, ms, ndim);
 		return;
 	}
 	if (ms->style == TPS_STYLE_REPLICATE) {
 		cfg_check_keys(c, entry, replicate_keys);
+		return;
+	}
+	if (cfg_get(entry, "desired_input") ||
+	    cfg_get(entry, "desired_output")) {
+		cfg_fail_at(c,
+			    cfg_get(entry, "desired_input") ? "desired_input"
+							    : "desired_output",
+			    TPS_ERR_INPUT,
+			    "desired layouts belong to prepare_input and "
+			    "prepare_output");
 		return;
 	}
 	cfg_value(c, entry, "input", CFG_OPTIONAL, read_layout, &input);

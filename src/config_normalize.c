@@ -151,7 +151,13 @@ static void put_plan(struct builder *b, cJSON *n,
 		}
 		e = put_object(b, p, m->name);
 		put_string(b, e, "style", tps_style_names[m->style]);
-		if (m->style != TPS_STYLE_REPLICATE) {
+		if (m->style == TPS_STYLE_PREPARE_INPUT) {
+			put_layout(b, e, "input", m->input);
+			put_layout(b, e, "desired_input", m->desired_input);
+		} else if (m->style == TPS_STYLE_PREPARE_OUTPUT) {
+			put_layout(b, e, "output", m->output);
+			put_layout(b, e, "desired_output", m->desired_output);
+		} else if (m->style != TPS_STYLE_REPLICATE) {
 			put_layout(b, e, "input", m->input);
 			put_layout(b, e, "output", m->output);
 		}

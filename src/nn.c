@@ -146,6 +146,7 @@ void tps_module_free_saved(struct tps_module *m)
 	}
 	m->in_chain.n = 0;
 	m->out_chain.n = 0;
+	m->prep_chain.n = 0;
 }
 
 void tps_layout_chain_start(struct tps_layout_chain *chain,

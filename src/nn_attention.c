@@ -423,7 +423,7 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 				"one reduction",
 				dx, 0, err);
 		}
-		if (st == TPS_OK) {
+		if (st == TPS_OK && !m->keep_partial_dx) {
 			st = tps_nn_grad_through(ctx, dx, &m->in_chain, s->name,
 						 in_grad, err);
 		}

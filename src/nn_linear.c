@@ -525,7 +525,9 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_REPLICATE: return replicated_forward(ctx, m, x, y, err);
 	case TPS_STYLE_SEQUENCE:
-	case TPS_STYLE_VOCAB: break; /* the config refuses them */
+	case TPS_STYLE_VOCAB:
+	case TPS_STYLE_PREPARE_INPUT:
+	case TPS_STYLE_PREPARE_OUTPUT: break; /* the config refuses them */
 	}
 	return tps_error_set(err, TPS_ERR_UNSUPPORTED, "%s: unknown style",
 			     m->spec->name);
@@ -604,7 +606,9 @@ static struct backward_notes notes_of(enum tps_style style)
 			"X was"};
 	case TPS_STYLE_REPLICATE:
 	case TPS_STYLE_SEQUENCE:
-	case TPS_STYLE_VOCAB: break;
+	case TPS_STYLE_VOCAB:
+	case TPS_STYLE_PREPARE_INPUT:
+	case TPS_STYLE_PREPARE_OUTPUT: break;
 	}
 	return (struct backward_notes){
 		"dW = dY^T X: every rank computes the whole weight gradient",

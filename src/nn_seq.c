@@ -5,6 +5,7 @@
  * an input gradient only if something before it trains or the sequence's
  * own input wants one.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,47 @@ static struct tps_module **top_level(struct tps_module *begin,
 	return list;
 }
 
+/*
+ * prepare_input (before m's forward, on its input) or prepare_output (after
+ * it, on its output): x must arrive in the declared layout (PyTorch's
+ * input_layouts: a DTensor in another is an error) and is brought to the
+ * desired one, the steps kept in m->prep_chain for backward.
+ */
+static enum tps_status prepare(const struct tps_nn_context *ctx,
+			       struct tps_module *m, struct tps_dtensor *x,
+			       bool input, struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	int ndim = x->global.ndim;
+	struct tps_placement expect =
+		tps_nn_normalized(input ? s->input : s->output, ndim);
+	struct tps_placement desired =
+		input ? s->desired_input : s->desired_output;
+	char name[TPS_NAME_MAX + 8], a[32], b[32];
+	if (!tps_placement_equal(x->placements[ctx->tp_dim], expect)) {
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"%s: %s expects %s's %s %s on tp, and it arrives %s",
+			s->plan_pointer, tps_style_names[s->style], s->name,
+			input ? "input" : "output",
+			tps_placement_format(expect, a, sizeof a),
+			tps_placement_format(x->placements[ctx->tp_dim], b,
+					     sizeof b));
+	}
+	snprintf(name, sizeof name, "%s.%s", s->name, input ? "in" : "out");
+	if (ctx->save) {
+		tps_layout_chain_start(&m->prep_chain, ctx, x);
+	}
+	return tps_nn_to_layout_chained(
+		ctx, x, desired, ctx->save ? &m->prep_chain : NULL, s->name,
+		name,
+		input ? "PrepareModuleInput: the input brought to the layout "
+			"the module wants"
+		      : "PrepareModuleOutput: the output brought to the "
+			"layout the next module wants",
+		err);
+}
+
 enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
 				   struct tps_module *begin,
 				   struct tps_module *end,
@@ -64,10 +106,19 @@ enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
 	for (struct tps_module *m = begin; m < end && st == TPS_OK;
 	     m = tps_module_next(m)) {
 		struct tps_dtensor out = {0};
-		st = m->ops->forward(ctx, m, &cur, &out, err);
+		if (m->spec->style == TPS_STYLE_PREPARE_INPUT) {
+			st = prepare(ctx, m, &cur, true, err);
+		}
+		if (st == TPS_OK) {
+			st = m->ops->forward(ctx, m, &cur, &out, err);
+		}
 		if (st == TPS_OK) {
 			tps_dtensor_free(&cur);
 			cur = out;
+		}
+		if (st == TPS_OK &&
+		    m->spec->style == TPS_STYLE_PREPARE_OUTPUT) {
+			st = prepare(ctx, m, &cur, false, err);
 		}
 	}
 	if (st != TPS_OK) {
@@ -76,6 +127,43 @@ enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
 	}
 	*y = cur;
 	return TPS_OK;
+}
+
+/* m's backward, with its prepare_input or prepare_output walked back. */
+static enum tps_status backward_one(const struct tps_nn_context *ctx,
+				    struct tps_module *m,
+				    struct tps_dtensor *dy,
+				    struct tps_dtensor *dx,
+				    struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st = TPS_OK;
+	if (s->style == TPS_STYLE_PREPARE_OUTPUT) {
+		snprintf(name, sizeof name, "%s.out.grad", s->name);
+		st = tps_nn_grad_through(ctx, dy, &m->prep_chain, s->name, name,
+					 err);
+		if (st != TPS_OK) {
+			tps_dtensor_free(dy);
+			tps_module_free_saved(m);
+			return st;
+		}
+	}
+	/* Under prepare_input, a partial input gradient is reduced by the
+	 * prepared layouts' walk, once (a reduce_scatter back into sequence
+	 * shards, as PyTorch's autograd does), not first to replicate. */
+	m->keep_partial_dx = s->style == TPS_STYLE_PREPARE_INPUT;
+	st = m->ops->backward(ctx, m, dy, dx, err);
+	m->keep_partial_dx = false;
+	if (st == TPS_OK && dx && s->style == TPS_STYLE_PREPARE_INPUT) {
+		snprintf(name, sizeof name, "%s.in.grad", s->name);
+		st = tps_nn_grad_through(ctx, dx, &m->prep_chain, s->name, name,
+					 err);
+		if (st != TPS_OK) {
+			tps_dtensor_free(dx);
+		}
+	}
+	return st;
 }
 
 enum tps_status
@@ -103,8 +191,7 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		if (!want && !tps_module_trains(list[i])) {
 			break; /* nothing before it trains */
 		}
-		st = list[i]->ops->backward(ctx, list[i], &g, want ? &d : NULL,
-					    err);
+		st = backward_one(ctx, list[i], &g, want ? &d : NULL, err);
 		g = d;
 	}
 	/* Whatever did not run backward still holds its saved input. */

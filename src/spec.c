@@ -6,8 +6,9 @@
 const char *const tps_module_type_names[] = {
 	"linear",   "relu",	 "gelu",      "layernorm",
 	"residual", "embedding", "attention", NULL};
-const char *const tps_style_names[] = {"colwise",  "rowwise", "replicate",
-				       "sequence", "vocab",   NULL};
+const char *const tps_style_names[] = {
+	"colwise", "rowwise",	    "replicate",      "sequence",
+	"vocab",   "prepare_input", "prepare_output", NULL};
 const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
 					   "rank0", NULL};
 const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};

@@ -218,7 +218,7 @@ END_TEST
 START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 {
 	const char *dir = tu_tempdir();
-	char trace[512], expect[640];
+	char trace[512], expect[768];
 	const char *cfg = write_config(
 		dir, "bad.json",
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
@@ -233,7 +233,7 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 	snprintf(expect, sizeof expect,
 		 "tpsim: %s: /plan/fc/style: unknown "
 		 "style \"rowise\" (expected one of colwise, rowwise, "
-		 "replicate, sequence, vocab)\n",
+		 "replicate, sequence, vocab, prepare_input, prepare_output)\n",
 		 cfg);
 	ck_assert_str_eq(r.err, expect);
 	ck_assert_int_ne(access(trace, F_OK), 0);

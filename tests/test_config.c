@@ -319,6 +319,28 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
 	    "residual, embedding or attention)"),
+	/* prepare_input, prepare_output */
+	BAD(BASE ",'plan':{'act':'prepare_input'}}", TPS_ERR_INPUT,
+	    "cfg.json: /plan/act: prepare_input needs its layouts: "
+	    "{\"style\": \"prepare_input\", \"input\": L, "
+	    "\"desired_input\": L}"),
+	BAD(BASE
+	    ",'plan':{'act':{'style':'prepare_input','input':'shard(1)'}}}",
+	    TPS_ERR_INPUT, "cfg.json: /plan/act/desired_input: missing"),
+	BAD(BASE ",'plan':{'act':{'style':'prepare_output','output':'shard(1)',"
+		 "'desired_input':'replicate'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/act/desired_input: unknown key \"desired_input\""),
+	BAD(BASE ",'plan':{'fc1':{'style':'colwise','desired_input':"
+		 "'replicate'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/desired_input: desired layouts belong to "
+	    "prepare_input and prepare_output"),
+	BAD(BASE ",'plan':{'fc1':{'style':'prepare_input','input':'replicate',"
+		 "'desired_input':'shard(1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/fc1/style: prepare_input cannot apply to linear "
+	    "module \"fc1\""),
 	/* attention */
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':10,"
 		"'num_heads':3}],'input':{'shape':[2,3,10]}}",
@@ -635,7 +657,8 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /plan/fc1/bias: a bias mode applies to rowwise only"),
 	BAD(BASE ",'plan':{'fc2':'rowise'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2: unknown style \"rowise\" (expected one of "
-	    "colwise, rowwise, replicate, sequence, vocab)"),
+	    "colwise, rowwise, replicate, sequence, vocab, prepare_input, "
+	    "prepare_output)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'Rowwise'}}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc2/style: unknown style \"Rowwise\""),
 	/* Injected mistakes. */

@@ -181,6 +181,9 @@ struct tps_module {
 	 * through. The reference keeps its input too. */
 	struct tps_dtensor saved_in;
 	struct tps_layout_chain in_chain, out_chain;
+	/* prepare_input / prepare_output: the layouts the sequence runner
+	 * brought the module's input (output) through. */
+	struct tps_layout_chain prep_chain;
 	struct tps_tensor ref_saved_in;
 	/* What a composite keeps besides its input (attention: its q, k
 	 * and v, as the ranks and the reference computed them). */

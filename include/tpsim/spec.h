@@ -72,6 +72,11 @@ enum tps_style {
 	 * over tp; ids outside a rank's rows give zeros, then an all_reduce
 	 * (or a reduce_scatter into sequence shards). */
 	TPS_STYLE_VOCAB,
+	/* PrepareModuleInput / PrepareModuleOutput: the module's input (or
+	 * output) must arrive in `input` (`output`) and is redistributed to
+	 * `desired_input` (`desired_output`); nothing else changes. */
+	TPS_STYLE_PREPARE_INPUT,
+	TPS_STYLE_PREPARE_OUTPUT,
 };
 extern const char *const tps_style_names[];
 
@@ -212,6 +217,8 @@ struct tps_module_spec {
 	 * a shard dim may be negative (from the end), unlike a DTensor's. */
 	struct tps_placement input;
 	struct tps_placement output;
+	/* prepare_input / prepare_output: where it is brought. */
+	struct tps_placement desired_input, desired_output;
 	/* "/plan/fc2" when planned, else "/model/2": messages about the
 	 * module's plan start with it. */
 	char plan_pointer[TPS_POINTER_MAX];
