@@ -32,6 +32,12 @@ struct counts {
 	unsigned tp_mask;   /* set before the run */
 	int tp_param_grad_collectives; /* over tp, on a parameter's grad */
 	int loss_collectives[TPS_PHASE_COUNT]; /* the loss module's */
+	/* The collectives of the model's own modules: not the batch's
+	 * split, the output's materialising or the loss (pseudo-modules
+	 * "input", "output", "loss"). */
+	int model_by_phase[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
+	/* Rank 0's shape of the last forward event of module "fc". */
+	struct tps_shape fc_local;
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -50,11 +56,19 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 		c->splits++;
 	}
 	for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+		bool pseudo = strcmp(ev->module, "input") == 0 ||
+			      strcmp(ev->module, "output") == 0 ||
+			      strcmp(ev->module, "loss") == 0;
 		if (ev->kind == TPS_EVENT_COLLECTIVE &&
 		    strcmp(ev->op, tps_comm_op_name(op)) == 0) {
 			c->collectives[op]++;
 			c->by_phase[ev->phase][op]++;
+			c->model_by_phase[ev->phase][op] += !pseudo;
 		}
+	}
+	if (strcmp(ev->module, "fc") == 0 && ev->phase == TPS_PHASE_FORWARD &&
+	    ev->value) {
+		c->fc_local = ev->value->locals[0].shape;
 	}
 	if (ev->kind == TPS_EVENT_COLLECTIVE &&
 	    strcmp(ev->module, "loss") == 0) {
@@ -1213,6 +1227,276 @@ START_TEST(attention_heads_that_do_not_divide_are_an_error_when_divisible)
 }
 END_TEST
 
+/* Model collectives of one phase, by op: all_gather, all_reduce,
+ * reduce_scatter (the others must be 0). */
+static void assert_counts(const struct counts *n, enum tps_phase phase, int ag,
+			  int ar, int rs, const char *what)
+{
+	const int *c = n->model_by_phase[phase];
+	ck_assert_msg(
+		c[TPS_COMM_ALL_GATHER] == ag && c[TPS_COMM_ALL_REDUCE] == ar &&
+			c[TPS_COMM_REDUCE_SCATTER] == rs &&
+			c[TPS_COMM_BROADCAST] + c[TPS_COMM_SCATTER] +
+					c[TPS_COMM_ALL_TO_ALL] ==
+				0,
+		"%s, %s: all_gather %d all_reduce %d reduce_scatter %d, "
+		"want %d %d %d",
+		what, tps_phase_names[phase], c[TPS_COMM_ALL_GATHER],
+		c[TPS_COMM_ALL_REDUCE], c[TPS_COMM_REDUCE_SCATTER], ag, ar, rs);
+}
+
+#define FC_16 "{'name':'fc','type':'linear','in_features':16,'out_features':16}"
+#define TRAIN_SUM                                                              \
+	"'mode':'training','loss':'sum','optimizer':{'type':'sgd','lr':0.01}"
+
+START_TEST(pytorch_tp_style_counts_and_shapes)
+{
+	/* PyTorch's test_tp_style.py, case by case, at world sizes 2 and
+	 * 4: nn.Linear(16, 16) on an (8, 16) input; out.sum() then
+	 * backward. Counted: the module's own collectives (not tpsim's final
+	 * gather of the model output, which PyTorch's use_local_output
+	 * skips). Where tpsim's count differs, the reason is stated. */
+	int ws = 2 * _i; /* 2 and 4, which divide 16 and 8 as PyTorch's do */
+	struct counts n;
+
+	/* ColwiseParallel(): out (8, 16/ws); forward nothing; backward one
+	 * all_reduce of the replicated input's gradient. */
+	n = run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[" FC_16 "],'plan':{'fc':'colwise'},"
+		"'input':{'shape':[8,16],'requires_grad':true}," TRAIN_SUM "}",
+		ws);
+	ck_assert_int_eq(n.fc_local.dim[0], 8);
+	ck_assert_int_eq(n.fc_local.dim[1], 16 / ws);
+	assert_counts(&n, TPS_PHASE_FORWARD, 0, 0, 0, "colwise");
+	assert_counts(&n, TPS_PHASE_BACKWARD, 0, 1, 0, "colwise");
+
+	/* ColwiseParallel(input_layouts=Shard(0)), each rank's 8 rows: the
+	 * global batch is (8 ws, 16), out (8 ws, 16/ws); one all_gather
+	 * forward, one reduce_scatter backward. tpsim's input is one global
+	 * batch, so a prepare_output before fc splits it into Shard(0) (no
+	 * communication) to reproduce PyTorch's sharded input. */
+	n = run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[{'name':'pre','type':'relu'}," FC_16
+		"],'plan':{'pre':"
+		"{'style':'prepare_output','output':'replicate','desired_"
+		"output':"
+		"'shard(0)'},'fc':{'style':'colwise','input':'shard(0)'}},"
+		"'input':{'shape':[%d,16],'init':'ones','requires_grad':true}"
+		"," TRAIN_SUM "}",
+		ws, 8 * ws);
+	ck_assert_int_eq(n.fc_local.dim[0], 8 * ws);
+	ck_assert_int_eq(n.fc_local.dim[1], 16 / ws);
+	assert_counts(&n, TPS_PHASE_FORWARD, 1, 0, 0, "colwise shard(0) in");
+	/* The reduce_scatter, and one all_gather PyTorch does not have: the
+	 * split's gradient walked back to the global input's. */
+	assert_counts(&n, TPS_PHASE_BACKWARD, 1, 0, 1, "colwise shard(0)");
+
+	/* RowwiseParallel(): the input's last dim sharded, out (8, 16)
+	 * replicated; one all_reduce forward, nothing backward. PyTorch feeds
+	 * each rank its input shard and never assembles the input's
+	 * gradient; tpsim splits its one global input locally, and so that
+	 * no gather of that gradient is counted, the input needs none
+	 * here. */
+	n = run_config("{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		       "'model':[" FC_16 "],'plan':{'fc':'rowwise'},"
+		       "'input':{'shape':[8,16]}," TRAIN_SUM "}",
+		       ws);
+	ck_assert_int_eq(n.fc_local.dim[0], 8);
+	ck_assert_int_eq(n.fc_local.dim[1], 16);
+	assert_counts(&n, TPS_PHASE_FORWARD, 0, 1, 0, "rowwise");
+	assert_counts(&n, TPS_PHASE_BACKWARD, 0, 0, 0, "rowwise");
+
+	/* RowwiseParallel(output_layouts=Shard(0)): out (8/ws, 16); one
+	 * reduce_scatter forward, one all_gather backward. */
+	n = run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[" FC_16 "],'plan':{'fc':{'style':'rowwise',"
+		"'output':'shard(0)'}},'input':{'shape':[8,16]}," TRAIN_SUM "}",
+		ws);
+	ck_assert_int_eq(n.fc_local.dim[0], 8 / ws);
+	ck_assert_int_eq(n.fc_local.dim[1], 16);
+	assert_counts(&n, TPS_PHASE_FORWARD, 0, 0, 1, "rowwise shard(0) out");
+	assert_counts(&n, TPS_PHASE_BACKWARD, 1, 0, 0, "rowwise shard(0)");
+
+	/* RowwiseParallel on nn.Embedding(16, 16) is tpsim's "vocab": ids
+	 * (4, 2), out (4, 2, 16); one all_reduce forward, nothing backward;
+	 * with output_layouts=Shard(1), one reduce_scatter forward and one
+	 * all_gather backward (here dim 1 is the sequence of (4, 2 ws)). */
+	n = run_config("{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		       "'model':[{'name':'fc','type':'embedding',"
+		       "'num_embeddings':16,'embedding_dim':16}],'plan':{'fc':"
+		       "'vocab'},'input':{'shape':[4,2]}," TRAIN_SUM "}",
+		       ws);
+	ck_assert_int_eq(n.fc_local.ndim, 3);
+	ck_assert_int_eq(n.fc_local.dim[2], 16);
+	assert_counts(&n, TPS_PHASE_FORWARD, 0, 1, 0, "vocab");
+	assert_counts(&n, TPS_PHASE_BACKWARD, 0, 0, 0, "vocab");
+	n = run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[{'name':'fc','type':'embedding',"
+		"'num_embeddings':16,'embedding_dim':16}],'plan':{'fc':"
+		"{'style':'vocab','output':'shard(1)'}},'input':{'shape':"
+		"[4,%d]}," TRAIN_SUM "}",
+		ws, 2 * ws);
+	ck_assert_int_eq(n.fc_local.dim[1], 2);
+	assert_counts(&n, TPS_PHASE_FORWARD, 0, 0, 1, "vocab shard(1) out");
+	assert_counts(&n, TPS_PHASE_BACKWARD, 1, 0, 0, "vocab shard(1) out");
+	/* ColwiseParallel on nn.Embedding (its embedding dim split, no
+	 * communication) has no tpsim style: Megatron splits embeddings by
+	 * vocabulary only. */
+
+	/* PrepareModuleInput(Shard(0) -> Replicate()): one all_gather;
+	 * PrepareModuleOutput(Replicate() -> Shard(0)): a split, nothing. */
+	n = run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[{'name':'a','type':'relu'},{'name':'fc','type':"
+		"'relu'}],'plan':{'a':{'style':'prepare_output','output':"
+		"'replicate','desired_output':'shard(0)'},'fc':{'style':"
+		"'prepare_input','input':'shard(0)','desired_input':"
+		"'replicate'}},'input':{'shape':[%d,16],'init':'ones'}}",
+		ws, 2 * ws);
+	ck_assert_int_eq(n.fc_local.dim[0], 2 * ws);
+	ck_assert_int_eq(n.splits, 1);
+	assert_counts(&n, TPS_PHASE_FORWARD, 1, 0, 0, "prepare");
+
+	/* SequenceParallel() on nn.LayerNorm(12), input (20, 8 ws, 12)
+	 * Shard(1): out Shard(1), no communication forward. Backward PyTorch
+	 * counts 0: it leaves the replicated weight's gradient Partial until
+	 * the optimizer needs it; tpsim all-reduces it (weight and bias) in
+	 * backward, where Megatron's finalize_model_grads does. */
+	n = run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[{'name':'fc','type':'layernorm','dim':12}],'plan':"
+		"{'fc':'sequence'},'input':{'shape':[20,%d,12]}," TRAIN_SUM "}",
+		ws, 8 * ws);
+	ck_assert_int_eq(n.fc_local.dim[1], 8);
+	assert_counts(&n, TPS_PHASE_FORWARD, 0, 0, 0, "sequence");
+	assert_counts(&n, TPS_PHASE_BACKWARD, 0, 2, 0, "sequence");
+}
+END_TEST
+
+/* A model of `blocks` transformer blocks (dim 8, 2 heads, hidden 16) on
+ * (2, seq, 8) float inputs, the plan plain or sequence parallel. */
+static struct counts blocks_counts(int tp, int blocks, bool sp, int seq)
+{
+	char model[4096] = "";
+	for (int b = 0; b < blocks; b++) {
+		char one[160];
+		snprintf(one, sizeof one,
+			 "%s{'name':'layers.%d','type':'transformer_block',"
+			 "'dim':8,'num_heads':2,'hidden':16}",
+			 b ? "," : "", b);
+		strcat(model, one);
+	}
+	return run_config(
+		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+		"'model':[%s],'plan':{'layers.*.attn.[qkv]':'colwise',%s},"
+		"'input':{'shape':[2,%d,8],'requires_grad':%s},'mode':"
+		"'training','optimizer':{'type':'sgd','lr':0.05}}",
+		tp, model,
+		sp ? "'layers.0.attn_residual':{'style':'prepare_input','input'"
+		     ":"
+		     "'replicate','desired_input':'shard(1)'},"
+		     "'layers.*.ln[12]':'sequence','layers.*.attn.o':{'style':"
+		     "'rowwise','output':'shard(1)'},'layers.*.mlp.fc1':{'"
+		     "style':"
+		     "'colwise','input':'shard(1)'},'layers.*.mlp.fc2':{'style'"
+		     ":"
+		     "'rowwise','output':'shard(1)'}"
+		   : "'layers.*.attn.o':'rowwise','layers.*.mlp.fc1':'colwise',"
+		     "'layers.*.mlp.fc2':'rowwise'",
+		seq, sp ? "false" : "true");
+}
+
+START_TEST(transformer_blocks_cost_what_megatron_says)
+{
+	/* Per block, Megatron's plain TP is 2 all_reduces forward (attention's
+	 * o, the MLP's fc2) and 2 backward (the input gradients of the fused
+	 * QKV and of fc1), with an input that needs a gradient; sequence
+	 * parallel (Korthikanti et al. 2022) replaces each with an all_gather
+	 * and a reduce_scatter: 2 + 2 forward, 2 + 2 backward. Its layernorms'
+	 * weight and bias gradients are all-reduced besides (4 per block),
+	 * which the paper counts apart. The sequence-parallel model's input
+	 * is split into sequence shards once (prepare_input, no
+	 * communication); its output gathered once (not counted: the model's
+	 * materialising). At tp = _i + 1, 1 to 3 blocks. */
+	int tp = _i + 1;
+	for (int blocks = 1; blocks <= 3; blocks++) {
+		struct counts plain = blocks_counts(tp, blocks, false, 2 * tp);
+		struct counts sp = blocks_counts(tp, blocks, true, 2 * tp);
+		assert_counts(&plain, TPS_PHASE_FORWARD, 0, 2 * blocks, 0,
+			      "plain TP");
+		assert_counts(&plain, TPS_PHASE_BACKWARD, 0, 2 * blocks, 0,
+			      "plain TP");
+		assert_counts(&sp, TPS_PHASE_FORWARD, 2 * blocks, 0, 2 * blocks,
+			      "sequence parallel");
+		assert_counts(&sp, TPS_PHASE_BACKWARD, 2 * blocks, 4 * blocks,
+			      2 * blocks, "sequence parallel");
+	}
+}
+END_TEST
+
+START_TEST(two_block_transformers_train_like_the_reference)
+{
+	/* Issue 8's model: token ids -> vocab-parallel embedding -> 2
+	 * transformer blocks -> final layernorm -> vocabulary projection ->
+	 * cross_entropy, 3 steps, at tp = _i (1 to 4), plain TP and sequence
+	 * parallel, with and without loss_parallel; loss, every gradient and
+	 * every parameter equal the single-device reference within the
+	 * default tolerance, 1e-5 absolute plus 1e-5 relative to the largest
+	 * reference magnitude: splitting a sum over k ranks reorders float32
+	 * additions (each partial sum rounded, then the partials), which
+	 * moves results by a few ulps of the sums, about 1e-7 relative here;
+	 * three steps of SGD with momentum do not amplify it. (AdamW would:
+	 * it divides by the root of a gradient's square, and the key bias's
+	 * gradient is zero up to rounding.) */
+	int tp = _i;
+	worst_diff = 0;
+	for (int sp = 0; sp < 2; sp++) {
+		for (int lp = 0; lp < 2; lp++) {
+			run_config(
+				"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':"
+				"['tp']},'model':[{'name':'tok','type':"
+				"'embedding','num_embeddings':13,"
+				"'embedding_dim':8},{'name':'layers.0','type':"
+				"'transformer_block','dim':8,'num_heads':2,"
+				"'hidden':16},{'name':'layers.1','type':"
+				"'transformer_block','dim':8,'num_heads':2,"
+				"'hidden':16},{'name':'norm','type':"
+				"'layernorm','dim':8},{'name':'out','type':"
+				"'linear','in_features':8,'out_features':13,"
+				"'bias':false}],'plan':{'layers.*.attn.[qkv]':"
+				"'colwise',%s%s},'input':{'shape':[2,%d],"
+				"'seed':4},'init':{'method':'uniform','seed':"
+				"2},'mode':'training','steps':3,'loss':"
+				"'cross_entropy','loss_parallel':%s,"
+				"'optimizer':{'type':'sgd','lr':0.1,"
+				"'momentum':0.9}}",
+				tp,
+				sp ? "'tok':{'style':'vocab','output':"
+				     "'shard(1)'},'layers.*.ln[12]':'sequence',"
+				     "'norm':'sequence','layers.*.attn.o':{"
+				     "'style':'rowwise','output':'shard(1)'},"
+				     "'layers.*.mlp.fc1':{'style':'colwise',"
+				     "'input':'shard(1)'},'layers.*.mlp.fc2':{"
+				     "'style':'rowwise','output':'shard(1)'},"
+				     "'out':{'style':'colwise','input':"
+				     "'shard(1)'"
+				   : "'tok':'vocab','layers.*.attn.o':"
+				     "'rowwise','layers.*.mlp.fc1':'colwise',"
+				     "'layers.*.mlp.fc2':'rowwise','out':{"
+				     "'style':'colwise'",
+				lp ? "}" : ",'output':'replicate'}", 2 * tp + 1,
+				lp ? "true" : "false");
+		}
+	}
+	printf("tp=%d two-block transformers: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
 START_TEST(training_costs_what_megatron_says)
 {
 	/* colwise -> relu -> rowwise: inference has 1 all_reduce forward;
@@ -1466,6 +1750,11 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, attention_trains_like_the_reference, 1, 9);
+	tcase_add_loop_test(comm, pytorch_tp_style_counts_and_shapes, 1, 3);
+	tcase_add_loop_test(comm, transformer_blocks_cost_what_megatron_says, 1,
+			    4);
+	tcase_add_loop_test(
+		train, two_block_transformers_train_like_the_reference, 1, 5);
 	tcase_add_test(
 		policy,
 		attention_heads_that_do_not_divide_are_an_error_when_divisible);
