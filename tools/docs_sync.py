@@ -10,7 +10,8 @@ command prints now, --check compares and lists every block that differs
 with a unified diff. Every command runs from the repository root (--root,
 by default the parent of this script's directory), so paths in markers and
 in tpsim's messages are relative to it. The pages are docs/tutorial/*.md
-unless PAGE.md arguments name others (relative to the root, or absolute).
+and DEFAULT_PAGES unless PAGE.md arguments name others (relative to the
+root, or absolute).
 
 Markers (the command is split as a shell would, but nothing is expanded):
 
@@ -53,6 +54,8 @@ import sys
 import tempfile
 
 END = "<!-- end tpsim -->"
+# Pages outside docs/tutorial/ that hold generated blocks too.
+DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md")
 MARKER = re.compile(r"^<!-- tpsim (.*?) -->\s*$")
 VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config")
 
@@ -221,7 +224,8 @@ def sync_page(opts, path, tmp):
 
 def sync(opts):
     pages = [os.path.join(opts.root, p) for p in opts.pages] or sorted(
-        glob.glob(os.path.join(opts.root, "docs", "tutorial", "*.md")))
+        glob.glob(os.path.join(opts.root, "docs", "tutorial", "*.md"))
+        + [os.path.join(opts.root, p) for p in DEFAULT_PAGES])
     if not pages:
         print("docs_sync: no pages", file=sys.stderr)
         return 2
@@ -302,7 +306,8 @@ def main():
         os.path.dirname(os.path.abspath(__file__))),
         help="the repository root (default: this script's ../)")
     ap.add_argument("pages", nargs="*",
-                    help="pages to sync (default: docs/tutorial/*.md)")
+                    help="pages to sync (default: docs/tutorial/*.md and "
+                         "DEFAULT_PAGES)")
     opts = ap.parse_args()
     opts.root = os.path.abspath(opts.root)
     opts.tpsim = os.path.abspath(opts.tpsim)
