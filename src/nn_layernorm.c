@@ -293,9 +293,15 @@ static enum tps_status param_grad(const struct tps_nn_context *ctx,
 	if (st == TPS_OK && sequence) {
 		st = tps_nn_to_layout(ctx, &p->grad, tps_placement_replicate(),
 				      m->spec->name, name,
-				      "sequence parallel: the replicated "
-				      "weight's gradient is summed over the "
-				      "tp ranks' tokens",
+				      i == WEIGHT
+					      ? "sequence parallel: the "
+						"replicated weight's gradient "
+						"is summed over the tp ranks' "
+						"tokens"
+					      : "sequence parallel: the "
+						"replicated bias's gradient is "
+						"summed over the tp ranks' "
+						"tokens",
 				      err);
 	}
 	return st;
