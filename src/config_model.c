@@ -381,8 +381,10 @@ static void add_attention_linears(struct cfg *c, struct model_ctx *x, int at)
 				    "names (\"<name>.q\", ...)");
 			return;
 		}
-		snprintf(ms->name, sizeof ms->name, "%s.%s", attn->name,
-			 parts[k]);
+		/* "<name>.q": fits, checked above. */
+		memcpy(ms->name, attn->name, strlen(attn->name));
+		memcpy(ms->name + strlen(attn->name), ".", 1);
+		memcpy(ms->name + strlen(attn->name) + 1, parts[k], 2);
 		for (int j = 0; j < i; j++) {
 			if (strcmp(x->spec->modules[j].name, ms->name) == 0) {
 				cfg_fail_at(c, "name", TPS_ERR_INPUT,
