@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpsim/memory.h"
+
 const char *tps_comm_op_name(enum tps_comm_op op)
 {
 	switch (op) {
@@ -53,7 +55,8 @@ static enum tps_status run_begin(struct comm_run *run,
 	run->n = tps_mesh_group_size(mesh, mask);
 	run->groups = tps_mesh_group_count(mesh, mask);
 	run->members = calloc((size_t)run->n, sizeof *run->members);
-	run->out = calloc((size_t)mesh->world_size, sizeof *run->out);
+	run->out =
+		tps_memory_calloc((size_t)mesh->world_size, sizeof *run->out);
 	if (!run->members || !run->out) {
 		free(run->members);
 		free(run->out);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpsim/memory.h"
+
 struct tps_placement tps_placement_replicate(void)
 {
 	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1};
@@ -240,7 +242,11 @@ enum tps_status tps_dtensor_map(struct tps_dtensor *out,
 {
 	struct map_job job = {fn, ctx, NULL};
 	enum tps_status st;
-	job.locals = calloc((size_t)mesh->world_size, sizeof *job.locals);
+	/* Through memory.h, so that a meta run, which allocates no tensor
+	 * values, has its heap advised too (its rank arrays are most of
+	 * its memory). */
+	job.locals =
+		tps_memory_calloc((size_t)mesh->world_size, sizeof *job.locals);
 	if (!job.locals) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
@@ -333,7 +339,8 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 	struct tps_tensor full;
 	enum tps_status st =
 		tps_tensor_init_like(&full, &dt->global, &dt->locals[0], err);
-	if (st != TPS_OK) {
+	if (st != TPS_OK || full.meta) {
+		*out = full; /* a meta tensor has nothing to assemble */
 		return st;
 	}
 	for (int r = 0; r < mesh->world_size; r++) {

@@ -182,10 +182,19 @@ enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
 				     const struct tps_shape *shape,
 				     struct tps_error *err)
 {
-	int64_t numel;
-	enum tps_status st = tps_shape_numel(shape, &numel, err);
-	if (st != TPS_OK) {
-		return st;
+	/* Nothing is allocated: the limit is TPS_MAX_META_ELEMENTS. */
+	int64_t n = 1;
+	char buf[128];
+	for (int i = 0; i < shape->ndim; i++) {
+		if (shape->dim[i] < 0 ||
+		    __builtin_mul_overflow(n, shape->dim[i], &n) ||
+		    n > TPS_MAX_META_ELEMENTS) {
+			return tps_error_set(
+				err, TPS_ERR_LIMIT,
+				"meta tensor of shape %s has more than 2^48 "
+				"elements",
+				tps_shape_format(shape, buf, sizeof buf));
+		}
 	}
 	t->shape = *shape;
 	t->data = NULL;

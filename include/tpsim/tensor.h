@@ -28,6 +28,10 @@
 #define TPS_MAX_DIMS 4
 /* No tensor may hold more elements than this (DESIGN.md section 8). */
 #define TPS_MAX_ELEMENTS ((int64_t)1 << 31)
+/* A meta tensor allocates nothing, so its global shape may be larger: the
+ * logits of a large model's whole batch, (64, 2048, 50257), are 6.6e9
+ * elements. 2^48 keeps bytes and flops far inside int64_t. */
+#define TPS_MAX_META_ELEMENTS ((int64_t)1 << 48)
 
 struct tps_shape {
 	int ndim;		   /* 0..TPS_MAX_DIMS */
@@ -82,7 +86,8 @@ void tps_chunk_range_blocks(int64_t n, int64_t block, int k, int i,
 enum tps_status tps_tensor_init(struct tps_tensor *t,
 				const struct tps_shape *shape,
 				struct tps_error *err);
-/* A meta tensor of the shape (no values). On error (limit) *t untouched. */
+/* A meta tensor of the shape (no values), of at most TPS_MAX_META_ELEMENTS
+ * elements. On error (limit) *t untouched. */
 enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
 				     const struct tps_shape *shape,
 				     struct tps_error *err);
