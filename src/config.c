@@ -426,7 +426,7 @@ static void tolerance_body(struct cfg *c, const cJSON *tol, void *ctx)
 	cfg_number(c, tol, "rtol", CFG_OPTIONAL, CFG_NONNEG, &run->rtol);
 }
 
-/* uneven, sampler, init, trace, tolerance. */
+/* uneven, sampler, init, compute, trace, tolerance. */
 static void parse_misc(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
@@ -435,7 +435,7 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 	static const char *const init_keys[] = {"method", "seed", NULL};
 	struct tps_model_spec *spec = &run->model;
 	int uneven = TPS_UNEVEN_CHUNK, sampler = TPS_SAMPLER_CHUNK;
-	int values = TPS_TRACE_VALUES_FULL;
+	int values = TPS_TRACE_VALUES_FULL, compute = TPS_COMPUTE_VALUES;
 
 	spec->param_init.method = TPS_INIT_UNIFORM;
 	spec->param_init.seed = 0;
@@ -448,9 +448,26 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 	cfg_object(c, root, "init", CFG_OPTIONAL, init_keys, init_body,
 		   &spec->param_init);
 
+	cfg_choice(c, root, "compute", "compute mode", tps_compute_names,
+		   &compute);
+	run->compute = (enum tps_compute)compute;
+	if (run->compute == TPS_COMPUTE_SYMBOLIC) {
+		values = TPS_TRACE_VALUES_NONE;
+		if (spec->inject) {
+			cfg_fail_at(c, "compute", TPS_ERR_INPUT,
+				    "a symbolic run has no values, and /inject "
+				    "diagnoses a mistake from them");
+		}
+	}
 	cfg_object(c, root, "trace", CFG_OPTIONAL, trace_keys, trace_body,
 		   &values);
 	run->values = (enum tps_trace_values)values;
+	if (cfg_ok(c) && run->compute == TPS_COMPUTE_SYMBOLIC &&
+	    run->values != TPS_TRACE_VALUES_NONE) {
+		cfg_fail_at_pointer(c, "/trace/values", TPS_ERR_INPUT,
+				    "a symbolic run (/compute) has no values "
+				    "to write: \"none\", or leave it out");
+	}
 	run->atol = 1e-5;
 	run->rtol = 1e-5;
 	cfg_object(c, root, "tolerance", CFG_OPTIONAL, tol_keys, tolerance_body,
@@ -511,19 +528,15 @@ static void parse_root(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
 	static const char *const keys[] = {
-		"tpsim",	 "vars",
-		"mesh",		 "tp_dim",
-		"dp_dim",	 "strict_tp_innermost",
-		"model",	 "plan",
-		"input",	 "init",
-		"params",	 "uneven",
-		"sampler",	 "mode",
-		"steps",	 "loss",
-		"loss_parallel", "target",
-		"optimizer",	 "dp_grad",
-		"links",	 "device",
-		"trace",	 "tolerance",
-		"inject",	 NULL};
+		"tpsim",     "vars",	      "mesh",
+		"tp_dim",    "dp_dim",	      "strict_tp_innermost",
+		"model",     "plan",	      "input",
+		"init",	     "params",	      "uneven",
+		"sampler",   "mode",	      "steps",
+		"loss",	     "loss_parallel", "target",
+		"optimizer", "dp_grad",	      "links",
+		"device",    "trace",	      "tolerance",
+		"inject",    "compute",	      NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
 		"shape",	 "values",    "init", "seed",
@@ -637,6 +650,42 @@ enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
 				struct tps_error *err)
 {
 	return tps_config_load_with(path, NULL, 0, spec, err);
+}
+
+enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
+					 struct tps_error *err)
+{
+	cJSON *n = spec->normalized, *item, *values;
+	int at = 0;
+	if (spec->compute == TPS_COMPUTE_SYMBOLIC) {
+		return TPS_OK;
+	}
+	if (spec->model.inject) {
+		return tps_error_set(err, TPS_ERR_INPUT,
+				     "--symbolic: a symbolic run has no "
+				     "values, and /inject diagnoses a mistake "
+				     "from them");
+	}
+	/* "compute" goes where the normaliser puts it: before "links". */
+	for (item = n->child; item && strcmp(item->string, "links") != 0;
+	     item = item->next) {
+		at++;
+	}
+	values = cJSON_CreateString(
+		tps_trace_values_names[TPS_TRACE_VALUES_NONE]);
+	if (!values ||
+	    !cJSON_AddStringToObject(n, "compute",
+				     tps_compute_names[TPS_COMPUTE_SYMBOLIC])) {
+		cJSON_Delete(values);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	item = cJSON_DetachItemFromObjectCaseSensitive(n, "compute");
+	cJSON_InsertItemInArray(n, at, item);
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(n, "trace"), "values", values);
+	spec->compute = TPS_COMPUTE_SYMBOLIC;
+	spec->values = TPS_TRACE_VALUES_NONE;
+	return TPS_OK;
 }
 
 void tps_run_spec_free(struct tps_run_spec *spec)

@@ -327,6 +327,9 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 			}
 		}
 	}
+	if (run->compute == TPS_COMPUTE_SYMBOLIC) {
+		put_string(&b, n, "compute", tps_compute_names[run->compute]);
+	}
 	put_cost(&b, n, &s->mesh, &run->cost);
 	o = put_object(&b, n, "trace");
 	put_string(&b, o, "values", tps_trace_values_names[run->values]);

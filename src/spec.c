@@ -24,6 +24,7 @@ const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
 const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
 const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
 const char *const tps_trace_values_names[] = {"full", "summary", "none", NULL};
+const char *const tps_compute_names[] = {"values", "symbolic", NULL};
 
 int tps_name_index(const char *const *table, const char *name)
 {

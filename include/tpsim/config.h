@@ -50,6 +50,9 @@ struct tps_run_spec {
 	struct tps_config_var vars[TPS_CONFIG_MAX_VARS];
 	int n_vars;
 	enum tps_trace_values values;
+	/* "compute": symbolic runs on meta tensors, writes no values and has
+	 * no reference (then values is TPS_TRACE_VALUES_NONE). */
+	enum tps_compute compute;
 	double atol, rtol; /* TP vs reference tolerance */
 	cJSON *normalized; /* owned; the trace's "config" */
 };
@@ -83,6 +86,15 @@ enum tps_status tps_config_load_with(const char *path,
 				     const struct tps_config_var *overrides,
 				     int n_overrides, struct tps_run_spec *spec,
 				     struct tps_error *err);
+
+/*
+ * Makes a parsed spec symbolic (`tpsim run --symbolic`), as if the config
+ * said "compute": "symbolic": trace values none, and the normalised config
+ * says so. A spec that injects a mistake cannot be (a mistake is diagnosed
+ * from values): TPS_ERR_INPUT. On error *spec is untouched.
+ */
+enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
+					 struct tps_error *err);
 
 void tps_run_spec_free(struct tps_run_spec *spec);
 

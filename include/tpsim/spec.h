@@ -185,6 +185,14 @@ enum tps_trace_values {
 };
 extern const char *const tps_trace_values_names[];
 
+/* What a run computes ("compute"): values (the default), or shapes,
+ * placements and collectives only, on meta tensors (docs/symbolic.md). */
+enum tps_compute {
+	TPS_COMPUTE_VALUES,
+	TPS_COMPUTE_SYMBOLIC,
+};
+extern const char *const tps_compute_names[];
+
 struct tps_init_spec {
 	enum tps_init_method method;
 	uint64_t seed;
