@@ -236,10 +236,17 @@ static enum tps_status init_model(struct tps_model *model,
 	if (st != TPS_OK) {
 		goto out;
 	}
+	m.saved_bytes =
+		calloc((size_t)spec->mesh.world_size, sizeof *m.saved_bytes);
+	m.output_bytes =
+		calloc((size_t)spec->mesh.world_size, sizeof *m.output_bytes);
+	m.module_saved_bytes =
+		calloc((size_t)spec->n_modules, sizeof *m.module_saved_bytes);
 	m.modules = calloc((size_t)spec->n_modules, sizeof *m.modules);
 	m.params = calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
 			  sizeof *m.params);
-	if (!m.modules || !m.params) {
+	if (!m.modules || !m.params || !m.saved_bytes || !m.output_bytes ||
+	    !m.module_saved_bytes) {
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -315,6 +322,9 @@ void tps_model_free(struct tps_model *model)
 	free(model->modules);
 	free(model->dp_counts);
 	free(model->sample_order);
+	free(model->saved_bytes);
+	free(model->output_bytes);
+	free(model->module_saved_bytes);
 	memset(model, 0, sizeof *model);
 }
 
@@ -417,6 +427,59 @@ void tps_model_outcome_free(struct tps_model_outcome *out)
 	}
 	free(out->params_after);
 	memset(out, 0, sizeof *out);
+}
+
+/* Bytes of rank r's part of a dtensor (0 when it holds none). */
+static int64_t local_bytes(const struct tps_dtensor *t, int r)
+{
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
+}
+
+static void figure_add(struct tps_model_figure *f, int r, int64_t bytes)
+{
+	if (r == 0 || bytes > f->max) {
+		f->max = bytes;
+		f->max_rank = r;
+	}
+	if (r == 0 || bytes < f->min) {
+		f->min = bytes;
+		f->min_rank = r;
+	}
+}
+
+enum tps_status tps_model_footprint(const struct tps_model *model,
+				    struct tps_model_footprint *out,
+				    struct tps_error *err)
+{
+	int world = model->spec->mesh.world_size;
+	/* Per rank: params, grads, optimizer state. Each tensor's ranks
+	 * are read in order (its locals are one array). */
+	int64_t(*held)[3] = calloc((size_t)world, sizeof *held);
+	if (!held) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	memset(out, 0, sizeof *out);
+	for (int i = 0; i < model->n_params; i++) {
+		const struct tps_param *p = &model->params[i];
+		const struct tps_dtensor *of[4] = {&p->value, &p->grad,
+						   &p->state[0], &p->state[1]};
+		for (int k = 0; k < 4; k++) {
+			for (int r = 0; of[k]->locals && r < world; r++) {
+				held[r][k < 2 ? k : 2] += local_bytes(of[k], r);
+			}
+		}
+	}
+	for (int r = 0; r < world; r++) {
+		figure_add(&out->params, r, held[r][0]);
+		figure_add(&out->grads, r, held[r][1]);
+		figure_add(&out->optimizer_state, r, held[r][2]);
+		figure_add(&out->saved, r, model->saved_bytes[r]);
+		figure_add(&out->output, r, model->output_bytes[r]);
+		figure_add(&out->activations, r,
+			   model->saved_bytes[r] + model->output_bytes[r]);
+	}
+	free(held);
+	return TPS_OK;
 }
 
 int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)

@@ -831,6 +831,35 @@ static enum tps_status optimizer(struct tps_model *model,
 
 /* ---- the run --------------------------------------------------------- */
 
+static int64_t local_bytes(const struct tps_dtensor *t, int r)
+{
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
+}
+
+/* What forward left alive for backward (model.h): every module's saved
+ * tensors, per rank and per module, and the output y. */
+static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
+{
+	int world = model->spec->mesh.world_size;
+	for (int r = 0; r < world; r++) {
+		model->saved_bytes[r] = 0;
+		model->output_bytes[r] = local_bytes(y, r);
+	}
+	for (int i = 0; i < model->spec->n_modules; i++) {
+		const struct tps_module *m = &model->modules[i];
+		int64_t most = 0;
+		for (int r = 0; r < world; r++) {
+			int64_t b = local_bytes(&m->saved_in, r);
+			for (int k = 0; k < 3; k++) {
+				b += local_bytes(&m->saved_more[k], r);
+			}
+			model->saved_bytes[r] += b;
+			most = b > most ? b : most;
+		}
+		model->module_saved_bytes[i] = most;
+	}
+}
+
 /* The parameters' gradients (and the input's) and values, assembled. */
 static enum tps_status collect_training(const struct tps_model *model,
 					const struct tps_dtensor *dinput,
@@ -905,6 +934,9 @@ tps_model_run(struct tps_model *model, const struct tps_tensor *input,
 	for (int step = 0; step < steps && st == TPS_OK; step++) {
 		struct tps_dtensor y = {0};
 		st = forward(model, &x, sink, step, &y, err);
+		if (st == TPS_OK && training) {
+			measure_saved(model, &y);
+		}
 		if (st == TPS_OK && step == steps - 1) {
 			st = assembled(model, &y, &o.output, err);
 		}

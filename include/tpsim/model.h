@@ -53,6 +53,18 @@ struct tps_model {
 	int64_t *sample_order;
 	/* The output's tp layouts in the last forward, to walk back. */
 	struct tps_layout_chain output_chain;
+	/*
+	 * What the last training step's forward left alive for backward, in
+	 * bytes (4 per element, values or meta alike), taken when forward
+	 * ends, before the loss: per rank (world_size entries), saved_bytes
+	 * is every module's saved input and intermediates (saved_in,
+	 * saved_more) and output_bytes the model output the loss reads; per
+	 * module (n_modules entries, the module alone, not its
+	 * descendants), the most any rank saved. Zero until a training step
+	 * ran; inference saves nothing.
+	 */
+	int64_t *saved_bytes, *output_bytes;
+	int64_t *module_saved_bytes;
 };
 
 /* Fills t (of the given shape) by an init method; `a` is the bound of
@@ -155,6 +167,33 @@ enum tps_status tps_model_reference_forward(struct tps_model *model,
 					    const struct tps_tensor *input,
 					    struct tps_tensor *output,
 					    struct tps_error *err);
+
+/* One per-rank figure over the mesh: the largest and the lowest rank that
+ * has it, the smallest and the lowest rank that has that. */
+struct tps_model_figure {
+	int64_t max, min;
+	int max_rank, min_rank;
+};
+
+/*
+ * What each rank holds, in bytes of float32 (4 per element; shapes only,
+ * so meta and real models alike), over the ranks:
+ *   params            the rank's shards and copies of every parameter
+ *   grads             their gradients (training, after a step)
+ *   optimizer_state   the optimizer's state on the rank's shards (sgd with
+ *                     momentum: 1 tensor per parameter, adamw: 2)
+ *   saved             what forward keeps for backward (model.saved_bytes)
+ *   output            the model output alive at the end of forward
+ *   activations       saved + output: the peak of activations between
+ *                     forward and backward
+ */
+struct tps_model_footprint {
+	struct tps_model_figure params, grads, optimizer_state, saved, output,
+		activations;
+};
+enum tps_status tps_model_footprint(const struct tps_model *model,
+				    struct tps_model_footprint *out,
+				    struct tps_error *err);
 
 /* A rough upper bound of the bytes a run's tensors take, used to refuse a
  * run over the memory budget before allocating. Saturates at INT64_MAX. */
