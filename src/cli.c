@@ -25,7 +25,7 @@ static const char usage_text[] =
 	"\n"
 	"Commands:\n"
 	"  run CONFIG [-o TRACE] [--max-memory SIZE] [--set NAME=VALUE]...\n"
-	"      [--threads N] [--stats]\n"
+	"      [--threads N] [--stats] [--symbolic]\n"
 	"      Simulate the config (\"-\" reads stdin) on every rank and write "
 	"the\n"
 	"      JSON trace to TRACE (default: stdout). A one-line summary goes "
@@ -38,7 +38,12 @@ static const char usage_text[] =
 	"the\n"
 	"      trace is the same bytes for every N). --stats prints time, "
 	"trace\n"
-	"      speed and memory to stderr.\n"
+	"      speed and memory to stderr. --symbolic runs shapes, placements "
+	"and\n"
+	"      collectives without values or reference (\"compute\": "
+	"\"symbolic\")\n"
+	"      and reports each rank's parameter, gradient, optimizer and\n"
+	"      activation bytes.\n"
 	"  comm CONFIG... [--set NAME=V[,V...]]... [--summary] [--json]\n"
 	"      Count the collectives and bytes per rank of one inference step "
 	"and\n"
@@ -215,11 +220,82 @@ static void print_stats(FILE *err, const struct tps_run_stats *st)
 	fputc('\n', err);
 }
 
+/* "12.3 GiB (13207024640 bytes)": bytes, and in binary units when
+ * large. */
+static void print_bytes(FILE *err, int64_t bytes)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	int u = -1;
+	while (v >= 1024.0 && u < 3) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u < 0) {
+		fprintf(err, "%lld bytes", (long long)bytes);
+	} else {
+		fprintf(err, "%.3g %s (%lld bytes)", v, units[u],
+			(long long)bytes);
+	}
+}
+
+/* A per-rank figure: the largest, and which ranks when they differ. */
+static void print_figure(FILE *err, const char *what,
+			 const struct tps_model_figure *f)
+{
+	fprintf(err, "%s ", what);
+	print_bytes(err, f->max);
+	if (f->min != f->max) {
+		fprintf(err, " on rank %d (rank %d: ", f->max_rank,
+			f->min_rank);
+		print_bytes(err, f->min);
+		fputc(')', err);
+	}
+}
+
+/* The symbolic run's summary: the run line, then what each rank holds
+ * and sends. */
+static void print_symbolic(FILE *err, const char *config,
+			   const struct tps_run_summary *s)
+{
+	const struct tps_model_footprint *fp = &s->footprint;
+	fprintf(err,
+		"%lld event%s, %lld collective%s (%lld bytes/rank); "
+		"symbolic: no values, no reference\n",
+		(long long)s->events, s->events == 1 ? "" : "s",
+		(long long)s->collectives, s->collectives == 1 ? "" : "s",
+		(long long)s->bytes_per_rank);
+	fprintf(err,
+		"tpsim: %s: symbolic, per rank (the largest over ranks, "
+		"float32): ",
+		config);
+	print_figure(err, "parameters", &fp->params);
+	fputs("; ", err);
+	print_figure(err, "gradients", &fp->grads);
+	fputs("; ", err);
+	print_figure(err, "optimizer state", &fp->optimizer_state);
+	fprintf(err, " (%d per parameter)\n", s->optimizer_states);
+	fprintf(err, "tpsim: %s: symbolic, per rank: ", config);
+	print_figure(err, "activations at peak", &fp->activations);
+	fputs(" = ", err);
+	print_figure(err, "saved for backward", &fp->saved);
+	fputs(" + ", err);
+	print_figure(err, "the model output", &fp->output);
+	fputc('\n', err);
+	fprintf(err, "tpsim: %s: symbolic, collectives per rank: ", config);
+	for (int p = TPS_PHASE_FORWARD; p < TPS_PHASE_COUNT; p++) {
+		fprintf(err, "%s%s ", p == TPS_PHASE_FORWARD ? "" : ", ",
+			tps_phase_names[p]);
+		print_bytes(err, s->phase_bytes[p]);
+	}
+	fputc('\n', err);
+}
+
 static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
-	struct tps_run_options opts = {NULL,	  NULL, TPS_DEFAULT_MAX_MEMORY,
-				       overrides, 0,	0};
+	struct tps_run_options opts = {
+		NULL, NULL, TPS_DEFAULT_MAX_MEMORY, overrides, 0, 0, false};
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
@@ -257,6 +333,8 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			}
 		} else if (strcmp(argv[i], "--stats") == 0) {
 			stats = true;
+		} else if (strcmp(argv[i], "--symbolic") == 0) {
+			opts.symbolic = true;
 		} else if (strcmp(argv[i], "--set") == 0) {
 			struct tps_cli_set set;
 			if (++i == argc || !tps_cli_parse_set(argv[i], &set) ||
@@ -299,6 +377,13 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	fprintf(err, "tpsim: %s: mesh %s (world %d), %d module%s, ",
 		opts.config_path, s.mesh, s.world_size, s.n_modules,
 		s.n_modules == 1 ? "" : "s");
+	if (s.symbolic) {
+		print_symbolic(err, opts.config_path, &s);
+		if (stats) {
+			print_stats(err, &s.stats);
+		}
+		return TPS_EXIT_OK;
+	}
 	if (s.steps > 0) {
 		char loss[TPS_NUMFMT_MAX], ref[TPS_NUMFMT_MAX];
 		tps_format_float(s.loss, loss);

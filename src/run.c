@@ -13,6 +13,7 @@
 
 #include "tpsim/jsonio.h"
 #include "tpsim/numfmt.h"
+#include "tpsim/optim.h"
 #include "tpsim/pool.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
@@ -634,6 +635,24 @@ static void diagnose(const struct tps_model *model,
 	}
 }
 
+/* A symbolic run's input and target: meta tensors of their shapes. */
+static enum tps_status make_meta_inputs(const struct tps_model_spec *ms,
+					bool with_target,
+					struct tps_tensor *input,
+					struct tps_tensor *target,
+					struct tps_error *err)
+{
+	struct tps_shape oshape = tps_model_output_shape(ms);
+	enum tps_status st = tps_tensor_init_meta(input, &ms->input_shape, err);
+	if (ms->loss == TPS_LOSS_CROSS_ENTROPY) {
+		oshape.ndim--; /* a class id per row */
+	}
+	if (st == TPS_OK && with_target) {
+		st = tps_tensor_init_meta(target, &oshape, err);
+	}
+	return st;
+}
+
 /* The simulation proper, writing into an open trace. */
 static enum tps_status simulate(const struct tps_run_spec *spec,
 				struct tps_trace *trace,
@@ -648,12 +667,15 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};
 	struct tps_model_outcome sim = {0}, ref = {0};
-	struct tps_trace_result result = {&model, &sim, &ref, 0.0f,
-					  false,  NULL, NULL};
+	bool symbolic = spec->compute == TPS_COMPUTE_SYMBOLIC;
+	struct tps_trace_result result = {
+		&model, &sim,	 symbolic ? NULL : &ref, 0.0f, false, NULL,
+		NULL,	symbolic};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
-	enum tps_status st = tps_model_init(&model, ms, err);
+	enum tps_status st = symbolic ? tps_model_init_meta(&model, ms, err)
+				      : tps_model_init(&model, ms, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -661,8 +683,12 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	for (int i = 0; i < summary->n_warnings; i++) {
 		warnings[i] = summary->warnings[i];
 	}
-	st = tps_model_make_input(ms, &input, err);
-	if (st == TPS_OK && with_target) {
+	if (symbolic) {
+		st = make_meta_inputs(ms, with_target, &input, &target, err);
+	} else {
+		st = tps_model_make_input(ms, &input, err);
+	}
+	if (st == TPS_OK && !symbolic && with_target) {
 		st = tps_model_make_target(ms, &target, err);
 	}
 	lap(&t0, &stats->init_s);
@@ -708,6 +734,25 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_trace_end_events(trace, err);
 	}
 	lap(&t0, &stats->trace_s);
+	if (st == TPS_OK && symbolic) {
+		/* No values: nothing to compare, no reference to run. */
+		result.match = true;
+		st = tps_trace_write_result(trace, &result, err);
+		if (st == TPS_OK) {
+			summary->symbolic = true;
+			summary->optimizer_states =
+				ms->mode == TPS_MODE_TRAINING
+					? tps_optim_state_count(&ms->optimizer)
+					: 0;
+			st = tps_model_footprint(&model, &summary->footprint,
+						 err);
+			for (int p = 0; p < TPS_PHASE_COUNT; p++) {
+				summary->phase_bytes[p] = tps_trace_phase_bytes(
+					trace, (enum tps_phase)p);
+			}
+		}
+		goto finish;
+	}
 	if (st == TPS_OK) {
 		st = tps_model_run_reference(&model, &input,
 					     with_target ? &target : NULL, &ref,
@@ -740,6 +785,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		}
 		st = tps_trace_write_result(trace, &result, err);
 	}
+finish:
 	if (st == TPS_OK) {
 		st = tps_trace_finish(trace, err);
 	}
@@ -751,7 +797,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		summary->max_abs_diff = result.max_abs_diff;
 		summary->match = result.match;
 		summary->steps = sim.steps;
-		if (sim.steps > 0 && !result.stopped) {
+		if (sim.steps > 0 && !result.stopped && !symbolic) {
 			summary->loss = sim.loss[sim.steps - 1];
 			summary->reference_loss = ref.loss[ref.steps - 1];
 		}
@@ -785,7 +831,17 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	}
 	s.stats.init_s = now_seconds() - start;
 	tps_json_escape_for_message(opts->config_path, esc, sizeof esc);
-	need = tps_model_estimate_bytes(&spec.model);
+	if (opts->symbolic) {
+		st = tps_config_make_symbolic(&spec, err);
+		if (st != TPS_OK) {
+			tps_error_prefix(err, "%s", esc);
+			goto out;
+		}
+	}
+	/* A symbolic run's tensors are meta: they take no bytes. */
+	need = spec.compute == TPS_COMPUTE_SYMBOLIC
+		       ? 0
+		       : tps_model_estimate_bytes(&spec.model);
 	if (need > opts->max_memory) {
 		st = tps_error_set(
 			err, TPS_ERR_LIMIT,
@@ -797,6 +853,11 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	}
 	s.stats.threads =
 		opts->threads > 0 ? opts->threads : tps_pool_default_threads();
+	if (spec.compute == TPS_COMPUTE_SYMBOLIC) {
+		/* Meta ranks do no arithmetic: handing hundreds of empty
+		 * items to threads costs more than it saves. */
+		s.stats.threads = 1;
+	}
 	st = tps_pool_new(&pool, s.stats.threads, err);
 	if (st != TPS_OK) {
 		goto out;

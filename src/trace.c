@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "tpsim/numfmt.h"
+#include "tpsim/optim.h"
 #include "tpsim/pool.h"
 #include "tpsim/rng.h"
 #include "tps_version.h"
@@ -516,17 +517,26 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	bool collective = ev->kind == TPS_EVENT_COLLECTIVE;
 	char group_name[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX];
 	struct facts_job job = {v, t->values == TPS_TRACE_VALUES_SUMMARY, NULL};
+	/* A meta tensor (a symbolic run) has no values to check or write,
+	 * and its ranks' shapes are those its placements give them: the
+	 * event lists no ranks (docs/trace.md). */
+	bool meta = v->locals[0].meta;
 	enum tps_status st;
 
-	job.facts = malloc((size_t)t->mesh->world_size * sizeof *job.facts);
-	if (!job.facts) {
-		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-	}
-	tps_pool_for(t->mesh->pool, t->mesh->world_size, find_rank_facts, &job);
-	st = check_finite(t, ev, job.facts, err);
-	if (st != TPS_OK) {
-		free(job.facts);
-		return st;
+	if (!meta) {
+		job.facts =
+			malloc((size_t)t->mesh->world_size * sizeof *job.facts);
+		if (!job.facts) {
+			return tps_error_set(err, TPS_ERR_NOMEM,
+					     "out of memory");
+		}
+		tps_pool_for(t->mesh->pool, t->mesh->world_size,
+			     find_rank_facts, &job);
+		st = check_finite(t, ev, job.facts, err);
+		if (st != TPS_OK) {
+			free(job.facts);
+			return st;
+		}
 	}
 	fputs(t->first_event ? "\n" : ",\n", out);
 	t->first_event = false;
@@ -559,14 +569,17 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fprintf(out, ",\"bytes_per_rank\":%" PRId64,
 			ev->bytes_per_rank);
 	}
-	fputs(",\"ranks\":[", out);
-	for (int r = 0; r < t->mesh->world_size; r++) {
-		fprintf(out, "%s{\"rank\":%d,\"shape\":", r ? "," : "", r);
-		write_shape(out, &v->locals[r].shape);
-		write_values(t, &v->locals[r], &job.facts[r]);
-		fputc('}', out);
+	if (!meta) {
+		fputs(",\"ranks\":[", out);
+		for (int r = 0; r < t->mesh->world_size; r++) {
+			fprintf(out, "%s{\"rank\":%d,\"shape\":", r ? "," : "",
+				r);
+			write_shape(out, &v->locals[r].shape);
+			write_values(t, &v->locals[r], &job.facts[r]);
+			fputc('}', out);
+		}
+		fputc(']', out);
 	}
-	fputc(']', out);
 	if (ev->note) {
 		fputs(",\"note\":", out);
 		tps_trace_write_string(out, ev->note);
@@ -646,10 +659,93 @@ static void write_named(const struct tps_trace *t, const char *key,
 	fputc('}', t->out);
 }
 
+/* "key":{"bytes":B,"rank":R} with "min_bytes", "min_rank" when the
+ * ranks differ. */
+static void write_figure(FILE *out, const char *key,
+			 const struct tps_model_figure *f)
+{
+	fprintf(out, ",\"%s\":{\"bytes\":%" PRId64 ",\"rank\":%d", key, f->max,
+		f->max_rank);
+	if (f->min != f->max) {
+		fprintf(out, ",\"min_bytes\":%" PRId64 ",\"min_rank\":%d",
+			f->min, f->min_rank);
+	}
+	fputc('}', out);
+}
+
+int64_t tps_trace_phase_bytes(const struct tps_trace *t, enum tps_phase phase)
+{
+	for (size_t i = 0; i < t->n_tallies; i++) {
+		if (t->tallies[i].section == 1 &&
+		    strcmp(t->tallies[i].key, tps_phase_names[phase]) == 0) {
+			return t->tallies[i].bytes_per_rank;
+		}
+	}
+	return 0;
+}
+
+/* "symbolic": what each rank holds and sends (docs/trace.md). */
+static enum tps_status write_symbolic(const struct tps_trace *t,
+				      const struct tps_model *model,
+				      struct tps_error *err)
+{
+	FILE *out = t->out;
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_model_footprint fp;
+	bool first = true;
+	enum tps_status st = tps_model_footprint(model, &fp, err);
+
+	if (st != TPS_OK) {
+		return st;
+	}
+	fputs(",\"symbolic\":{\"bytes_per_element\":4", out);
+	fprintf(out, ",\"optimizer_states\":%d",
+		spec->mode == TPS_MODE_TRAINING
+			? tps_optim_state_count(&spec->optimizer)
+			: 0);
+	write_figure(out, "param_bytes", &fp.params);
+	write_figure(out, "grad_bytes", &fp.grads);
+	write_figure(out, "optimizer_state_bytes", &fp.optimizer_state);
+	write_figure(out, "saved_activation_bytes", &fp.saved);
+	write_figure(out, "output_bytes", &fp.output);
+	write_figure(out, "peak_activation_bytes", &fp.activations);
+	/* Each top-level module with its descendants. */
+	fputs(",\"saved_activation_bytes_by_module\":{", out);
+	for (int i = 0; i < spec->n_modules;) {
+		int next = i + 1 + spec->modules[i].n_descendants;
+		int64_t bytes = 0;
+		for (int k = i; k < next; k++) {
+			bytes += model->module_saved_bytes[k];
+		}
+		fputs(first ? "" : ",", out);
+		first = false;
+		tps_trace_write_string(out, spec->modules[i].name);
+		fprintf(out, ":%" PRId64, bytes);
+		i = next;
+	}
+	fputs("},\"comm_bytes_per_rank\":{", out);
+	for (int p = TPS_PHASE_FORWARD; p < TPS_PHASE_COUNT; p++) {
+		fprintf(out, "%s\"%s\":%" PRId64,
+			p == TPS_PHASE_FORWARD ? "" : ",", tps_phase_names[p],
+			tps_trace_phase_bytes(t, (enum tps_phase)p));
+	}
+	fputs("}}", out);
+	return TPS_OK;
+}
+
 enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err)
 {
+	if (r->symbolic) {
+		/* Shapes only, and no reference to compare with. */
+		enum tps_status st;
+		fputs("\"result\":{\"output\":", t->out);
+		write_tensor_object(t, &r->sim->output);
+		st = write_symbolic(t, r->model, err);
+		fputs("},\n", t->out);
+		return st;
+	}
 	if (r->stopped) {
 		/* The mistaken simulation never produced an output. */
 		fputs("\"result\":{\"stopped\":", t->out);

@@ -26,6 +26,8 @@ struct tps_run_options {
 	/* Threads the ranks and the reference run on; 0: the machine's
 	 * cores. The trace is the same bytes for every count. */
 	int threads;
+	/* "--symbolic": run as if the config said "compute": "symbolic". */
+	bool symbolic;
 };
 
 /* Where a run's time and memory went (`tpsim run --stats`). Seconds are
@@ -65,12 +67,19 @@ struct tps_run_summary {
 	 * the shape error it stopped the simulation at ("" if none). */
 	char diagnosis[1024];
 	char stopped[TPS_ERROR_MESSAGE_MAX];
+	/* A symbolic run: no values and no reference (match is true); what
+	 * each rank holds, and the collective bytes per rank by phase. */
+	bool symbolic;
+	int optimizer_states;
+	struct tps_model_footprint footprint;
+	int64_t phase_bytes[TPS_PHASE_COUNT];
 	struct tps_run_stats stats;
 };
 
 /*
  * Runs the config. On TPS_OK the trace is complete and *summary filled;
- * summary->match tells whether TP agreed with the reference. On error
+ * summary->match tells whether TP agreed with the reference (a symbolic
+ * run has none to agree with: match is true). On error
  * nothing was written (the temporary file is removed).
  */
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,

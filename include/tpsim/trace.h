@@ -70,6 +70,10 @@ struct tps_trace_result {
 	/* NULL, or the shape error an injected mistake stopped the
 	 * simulation at: then sim holds nothing. */
 	const char *stopped;
+	/* A symbolic run (meta tensors, no reference: ref is NULL): the
+	 * result holds the output's shape and "symbolic", what each rank
+	 * holds (tps_model_footprint) and sends by phase. */
+	bool symbolic;
 };
 
 void tps_trace_init(struct tps_trace *t, FILE *out,
@@ -99,6 +103,9 @@ enum tps_status tps_trace_end_events(struct tps_trace *t,
 enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err);
+/* The collective bytes per rank emitted so far in one phase (the sum over
+ * its events of each event's bytes_per_rank, as "comm"."by_phase"). */
+int64_t tps_trace_phase_bytes(const struct tps_trace *t, enum tps_phase phase);
 /* Writes "comm", closes the document and flushes; reports write errors. */
 enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err);
 
