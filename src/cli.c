@@ -259,6 +259,10 @@ static void print_symbolic(FILE *err, const char *config,
 			   const struct tps_run_summary *s)
 {
 	const struct tps_model_footprint *fp = &s->footprint;
+	if (s->steps > 0) {
+		fprintf(err, "%d training step%s, ", s->steps,
+			s->steps == 1 ? "" : "s");
+	}
 	fprintf(err,
 		"%lld event%s, %lld collective%s (%lld bytes/rank); "
 		"symbolic: no values, no reference\n",

@@ -342,6 +342,11 @@ static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
 		fputs(" bytes/rank", out);
 	}
 	fputc('\n', out);
+	if (!ranks) {
+		fputs("        every rank: the block its placements give "
+		      "(symbolic: no values; --pictures draws them)\n",
+		      out);
+	}
 	cJSON_ArrayForEach(r, ranks)
 	{
 		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(r, "rank");
@@ -507,7 +512,11 @@ static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
 		print_number(out, bytes);
 		fputs(" bytes per rank", out);
 	}
-	fputs(".\n\n| rank | shape | values |\n|---:|---|---|\n", out);
+	fputs(ranks ? ".\n\n| rank | shape | values |\n|---:|---|---|\n"
+		    : ". Every rank holds the block its placements give (a "
+		      "symbolic trace lists no ranks; `--pictures` draws "
+		      "them).\n",
+	      out);
 	cJSON_ArrayForEach(r, ranks)
 	{
 		fputs("| ", out);
@@ -666,6 +675,66 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 	return TPS_EXIT_OK;
 }
 
+/* One figure of result.symbolic: bytes, and the ranks when they differ. */
+static void symbolic_figure(FILE *out, const cJSON *symbolic, const char *key,
+			    const char *what, bool md)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(symbolic, key);
+	const cJSON *min = cJSON_GetObjectItemCaseSensitive(f, "min_bytes");
+	fprintf(out, md ? "- %s: " : "  %s ", what);
+	print_number(out, cJSON_GetObjectItemCaseSensitive(f, "bytes"));
+	if (min) {
+		fputs(" bytes on rank ", out);
+		print_number(out, cJSON_GetObjectItemCaseSensitive(f, "rank"));
+		fputs(" (rank ", out);
+		print_number(out,
+			     cJSON_GetObjectItemCaseSensitive(f, "min_rank"));
+		fputs(": ", out);
+		print_number(out, min);
+		fputc(')', out);
+	} else {
+		fputs(" bytes", out);
+	}
+	fputc('\n', out);
+}
+
+/* The result of a symbolic run: the output's shape, what each rank holds
+ * and sends; no values, no reference. */
+static void explain_symbolic(FILE *out, const cJSON *result, bool md)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(result, "symbolic");
+	const cJSON *comm =
+		cJSON_GetObjectItemCaseSensitive(s, "comm_bytes_per_rank");
+	const cJSON *phase;
+	fputs(md ? "## Result\n\nSymbolic: no values, no reference. Output "
+		 : "result: symbolic: no values, no reference; output ",
+	      out);
+	print_shape(out,
+		    cJSON_GetObjectItemCaseSensitive(
+			    cJSON_GetObjectItemCaseSensitive(result, "output"),
+			    "shape"));
+	fputs(md ? ". Per rank, float32, the largest over ranks:\n\n"
+		 : "; per rank, float32, the largest over ranks:\n",
+	      out);
+	symbolic_figure(out, s, "param_bytes", "parameters", md);
+	symbolic_figure(out, s, "grad_bytes", "gradients", md);
+	symbolic_figure(out, s, "optimizer_state_bytes", "optimizer state", md);
+	symbolic_figure(out, s, "saved_activation_bytes",
+			"activations saved for backward", md);
+	symbolic_figure(out, s, "output_bytes", "model output", md);
+	symbolic_figure(out, s, "peak_activation_bytes", "activations at peak",
+			md);
+	fputs(md ? "- collectives:" : "  collectives", out);
+	cJSON_ArrayForEach(phase, comm)
+	{
+		fputs(phase == comm->child ? " " : ", ", out);
+		md_or_text(out, md, phase->string);
+		fputc(' ', out);
+		print_number(out, phase);
+	}
+	fputs(md ? " bytes per rank\n\n" : " bytes per rank\n", out);
+}
+
 int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 {
 	cJSON *trace = NULL;
@@ -787,7 +856,9 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		      out);
 	}
 	result = cJSON_GetObjectItemCaseSensitive(trace, "result");
-	if (result) {
+	if (cJSON_GetObjectItemCaseSensitive(result, "symbolic")) {
+		explain_symbolic(out, result, filter.md);
+	} else if (result) {
 		const cJSON *o =
 			cJSON_GetObjectItemCaseSensitive(result, "output");
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(
