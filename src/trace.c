@@ -37,6 +37,11 @@ void tps_trace_free(struct tps_trace *t)
 	free(t->tallies);
 	t->tallies = NULL;
 	t->n_tallies = t->cap_tallies = 0;
+	for (size_t i = 0; i < sizeof t->groups_json / sizeof t->groups_json[0];
+	     i++) {
+		free(t->groups_json[i]);
+		t->groups_json[i] = NULL;
+	}
 }
 
 void tps_trace_write_string(FILE *out, const char *s)
@@ -320,6 +325,28 @@ static void write_groups(FILE *out, const struct tps_mesh *m, unsigned mask)
 	fputc(']', out);
 }
 
+/* write_groups, formatted once per mask (a 512-rank mesh lists 512 ranks
+ * in every collective event's groups). Without memory for the text, the
+ * groups are written directly. */
+static void write_groups_cached(struct tps_trace *t, unsigned mask)
+{
+	char **text = &t->groups_json[mask];
+	if (!*text) {
+		size_t len = 0;
+		FILE *mem = open_memstream(text, &len);
+		if (mem) {
+			write_groups(mem, t->mesh, mask);
+		}
+		if (!mem || fclose(mem) != 0) {
+			free(*text);
+			*text = NULL;
+			write_groups(t->out, t->mesh, mask);
+			return;
+		}
+	}
+	fputs(*text, t->out);
+}
+
 void tps_trace_write_mesh_fields(FILE *out, const struct tps_mesh *m)
 {
 	fputs("\"shape\":[", out);
@@ -559,7 +586,7 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fputs(",\"mesh_dim\":", out);
 		tps_trace_write_string(out, group_name);
 		fputs(",\"groups\":", out);
-		write_groups(out, t->mesh, ev->mask);
+		write_groups_cached(t, ev->mask);
 	}
 	fputs(",\"placements\":", out);
 	write_placements(out, v);

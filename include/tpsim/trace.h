@@ -56,6 +56,9 @@ struct tps_trace {
 	/* The first event an injected mistake made (result.diverged_at). */
 	const char *first_mistake;
 	int64_t first_mistake_seq;
+	/* Each mask's "groups" array as JSON text, made at its first event
+	 * (every event over the same dims lists the same groups). */
+	char *groups_json[1u << TPS_MAX_MESH_DIMS];
 };
 
 /* What the run concluded: the simulation's and the reference's outcomes
