@@ -655,8 +655,8 @@ enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
 enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
 					 struct tps_error *err)
 {
-	cJSON *n = spec->normalized, *item, *values;
-	int at = 0;
+	cJSON *n = spec->normalized, *item, *tail, *compute, *values;
+	bool added = false;
 	if (spec->compute == TPS_COMPUTE_SYMBOLIC) {
 		return TPS_OK;
 	}
@@ -666,26 +666,42 @@ enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
 				     "values, and /inject diagnoses a mistake "
 				     "from them");
 	}
-	/* "compute" goes where the normaliser puts it: before "links". */
-	for (item = n->child; item && strcmp(item->string, "links") != 0;
-	     item = item->next) {
-		at++;
-	}
+	/* "compute" goes where the normaliser puts it: before "links". The
+	 * keys from "links" on are moved aside and put back after it
+	 * (cJSON_InsertItemInArray refuses objects in some cJSON builds). */
+	tail = cJSON_CreateArray();
+	compute = cJSON_CreateString(tps_compute_names[TPS_COMPUTE_SYMBOLIC]);
 	values = cJSON_CreateString(
 		tps_trace_values_names[TPS_TRACE_VALUES_NONE]);
-	if (!values ||
-	    !cJSON_AddStringToObject(n, "compute",
-				     tps_compute_names[TPS_COMPUTE_SYMBOLIC])) {
-		cJSON_Delete(values);
-		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	if (!tail || !compute || !values) {
+		goto nomem;
 	}
-	item = cJSON_DetachItemFromObjectCaseSensitive(n, "compute");
-	cJSON_InsertItemInArray(n, at, item);
+	for (item = cJSON_GetObjectItemCaseSensitive(n, "links"); item;) {
+		cJSON *next = item->next;
+		cJSON_AddItemToArray(tail, cJSON_DetachItemViaPointer(n, item));
+		item = next;
+	}
+	added = cJSON_AddItemToObject(n, "compute", compute);
+	while (tail->child) {
+		cJSON_AddItemToArray(
+			n, cJSON_DetachItemViaPointer(tail, tail->child));
+	}
+	if (!added) {
+		goto nomem;
+	}
+	cJSON_Delete(tail);
 	cJSON_ReplaceItemInObjectCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(n, "trace"), "values", values);
 	spec->compute = TPS_COMPUTE_SYMBOLIC;
 	spec->values = TPS_TRACE_VALUES_NONE;
 	return TPS_OK;
+nomem:
+	cJSON_Delete(tail);
+	cJSON_Delete(values);
+	if (!added) {
+		cJSON_Delete(compute);
+	}
+	return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 }
 
 void tps_run_spec_free(struct tps_run_spec *spec)
