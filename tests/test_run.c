@@ -6,8 +6,13 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
+#include "tpsim/cli.h"
+#include "tpsim/jsonio.h"
+#include "tpsim/picture.h"
 #include "tpsim/run.h"
 
 static struct tps_tensor vec(int64_t n, const float *v)
@@ -58,6 +63,598 @@ START_TEST(compare_tolerance_is_relative_to_the_largest_reference_value)
 }
 END_TEST
 
+/* ==== symbolic mode (issue 8, item 5; docs/symbolic.md) ================
+ *
+ * A GPT of l transformer_blocks (dim h, a heads, MLP 4h), a vocab-parallel
+ * embedding of V ids, a final layernorm and a colwise vocabulary
+ * projection without bias, cross_entropy with loss_parallel, adamw, on a
+ * (dp, tp) mesh: each dp rank holds b sequences of s tokens. The formulas
+ * below are docs/symbolic.md's, written out independently of the engine.
+ */
+struct gpt {
+	int64_t l, h, a, s, b, t, dp, V;
+	bool sp;
+};
+
+static char *gpt_config(const struct gpt *g, bool symbolic)
+{
+	static const char plain[] =
+		"'plan': {'wte': 'vocab', 'h*.attn.[qkv]': 'colwise', "
+		"'h*.attn.o': 'rowwise', 'h*.mlp.fc1': 'colwise', "
+		"'h*.mlp.fc2': 'rowwise', 'head': 'colwise'}";
+	static const char sp[] =
+		"'plan': {'wte': {'style': 'vocab', 'output': 'shard(1)'}, "
+		"'h*.ln[12]': 'sequence', 'h*.attn.[qkv]': 'colwise', "
+		"'h*.attn.o': {'style': 'rowwise', 'output': 'shard(1)'}, "
+		"'h*.mlp.fc1': {'style': 'colwise', 'input': 'shard(1)'}, "
+		"'h*.mlp.fc2': {'style': 'rowwise', 'output': 'shard(1)'}, "
+		"'ln_f': 'sequence', "
+		"'head': {'style': 'colwise', 'input': 'shard(1)'}}";
+	size_t cap = 4096 + 128 * (size_t)g->l, n = 0;
+	char *c = malloc(cap);
+	ck_assert_ptr_nonnull(c);
+	n += (size_t)snprintf(
+		c + n, cap - n,
+		"{'tpsim': 1, 'mesh': {'shape': [%lld, %lld], 'dim_names': "
+		"['dp', 'tp']}, 'dp_dim': 'dp', 'model': [{'name': 'wte', "
+		"'type': 'embedding', 'num_embeddings': %lld, "
+		"'embedding_dim': %lld}",
+		(long long)g->dp, (long long)g->t, (long long)g->V,
+		(long long)g->h);
+	for (int64_t i = 0; i < g->l; i++) {
+		n += (size_t)snprintf(c + n, cap - n,
+				      ", {'name': 'h%lld', 'type': "
+				      "'transformer_block', 'dim': %lld, "
+				      "'num_heads': %lld}",
+				      (long long)i, (long long)g->h,
+				      (long long)g->a);
+	}
+	n += (size_t)snprintf(
+		c + n, cap - n,
+		", {'name': 'ln_f', 'type': 'layernorm', 'dim': %lld}, "
+		"{'name': 'head', 'type': 'linear', 'in_features': %lld, "
+		"'out_features': %lld, 'bias': false}], %s, "
+		"'input': {'shape': [%lld, %lld]}, 'mode': 'training', "
+		"'loss': 'cross_entropy', 'loss_parallel': true, "
+		"'optimizer': {'type': 'adamw'}, 'init': {'method': 'uniform', "
+		"'seed': 3}%s}",
+		(long long)g->h, (long long)g->h, (long long)g->V,
+		g->sp ? sp : plain, (long long)(g->b * g->dp), (long long)g->s,
+		symbolic ? ", 'compute': 'symbolic'" : "");
+	ck_assert_uint_lt(n, cap);
+	for (char *p = c; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	return c;
+}
+
+/* Vocabulary rows on tp rank r: the chunk rule, ceil(V/t) each. */
+static int64_t vocab_rows(const struct gpt *g, int64_t r)
+{
+	int64_t chunk = (g->V + g->t - 1) / g->t, start = chunk * r;
+	start = start < g->V ? start : g->V;
+	return g->V - start < chunk ? g->V - start : chunk;
+}
+
+/* Parameters on a rank holding v vocabulary rows: per block 12h^2/t
+ * sharded weights, 7h/t sharded biases (q, k, v, fc1), 6h replicated
+ * (o's and fc2's biases, two layernorms); the embedding and the head v h
+ * each; the final layernorm 2h. */
+static int64_t gpt_params_per_rank(const struct gpt *g, int64_t v)
+{
+	int64_t h = g->h, t = g->t;
+	return g->l * (12 * h * h / t + 7 * h / t + 6 * h) + 2 * v * h + 2 * h;
+}
+
+/* Elements saved for backward per block (docs/symbolic.md):
+ * plain 6 sbh + 12 sbh/t, sequence parallel 4 sbh + 14 sbh/t. */
+static int64_t gpt_saved_per_layer(const struct gpt *g)
+{
+	int64_t sbh = g->s * g->b * g->h;
+	return g->sp ? 4 * sbh + 14 * sbh / g->t : 6 * sbh + 12 * sbh / g->t;
+}
+
+/* Everything saved: the blocks, the embedding's token ids (bs), ln_f's
+ * input (sbh, or sbh/t sequence parallel), the head's gathered input. */
+static int64_t gpt_saved(const struct gpt *g)
+{
+	int64_t sbh = g->s * g->b * g->h;
+	return g->l * gpt_saved_per_layer(g) + g->b * g->s +
+	       (g->sp ? sbh / g->t : sbh) + sbh;
+}
+
+/* Ring bytes per rank over n ranks of a buffer of S elements. */
+static int64_t ring_all_reduce(int64_t S, int64_t n)
+{
+	return 2 * (n - 1) * ((S + n - 1) / n) * 4;
+}
+
+static int64_t ring_gather(int64_t S, int64_t n)
+{
+	return (n - 1) * ((S + n - 1) / n) * 4;
+}
+
+/* The dp all_reduce of every parameter, at the size of its largest
+ * shard. */
+static int64_t gpt_optimizer_bytes(const struct gpt *g)
+{
+	int64_t h = g->h, t = g->t, d = g->dp, v = vocab_rows(g, 0);
+	int64_t block = 4 * ring_all_reduce(h, d) +	    /* layernorms */
+			3 * ring_all_reduce(h / t * h, d) + /* q, k, v */
+			3 * ring_all_reduce(h / t, d) +
+			ring_all_reduce(h * (h / t), d) + /* o */
+			ring_all_reduce(h, d) +
+			ring_all_reduce(4 * h / t * h, d) + /* fc1 */
+			ring_all_reduce(4 * h / t, d) +
+			ring_all_reduce(h * (4 * h / t), d) + /* fc2 */
+			ring_all_reduce(h, d);
+	return g->l * block + 2 * ring_all_reduce(v * h, d) +
+	       2 * ring_all_reduce(h, d);
+}
+
+/* Forward and backward collectives over tp (docs/symbolic.md). */
+static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
+{
+	int64_t bsh = g->b * g->s * g->h, t = g->t, l = g->l;
+	int64_t stats = 3 * ring_all_reduce(g->b * g->s, t);
+	if (!g->sp) {
+		*fwd = (2 * l + 1) * ring_all_reduce(bsh, t) + stats;
+		*bwd = (2 * l + 1) * ring_all_reduce(bsh, t);
+		return;
+	}
+	*fwd = (4 * l + 2) * ring_gather(bsh, t) + stats;
+	*bwd = (4 * l + 2) * ring_gather(bsh, t) +
+	       (4 * l + 2) * ring_all_reduce(g->h, t);
+}
+
+/* Runs a config text; the trace goes to dir/name.trace.json. */
+static enum tps_status run_text_in(const char *dir, const char *name,
+				   const char *text, bool symbolic,
+				   struct tps_run_summary *s,
+				   struct tps_error *err)
+{
+	char cfg[512], trace[512];
+	struct tps_run_options opts = {
+		cfg, trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, symbolic};
+	snprintf(cfg, sizeof cfg, "%s/%s.json", dir, name);
+	snprintf(trace, sizeof trace, "%s/%s.trace.json", dir, name);
+	tu_write_file(cfg, text, strlen(text));
+	return tps_run(&opts, NULL, s, err);
+}
+
+static void assert_figure(const char *what, const struct tps_model_figure *f,
+			  int64_t max, int max_rank, int64_t min, int min_rank)
+{
+	printf("  %-22s %lld (rank %d) .. %lld (rank %d); formula %lld .. "
+	       "%lld\n",
+	       what, (long long)f->max, f->max_rank, (long long)f->min,
+	       f->min_rank, (long long)max, (long long)min);
+	ck_assert_int_eq(f->max, max);
+	ck_assert_int_eq(f->min, min);
+	if (max != min) {
+		ck_assert_int_eq(f->max_rank, max_rank);
+		ck_assert_int_eq(f->min_rank, min_rank);
+	}
+}
+
+START_TEST(symbolic_figures_equal_the_formulas)
+{
+	static const struct gpt cases[] = {
+		{1, 8, 2, 4, 1, 2, 1, 10, false},
+		{2, 16, 4, 8, 2, 4, 2, 37, false},
+		{2, 8, 2, 4, 1, 1, 2, 11, false},
+		{3, 12, 3, 6, 1, 3, 2, 29, true},
+		{2, 16, 4, 8, 2, 4, 2, 37, true},
+		{1, 24, 6, 4, 3, 2, 3, 51, true},
+		{4, 32, 8, 16, 2, 8, 1, 100, true},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct gpt *g = &cases[i];
+		char *text = gpt_config(g, true);
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		const struct tps_model_footprint *fp = &s.footprint;
+		int64_t vmax = vocab_rows(g, 0), vmin = vocab_rows(g, g->t - 1);
+		int last = (int)(g->t - 1);
+		int64_t pmax = 4 * gpt_params_per_rank(g, vmax);
+		int64_t pmin = 4 * gpt_params_per_rank(g, vmin);
+		int64_t saved = 4 * gpt_saved(g), fwd, bwd;
+		int64_t out_max = 4 * g->b * g->s * vmax;
+		int64_t out_min = 4 * g->b * g->s * vmin;
+
+		printf("l %lld h %lld a %lld s %lld b %lld t %lld dp %lld V "
+		       "%lld%s\n",
+		       (long long)g->l, (long long)g->h, (long long)g->a,
+		       (long long)g->s, (long long)g->b, (long long)g->t,
+		       (long long)g->dp, (long long)g->V,
+		       g->sp ? " sequence parallel" : "");
+		ck_assert_msg(run_text_in(dir, "gpt", text, false, &s, &err) ==
+				      TPS_OK,
+			      "%s", err.message);
+		ck_assert(s.symbolic && s.match);
+		ck_assert_int_eq(s.optimizer_states, 2);
+		assert_figure("params", &fp->params, pmax, 0, pmin, last);
+		assert_figure("grads", &fp->grads, pmax, 0, pmin, last);
+		assert_figure("optimizer state", &fp->optimizer_state, 2 * pmax,
+			      0, 2 * pmin, last);
+		assert_figure("saved", &fp->saved, saved, 0, saved, 0);
+		assert_figure("output", &fp->output, out_max, 0, out_min, last);
+		assert_figure("activations", &fp->activations, saved + out_max,
+			      0, saved + out_min, last);
+		gpt_tp_bytes(g, &fwd, &bwd);
+		printf("  comm forward %lld backward %lld optimizer %lld\n",
+		       (long long)s.phase_bytes[TPS_PHASE_FORWARD],
+		       (long long)s.phase_bytes[TPS_PHASE_BACKWARD],
+		       (long long)s.phase_bytes[TPS_PHASE_OPTIMIZER]);
+		ck_assert_int_eq(s.phase_bytes[TPS_PHASE_FORWARD], fwd);
+		ck_assert_int_eq(s.phase_bytes[TPS_PHASE_BACKWARD], bwd);
+		ck_assert_int_eq(s.phase_bytes[TPS_PHASE_OPTIMIZER],
+				 g->dp > 1 ? gpt_optimizer_bytes(g) : 0);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* Reads a whole trace file. */
+static cJSON *load_trace(const char *dir, const char *name)
+{
+	char path[512];
+	cJSON *trace = NULL;
+	struct tps_error err = {0};
+	snprintf(path, sizeof path, "%s/%s.trace.json", dir, name);
+	ck_assert_msg(tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &trace,
+				    &err) == TPS_OK,
+		      "%s", err.message);
+	return trace;
+}
+
+START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
+{
+	/* The same configs run with values (trace values none) and
+	 * symbolically: every event is the same but for "ranks", which a
+	 * symbolic trace leaves out, and each rank's shape in the values
+	 * run is the block its placements give (what the picture checks),
+	 * so leaving them out loses nothing. comm and params agree too. */
+	static const struct gpt cases[] = {
+		{2, 8, 2, 4, 1, 2, 2, 11, false},
+		{2, 8, 2, 4, 1, 2, 2, 11, true},
+		{1, 12, 3, 6, 2, 3, 1, 7, true},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *text = gpt_config(&cases[i], false);
+		struct tps_run_summary sv, ss;
+		struct tps_error err = {0};
+		cJSON *tv, *ts, *ev, *es;
+		const char *keys[] = {"params", "comm", NULL};
+		int index = 0;
+
+		/* values none keeps the values trace small; the run still
+		 * computes every value and matches its reference. */
+		char *at = strstr(text, "\"init\"");
+		size_t len = strlen(text);
+		char *vtext = malloc(len + 64);
+		ck_assert_ptr_nonnull(vtext);
+		memcpy(vtext, text, (size_t)(at - text));
+		strcpy(vtext + (at - text),
+		       "\"trace\": {\"values\": \"none\"}, ");
+		strcat(vtext, at);
+		ck_assert_msg(run_text_in(dir, "values", vtext, false, &sv,
+					  &err) == TPS_OK,
+			      "%s", err.message);
+		ck_assert(!sv.symbolic && sv.match);
+		ck_assert_msg(run_text_in(dir, "symbolic", text, true, &ss,
+					  &err) == TPS_OK,
+			      "%s", err.message);
+		ck_assert(ss.symbolic);
+		ck_assert_int_eq(sv.events, ss.events);
+		ck_assert_int_eq(sv.collectives, ss.collectives);
+		ck_assert_int_eq(sv.bytes_per_rank, ss.bytes_per_rank);
+		tv = load_trace(dir, "values");
+		ts = load_trace(dir, "symbolic");
+		for (int k = 0; keys[k]; k++) {
+			ck_assert_msg(
+				cJSON_Compare(cJSON_GetObjectItemCaseSensitive(
+						      tv, keys[k]),
+					      cJSON_GetObjectItemCaseSensitive(
+						      ts, keys[k]),
+					      true),
+				"%s differ", keys[k]);
+		}
+		es = cJSON_GetObjectItemCaseSensitive(ts, "events")->child;
+		cJSON_ArrayForEach(
+			ev, cJSON_GetObjectItemCaseSensitive(tv, "events"))
+		{
+			struct tps_picture pic;
+			ck_assert_msg(tps_picture_from_event(&pic, tv, "values",
+							     index,
+							     &err) == TPS_OK,
+				      "%s", err.message);
+			tps_picture_free(&pic);
+			ck_assert_ptr_nonnull(es);
+			ck_assert(
+				!cJSON_GetObjectItemCaseSensitive(es, "ranks"));
+			cJSON_DeleteItemFromObjectCaseSensitive(ev, "ranks");
+			ck_assert_msg(cJSON_Compare(ev, es, true),
+				      "event %d differs", index);
+			es = es->next;
+			index++;
+		}
+		ck_assert_ptr_null(es);
+		cJSON_Delete(tv);
+		cJSON_Delete(ts);
+		free(vtext);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(symbolic_and_values_models_hold_the_same_bytes)
+{
+	/* tps_model_footprint on a real model after a real step equals the
+	 * meta model's: the figures count shapes, not values. */
+	static const struct gpt g = {2, 8, 2, 4, 1, 2, 2, 11, true};
+	char *text = gpt_config(&g, false);
+	cJSON *root = cJSON_Parse(text);
+	struct tps_run_spec spec;
+	struct tps_error err = {0};
+	struct tps_model_footprint fp[2];
+	struct tps_event_sink none = {NULL, NULL};
+
+	ck_assert_int_eq(tps_config_parse(root, "gpt.json", &spec, &err),
+			 TPS_OK);
+	for (int meta = 0; meta < 2; meta++) {
+		struct tps_model model;
+		struct tps_tensor input = {0}, target = {0};
+		struct tps_model_outcome out = {0};
+		struct tps_shape tshape = tps_model_output_shape(&spec.model);
+		tshape.ndim--; /* cross_entropy: an id per row */
+		if (meta) {
+			ck_assert_int_eq(
+				tps_model_init_meta(&model, &spec.model, &err),
+				TPS_OK);
+			ck_assert_int_eq(
+				tps_tensor_init_meta(
+					&input, &spec.model.input_shape, &err),
+				TPS_OK);
+			ck_assert_int_eq(
+				tps_tensor_init_meta(&target, &tshape, &err),
+				TPS_OK);
+		} else {
+			ck_assert_int_eq(
+				tps_model_init(&model, &spec.model, &err),
+				TPS_OK);
+			ck_assert_int_eq(
+				tps_model_make_input(&spec.model, &input, &err),
+				TPS_OK);
+			ck_assert_int_eq(tps_model_make_target(&spec.model,
+							       &target, &err),
+					 TPS_OK);
+		}
+		ck_assert_msg(tps_model_run(&model, &input, &target, none, &out,
+					    &err) == TPS_OK,
+			      "%s", err.message);
+		ck_assert_int_eq(tps_model_footprint(&model, &fp[meta], &err),
+				 TPS_OK);
+		tps_model_outcome_free(&out);
+		tps_tensor_free(&input);
+		tps_tensor_free(&target);
+		tps_model_free(&model);
+	}
+	ck_assert_int_eq(fp[0].saved.max, 4 * gpt_saved(&g));
+	ck_assert(memcmp(&fp[0], &fp[1], sizeof fp[0]) == 0);
+	tps_run_spec_free(&spec);
+	cJSON_Delete(root);
+	free(text);
+}
+END_TEST
+
+START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
+{
+	/* examples/gpt3_175b: 96 blocks, h 12288, 96 heads, s 2048, V
+	 * 50257, tp 8 x dp 64, one sequence per dp rank. Its parameters per
+	 * rank are the formula's; not one byte of tensor values is
+	 * allocated (tps_run resets the peak to what is live). */
+	static const struct gpt g = {96, 12288, 96,    2048, 1,
+				     8,	 64,	50257, false};
+	static const char *const configs[] = {"config.json", "config_sp.json"};
+	for (int c = 0; c < 2; c++) {
+		char path[256], trace[512];
+		const char *dir = tu_tempdir();
+		struct tps_run_options opts = {
+			path, trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		struct gpt sp = g;
+		int64_t live0, peak, live;
+
+		sp.sp = c == 1;
+		snprintf(path, sizeof path, "%s",
+			 tu_source_path("examples/gpt3_175b/"));
+		strcat(path, configs[c]);
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		tps_tensor_memory(&live0, &peak);
+		ck_assert_msg(tps_run(&opts, NULL, &s, &err) == TPS_OK, "%s",
+			      err.message);
+		tps_tensor_memory(&live, &peak);
+		printf("%s: params %lld bytes per rank, saved %lld, tensor "
+		       "peak %lld (live before %lld), %.3f s\n",
+		       configs[c], (long long)s.footprint.params.max,
+		       (long long)s.footprint.saved.max, (long long)peak,
+		       (long long)live0, s.stats.total_s);
+		ck_assert(s.symbolic);
+		ck_assert_int_eq(s.world_size, 512);
+		ck_assert_int_eq(s.footprint.params.max,
+				 4 * gpt_params_per_rank(&g, 6283));
+		ck_assert_int_eq(s.footprint.params.max, 87623270400);
+		ck_assert_int_eq(s.footprint.params.min,
+				 4 * gpt_params_per_rank(&g, 6276));
+		ck_assert_int_eq(s.footprint.saved.max, 4 * gpt_saved(&sp));
+		ck_assert_int_eq(peak, live0);
+		ck_assert_int_eq(live, live0);
+		tu_rmtree(dir);
+	}
+}
+END_TEST
+
+/* tpsim's CLI on argv, stdout and stderr into files; their text in *out. */
+static int cli_run(int argc, const char **argv, char **out, char **err_text)
+{
+	FILE *o = tmpfile(), *e = tmpfile();
+	int rc;
+	long n;
+	ck_assert(o && e);
+	rc = tps_cli_main(argc, (char **)argv, o, e);
+	for (int k = 0; k < 2; k++) {
+		FILE *f = k ? e : o;
+		char **text = k ? err_text : out;
+		n = ftell(f);
+		rewind(f);
+		*text = calloc((size_t)n + 1, 1);
+		ck_assert_ptr_nonnull(*text);
+		ck_assert_uint_eq(fread(*text, 1, (size_t)n, f), (size_t)n);
+		fclose(f);
+	}
+	return rc;
+}
+
+START_TEST(explain_reads_a_symbolic_trace)
+{
+	static const struct gpt g = {1, 8, 2, 4, 1, 2, 2, 11, true};
+	const char *dir = tu_tempdir();
+	char *text = gpt_config(&g, false), *out, *err_text, cfg[512],
+	     trace[512];
+	const char *run[] = {"tpsim", "run", cfg, "--symbolic", "-o", trace};
+	const char *explain[] = {"tpsim", "explain", trace, "--pictures"};
+	const char *md[] = {"tpsim", "explain", trace, "--format", "md"};
+
+	snprintf(cfg, sizeof cfg, "%s/gpt.json", dir);
+	snprintf(trace, sizeof trace, "%s/gpt.trace.json", dir);
+	tu_write_file(cfg, text, strlen(text));
+	ck_assert_int_eq(cli_run(6, run, &out, &err_text), 0);
+	printf("%s", err_text);
+	ck_assert_ptr_nonnull(
+		strstr(err_text, "symbolic: no values, no reference"));
+	ck_assert_ptr_nonnull(strstr(err_text, "activations at peak"));
+	free(out);
+	free(err_text);
+	ck_assert_int_eq(cli_run(4, explain, &out, &err_text), 0);
+	ck_assert_str_eq(err_text, "");
+	ck_assert_ptr_nonnull(strstr(out, "every rank: the block its "
+					  "placements give"));
+	ck_assert_ptr_nonnull(strstr(out, "sharding of h0.attn.q.out"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "result: symbolic: no values, no reference; output "
+			    "(2, 4, 11)"));
+	free(out);
+	free(err_text);
+	ck_assert_int_eq(cli_run(5, md, &out, &err_text), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Symbolic: no values, no reference"));
+	free(out);
+	free(err_text);
+	free(text);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(symbolic_config_errors_name_the_key)
+{
+	static const struct {
+		const char *config, *message;
+	} bad[] = {
+		{"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': "
+		 "4, 'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
+		 "{'shape': [2, 4]}, 'compute': 'shapes'}",
+		 "c.json: /compute: unknown compute mode \"shapes\""},
+		{"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': "
+		 "4, 'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
+		 "{'shape': [2, 4]}, 'inject': ['bias_every_rank'], "
+		 "'compute': 'symbolic'}",
+		 "c.json: /compute: a symbolic run has no values, and /inject "
+		 "diagnoses a mistake from them"},
+		{"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': "
+		 "4, 'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
+		 "{'shape': [2, 4]}, 'compute': 'symbolic', 'trace': "
+		 "{'values': 'summary'}}",
+		 "c.json: /trace/values: a symbolic run (/compute) has no "
+		 "values to write: \"none\", or leave it out"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *text = strdup(bad[i].config);
+		cJSON *root;
+		struct tps_run_spec spec;
+		struct tps_error err = {0};
+		for (char *p = text; *p; p++) {
+			*p = *p == '\'' ? '"' : *p;
+		}
+		root = cJSON_Parse(text);
+		ck_assert_ptr_nonnull(root);
+		ck_assert_int_ne(tps_config_parse(root, "c.json", &spec, &err),
+				 TPS_OK);
+		printf("%s\n", err.message);
+		ck_assert_ptr_nonnull(strstr(err.message, bad[i].message));
+		cJSON_Delete(root);
+		free(text);
+	}
+}
+END_TEST
+
+START_TEST(symbolic_flag_makes_the_normalised_config_symbolic)
+{
+	/* --symbolic on a values config: the trace's config says compute
+	 * symbolic, before links, and trace values none; on a config that
+	 * injects a mistake it is an error. */
+	static const struct gpt g = {1, 8, 2, 4, 1, 2, 1, 10, false};
+	const char *dir = tu_tempdir();
+	char *text = gpt_config(&g, false);
+	struct tps_run_summary s;
+	struct tps_error err = {0};
+	cJSON *trace, *config, *item;
+	const char *before = NULL;
+	const char *inject =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 4}], "
+		"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": [2, "
+		"4]}, \"inject\": [\"bias_every_rank\"]}";
+
+	ck_assert_int_eq(run_text_in(dir, "gpt", text, true, &s, &err), TPS_OK);
+	trace = load_trace(dir, "gpt");
+	config = cJSON_GetObjectItemCaseSensitive(trace, "config");
+	cJSON_ArrayForEach(item, config)
+	{
+		if (strcmp(item->string, "links") == 0) {
+			break;
+		}
+		before = item->string;
+	}
+	ck_assert_str_eq(before, "compute");
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(config, "compute")
+				 ->valuestring,
+			 "symbolic");
+	ck_assert_str_eq(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(config, "trace"),
+			"values")
+			->valuestring,
+		"none");
+	cJSON_Delete(trace);
+	ck_assert_int_eq(run_text_in(dir, "inject", inject, true, &s, &err),
+			 TPS_ERR_INPUT);
+	ck_assert_ptr_nonnull(strstr(err.message, "inject.json: --symbolic: "
+						  "a symbolic run has no "
+						  "values"));
+	free(text);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
 	Suite *s = suite_create("run");
@@ -67,6 +664,25 @@ static Suite *run_suite(void)
 		cmp,
 		compare_tolerance_is_relative_to_the_largest_reference_value);
 	suite_add_tcase(s, cmp);
+	{
+		TCase *sym = tcase_create("symbolic");
+		tcase_add_test(sym, symbolic_figures_equal_the_formulas);
+		tcase_add_test(
+			sym,
+			symbolic_and_values_runs_emit_the_same_events_and_bytes);
+		tcase_add_test(sym,
+			       symbolic_and_values_models_hold_the_same_bytes);
+		tcase_add_test(
+			sym,
+			gpt3_175b_reports_its_figures_and_takes_no_tensor_memory);
+		tcase_add_test(sym, explain_reads_a_symbolic_trace);
+		tcase_add_test(sym, symbolic_config_errors_name_the_key);
+		tcase_add_test(
+			sym,
+			symbolic_flag_makes_the_normalised_config_symbolic);
+		tcase_set_timeout(sym, 300);
+		suite_add_tcase(s, sym);
+	}
 	return s;
 }
 
