@@ -7,7 +7,8 @@
 #        older release; without --stats, MB/s is over the whole run)
 #
 # For every config in tools/bench/ (and the 16 MiB config of explicit params
-# that make_params_config.sh writes), it runs `tpsim run CONFIG --stats` in
+# that make_params_config.sh writes, and the symbolic GPT-3 175B runs of
+# examples/gpt3_175b/: 512 ranks, no values), it runs `tpsim run CONFIG --stats` in
 # BENCH_ROUNDS rounds (default 5), one config after another in each round so
 # that a slow spell of the machine hits every config alike, and prints the
 # median of each figure: whole-process wall time, peak RSS, the tensor bytes
@@ -36,14 +37,25 @@ stats=--stats
 configs="$here/mlp2_h4096_b32_tp2.json $here/mlp2_h4096_b32_tp4.json
 $here/mlp2_h4096_b32_tp8.json $here/mlp4_h1024_b64_tp8.json
 $here/mlp4_h1024_b64_tp8_train.json $here/seed_2x4.json
-$here/mlp4_h1024_b64_tp8_full.json $work/params_16MiB.json"
+$here/mlp4_h1024_b64_tp8_full.json $work/params_16MiB.json
+$root/examples/gpt3_175b/config.json $root/examples/gpt3_175b/config_sp.json"
+
+# A config's name in the table: its file name, with its directory for the
+# examples (examples/gpt3_175b/config.json is gpt3_175b_config).
+bench_name() {
+	case $1 in
+	"$root"/examples/*)
+		echo "$(basename "$(dirname "$1")")_$(basename "$1" .json)" ;;
+	*) basename "$1" .json ;;
+	esac
+}
 
 # One line per run in $work/runs: name wall_s rss_kib tensor_bytes
 # trace_bytes trace_s tp_over_reference
 round=0
 while [ "$round" -lt "$rounds" ]; do
 	for cfg in $configs; do
-		name=$(basename "$cfg" .json)
+		name=$(bench_name "$cfg")
 		/usr/bin/time -f '%e %M' -o "$work/time" \
 			"$tpsim" run "$cfg" -o "$work/trace.json" $stats \
 			2>"$work/err" || {
@@ -80,7 +92,7 @@ done
 printf '%-28s %8s %9s %11s %9s %10s %10s %7s\n' config wall_s \
 	rss_MiB tensors_MiB rss/tens trace_MB trace_MB/s tp/ref
 for cfg in $configs; do
-	name=$(basename "$cfg" .json)
+	name=$(bench_name "$cfg")
 	awk -v name="$name" '$1 == name' "$work/runs" >"$work/one"
 	median() {
 		sort -g -k"$1" "$work/one" |
