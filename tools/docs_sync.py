@@ -55,7 +55,8 @@ import tempfile
 
 END = "<!-- end tpsim -->"
 # Pages outside docs/tutorial/ that hold generated blocks too.
-DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md")
+DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md",
+                 "docs/symbolic.md", "examples/gpt3_175b/README.md")
 MARKER = re.compile(r"^<!-- tpsim (.*?) -->\s*$")
 VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config")
 
