@@ -667,6 +667,59 @@ END_TEST
 /* README's quick start shows what `tools/quickstart.sh demo` prints: the
  * explain output of the seed's 2x4 example, as an indented block after a
  * marker. It is compared with the real output line for line. */
+/* comm.<section>.<key>.count of a trace, 0 when absent. */
+static int comm_count(const cJSON *trace, const char *section, const char *key)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(trace, "comm"),
+			section),
+		key);
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "count");
+	return cJSON_IsNumber(n) ? n->valueint : 0;
+}
+
+START_TEST(gpt_example_counts_in_its_trace_are_megatrons)
+{
+	/* examples/gpt_2block: 2 blocks, 3 steps, loss_parallel, from the
+	 * trace's own comm section. Per step, plain TP: forward the
+	 * embedding's all_reduce, 2 per block, 3 for the loss; backward 2 per
+	 * block and the vocabulary projection's input gradient. Sequence
+	 * parallel: forward a reduce_scatter out of the embedding and 2 per
+	 * block, an all_gather into each block's attention and fc1 and into
+	 * the projection, the loss's 3 all_reduces; backward the mirror
+	 * (all_gathers and reduce_scatters swapped: 5 and 5) and 10
+	 * all_reduces of layer-norm weight and bias gradients (5 layer norms:
+	 * 2 per block and the final one). */
+	const char *dir = tu_tempdir();
+	char trace[512];
+	cJSON *t;
+	struct result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = cli(5, "run", tu_source_path("examples/gpt_2block/config.json"),
+		"-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
+	ck_assert_int_eq(comm_count(t, "by_op", "all_reduce"), 3 * (8 + 5));
+	ck_assert_int_eq(comm_count(t, "by_phase", "forward"), 3 * 8);
+	ck_assert_int_eq(comm_count(t, "by_phase", "backward"), 3 * 5);
+	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 0);
+	cJSON_Delete(t);
+	r = cli(5, "run", tu_source_path("examples/gpt_2block/config_sp.json"),
+		"-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	result_free(&r);
+	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
+	ck_assert_int_eq(comm_count(t, "by_op", "reduce_scatter"), 3 * (5 + 5));
+	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 3 * (5 + 5));
+	ck_assert_int_eq(comm_count(t, "by_op", "all_reduce"), 3 * (3 + 10));
+	ck_assert_int_eq(comm_count(t, "by_phase", "forward"), 3 * (5 + 5 + 3));
+	cJSON_Delete(t);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(readme_quick_start_shows_the_real_demo_output)
 {
 	static const char marker[] =
@@ -1927,6 +1980,7 @@ static Suite *cli_suite(void)
 		       inject_bias_every_rank_is_diagnosed_from_its_symptom);
 	tcase_add_test(run,
 		       inject_skip_all_reduce_is_diagnosed_from_its_symptom);
+	tcase_add_test(run, gpt_example_counts_in_its_trace_are_megatrons);
 	tcase_add_test(run, inject_skip_gather_is_diagnosed_from_its_symptom);
 	tcase_add_test(run,
 		       inject_wrong_shard_dim_is_a_shape_error_in_the_matmul);
