@@ -161,25 +161,30 @@ static bool valid_module_name(const char *name)
 	return true;
 }
 
+/* A weight of (rows, cols) within the element limit; reported at key. */
+static void check_weight_size(struct cfg *c, const char *key, int64_t rows,
+			      int64_t cols)
+{
+	int64_t numel;
+	if (cfg_ok(c) && (__builtin_mul_overflow(rows, cols, &numel) ||
+			  numel > TPS_MAX_ELEMENTS)) {
+		cfg_fail_at(c, key, TPS_ERR_LIMIT,
+			    "the weight (%lld, %lld) has more than 2^31 "
+			    "elements",
+			    (long long)rows, (long long)cols);
+	}
+}
+
 static void parse_linear(struct cfg *c, const cJSON *m,
 			 struct tps_module_spec *ms)
 {
-	int64_t numel;
 	cfg_int(c, m, "in_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
 		&ms->in_features);
 	cfg_int(c, m, "out_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
 		&ms->out_features);
 	ms->bias = true; /* as nn.Linear */
 	cfg_bool(c, m, "bias", &ms->bias);
-	if (cfg_ok(c) && (__builtin_mul_overflow(ms->in_features,
-						 ms->out_features, &numel) ||
-			  numel > TPS_MAX_ELEMENTS)) {
-		cfg_fail_at(c, "out_features", TPS_ERR_LIMIT,
-			    "the weight (%lld, %lld) has more than 2^31 "
-			    "elements",
-			    (long long)ms->out_features,
-			    (long long)ms->in_features);
-	}
+	check_weight_size(c, "out_features", ms->out_features, ms->in_features);
 }
 
 /* nn.LayerNorm(dim, eps=1e-5, bias=True). */
@@ -199,20 +204,12 @@ static void parse_layernorm(struct cfg *c, const cJSON *m,
 static void parse_embedding(struct cfg *c, const cJSON *m,
 			    struct tps_module_spec *ms)
 {
-	int64_t numel;
 	cfg_int(c, m, "num_embeddings", CFG_REQUIRED, 1, 1 << 24,
 		&ms->in_features);
 	cfg_int(c, m, "embedding_dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
 		&ms->out_features);
-	if (cfg_ok(c) && (__builtin_mul_overflow(ms->in_features,
-						 ms->out_features, &numel) ||
-			  numel > TPS_MAX_ELEMENTS)) {
-		cfg_fail_at(c, "embedding_dim", TPS_ERR_LIMIT,
-			    "the weight (%lld, %lld) has more than 2^31 "
-			    "elements",
-			    (long long)ms->in_features,
-			    (long long)ms->out_features);
-	}
+	check_weight_size(c, "embedding_dim", ms->in_features,
+			  ms->out_features);
 }
 
 /* Multi-head self-attention: embed_dim split into num_heads heads. */

@@ -537,3 +537,18 @@ enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 	}
 	return st;
 }
+
+static enum tps_status copy_rank(void *opaque, int r, struct tps_tensor *out,
+				 struct tps_error *err)
+{
+	const struct tps_dtensor *x = opaque;
+	return tps_tensor_copy(out, &x->locals[r], err);
+}
+
+enum tps_status tps_dtensor_copy(struct tps_dtensor *out,
+				 const struct tps_dtensor *x,
+				 struct tps_error *err)
+{
+	return tps_dtensor_map(out, x->mesh, &x->global, x->placements,
+			       copy_rank, (void *)x, err);
+}

@@ -216,21 +216,6 @@ static enum tps_status core_backward(struct tps_tensor grads[3],
 	return st;
 }
 
-static enum tps_status copy_rank(void *opaque, int r, struct tps_tensor *out,
-				 struct tps_error *err)
-{
-	const struct tps_dtensor *x = opaque;
-	return tps_tensor_copy(out, &x->locals[r], err);
-}
-
-static enum tps_status copy_of(const struct tps_nn_context *ctx,
-			       const struct tps_dtensor *x,
-			       struct tps_dtensor *out, struct tps_error *err)
-{
-	return tps_dtensor_map(out, ctx->mesh, &x->global, x->placements,
-			       copy_rank, (void *)x, err);
-}
-
 struct core_job {
 	const struct tps_module *m;
 	const struct tps_dtensor *qkv; /* q, k, v */
@@ -276,7 +261,7 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 				      err);
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		struct tps_dtensor xi = {0};
-		st = copy_of(ctx, x, &xi, err);
+		st = tps_dtensor_copy(&xi, x, err);
 		if (st == TPS_OK) {
 			struct tps_module *c = child(m, i);
 			st = c->ops->forward(ctx, c, &xi, &qkv[i], err);

@@ -37,13 +37,6 @@ static enum tps_status sum_rank(void *opaque, int r, struct tps_tensor *out,
 	return st;
 }
 
-static enum tps_status copy_rank(void *opaque, int r, struct tps_tensor *out,
-				 struct tps_error *err)
-{
-	const struct tps_dtensor *x = opaque;
-	return tps_tensor_copy(out, &x->locals[r], err);
-}
-
 /* Whether a and b have the same placement on every mesh dim. */
 static bool same_layout(const struct tps_dtensor *a,
 			const struct tps_dtensor *b)
@@ -74,8 +67,7 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 		tps_module_free_saved(m);
 	}
 	/* The body consumes (and may redistribute) its own copy of x. */
-	st = tps_dtensor_map(&xb, ctx->mesh, &x->global, x->placements,
-			     copy_rank, x, err);
+	st = tps_dtensor_copy(&xb, x, err);
 	if (st == TPS_OK) {
 		st = tps_nn_forward_seq(ctx, body_begin(m), body_end(m), &xb,
 					&h, err);
@@ -130,8 +122,7 @@ static enum tps_status residual_backward(const struct tps_nn_context *ctx,
 
 	snprintf(body_grad, sizeof body_grad, "%s.body.out.grad", name);
 	snprintf(in_grad, sizeof in_grad, "%s.in.grad", name);
-	st = tps_dtensor_map(&gb, ctx->mesh, &dy->global, dy->placements,
-			     copy_rank, dy, err);
+	st = tps_dtensor_copy(&gb, dy, err);
 	if (st == TPS_OK) {
 		st = tps_nn_grad_through(ctx, &gb, &m->out_chain, name,
 					 body_grad, err);

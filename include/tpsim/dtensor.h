@@ -131,6 +131,12 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 
 void tps_dtensor_free(struct tps_dtensor *dt);
 
+/* A copy of every rank's local tensor, with x's mesh, shape and
+ * placements. On error *out is untouched. */
+enum tps_status tps_dtensor_copy(struct tps_dtensor *out,
+				 const struct tps_dtensor *x,
+				 struct tps_error *err);
+
 /* Makes rank `rank`'s local tensor in *out (untouched on error). */
 typedef enum tps_status (*tps_local_fn)(void *ctx, int rank,
 					struct tps_tensor *out,
