@@ -1,5 +1,5 @@
 /* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c,
- * cli_picture.c, cli_publish.c). Not installed. */
+ * cli_picture.c, cli_publish.c, cli_timeline.c). Not installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
 
@@ -41,6 +41,9 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err);
 
 /* tpsim picture TRACE --tensor NAME [--event SEQ] [-o FILE] */
 int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err);
+
+/* tpsim timeline TRACE [-o FILE] */
+int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err);
 
 /*
  * Publishes a finished output of len bytes as `tpsim run -o` does
