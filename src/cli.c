@@ -69,6 +69,12 @@ static const char usage_text[] =
 	"(default:\n"
 	"      stdout), at the event with that seq or the tensor's first "
 	"event.\n"
+	"  timeline TRACE [-o FILE]\n"
+	"      Lay the trace out in time, a track per rank and a process per "
+	"step,\n"
+	"      as Chrome Trace Event JSON for ui.perfetto.dev (default: "
+	"stdout);\n"
+	"      durations from the alpha-beta model of comm.\n"
 	"  mesh --shape 3,2 [--names row,col] [--json]\n"
 	"      Print every rank's coordinate and its group along each mesh "
 	"dim,\n"
@@ -715,6 +721,9 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (strcmp(cmd, "picture") == 0) {
 		return tps_cli_picture(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "timeline") == 0) {
+		return tps_cli_timeline(argc, argv, out, err);
 	}
 	return tps_cli_usage_error(err, "unknown command '%s'", cmd);
 }

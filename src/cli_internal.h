@@ -1,5 +1,5 @@
 /* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c,
- * cli_picture.c). Not installed. */
+ * cli_picture.c, cli_publish.c, cli_timeline.c). Not installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
 
@@ -41,6 +41,22 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err);
 
 /* tpsim picture TRACE --tensor NAME [--event SEQ] [-o FILE] */
 int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err);
+
+/* tpsim timeline TRACE [-o FILE] */
+int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err);
+
+/*
+ * Publishes a finished output of len bytes as `tpsim run -o` does
+ * (architecture.md, "Output is atomic"): to stdout_stream when path is
+ * NULL; in place when path names something other than a regular file
+ * (/dev/null); else through PATH.tmp.XXXXXX renamed over PATH, so a
+ * failure leaves no partial file and an existing file is only replaced on
+ * success. noun names the output in messages ("SVG": "-o names the SVG
+ * file"). On error TPS_ERR_IO and a message naming path.
+ */
+enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
+				const char *noun, FILE *stdout_stream,
+				struct tps_error *err);
 
 /* The sharding picture of events[event_index] as text or Markdown, for
  * explain --pictures; out NULL only checks that it can be drawn. Returns

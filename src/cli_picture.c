@@ -8,8 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "tpsim/check.h"
 #include "tpsim/jsonio.h"
@@ -43,92 +41,6 @@ int tps_cli_explain_picture(FILE *out, const cJSON *trace,
 	}
 	tps_picture_free(&pic);
 	return TPS_EXIT_OK;
-}
-
-/*
- * Publishes a finished output as `tpsim run -o` does (architecture.md,
- * "Output is atomic"): to stdout when path is NULL; in place when path
- * names something other than a regular file (/dev/null); else through
- * PATH.tmp.XXXXXX renamed over PATH, so a failure leaves no partial file
- * and an existing file is only replaced on success.
- */
-static enum tps_status publish(const char *path, const char *data, size_t len,
-			       FILE *stdout_stream, struct tps_error *err)
-{
-	struct stat st;
-	char esc[256], tmp[4096];
-	FILE *f;
-	int fd;
-	mode_t mask;
-
-	if (!path) {
-		if (fwrite(data, 1, len, stdout_stream) != len ||
-		    fflush(stdout_stream) != 0) {
-			return tps_error_set(err, TPS_ERR_IO,
-					     "writing the picture: %s",
-					     strerror(errno));
-		}
-		return TPS_OK;
-	}
-	tps_json_escape_for_message(path, esc, sizeof esc);
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		return tps_error_set(err, TPS_ERR_IO,
-				     "%s: is a directory (-o names the SVG "
-				     "file)",
-				     esc);
-	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		f = fopen(path, "w");
-		if (!f || fwrite(data, 1, len, f) != len) {
-			int e = errno;
-			if (f) {
-				fclose(f);
-			}
-			return tps_error_set(err, TPS_ERR_IO, "%s: %s", esc,
-					     strerror(e));
-		}
-		if (fclose(f) != 0) {
-			return tps_error_set(err, TPS_ERR_IO, "%s: %s", esc,
-					     strerror(errno));
-		}
-		return TPS_OK;
-	}
-	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >=
-	    sizeof tmp) {
-		return tps_error_set(err, TPS_ERR_IO, "%s: path too long", esc);
-	}
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		return tps_error_set(err, TPS_ERR_IO, "%s: cannot write: %s",
-				     esc, strerror(errno));
-	}
-	/* mkstemp makes the file 0600; give it the mode the umask gives
-	 * new files, as any output file has. */
-	mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		return tps_error_set(err, TPS_ERR_IO, "%s: cannot write: %s",
-				     esc, strerror(e));
-	}
-	if (fwrite(data, 1, len, f) != len) {
-		int e = errno;
-		fclose(f);
-		unlink(tmp);
-		return tps_error_set(err, TPS_ERR_IO, "%s: %s", esc,
-				     strerror(e));
-	}
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		int e = errno;
-		unlink(tmp);
-		return tps_error_set(err, TPS_ERR_IO, "%s: %s", esc,
-				     strerror(e));
-	}
-	return TPS_OK;
 }
 
 /* --event SEQ: a whole number from 0. */
@@ -289,7 +201,7 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 		goto out;
 	}
 	mem = NULL;
-	if (publish(a.output, svg, svg_len, out, &e) != TPS_OK) {
+	if (tps_cli_publish(a.output, svg, svg_len, "SVG", out, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

@@ -17,9 +17,9 @@ int64_t tps_cost_ring_steps(const char *op, int n)
 		       : (int64_t)(n - 1);
 }
 
-/* The slowest link among the mesh dims of mask. */
-static struct tps_link_spec link_of(const struct tps_cost_spec *cost,
-				    const struct tps_mesh *mesh, unsigned mask)
+struct tps_link_spec tps_cost_link_of(const struct tps_cost_spec *cost,
+				      const struct tps_mesh *mesh,
+				      unsigned mask)
 {
 	struct tps_link_spec slow = {0.0, 0.0};
 	bool first = true;
@@ -37,6 +37,14 @@ static struct tps_link_spec link_of(const struct tps_cost_spec *cost,
 		first = false;
 	}
 	return slow;
+}
+
+double tps_cost_collective_seconds(const char *op, int n,
+				   int64_t bytes_per_rank,
+				   struct tps_link_spec link)
+{
+	return (double)tps_cost_ring_steps(op, n) * link.latency_us * 1e-6 +
+	       (double)bytes_per_rank / (link.gbps * 1e9);
 }
 
 /* The sink: one row per (phase, op, module, group), by mode. */
@@ -108,10 +116,9 @@ static enum tps_status count(void *ctx, const struct tps_event *ev,
 		return TPS_ERR_NOMEM;
 	}
 	n = tps_mesh_group_size(t->mesh, ev->mask);
-	link = link_of(t->cost, t->mesh, ev->mask);
-	seconds = (double)tps_cost_ring_steps(ev->op, n) * link.latency_us *
-			  1e-6 +
-		  (double)ev->bytes_per_rank / (link.gbps * 1e9);
+	link = tps_cost_link_of(t->cost, t->mesh, ev->mask);
+	seconds = tps_cost_collective_seconds(ev->op, n, ev->bytes_per_rank,
+					      link);
 	row->mode[t->mode].count++;
 	row->mode[t->mode].bytes_per_rank += ev->bytes_per_rank;
 	row->mode[t->mode].seconds += seconds;

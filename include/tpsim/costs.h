@@ -71,4 +71,16 @@ void tps_cost_report_free(struct tps_cost_report *r);
 /* Ring steps of a collective op over n ranks (see the top of this file). */
 int64_t tps_cost_ring_steps(const char *op, int n);
 
+/* The link of a group along the mesh dims in mask: the slowest of them
+ * (the least GB/s, the most latency). */
+struct tps_link_spec tps_cost_link_of(const struct tps_cost_spec *cost,
+				      const struct tps_mesh *mesh,
+				      unsigned mask);
+
+/* Seconds a collective op over n ranks takes, each sending bytes_per_rank
+ * over link: ring steps * latency + bytes_per_rank / bandwidth. */
+double tps_cost_collective_seconds(const char *op, int n,
+				   int64_t bytes_per_rank,
+				   struct tps_link_spec link);
+
 #endif
