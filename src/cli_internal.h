@@ -1,5 +1,5 @@
 /* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c,
- * cli_picture.c). Not installed. */
+ * cli_picture.c, cli_view.c). Not installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
 
@@ -48,5 +48,21 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err);
 int tps_cli_explain_picture(FILE *out, const cJSON *trace,
 			    const char *trace_name, int event_index, bool md,
 			    FILE *err);
+
+/*
+ * Publishes a finished output as `tpsim run -o` does (architecture.md,
+ * "Output is atomic"): to stdout_stream when path is NULL; in place when
+ * path names something other than a regular file (/dev/null); else
+ * through PATH.tmp.XXXXXX renamed over PATH, so a failure leaves no
+ * partial file and an existing file is only replaced on success. `what`
+ * names the output in messages ("the SVG file": "x: is a directory (-o
+ * names the SVG file)"). On error (TPS_ERR_IO) nothing is published.
+ */
+enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
+				FILE *stdout_stream, const char *what,
+				struct tps_error *err);
+
+/* tpsim view TRACE [-o FILE.html] */
+int tps_cli_view(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -45,15 +45,9 @@ int tps_cli_explain_picture(FILE *out, const cJSON *trace,
 	return TPS_EXIT_OK;
 }
 
-/*
- * Publishes a finished output as `tpsim run -o` does (architecture.md,
- * "Output is atomic"): to stdout when path is NULL; in place when path
- * names something other than a regular file (/dev/null); else through
- * PATH.tmp.XXXXXX renamed over PATH, so a failure leaves no partial file
- * and an existing file is only replaced on success.
- */
-static enum tps_status publish(const char *path, const char *data, size_t len,
-			       FILE *stdout_stream, struct tps_error *err)
+enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
+				FILE *stdout_stream, const char *what,
+				struct tps_error *err)
 {
 	struct stat st;
 	char esc[256], tmp[4096];
@@ -64,18 +58,16 @@ static enum tps_status publish(const char *path, const char *data, size_t len,
 	if (!path) {
 		if (fwrite(data, 1, len, stdout_stream) != len ||
 		    fflush(stdout_stream) != 0) {
-			return tps_error_set(err, TPS_ERR_IO,
-					     "writing the picture: %s",
-					     strerror(errno));
+			return tps_error_set(err, TPS_ERR_IO, "writing %s: %s",
+					     what, strerror(errno));
 		}
 		return TPS_OK;
 	}
 	tps_json_escape_for_message(path, esc, sizeof esc);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		return tps_error_set(err, TPS_ERR_IO,
-				     "%s: is a directory (-o names the SVG "
-				     "file)",
-				     esc);
+				     "%s: is a directory (-o names %s)", esc,
+				     what);
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		f = fopen(path, "w");
@@ -289,7 +281,8 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 		goto out;
 	}
 	mem = NULL;
-	if (publish(a.output, svg, svg_len, out, &e) != TPS_OK) {
+	if (tps_cli_publish(a.output, svg, svg_len, out, "the SVG file", &e) !=
+	    TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
