@@ -19,6 +19,7 @@
  */
 (function () {
   "use strict";
+  var startMs = performance.now();
 
   var MAX_CELLS = 64; /* rows and columns drawn per panel */
   var MAX_PANELS = 4; /* leading-dim panels drawn per rank */
@@ -26,6 +27,14 @@
   var MAX_FLOW_GROUPS = 8;
   var MAX_FLOW_RANKS = 16;
   var NUMBERS_MAX = 64; /* cells of a panel small enough to print values */
+  /* Up to this many cells a panel is one element per cell, each with its
+   * value in its title and aria-label; past it a canvas (32,768 elements
+   * take a second to lay out), whose cells are read out on hover and on
+   * focus, with the arrow keys. */
+  var DOM_CELLS = 256;
+
+  /* The canvases of the current event: what each one draws. */
+  var canvases = [];
 
   var EQUATIONS = {
     all_reduce: "%T = sum_i %T_i, on every rank of the group",
@@ -59,6 +68,7 @@
     loadError = "no trace embedded (make this page with tpsim view TRACE -o FILE.html)";
   }
 
+  var parsedMs = performance.now();
   var events = trace ? trace.events : [];
   var mesh = trace && trace.mesh ? trace.mesh : { shape: [1], dim_names: ["world"], world_size: 1 };
   var meshShape = mesh.shape;
@@ -566,6 +576,34 @@
     return out;
   }
 
+  /* "fc.out[1, 1] = 174 (rank 0's [1, 1])": a cell's text alternative. */
+  function cellLabel(ev, rk, reg, lead, r, c) {
+    var nd = rk.shape.length;
+    var ro = nd >= 2 ? reg.offset[nd - 2] : 0, co = nd >= 1 ? reg.offset[nd - 1] : 0;
+    var gi = lead.map(function (x, i) { return x + reg.offset[i]; })
+      .concat(nd >= 2 ? [ro + r, co + c] : nd === 1 ? [co + c] : []);
+    var li = lead.concat(nd >= 2 ? [r, c] : nd === 1 ? [c] : []);
+    return ev.tensor + "[" + gi.join(", ") + "] = " + fmtNumber(at(rk.values, rk.shape, lead, r, c)) +
+      " (rank " + rk.rank + "'s [" + li.join(", ") + "])";
+  }
+
+  function paintCanvas(el, cur) {
+    var job = canvases[Number(el.getAttribute("data-canvas"))];
+    var ctx = el.getContext("2d");
+    var px = job.px;
+    for (var r = 0; r < job.rows; r++) {
+      for (var c = 0; c < job.cols; c++) {
+        ctx.fillStyle = valueColor(at(job.rk.values, job.rk.shape, job.lead, r, c), job.scale);
+        ctx.fillRect(c * px, r * px, px, px);
+      }
+    }
+    if (cur) {
+      ctx.strokeStyle = "#000";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(cur[1] * px + 1, cur[0] * px + 1, px - 2, px - 2);
+    }
+  }
+
   function drawGrid(ev, rk, reg, scale, panelLead) {
     var s = rk.shape, nd = s.length;
     var R = nd >= 2 ? s[nd - 2] : 1, C = nd >= 1 ? s[nd - 1] : 1;
@@ -579,8 +617,16 @@
       h.push('<p class="elided">showing ' + say.join(", ") + " (the first " + MAX_CELLS + " of each)</p>");
     }
     var numbers = rr * cc <= NUMBERS_MAX && cc <= 8;
-    var leadG = panelLead.map(function (x, i) { return x + reg.offset[i]; });
     var name = esc(ev.tensor);
+    if (rr * cc > DOM_CELLS) {
+      var px = Math.max(4, Math.min(12, Math.floor(512 / cc)));
+      canvases.push({ ev: ev, rk: rk, reg: reg, lead: panelLead, scale: scale, rows: rr, cols: cc, px: px });
+      h.push('<canvas class="grid canvas" tabindex="0" role="img" data-canvas="' + (canvases.length - 1) +
+             '" data-rank="' + rk.rank + '" data-rows="' + rr + '" data-cols="' + cc + '" width="' + cc * px +
+             '" height="' + rr * px + '" aria-label="rank ' + rk.rank + "'s shard of " + name + ", " + rr + " by " + cc +
+             ' cells drawn; hover, or focus and use the arrow keys, to read each value"></canvas>');
+      return h.join("");
+    }
     h.push('<div class="grid' + (numbers ? " numbers" : "") + '" role="grid" tabindex="0" data-rank="' + rk.rank +
            '" data-rows="' + rr + '" data-cols="' + cc + '" aria-label="rank ' + rk.rank + "'s shard of " + name +
            ", " + rr + " by " + cc + ' cells; arrow keys move between cells" style="grid-template-columns: repeat(' +
@@ -589,10 +635,7 @@
       h.push('<div role="row" style="display:contents">');
       for (var c = 0; c < cc; c++) {
         var v = at(rk.values, s, panelLead, r, c);
-        var gi = leadG.concat(nd >= 2 ? [ro + r, co + c] : nd === 1 ? [co + c] : []);
-        var li = panelLead.concat(nd >= 2 ? [r, c] : nd === 1 ? [c] : []);
-        var label = name + "[" + gi.join(", ") + "] = " + fmtNumber(v) + " (rank " + rk.rank + "'s [" +
-                    li.join(", ") + "])";
+        var label = esc(cellLabel(ev, rk, reg, panelLead, r, c));
         h.push('<div class="cell" role="gridcell" data-r="' + r + '" data-c="' + c + '" data-v="' + fmtNumber(v) +
                '" title="' + label + '" aria-label="' + label + '" style="background:' + valueColor(v, scale) +
                ";color:" + textColor(v, scale) + '">' + (numbers ? esc(shortNumber(v)) : "") + "</div>");
@@ -604,6 +647,7 @@
   }
 
   function drawRanks(ev) {
+    canvases = [];
     var nd = ev.global_shape.length;
     var part = dimsOfKind(ev.placements, "partial", nd);
     var rep = dimsOfKind(ev.placements, "replicate", nd);
@@ -687,6 +731,9 @@
       h.push(c.join(""));
     });
     $("ranks").innerHTML = h.join("");
+    Array.prototype.forEach.call($("ranks").querySelectorAll("canvas.grid"), function (el) {
+      paintCanvas(el, null);
+    });
   }
 
   /* Ranks whose shape in the trace is not the block the placements give. */
@@ -734,6 +781,14 @@
     var rows = Number(grid.getAttribute("data-rows")), cols = Number(grid.getAttribute("data-cols"));
     r = Math.max(0, Math.min(rows - 1, r));
     c = Math.max(0, Math.min(cols - 1, c));
+    if (grid.tagName === "CANVAS") {
+      var job = canvases[Number(grid.getAttribute("data-canvas"))];
+      grid.setAttribute("data-r", String(r));
+      grid.setAttribute("data-c", String(c));
+      paintCanvas(grid, [r, c]);
+      $("readout").textContent = cellLabel(job.ev, job.rk, job.reg, job.lead, r, c);
+      return;
+    }
     var old = grid.querySelector(".cursor");
     if (old) old.classList.remove("cursor");
     var cell = grid.querySelector('.cell[data-r="' + r + '"][data-c="' + c + '"]');
@@ -744,9 +799,9 @@
   }
 
   function gridKey(e, grid) {
-    var cur = grid.querySelector(".cursor");
-    var r = cur ? Number(cur.getAttribute("data-r")) : 0;
-    var c = cur ? Number(cur.getAttribute("data-c")) : 0;
+    var cur = grid.tagName === "CANVAS" ? grid : grid.querySelector(".cursor");
+    var r = cur ? Number(cur.getAttribute("data-r") || 0) : 0;
+    var c = cur ? Number(cur.getAttribute("data-c") || 0) : 0;
     var moves = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
     if (moves[e.key]) { moveCursor(grid, r + moves[e.key][0], c + moves[e.key][1]); }
     else if (e.key === "Home") { moveCursor(grid, r, 0); }
@@ -790,12 +845,26 @@
       state.rank = e.target.value === "" ? -1 : Number(e.target.value); draw();
     });
     document.addEventListener("keydown", onKey);
+    $("ranks").addEventListener("mousemove", function (e) {
+      var t = e.target;
+      if (t.tagName !== "CANVAS" || !t.classList.contains("grid")) return;
+      var job = canvases[Number(t.getAttribute("data-canvas"))];
+      var box = t.getBoundingClientRect();
+      var c = Math.floor((e.clientX - box.left) / job.px), r = Math.floor((e.clientY - box.top) / job.px);
+      if (r < 0 || c < 0 || r >= job.rows || c >= job.cols) return;
+      var label = cellLabel(job.ev, job.rk, job.reg, job.lead, r, c);
+      t.title = label;
+      $("readout").textContent = label;
+    });
     $("ranks").addEventListener("mouseover", function (e) {
       var t = e.target;
       if (t.classList && t.classList.contains("cell")) $("readout").textContent = t.getAttribute("aria-label");
     });
     $("ranks").addEventListener("focusin", function (e) {
-      if (e.target.classList.contains("grid") && !e.target.querySelector(".cursor")) moveCursor(e.target, 0, 0);
+      var t = e.target;
+      if (t.classList.contains("grid") && (t.tagName === "CANVAS" ? !t.hasAttribute("data-r") : !t.querySelector(".cursor"))) {
+        moveCursor(t, 0, 0);
+      }
     });
     $("ranks").addEventListener("click", function (e) {
       var t = e.target;
@@ -851,6 +920,11 @@
     if (!(m && api.go(Number(m[1])))) go(0);
   }
   api.ready = true;
+  /* ms from navigation start: the script starts (the page's HTML, the
+   * trace included, is parsed), the trace is parsed, the first event is
+   * drawn. */
+  api.startMs = startMs;
+  api.parsedMs = parsedMs;
   api.readyMs = performance.now();
   document.documentElement.setAttribute("data-ready", "1");
 })();

@@ -319,8 +319,15 @@ async function main() {
       /* seq 0: fc.weight (70, 100) shard(0): rank 1 holds rows 35-69 */
       const el = await v.page.$eval('.card[data-rank="1"] .elided', (e) => e.textContent);
       check(el === "showing cols 0-63 of 100 (0-99) (the first 64 of each)", "elision: " + el);
-      const n = await v.page.$$eval('.card[data-rank="1"] .cell', (c) => c.length);
-      check(n === 35 * 64, "cells drawn: " + n);
+      const dims = await v.page.$eval('.card[data-rank="1"] canvas.grid', (c) => [c.dataset.rows, c.dataset.cols]);
+      check(same(dims, ["35", "64"]), "canvas cells drawn: " + dims);
+      /* Its cells are read out on focus, with the arrow keys. */
+      await v.page.focus('.card[data-rank="1"] canvas.grid');
+      await v.page.keyboard.press("ArrowDown");
+      await v.page.keyboard.press("ArrowRight");
+      const said = await v.page.$eval("#readout", (e) => e.textContent);
+      const want = "fc.weight[36, 1] = " + wide.trace.events[0].ranks[1].values[1][1] + " (rank 1's [1, 1])";
+      check(said === want, "readout '" + said + "', want '" + want + "'");
       const region = await v.page.$eval('.card[data-rank="1"] .region', (e) => e.textContent);
       check(region === "rows 35-69, cols 0-99 of (70, 100); local (35, 100)", "region: " + region);
       check(v.problems.length === 0, v.problems.join("; "));
