@@ -75,6 +75,12 @@ static const char usage_text[] =
 	"      as Chrome Trace Event JSON for ui.perfetto.dev (default: "
 	"stdout);\n"
 	"      durations from the alpha-beta model of comm.\n"
+	"  view TRACE [-o FILE.html]\n"
+	"      Write the trace as one self-contained HTML page (default: "
+	"stdout):\n"
+	"      step through its events, every rank's shard drawn as a grid "
+	"of\n"
+	"      values, collectives and mesh groups highlighted.\n"
 	"  mesh --shape 3,2 [--names row,col] [--json]\n"
 	"      Print every rank's coordinate and its group along each mesh "
 	"dim,\n"
@@ -724,6 +730,9 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (strcmp(cmd, "timeline") == 0) {
 		return tps_cli_timeline(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "view") == 0) {
+		return tps_cli_view(argc, argv, out, err);
 	}
 	return tps_cli_usage_error(err, "unknown command '%s'", cmd);
 }

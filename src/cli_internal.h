@@ -1,5 +1,6 @@
 /* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c,
- * cli_picture.c, cli_publish.c, cli_timeline.c). Not installed. */
+ * cli_picture.c, cli_publish.c, cli_timeline.c, cli_view.c). Not
+ * installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
 
@@ -64,5 +65,8 @@ enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
 int tps_cli_explain_picture(FILE *out, const cJSON *trace,
 			    const char *trace_name, int event_index, bool md,
 			    FILE *err);
+
+/* tpsim view TRACE [-o FILE.html] */
+int tps_cli_view(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

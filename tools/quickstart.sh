@@ -8,10 +8,18 @@ set -eu
 
 cd "$(dirname "$0")/.."
 packages="gcc check libcjson-dev libxxhash-dev meson ninja-build pkg-config python3-jsonschema"
+# tpsim view's browser tests: Debian's chromium, node and npm.
+packages="$packages chromium nodejs npm"
 
 install_missing() {
 	missing=""
 	for p in $packages; do
+		# A node from elsewhere (NodeSource's nodejs bundles npm and
+		# conflicts with Debian's npm) is as good as Debian's.
+		case $p in
+		nodejs) command -v node >/dev/null && continue ;;
+		npm) command -v npm >/dev/null && continue ;;
+		esac
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q "install ok installed" || missing="$missing $p"
 	done
@@ -33,6 +41,14 @@ build() {
 	ninja -C "$dir" >/dev/null
 }
 
+# The browser tests' puppeteer-core, as tests/browser/package-lock.json
+# pins it; only when node_modules is missing, so a machine that has it
+# needs no network.
+browser_deps() {
+	[ -d tests/browser/node_modules/puppeteer-core ] ||
+		npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
+}
+
 install_missing
 case "${1:-demo}" in
 demo)
@@ -46,12 +62,14 @@ demo)
 	;;
 test)
 	build build --werror
+	browser_deps
 	meson test -C build --print-errorlogs
 	;;
 sanitize)
 	build build-asan --werror --buildtype=debug \
 		-Db_sanitize=address,undefined \
 		-Db_lundef=false
+	browser_deps
 	# No fork: the leak checker then sees every test's allocations.
 	CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
