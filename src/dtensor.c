@@ -339,7 +339,10 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 	struct tps_tensor full;
 	enum tps_status st =
 		tps_tensor_init_like(&full, &dt->global, &dt->locals[0], err);
-	if (st != TPS_OK || full.meta) {
+	if (st != TPS_OK) {
+		return st; /* full was not made: *out untouched */
+	}
+	if (full.meta) {
 		*out = full; /* a meta tensor has nothing to assemble */
 		return st;
 	}
