@@ -418,11 +418,12 @@ void tps_model_outcome_free(struct tps_model_outcome *out)
 	}
 	tps_tensor_free(&out->output);
 	free(out->loss);
-	for (int i = 0; i < out->n_grads; i++) {
+	/* An outcome whose arrays were not all made has NULL ones. */
+	for (int i = 0; out->grads && i < out->n_grads; i++) {
 		tps_tensor_free(&out->grads[i]);
 	}
 	free(out->grads);
-	for (int i = 0; i < out->n_params; i++) {
+	for (int i = 0; out->params_after && i < out->n_params; i++) {
 		tps_tensor_free(&out->params_after[i]);
 	}
 	free(out->params_after);

@@ -3,6 +3,7 @@
 #   tools/quickstart.sh demo      run the seed's 2x4 example (main job)
 #   tools/quickstart.sh test      run the whole test suite
 #   tools/quickstart.sh sanitize  run the suite under address,undefined
+#   tools/quickstart.sh oom       out of memory at every allocation point
 # Works on a fresh Debian 12 machine, as root or with sudo.
 set -eu
 
@@ -75,8 +76,16 @@ sanitize)
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
 	;;
+oom)
+	# Out of memory at every allocation point of five whole runs, in a
+	# build whose allocator fails on demand (docs/reliability.md).
+	build build-fault --werror --buildtype=debug -Dtests=disabled \
+		-Dfault_injection=true -Db_sanitize=address,undefined \
+		-Db_lundef=false
+	meson test -C build-fault oom --print-errorlogs
+	;;
 *)
-	echo "usage: tools/quickstart.sh [demo|test|sanitize]" >&2
+	echo "usage: tools/quickstart.sh [demo|test|sanitize|oom]" >&2
 	exit 2
 	;;
 esac
