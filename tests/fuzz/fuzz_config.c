@@ -5,7 +5,8 @@
  * 1. The bytes go through tpsim's strict JSON parser
  *    (tps_json_parse_strict) and, when they parse, tps_config_parse.
  *    Contracts checked: a refusal has a one-line message and leaves the
- *    spec untouched.
+ *    spec untouched. A config with "vars" is parsed again with its first
+ *    variable set to 3, as `--set` does.
  * 2. A config that parses and fits the caps below is run as the CLI runs
  *    it, `tpsim run FILE --threads 1 --max-memory 4M`, then once more
  *    with --symbolic; the trace goes to /dev/null. The caps keep an input
@@ -63,6 +64,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		cJSON_Delete(root);
 		return 0;
+	}
+	if (spec.n_vars > 0) {
+		/* The CLI's --set: the first variable set from outside. */
+		struct tps_run_spec again;
+		struct tps_config_var set = spec.vars[0];
+		set.value = 3;
+		if (tps_config_parse_with(root, "fuzz.json", &set, 1, &again,
+					  &err) == TPS_OK) {
+			tps_run_spec_free(&again);
+		} else {
+			tps_fuzz_check_error("tps_config_parse_with", &err);
+		}
 	}
 	cJSON_Delete(root);
 	run = small_enough(&spec);
