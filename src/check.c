@@ -19,8 +19,6 @@
 
 #include "tpsim/jsonio.h"
 
-/* Lines reported before the rest are summed up in one "... N more" line. */
-#define CHECK_MAX_LINES 100
 /* Objects and arrays echoed in a line are cut to this many characters. */
 #define CHECK_CUT_CHARS 60
 /* An echoed value; strings longer than this are cut by the escaper. */
@@ -223,7 +221,7 @@ static void emit(struct checker *c, const char *fmt, ...)
 
 	c->count++;
 	/* Past the cap only the count matters. */
-	if (c->count > CHECK_MAX_LINES || !c->report) {
+	if (c->count > TPS_CHECK_MAX_LINES || !c->report) {
 		return;
 	}
 	va_start(ap, fmt);
@@ -820,8 +818,8 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 	apply_tolerance(cJSON_GetObjectItemCaseSensitive(fixture, "tolerance"),
 			&tol);
 	compare_members(&c, fixture, trace, &tol, CHECK_SCOPE_TOP);
-	if (c.count > CHECK_MAX_LINES && report) {
-		size_t more = c.count - CHECK_MAX_LINES;
+	if (c.count > TPS_CHECK_MAX_LINES && report) {
+		size_t more = c.count - TPS_CHECK_MAX_LINES;
 
 		snprintf(line, sizeof line, "... %zu more mismatch%s", more,
 			 more == 1 ? "" : "es");

@@ -401,7 +401,9 @@ static enum tps_status ce_stat_rank(void *opaque, int r, struct tps_tensor *out,
 	shape.ndim--;
 	st = tps_tensor_init_like(out, &shape, z, err);
 	for (int64_t i = 0; st == TPS_OK && out->data && i < rows; i++) {
-		const float *zi = z->data + i * n;
+		/* A rank with no classes (n == 0) has no data: NULL + 0 is
+		 * undefined, so no row pointer into it. */
+		const float *zi = n > 0 ? z->data + i * n : NULL;
 		double v = 0.0;
 		switch (job->stat) {
 		case CE_MAX:

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 packages="gcc check libcjson-dev libxxhash-dev meson ninja-build pkg-config python3-jsonschema"
 # tpsim view's browser tests: Debian's chromium, node and npm.
 packages="$packages chromium nodejs npm"
+# The fuzz harnesses (tools/fuzz.sh, .ci/run): clang's libFuzzer.
+packages="$packages clang"
 
 install_missing() {
 	missing=""

@@ -42,14 +42,19 @@
 
 #include "tpsim/error.h"
 
+/* Mismatch lines reported before the rest are summed up in one line. */
+#define TPS_CHECK_MAX_LINES 100
+
 /* Receives each mismatch line (without newline); ctx is passed through. */
 typedef void (*tps_check_report_fn)(void *ctx, const char *line);
 
 /*
  * Compares `trace` against `fixture` (both strictly parsed trees).
  * `fixture_name` is the fixture file's name, used in trouble messages.
- * Calls report() once per mismatch, in fixture order, and sets *mismatches to
- * their count (0 = the trace matches).
+ * Calls report() once per mismatch, in fixture order, for the first
+ * TPS_CHECK_MAX_LINES of them, then once more with "... N more mismatches"
+ * when there are more; sets *mismatches to their whole count (0 = the trace
+ * matches).
  * Returns TPS_ERR_INPUT (trouble, not a mismatch) when the trace is not a
  * tpsim trace (top-level "format" must be "tpsim.trace" and "version" 1) or
  * the fixture is malformed (not an object; "events" not an array of objects;
