@@ -84,7 +84,9 @@ static int replay_dir(const char *dir, int *count)
 		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, by_name);
+	if (n > 0) { /* qsort takes no NULL, even for no items */
+		qsort(names, n, sizeof *names, by_name);
+	}
 	for (size_t i = 0; i < n; i++) {
 		bad |= replay_file(names[i]);
 		(*count)++;
