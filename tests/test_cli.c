@@ -14,47 +14,6 @@
 #include "tpsim/cli.h"
 #include "tpsim/jsonio.h"
 
-/* What one tps_cli_main call printed and returned. */
-struct result {
-	int rc;
-	char *out, *err;
-	size_t out_len, err_len;
-};
-
-static struct result cli(int argc, ...)
-{
-	struct result r = {0};
-	char *argv[16] = {"tpsim"};
-	FILE *out, *err;
-	va_list ap;
-	va_start(ap, argc);
-	for (int i = 1; i < argc; i++) {
-		argv[i] = va_arg(ap, char *);
-	}
-	va_end(ap);
-	out = open_memstream(&r.out, &r.out_len);
-	err = open_memstream(&r.err, &r.err_len);
-	r.rc = tps_cli_main(argc, argv, out, err);
-	fclose(out);
-	fclose(err);
-	return r;
-}
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-static int count_lines(const char *s)
-{
-	int n = 0;
-	for (; *s; s++) {
-		n += *s == '\n';
-	}
-	return n;
-}
-
 static void write_text(const char *path, const char *text)
 {
 	tu_write_file(path, text, strlen(text));
@@ -74,11 +33,11 @@ static const char *write_config(const char *dir, const char *name,
 static void run_to_trace(const char *cfg, const char *dir, char *trace,
 			 size_t size)
 {
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, size, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_msg(r.rc == 0, "%s: %s", cfg, r.err);
-	result_free(&r);
+	tu_result_free(&r);
 }
 
 static const char small_config[] =
@@ -91,18 +50,18 @@ static const char small_config[] =
 
 START_TEST(help_and_version_go_to_stdout)
 {
-	struct result r = cli(2, "--help");
+	struct tu_result r = tu_cli(2, "--help");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "Usage: tpsim"));
 	ck_assert_uint_eq(r.err_len, 0);
-	result_free(&r);
-	r = cli(2, "--version");
+	tu_result_free(&r);
+	r = tu_cli(2, "--version");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.out, "tpsim 0.3.0\n");
-	result_free(&r);
-	r = cli(3, "run", "--help");
+	tu_result_free(&r);
+	r = tu_cli(3, "run", "--help");
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 
@@ -144,14 +103,14 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 			   : cases[i][1] == NULL ? 2
 			   : cases[i][2] == NULL ? 3
 						 : 4;
-		struct result r =
-			cli(argc, cases[i][0], cases[i][1], cases[i][2]);
+		struct tu_result r =
+			tu_cli(argc, cases[i][0], cases[i][1], cases[i][2]);
 		ck_assert_int_eq(r.rc, 2);
 		ck_assert_msg(strstr(r.err, cases[i][3]) != NULL, "%s", r.err);
 		ck_assert_ptr_nonnull(strstr(r.err, "\nTry 'tpsim --help'.\n"));
-		ck_assert_int_eq(count_lines(r.err), 2);
+		ck_assert_int_eq(tu_count_lines(r.err), 2);
 		ck_assert_uint_eq(r.out_len, 0);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 }
 END_TEST
@@ -161,13 +120,13 @@ START_TEST(run_writes_trace_and_one_line_summary)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	const char *cfg = write_config(dir, "c.json", small_config);
-	struct result r;
+	struct tu_result r;
 	cJSON *root = NULL;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_uint_eq(r.out_len, 0);
-	ck_assert_int_eq(count_lines(r.err), 1);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
 	/* all_reduce of the (2, 2) output over 2 ranks: c = ceil(4/2) = 2
 	 * floats = 8 bytes, 2 (n-1) c = 16. */
 	ck_assert_ptr_nonnull(strstr(r.err, "1 collective (16 bytes/rank)"));
@@ -184,19 +143,19 @@ START_TEST(run_writes_trace_and_one_line_summary)
 		ck_assert_int_eq(stat(trace, &st), 0);
 		ck_assert_int_eq(st.st_mode & 0777, 0666 & ~mask);
 	}
-	result_free(&r);
+	tu_result_free(&r);
 	/* "-o -" is stdout too. */
-	r = cli(5, "run", cfg, "-o", "-");
+	r = tu_cli(5, "run", cfg, "-o", "-");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert(strncmp(r.out, "{\"format\":\"tpsim.trace\"", 23) == 0);
 	ck_assert_int_ne(access("-", F_OK), 0);
-	result_free(&r);
+	tu_result_free(&r);
 	/* Without -o the trace goes to stdout, the summary to stderr. */
-	r = cli(2 + 1, "run", cfg, NULL);
+	r = tu_cli(2 + 1, "run", cfg, NULL);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert(strncmp(r.out, "{\"format\":\"tpsim.trace\"", 23) == 0);
-	ck_assert_int_eq(count_lines(r.err), 1);
-	result_free(&r);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -205,12 +164,12 @@ START_TEST(run_reads_the_config_from_stdin)
 {
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
-	struct result r;
+	struct tu_result r;
 	ck_assert_ptr_nonnull(freopen(cfg, "r", stdin));
-	r = cli(3, "run", "-");
+	r = tu_cli(3, "run", "-");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "\"result\""));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -226,9 +185,9 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 		"\"linear\", \"in_features\": 4, \"out_features\": 2}], "
 		"\"plan\": {\"fc\": {\"style\": \"rowise\"}}, \"input\": "
 		"{\"shape\": [2, 4]}}");
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 2);
 	snprintf(expect, sizeof expect,
 		 "tpsim: %s: /plan/fc/style: unknown "
@@ -237,12 +196,12 @@ START_TEST(bad_config_is_exit_2_naming_file_and_pointer)
 		 cfg);
 	ck_assert_str_eq(r.err, expect);
 	ck_assert_int_ne(access(trace, F_OK), 0);
-	result_free(&r);
-	r = cli(3, "run", "/nonexistent/cfg.json");
+	tu_result_free(&r);
+	r = tu_cli(3, "run", "/nonexistent/cfg.json");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: /nonexistent/cfg.json"));
-	ck_assert_int_eq(count_lines(r.err), 1);
-	result_free(&r);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -292,18 +251,18 @@ START_TEST(bad_configs_exit_2_with_one_line)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char trace[512];
 		const char *cfg = write_config(dir, "bad.json", cases[i].text);
-		struct result r;
+		struct tu_result r;
 		snprintf(trace, sizeof trace, "%s/t.json", dir);
-		r = cli(5, "run", cfg, "-o", trace);
+		r = tu_cli(5, "run", cfg, "-o", trace);
 		ck_assert_msg(r.rc == 2, "case %zu: rc %d", i, r.rc);
 		ck_assert_msg(strncmp(r.err, "tpsim: ", 7) == 0 &&
 				      strstr(r.err, "bad.json") &&
 				      strstr(r.err, cases[i].want),
 			      "case %zu: %s", i, r.err);
-		ck_assert_int_eq(count_lines(r.err), 1);
+		ck_assert_int_eq(tu_count_lines(r.err), 1);
 		ck_assert_uint_eq(r.out_len, 0);
 		ck_assert_int_ne(access(trace, F_OK), 0);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	tu_rmtree(dir);
 }
@@ -319,12 +278,12 @@ START_TEST(values_none_writes_shapes_only)
 		"\"linear\", \"in_features\": 4, \"out_features\": 2}], "
 		"\"plan\": {\"fc\": \"colwise\"}, \"input\": {\"shape\": "
 		"[2, 4]}, \"trace\": {\"values\": \"none\"}}");
-	struct result r = cli(3, "run", cfg);
+	struct tu_result r = tu_cli(3, "run", cfg);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_null(strstr(r.out, "\"values\":["));
 	ck_assert_ptr_null(strstr(r.out, "\"hash\""));
 	ck_assert_ptr_nonnull(strstr(r.out, "{\"rank\":1,\"shape\":[2,1]}"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -333,19 +292,19 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 {
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
-	struct result r = cli(5, "run", cfg, "-o", dir);
+	struct tu_result r = tu_cli(5, "run", cfg, "-o", dir);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "is a directory"));
-	result_free(&r);
-	r = cli(5, "run", cfg, "--max-memory", "100");
+	tu_result_free(&r);
+	r = tu_cli(5, "run", cfg, "--max-memory", "100");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "over the memory budget of 100 "
 					    "bytes"));
 	ck_assert_uint_eq(r.out_len, 0);
-	result_free(&r);
-	r = cli(5, "run", cfg, "--max-memory", "lots");
+	tu_result_free(&r);
+	r = tu_cli(5, "run", cfg, "--max-memory", "lots");
 	ck_assert_int_eq(r.rc, 2);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -357,12 +316,12 @@ START_TEST(output_to_a_device_writes_to_it_in_place)
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
 	struct stat st;
-	struct result r;
+	struct tu_result r;
 	ck_assert_int_eq(stat("/dev/null", &st), 0);
 	ck_assert_msg(S_ISCHR(st.st_mode), "/dev/null is not a device");
-	r = cli(5, "run", cfg, "-o", "/dev/null");
+	r = tu_cli(5, "run", cfg, "-o", "/dev/null");
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	ck_assert_int_eq(stat("/dev/null", &st), 0);
 	ck_assert_msg(S_ISCHR(st.st_mode),
 		      "-o /dev/null replaced the device with a file");
@@ -385,14 +344,14 @@ START_TEST(disagreement_with_the_reference_is_exit_1)
 		"\"zeros\"}, \"params\": {\"fc.bias\": [0.1]}, \"tolerance\": "
 		"{\"atol\": 0, \"rtol\": 0}}");
 	char trace[512];
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "DIFFERS from the reference"));
 	/* The trace is still written: it is the evidence. */
 	ck_assert_int_eq(access(trace, F_OK), 0);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -407,7 +366,7 @@ START_TEST(every_fixture_passes_tpsim_check)
 	ck_assert_ptr_nonnull(d);
 	while ((e = readdir(d))) {
 		char cfg[1024], fix[1024], trace[1024];
-		struct result r;
+		struct tu_result r;
 		if (e->d_name[0] == '.') {
 			continue;
 		}
@@ -419,12 +378,12 @@ START_TEST(every_fixture_passes_tpsim_check)
 		if (access(fix, F_OK) != 0) {
 			continue;
 		}
-		r = cli(5, "run", cfg, "-o", trace);
+		r = tu_cli(5, "run", cfg, "-o", trace);
 		ck_assert_msg(r.rc == 0, "%s: %s", e->d_name, r.err);
-		result_free(&r);
-		r = cli(4, "check", trace, fix);
+		tu_result_free(&r);
+		r = tu_cli(4, "check", trace, fix);
 		ck_assert_msg(r.rc == 0, "%s: %s%s", e->d_name, r.out, r.err);
-		result_free(&r);
+		tu_result_free(&r);
 		checked++;
 	}
 	closedir(d);
@@ -469,14 +428,14 @@ static int traces_agree_across_threads(const char *cfg, const char *dir,
 	size_t first_len = 0;
 	for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
 		char path[1024];
-		struct result r;
+		struct tu_result r;
 		char *bytes;
 		size_t len;
 		snprintf(path, sizeof path, "%s/threads%s.json", dir,
 			 threads[i]);
-		r = cli(7, "run", cfg, "-o", path, "--threads", threads[i]);
+		r = tu_cli(7, "run", cfg, "-o", path, "--threads", threads[i]);
 		ck_assert_msg(r.rc == 0 || r.rc == 1, "%s: %s", label, r.err);
-		result_free(&r);
+		tu_result_free(&r);
 		bytes = tu_read_file(path, &len);
 		ck_assert_ptr_nonnull(bytes);
 		if (!first) {
@@ -588,13 +547,13 @@ START_TEST(traces_are_byte_identical_to_the_golden_ones)
 			const char *want, *got;
 			char *trace;
 			size_t len;
-			struct result r;
+			struct tu_result r;
 			snprintf(path, sizeof path, "%.400s/%.255s.json", dir,
 				 names[i]);
-			r = cli(7, "run", configs[i], "-o", path, "--threads",
-				t ? "8" : "1");
+			r = tu_cli(7, "run", configs[i], "-o", path,
+				   "--threads", t ? "8" : "1");
 			ck_assert_msg(r.rc == 0, "%s: %s", names[i], r.err);
-			result_free(&r);
+			tu_result_free(&r);
 			trace = tu_read_file(path, &len);
 			ck_assert_ptr_nonnull(trace);
 			want = after_generator(golden);
@@ -639,18 +598,19 @@ START_TEST(explicit_input_values_run_as_their_init_would)
 	char a[1024], b[1024];
 	char *ta, *tb;
 	const char *la, *lb;
-	struct result r;
+	struct tu_result r;
 	snprintf(a, sizeof a, "%s/a.json", dir);
 	snprintf(b, sizeof b, "%s/b.json", dir);
-	r = cli(5, "run", cfg, "-o", a);
+	r = tu_cli(5, "run", cfg, "-o", a);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
-	r = cli(5, "run",
+	tu_result_free(&r);
+	r = tu_cli(
+		5, "run",
 		tu_source_path(
 			"fixtures/seed_2x4_rowwise_after_reduce/config.json"),
 		"-o", b);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	ta = tu_read_file(a, NULL);
 	tb = tu_read_file(b, NULL);
 	ck_assert_ptr_nonnull(strstr(ta, "\"input\":{\"shape\":[2,4],"
@@ -694,22 +654,23 @@ START_TEST(gpt_example_counts_in_its_trace_are_megatrons)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	cJSON *t;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", tu_source_path("examples/gpt_2block/config.json"),
-		"-o", trace);
+	r = tu_cli(5, "run", tu_source_path("examples/gpt_2block/config.json"),
+		   "-o", trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
 	ck_assert_int_eq(comm_count(t, "by_op", "all_reduce"), 3 * (8 + 5));
 	ck_assert_int_eq(comm_count(t, "by_phase", "forward"), 3 * 8);
 	ck_assert_int_eq(comm_count(t, "by_phase", "backward"), 3 * 5);
 	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 0);
 	cJSON_Delete(t);
-	r = cli(5, "run", tu_source_path("examples/gpt_2block/config_sp.json"),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   tu_source_path("examples/gpt_2block/config_sp.json"), "-o",
+		   trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
 	ck_assert_int_eq(comm_count(t, "by_op", "reduce_scatter"), 3 * (5 + 5));
 	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 3 * (5 + 5));
@@ -732,7 +693,7 @@ START_TEST(readme_quick_start_shows_the_real_demo_output)
 	size_t shown_len = 0;
 	FILE *w = open_memstream(&shown, &shown_len);
 	const char *p;
-	struct result r;
+	struct tu_result r;
 
 	ck_assert_ptr_nonnull(readme);
 	p = strstr(readme, marker);
@@ -746,19 +707,20 @@ START_TEST(readme_quick_start_shows_the_real_demo_output)
 	}
 	fclose(w);
 	snprintf(trace, sizeof trace, "%s/trace.json", dir);
-	r = cli(5, "run",
+	r = tu_cli(
+		5, "run",
 		tu_source_path(
 			"fixtures/seed_2x4_rowwise_after_reduce/config.json"),
 		"-o", trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
-	r = cli(3, "explain", trace);
+	tu_result_free(&r);
+	r = tu_cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_msg(strcmp(shown, r.out) == 0,
 		      "README.md's demo output is stale; tpsim explain "
 		      "prints:\n%s",
 		      r.out);
-	result_free(&r);
+	tu_result_free(&r);
 	free(shown);
 	free(readme);
 	tu_rmtree(dir);
@@ -792,17 +754,17 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", inject_config(dir, 2, false, "bias_every_rank"), "-o",
-		trace);
+	r = tu_cli(5, "run", inject_config(dir, 2, false, "bias_every_rank"),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "inject.json: diagnosis: output is larger than the "
 		       "reference by exactly (tp - 1) x bias = 1 x fc.bias in "
 		       "every row: the bias was added on every rank before "
 		       "the all_reduce (inject bias_every_rank)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(strstr(text,
 				     "\"output\":{\"shape\":[2,2],\"values\":"
@@ -813,14 +775,14 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 		      "\"mistake\":\"bias_every_rank\"},\"diagnosis\":"));
 	free(text);
 	/* tp = 4: three extra copies. */
-	r = cli(5, "run", inject_config(dir, 4, false, "bias_every_rank"), "-o",
-		trace);
+	r = tu_cli(5, "run", inject_config(dir, 4, false, "bias_every_rank"),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "= 3 x fc.bias in every row"));
-	result_free(&r);
+	tu_result_free(&r);
 	/* A relu behind it: not an exact multiple any more, still named. */
-	r = cli(5, "run", inject_config(dir, 2, true, "bias_every_rank"), "-o",
-		trace);
+	r = tu_cli(5, "run", inject_config(dir, 2, true, "bias_every_rank"),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err,
@@ -828,7 +790,7 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 		"(max_abs_diff 2): fc added its whole bias on every rank "
 		"before the all_reduce, (tp - 1) x bias = 1 x fc.bias "
 		"too much in its output"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -840,10 +802,10 @@ START_TEST(inject_skip_all_reduce_is_diagnosed_from_its_symptom)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", inject_config(dir, 2, false, "skip_all_reduce"), "-o",
-		trace);
+	r = tu_cli(5, "run", inject_config(dir, 2, false, "skip_all_reduce"),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "diagnosis: output is rank 0's partial sum alone, x_0 "
@@ -851,7 +813,7 @@ START_TEST(inject_skip_all_reduce_is_diagnosed_from_its_symptom)
 		       "that adds the 2 ranks' partial sums was skipped "
 		       "(inject skip_all_reduce)\n"));
 	ck_assert_ptr_nonnull(strstr(r.err, "0 collectives"));
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(strstr(text,
 				     "\"output\":{\"shape\":[2,2],\"values\":"
@@ -862,13 +824,13 @@ START_TEST(inject_skip_all_reduce_is_diagnosed_from_its_symptom)
 	free(text);
 	/* A relu behind it: the model is more than the linear, the
 	 * diagnosis names what was skipped without the exact check. */
-	r = cli(5, "run", inject_config(dir, 4, true, "skip_all_reduce"), "-o",
-		trace);
+	r = tu_cli(5, "run", inject_config(dir, 4, true, "skip_all_reduce"),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "fc's ranks each kept their partial sum, and the "
 		       "all_reduce that adds the 4 of them was skipped"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -905,9 +867,10 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run",
+	r = tu_cli(
+		5, "run",
 		mistake_config(dir, 2, FC_4_TO(4), GATHERED, "skip_gather", ""),
 		"-o", trace);
 	ck_assert_int_eq(r.rc, 1);
@@ -920,7 +883,7 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 		       "the 4 output features and the all_gather was skipped "
 		       "(inject skip_gather)\n"));
 	ck_assert_ptr_nonnull(strstr(r.err, "0 collectives"));
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(strstr(
 		text, "\"result\":{\"output\":{\"shape\":[2,2],\"values\":"
@@ -931,7 +894,8 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 	free(text);
 	/* 5 features over 2 ranks: 3 and 2 columns, and the ranks cannot
 	 * even agree on the output's shape. */
-	r = cli(5, "run",
+	r = tu_cli(
+		5, "run",
 		mistake_config(dir, 2, FC_4_TO(5), GATHERED, "skip_gather", ""),
 		"-o", trace);
 	ck_assert_int_eq(r.rc, 1);
@@ -941,25 +905,25 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 			      "rank 1 (2, 2)\n"));
 	ck_assert_ptr_nonnull(strstr(r.err, "instead of all-gathering them "
 					    "(inject skip_gather)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(strstr(text, "\"result\":{\"stopped\":\"fc: "));
 	free(text);
 	/* A rowwise linear behind it: the shard is too narrow for its
 	 * weight, a shape error in the next matmul. */
-	r = cli(5, "run",
-		mistake_config(dir, 2,
-			       FC_4_TO(4) ", {\"name\": \"fc2\", \"type\": "
-					  "\"linear\", \"in_features\": 4, "
-					  "\"out_features\": 2}",
-			       GATHERED ", \"fc2\": \"rowwise\"", "skip_gather",
-			       ""),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2,
+				  FC_4_TO(4) ", {\"name\": \"fc2\", \"type\": "
+					     "\"linear\", \"in_features\": 4, "
+					     "\"out_features\": 2}",
+				  GATHERED ", \"fc2\": \"rowwise\"",
+				  "skip_gather", ""),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "STOPPED by a shape error: rowwise "
 					    "fc2: linear: input (2, 1) does "
 					    "not fit weight (2, 2)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -971,12 +935,12 @@ START_TEST(inject_wrong_shard_dim_is_a_shape_error_in_the_matmul)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run",
-		mistake_config(dir, 2, FC_4_TO(4), "\"fc\": \"colwise\"",
-			       "wrong_shard_dim", ""),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2, FC_4_TO(4), "\"fc\": \"colwise\"",
+				  "wrong_shard_dim", ""),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "diagnosis: shape mismatch in the matmul (colwise fc: "
@@ -984,7 +948,7 @@ START_TEST(inject_wrong_shard_dim_is_a_shape_error_in_the_matmul)
 		       "fc.weight [out, in] was split over tp by dim 1, its "
 		       "input features, where colwise splits dim 0, its output "
 		       "features (inject wrong_shard_dim)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	/* The mistaken layout is recorded, with rank 0's columns 0-1. */
 	ck_assert_ptr_nonnull(strstr(
@@ -998,17 +962,17 @@ START_TEST(inject_wrong_shard_dim_is_a_shape_error_in_the_matmul)
 	free(text);
 	/* Rowwise with W (2, 4) split by rows: W_r (1, 4) against x_r
 	 * (2, 2). */
-	r = cli(5, "run",
-		mistake_config(dir, 2, FC_4_TO(2), "\"fc\": \"rowwise\"",
-			       "wrong_shard_dim", ""),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2, FC_4_TO(2), "\"fc\": \"rowwise\"",
+				  "wrong_shard_dim", ""),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "(rowwise fc: linear: input (2, 2) does not fit weight "
 		       "(1, 4)): fc.weight [out, in] was split over tp by dim "
 		       "0, its output features, where rowwise splits dim 1, "
 		       "its input features (inject wrong_shard_dim)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1030,12 +994,12 @@ START_TEST(inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom)
 	const char *dir = tu_tempdir();
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run",
-		mistake_config(dir, 2, MLP_4_4_2, MLP_PLAN,
-			       "tp_allreduce_weight_grad", TRAIN_SUM),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2, MLP_4_4_2, MLP_PLAN,
+				  "tp_allreduce_weight_grad", TRAIN_SUM),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(
 		r.err,
@@ -1049,7 +1013,7 @@ START_TEST(inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom)
 	/* fc's forward all_reduce, plus the mistaken ones of fc.weight,
 	 * fc.bias and fc2.weight (fc2.bias is replicated: left alone). */
 	ck_assert_ptr_nonnull(strstr(r.err, "4 collectives"));
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(
 		strstr(text, "\"op\":\"all_reduce\",\"tensor\":\"fc.weight."
@@ -1062,29 +1026,29 @@ START_TEST(inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom)
 	free(text);
 	/* Two steps: the second starts from other weights, so the run
 	 * names the mistake without the exact check. */
-	r = cli(5, "run",
-		mistake_config(dir, 2, MLP_4_4_2, MLP_PLAN,
-			       "tp_allreduce_weight_grad",
-			       TRAIN_SUM ", \"steps\": 2"),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2, MLP_4_4_2, MLP_PLAN,
+				  "tp_allreduce_weight_grad",
+				  TRAIN_SUM ", \"steps\": 2"),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "diagnosis: gradients and "
 					    "parameters differ from the "
 					    "reference (max_abs_diff "));
-	result_free(&r);
+	tu_result_free(&r);
 	/* fc2's 4 input features over 3 ranks, by torch.chunk: blocks of 2,
 	 * 2 and 0 columns, which cannot be all-reduced at all (backward
 	 * reaches fc2 first). */
-	r = cli(5, "run",
-		mistake_config(dir, 3, MLP_4_4_2, MLP_PLAN,
-			       "tp_allreduce_weight_grad", TRAIN_SUM),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 3, MLP_4_4_2, MLP_PLAN,
+				  "tp_allreduce_weight_grad", TRAIN_SUM),
+		   "-o", trace);
 	ck_assert_int_eq(r.rc, 1);
 	ck_assert_ptr_nonnull(strstr(r.err, "STOPPED by a shape error: "
 					    "fc2.weight.grad: all_reduce over "
 					    "tp: sum: rank 0 has shape (2, 2) "
 					    "but rank 2 has (2, 0)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1094,19 +1058,21 @@ START_TEST(run_threads_and_stats_options)
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
 	static const char *const bad[] = {"0", "257", "two", "", "2x"};
-	struct result r;
+	struct tu_result r;
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		r = cli(7, "run", cfg, "-o", "/dev/null", "--threads", bad[i]);
+		r = tu_cli(7, "run", cfg, "-o", "/dev/null", "--threads",
+			   bad[i]);
 		ck_assert_int_eq(r.rc, 2);
 		ck_assert_msg(strstr(r.err, "run: --threads needs a number "
 					    "from 1 to 256"),
 			      "%s", r.err);
-		result_free(&r);
+		tu_result_free(&r);
 	}
-	r = cli(6, "run", cfg, "--threads", "3", "--stats", "-o", "/dev/null");
+	r = tu_cli(6, "run", cfg, "--threads", "3", "--stats", "-o",
+		   "/dev/null");
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	/* The summary line, then the figures. */
-	ck_assert_int_eq(count_lines(r.err), 6);
+	ck_assert_int_eq(tu_count_lines(r.err), 6);
 	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: stats: threads 3\n"));
 	ck_assert_ptr_nonnull(strstr(r.err, "seconds: init "));
 	ck_assert_ptr_nonnull(strstr(r.err, ", tp steps "));
@@ -1117,7 +1083,7 @@ START_TEST(run_threads_and_stats_options)
 	 * some tensor bytes, counted. */
 	ck_assert_ptr_nonnull(strstr(r.err, "memory: tensors at peak "));
 	ck_assert_ptr_null(strstr(r.err, "tensors at peak 0 "));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1129,15 +1095,15 @@ START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
 	char trace[512], fix[512], line[768];
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
 	snprintf(fix, sizeof fix, "%s/f.json", dir);
 	write_text(fix, "{\"result\": {\"output\": {\"values\": "
 			"[[30, 71], [70, 174]]}}}");
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
-	r = cli(4, "check", trace, fix);
+	tu_result_free(&r);
+	r = tu_cli(4, "check", trace, fix);
 	ck_assert_int_eq(r.rc, 1);
 	snprintf(line, sizeof line,
 		 "%s: /result/output/values/0/1: expected "
@@ -1145,24 +1111,24 @@ START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 		 fix);
 	ck_assert_str_eq(r.out, line);
 	ck_assert_ptr_nonnull(strstr(r.err, "1 mismatch"));
-	result_free(&r);
+	tu_result_free(&r);
 	/* The right numbers pass. */
 	write_text(fix, "{\"result\": {\"output\": {\"values\": "
 			"[[30, 70], [70, 174]]}}}");
-	r = cli(4, "check", trace, fix);
+	r = tu_cli(4, "check", trace, fix);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	/* A fixture that is not JSON, or a trace that is not a trace, is
 	 * trouble: exit 2 on stderr. */
 	write_text(fix, "{\"result\": ");
-	r = cli(4, "check", trace, fix);
+	r = tu_cli(4, "check", trace, fix);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_uint_eq(r.out_len, 0);
-	result_free(&r);
-	r = cli(4, "check", cfg, cfg);
+	tu_result_free(&r);
+	r = tu_cli(4, "check", cfg, cfg);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "/format"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1174,9 +1140,9 @@ START_TEST(explain_walks_the_trace_step_by_step)
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
 	char trace[512];
-	struct result r;
+	struct tu_result r;
 	run_to_trace(cfg, dir, trace, sizeof trace);
-	r = cli(3, "explain", trace);
+	r = tu_cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (2, 2) "
@@ -1187,12 +1153,12 @@ START_TEST(explain_walks_the_trace_step_by_step)
 				     "groups [[0,1]], 16 bytes/rank\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
 					    "reference (max_abs_diff 0)"));
-	result_free(&r);
+	tu_result_free(&r);
 	/* A config is not a trace: trouble, exit 2. */
-	r = cli(3, "explain", cfg);
+	r = tu_cli(3, "explain", cfg);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "not a tpsim trace"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1227,10 +1193,10 @@ START_TEST(explain_elides_long_values_visibly_and_filters_events)
 		"[3, 8], \"init\": \"arange\"}, \"init\": {\"method\": "
 		"\"arange\"}}");
 	char trace[512];
-	struct result r;
+	struct tu_result r;
 	run_to_trace(cfg, dir, trace, sizeof trace);
 
-	r = cli(3, "explain", trace);
+	r = tu_cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	every_rank_line_shows_values(r.out);
 	/* W = arange (6, 8): rank 1 holds rows 3-5, values 25 .. 48. */
@@ -1239,36 +1205,36 @@ START_TEST(explain_elides_long_values_visibly_and_filters_events)
 			      "41,42,43,44,45,46,47,48] (16 of 24 values: the "
 			      "first and last 8 in row-major order; "
 			      "--max-values)\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	/* --max-values 0: everything; 4: the first and last 2. */
-	r = cli(5, "explain", trace, "--max-values", "0");
+	r = tu_cli(5, "explain", trace, "--max-values", "0");
 	ck_assert_ptr_nonnull(strstr(
 		r.out,
 		"rank 1: (3, 8) [[25,26,27,28,29,30,31,32],"
 		"[33,34,35,36,37,38,39,40],[41,42,43,44,45,46,47,48]]\n"));
 	ck_assert_ptr_null(strstr(r.out, "..."));
-	result_free(&r);
-	r = cli(5, "explain", trace, "--max-values", "4");
+	tu_result_free(&r);
+	r = tu_cli(5, "explain", trace, "--max-values", "4");
 	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (3, 8) [25,26,...,47,48] "
 					    "(4 of 24 values: the first and "
 					    "last 2"));
 	every_rank_line_shows_values(r.out);
-	result_free(&r);
+	tu_result_free(&r);
 	/* Filters: forward only, no setup section; one module; none. */
-	r = cli(5, "explain", trace, "--phase", "forward");
+	r = tu_cli(5, "explain", trace, "--phase", "forward");
 	ck_assert_ptr_null(strstr(r.out, "setup:"));
 	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
-	result_free(&r);
-	r = cli(7, "explain", trace, "--step", "0", "--module", "output");
+	tu_result_free(&r);
+	r = tu_cli(7, "explain", trace, "--step", "0", "--module", "output");
 	ck_assert_ptr_null(strstr(r.out, " fc       "));
 	ck_assert_ptr_nonnull(strstr(r.out, "all_gather"));
-	result_free(&r);
-	r = cli(5, "explain", trace, "--step", "3");
+	tu_result_free(&r);
+	r = tu_cli(5, "explain", trace, "--step", "3");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(
 		r.out, "(no event matches --step, --module and --phase)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "result: output (3, 6)"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1278,20 +1244,20 @@ START_TEST(explain_shows_a_summary_traces_statistics)
 	const char *dir = tu_tempdir();
 	char text[1024], trace[512];
 	const char *cfg;
-	struct result r;
+	struct tu_result r;
 	snprintf(text, sizeof text,
 		 "%.*s, \"trace\": {\"values\": "
 		 "\"summary\"}}",
 		 (int)strlen(small_config) - 1, small_config);
 	cfg = write_config(dir, "c.json", text);
 	run_to_trace(cfg, dir, trace, sizeof trace);
-	r = cli(3, "explain", trace);
+	r = tu_cli(3, "explain", trace);
 	every_rank_line_shows_values(r.out);
 	/* Rank 1's partial sums [[25,53],[53,113]]: min 25, max 113, mean
 	 * 61. */
 	ck_assert_ptr_nonnull(strstr(
 		r.out, "rank 1: (2, 2) min 25, max 113, mean 61, hash "));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1307,13 +1273,13 @@ START_TEST(explain_text_and_md_match_their_golden_files)
 	const char *dir = tu_tempdir();
 	for (size_t c = 0; c < 2; c++) {
 		char cfg[1024], trace[1024], golden_path[512];
-		struct result r;
+		struct tu_result r;
 		snprintf(cfg, sizeof cfg, "%s/%s/config.json",
 			 tu_source_path("fixtures"), cases[c]);
 		snprintf(trace, sizeof trace, "%s/%s.json", dir, cases[c]);
-		r = cli(5, "run", cfg, "-o", trace);
+		r = tu_cli(5, "run", cfg, "-o", trace);
 		ck_assert_msg(r.rc == 0, "%s", r.err);
-		result_free(&r);
+		tu_result_free(&r);
 		for (size_t f = 0; f < 2; f++) {
 			char *golden;
 			snprintf(golden_path, sizeof golden_path,
@@ -1323,13 +1289,13 @@ START_TEST(explain_text_and_md_match_their_golden_files)
 				tu_read_file(tu_source_path(golden_path), NULL);
 			ck_assert_msg(golden != NULL, "%s is missing",
 				      golden_path);
-			r = cli(5, "explain", trace, "--format", formats[f]);
+			r = tu_cli(5, "explain", trace, "--format", formats[f]);
 			ck_assert_int_eq(r.rc, 0);
 			ck_assert_msg(strcmp(strchr(golden, '\n'),
 					     strchr(r.out, '\n')) == 0,
 				      "%s differs; explain now prints:\n%s",
 				      golden_path, r.out);
-			result_free(&r);
+			tu_result_free(&r);
 			free(golden);
 		}
 	}
@@ -1350,9 +1316,9 @@ START_TEST(explain_md_escapes_text_from_the_config)
 		"\"out_features\": 2}], \"plan\": {\"*\": \"rowwise\"}, "
 		"\"input\": {\"shape\": [2, 4], \"init\": \"arange\"}}");
 	char trace[512];
-	struct result r;
+	struct tu_result r;
 	run_to_trace(cfg, dir, trace, sizeof trace);
-	r = cli(5, "explain", trace, "--format", "md");
+	r = tu_cli(5, "explain", trace, "--format", "md");
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "] fc\\_a\\_b: matmul -> fc\\_a\\_b.out\n"));
 	/* Outside code spans (equations, where '_' is literal), nothing is
@@ -1366,7 +1332,7 @@ START_TEST(explain_md_escapes_text_from_the_config)
 		}
 	}
 	ck_assert_ptr_null(strstr(r.out, "fc_a_b"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1403,12 +1369,12 @@ START_TEST(explain_colours_only_a_terminal_and_never_under_no_color)
 	const char *cfg = write_config(dir, "c.json", small_config);
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	run_to_trace(cfg, dir, trace, sizeof trace);
 	/* Not a terminal (a memory stream): no escape codes. */
-	r = cli(3, "explain", trace);
+	r = tu_cli(3, "explain", trace);
 	ck_assert_ptr_null(strchr(r.out, '\033'));
-	result_free(&r);
+	tu_result_free(&r);
 	/* A terminal: bold phases, a yellow collective, a green verdict. */
 	unsetenv("NO_COLOR");
 	text = explain_on_a_terminal(trace);
@@ -1434,15 +1400,15 @@ START_TEST(explain_aligns_op_and_tensor_columns_for_long_names)
 	 * every event line's op and tensor still start in one column. */
 	const char *dir = tu_tempdir();
 	char trace[512];
-	struct result r;
+	struct tu_result r;
 	int op_col = -1, tensor_col = -1, lines = 0;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run",
-		tu_source_path("fixtures/train_dp2_tp2_mse/config.json"), "-o",
-		trace);
+	r = tu_cli(5, "run",
+		   tu_source_path("fixtures/train_dp2_tp2_mse/config.json"),
+		   "-o", trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
-	r = cli(3, "explain", trace);
+	tu_result_free(&r);
+	r = tu_cli(3, "explain", trace);
 	for (const char *p = r.out; (p = strstr(p, "\n  [")); p++) {
 		const char *line = p + 1, *b = strstr(line, "]");
 		const char *op = b + 1, *tensor;
@@ -1473,7 +1439,7 @@ START_TEST(explain_aligns_op_and_tensor_columns_for_long_names)
 	}
 	ck_assert_ptr_nonnull(strstr(r.out, "relu_backward"));
 	ck_assert_int_gt(lines, 10);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1491,9 +1457,9 @@ START_TEST(explain_prints_byte_counts_as_integers)
 		"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
 		"[512, 4]}, \"trace\": {\"values\": \"none\"}}");
 	char trace[512];
-	struct result r;
+	struct tu_result r;
 	run_to_trace(cfg, dir, trace, sizeof trace);
-	r = cli(3, "explain", trace);
+	r = tu_cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_msg(strstr(r.out, ", 1048576 bytes/rank\n") != NULL, "%s",
 		      r.out);
@@ -1501,7 +1467,7 @@ START_TEST(explain_prints_byte_counts_as_integers)
 			      NULL,
 		      "%s", r.out);
 	ck_assert_ptr_null(strstr(r.out, "e+"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1549,7 +1515,7 @@ START_TEST(comm_counts_inference_and_training_side_by_side)
 {
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", comm_config);
-	struct result r = cli(3, "comm", cfg);
+	struct tu_result r = tu_cli(3, "comm", cfg);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ck_assert_uint_eq(r.err_len, 0);
 	/* inference: 1 collective, 96 bytes; training: 5, 400. */
@@ -1567,7 +1533,7 @@ START_TEST(comm_counts_inference_and_training_side_by_side)
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "links: dp 25 GB/s, 10 us; tp 150 GB/s, 3 us; "
 			      "device 100 TFLOP/s\n"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1577,12 +1543,12 @@ START_TEST(comm_sweeps_every_combination_of_set_values)
 	/* dp 1 (tp only): training adds nothing, ratio 1; dp 2: 400 / 96. */
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", comm_config);
-	struct result r = cli(5, "comm", cfg, "--set", "dp=1,2");
+	struct tu_result r = tu_cli(5, "comm", cfg, "--set", "dp=1,2");
 	const char *sweep;
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	sweep = strstr(r.out, "sweep: ");
 	ck_assert_ptr_nonnull(sweep);
-	ck_assert_int_eq(count_lines(sweep), 4); /* title, head, 2 points */
+	ck_assert_int_eq(tu_count_lines(sweep), 4); /* title, head, 2 points */
 	{
 		/* Per point: dp, inference bytes, training bytes, ratio (an
 		 * integer only for dp 1), the times' leading numbers. */
@@ -1598,9 +1564,9 @@ START_TEST(comm_sweeps_every_combination_of_set_values)
 		ck_assert_int_eq(v[3], 1);
 		ck_assert_ptr_nonnull(strstr(row, " 4.17 "));
 	}
-	result_free(&r);
+	tu_result_free(&r);
 	/* --json: strict JSON, one point per combination. */
-	r = cli(6, "comm", cfg, "--set", "dp=1,2", "--json");
+	r = tu_cli(6, "comm", cfg, "--set", "dp=1,2", "--json");
 	{
 		cJSON *root = NULL;
 		ck_assert_int_eq(tps_json_parse_strict("out", r.out, r.out_len,
@@ -1611,7 +1577,7 @@ START_TEST(comm_sweeps_every_combination_of_set_values)
 			2);
 		cJSON_Delete(root);
 	}
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1620,23 +1586,23 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 {
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", comm_config);
-	struct result r = cli(2, "comm");
+	struct tu_result r = tu_cli(2, "comm");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "comm: missing CONFIG"));
-	result_free(&r);
-	r = cli(5, "comm", cfg, "--set", "dp=two");
+	tu_result_free(&r);
+	r = tu_cli(5, "comm", cfg, "--set", "dp=two");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "--set expects NAME=V[,V...]"));
-	result_free(&r);
+	tu_result_free(&r);
 	/* A variable the config does not define: at /vars. */
-	r = cli(5, "comm", cfg, "--set", "hidden=8");
+	r = tu_cli(5, "comm", cfg, "--set", "hidden=8");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "c.json: /vars: no variable \"hidden\"") !=
 			      NULL,
 		      "%s", r.err);
-	ck_assert_int_eq(count_lines(r.err), 1);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
 	ck_assert_uint_eq(r.out_len, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1647,19 +1613,19 @@ START_TEST(run_set_overrides_a_config_variable)
 	const char *cfg = write_config(dir, "c.json", comm_config);
 	char trace[512];
 	char *text;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(7, "run", cfg, "--set", "dp=1", "-o", trace);
+	r = tu_cli(7, "run", cfg, "--set", "dp=1", "-o", trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(strstr(text, "\"vars\":{\"dp\":1}"));
 	ck_assert_ptr_nonnull(strstr(text, "\"mesh\":{\"shape\":[1,4]"));
 	free(text);
-	r = cli(5, "run", cfg, "--set", "dp=1,2");
+	r = tu_cli(5, "run", cfg, "--set", "dp=1,2");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "run: --set expects NAME=VALUE"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1690,7 +1656,7 @@ START_TEST(the_generated_tables_in_docs_are_current)
 			const char *fence, *body, *end;
 			char args[1024], *argv[16] = {"tpsim"};
 			int argc = 1;
-			struct result r;
+			struct tu_result r;
 			FILE *out, *err;
 			if (!tag) {
 				fputs(p, w);
@@ -1738,7 +1704,7 @@ START_TEST(the_generated_tables_in_docs_are_current)
 			fwrite(r.out, 1, r.out_len, w);
 			p = end;
 			blocks++;
-			result_free(&r);
+			tu_result_free(&r);
 		}
 		fclose(w);
 		if (getenv("TPSIM_UPDATE_DOCS")) {
@@ -1792,12 +1758,13 @@ START_TEST(seed_004_example_runs_as_ddp_and_tp_do)
 	char *text;
 	cJSON *root = NULL;
 	const cJSON *result;
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", tu_source_path("examples/seed004_ddp_tp/config.json"),
-		"-o", trace);
+	r = tu_cli(5, "run",
+		   tu_source_path("examples/seed004_ddp_tp/config.json"), "-o",
+		   trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(trace, NULL);
 	ck_assert_int_eq(
 		tps_json_parse_strict("t", text, strlen(text), &root, NULL),
@@ -1840,30 +1807,30 @@ START_TEST(tp_off_the_innermost_dim_warns_in_trace_and_on_stderr)
 		"\"rowwise\"}, \"input\": {\"shape\": [3, 4]}%s}";
 	char text[1024], trace[512], *out;
 	const char *cfg;
-	struct result r;
+	struct tu_result r;
 	snprintf(text, sizeof text, cfg_text, "");
 	cfg = write_config(dir, "c.json", text);
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_msg(strstr(r.err, "tpsim: warning: ") == r.err, "%s", r.err);
 	ck_assert_ptr_nonnull(strstr(r.err, "TP runs over mesh dim \"tp\" (dim "
 					    "0 of 2), not the innermost"));
-	ck_assert_int_eq(count_lines(r.err), 2);
-	result_free(&r);
+	ck_assert_int_eq(tu_count_lines(r.err), 2);
+	tu_result_free(&r);
 	out = tu_read_file(trace, NULL);
 	ck_assert_ptr_nonnull(strstr(out, "\n\"warnings\":[\"TP runs over"));
 	free(out);
 	snprintf(text, sizeof text, cfg_text,
 		 ", \"strict_tp_innermost\": true");
 	cfg = write_config(dir, "c.json", text);
-	r = cli(3, "run", cfg);
+	r = tu_cli(3, "run", cfg);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "TP needs to be the innermost dimension "
 				    "on its parent mesh") != NULL,
 		      "%s", r.err);
 	ck_assert_uint_eq(r.out_len, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1880,12 +1847,12 @@ START_TEST(unequal_dp_parts_warn_that_ddp_would_differ)
 		"\"fc\", \"type\": \"linear\", \"in_features\": 4, "
 		"\"out_features\": 2}], \"plan\": {\"fc\": \"colwise\"}, "
 		"\"input\": {\"shape\": [5, 4]}, \"mode\": \"training\"}");
-	struct result r = cli(3, "run", cfg);
+	struct tu_result r = tu_cli(3, "run", cfg);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.err, "unequal parts of the batch (3 "
 					    "to 2 samples)"));
 	ck_assert_ptr_nonnull(strstr(r.out, "\"warnings\":["));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1895,8 +1862,8 @@ START_TEST(mesh_prints_pytorch_groups)
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
 	 * size-3 dim 0), mesh["col"] is [0, 1]; seed 004's first printout
 	 * has these swapped. */
-	struct result r =
-		cli(6, "mesh", "--shape", "3,2", "--names", "row,col");
+	struct tu_result r =
+		tu_cli(6, "mesh", "--shape", "3,2", "--names", "row,col");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(r.out,
 				     "Rank 0: coordinate (0, 0), "
@@ -1906,8 +1873,8 @@ START_TEST(mesh_prints_pytorch_groups)
 				     "Rank 3: coordinate (1, 1), "
 				     "mesh['row'] = [1, 3, 5] (local rank 1), "
 				     "mesh['col'] = [2, 3] (local rank 1)\n"));
-	ck_assert_int_eq(count_lines(r.out), 7);
-	result_free(&r);
+	ck_assert_int_eq(tu_count_lines(r.out), 7);
+	tu_result_free(&r);
 }
 END_TEST
 
@@ -1915,25 +1882,26 @@ START_TEST(mesh_errors_quote_names_without_backslashes)
 {
 	/* The message is ours: its quotes stay quotes. A name the user
 	 * typed is escaped, so a control character cannot break the line. */
-	struct result r = cli(6, "mesh", "--shape", "2,2", "--names", "tp,tp");
+	struct tu_result r =
+		tu_cli(6, "mesh", "--shape", "2,2", "--names", "tp,tp");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "tpsim: mesh: mesh dims 0 and 1 are both "
 				    "named \"tp\"\n") != NULL,
 		      "%s", r.err);
-	result_free(&r);
-	r = cli(6, "mesh", "--shape", "2,2", "--names", "a\033,a\033");
+	tu_result_free(&r);
+	r = tu_cli(6, "mesh", "--shape", "2,2", "--names", "a\033,a\033");
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "both named \"a\\u001b\"\n") != NULL, "%s",
 		      r.err);
-	ck_assert_int_eq(count_lines(r.err), 2);
-	result_free(&r);
+	ck_assert_int_eq(tu_count_lines(r.err), 2);
+	tu_result_free(&r);
 }
 END_TEST
 
 START_TEST(mesh_json_is_strict_json)
 {
-	struct result r = cli(7, "mesh", "--shape", "2,2,2", "--names",
-			      "dp,cp,tp", "--json");
+	struct tu_result r = tu_cli(7, "mesh", "--shape", "2,2,2", "--names",
+				    "dp,cp,tp", "--json");
 	cJSON *root = NULL, *g;
 	char *dp;
 	ck_assert_int_eq(r.rc, 0);
@@ -1948,10 +1916,10 @@ START_TEST(mesh_json_is_strict_json)
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root, "ranks")),
 			 8);
 	cJSON_Delete(root);
-	result_free(&r);
-	r = cli(6, "mesh", "--shape", "4096,2", "--names", "a,b");
+	tu_result_free(&r);
+	r = tu_cli(6, "mesh", "--shape", "4096,2", "--names", "a,b");
 	ck_assert_int_eq(r.rc, 2);
-	result_free(&r);
+	tu_result_free(&r);
 }
 END_TEST
 

@@ -1382,13 +1382,13 @@ END_TEST
 static struct counts blocks_counts(int tp, int blocks, bool sp, int seq)
 {
 	char model[4096] = "";
+	size_t used = 0;
 	for (int b = 0; b < blocks; b++) {
-		char one[160];
-		snprintf(one, sizeof one,
-			 "%s{'name':'layers.%d','type':'transformer_block',"
-			 "'dim':8,'num_heads':2,'hidden':16}",
-			 b ? "," : "", b);
-		strcat(model, one);
+		used += (size_t)snprintf(
+			model + used, sizeof model - used,
+			"%s{'name':'layers.%d','type':'transformer_block',"
+			"'dim':8,'num_heads':2,'hidden':16}",
+			b ? "," : "", b);
 	}
 	return run_config(
 		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"

@@ -15,54 +15,13 @@
 #include "tpsim/jsonio.h"
 #include "tpsim/picture.h"
 
-/* What one tps_cli_main call printed and returned. */
-struct result {
-	int rc;
-	char *out, *err;
-	size_t out_len, err_len;
-};
-
-static struct result cli(int argc, ...)
-{
-	struct result r = {0};
-	char *argv[16] = {"tpsim"};
-	FILE *out, *err;
-	va_list ap;
-	va_start(ap, argc);
-	for (int i = 1; i < argc; i++) {
-		argv[i] = va_arg(ap, char *);
-	}
-	va_end(ap);
-	out = open_memstream(&r.out, &r.out_len);
-	err = open_memstream(&r.err, &r.err_len);
-	r.rc = tps_cli_main(argc, argv, out, err);
-	fclose(out);
-	fclose(err);
-	return r;
-}
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-static int count_lines(const char *s)
-{
-	int n = 0;
-	for (; *s; s++) {
-		n += *s == '\n';
-	}
-	return n;
-}
-
 /* tpsim run on a fixture's config (or on config text when text is not
  * NULL) into DIR/NAME.json; the trace's path in a static buffer. */
 static const char *trace_of(const char *dir, const char *name, const char *text)
 {
 	static char trace[1024];
 	char cfg[1024];
-	struct result r;
+	struct tu_result r;
 	if (text) {
 		snprintf(cfg, sizeof cfg, "%s/%s.config.json", dir, name);
 		tu_write_file(cfg, text, strlen(text));
@@ -71,9 +30,9 @@ static const char *trace_of(const char *dir, const char *name, const char *text)
 			 tu_source_path("fixtures"), name);
 	}
 	snprintf(trace, sizeof trace, "%s/%s.json", dir, name);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_msg(r.rc == 0, "%s: %s", cfg, r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	return trace;
 }
 
@@ -244,17 +203,17 @@ START_TEST(picture_labels_block_shards_by_whole_heads)
 	const char *dir = tu_tempdir();
 	const char *trace = block_trace(dir, "shard(1,block=2)", 6, 4);
 	char *text = text_picture(trace, 0, false);
-	struct result r;
+	struct tu_result r;
 	/* 5 heads of 2 over 2: ceil(5/2) = 3 heads, features 0-5, on rank
 	 * 0; heads 3-4, features 6-9, on rank 1 (not 5 and 5). */
 	assert_has(text, "A   rows 0-2, cols 0-5: rank 0 (tp=0)\n");
 	assert_has(text, "B   rows 0-2, cols 6-9: rank 1 (tp=1)\n");
 	assert_has(text, "row 0:  A  A  A  A  A  A  B  B  B  B\n");
-	r = cli(5, "picture", trace, "--tensor", "attn.q.out");
+	r = tu_cli(5, "picture", trace, "--tensor", "attn.q.out");
 	ck_assert_int_eq(r.rc, 0);
 	assert_has(r.out, "placements [shard(1,block=2)] on mesh (2)");
 	assert_has(r.out, "<title>A rows 0-2, cols 0-5: rank 0 (tp=0)</title>");
-	result_free(&r);
+	tu_result_free(&r);
 	free(text);
 	tu_rmtree(dir);
 }
@@ -264,20 +223,21 @@ START_TEST(picture_refuses_blocks_that_do_not_divide_the_dim)
 {
 	const char *dir = tu_tempdir();
 	const char *trace = block_trace(dir, "shard(1,block=3)", 6, 4);
-	struct result r = cli(5, "picture", trace, "--tensor", "attn.q.out");
+	struct tu_result r =
+		tu_cli(5, "picture", trace, "--tensor", "attn.q.out");
 	ck_assert_int_eq(r.rc, 2);
 	assert_has(r.err, "/blocks.json: /events/0/placements: "
 			  "shard(1,block=3) on mesh dim \"tp\": tensor dim 1 "
 			  "has 10 elements there, not a whole number of "
 			  "blocks of 3\n");
-	result_free(&r);
+	tu_result_free(&r);
 	/* A block the parser does not read at all. */
 	trace = block_trace(dir, "shard(1,block=0)", 6, 4);
-	r = cli(5, "picture", trace, "--tensor", "attn.q.out");
+	r = tu_cli(5, "picture", trace, "--tensor", "attn.q.out");
 	ck_assert_int_eq(r.rc, 2);
 	assert_has(r.err, "/events/0/placements/0: expected replicate, "
 			  "partial or shard(d) (or shard(d,block=b))");
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -297,7 +257,7 @@ START_TEST(picture_lists_an_empty_shard_as_empty_and_draws_nothing_for_it)
 	char *text = text_picture(trace, 0, false);
 	char svg_path[1024];
 	char *svg;
-	struct result r;
+	struct tu_result r;
 	/* fc.weight (1, 4) shard(0) over 2: ceil(1/2) = 1, rank 0 row 0,
 	 * rank 1 starts at 1 = the end: a (0, 4) shard. */
 	assert_has(text, "A   row 0, cols 0-3: rank 0 (tp=0)\n");
@@ -305,7 +265,8 @@ START_TEST(picture_lists_an_empty_shard_as_empty_and_draws_nothing_for_it)
 			 "(0, 4) shard\n");
 	assert_lacks(text, "  B  B");
 	snprintf(svg_path, sizeof svg_path, "%s/w.svg", dir);
-	r = cli(7, "picture", trace, "--tensor", "fc.weight", "-o", svg_path);
+	r = tu_cli(7, "picture", trace, "--tensor", "fc.weight", "-o",
+		   svg_path);
 	ck_assert_int_eq(r.rc, 0);
 	svg = tu_read_file(svg_path, NULL);
 	/* One drawn block (its <g>), and B only in the list. */
@@ -315,7 +276,7 @@ START_TEST(picture_lists_an_empty_shard_as_empty_and_draws_nothing_for_it)
 			"(0, 4) shard</text>");
 	free(svg);
 	free(text);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -388,18 +349,18 @@ START_TEST(picture_svg_matches_golden_for_the_2x4_and_2d_mesh_examples)
 		const struct svg_case *k = &svg_cases[c];
 		const char *trace = trace_of(dir, k->fixture, NULL);
 		char golden[512];
-		struct result r =
-			k->seq ? cli(9, "picture", trace, "--tensor", k->tensor,
-				     "--event", k->seq, "-o", "-")
-			       : cli(5, "picture", trace, "--tensor",
-				     k->tensor);
+		struct tu_result r =
+			k->seq ? tu_cli(9, "picture", trace, "--tensor",
+					k->tensor, "--event", k->seq, "-o", "-")
+			       : tu_cli(5, "picture", trace, "--tensor",
+					k->tensor);
 		ck_assert_msg(r.rc == 0, "%s", r.err);
 		ck_assert_uint_eq(r.err_len, 0);
 		snprintf(golden, sizeof golden,
 			 "tests/golden/pictures/%s.%s.svg", k->fixture,
 			 k->tensor);
 		compare_golden(golden, r.out, false);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	tu_rmtree(dir);
 }
@@ -414,14 +375,15 @@ START_TEST(explain_pictures_match_golden_text_and_md)
 		const char *trace = trace_of(dir, cases[c], NULL);
 		for (int md = 0; md < 2; md++) {
 			char golden[512];
-			struct result r = cli(6, "explain", trace, "--pictures",
-					      "--format", md ? "md" : "text");
+			struct tu_result r =
+				tu_cli(6, "explain", trace, "--pictures",
+				       "--format", md ? "md" : "text");
 			ck_assert_msg(r.rc == 0, "%s", r.err);
 			snprintf(golden, sizeof golden,
 				 "tests/golden/pictures/%s.%s", cases[c],
 				 md ? "md" : "txt");
 			compare_golden(golden, r.out, true);
-			result_free(&r);
+			tu_result_free(&r);
 		}
 	}
 	tu_rmtree(dir);
@@ -456,16 +418,16 @@ START_TEST(picture_filters_follow_explain_step_module_and_phase)
 {
 	const char *dir = tu_tempdir();
 	const char *trace = trace_of(dir, "mesh_2d_dp_tp", NULL);
-	struct result r = cli(8, "explain", trace, "--pictures", "--module",
-			      "fc2", "--phase", "forward");
+	struct tu_result r = tu_cli(8, "explain", trace, "--pictures",
+				    "--module", "fc2", "--phase", "forward");
 	ck_assert_int_eq(r.rc, 0);
 	assert_has(r.out, "sharding of fc2.out, 2 blocks:");
 	assert_lacks(r.out, "sharding of fc1");
 	assert_lacks(r.out, "sharding of fc2.weight");
-	result_free(&r);
-	r = cli(3, "explain", trace);
+	tu_result_free(&r);
+	r = tu_cli(3, "explain", trace);
 	assert_lacks(r.out, "sharding of");
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -477,16 +439,16 @@ START_TEST(picture_is_byte_identical_across_runs)
 	char a_path[1024], b_path[1024];
 	char *a, *b;
 	size_t a_len, b_len;
-	struct result r;
+	struct tu_result r;
 	snprintf(a_path, sizeof a_path, "%s/a.svg", dir);
 	snprintf(b_path, sizeof b_path, "%s/b.svg", dir);
-	r = cli(7, "picture", trace, "--tensor", "fc2.out", "-o", a_path);
+	r = tu_cli(7, "picture", trace, "--tensor", "fc2.out", "-o", a_path);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
-	r = cli(7, "picture", trace, "--tensor", "fc2.out", "-o", b_path);
+	tu_result_free(&r);
+	r = tu_cli(7, "picture", trace, "--tensor", "fc2.out", "-o", b_path);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_uint_eq(r.out_len, 0); /* -o FILE: nothing on stdout */
-	result_free(&r);
+	tu_result_free(&r);
 	a = tu_read_file(a_path, &a_len);
 	b = tu_read_file(b_path, &b_len);
 	ck_assert_uint_eq(a_len, b_len);
@@ -504,19 +466,19 @@ START_TEST(picture_without_event_draws_the_tensors_first_event)
 {
 	const char *dir = tu_tempdir();
 	const char *trace = trace_of(dir, "mesh_2d_dp_tp", NULL);
-	struct result r = cli(5, "picture", trace, "--tensor", "fc2.out");
+	struct tu_result r = tu_cli(5, "picture", trace, "--tensor", "fc2.out");
 	ck_assert_int_eq(r.rc, 0);
 	assert_has(r.out, "<desc>[8] matmul: global (2, 2), placements "
 			  "[shard(0), partial] on mesh (2, 2) named (dp, "
 			  "tp)</desc>");
-	result_free(&r);
-	r = cli(7, "picture", trace, "--tensor", "fc2.out", "--event", "9");
+	tu_result_free(&r);
+	r = tu_cli(7, "picture", trace, "--tensor", "fc2.out", "--event", "9");
 	ck_assert_int_eq(r.rc, 0);
 	assert_has(r.out, "<desc>[9] all_reduce:");
-	result_free(&r);
-	r = cli(5, "picture", trace, "--tensor", "fc1.weight");
+	tu_result_free(&r);
+	r = tu_cli(5, "picture", trace, "--tensor", "fc1.weight");
 	assert_has(r.out, "<desc>[0] distribute:");
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -620,7 +582,7 @@ START_TEST(picture_refuses_bad_arguments_with_one_line)
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char *argv[10] = {"tpsim"};
-		struct result r = {0};
+		struct tu_result r = {0};
 		FILE *out, *err;
 		for (int a = 0; a < rows[i].argc; a++) {
 			argv[a + 1] = (char *)rows[i].argv[a];
@@ -636,19 +598,19 @@ START_TEST(picture_refuses_bad_arguments_with_one_line)
 			      r.err);
 		ck_assert_msg(strncmp(r.err, "tpsim: ", 7) == 0, "row %zu: %s",
 			      i, r.err);
-		ck_assert_msg(count_lines(r.err) == rows[i].lines,
-			      "row %zu: %d lines: %s", i, count_lines(r.err),
+		ck_assert_msg(tu_count_lines(r.err) == rows[i].lines,
+			      "row %zu: %d lines: %s", i, tu_count_lines(r.err),
 			      r.err);
 		ck_assert_msg(r.out_len == 0, "row %zu: stdout: %s", i, r.out);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	/* The good case of the same trace, so the rows fail for their own
 	 * reason. */
 	{
-		struct result r =
-			cli(5, "picture", bad, "--tensor", "fc1.weight");
+		struct tu_result r =
+			tu_cli(5, "picture", bad, "--tensor", "fc1.weight");
 		ck_assert_msg(r.rc == 0, "%s", r.err);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	tu_rmtree(dir);
 }
@@ -674,29 +636,29 @@ START_TEST(picture_leaves_no_partial_file_and_keeps_the_old_one_on_error)
 	const char *dir = tu_tempdir();
 	const char *trace = trace_of(dir, "seed_2x4_colwise", NULL);
 	char out_dir[1024], svg[1100], *kept;
-	struct result r;
+	struct tu_result r;
 	snprintf(out_dir, sizeof out_dir, "%s/out", dir);
 	ck_assert_int_eq(mkdir(out_dir, 0777), 0);
 	snprintf(svg, sizeof svg, "%s/fc.svg", out_dir);
 	tu_write_file(svg, "old", 3);
-	r = cli(7, "picture", trace, "--tensor", "nope", "-o", svg);
+	r = tu_cli(7, "picture", trace, "--tensor", "nope", "-o", svg);
 	ck_assert_int_eq(r.rc, 2);
-	result_free(&r);
+	tu_result_free(&r);
 	kept = tu_read_file(svg, NULL);
 	ck_assert_str_eq(kept, "old");
 	free(kept);
 	ck_assert_int_eq(count_entries(out_dir), 1);
-	r = cli(7, "picture", trace, "--tensor", "fc.weight", "-o", svg);
+	r = tu_cli(7, "picture", trace, "--tensor", "fc.weight", "-o", svg);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	kept = tu_read_file(svg, NULL);
 	assert_has(kept, "<svg ");
 	free(kept);
 	ck_assert_int_eq(count_entries(out_dir), 1); /* no .tmp left */
-	r = cli(7, "picture", trace, "--tensor", "fc.weight", "-o",
-		"/dev/null");
+	r = tu_cli(7, "picture", trace, "--tensor", "fc.weight", "-o",
+		   "/dev/null");
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -724,8 +686,8 @@ START_TEST(picture_svg_has_titles_integer_coordinates_and_a_legend)
 	const char *dir = tu_tempdir();
 	const char *trace =
 		trace_of(dir, "seed_2x4_rowwise_after_reduce", NULL);
-	struct result r =
-		cli(7, "picture", trace, "--tensor", "fc.out", "--event", "3");
+	struct tu_result r = tu_cli(7, "picture", trace, "--tensor", "fc.out",
+				    "--event", "3");
 	ck_assert_int_eq(r.rc, 0);
 	assert_has(r.out, "<title>Sharding of fc.out</title>");
 	assert_has(r.out, "<title>A+ rows 0-1, cols 0-1: ranks 0,1 (partial "
@@ -739,7 +701,7 @@ START_TEST(picture_svg_has_titles_integer_coordinates_and_a_legend)
 	/* (2, 2) at 48px cells with row numbers: 96 x 96 from (48, 84). */
 	assert_has(r.out, "<rect x=\"48\" y=\"84\" width=\"96\" "
 			  "height=\"96\" fill=\"#8dd3c7\"/>");
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST

@@ -337,10 +337,10 @@ START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 		size_t len = strlen(text);
 		char *vtext = malloc(len + 64);
 		ck_assert_ptr_nonnull(vtext);
-		memcpy(vtext, text, (size_t)(at - text));
-		strcpy(vtext + (at - text),
-		       "\"trace\": {\"values\": \"none\"}, ");
-		strcat(vtext, at);
+		snprintf(vtext, len + 64,
+			 "%.*s\"trace\": {\"values\": "
+			 "\"none\"}, %s",
+			 (int)(at - text), text, at);
 		ck_assert_msg(run_text_in(dir, "values", vtext, false, &sv,
 					  &err) == TPS_OK,
 			      "%s", err.message);
@@ -472,9 +472,8 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 		int64_t live0, peak, live;
 
 		sp.sp = c == 1;
-		snprintf(path, sizeof path, "%s",
-			 tu_source_path("examples/gpt3_175b/"));
-		strcat(path, configs[c]);
+		snprintf(path, sizeof path, "%s%s",
+			 tu_source_path("examples/gpt3_175b/"), configs[c]);
 		snprintf(trace, sizeof trace, "%s/t.json", dir);
 		tps_tensor_memory(&live0, &peak);
 		ck_assert_msg(tps_run(&opts, NULL, &s, &err) == TPS_OK, "%s",

@@ -20,62 +20,22 @@
 #include "tpsim/jsonio.h"
 #include "tpsim/timeline.h"
 
-/* What one tps_cli_main call printed and returned. */
-struct result {
-	int rc;
-	char *out, *err;
-	size_t out_len, err_len;
-};
-
-static struct result cli(int argc, ...)
-{
-	struct result r = {0};
-	char *argv[16] = {"tpsim"};
-	FILE *out, *err;
-	va_list ap;
-	va_start(ap, argc);
-	for (int i = 1; i < argc; i++) {
-		argv[i] = va_arg(ap, char *);
-	}
-	va_end(ap);
-	out = open_memstream(&r.out, &r.out_len);
-	err = open_memstream(&r.err, &r.err_len);
-	r.rc = tps_cli_main(argc, argv, out, err);
-	fclose(out);
-	fclose(err);
-	return r;
-}
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-static int count_lines(const char *s)
-{
-	int n = 0;
-	for (; *s; s++) {
-		n += *s == '\n';
-	}
-	return n;
-}
-
 /* tpsim run CONFIG (relative to the source root) [extra] into DIR/NAME;
  * the trace's path in a static buffer. */
 static const char *trace_of(const char *dir, const char *config,
 			    const char *name, const char *extra)
 {
 	static char trace[1024];
-	struct result r;
+	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/%s", dir, name);
 	if (extra) {
-		r = cli(6, "run", tu_source_path(config), "-o", trace, extra);
+		r = tu_cli(6, "run", tu_source_path(config), "-o", trace,
+			   extra);
 	} else {
-		r = cli(5, "run", tu_source_path(config), "-o", trace);
+		r = tu_cli(5, "run", tu_source_path(config), "-o", trace);
 	}
 	ck_assert_msg(r.rc == 0, "%s: %s", config, r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	return trace;
 }
 
@@ -85,12 +45,12 @@ static cJSON *timeline_of(const char *trace)
 	char out[1100];
 	cJSON *tl = NULL;
 	struct tps_error e = {0};
-	struct result r;
+	struct tu_result r;
 	snprintf(out, sizeof out, "%s.tl", trace);
-	r = cli(5, "timeline", trace, "-o", out);
+	r = tu_cli(5, "timeline", trace, "-o", out);
 	ck_assert_msg(r.rc == 0, "%s: %s", trace, r.err);
 	ck_assert_uint_eq(r.out_len, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	ck_assert_msg(tps_json_load(out, (size_t)1 << 30, &tl, &e) == TPS_OK,
 		      "%s", e.message);
 	return tl;
@@ -374,7 +334,7 @@ START_TEST(timeline_times_the_rowwise_all_reduce_as_derived_by_hand)
 	const char *dir = tu_tempdir();
 	const char *trace = trace_of(
 		dir, "fixtures/seed_2x4_rowwise/config.json", "t.json", NULL);
-	struct result r = cli(3, "timeline", trace);
+	struct tu_result r = tu_cli(3, "timeline", trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	for (int rank = 0; rank < 2; rank++) {
 		char want[512];
@@ -406,7 +366,7 @@ START_TEST(timeline_times_the_rowwise_all_reduce_as_derived_by_hand)
 	ck_assert(strstr(r.out, "{\"name\":\"process_name\",\"ph\":\"M\","
 				"\"pid\":1,\"tid\":0,\"args\":{\"name\":"
 				"\"step 0\"}}"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -422,14 +382,14 @@ START_TEST(timeline_names_ranks_by_mesh_coordinates_and_counts_own_flops)
 	const char *dir = tu_tempdir();
 	const char *trace = trace_of(dir, "fixtures/mesh_2d_dp_tp/config.json",
 				     "t.json", NULL);
-	struct result r = cli(3, "timeline", trace);
+	struct tu_result r = tu_cli(3, "timeline", trace);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ck_assert(strstr(r.out, "\"args\":{\"name\":\"rank 2 (dp=1, tp=0)\"}"));
 	ck_assert(strstr(r.out, "\"module\":\"fc1\",\"op\":\"matmul\","
 				"\"tensor\":\"fc1.out\",\"placements\":["
 				"\"shard(0)\",\"shard(1)\"],\"global_shape\":"
 				"[2,4],\"flops\":16"));
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -489,7 +449,7 @@ START_TEST(timeline_of_symbolic_and_summary_traces_equals_the_full_traces)
 	char full[1100], other[1100], cfg[1100];
 	char *a, *b, *text;
 	size_t a_len, b_len;
-	struct result r;
+	struct tu_result r;
 	snprintf(full, sizeof full, "%s",
 		 trace_of(dir, "examples/gpt_2block/config_sp.json",
 			  "full.json", NULL));
@@ -525,9 +485,9 @@ START_TEST(timeline_of_symbolic_and_summary_traces_equals_the_full_traces)
 	}
 	free(text);
 	snprintf(other, sizeof other, "%s/summary.json", dir);
-	r = cli(5, "run", cfg, "-o", other);
+	r = tu_cli(5, "run", cfg, "-o", other);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	free(a);
 	snprintf(full, sizeof full, "%s",
 		 trace_of(dir, "fixtures/train_dp2_tp2_mse/config.json",
@@ -557,15 +517,15 @@ START_TEST(timeline_is_byte_identical_across_runs)
 	char a_path[1100], b_path[1100];
 	char *a, *b;
 	size_t a_len, b_len;
-	struct result r;
+	struct tu_result r;
 	snprintf(a_path, sizeof a_path, "%s/a.json", dir);
 	snprintf(b_path, sizeof b_path, "%s/b.json", dir);
-	r = cli(5, "timeline", trace, "-o", a_path);
+	r = tu_cli(5, "timeline", trace, "-o", a_path);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
-	r = cli(5, "timeline", trace, "-o", b_path);
+	tu_result_free(&r);
+	r = tu_cli(5, "timeline", trace, "-o", b_path);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	a = tu_read_file(a_path, &a_len);
 	b = tu_read_file(b_path, &b_len);
 	ck_assert_uint_gt(a_len, 0);
@@ -665,7 +625,7 @@ START_TEST(timeline_refuses_bad_arguments_with_one_line)
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char *argv[8] = {"tpsim"};
-		struct result r = {0};
+		struct tu_result r = {0};
 		FILE *out, *err;
 		for (int a = 0; a < rows[i].argc; a++) {
 			argv[a + 1] = (char *)rows[i].argv[a];
@@ -681,17 +641,17 @@ START_TEST(timeline_refuses_bad_arguments_with_one_line)
 			      r.err);
 		ck_assert_msg(strncmp(r.err, "tpsim: ", 7) == 0, "row %zu: %s",
 			      i, r.err);
-		ck_assert_msg(count_lines(r.err) == rows[i].lines,
-			      "row %zu: %d lines: %s", i, count_lines(r.err),
+		ck_assert_msg(tu_count_lines(r.err) == rows[i].lines,
+			      "row %zu: %d lines: %s", i, tu_count_lines(r.err),
 			      r.err);
 		ck_assert_msg(r.out_len == 0, "row %zu: stdout: %s", i, r.out);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	/* The trace they were made from is fine. */
 	{
-		struct result r = cli(3, "timeline", trace);
+		struct tu_result r = tu_cli(3, "timeline", trace);
 		ck_assert_msg(r.rc == 0, "%s", r.err);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	tu_rmtree(dir);
 }
@@ -717,31 +677,31 @@ START_TEST(timeline_leaves_no_partial_file_and_keeps_the_old_one_on_error)
 	const char *trace = trace_of(
 		dir, "fixtures/seed_2x4_colwise/config.json", "t.json", NULL);
 	char out_dir[1024], bad[1024], path[1100], *kept;
-	struct result r;
+	struct tu_result r;
 	snprintf(out_dir, sizeof out_dir, "%s/out", dir);
 	ck_assert_int_eq(mkdir(out_dir, 0777), 0);
 	snprintf(path, sizeof path, "%s/run.json", out_dir);
 	snprintf(bad, sizeof bad, "%s/bad.json", dir);
 	write_edited(trace, bad, "\"device\":", "\"devise\":");
 	tu_write_file(path, "old", 3);
-	r = cli(5, "timeline", bad, "-o", path);
+	r = tu_cli(5, "timeline", bad, "-o", path);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "/config/device: missing"), "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	kept = tu_read_file(path, NULL);
 	ck_assert_str_eq(kept, "old");
 	free(kept);
 	ck_assert_int_eq(count_entries(out_dir), 1);
-	r = cli(5, "timeline", trace, "-o", path);
+	r = tu_cli(5, "timeline", trace, "-o", path);
 	ck_assert_int_eq(r.rc, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	kept = tu_read_file(path, NULL);
 	ck_assert(strncmp(kept, "{\"traceEvents\":[", 16) == 0);
 	free(kept);
 	ck_assert_int_eq(count_entries(out_dir), 1); /* no .tmp left */
-	r = cli(5, "timeline", trace, "-o", "/dev/null");
+	r = tu_cli(5, "timeline", trace, "-o", "/dev/null");
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST

@@ -14,46 +14,6 @@
 #include "testutil.h"
 #include "tpsim/cli.h"
 
-struct result {
-	int rc;
-	char *out, *err;
-	size_t out_len, err_len;
-};
-
-static struct result cli(int argc, ...)
-{
-	struct result r = {0};
-	char *argv[16] = {"tpsim"};
-	FILE *out, *err;
-	va_list ap;
-	va_start(ap, argc);
-	for (int i = 1; i < argc; i++) {
-		argv[i] = va_arg(ap, char *);
-	}
-	va_end(ap);
-	out = open_memstream(&r.out, &r.out_len);
-	err = open_memstream(&r.err, &r.err_len);
-	r.rc = tps_cli_main(argc, argv, out, err);
-	fclose(out);
-	fclose(err);
-	return r;
-}
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-}
-
-static int count_lines(const char *s)
-{
-	int n = 0;
-	for (; *s; s++) {
-		n += *s == '\n';
-	}
-	return n;
-}
-
 static int count_of(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -70,20 +30,20 @@ static const char *trace_of(const char *dir, const char *name)
 {
 	static char trace[1024];
 	char cfg[1024];
-	struct result r;
+	struct tu_result r;
 	snprintf(cfg, sizeof cfg, "%s/%s/config.json",
 		 tu_source_path("fixtures"), name);
 	snprintf(trace, sizeof trace, "%s/%s.json", dir, name);
-	r = cli(5, "run", cfg, "-o", trace);
+	r = tu_cli(5, "run", cfg, "-o", trace);
 	ck_assert_msg(r.rc == 0, "%s: %s", cfg, r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	return trace;
 }
 
 /* The page of a trace, from stdout. */
 static char *page_of(const char *trace)
 {
-	struct result r = cli(3, "view", trace);
+	struct tu_result r = tu_cli(3, "view", trace);
 	char *page = r.out;
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ck_assert_uint_eq(r.err_len, 0);
@@ -121,7 +81,7 @@ START_TEST(view_page_is_byte_identical_across_runs_and_paths)
 	const char *trace = trace_of(dir, "mesh_2d_dp_tp");
 	char copy[1024], out[1024], *a, *b, *c, *text;
 	size_t len;
-	struct result r;
+	struct tu_result r;
 	snprintf(copy, sizeof copy, "%s/elsewhere.json", dir);
 	text = tu_read_file(trace, &len);
 	tu_write_file(copy, text, len);
@@ -132,10 +92,10 @@ START_TEST(view_page_is_byte_identical_across_runs_and_paths)
 	ck_assert_str_eq(a, b);
 	ck_assert_str_eq(a, c);
 	snprintf(out, sizeof out, "%s/m.html", dir);
-	r = cli(5, "view", trace, "-o", out);
+	r = tu_cli(5, "view", trace, "-o", out);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
 	ck_assert_uint_eq(r.out_len + r.err_len, 0);
-	result_free(&r);
+	tu_result_free(&r);
 	text = tu_read_file(out, NULL);
 	ck_assert_str_eq(text, a);
 	free(text);
@@ -265,7 +225,7 @@ START_TEST(view_refuses_bad_arguments_with_one_line)
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char *argv[10] = {"tpsim"};
-		struct result r = {0};
+		struct tu_result r = {0};
 		FILE *out, *err;
 		for (int a = 0; a < rows[i].argc; a++) {
 			argv[a + 1] = (char *)rows[i].argv[a];
@@ -281,11 +241,11 @@ START_TEST(view_refuses_bad_arguments_with_one_line)
 			      r.err);
 		ck_assert_msg(strncmp(r.err, "tpsim: ", 7) == 0, "row %zu: %s",
 			      i, r.err);
-		ck_assert_msg(count_lines(r.err) == rows[i].lines,
-			      "row %zu: %d lines: %s", i, count_lines(r.err),
+		ck_assert_msg(tu_count_lines(r.err) == rows[i].lines,
+			      "row %zu: %d lines: %s", i, tu_count_lines(r.err),
 			      r.err);
 		ck_assert_msg(r.out_len == 0, "row %zu: stdout: %s", i, r.out);
-		result_free(&r);
+		tu_result_free(&r);
 	}
 	tu_rmtree(dir);
 }
@@ -310,30 +270,30 @@ START_TEST(view_leaves_no_partial_file_and_keeps_the_old_one_on_error)
 	const char *dir = tu_tempdir();
 	const char *trace = trace_of(dir, "seed_2x4_colwise");
 	char out_dir[1024], html[1100], config[1024], *kept;
-	struct result r;
+	struct tu_result r;
 	snprintf(config, sizeof config, "%s/seed_2x4_colwise/config.json",
 		 tu_source_path("fixtures"));
 	snprintf(out_dir, sizeof out_dir, "%s/out", dir);
 	ck_assert_int_eq(mkdir(out_dir, 0777), 0);
 	snprintf(html, sizeof html, "%s/t.html", out_dir);
 	tu_write_file(html, "old", 3);
-	r = cli(5, "view", config, "-o", html); /* not a trace */
+	r = tu_cli(5, "view", config, "-o", html); /* not a trace */
 	ck_assert_int_eq(r.rc, 2);
-	result_free(&r);
+	tu_result_free(&r);
 	kept = tu_read_file(html, NULL);
 	ck_assert_str_eq(kept, "old");
 	free(kept);
 	ck_assert_int_eq(count_entries(out_dir), 1);
-	r = cli(5, "view", trace, "-o", html);
+	r = tu_cli(5, "view", trace, "-o", html);
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	kept = tu_read_file(html, NULL);
 	ck_assert_ptr_nonnull(strstr(kept, "<!DOCTYPE html>"));
 	free(kept);
 	ck_assert_int_eq(count_entries(out_dir), 1); /* no .tmp left */
-	r = cli(5, "view", trace, "-o", "/dev/null");
+	r = tu_cli(5, "view", trace, "-o", "/dev/null");
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	result_free(&r);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST

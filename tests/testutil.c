@@ -2,12 +2,15 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tpsim/cli.h"
 
 int tu_run_suite(Suite *suite)
 {
@@ -89,4 +92,39 @@ void tu_rmtree(const char *path)
 	/* Test-only clean-up of a directory this suite created. */
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
 	ck_assert_int_eq(system(cmd), 0);
+}
+
+struct tu_result tu_cli(int argc, ...)
+{
+	struct tu_result r = {0};
+	char *argv[16] = {"tpsim"};
+	FILE *out, *err;
+	va_list ap;
+	ck_assert_int_lt(argc, 16);
+	va_start(ap, argc);
+	for (int i = 1; i < argc; i++) {
+		argv[i] = va_arg(ap, char *);
+	}
+	va_end(ap);
+	out = open_memstream(&r.out, &r.out_len);
+	err = open_memstream(&r.err, &r.err_len);
+	r.rc = tps_cli_main(argc, argv, out, err);
+	fclose(out);
+	fclose(err);
+	return r;
+}
+
+void tu_result_free(struct tu_result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+int tu_count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++) {
+		n += *s == '\n';
+	}
+	return n;
 }

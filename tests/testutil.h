@@ -24,4 +24,17 @@ char *tu_read_file(const char *path, size_t *len);
 /* Removes a directory tree created by tu_tempdir(). */
 void tu_rmtree(const char *path);
 
+/* What one tps_cli_main call printed and returned. */
+struct tu_result {
+	int rc;
+	char *out, *err;
+	size_t out_len, err_len;
+};
+/* tps_cli_main with argv[0] "tpsim" and the argc - 1 strings that follow,
+ * stdout and stderr captured (free with tu_result_free). */
+struct tu_result tu_cli(int argc, ...);
+void tu_result_free(struct tu_result *r);
+/* The number of '\n' in s. */
+int tu_count_lines(const char *s);
+
 #endif
