@@ -34,6 +34,16 @@ static void free_saved(struct tps_module *begin, struct tps_module *end)
 	}
 }
 
+/* The index of the first module of list[0..n) that trains, or n. */
+static int first_trainer_of(struct tps_module **list, int n)
+{
+	int i = 0;
+	while (i < n && !tps_module_trains(list[i])) {
+		i++;
+	}
+	return i;
+}
+
 /* The top-level modules of [begin, end), in order, into a new array. */
 static struct tps_module **top_level(struct tps_module *begin,
 				     struct tps_module *end, int *n)
@@ -172,7 +182,7 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		    struct tps_dtensor *dx, struct tps_error *err)
 {
 	struct tps_dtensor g = *dy;
-	int n, i;
+	int n, i, first_trainer;
 	struct tps_module **list = top_level(begin, end, &n);
 	enum tps_status st = TPS_OK;
 
@@ -182,13 +192,13 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		free_saved(begin, end);
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
+	first_trainer = first_trainer_of(list, n);
 	for (i = n - 1; i >= 0 && st == TPS_OK; i--) {
 		struct tps_dtensor d = {0};
-		bool want = dx != NULL;
-		for (int j = 0; j < i && !want; j++) {
-			want = tps_module_trains(list[j]);
-		}
-		if (!want && !tps_module_trains(list[i])) {
+		/* The input gradient is wanted when the sequence's is, or
+		 * when a module before this one trains. */
+		bool want = dx != NULL || first_trainer < i;
+		if (!want && first_trainer != i) {
 			break; /* nothing before it trains */
 		}
 		st = backward_one(ctx, list[i], &g, want ? &d : NULL, err);
@@ -241,19 +251,19 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 					      struct tps_error *err)
 {
 	struct tps_tensor g = {0};
-	int n, i;
+	int n, i, first_trainer;
 	struct tps_module **list = top_level(begin, end, &n);
 	enum tps_status st =
 		list ? tps_tensor_copy(&g, dy, err)
 		     : tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 
+	first_trainer = list ? first_trainer_of(list, n) : 0;
 	for (i = n - 1; i >= 0 && st == TPS_OK; i--) {
 		struct tps_tensor d = {0};
-		bool want = dx != NULL;
-		for (int j = 0; j < i && !want; j++) {
-			want = tps_module_trains(list[j]);
-		}
-		if (!want && !tps_module_trains(list[i])) {
+		/* The input gradient is wanted when the sequence's is, or
+		 * when a module before this one trains. */
+		bool want = dx != NULL || first_trainer < i;
+		if (!want && first_trainer != i) {
 			break;
 		}
 		st = list[i]->ops->reference_backward(list[i], pool, &g,
