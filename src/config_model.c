@@ -89,57 +89,119 @@ static const char *const attention_keys[] = {
 static const char *const embedding_keys[] = {"name", "type", "num_embeddings",
 					     "embedding_dim", NULL};
 
-/* One row per enum tps_module_type: the keys its config object may hold,
- * the styles a plan may give it, and what reads its own keys. */
+struct model_ctx;
+static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
+
+/*
+ * The module types a config may write: one row per enum tps_module_type
+ * (indexed by it, named as tps_module_type_names names it), then the
+ * shorthands that expand into several modules of those types. The type
+ * is read, and the list of types in its messages made, from this table
+ * alone (test_config checks both against the enum).
+ */
 static const struct module_kind {
-	const char *const *keys;
-	unsigned styles; /* STYLE_BIT(enum tps_style) */
+	const char *name; /* "type" in the config */
+	/* The modules one config object of this type makes, itself and
+	 * its parts (a residual's body is counted apart). */
+	int modules;
+	/* A shorthand: makes its modules at x->next; the fields below are
+	 * then unused. */
+	void (*expand)(struct cfg *c, const cJSON *m, struct model_ctx *x);
+	const char *const *keys; /* what its config object may hold */
+	unsigned styles;	 /* STYLE_BIT(enum tps_style) a plan may give */
 	/* Why the other styles cannot apply, for the message. */
 	const char *why_not;
 	void (*parse)(struct cfg *c, const cJSON *m,
 		      struct tps_module_spec *ms); /* NULL: nothing more */
 } module_kinds[] = {
-	[TPS_MODULE_LINEAR] = {linear_keys,
+	[TPS_MODULE_LINEAR] = {"linear", 1, NULL, linear_keys,
 			       STYLE_BIT(TPS_STYLE_COLWISE) |
 				       STYLE_BIT(TPS_STYLE_ROWWISE) |
 				       STYLE_BIT(TPS_STYLE_REPLICATE),
 			       "a linear is split \"colwise\" or "
 			       "\"rowwise\", or replicated",
 			       parse_linear},
-	[TPS_MODULE_RELU] = {elementwise_keys, PREPARE_BITS,
+	[TPS_MODULE_RELU] = {"relu", 1, NULL, elementwise_keys, PREPARE_BITS,
 			     "it has no weight to shard", NULL},
-	[TPS_MODULE_GELU] = {elementwise_keys, PREPARE_BITS,
+	[TPS_MODULE_GELU] = {"gelu", 1, NULL, elementwise_keys, PREPARE_BITS,
 			     "it has no weight to shard", NULL},
-	[TPS_MODULE_LAYERNORM] = {layernorm_keys,
+	[TPS_MODULE_LAYERNORM] = {"layernorm", 1, NULL, layernorm_keys,
 				  STYLE_BIT(TPS_STYLE_REPLICATE) |
 					  STYLE_BIT(TPS_STYLE_SEQUENCE),
 				  "its weight is replicated: it runs "
 				  "\"sequence\" or \"replicate\"",
 				  parse_layernorm},
-	[TPS_MODULE_RESIDUAL] = {residual_keys, PREPARE_BITS,
+	[TPS_MODULE_RESIDUAL] = {"residual", 1, NULL, residual_keys,
+				 PREPARE_BITS,
 				 "it adds its body's output to its input; plan "
 				 "the body's modules",
 				 NULL},
-	[TPS_MODULE_EMBEDDING] = {embedding_keys,
+	[TPS_MODULE_EMBEDDING] = {"embedding", 1, NULL, embedding_keys,
 				  STYLE_BIT(TPS_STYLE_REPLICATE) |
 					  STYLE_BIT(TPS_STYLE_VOCAB),
 				  "an embedding splits its vocabulary, "
 				  "\"vocab\", or is replicated",
 				  parse_embedding},
+	/* and its linears q, k, v, o */
 	[TPS_MODULE_ATTENTION] =
-		{attention_keys, PREPARE_BITS,
+		{"attention", 5, NULL, attention_keys, PREPARE_BITS,
 		 "its heads are split by planning its linears: "
 		 "\"<name>.q\", \".k\", \".v\" colwise and "
 		 "\".o\" rowwise",
 		 parse_attention},
+	/* see expand_block */
+	[TPS_MODULE_TYPE_COUNT] = {"transformer_block", 12, expand_block, NULL,
+				   0, NULL, NULL},
 };
+#define N_MODULE_KINDS (sizeof module_kinds / sizeof module_kinds[0])
 
 static const struct module_kind *kind_of(enum tps_module_type type)
 {
 	/* A type added to spec.h without a row here is tpsim's bug. */
-	assert((size_t)type < sizeof module_kinds / sizeof module_kinds[0] &&
-	       module_kinds[type].keys);
+	assert((size_t)type < TPS_MODULE_TYPE_COUNT && module_kinds[type].keys);
 	return &module_kinds[type];
+}
+
+/* The row named `name`, or NULL. */
+static const struct module_kind *kind_named(const char *name)
+{
+	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
+		if (strcmp(module_kinds[i].name, name) == 0) {
+			return &module_kinds[i];
+		}
+	}
+	return NULL;
+}
+
+/* The row a module object's "type" names, or NULL (no object, no string,
+ * or no such type: reported when the module is read). */
+static const struct module_kind *kind_of_object(const cJSON *m)
+{
+	const cJSON *type = cJSON_IsObject(m) ? cfg_get(m, "type") : NULL;
+	return cJSON_IsString(type) ? kind_named(type->valuestring) : NULL;
+}
+
+size_t cfg_module_type_count(void)
+{
+	return N_MODULE_KINDS;
+}
+
+const char *cfg_module_type_name(size_t i, int *type)
+{
+	*type = i < TPS_MODULE_TYPE_COUNT ? (int)i : -1;
+	return i < N_MODULE_KINDS ? module_kinds[i].name : NULL;
+}
+
+/* Every type of the table, "linear, relu, ..." with `last` before the
+ * final one. Returns buf. */
+static const char *kind_list(const char *last, char *buf, size_t size)
+{
+	const char *names[N_MODULE_KINDS + 1];
+	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
+		names[i] = module_kinds[i].name;
+	}
+	names[N_MODULE_KINDS] = NULL;
+	return cfg_join(names, last, buf, size);
 }
 
 /* ---- model ------------------------------------------------------------ */
@@ -269,23 +331,32 @@ static void read_module_name(struct cfg *c, const cJSON *name, void *ctx)
 	}
 }
 
+/* /model/.../type: a type of module_kinds that is not a shorthand (those
+ * are expanded before a module is read). */
 static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
 {
 	struct module_ctx *x = ctx;
-	char list[128];
+	const struct module_kind *kind;
+	char list[256], esc[96];
 	if (!cfg_expect(c, type, cJSON_IsString, "a string")) {
 		return;
 	}
-	if (tps_name_index(later_types, type->valuestring) >= 0) {
+	kind = kind_named(type->valuestring);
+	if (kind && !kind->expand) {
+		x->type = (int)(kind - module_kinds);
+	} else if (tps_name_index(later_types, type->valuestring) >= 0) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
 			 "module type \"%s\" is not supported by " LATER_VERSION
 			 " (expected %s)",
 			 type->valuestring,
-			 cfg_join(tps_module_type_names, " or ", list,
-				  sizeof list));
+			 kind_list(" or ", list, sizeof list));
+	} else {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "unknown module type \"%s\" (expected one of %s)",
+			 tps_json_escape_for_message(type->valuestring, esc,
+						     sizeof esc),
+			 kind_list(", ", list, sizeof list));
 	}
-	cfg_read_choice(c, type, "module type", tps_module_type_names,
-			&x->type);
 }
 
 /* Reads one module at /model/<index>: name and type first, since the type
@@ -332,22 +403,13 @@ struct model_ctx {
  * body); a malformed item counts 1 and is reported when it is read. */
 static int count_modules(const cJSON *m)
 {
-	const cJSON *type = cfg_get(m, "type");
+	const struct module_kind *kind = kind_of_object(m);
 	const cJSON *body = cfg_get(m, "body");
 	const cJSON *item;
 	int n = 1;
-	if (cJSON_IsObject(m) && cJSON_IsString(type) &&
-	    strcmp(type->valuestring, "attention") == 0) {
-		return 5; /* and its q, k, v, o */
-	}
-	if (cJSON_IsObject(m) && cJSON_IsString(type) &&
-	    strcmp(type->valuestring, "transformer_block") == 0) {
-		return 12; /* see expand_block */
-	}
-	if (!cJSON_IsObject(m) || !cJSON_IsString(type) ||
-	    strcmp(type->valuestring, "residual") != 0 ||
+	if (kind != &module_kinds[TPS_MODULE_RESIDUAL] ||
 	    !cJSON_IsArray(body)) {
-		return 1;
+		return kind ? kind->modules : 1;
 	}
 	cJSON_ArrayForEach(item, body)
 	{
@@ -582,13 +644,13 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 {
 	struct model_ctx *x = ctx;
+	const struct module_kind *kind = kind_of_object(m);
 	int i = x->next++;
 	struct tps_module_spec *ms = &x->spec->modules[i];
 	(void)index;
-	if (cJSON_IsObject(m) && cJSON_IsString(cfg_get(m, "type")) &&
-	    strcmp(cfg_get(m, "type")->valuestring, "transformer_block") == 0) {
+	if (kind && kind->expand) {
 		x->next--;
-		expand_block(c, m, x);
+		kind->expand(c, m, x);
 		return;
 	}
 	parse_module(c, m, i, x->spec);

@@ -6,6 +6,9 @@
 const char *const tps_module_type_names[] = {
 	"linear",   "relu",	 "gelu",      "layernorm",
 	"residual", "embedding", "attention", NULL};
+_Static_assert(sizeof tps_module_type_names / sizeof tps_module_type_names[0] ==
+		       TPS_MODULE_TYPE_COUNT + 1,
+	       "one name per enum tps_module_type, then NULL");
 const char *const tps_style_names[] = {
 	"colwise", "rowwise",	    "replicate",      "sequence",
 	"vocab",   "prepare_input", "prepare_output", NULL};

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config_internal.h"
 #include "testutil.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/model.h"
@@ -313,12 +314,14 @@ static const struct bad_config bad_configs[] = {
 	    "got an array"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
 	    TPS_ERR_INPUT,
-	    "cfg.json: /model/1/type: unknown module type \"conv2d\""),
+	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
+	    "(expected one of linear, relu, gelu, layernorm, residual, "
+	    "embedding, attention, transformer_block)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding or attention)"),
+	    "residual, embedding, attention or transformer_block)"),
 	/* prepare_input, prepare_output */
 	BAD(BASE ",'plan':{'act':'prepare_input'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/act: prepare_input needs its layouts: "
@@ -1283,6 +1286,71 @@ START_TEST(bad_config_is_rejected_at_its_pointer)
 		      bc->msg);
 	ck_assert_msg(strchr(err.message, '\n') == NULL,
 		      "row %d: message spans lines: \"%s\"", _i, err.message);
+}
+END_TEST
+
+/* Whether `list` (", "-separated names, " or " before the last) holds
+ * `name` as a whole item. */
+static bool lists_name(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = strstr(list, name); p; p = strstr(p + 1, name)) {
+		bool starts = p == list || p[-1] == ' ';
+		bool ends = p[n] == ',' || p[n] == ')' || p[n] == '\0' ||
+			    strncmp(p + n, " or ", 4) == 0;
+		if (starts && ends) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The one table of module types: every enum tps_module_type is a row, by
+ * its name, and both messages that list the types list every row. */
+START_TEST(module_type_messages_list_every_type_of_the_table)
+{
+	static const char *const configs[] = {
+		WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
+		WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
+	};
+	bool seen[TPS_MODULE_TYPE_COUNT] = {false};
+	size_t n = cfg_module_type_count();
+	int type;
+
+	ck_assert_uint_gt(n, TPS_MODULE_TYPE_COUNT);
+	ck_assert_ptr_null(cfg_module_type_name(n, &type));
+	for (size_t i = 0; i < n; i++) {
+		const char *name = cfg_module_type_name(i, &type);
+		ck_assert_ptr_nonnull(name);
+		if (type >= 0) {
+			ck_assert_int_lt(type, TPS_MODULE_TYPE_COUNT);
+			ck_assert_str_eq(name, tps_module_type_names[type]);
+			seen[type] = true;
+		}
+	}
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		ck_assert_msg(seen[t], "type %s is not in the table",
+			      tps_module_type_names[t]);
+	}
+	for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+		struct tps_error err = {0};
+		struct tps_run_spec spec = {0};
+		cJSON *root = NULL;
+		const char *list;
+		ck_assert_int_eq(parse_json(configs[k], &root, &err), TPS_OK);
+		ck_assert_int_ne(
+			tps_config_parse(root, "cfg.json", &spec, &err),
+			TPS_OK);
+		cJSON_Delete(root);
+		list = strstr(err.message, "(expected ");
+		ck_assert_msg(list != NULL, "no list: %s", err.message);
+		for (size_t i = 0; i < n; i++) {
+			const char *name = cfg_module_type_name(i, &type);
+			ck_assert_msg(lists_name(list, name),
+				      "\"%s\" lacks type %s", err.message,
+				      name);
+		}
+	}
 }
 END_TEST
 
@@ -2618,6 +2686,7 @@ static Suite *config_suite(void)
 			    N_BAD_CONFIGS);
 	tcase_add_test(tc, input_over_2_31_elements_without_err_is_a_limit);
 	tcase_add_test(tc, model_with_4097_modules_is_refused_as_a_limit);
+	tcase_add_test(tc, module_type_messages_list_every_type_of_the_table);
 	tcase_add_test(tc, plan_pattern_of_many_stars_is_matched_quickly);
 	suite_add_tcase(s, tc);
 
