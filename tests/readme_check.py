@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""README.md against what tpsim is.
+
+  readme_check.py TPSIM SOURCE_ROOT
+
+- Its layout table names each path once, and names every source file of
+  src/ (so a new file is not left out, nor described twice).
+- Its "Not yet" paragraph names no module type or style that tpsim runs:
+  the lists come from tpsim's own unknown-type and unknown-style messages.
+"""
+import fnmatch
+import glob
+import os
+import re
+import subprocess
+import sys
+
+CONFIG = ('{"tpsim": 1, "mesh": {"shape": [2], "dim_names": ["tp"]}, '
+          '"model": [{"name": "fc", "type": %s, "in_features": 4, '
+          '"out_features": 2}], "plan": {"fc": %s}, '
+          '"input": {"shape": [2, 4]}}')
+
+
+def expected_list(tpsim, config):
+    """The names of tpsim's "(expected one of a, b, c)" for a config."""
+    r = subprocess.run([tpsim, "run", "-", "-o", os.devnull],
+                       input=config.encode(), stderr=subprocess.PIPE,
+                       stdout=subprocess.DEVNULL)
+    m = re.search(r"\(expected one of ([^)]*)\)", r.stderr.decode())
+    if not m:
+        sys.exit("readme_check: no list in %r" % r.stderr.decode())
+    return [n.strip() for n in m.group(1).split(",")]
+
+
+def main():
+    tpsim, root = sys.argv[1], sys.argv[2]
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    errors = []
+
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("\n## ")]
+    firsts = [line.split("|")[1].strip() for line in layout.split("\n")
+              if line.startswith("| ") and not line.startswith("| path")]
+    for path in sorted(set(p for p in firsts if firsts.count(p) > 1)):
+        errors.append("the layout table lists %s %d times"
+                      % (path, firsts.count(path)))
+    named = re.findall(r"`([^`]+)`", layout)
+    for src in sorted(glob.glob(os.path.join(root, "src", "*.c"))):
+        name = os.path.basename(src)
+        if not any(fnmatch.fnmatchcase(name, n) or n == name[:-2]
+                   or n == "src/" + name
+                   for n in named):
+            errors.append("the layout table does not name src/%s" % name)
+
+    types = expected_list(tpsim, CONFIG % ('"no-such-type"', '"colwise"'))
+    styles = expected_list(tpsim, CONFIG % ('"linear"', '"no-such-style"'))
+    not_yet = re.search(r"\nNot yet:(.*?)\n\n", text, re.S)
+    if not_yet:
+        words = set(re.findall(r"[a-z_]+", not_yet.group(1).lower()))
+        for name in types + styles:
+            if name in words:
+                errors.append("\"Not yet\" names %s, which tpsim runs"
+                              % name)
+    for e in errors:
+        print("README.md: " + e)
+    print("README.md: %d module types and %d styles checked, %d problems"
+          % (len(types), len(styles), len(errors)))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
