@@ -952,7 +952,23 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /init: expected an object, got string \"uniform\""),
 	BAD(BASE ",'init':{'method':'xavier'}}", TPS_ERR_INPUT,
 	    "cfg.json: /init/method: unknown init method \"xavier\" (expected "
-	    "one of arange, ones, zeros, uniform, normal, tokens)"),
+	    "one of arange, ones, zeros, uniform, normal, tokens, torch)"),
+	/* "torch" is each parameter's PyTorch default: no input's or
+	 * target's. */
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':'torch'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/init: \"torch\" gives each parameter its "
+	    "PyTorch default, for /init/method; the input is no module's "
+	    "(expected arange, ones, zeros, uniform or normal)"),
+	BAD(TRAIN ",'target':{'init':'torch'}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/init: \"torch\" gives each parameter its "
+	    "PyTorch default, for /init/method; the target is no module's "
+	    "(expected arange, ones, zeros, uniform or normal)"),
+	BAD(TRAIN ",'loss':'cross_entropy','target':{'init':'torch'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /target/init: \"torch\" gives each parameter its "
+	    "PyTorch default, for /init/method; the target is no module's "
+	    "(expected tokens)"),
 	BAD(BASE ",'init':{'method':'ones','seed':'7'}}", TPS_ERR_INPUT,
 	    "cfg.json: /init/seed: expected an integer, got string \"7\""),
 	BAD(BASE ",'init':{'seed':1e300}}", TPS_ERR_INPUT,

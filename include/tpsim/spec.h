@@ -104,6 +104,9 @@ enum tps_init_method {
 	TPS_INIT_UNIFORM, /* U(-a, a) */
 	TPS_INIT_NORMAL,  /* N(0, a^2) */
 	TPS_INIT_TOKENS,  /* integer ids, uniform in [0, a) */
+	/* Parameters only: each parameter's PyTorch default (nn.h's
+	 * tps_param_spec.torch). */
+	TPS_INIT_TORCH,
 };
 extern const char *const tps_init_method_names[];
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""README.md against what tpsim is.
+"""README.md and docs/config.md against what tpsim is.
 
-  readme_check.py TPSIM SOURCE_ROOT
+  docs_check.py TPSIM SOURCE_ROOT
 
 - Its layout table names each path once, and names every source file of
   src/ (so a new file is not left out, nor described twice).
 - Its "Not yet" paragraph names no module type or style that tpsim runs:
   the lists come from tpsim's own unknown-type and unknown-style messages.
+- docs/config.md's module table has a row for every module type, and its
+  init table one for every init method (from tpsim's messages too).
 """
 import fnmatch
 import glob
@@ -30,6 +32,14 @@ def expected_list(tpsim, config):
     if not m:
         sys.exit("readme_check: no list in %r" % r.stderr.decode())
     return [n.strip() for n in m.group(1).split(",")]
+
+
+def table_rows(text, heading):
+    """The first cells of the first table under `## heading`."""
+    section = text[text.index("\n## %s\n" % heading) + 1:]
+    section = section[:section.find("\n## ", 1)]
+    return [line.split("|")[1].strip() for line in section.split("\n")
+            if line.startswith("| ")]
 
 
 def main():
@@ -64,8 +74,27 @@ def main():
                               % name)
     for e in errors:
         print("README.md: " + e)
-    print("README.md: %d module types and %d styles checked, %d problems"
-          % (len(types), len(styles), len(errors)))
+    config_errors = []
+    with open(os.path.join(root, "docs", "config.md"), encoding="utf-8") as f:
+        config = f.read()
+    methods = expected_list(tpsim, CONFIG.replace(
+        '"input": {"shape": [2, 4]}',
+        '"input": {"shape": [2, 4], "init": "no-such-method"}')
+        % ('"linear"', '"colwise"'))
+    for heading, names in (("Modules", types), ("Init methods", methods)):
+        if "\n## %s\n" % heading not in config:
+            config_errors.append("no section \"%s\"" % heading)
+            continue
+        cells = " ".join(table_rows(config, heading))
+        for name in names:
+            if "`%s`" % name not in cells:
+                config_errors.append("the table of \"%s\" has no row for "
+                                     "%s" % (heading, name))
+    for e in config_errors:
+        print("docs/config.md: " + e)
+    errors += config_errors
+    print("%d module types, %d styles and %d init methods checked, %d "
+          "problems" % (len(types), len(styles), len(methods), len(errors)))
     return 1 if errors else 0
 
 
