@@ -9,6 +9,9 @@
   the lists come from tpsim's own unknown-type and unknown-style messages.
 - docs/config.md's module table has a row for every module type, and its
   init table one for every init method (from tpsim's messages too).
+- The seeds (seed 000, seed 004, "the seed's"): in every Markdown file,
+  the paragraph of the first mention links to the section that names
+  them, docs/tutorial/README.md#the-seeds (or is that section).
 """
 import fnmatch
 import glob
@@ -32,6 +35,44 @@ def expected_list(tpsim, config):
     if not m:
         sys.exit("readme_check: no list in %r" % r.stderr.decode())
     return [n.strip() for n in m.group(1).split(",")]
+
+
+SEED = re.compile(r"(?i)\bseeds? 00[0-9]|\bthe seed's|\bthe seeds\b")
+MARKDOWN = ("README.md", "docs/**/*.md", "examples/**/README.md",
+            "fixtures/**/DERIVATION.md", "tests/**/README.md")
+
+
+def seed_mentions(root):
+    """Files whose first mention of a seed is not explained on the spot."""
+    bad = []
+    paths = set()
+    for pattern in MARKDOWN:
+        paths.update(p for p in glob.glob(os.path.join(root, pattern),
+                                          recursive=True)
+                     if "node_modules" not in p)
+    for path in sorted(paths):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        # Paragraphs of prose: no headings, code or generated output.
+        text = re.sub(r"(?s)```.*?```", "", text)
+        text = re.sub(r"(?s)<!-- tpsim .*?<!-- end tpsim -->", "", text)
+        heading = ""
+        for para in re.split(r"\n\s*\n", text):
+            lines = [l for l in para.split("\n")
+                     if not l.startswith("    ")]
+            if lines and lines[0].startswith("#"):
+                heading = lines[0]
+                lines = lines[1:]
+            para = "\n".join(lines)
+            if not SEED.search(para):
+                continue
+            if "the-seeds" not in para and heading != "## The seeds":
+                bad.append("%s: the first mention of a seed does not "
+                           "link to tutorial/README.md#the-seeds: %s"
+                           % (os.path.relpath(path, root),
+                              SEED.search(para).group(0)))
+            break
+    return bad
 
 
 def table_rows(text, heading):
@@ -93,6 +134,9 @@ def main():
     for e in config_errors:
         print("docs/config.md: " + e)
     errors += config_errors
+    for e in seed_mentions(root):
+        print(e)
+        errors.append(e)
     print("%d module types, %d styles and %d init methods checked, %d "
           "problems" % (len(types), len(styles), len(methods), len(errors)))
     return 1 if errors else 0
