@@ -373,6 +373,13 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 					  : TPS_INIT_UNIFORM;
 	spec->input_init.seed = 0;
 	cfg_init_method(c, input, "init", &spec->input_init);
+	if (cfg_ok(c) && spec->input_init.method == TPS_INIT_TORCH) {
+		cfg_fail_at(c, "init", TPS_ERR_INPUT,
+			    "\"torch\" gives each parameter its PyTorch "
+			    "default, for /init/method; the input is no "
+			    "module's (expected arange, ones, zeros, uniform "
+			    "or normal)");
+	}
 	if (values && cfg_ok(c)) {
 		const char *other = cfg_get(input, "init")   ? "init"
 				    : cfg_get(input, "seed") ? "seed"

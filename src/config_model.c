@@ -89,57 +89,119 @@ static const char *const attention_keys[] = {
 static const char *const embedding_keys[] = {"name", "type", "num_embeddings",
 					     "embedding_dim", NULL};
 
-/* One row per enum tps_module_type: the keys its config object may hold,
- * the styles a plan may give it, and what reads its own keys. */
+struct model_ctx;
+static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
+
+/*
+ * The module types a config may write: one row per enum tps_module_type
+ * (indexed by it, named as tps_module_type_names names it), then the
+ * shorthands that expand into several modules of those types. The type
+ * is read, and the list of types in its messages made, from this table
+ * alone (test_config checks both against the enum).
+ */
 static const struct module_kind {
-	const char *const *keys;
-	unsigned styles; /* STYLE_BIT(enum tps_style) */
+	const char *name; /* "type" in the config */
+	/* The modules one config object of this type makes, itself and
+	 * its parts (a residual's body is counted apart). */
+	int modules;
+	/* A shorthand: makes its modules at x->next; the fields below are
+	 * then unused. */
+	void (*expand)(struct cfg *c, const cJSON *m, struct model_ctx *x);
+	const char *const *keys; /* what its config object may hold */
+	unsigned styles;	 /* STYLE_BIT(enum tps_style) a plan may give */
 	/* Why the other styles cannot apply, for the message. */
 	const char *why_not;
 	void (*parse)(struct cfg *c, const cJSON *m,
 		      struct tps_module_spec *ms); /* NULL: nothing more */
 } module_kinds[] = {
-	[TPS_MODULE_LINEAR] = {linear_keys,
+	[TPS_MODULE_LINEAR] = {"linear", 1, NULL, linear_keys,
 			       STYLE_BIT(TPS_STYLE_COLWISE) |
 				       STYLE_BIT(TPS_STYLE_ROWWISE) |
 				       STYLE_BIT(TPS_STYLE_REPLICATE),
 			       "a linear is split \"colwise\" or "
 			       "\"rowwise\", or replicated",
 			       parse_linear},
-	[TPS_MODULE_RELU] = {elementwise_keys, PREPARE_BITS,
+	[TPS_MODULE_RELU] = {"relu", 1, NULL, elementwise_keys, PREPARE_BITS,
 			     "it has no weight to shard", NULL},
-	[TPS_MODULE_GELU] = {elementwise_keys, PREPARE_BITS,
+	[TPS_MODULE_GELU] = {"gelu", 1, NULL, elementwise_keys, PREPARE_BITS,
 			     "it has no weight to shard", NULL},
-	[TPS_MODULE_LAYERNORM] = {layernorm_keys,
+	[TPS_MODULE_LAYERNORM] = {"layernorm", 1, NULL, layernorm_keys,
 				  STYLE_BIT(TPS_STYLE_REPLICATE) |
 					  STYLE_BIT(TPS_STYLE_SEQUENCE),
 				  "its weight is replicated: it runs "
 				  "\"sequence\" or \"replicate\"",
 				  parse_layernorm},
-	[TPS_MODULE_RESIDUAL] = {residual_keys, PREPARE_BITS,
+	[TPS_MODULE_RESIDUAL] = {"residual", 1, NULL, residual_keys,
+				 PREPARE_BITS,
 				 "it adds its body's output to its input; plan "
 				 "the body's modules",
 				 NULL},
-	[TPS_MODULE_EMBEDDING] = {embedding_keys,
+	[TPS_MODULE_EMBEDDING] = {"embedding", 1, NULL, embedding_keys,
 				  STYLE_BIT(TPS_STYLE_REPLICATE) |
 					  STYLE_BIT(TPS_STYLE_VOCAB),
 				  "an embedding splits its vocabulary, "
 				  "\"vocab\", or is replicated",
 				  parse_embedding},
+	/* and its linears q, k, v, o */
 	[TPS_MODULE_ATTENTION] =
-		{attention_keys, PREPARE_BITS,
+		{"attention", 5, NULL, attention_keys, PREPARE_BITS,
 		 "its heads are split by planning its linears: "
 		 "\"<name>.q\", \".k\", \".v\" colwise and "
 		 "\".o\" rowwise",
 		 parse_attention},
+	/* see expand_block */
+	[TPS_MODULE_TYPE_COUNT] = {"transformer_block", 12, expand_block, NULL,
+				   0, NULL, NULL},
 };
+#define N_MODULE_KINDS (sizeof module_kinds / sizeof module_kinds[0])
 
 static const struct module_kind *kind_of(enum tps_module_type type)
 {
 	/* A type added to spec.h without a row here is tpsim's bug. */
-	assert((size_t)type < sizeof module_kinds / sizeof module_kinds[0] &&
-	       module_kinds[type].keys);
+	assert((size_t)type < TPS_MODULE_TYPE_COUNT && module_kinds[type].keys);
 	return &module_kinds[type];
+}
+
+/* The row named `name`, or NULL. */
+static const struct module_kind *kind_named(const char *name)
+{
+	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
+		if (strcmp(module_kinds[i].name, name) == 0) {
+			return &module_kinds[i];
+		}
+	}
+	return NULL;
+}
+
+/* The row a module object's "type" names, or NULL (no object, no string,
+ * or no such type: reported when the module is read). */
+static const struct module_kind *kind_of_object(const cJSON *m)
+{
+	const cJSON *type = cJSON_IsObject(m) ? cfg_get(m, "type") : NULL;
+	return cJSON_IsString(type) ? kind_named(type->valuestring) : NULL;
+}
+
+size_t cfg_module_type_count(void)
+{
+	return N_MODULE_KINDS;
+}
+
+const char *cfg_module_type_name(size_t i, int *type)
+{
+	*type = i < TPS_MODULE_TYPE_COUNT ? (int)i : -1;
+	return i < N_MODULE_KINDS ? module_kinds[i].name : NULL;
+}
+
+/* Every type of the table, "linear, relu, ..." with `last` before the
+ * final one. Returns buf. */
+static const char *kind_list(const char *last, char *buf, size_t size)
+{
+	const char *names[N_MODULE_KINDS + 1];
+	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
+		names[i] = module_kinds[i].name;
+	}
+	names[N_MODULE_KINDS] = NULL;
+	return cfg_join(names, last, buf, size);
 }
 
 /* ---- model ------------------------------------------------------------ */
@@ -233,68 +295,154 @@ static void parse_attention(struct cfg *c, const cJSON *m,
 	}
 }
 
-/* What reading one module needs besides the module itself. */
-struct module_ctx {
-	const struct tps_model_spec *spec; /* the modules read so far */
-	int index;			   /* this module's */
-	int type;			   /* out: its enum tps_module_type */
+struct model_ctx {
+	struct tps_model_spec *spec;
+	int next;	/* the flat index the next module takes */
+	int last_width; /* the last module that set the width, or -1 */
+	/* Inside a repeat: prepended to every module name read
+	 * ("layers.3."), and, for a repeated "module", that module's whole
+	 * name ("layers.3"; NULL once it is taken, and outside a repeat). */
+	char prefix[TPS_NAME_MAX];
+	const char *own_name;
+	char own[TPS_NAME_MAX];
+	/* The innermost repeat's "name", for messages about the names it
+	 * makes ("/model/1/name"). */
+	char repeat_pointer[TPS_POINTER_MAX];
 };
 
-/* /model/<index>/name: valid, and not one an earlier module has. */
-static void read_module_name(struct cfg *c, const cJSON *name, void *ctx)
+/* What reading one module needs besides the module itself. */
+struct module_ctx {
+	struct model_ctx *model;
+	int index; /* this module's */
+	int type;  /* out: its enum tps_module_type */
+	char name[TPS_NAME_MAX]; /* out: its whole name (prefix + "name") */
+};
+
+/* Whether `name` (a whole name: prefix and all) is valid and new; the
+ * failure is reported at the current pointer. */
+static void check_module_name(struct cfg *c, const struct module_ctx *x,
+			      const char *name)
 {
-	const struct module_ctx *x = ctx;
 	char esc[96];
-	if (!cfg_expect(c, name, cJSON_IsString, "a string")) {
-		return;
-	}
-	if (!valid_module_name(name->valuestring)) {
+	if (!valid_module_name(name)) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "invalid module name \"%s\" (expected dot-separated "
 			 "parts of letters, digits, '_' and '-', under %d "
 			 "bytes)",
-			 tps_json_escape_for_message(name->valuestring, esc,
-						     sizeof esc),
+			 tps_json_escape_for_message(name, esc, sizeof esc),
 			 TPS_NAME_MAX);
 	}
 	for (int j = 0; j < x->index && cfg_ok(c); j++) {
-		if (strcmp(x->spec->modules[j].name, name->valuestring) == 0) {
+		if (strcmp(x->model->spec->modules[j].name, name) == 0) {
 			/* A valid name needs no escaping. */
 			cfg_fail(c, TPS_ERR_INPUT,
 				 "duplicate module name \"%s\" (also "
 				 "%s/name)",
-				 name->valuestring,
-				 x->spec->modules[j].plan_pointer);
+				 name, x->model->spec->modules[j].plan_pointer);
 		}
 	}
 }
 
+/* /model/<index>/name: valid with the prefix, and not one an earlier
+ * module has. */
+static void read_module_name(struct cfg *c, const cJSON *name, void *ctx)
+{
+	struct module_ctx *x = ctx;
+	char esc[96];
+	int n;
+	if (!cfg_expect(c, name, cJSON_IsString, "a string")) {
+		return;
+	}
+	n = snprintf(x->name, sizeof x->name, "%s%s", x->model->prefix,
+		     name->valuestring);
+	if (n < 0 || (size_t)n >= sizeof x->name) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid module name \"%s%s\" (expected dot-separated "
+			 "parts of letters, digits, '_' and '-', under %d "
+			 "bytes)",
+			 x->model->prefix,
+			 tps_json_escape_for_message(name->valuestring, esc,
+						     sizeof esc),
+			 TPS_NAME_MAX);
+		return;
+	}
+	check_module_name(c, x, x->name);
+}
+
+/* The whole name of the module m: "name" after the prefix, or, for a
+ * repeated "module", the name its repetition gives it (then m may not
+ * have one). Into x->name. */
+static void module_name(struct cfg *c, const cJSON *m, struct module_ctx *x)
+{
+	struct model_ctx *mx = x->model;
+	if (!mx->own_name) {
+		cfg_value(c, m, "name", CFG_REQUIRED, read_module_name, x);
+		return;
+	}
+	if (cfg_get(m, "name")) {
+		cfg_fail_at(c, "name", TPS_ERR_INPUT,
+			    "a repeated module is named by its repetition, "
+			    "\"%s\" (the name of %s and the index): leave "
+			    "\"name\" out, or repeat a list, \"modules\"",
+			    mx->own_name, mx->repeat_pointer);
+		return;
+	}
+	snprintf(x->name, sizeof x->name, "%s", mx->own_name);
+	mx->own_name = NULL;
+	if (cfg_ok(c) && !valid_module_name(x->name)) {
+		cfg_fail_at_pointer(c, mx->repeat_pointer, TPS_ERR_INPUT,
+				    "the repetitions' names (\"%s\") are over "
+				    "%d bytes",
+				    x->name, TPS_NAME_MAX - 1);
+		return;
+	}
+	for (int j = 0; j < x->index && cfg_ok(c); j++) {
+		if (strcmp(mx->spec->modules[j].name, x->name) == 0) {
+			cfg_fail_at_pointer(
+				c, mx->repeat_pointer, TPS_ERR_INPUT,
+				"a repetition is named \"%s\", the name of "
+				"the module at %s",
+				x->name, mx->spec->modules[j].plan_pointer);
+		}
+	}
+}
+
+/* /model/.../type: a type of module_kinds that is not a shorthand (those
+ * are expanded before a module is read). */
 static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
 {
 	struct module_ctx *x = ctx;
-	char list[128];
+	const struct module_kind *kind;
+	char list[256], esc[96];
 	if (!cfg_expect(c, type, cJSON_IsString, "a string")) {
 		return;
 	}
-	if (tps_name_index(later_types, type->valuestring) >= 0) {
+	kind = kind_named(type->valuestring);
+	if (kind && !kind->expand) {
+		x->type = (int)(kind - module_kinds);
+	} else if (tps_name_index(later_types, type->valuestring) >= 0) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
 			 "module type \"%s\" is not supported by " LATER_VERSION
 			 " (expected %s)",
 			 type->valuestring,
-			 cfg_join(tps_module_type_names, " or ", list,
-				  sizeof list));
+			 kind_list(" or ", list, sizeof list));
+	} else {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "unknown module type \"%s\" (expected one of %s)",
+			 tps_json_escape_for_message(type->valuestring, esc,
+						     sizeof esc),
+			 kind_list(", ", list, sizeof list));
 	}
-	cfg_read_choice(c, type, "module type", tps_module_type_names,
-			&x->type);
 }
 
 /* Reads one module at /model/<index>: name and type first, since the type
  * says which other keys it may have. */
 static void parse_module(struct cfg *c, const cJSON *m, int index,
-			 struct tps_model_spec *spec)
+			 struct model_ctx *mx)
 {
+	struct tps_model_spec *spec = mx->spec;
 	struct tps_module_spec *ms = &spec->modules[index];
-	struct module_ctx x = {spec, index, 0};
+	struct module_ctx x = {mx, index, 0, ""};
 	const struct module_kind *kind;
 
 	/* Counted before it is read, so that a failure frees what it holds. */
@@ -302,13 +450,12 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	if (!cfg_expect(c, m, cJSON_IsObject, "a module object")) {
 		return;
 	}
-	cfg_value(c, m, "name", CFG_REQUIRED, read_module_name, &x);
+	module_name(c, m, &x);
 	cfg_value(c, m, "type", CFG_REQUIRED, read_module_type, &x);
 	if (!cfg_ok(c)) {
 		return;
 	}
-	snprintf(ms->name, sizeof ms->name, "%s",
-		 cfg_get(m, "name")->valuestring);
+	snprintf(ms->name, sizeof ms->name, "%s", x.name);
 	ms->type = (enum tps_module_type)x.type;
 	ms->style = TPS_STYLE_REPLICATE;
 	ms->planned = false;
@@ -322,32 +469,57 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	}
 }
 
-struct model_ctx {
-	struct tps_model_spec *spec;
-	int next;	/* the flat index the next module takes */
-	int last_width; /* the last module that set the width, or -1 */
-};
+/* A repeat's count as written, if it is one: an integer in [1, max]; 0
+ * otherwise (reported when the repeat is read). */
+static int64_t repeat_count(const cJSON *m)
+{
+	const cJSON *n = cfg_get(m, "repeat");
+	if (!cJSON_IsNumber(n) || !(n->valuedouble >= 1) ||
+	    n->valuedouble > TPS_MAX_MODULES ||
+	    n->valuedouble != floor(n->valuedouble)) {
+		return 0;
+	}
+	return (int64_t)n->valuedouble;
+}
+
+static bool is_repeat(const cJSON *m)
+{
+	return cJSON_IsObject(m) && cfg_get(m, "repeat") != NULL;
+}
 
 /* The modules a /model item stands for, itself and its descendants (its
- * body); a malformed item counts 1 and is reported when it is read. */
+ * body, a shorthand's parts, every repetition); a malformed item counts 1
+ * and is reported when it is read. Saturates past TPS_MAX_MODULES. */
 static int count_modules(const cJSON *m)
 {
-	const cJSON *type = cfg_get(m, "type");
+	const struct module_kind *kind = kind_of_object(m);
 	const cJSON *body = cfg_get(m, "body");
 	const cJSON *item;
-	int n = 1;
-	if (cJSON_IsObject(m) && cJSON_IsString(type) &&
-	    strcmp(type->valuestring, "attention") == 0) {
-		return 5; /* and its q, k, v, o */
+	int64_t n = 1;
+	if (is_repeat(m)) {
+		const cJSON *one = cfg_get(m, "module");
+		const cJSON *list = cfg_get(m, "modules");
+		int64_t each = 0, count = repeat_count(m);
+		if (count == 0) {
+			return 1;
+		}
+		if (one) {
+			each = count_modules(one);
+		}
+		const cJSON *items = cJSON_IsArray(list) ? list : NULL;
+		cJSON_ArrayForEach(item, items)
+		{
+			each += count_modules(item);
+			if (each > TPS_MAX_MODULES) {
+				break;
+			}
+		}
+		n = count * (each > 0 ? each : 1);
+		return n > TPS_MAX_MODULES ? TPS_MAX_MODULES + 1 : (int)n;
 	}
-	if (cJSON_IsObject(m) && cJSON_IsString(type) &&
-	    strcmp(type->valuestring, "transformer_block") == 0) {
-		return 12; /* see expand_block */
-	}
-	if (!cJSON_IsObject(m) || !cJSON_IsString(type) ||
-	    strcmp(type->valuestring, "residual") != 0 ||
+	if (kind != &module_kinds[TPS_MODULE_RESIDUAL] ||
 	    !cJSON_IsArray(body)) {
-		return 1;
+		return kind ? kind->modules : 1;
 	}
 	cJSON_ArrayForEach(item, body)
 	{
@@ -356,10 +528,11 @@ static int count_modules(const cJSON *m)
 			break;
 		}
 	}
-	return n;
+	return (int)n;
 }
 
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx);
+static void read_repeat(struct cfg *c, const cJSON *m, struct model_ctx *x);
 
 /* An attention's four linears, "<name>.q", ".k", ".v", ".o", after it in
  * the list: (embed_dim, embed_dim), with its bias; replicated until the
@@ -423,7 +596,17 @@ static void check_width(struct cfg *c, const struct model_ctx *x,
 		return;
 	}
 	prev = &x->spec->modules[x->last_width];
-	if (ms->in_features != prev->out_features) {
+	if (ms->in_features != prev->out_features &&
+	    strcmp(prev->plan_pointer, ms->plan_pointer) == 0) {
+		/* Two repetitions of one repeated module. */
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "expected %lld, the %s of %s, the repetition "
+			    "before (%s), got %lld: a repeated module must "
+			    "keep the width",
+			    (long long)prev->out_features, what[prev->type],
+			    prev->name, prev->plan_pointer,
+			    (long long)ms->in_features);
+	} else if (ms->in_features != prev->out_features) {
 		cfg_fail_at(c, key, TPS_ERR_INPUT,
 			    "expected %lld, the %s of %s, got %lld",
 			    (long long)prev->out_features, what[prev->type],
@@ -511,7 +694,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	static const char *const keys[] = {"name",	"type",	  "dim",
 					   "num_heads", "hidden", "causal",
 					   "bias",	"eps",	  NULL};
-	struct module_ctx mx = {x->spec, x->next, 0};
+	struct module_ctx mx = {x, x->next, 0, ""};
 	int64_t dim = 0, heads = 0, hidden = 0;
 	bool causal = true, bias = true;
 	double eps = 1e-5;
@@ -521,7 +704,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	if (!cfg_check_keys(c, m, keys)) {
 		return;
 	}
-	cfg_value(c, m, "name", CFG_REQUIRED, read_module_name, &mx);
+	module_name(c, m, &mx);
 	cfg_int(c, m, "dim", CFG_REQUIRED, 1, 1 << 20, &dim);
 	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &heads);
 	hidden = 4 * dim;
@@ -539,7 +722,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	if (!cfg_ok(c)) {
 		return;
 	}
-	name = cfg_get(m, "name")->valuestring;
+	name = mx.name;
 	/* x + attn(ln1(x)) */
 	r = new_module(c, x, name, ".attn_residual", TPS_MODULE_RESIDUAL);
 	r->n_descendants = 6;
@@ -575,6 +758,137 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	x->last_width = x->next - 1;
 }
 
+/* ---- repeat ----------------------------------------------------------- */
+
+struct repeat_ctx {
+	struct model_ctx *x;
+	char name[TPS_NAME_MAX]; /* the prefix and "name": "layers" */
+};
+
+/* A repeat's "name": with the prefix, a valid module name. */
+static void read_repeat_name(struct cfg *c, const cJSON *name, void *ctx)
+{
+	struct repeat_ctx *r = ctx;
+	char esc[96];
+	int n;
+	if (!cfg_expect(c, name, cJSON_IsString, "a string")) {
+		return;
+	}
+	n = snprintf(r->name, sizeof r->name, "%s%s", r->x->prefix,
+		     name->valuestring);
+	if (n < 0 || (size_t)n >= sizeof r->name ||
+	    !valid_module_name(r->name)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid name \"%s\" (expected dot-separated parts "
+			 "of letters, digits, '_' and '-', under %d bytes with "
+			 "the repetitions' \".<index>\")",
+			 tps_json_escape_for_message(name->valuestring, esc,
+						     sizeof esc),
+			 TPS_NAME_MAX - 8);
+	}
+}
+
+/* The repeated "module", at /model/<k>/module: one module, named by
+ * x->own_name. */
+static void repeated_module(struct cfg *c, const cJSON *m, void *ctx)
+{
+	if (is_repeat(m)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "a repeat's \"module\" is one module; to repeat a "
+			 "repeat, put it in a list, \"modules\"");
+		return;
+	}
+	model_item(c, m, 0, ctx);
+}
+
+/* The repeated "modules", at /model/<k>/modules: a non-empty list. */
+static void repeated_list(struct cfg *c, const cJSON *list, void *ctx)
+{
+	if (!cfg_expect(c, list, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	if (cJSON_GetArraySize(list) == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+		return;
+	}
+	cfg_each_item(c, list, model_item, ctx);
+}
+
+/*
+ * {"repeat": N, "name": P, "module": M}: N copies of the module M, named
+ * P.0 ... P.<N-1> (M has no name of its own; a residual's body or a
+ * transformer_block's parts are named under it, P.<i>.fc1). Or
+ * {"repeat": N, "name": P, "modules": [M, ...]}: N copies of the list,
+ * each module named P.<i>.<its name>. N may be a variable ("$layers").
+ * Every copy is read at the same pointer, so an error in one is reported
+ * at /model/<k>/module/...; the copies are what the rest of tpsim sees,
+ * and the normalised config lists them.
+ */
+static void read_repeat(struct cfg *c, const cJSON *m, struct model_ctx *x)
+{
+	static const char *const keys[] = {"repeat", "name", "module",
+					   "modules", NULL};
+	struct repeat_ctx r = {x, ""};
+	char prefix[TPS_NAME_MAX], pointer[TPS_POINTER_MAX];
+	const cJSON *one = cfg_get(m, "module");
+	const cJSON *list = cfg_get(m, "modules");
+	int64_t count = 0;
+
+	if (x->own_name) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "a repeat's \"module\" is one module; to repeat a "
+			 "repeat, put it in a list, \"modules\"");
+		return;
+	}
+	if (!cfg_check_keys(c, m, keys)) {
+		return;
+	}
+	cfg_int(c, m, "repeat", CFG_REQUIRED, 1, TPS_MAX_MODULES, &count);
+	cfg_value(c, m, "name", CFG_REQUIRED, read_repeat_name, &r);
+	if (cfg_ok(c) && one && list) {
+		cfg_fail_at(c, "modules", TPS_ERR_INPUT,
+			    "\"module\" and \"modules\" both given (expected "
+			    "one: a module, or a list of modules)");
+	} else if (cfg_ok(c) && !one && !list) {
+		cfg_fail_at(c, "module", TPS_ERR_INPUT,
+			    "missing (a repeat needs \"module\", or a list, "
+			    "\"modules\")");
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	memcpy(prefix, x->prefix, sizeof prefix);
+	memcpy(pointer, x->repeat_pointer, sizeof pointer);
+	snprintf(x->repeat_pointer, sizeof x->repeat_pointer, "%s/name",
+		 cfg_pointer(c));
+	for (int64_t i = 0; i < count && cfg_ok(c); i++) {
+		int n = snprintf(x->own, sizeof x->own, "%s.%lld", r.name,
+				 (long long)i);
+		int k = snprintf(x->prefix, sizeof x->prefix, "%s.%lld.",
+				 r.name, (long long)i);
+		if (n < 0 || k < 0 || (size_t)k >= sizeof x->prefix) {
+			cfg_fail_at_pointer(c, x->repeat_pointer,
+					    TPS_ERR_INPUT,
+					    "the repetitions' names "
+					    "(\"%s.%lld\") are over %d bytes",
+					    r.name, (long long)i,
+					    TPS_NAME_MAX - 2);
+			break;
+		}
+		if (one) {
+			x->own_name = x->own;
+			cfg_value(c, m, "module", CFG_REQUIRED,
+				  repeated_module, x);
+			x->own_name = NULL;
+		} else {
+			cfg_value(c, m, "modules", CFG_REQUIRED, repeated_list,
+				  x);
+		}
+	}
+	memcpy(x->prefix, prefix, sizeof prefix);
+	memcpy(x->repeat_pointer, pointer, sizeof pointer);
+}
+
 /* One module at its pointer (/model/<i>, or inside a body): the module,
  * then its input width against the width of the module before it in the
  * data flow (element-wise modules keep the width). A cross-field error,
@@ -582,16 +896,22 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 {
 	struct model_ctx *x = ctx;
-	int i = x->next++;
-	struct tps_module_spec *ms = &x->spec->modules[i];
+	const struct module_kind *kind = kind_of_object(m);
+	int i;
+	struct tps_module_spec *ms;
 	(void)index;
-	if (cJSON_IsObject(m) && cJSON_IsString(cfg_get(m, "type")) &&
-	    strcmp(cfg_get(m, "type")->valuestring, "transformer_block") == 0) {
-		x->next--;
-		expand_block(c, m, x);
+	if (is_repeat(m)) {
+		read_repeat(c, m, x);
 		return;
 	}
-	parse_module(c, m, i, x->spec);
+	i = x->next++;
+	ms = &x->spec->modules[i];
+	if (kind && kind->expand) {
+		x->next--;
+		kind->expand(c, m, x);
+		return;
+	}
+	parse_module(c, m, i, x);
 	if (cfg_ok(c) && ms->type == TPS_MODULE_ATTENTION) {
 		check_width(c, x, ms, "embed_dim");
 		add_attention_linears(c, x, i);
@@ -616,10 +936,44 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 	x->last_width = i;
 }
 
+/* The model counts over TPS_MAX_MODULES: reported at the repeat that
+ * takes it over, if one does, else at /model. */
+static void too_many_modules(struct cfg *c, const cJSON *model)
+{
+	const cJSON *item;
+	int n = 0, index = 0;
+	cJSON_ArrayForEach(item, model)
+	{
+		int k = count_modules(item);
+		n += k;
+		if (n > TPS_MAX_MODULES && is_repeat(item)) {
+			char at[TPS_POINTER_MAX];
+			snprintf(at, sizeof at, "%s/%d/repeat", cfg_pointer(c),
+				 index);
+			cfg_fail_at_pointer(
+				c, at, TPS_ERR_LIMIT,
+				"%lld repetitions take the model over %d "
+				"modules, counting residual bodies and the "
+				"parts of attention and transformer_block",
+				(long long)repeat_count(item),
+				TPS_MAX_MODULES);
+			return;
+		}
+		if (n > TPS_MAX_MODULES) {
+			break;
+		}
+		index++;
+	}
+	cfg_fail(c, TPS_ERR_LIMIT,
+		 "over %d modules, counting residual bodies, the parts of "
+		 "attention and transformer_block, and repetitions",
+		 TPS_MAX_MODULES);
+}
+
 static void read_model(struct cfg *c, const cJSON *model, void *ctx)
 {
 	struct tps_model_spec *spec = ctx;
-	struct model_ctx x = {spec, 0, -1};
+	struct model_ctx x = {spec, 0, -1, "", NULL, "", ""};
 	const cJSON *item;
 	int n = 0;
 	if (!cfg_expect(c, model, cJSON_IsArray, "an array of modules")) {
@@ -635,9 +989,7 @@ static void read_model(struct cfg *c, const cJSON *model, void *ctx)
 	if (n == 0) {
 		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
 	} else if (n > TPS_MAX_MODULES) {
-		cfg_fail(c, TPS_ERR_LIMIT,
-			 "over %d modules, counting residual bodies",
-			 TPS_MAX_MODULES);
+		too_many_modules(c, model);
 	}
 	if (!cfg_ok(c)) {
 		return;

@@ -105,6 +105,15 @@ static void target_body(struct cfg *c, const cJSON *target, void *ctx)
 		return;
 	}
 	cfg_init_method(c, target, "init", &spec->target_init);
+	if (cfg_ok(c) && spec->target_init.method == TPS_INIT_TORCH) {
+		cfg_fail_at(c, "init", TPS_ERR_INPUT,
+			    "\"torch\" gives each parameter its PyTorch "
+			    "default, for /init/method; the target is no "
+			    "module's (expected %s)",
+			    ce ? "tokens" : "arange, ones, zeros, uniform or "
+					    "normal");
+		return;
+	}
 	if (cfg_ok(c) && (spec->target_init.method == TPS_INIT_TOKENS) != ce &&
 	    cfg_get(target, "init")) {
 		cfg_fail_at(c, "init", TPS_ERR_INPUT,

@@ -28,6 +28,8 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 		case TPS_INIT_ARANGE: v.data[i] = (float)(i + 1); break;
 		case TPS_INIT_ONES: v.data[i] = 1.0f; break;
 		case TPS_INIT_ZEROS: break;
+		/* A tensor of no module: nn.Linear's, U(-a, a). */
+		case TPS_INIT_TORCH:
 		case TPS_INIT_UNIFORM:
 			v.data[i] = tps_rng_uniform(&rng, a);
 			break;
@@ -168,6 +170,26 @@ static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 	return TPS_OK;
 }
 
+/*
+ * The init of one parameter: "torch" is its PyTorch default; "uniform"
+ * and "normal" draw only what PyTorch draws, and keep PyTorch's constant
+ * starts (a layer norm's ones and zeros), as a U(-1/sqrt(dim), ...) gain
+ * matches no PyTorch model. "arange", "ones" and "zeros" fill every
+ * parameter, as their names say.
+ */
+static struct tps_init_spec param_init(struct tps_init_spec init,
+				       const struct tps_param_spec *ps)
+{
+	bool constant =
+		ps->torch == TPS_INIT_ONES || ps->torch == TPS_INIT_ZEROS;
+	if (init.method == TPS_INIT_TORCH ||
+	    (constant && (init.method == TPS_INIT_UNIFORM ||
+			  init.method == TPS_INIT_NORMAL))) {
+		init.method = ps->torch;
+	}
+	return init;
+}
+
 /* Makes one parameter's global value and distributes it: shard or
  * replicate on tp as the module says, replicate on every other mesh dim. */
 static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
@@ -192,7 +214,8 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 				  ? (float)(1.0 / sqrt((double)ps->fan_in))
 				  : 0.0f;
 		st = tps_model_init_tensor(&p->global, &ps->shape,
-					   spec->param_init, a, p->name, err);
+					   param_init(spec->param_init, ps), a,
+					   p->name, err);
 	}
 	for (int i = 0; i < spec->mesh.ndim; i++) {
 		placements[i] = tps_placement_replicate();

@@ -259,7 +259,7 @@ static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
 	(void)tp_dim;
 	/* nn.Embedding draws N(0, 1): fan_in 1 makes the init's a = 1. */
 	out[WEIGHT] = (struct tps_param_spec){
-		"weight", tps_shape_make(2, dims), 1,
+		"weight", tps_shape_make(2, dims), 1, TPS_INIT_NORMAL,
 		s->style == TPS_STYLE_VOCAB ? tps_placement_shard(0)
 					    : tps_placement_replicate()};
 	return 1;

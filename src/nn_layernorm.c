@@ -399,14 +399,18 @@ static int layernorm_parameters(const struct tps_module_spec *s, int tp_dim,
 {
 	int64_t dim = s->in_features;
 	(void)tp_dim;
-	/* Replicated in both styles; init as every parameter, fan_in dim. */
+	/* Replicated in both styles. nn.LayerNorm starts at ones and zeros
+	 * (model.c: so do "uniform" and "normal"); fan_in dim for the
+	 * methods that draw. */
 	out[WEIGHT] = (struct tps_param_spec){"weight", tps_shape_make(1, &dim),
-					      dim, tps_placement_replicate()};
+					      dim, TPS_INIT_ONES,
+					      tps_placement_replicate()};
 	if (!s->bias) {
 		return 1;
 	}
 	out[BIAS] = (struct tps_param_spec){"bias", tps_shape_make(1, &dim),
-					    dim, tps_placement_replicate()};
+					    dim, TPS_INIT_ZEROS,
+					    tps_placement_replicate()};
 	return 2;
 }
 

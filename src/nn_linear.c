@@ -820,13 +820,17 @@ static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
 		w = feature_shard(s, 1);
 	}
 	/* nn.Linear draws W and b from U(-a, a), a = 1/sqrt(in_features). */
-	out[WEIGHT] = (struct tps_param_spec){
-		"weight", tps_shape_make(2, wdims), s->in_features, w};
+	/* nn.Linear: kaiming_uniform_(a=sqrt(5)) is U(-1/sqrt(in), ...),
+	 * and the bias U(-1/sqrt(in), 1/sqrt(in)). */
+	out[WEIGHT] = (struct tps_param_spec){"weight", tps_shape_make(2, wdims),
+					      s->in_features, TPS_INIT_UNIFORM,
+					      w};
 	if (!s->bias) {
 		return 1;
 	}
 	out[BIAS] = (struct tps_param_spec){"bias", tps_shape_make(1, wdims),
-					    s->in_features, b};
+					    s->in_features, TPS_INIT_UNIFORM,
+					    b};
 	return 2;
 }
 

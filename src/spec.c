@@ -6,6 +6,9 @@
 const char *const tps_module_type_names[] = {
 	"linear",   "relu",	 "gelu",      "layernorm",
 	"residual", "embedding", "attention", NULL};
+_Static_assert(sizeof tps_module_type_names / sizeof tps_module_type_names[0] ==
+		       TPS_MODULE_TYPE_COUNT + 1,
+	       "one name per enum tps_module_type, then NULL");
 const char *const tps_style_names[] = {
 	"colwise", "rowwise",	    "replicate",      "sequence",
 	"vocab",   "prepare_input", "prepare_output", NULL};
@@ -13,7 +16,7 @@ const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
 					   "rank0", NULL};
 const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
 const char *const tps_init_method_names[] = {
-	"arange", "ones", "zeros", "uniform", "normal", "tokens", NULL};
+	"arange", "ones", "zeros", "uniform", "normal", "tokens", "torch", NULL};
 const char *const tps_sampler_names[] = {"chunk", "distributed", NULL};
 const char *const tps_mistake_names[] = {
 	"bias_every_rank", "skip_all_reduce",	       "skip_gather",

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config_internal.h"
 #include "testutil.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/model.h"
@@ -313,12 +314,119 @@ static const struct bad_config bad_configs[] = {
 	    "got an array"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
 	    TPS_ERR_INPUT,
-	    "cfg.json: /model/1/type: unknown module type \"conv2d\""),
+	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
+	    "(expected one of linear, relu, gelu, layernorm, residual, "
+	    "embedding, attention, transformer_block)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding or attention)"),
+	    "residual, embedding, attention or transformer_block)"),
+	/* repeat: N copies of a module or a list of modules. */
+	BAD(WITH_MODEL(FC1 ",{'repeat':0,'name':'r','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/repeat: out of range (expected 1 to 4096, got "
+	    "0)"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':-1,'name':'r','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/repeat: out of range (expected 1 to 4096, got "
+	    "-1)"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2.5,'name':'r','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/repeat: expected an integer, got 2.5"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':'2','name':'r','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/repeat: expected an integer, got string \"2\""),
+	BAD(WITH_MODEL(FC1
+		       ",{'repeat':5000,'name':'r','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/repeat: out of range (expected 1 to 4096, got "
+	    "5000)"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':400,'name':'r','module':{'type':"
+			   "'transformer_block','dim':8,'num_heads':2}}") "}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/1/repeat: 400 repetitions take the model over "
+	    "4096 modules, counting residual bodies and the parts of attention "
+	    "and transformer_block"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':4000,'name':'r','module':{'type':'relu'}},"
+			   "{'repeat':100,'name':'s','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/2/repeat: 100 repetitions take the model over "
+	    "4096 modules"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'module':{'type':'relu'}}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/name: missing"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/module: missing (a repeat needs \"module\", or "
+	    "a list, \"modules\")"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu'},"
+			   "'modules':[" ACT "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/modules: \"module\" and \"modules\" both given "
+	    "(expected one: a module, or a list of modules)"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','modules':[]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/modules: expected at least one module"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':[" ACT "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/module: expected a module object, got an "
+	    "array"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu'},"
+			   "'count':3}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/count: unknown key \"count\" (expected one of: "
+	    "repeat, name, module, modules)"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':" ACT "}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/module/name: a repeated module is named by its "
+	    "repetition, \"r.0\" (the name of /model/1/name and the index): "
+	    "leave \"name\" out, or repeat a list, \"modules\""),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r..x','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/name: invalid name \"r..x\" (expected "
+	    "dot-separated parts of letters, digits, '_' and '-', under 120 "
+	    "bytes with the repetitions' \".<index>\")"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'repeat':2,"
+			   "'name':'s','module':{'type':'relu'}}}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/module: a repeat's \"module\" is one module; to "
+	    "repeat a repeat, put it in a list, \"modules\""),
+	/* Names that clash: two repeats, a module after one, one before. */
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu'}},"
+			   "{'repeat':2,'name':'r','module':{'type':'relu'}}")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/name: a repetition is named \"r.0\", the name "
+	    "of the module at /model/1/module"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu'}},"
+			   "{'name':'r.1','type':'relu'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/name: duplicate module name \"r.1\""),
+	BAD(WITH_MODEL(FC1 ",{'name':'r.0','type':'relu'},{'repeat':2,'name':"
+			   "'r','module':{'type':'relu'}}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/name: a repetition is named \"r.0\", the name "
+	    "of the module at /model/1"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','modules':[" ACT "," ACT
+			   "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/modules/1/name: duplicate module name "
+	    "\"r.0.act\" (also /model/1/modules/0/name)"),
+	BAD(WITH_MODEL("{'repeat':2,'name':'r','module':{'type':'linear',"
+		       "'in_features':4,'out_features':8}}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/module/in_features: expected 8, the "
+	    "out_features of r.0, the repetition before (/model/0/module), "
+	    "got 4: a repeated module must keep the width"),
+	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu',"
+			   "'dim':3}}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/module/dim: unknown key \"dim\""),
 	/* prepare_input, prepare_output */
 	BAD(BASE ",'plan':{'act':'prepare_input'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/act: prepare_input needs its layouts: "
@@ -949,7 +1057,23 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /init: expected an object, got string \"uniform\""),
 	BAD(BASE ",'init':{'method':'xavier'}}", TPS_ERR_INPUT,
 	    "cfg.json: /init/method: unknown init method \"xavier\" (expected "
-	    "one of arange, ones, zeros, uniform, normal, tokens)"),
+	    "one of arange, ones, zeros, uniform, normal, tokens, torch)"),
+	/* "torch" is each parameter's PyTorch default: no input's or
+	 * target's. */
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':'torch'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/init: \"torch\" gives each parameter its "
+	    "PyTorch default, for /init/method; the input is no module's "
+	    "(expected arange, ones, zeros, uniform or normal)"),
+	BAD(TRAIN ",'target':{'init':'torch'}}", TPS_ERR_INPUT,
+	    "cfg.json: /target/init: \"torch\" gives each parameter its "
+	    "PyTorch default, for /init/method; the target is no module's "
+	    "(expected arange, ones, zeros, uniform or normal)"),
+	BAD(TRAIN ",'loss':'cross_entropy','target':{'init':'torch'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /target/init: \"torch\" gives each parameter its "
+	    "PyTorch default, for /init/method; the target is no module's "
+	    "(expected tokens)"),
 	BAD(BASE ",'init':{'method':'ones','seed':'7'}}", TPS_ERR_INPUT,
 	    "cfg.json: /init/seed: expected an integer, got string \"7\""),
 	BAD(BASE ",'init':{'seed':1e300}}", TPS_ERR_INPUT,
@@ -1283,6 +1407,71 @@ START_TEST(bad_config_is_rejected_at_its_pointer)
 		      bc->msg);
 	ck_assert_msg(strchr(err.message, '\n') == NULL,
 		      "row %d: message spans lines: \"%s\"", _i, err.message);
+}
+END_TEST
+
+/* Whether `list` (", "-separated names, " or " before the last) holds
+ * `name` as a whole item. */
+static bool lists_name(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = strstr(list, name); p; p = strstr(p + 1, name)) {
+		bool starts = p == list || p[-1] == ' ';
+		bool ends = p[n] == ',' || p[n] == ')' || p[n] == '\0' ||
+			    strncmp(p + n, " or ", 4) == 0;
+		if (starts && ends) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The one table of module types: every enum tps_module_type is a row, by
+ * its name, and both messages that list the types list every row. */
+START_TEST(module_type_messages_list_every_type_of_the_table)
+{
+	static const char *const configs[] = {
+		WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
+		WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
+	};
+	bool seen[TPS_MODULE_TYPE_COUNT] = {false};
+	size_t n = cfg_module_type_count();
+	int type;
+
+	ck_assert_uint_gt(n, TPS_MODULE_TYPE_COUNT);
+	ck_assert_ptr_null(cfg_module_type_name(n, &type));
+	for (size_t i = 0; i < n; i++) {
+		const char *name = cfg_module_type_name(i, &type);
+		ck_assert_ptr_nonnull(name);
+		if (type >= 0) {
+			ck_assert_int_lt(type, TPS_MODULE_TYPE_COUNT);
+			ck_assert_str_eq(name, tps_module_type_names[type]);
+			seen[type] = true;
+		}
+	}
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		ck_assert_msg(seen[t], "type %s is not in the table",
+			      tps_module_type_names[t]);
+	}
+	for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+		struct tps_error err = {0};
+		struct tps_run_spec spec = {0};
+		cJSON *root = NULL;
+		const char *list;
+		ck_assert_int_eq(parse_json(configs[k], &root, &err), TPS_OK);
+		ck_assert_int_ne(
+			tps_config_parse(root, "cfg.json", &spec, &err),
+			TPS_OK);
+		cJSON_Delete(root);
+		list = strstr(err.message, "(expected ");
+		ck_assert_msg(list != NULL, "no list: %s", err.message);
+		for (size_t i = 0; i < n; i++) {
+			const char *name = cfg_module_type_name(i, &type);
+			ck_assert_msg(lists_name(list, name),
+				      "\"%s\" lacks type %s", err.message,
+				      name);
+		}
+	}
 }
 END_TEST
 
@@ -1994,6 +2183,43 @@ START_TEST(params_bad_value_in_a_row_is_reported_at_its_pointer)
 }
 END_TEST
 
+/* A repeat of a module (a residual, whose body is named under each copy),
+ * a repeat of a list holding a repeat, and a transformer_block repeated
+ * "$n" times. */
+#define REPEATS                                                                \
+	"{'tpsim':1,'vars':{'n':2}," MESH_TP ",'model':[" FC1 ","              \
+	"{'repeat':2,'name':'res','module':{'type':'residual','body':["     \
+	"{'name':'fc','type':'linear','in_features':8,'out_features':8}]}},"   \
+	"{'repeat':2,'name':'a','modules':[" ACT ",{'repeat':3,'name':'b',"    \
+	"'module':{'type':'gelu'}}]},"                                         \
+	"{'repeat':'$n','name':'h','module':{'type':'transformer_block',"      \
+	"'dim':8,'num_heads':2}}],'input':{'shape':[2,3,4]}"
+
+START_TEST(repeat_names_each_copy_under_its_index)
+{
+	static const char *const names[] = {
+		"fc1",	     "res.0",	  "res.0.fc",  "res.1",	  "res.1.fc",
+		"a.0.act",   "a.0.b.0",	  "a.0.b.1",   "a.0.b.2", "a.1.act",
+		"a.1.b.0",   "a.1.b.1",	  "a.1.b.2",   "h.0.attn_residual"};
+	struct tps_run_spec spec = {0};
+	char *text;
+	parse_ok(REPEATS "}", &spec);
+	/* fc1, 2 x 2, 2 x 4, 2 x 12 */
+	ck_assert_int_eq(spec.model.n_modules, 1 + 4 + 8 + 24);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		ck_assert_str_eq(spec.model.modules[i].name, names[i]);
+	}
+	ck_assert_int_eq(module(&spec, "res.1")->n_descendants, 1);
+	ck_assert_str_eq(spec.model.modules[36].name, "h.1.mlp.fc2");
+	/* The normalised config lists the copies, not the repeats. */
+	text = normalized_text(&spec);
+	ck_assert_ptr_null(strstr(text, "repeat"));
+	ck_assert_ptr_nonnull(strstr(text, "\"name\":\"a.1.b.2\""));
+	free(text);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(normalized_config_parses_to_itself)
 {
 	static const char *const configs[] = {
@@ -2021,6 +2247,7 @@ START_TEST(normalized_config_parses_to_itself)
 		SWEEP,
 		HDR MODEL ",'input':{'values':[[1,2.5,-3,0.1],[5,6,7,8e-3]]}}",
 		BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank']}",
+		REPEATS "}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -2618,6 +2845,7 @@ static Suite *config_suite(void)
 			    N_BAD_CONFIGS);
 	tcase_add_test(tc, input_over_2_31_elements_without_err_is_a_limit);
 	tcase_add_test(tc, model_with_4097_modules_is_refused_as_a_limit);
+	tcase_add_test(tc, module_type_messages_list_every_type_of_the_table);
 	tcase_add_test(tc, plan_pattern_of_many_stars_is_matched_quickly);
 	suite_add_tcase(s, tc);
 
@@ -2647,6 +2875,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("normalized");
 	tcase_add_test(tc, design_example_normalizes_in_documented_order);
+	tcase_add_test(tc, repeat_names_each_copy_under_its_index);
 	tcase_add_test(tc, normalized_config_parses_to_itself);
 	suite_add_tcase(s, tc);
 

@@ -189,6 +189,47 @@ static void set_layernorm(struct tps_module_spec *m, const char *name,
 	snprintf(m->plan_pointer, sizeof m->plan_pointer, "/plan/%s", name);
 }
 
+/*
+ * Every layer norm's weight and bias drawn as "uniform" draws a linear's,
+ * U(-1/sqrt(dim), 1/sqrt(dim)) from the parameter's own stream, and given
+ * as params (tpsim's values before "uniform" started layer norms at
+ * PyTorch's ones and zeros): ones and zeros would hide a weight or bias
+ * applied to the wrong shard, and the rule-of-thumb tolerance does not
+ * hold for AdamW on gradients that are rounding noise (an attention's key
+ * bias), which larger activations make larger.
+ */
+static void draw_layernorm_params(struct tps_model_spec *spec)
+{
+	int n = spec->n_overrides;
+	if (spec->param_init.method != TPS_INIT_UNIFORM) {
+		return;
+	}
+	spec->overrides = realloc(spec->overrides,
+				  (size_t)(n + 2 * spec->n_modules) *
+					  sizeof *spec->overrides);
+	ck_assert_ptr_nonnull(spec->overrides);
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		int64_t dim = m->in_features;
+		struct tps_shape shape = tps_shape_make(1, &dim);
+		if (m->type != TPS_MODULE_LAYERNORM) {
+			continue;
+		}
+		for (int k = 0; k < (m->bias ? 2 : 1); k++) {
+			struct tps_param_override *o = &spec->overrides[n];
+			snprintf(o->name, sizeof o->name, "%s.%s", m->name,
+				 k ? "bias" : "weight");
+			ck_assert_int_eq(
+				tps_model_init_tensor(
+					&o->value, &shape, spec->param_init,
+					(float)(1.0 / sqrt((double)dim)),
+					o->name, NULL),
+				TPS_OK);
+			spec->n_overrides = ++n;
+		}
+	}
+}
+
 /* ln1 (in), fc1 colwise (in -> hidden), gelu, fc2 rowwise (hidden -> out),
  * ln2 (out); sequence parallel: the layernorms on seq shards, fc1 taking
  * shard(1) in (all_gather), fc2 giving shard(1) out (reduce_scatter). */
@@ -208,6 +249,7 @@ static void set_normed_mlp(struct tps_model_spec *spec,
 	if (c->sp) {
 		spec->modules[1].input = tps_placement_shard(1);
 	}
+	draw_layernorm_params(spec);
 }
 
 static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
@@ -409,6 +451,7 @@ static struct counts run_config(const char *fmt, ...)
 	ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) == TPS_OK,
 		      "%s\n%s", err.message, text);
 	cJSON_Delete(root);
+	draw_layernorm_params(&spec.model);
 	with_target = spec.model.mode == TPS_MODE_TRAINING &&
 		      spec.model.loss != TPS_LOSS_SUM;
 	counts.dp_mask = spec.model.dp_mask;
@@ -1709,6 +1752,121 @@ START_TEST(memory_estimate_counts_what_training_keeps)
 }
 END_TEST
 
+/* ---- init methods ------------------------------------------------------ */
+
+/* The global value of parameter `name` of a model of emb (embedding 6 x 4),
+ * ln (layernorm 4) and fc (linear 4 -> 3) made with init `method`, seed 9
+ * (caller frees). */
+static struct tps_tensor init_param(const char *method, const char *name)
+{
+	char text[512];
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_tensor out = {0};
+	struct tps_error err = {0};
+	cJSON *root;
+	bool found = false;
+	snprintf(text, sizeof text,
+		 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [{\"name\": \"emb\", \"type\": "
+		 "\"embedding\", \"num_embeddings\": 6, \"embedding_dim\": 4}, "
+		 "{\"name\": \"ln\", \"type\": \"layernorm\", \"dim\": 4}, "
+		 "{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": "
+		 "4, \"out_features\": 3}], \"input\": {\"shape\": [2, 3]}, "
+		 "\"init\": {\"method\": \"%s\", \"seed\": 9}}",
+		 method);
+	root = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) == TPS_OK,
+		      "%s", err.message);
+	cJSON_Delete(root);
+	ck_assert_int_eq(tps_model_init(&model, &spec.model, &err), TPS_OK);
+	for (int i = 0; i < model.n_params; i++) {
+		if (strcmp(model.params[i].name, name) == 0) {
+			ck_assert_int_eq(tps_tensor_copy(&out,
+							 &model.params[i].global,
+							 NULL),
+					 TPS_OK);
+			found = true;
+		}
+	}
+	ck_assert_msg(found, "no parameter %s", name);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
+	return out;
+}
+
+/* Whether every value of t is v. */
+static bool all_equal(const struct tps_tensor *t, float v)
+{
+	for (int64_t i = 0; i < tps_tensor_numel(t); i++) {
+		if (t->data[i] != v) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool same_values(const struct tps_tensor *a, const struct tps_tensor *b)
+{
+	return tps_tensor_numel(a) == tps_tensor_numel(b) &&
+	       memcmp(a->data, b->data,
+		      (size_t)tps_tensor_numel(a) * sizeof *a->data) == 0;
+}
+
+START_TEST(init_methods_follow_pytorchs_defaults_per_parameter)
+{
+	/* "torch": nn.Linear's U(-1/sqrt(in), 1/sqrt(in)) for weight and
+	 * bias (what "uniform" draws), nn.Embedding's N(0, 1) (what
+	 * "normal" draws with fan_in 1), nn.LayerNorm's ones and zeros,
+	 * which "uniform" and "normal" keep; "arange", "ones" and "zeros"
+	 * fill every parameter. */
+	static const char *const methods[] = {"uniform", "normal", "torch",
+					      "arange",	 "ones",   "zeros"};
+	struct tps_tensor t, u;
+	for (int k = 0; k < 6; k++) {
+		bool drawn = k < 3;
+		t = init_param(methods[k], "ln.weight");
+		if (k == 3) {
+			for (int64_t i = 0; i < 4; i++) {
+				ck_assert_float_eq(t.data[i], (float)(i + 1));
+			}
+		} else {
+			ck_assert_msg(all_equal(&t, k == 5 ? 0.0f : 1.0f),
+				      "%s: ln.weight %g ...", methods[k],
+				      (double)t.data[0]);
+		}
+		tps_tensor_free(&t);
+		t = init_param(methods[k], "ln.bias");
+		if (drawn || k == 5) {
+			ck_assert_msg(all_equal(&t, 0.0f), "%s: ln.bias %g ...",
+				      methods[k], (double)t.data[0]);
+		}
+		tps_tensor_free(&t);
+	}
+	/* torch = uniform for a linear, bounded by 1/sqrt(4). */
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "fc.bias" : "fc.weight";
+		t = init_param("torch", name);
+		u = init_param("uniform", name);
+		ck_assert(same_values(&t, &u));
+		for (int64_t i = 0; i < tps_tensor_numel(&t); i++) {
+			ck_assert(fabsf(t.data[i]) <= 0.5f);
+		}
+		ck_assert(!all_equal(&t, t.data[0]));
+		tps_tensor_free(&t);
+		tps_tensor_free(&u);
+	}
+	/* torch = normal for an embedding: N(0, 1). */
+	t = init_param("torch", "emb.weight");
+	u = init_param("normal", "emb.weight");
+	ck_assert(same_values(&t, &u));
+	ck_assert(!all_equal(&t, t.data[0]));
+	tps_tensor_free(&t);
+	tps_tensor_free(&u);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -1735,6 +1893,7 @@ static Suite *model_suite(void)
 	tcase_add_test(comm, mlp_costs_one_all_reduce_forward);
 	tcase_add_test(comm, world_size_one_moves_nothing);
 	tcase_add_test(policy, divisible_policy_names_the_dim);
+	tcase_add_test(policy, init_methods_follow_pytorchs_defaults_per_parameter);
 	tcase_add_loop_test(train, training_matches_reference_for_every_tp, 1,
 			    9);
 	tcase_add_loop_test(train, training_matches_reference_on_dp_x_tp, 0,

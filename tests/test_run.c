@@ -310,6 +310,61 @@ static cJSON *load_trace(const char *dir, const char *name)
 	return trace;
 }
 
+/*
+ * "params": {...}, with gpt_config's layer norms drawn as "uniform" draws
+ * a linear's parameters (U(-1/sqrt(h), ...), seed 3, each from its own
+ * stream): the values tpsim gave them before "uniform" started layer
+ * norms at PyTorch's ones and zeros. With ones and zeros, AdamW turns the
+ * rounding noise of the attention key biases' gradients (zero, in exact
+ * arithmetic) into updates of about lr, past the rule-of-thumb tolerance.
+ */
+static char *layernorm_params(const struct gpt *g)
+{
+	size_t cap = (size_t)(2 * g->l + 1) * 2 * ((size_t)g->h * 20 + 64) +
+		     64,
+	       n = 0;
+	char *out = malloc(cap);
+	ck_assert_ptr_nonnull(out);
+	n += (size_t)snprintf(out, cap, "\"params\": {");
+	for (int64_t i = 0; i <= 2 * g->l; i++) {
+		for (int k = 0; k < 2; k++) {
+			char name[64];
+			struct tps_tensor t;
+			struct tps_shape shape = tps_shape_make(1, &g->h);
+			if (i < 2 * g->l) {
+				snprintf(name, sizeof name, "h%lld.ln%lld.%s",
+					 (long long)(i / 2),
+					 (long long)(i % 2 + 1),
+					 k ? "bias" : "weight");
+			} else {
+				snprintf(name, sizeof name, "ln_f.%s",
+					 k ? "bias" : "weight");
+			}
+			ck_assert_int_eq(
+				tps_model_init_tensor(
+					&t, &shape,
+					(struct tps_init_spec){TPS_INIT_UNIFORM,
+							       3},
+					(float)(1.0 / sqrt((double)g->h)),
+					name, NULL),
+				TPS_OK);
+			n += (size_t)snprintf(out + n, cap - n, "%s\"%s\": [",
+					      n > 11 ? ", " : "", name);
+			for (int64_t j = 0; j < g->h; j++) {
+				/* %.9g reads back to the same float32. */
+				n += (size_t)snprintf(out + n, cap - n,
+						      "%s%.9g", j ? ", " : "",
+						      (double)t.data[j]);
+			}
+			n += (size_t)snprintf(out + n, cap - n, "]");
+			tps_tensor_free(&t);
+		}
+	}
+	n += (size_t)snprintf(out + n, cap - n, "}, ");
+	ck_assert_uint_lt(n, cap);
+	return out;
+}
+
 START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 {
 	/* The same configs run with values (trace values none) and
@@ -337,10 +392,15 @@ START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 		size_t len = strlen(text);
 		char *vtext = malloc(len + 64);
 		ck_assert_ptr_nonnull(vtext);
+		char *params = layernorm_params(&cases[i]);
+		len += strlen(params);
+		vtext = realloc(vtext, len + 64);
+		ck_assert_ptr_nonnull(vtext);
 		snprintf(vtext, len + 64,
 			 "%.*s\"trace\": {\"values\": "
-			 "\"none\"}, %s",
-			 (int)(at - text), text, at);
+			 "\"none\"}, %s%s",
+			 (int)(at - text), text, params, at);
+		free(params);
 		ck_assert_msg(run_text_in(dir, "values", vtext, false, &sv,
 					  &err) == TPS_OK,
 			      "%s", err.message);
@@ -494,6 +554,139 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 		ck_assert_int_eq(s.footprint.saved.max, 4 * gpt_saved(&sp));
 		ck_assert_int_eq(peak, live0);
 		ck_assert_int_eq(live, live0);
+		tu_rmtree(dir);
+	}
+}
+END_TEST
+
+/* ==== repeat (issue 15, items 25 and 27) =============================== */
+
+/* A model of two transformer_blocks, two copies of an MLP and two
+ * residuals, written out (repeat false) or with "repeat" (true): the
+ * names, the normalised config and so the whole trace are the same. */
+static char *repeat_config(bool repeat)
+{
+	static const char head[] =
+		"{'tpsim': 1, 'vars': {'layers': 2}, 'mesh': {'shape': [2], "
+		"'dim_names': ['tp']}, 'model': [";
+	static const char block[] =
+		"'type': 'transformer_block', 'dim': 8, 'num_heads': 2";
+	static const char fc1[] = "{'name': '%sfc1', 'type': 'linear', "
+				  "'in_features': 8, 'out_features': 16}, "
+				  "{'name': '%sact', 'type': 'gelu'}, "
+				  "{'name': '%sfc2', 'type': 'linear', "
+				  "'in_features': 16, 'out_features': 8}";
+	static const char body[] = "'type': 'residual', 'body': [{'name': "
+				   "'%sfc', 'type': 'linear', "
+				   "'in_features': 8, 'out_features': 8}]";
+	static const char tail[] =
+		"], 'plan': {'layers.*.attn.[qkv]': 'colwise', "
+		"'layers.*.attn.o': 'rowwise', 'mlp.*.fc1': 'colwise', "
+		"'mlp.*.fc2': 'rowwise', 'res.*.fc': 'colwise'}, 'input': "
+		"{'shape': [2, 3, 8]}, 'init': {'method': 'uniform', 'seed': "
+		"5}, 'mode': 'training', 'optimizer': {'type': 'sgd'}}";
+	size_t cap = 8192, n = 0;
+	char *c = malloc(cap), part[512];
+	ck_assert_ptr_nonnull(c);
+	n += (size_t)snprintf(c, cap, "%s", head);
+	if (repeat) {
+		n += (size_t)snprintf(c + n, cap - n,
+				      "{'repeat': '$layers', 'name': 'layers', "
+				      "'module': {%s}}, {'repeat': 2, 'name': "
+				      "'mlp', 'modules': [",
+				      block);
+		n += (size_t)snprintf(c + n, cap - n, fc1, "", "", "");
+		snprintf(part, sizeof part, body, "");
+		n += (size_t)snprintf(c + n, cap - n,
+				      "]}, {'repeat': 2, 'name': 'res', "
+				      "'module': {%s}}",
+				      part);
+	} else {
+		for (int i = 0; i < 2; i++) {
+			n += (size_t)snprintf(c + n, cap - n,
+					      "%s{'name': 'layers.%d', %s}",
+					      i ? ", " : "", i, block);
+		}
+		for (int i = 0; i < 2; i++) {
+			char p[16];
+			snprintf(p, sizeof p, "mlp.%d.", i);
+			n += (size_t)snprintf(c + n, cap - n, ", ");
+			n += (size_t)snprintf(c + n, cap - n, fc1, p, p, p);
+		}
+		for (int i = 0; i < 2; i++) {
+			char p[16];
+			snprintf(p, sizeof p, "res.%d.", i);
+			snprintf(part, sizeof part, body, p);
+			n += (size_t)snprintf(c + n, cap - n,
+					      ", {'name': 'res.%d', %s}", i,
+					      part);
+		}
+	}
+	n += (size_t)snprintf(c + n, cap - n, "%s", tail);
+	ck_assert_uint_lt(n, cap);
+	for (char *p = c; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	return c;
+}
+
+START_TEST(repeat_gives_the_trace_of_the_list_it_stands_for)
+{
+	const char *dir = tu_tempdir();
+	char path[512];
+	char *text[2], *trace[2];
+	size_t len[2];
+	for (int k = 0; k < 2; k++) {
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		text[k] = repeat_config(k == 1);
+		ck_assert_msg(run_text_in(dir, k ? "repeat" : "list", text[k],
+					  false, &s, &err) == TPS_OK,
+			      "%s\n%s", err.message, text[k]);
+		/* 2 x 12 + 2 x 3 + 2 x 2 */
+		ck_assert_int_eq(s.n_modules, 34);
+		ck_assert(s.match);
+		snprintf(path, sizeof path, "%s/%s.trace.json", dir,
+			 k ? "repeat" : "list");
+		trace[k] = tu_read_file(path, &len[k]);
+	}
+	ck_assert_uint_eq(len[0], len[1]);
+	ck_assert_msg(memcmp(trace[0], trace[1], len[0]) == 0,
+		      "the traces differ");
+	ck_assert_ptr_null(strstr(trace[1], "\"repeat\""));
+	ck_assert_ptr_nonnull(strstr(trace[1], "\"name\":\"mlp.1.fc2\""));
+	for (int k = 0; k < 2; k++) {
+		free(text[k]);
+		free(trace[k]);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(gpt3_example_takes_its_layers_from_vars)
+{
+	/* examples/gpt3_175b repeats its block "$layers" times: 96 blocks
+	 * of 12 modules and wte, ln_f and lm_head; --set layers=2 gives 2
+	 * blocks. */
+	static const int layers[] = {96, 2, 1};
+	for (int k = 0; k < 3; k++) {
+		char trace[512];
+		const char *dir = tu_tempdir();
+		struct tps_config_var set = {"layers", layers[k]};
+		struct tps_run_options opts = {
+			.config_path = tu_source_path(
+				"examples/gpt3_175b/config.json"),
+			.output_path = trace,
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.overrides = k ? &set : NULL,
+			.n_overrides = k ? 1 : 0,
+		};
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		ck_assert_msg(tps_run(&opts, NULL, &s, &err) == TPS_OK, "%s",
+			      err.message);
+		ck_assert_int_eq(s.n_modules, 12 * layers[k] + 3);
 		tu_rmtree(dir);
 	}
 }
@@ -674,6 +867,9 @@ static Suite *run_suite(void)
 		tcase_add_test(
 			sym,
 			gpt3_175b_reports_its_figures_and_takes_no_tensor_memory);
+		tcase_add_test(sym,
+			       repeat_gives_the_trace_of_the_list_it_stands_for);
+		tcase_add_test(sym, gpt3_example_takes_its_layers_from_vars);
 		tcase_add_test(sym, explain_reads_a_symbolic_trace);
 		tcase_add_test(sym, symbolic_config_errors_name_the_key);
 		tcase_add_test(

@@ -1,22 +1,41 @@
 #!/bin/sh
 # The README's quick start: install what is missing, build, then
-#   tools/quickstart.sh demo      run the seed's 2x4 example (main job)
-#   tools/quickstart.sh test      run the whole test suite
+#   tools/quickstart.sh demo      run the 2x4 example (the main job)
+#   tools/quickstart.sh test      run the whole test suite, warnings as errors
 #   tools/quickstart.sh sanitize  run the suite under address,undefined
 #   tools/quickstart.sh oom       out of memory at every allocation point
-# Works on a fresh Debian 12 machine, as root or with sudo.
+#   tools/quickstart.sh packages JOB   print what JOB installs, and stop
+# Works on a fresh Debian 12 machine, as root or with sudo. Each job
+# installs only what it needs: demo the compiler and the build's
+# libraries, the others the test tools too.
 set -eu
 
 cd "$(dirname "$0")/.."
-packages="gcc check libcjson-dev libxxhash-dev meson ninja-build pkg-config python3-jsonschema"
-# tpsim view's browser tests: Debian's chromium, node and npm.
-packages="$packages chromium nodejs npm"
-# The fuzz harnesses (tools/fuzz.sh, .ci/run): clang's libFuzzer.
-packages="$packages clang"
+# The main job: build tpsim and run it.
+main_packages="gcc meson ninja-build pkg-config libcjson-dev libxxhash-dev"
+# The test suite: Check (the C suites), python3-jsonschema (the schema
+# test), cmark-gfm (md_tables: every Markdown table renders), Debian's
+# chromium, node and npm (tpsim view's browser test), and clang's
+# libFuzzer (tools/fuzz.sh, which CI runs after the suite).
+test_packages="$main_packages check python3-jsonschema cmark-gfm"
+test_packages="$test_packages chromium nodejs npm clang"
+# The out-of-memory sweep builds without the Check suites.
+oom_packages="$main_packages"
 
+# packages_of JOB: the packages JOB installs.
+packages_of() {
+	case $1 in
+	demo) echo "$main_packages" ;;
+	test | sanitize) echo "$test_packages" ;;
+	oom) echo "$oom_packages" ;;
+	*) return 1 ;;
+	esac
+}
+
+# install_missing PACKAGE...: apt-get install those not installed yet.
 install_missing() {
 	missing=""
-	for p in $packages; do
+	for p in "$@"; do
 		# A node from elsewhere (NodeSource's nodejs bundles npm and
 		# conflicts with Debian's npm) is as good as Debian's.
 		case $p in
@@ -36,11 +55,17 @@ install_missing() {
 		>/dev/null
 }
 
-# build DIR [meson options...]: configure once, then build.
+# build DIR [meson options...]: configure DIR with the options, whatever
+# configured it before (a `demo` build without --werror, say: setup alone
+# would keep its options), then build.
 build() {
 	dir=$1
 	shift
-	[ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@" >/dev/null
+	fi
 	ninja -C "$dir" >/dev/null
 }
 
@@ -52,8 +77,21 @@ browser_deps() {
 		npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
 }
 
-install_missing
-case "${1:-demo}" in
+usage() {
+	echo "usage: tools/quickstart.sh [demo|test|sanitize|oom|packages JOB]" >&2
+	exit 2
+}
+
+job=${1:-demo}
+if [ "$job" = packages ]; then
+	[ $# -eq 2 ] || usage
+	packages_of "$2" || usage
+	exit 0
+fi
+packages=$(packages_of "$job") || usage
+# shellcheck disable=SC2086
+install_missing $packages
+case $job in
 demo)
 	build build
 	example=fixtures/seed_2x4_rowwise_after_reduce
@@ -64,12 +102,14 @@ demo)
 		"the derivation by hand in $example/DERIVATION.md" >&2
 	;;
 test)
-	build build --werror
+	# -Dtests=enabled: a build dir that demo configured before Check
+	# was installed must find it now, or fail, not drop the C suites.
+	build build --werror -Dtests=enabled
 	browser_deps
 	meson test -C build --print-errorlogs
 	;;
 sanitize)
-	build build-asan --werror --buildtype=debug \
+	build build-asan --werror -Dtests=enabled --buildtype=debug \
 		-Db_sanitize=address,undefined \
 		-Db_lundef=false
 	browser_deps
@@ -85,9 +125,5 @@ oom)
 		-Dfault_injection=true -Db_sanitize=address,undefined \
 		-Db_lundef=false
 	meson test -C build-fault oom --print-errorlogs
-	;;
-*)
-	echo "usage: tools/quickstart.sh [demo|test|sanitize|oom]" >&2
-	exit 2
 	;;
 esac

@@ -112,6 +112,10 @@ struct tps_param_spec {
 	const char *suffix; /* "weight": the parameter is "<module>.weight" */
 	struct tps_shape shape;	 /* global */
 	int64_t fan_in;		 /* nn.Linear's init bound 1/sqrt(fan_in) */
+	/* PyTorch's default init of it (init method "torch"): uniform
+	 * (nn.Linear's, a = 1/sqrt(fan_in)), normal (nn.Embedding's, a = 1
+	 * through fan_in 1), ones or zeros (nn.LayerNorm's). */
+	enum tps_init_method torch;
 	struct tps_placement tp; /* on the tp dim; replicate on the others */
 };
 

@@ -57,6 +57,9 @@ enum tps_module_type {
 	 * q, k, v and o ("<name>.q", ...), (embed_dim, embed_dim) each. */
 	TPS_MODULE_ATTENTION,
 };
+/* The number of module types (a define, not a member, so that switches
+ * over the type need no case for it). */
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_ATTENTION + 1)
 extern const char *const tps_module_type_names[];
 
 /* How a module's weights are split over tp (DESIGN.md section 2). A module
@@ -101,6 +104,9 @@ enum tps_init_method {
 	TPS_INIT_UNIFORM, /* U(-a, a) */
 	TPS_INIT_NORMAL,  /* N(0, a^2) */
 	TPS_INIT_TOKENS,  /* integer ids, uniform in [0, a) */
+	/* Parameters only: each parameter's PyTorch default (nn.h's
+	 * tps_param_spec.torch). */
+	TPS_INIT_TORCH,
 };
 extern const char *const tps_init_method_names[];
 

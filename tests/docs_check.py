@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""README.md and docs/config.md against what tpsim is.
+
+  docs_check.py TPSIM SOURCE_ROOT
+
+- Its layout table names each path once, and names every source file of
+  src/ (so a new file is not left out, nor described twice).
+- Its "Not yet" paragraph names no module type or style that tpsim runs:
+  the lists come from tpsim's own unknown-type and unknown-style messages.
+- docs/config.md's module table has a row for every module type, and its
+  init table one for every init method (from tpsim's messages too).
+- The seeds (seed 000, seed 004, "the seed's"): in every Markdown file,
+  the paragraph of the first mention links to the section that names
+  them, docs/tutorial/README.md#the-seeds (or is that section).
+"""
+import fnmatch
+import glob
+import os
+import re
+import subprocess
+import sys
+
+CONFIG = ('{"tpsim": 1, "mesh": {"shape": [2], "dim_names": ["tp"]}, '
+          '"model": [{"name": "fc", "type": %s, "in_features": 4, '
+          '"out_features": 2}], "plan": {"fc": %s}, '
+          '"input": {"shape": [2, 4]}}')
+
+
+def expected_list(tpsim, config):
+    """The names of tpsim's "(expected one of a, b, c)" for a config."""
+    r = subprocess.run([tpsim, "run", "-", "-o", os.devnull],
+                       input=config.encode(), stderr=subprocess.PIPE,
+                       stdout=subprocess.DEVNULL)
+    m = re.search(r"\(expected one of ([^)]*)\)", r.stderr.decode())
+    if not m:
+        sys.exit("readme_check: no list in %r" % r.stderr.decode())
+    return [n.strip() for n in m.group(1).split(",")]
+
+
+SEED = re.compile(r"(?i)\bseeds? 00[0-9]|\bthe seed's|\bthe seeds\b")
+MARKDOWN = ("README.md", "docs/**/*.md", "examples/**/README.md",
+            "fixtures/**/DERIVATION.md", "tests/**/README.md")
+
+
+def seed_mentions(root):
+    """Files whose first mention of a seed is not explained on the spot."""
+    bad = []
+    paths = set()
+    for pattern in MARKDOWN:
+        paths.update(p for p in glob.glob(os.path.join(root, pattern),
+                                          recursive=True)
+                     if "node_modules" not in p)
+    for path in sorted(paths):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        # Paragraphs of prose: no headings, code or generated output.
+        text = re.sub(r"(?s)```.*?```", "", text)
+        text = re.sub(r"(?s)<!-- tpsim .*?<!-- end tpsim -->", "", text)
+        heading = ""
+        for para in re.split(r"\n\s*\n", text):
+            lines = [l for l in para.split("\n")
+                     if not l.startswith("    ")]
+            if lines and lines[0].startswith("#"):
+                heading = lines[0]
+                lines = lines[1:]
+            para = "\n".join(lines)
+            if not SEED.search(para):
+                continue
+            if "the-seeds" not in para and heading != "## The seeds":
+                bad.append("%s: the first mention of a seed does not "
+                           "link to tutorial/README.md#the-seeds: %s"
+                           % (os.path.relpath(path, root),
+                              SEED.search(para).group(0)))
+            break
+    return bad
+
+
+def table_rows(text, heading):
+    """The first cells of the first table under `## heading`."""
+    section = text[text.index("\n## %s\n" % heading) + 1:]
+    section = section[:section.find("\n## ", 1)]
+    return [line.split("|")[1].strip() for line in section.split("\n")
+            if line.startswith("| ")]
+
+
+def main():
+    tpsim, root = sys.argv[1], sys.argv[2]
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    errors = []
+
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("\n## ")]
+    firsts = [line.split("|")[1].strip() for line in layout.split("\n")
+              if line.startswith("| ") and not line.startswith("| path")]
+    for path in sorted(set(p for p in firsts if firsts.count(p) > 1)):
+        errors.append("the layout table lists %s %d times"
+                      % (path, firsts.count(path)))
+    named = re.findall(r"`([^`]+)`", layout)
+    for src in sorted(glob.glob(os.path.join(root, "src", "*.c"))):
+        name = os.path.basename(src)
+        if not any(fnmatch.fnmatchcase(name, n) or n == name[:-2]
+                   or n == "src/" + name
+                   for n in named):
+            errors.append("the layout table does not name src/%s" % name)
+
+    types = expected_list(tpsim, CONFIG % ('"no-such-type"', '"colwise"'))
+    styles = expected_list(tpsim, CONFIG % ('"linear"', '"no-such-style"'))
+    not_yet = re.search(r"\nNot yet:(.*?)\n\n", text, re.S)
+    if not_yet:
+        words = set(re.findall(r"[a-z_]+", not_yet.group(1).lower()))
+        for name in types + styles:
+            if name in words:
+                errors.append("\"Not yet\" names %s, which tpsim runs"
+                              % name)
+    for e in errors:
+        print("README.md: " + e)
+    config_errors = []
+    with open(os.path.join(root, "docs", "config.md"), encoding="utf-8") as f:
+        config = f.read()
+    methods = expected_list(tpsim, CONFIG.replace(
+        '"input": {"shape": [2, 4]}',
+        '"input": {"shape": [2, 4], "init": "no-such-method"}')
+        % ('"linear"', '"colwise"'))
+    for heading, names in (("Modules", types), ("Init methods", methods)):
+        if "\n## %s\n" % heading not in config:
+            config_errors.append("no section \"%s\"" % heading)
+            continue
+        cells = " ".join(table_rows(config, heading))
+        for name in names:
+            if "`%s`" % name not in cells:
+                config_errors.append("the table of \"%s\" has no row for "
+                                     "%s" % (heading, name))
+    for e in config_errors:
+        print("docs/config.md: " + e)
+    errors += config_errors
+    for e in seed_mentions(root):
+        print(e)
+        errors.append(e)
+    print("%d module types, %d styles and %d init methods checked, %d "
+          "problems" % (len(types), len(styles), len(methods), len(errors)))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
