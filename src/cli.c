@@ -311,7 +311,8 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
 	struct tps_run_options opts = {
-		NULL, NULL, TPS_DEFAULT_MAX_MEMORY, overrides, 0, 0, false};
+		NULL, NULL,  TPS_DEFAULT_MAX_MEMORY, overrides, 0,
+		0,    false, tps_cli_pending()};
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};

@@ -201,7 +201,8 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 		goto out;
 	}
 	mem = NULL;
-	if (tps_cli_publish(a.output, svg, svg_len, "SVG", out, &e) != TPS_OK) {
+	if (tps_cli_publish(a.output, svg, svg_len, "SVG", out, a.trace, &e) !=
+	    TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

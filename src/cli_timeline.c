@@ -83,8 +83,8 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	if (tps_cli_publish(a.output, json, json_len, "timeline", out, &e) !=
-	    TPS_OK) {
+	if (tps_cli_publish(a.output, json, json_len, "timeline", out, a.trace,
+			    &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

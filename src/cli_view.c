@@ -123,8 +123,8 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	if (tps_cli_publish(a.output, page, page_len, "HTML", out, &e) !=
-	    TPS_OK) {
+	if (tps_cli_publish(a.output, page, page_len, "HTML", out, a.trace,
+			    &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

@@ -309,6 +309,132 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 }
 END_TEST
 
+/* Nothing in dir but n entries. */
+static int entries_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		n += strcmp(e->d_name, ".") != 0 &&
+		     strcmp(e->d_name, "..") != 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Issue 15, item 3: `-o` naming the file a verb reads would replace it
+ * (`tpsim run x.json -o x.json` replaced the config with the trace, exit
+ * 0). Every verb that writes -o refuses it, by the same path, through a
+ * symbolic link and through a hard link: exit 2, one line naming both,
+ * the input kept byte for byte and nothing else left. */
+START_TEST(output_naming_an_input_is_refused_by_every_verb)
+{
+	const char *dir = tu_tempdir();
+	char cfg[512], trace[512], sym_cfg[512], hard_cfg[512], sym_trace[512],
+		hard_trace[512];
+	snprintf(cfg, sizeof cfg, "%s",
+		 write_config(dir, "c.json", small_config));
+	run_to_trace(cfg, dir, trace, sizeof trace);
+	snprintf(sym_cfg, sizeof sym_cfg, "%s/sym_c.json", dir);
+	snprintf(hard_cfg, sizeof hard_cfg, "%s/hard_c.json", dir);
+	snprintf(sym_trace, sizeof sym_trace, "%s/sym_t.json", dir);
+	snprintf(hard_trace, sizeof hard_trace, "%s/hard_t.json", dir);
+	ck_assert_int_eq(symlink(cfg, sym_cfg), 0);
+	ck_assert_int_eq(link(cfg, hard_cfg), 0);
+	ck_assert_int_eq(symlink(trace, sym_trace), 0);
+	ck_assert_int_eq(link(trace, hard_trace), 0);
+	const struct {
+		int argc;
+		const char *argv[7];
+		const char *input, *output;
+	} rows[] = {
+		{4, {"run", cfg, "-o", cfg}, cfg, cfg},
+		{4, {"run", cfg, "-o", sym_cfg}, cfg, sym_cfg},
+		{4, {"run", cfg, "-o", hard_cfg}, cfg, hard_cfg},
+		{4, {"run", sym_cfg, "--output", hard_cfg}, sym_cfg, hard_cfg},
+		{6,
+		 {"picture", trace, "--tensor", "fc.weight", "-o", trace},
+		 trace,
+		 trace},
+		{6,
+		 {"picture", trace, "--tensor", "fc.weight", "-o", sym_trace},
+		 trace,
+		 sym_trace},
+		{6,
+		 {"picture", trace, "--tensor", "fc.weight", "-o", hard_trace},
+		 trace,
+		 hard_trace},
+		{4, {"timeline", trace, "-o", trace}, trace, trace},
+		{4, {"timeline", trace, "-o", sym_trace}, trace, sym_trace},
+		{4, {"timeline", hard_trace, "-o", trace}, hard_trace, trace},
+		{4, {"view", trace, "-o", trace}, trace, trace},
+		{4, {"view", sym_trace, "-o", trace}, sym_trace, trace},
+		{4, {"view", trace, "-o", hard_trace}, trace, hard_trace},
+	};
+	size_t cfg_len, trace_len;
+	char *cfg_bytes = tu_read_file(cfg, &cfg_len);
+	char *trace_bytes = tu_read_file(trace, &trace_len);
+	int n = entries_in(dir);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		char *argv[10] = {"tpsim"};
+		char want[1200];
+		struct tu_result r = {0};
+		FILE *out, *err;
+		size_t len;
+		char *kept;
+		for (int a = 0; a < rows[i].argc; a++) {
+			argv[a + 1] = (char *)rows[i].argv[a];
+		}
+		out = open_memstream(&r.out, &r.out_len);
+		err = open_memstream(&r.err, &r.err_len);
+		r.rc = tps_cli_main(rows[i].argc + 1, argv, out, err);
+		fclose(out);
+		fclose(err);
+		snprintf(want, sizeof want,
+			 "tpsim: %s: -o names the input %s (the same file): "
+			 "writing the ",
+			 rows[i].output, rows[i].input);
+		ck_assert_msg(r.rc == 2, "row %zu: exit %d", i, r.rc);
+		ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0,
+			      "row %zu: want \"%s...\", got: %s", i, want,
+			      r.err);
+		ck_assert_msg(tu_count_lines(r.err) == 1, "row %zu: %s", i,
+			      r.err);
+		ck_assert_msg(r.out_len == 0, "row %zu: stdout", i);
+		tu_result_free(&r);
+		kept = tu_read_file(rows[i].input, &len);
+		if (strcmp(rows[i].argv[0], "run") == 0) {
+			ck_assert_msg(len == cfg_len &&
+					      memcmp(kept, cfg_bytes, len) == 0,
+				      "row %zu: the config changed", i);
+		} else {
+			ck_assert_msg(len == trace_len &&
+					      memcmp(kept, trace_bytes, len) ==
+						      0,
+				      "row %zu: the trace changed", i);
+		}
+		free(kept);
+		ck_assert_msg(entries_in(dir) == n, "row %zu: a file was left",
+			      i);
+	}
+	/* Another file is fine, and so is writing over a copy. */
+	{
+		char copy[600];
+		struct tu_result r;
+		snprintf(copy, sizeof copy, "%s/copy.json", dir);
+		tu_write_file(copy, cfg_bytes, cfg_len);
+		r = tu_cli(5, "run", cfg, "-o", copy);
+		ck_assert_msg(r.rc == 0, "%s", r.err);
+		tu_result_free(&r);
+	}
+	free(cfg_bytes);
+	free(trace_bytes);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(output_to_a_device_writes_to_it_in_place)
 {
 	/* -o /dev/null must not rename a file over the device: a trace is
@@ -1941,6 +2067,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
+	tcase_add_test(run, output_naming_an_input_is_refused_by_every_verb);
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);

@@ -559,6 +559,10 @@ START_TEST(picture_refuses_bad_arguments_with_one_line)
 		 "/bad.json: /events/5/placements/0: expected replicate, "
 		 "partial or shard(d)"},
 		{6,
+		 {"picture", trace, "--tensor", "fc1.weight", "-o", trace},
+		 1,
+		 "/mesh_2d_dp_tp.json: -o names the input "},
+		{6,
 		 {"picture", trace, "--tensor", "fc1.weight", "-o", into_dir},
 		 1,
 		 "is a directory (-o names the SVG file)"},
