@@ -435,6 +435,131 @@ START_TEST(output_naming_an_input_is_refused_by_every_verb)
 }
 END_TEST
 
+/*
+ * Issue 15, item 4: a config passed as a fixture was a mismatch (`tpsim
+ * check trace.json config.json`: exit 1 with "/tpsim: missing in trace"
+ * lines, which CI reads as a regression), a trace passed to `run` was
+ * "/tpsim: missing", and configs and fixtures passed as traces were "not a
+ * tpsim trace" or printed as given. Each is now exit 2 and one line saying
+ * what the file is and what was expected, for every verb.
+ */
+START_TEST(a_file_of_the_wrong_kind_says_what_it_is_and_what_was_expected)
+{
+	const char *dir = tu_tempdir();
+	char cfg[512], trace[512], fixture[512];
+	snprintf(cfg, sizeof cfg, "%s",
+		 write_config(dir, "c.json", small_config));
+	run_to_trace(cfg, dir, trace, sizeof trace);
+	snprintf(fixture, sizeof fixture, "%s",
+		 tu_source_path("fixtures/seed_2x4_rowwise/fixture.json"));
+	const struct {
+		int argc; /* entries of argv */
+		const char *argv[5];
+		const char *file, *want; /* "tpsim: <file>: <want>" */
+	} rows[] = {
+		{3,
+		 {"check", trace, cfg},
+		 cfg,
+		 "/tpsim: expected a fixture (a partial trace), got a tpsim "
+		 "config: tpsim check TRACE FIXTURE compares a trace with a "
+		 "fixture"},
+		{2,
+		 {"run", trace},
+		 trace,
+		 "/format: expected a tpsim config (\"tpsim\": 1), got a tpsim "
+		 "trace"},
+		{2,
+		 {"run", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim config (\"tpsim\": 1), got "
+		 "a "
+		 "tpsim fixture"},
+		{3,
+		 {"check", cfg, fixture},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config: tpsim run CONFIG -o TRACE makes its "
+		 "trace"},
+		{3,
+		 {"check", fixture, trace},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture: "
+		 "tpsim check TRACE FIXTURE takes the fixture second"},
+		{2,
+		 {"explain", cfg},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{2,
+		 {"explain", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+		{4,
+		 {"picture", cfg, "--tensor", "fc.weight"},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{4,
+		 {"picture", fixture, "--tensor", "fc.weight"},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+		{2,
+		 {"timeline", cfg},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{2,
+		 {"timeline", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+		{2,
+		 {"view", cfg},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{2,
+		 {"view", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		char *argv[8] = {"tpsim"};
+		char want[1200];
+		struct tu_result r = {0};
+		FILE *out, *err;
+		for (int a = 0; a < rows[i].argc; a++) {
+			argv[a + 1] = (char *)rows[i].argv[a];
+		}
+		out = open_memstream(&r.out, &r.out_len);
+		err = open_memstream(&r.err, &r.err_len);
+		r.rc = tps_cli_main(rows[i].argc + 1, argv, out, err);
+		fclose(out);
+		fclose(err);
+		snprintf(want, sizeof want, "tpsim: %s: %s", rows[i].file,
+			 rows[i].want);
+		ck_assert_msg(r.rc == 2, "row %zu: exit %d: %s", i, r.rc,
+			      r.err);
+		ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0,
+			      "row %zu: want \"%s\", got: %s", i, want, r.err);
+		ck_assert_msg(tu_count_lines(r.err) == 1, "row %zu: %s", i,
+			      r.err);
+		ck_assert_msg(r.out_len == 0, "row %zu: stdout: %s", i, r.out);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(output_to_a_device_writes_to_it_in_place)
 {
 	/* -o /dev/null must not rename a file over the device: a trace is
@@ -1253,7 +1378,9 @@ START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 	tu_result_free(&r);
 	r = tu_cli(4, "check", cfg, cfg);
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "/format"));
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "/tpsim: expected a tpsim trace (\"format\": "
+			      "\"tpsim.trace\"), got a tpsim config"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -1283,7 +1410,7 @@ START_TEST(explain_walks_the_trace_step_by_step)
 	/* A config is not a trace: trouble, exit 2. */
 	r = tu_cli(3, "explain", cfg);
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "not a tpsim trace"));
+	ck_assert_ptr_nonnull(strstr(r.err, "got a tpsim config"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -2086,6 +2213,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
+	tcase_add_test(
+		check,
+		a_file_of_the_wrong_kind_says_what_it_is_and_what_was_expected);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
 	tcase_add_test(check,
 		       explain_aligns_op_and_tensor_columns_for_long_names);

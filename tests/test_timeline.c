@@ -597,7 +597,7 @@ START_TEST(timeline_refuses_bad_arguments_with_one_line)
 		 {"timeline",
 		  tu_source_path("fixtures/mesh_2d_dp_tp/config.json")},
 		 1,
-		 "config.json: /format"},
+		 "config.json: /tpsim: expected a tpsim trace"},
 		{4,
 		 {"timeline", trace, "-o", trace},
 		 1,

@@ -211,7 +211,7 @@ START_TEST(view_refuses_bad_arguments_with_one_line)
 		 "view: unknown option '--bogus'"},
 		{3, {"view", trace, "-o"}, 2, "view: -o needs a file"},
 		{2, {"view", "/nonexistent/t.json"}, 1, "/nonexistent/t.json"},
-		{2, {"view", config}, 1, "not a tpsim trace"},
+		{2, {"view", config}, 1, "/tpsim: expected a tpsim trace"},
 		{2, {"view", broken}, 1, "/broken.json: "},
 		{4,
 		 {"view", trace, "-o", trace},
