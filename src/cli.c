@@ -461,8 +461,7 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 			err, "check: expected TRACE FIXTURE%s", NULL);
 	}
 	printer.fixture = argv[3];
-	if (tps_json_load(argv[2], TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
-		    TPS_OK ||
+	if (tps_trace_read(argv[2], &trace, NULL, NULL, &e) != TPS_OK ||
 	    tps_json_load(argv[3], TPS_JSON_MAX_INPUT_BYTES, &fixture, &e) !=
 		    TPS_OK ||
 	    tps_check_fixture(trace, argv[2], fixture, argv[3], print_mismatch,
