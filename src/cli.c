@@ -311,7 +311,8 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
 	struct tps_run_options opts = {
-		NULL, NULL, TPS_DEFAULT_MAX_MEMORY, overrides, 0, 0, false};
+		NULL, NULL,  TPS_DEFAULT_MAX_MEMORY, overrides, 0,
+		0,    false, tps_cli_pending()};
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
@@ -460,8 +461,7 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 			err, "check: expected TRACE FIXTURE%s", NULL);
 	}
 	printer.fixture = argv[3];
-	if (tps_json_load(argv[2], TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
-		    TPS_OK ||
+	if (tps_trace_read(argv[2], &trace, NULL, NULL, &e) != TPS_OK ||
 	    tps_json_load(argv[3], TPS_JSON_MAX_INPUT_BYTES, &fixture, &e) !=
 		    TPS_OK ||
 	    tps_check_fixture(trace, argv[2], fixture, argv[3], print_mismatch,

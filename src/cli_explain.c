@@ -752,10 +752,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		return rc;
 	}
 	filter.color = !filter.md && want_color(out);
-	if (tps_json_load(path, TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
-		    TPS_OK ||
-	    tps_check_is_trace(trace, path, &e) != TPS_OK) {
-		cJSON_Delete(trace);
+	if (tps_trace_read(path, &trace, NULL, NULL, &e) != TPS_OK) {
 		return tps_cli_trouble(err, &e);
 	}
 	/* Every picture is checked before anything is printed: a trace that

@@ -1,5 +1,5 @@
 /* What the CLI's files share (cli.c, cli_comm.c, cli_explain.c,
- * cli_picture.c, cli_publish.c, cli_timeline.c, cli_view.c). Not
+ * cli_picture.c, cli_output.c, cli_timeline.c, cli_view.c). Not
  * installed. */
 #ifndef TPSIM_CLI_INTERNAL_H
 #define TPSIM_CLI_INTERNAL_H
@@ -11,6 +11,7 @@
 
 #include "tpsim/config.h"
 #include "tpsim/error.h"
+#include "tpsim/outfile.h"
 
 /* A usage error: "tpsim: " fmt (with arg escaped), then the hint. Returns
  * the trouble exit code. */
@@ -47,17 +48,23 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err);
 int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err);
 
 /*
- * Publishes a finished output of len bytes as `tpsim run -o` does
- * (architecture.md, "Output is atomic"): to stdout_stream when path is
- * NULL; in place when path names something other than a regular file
- * (/dev/null); else through PATH.tmp.XXXXXX renamed over PATH, so a
- * failure leaves no partial file and an existing file is only replaced on
- * success. noun names the output in messages ("SVG": "-o names the SVG
- * file"). On error TPS_ERR_IO and a message naming path.
+ * Publishes a finished output of len bytes through the one output writer
+ * (outfile.h), as `tpsim run -o` writes its trace: to stdout_stream when
+ * path is NULL; through a copy when path names something other than a
+ * regular file (/dev/null); else through PATH.tmp.XXXXXX renamed over
+ * PATH, so a failure or a signal leaves no partial file and an existing
+ * file is only replaced on success. An output that is the same file as
+ * `input` (the trace read) is refused. noun names the output in messages
+ * ("SVG": "-o names the SVG file"). On error TPS_ERR_IO (or TPS_ERR_USAGE)
+ * and a message naming path.
  */
 enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
 				const char *noun, FILE *stdout_stream,
-				struct tps_error *err);
+				const char *input, struct tps_error *err);
+
+/* Where the library publishes the temporary output it is writing, for the
+ * signal handler (cli_output.c; outfile.h). */
+struct tps_outfile_pending *tps_cli_pending(void);
 
 /* The sharding picture of events[event_index] as text or Markdown, for
  * explain --pictures; out NULL only checks that it can be drawn. Returns

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tpsim/check.h"
+#include "tpsim/trace.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/picture.h"
 
@@ -133,9 +133,7 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 	if (rc != TPS_EXIT_OK) {
 		return rc;
 	}
-	if (tps_json_load(a.trace, TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
-		    TPS_OK ||
-	    tps_check_is_trace(trace, a.trace, &e) != TPS_OK) {
+	if (tps_trace_read(a.trace, &trace, NULL, NULL, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
@@ -201,7 +199,8 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 		goto out;
 	}
 	mem = NULL;
-	if (tps_cli_publish(a.output, svg, svg_len, "SVG", out, &e) != TPS_OK) {
+	if (tps_cli_publish(a.output, svg, svg_len, "SVG", out, a.trace, &e) !=
+	    TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

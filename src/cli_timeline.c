@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tpsim/check.h"
+#include "tpsim/trace.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/timeline.h"
 
@@ -62,9 +62,7 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 	if (rc != TPS_EXIT_OK) {
 		return rc;
 	}
-	if (tps_json_load(a.trace, TPS_JSON_MAX_TRACE_BYTES, &trace, &e) !=
-		    TPS_OK ||
-	    tps_check_is_trace(trace, a.trace, &e) != TPS_OK ||
+	if (tps_trace_read(a.trace, &trace, NULL, NULL, &e) != TPS_OK ||
 	    tps_timeline_build(&tl, trace, a.trace, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
@@ -83,8 +81,8 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	if (tps_cli_publish(a.output, json, json_len, "timeline", out, &e) !=
-	    TPS_OK) {
+	if (tps_cli_publish(a.output, json, json_len, "timeline", out, a.trace,
+			    &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

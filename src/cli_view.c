@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tpsim/check.h"
+#include "tpsim/trace.h"
 #include "tpsim/jsonio.h"
 #include "viewer_assets.h"
 
@@ -103,11 +103,7 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 	}
 	/* Parsed only to refuse what is not a trace; the page embeds the
 	 * file's bytes, not a re-printing of them. */
-	if (tps_json_read_file(a.trace, TPS_JSON_MAX_TRACE_BYTES, &text,
-			       &text_len, &e) != TPS_OK ||
-	    tps_json_parse_strict(a.trace, text, text_len, &tree, &e) !=
-		    TPS_OK ||
-	    tps_check_is_trace(tree, a.trace, &e) != TPS_OK) {
+	if (tps_trace_read(a.trace, &tree, &text, &text_len, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
@@ -123,8 +119,8 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	if (tps_cli_publish(a.output, page, page_len, "HTML", out, &e) !=
-	    TPS_OK) {
+	if (tps_cli_publish(a.output, page, page_len, "HTML", out, a.trace,
+			    &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "tpsim/check.h"
 #include "tpsim/jsonio.h"
 
 /* ---- mesh ------------------------------------------------------------- */
@@ -581,6 +582,22 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	}
 }
 
+/* A trace or a fixture given as a config is named as such, at the key
+ * that tells, rather than as "/tpsim: missing". */
+static void refuse_other_kinds(struct cfg *c, const cJSON *root)
+{
+	struct tps_json_path where;
+	enum tps_file_kind kind = tps_check_file_kind(root, &where);
+	if (kind == TPS_FILE_TRACE || kind == TPS_FILE_FIXTURE) {
+		cfg_fail_at_pointer(c, where.text, TPS_ERR_INPUT,
+				    "expected a tpsim config (\"tpsim\": 1), "
+				    "got a tpsim %s: tpsim run takes a config "
+				    "and writes its trace",
+				    kind == TPS_FILE_TRACE ? "trace"
+							   : "fixture");
+	}
+}
+
 /* tps_config_parse_with; `spare` is NULL, or root itself when the caller
  * deletes root afterwards, so that the normalised config may take from it
  * what it would otherwise copy. */
@@ -597,6 +614,9 @@ static enum tps_status parse_config(const cJSON *root, cJSON *spare,
 
 	cfg_init(&c, file, err);
 	if (cfg_expect(&c, root, cJSON_IsObject, "a config object")) {
+		refuse_other_kinds(&c, root);
+	}
+	if (cfg_ok(&c)) {
 		cfg_parse_vars(&c, root, overrides, n_overrides, &run);
 		config = cfg_substitute(&c, root, &run, &copy);
 	}

@@ -9,5 +9,6 @@ int main(int argc, char **argv)
 	 * and a big config is a million JSON nodes: memory.h says how the
 	 * process is told to keep and reuse its memory. */
 	tps_memory_tune_process();
+	tps_cli_install_signals();
 	return tps_cli_main(argc, argv, stdout, stderr);
 }

@@ -1,19 +1,17 @@
 #include "tpsim/run.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "tpsim/jsonio.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/optim.h"
+#include "tpsim/outfile.h"
 #include "tpsim/pool.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
@@ -33,140 +31,6 @@ void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 	}
 	*max_abs_diff = diff;
 	*match = (double)diff <= atol + rtol * (double)scale;
-}
-
-/* The temporary trace: next to the output (so rename is atomic) or an
- * anonymous file when the trace goes to a stream, or to an output that is
- * not a regular file (/dev/null, a FIFO: renaming over it would replace
- * the device with a file; it is written in place instead). */
-struct trace_file {
-	FILE *f;
-	bool in_place;
-	char tmp_path[4096];
-};
-
-static enum tps_status open_trace_file(struct trace_file *tf,
-				       const char *output_path,
-				       struct tps_error *err)
-{
-	struct stat st;
-	int fd;
-	char esc[256];
-
-	memset(tf, 0, sizeof *tf);
-	tf->in_place = output_path && stat(output_path, &st) == 0 &&
-		       !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-	if (!output_path || tf->in_place) {
-		tf->f = tmpfile();
-		if (!tf->f) {
-			return tps_error_set(err, TPS_ERR_IO,
-					     "cannot create a "
-					     "temporary file: %s",
-					     strerror(errno));
-		}
-		return TPS_OK;
-	}
-	tps_json_escape_for_message(output_path, esc, sizeof esc);
-	if (stat(output_path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		return tps_error_set(err, TPS_ERR_IO,
-				     "%s: is a directory "
-				     "(-o names the trace file)",
-				     esc);
-	}
-	if ((size_t)snprintf(tf->tmp_path, sizeof tf->tmp_path, "%s.tmp.XXXXXX",
-			     output_path) >= sizeof tf->tmp_path) {
-		return tps_error_set(err, TPS_ERR_IO, "%s: path too long", esc);
-	}
-	fd = mkstemp(tf->tmp_path);
-	if (fd >= 0) {
-		/* mkstemp makes the file 0600; a trace is an ordinary output
-		 * file, so give it the mode the umask gives new files. */
-		mode_t mask = umask(0);
-		umask(mask);
-		fchmod(fd, 0666 & ~mask);
-	}
-	if (fd < 0 || !(tf->f = fdopen(fd, "w+"))) {
-		int e = errno;
-		if (fd >= 0) {
-			close(fd);
-			unlink(tf->tmp_path);
-		}
-		return tps_error_set(err, TPS_ERR_IO, "%s: cannot write: %s",
-				     esc, strerror(e));
-	}
-	return TPS_OK;
-}
-
-/* Copies the finished temporary trace to out. */
-static enum tps_status copy_out(FILE *tmp, FILE *out, struct tps_error *err)
-{
-	char buf[65536];
-	size_t n;
-	rewind(tmp);
-	while ((n = fread(buf, 1, sizeof buf, tmp)) > 0) {
-		if (fwrite(buf, 1, n, out) != n) {
-			return tps_error_set(err, TPS_ERR_IO,
-					     "writing the trace: %s",
-					     strerror(errno));
-		}
-	}
-	if (fflush(out) != 0) {
-		return tps_error_set(err, TPS_ERR_IO, "writing the trace: %s",
-				     strerror(errno));
-	}
-	return TPS_OK;
-}
-
-/* Publishes the finished trace; on failure removes the temporary. */
-static enum tps_status close_trace_file(struct trace_file *tf,
-					const char *output_path, FILE *stream,
-					bool ok, struct tps_error *err)
-{
-	enum tps_status st = TPS_OK;
-	char esc[256];
-	if (!tf->f) {
-		return TPS_OK;
-	}
-	if (ok && (!output_path || tf->in_place)) {
-		FILE *out = stream;
-		if (tf->in_place && !(out = fopen(output_path, "w"))) {
-			st = tps_error_set(
-				err, TPS_ERR_IO, "%s: %s",
-				tps_json_escape_for_message(output_path, esc,
-							    sizeof esc),
-				strerror(errno));
-		}
-		if (st == TPS_OK) {
-			st = copy_out(tf->f, out, err);
-		}
-		if (out && out != stream && fclose(out) != 0 && st == TPS_OK) {
-			st = tps_error_set(err, TPS_ERR_IO,
-					   "writing the trace: %s",
-					   strerror(errno));
-		}
-		fclose(tf->f);
-		return st;
-	}
-	if (!output_path || tf->in_place) {
-		fclose(tf->f); /* a failed run: the temporary vanishes */
-		return TPS_OK;
-	}
-	if (fclose(tf->f) != 0 && ok) {
-		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
-				   tps_json_escape_for_message(output_path, esc,
-							       sizeof esc),
-				   strerror(errno));
-	}
-	if (ok && st == TPS_OK && rename(tf->tmp_path, output_path) != 0) {
-		st = tps_error_set(err, TPS_ERR_IO, "%s: %s",
-				   tps_json_escape_for_message(output_path, esc,
-							       sizeof esc),
-				   strerror(errno));
-	}
-	if (!ok || st != TPS_OK) {
-		unlink(tf->tmp_path);
-	}
-	return st;
 }
 
 static void describe_mesh(const struct tps_mesh *m, char *buf, size_t size)
@@ -816,7 +680,7 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct tps_run_spec spec = {0};
 	struct tps_run_summary s = {0};
 	struct tps_trace trace;
-	struct trace_file tf = {0};
+	struct tps_outfile out = {0};
 	struct tps_pool *pool = NULL;
 	char esc[256];
 	int64_t need, live;
@@ -863,29 +727,34 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		goto out;
 	}
 	spec.model.mesh.pool = pool;
-	st = open_trace_file(&tf, opts->output_path, err);
+	st = tps_outfile_open(&out, opts->output_path, stream, "trace",
+			      &opts->config_path, 1, opts->pending, err);
 	if (st != TPS_OK) {
 		goto out;
 	}
-	tps_trace_init(&trace, tf.f, spec.values, &spec.model.mesh);
+	tps_trace_init(&trace, out.f, spec.values, &spec.model.mesh);
 	st = simulate(&spec, &trace, &s, err);
-	s.stats.trace_bytes = ftell(tf.f);
+	s.stats.trace_bytes = ftell(out.f);
 	tps_trace_free(&trace);
-	if (st != TPS_OK) {
+	if (st == TPS_ERR_IO) {
+		/* Only writing the trace fails so (a full disk, a file-size
+		 * limit): name the file it went to. */
+		char name[256];
+		tps_error_prefix(err, "%s",
+				 tps_outfile_name(&out, name, sizeof name));
+	} else if (st != TPS_OK) {
 		/* Model messages about the plan start with the config's JSON
 		 * Pointer; every run message names the config file. */
 		tps_error_prefix(err, "%s", esc);
 	}
-	{
+	if (st == TPS_OK) {
 		/* Publishing (a rename, or a copy to stdout or a device) is
 		 * trace writing too. */
 		double t0 = now_seconds();
-		enum tps_status cst = close_trace_file(
-			&tf, opts->output_path, stream, st == TPS_OK, err);
+		st = tps_outfile_commit(&out, err);
 		lap(&t0, &s.stats.trace_s);
-		if (st == TPS_OK) {
-			st = cst;
-		}
+	} else {
+		tps_outfile_discard(&out);
 	}
 	if (st == TPS_OK) {
 		describe_mesh(&spec.model.mesh, s.mesh, sizeof s.mesh);

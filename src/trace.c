@@ -550,6 +550,15 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	bool meta = v->locals[0].meta;
 	enum tps_status st;
 
+	if (ferror(out)) {
+		/* A write failed (a full disk, a file-size limit): stop at
+		 * the next event rather than simulate the rest for nothing.
+		 * The flush retries what is buffered, for a fresh errno. */
+		errno = 0;
+		fflush(out);
+		return tps_error_set(err, TPS_ERR_IO, "writing the trace: %s",
+				     strerror(errno ? errno : EIO));
+	}
 	if (!meta) {
 		job.facts =
 			malloc((size_t)t->mesh->world_size * sizeof *job.facts);

@@ -708,6 +708,15 @@ static const struct bad_case bad_fixtures[] = {
 	 "fix.json: /tolerance/atol: "},
 	{"{'result':{'match':false},'events':[{},{'match':1}]}",
 	 "fix.json: /events/1/match: "},
+	/* A config is no fixture: its keys would all be "missing in trace"
+	 * mismatches, exit 1, which reads as a regression (issue 15, 4). */
+	{"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']}}",
+	 "fix.json: /tpsim: expected a fixture (a partial trace), got a "
+	 "tpsim config: tpsim check TRACE FIXTURE compares a trace with a "
+	 "fixture"},
+	{"{'format':'tpsim.trace','tpsim':1}",
+	 "fix.json: /tpsim: expected a fixture (a partial trace), got a "
+	 "tpsim config"},
 };
 
 static void expect_trouble(const struct outcome *o, const char *message)
@@ -750,6 +759,20 @@ static const struct bad_case bad_traces[] = {
 	 "trace.json: /version: expected 1, got 2"},
 	{"{'format':'tpsim.trace','version':'1'}",
 	 "trace.json: /version: expected 1, got \"1\""},
+	/* A config or a fixture where a trace belongs (issue 15, 4). */
+	{"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']}}",
+	 "trace.json: /tpsim: expected a tpsim trace (\"format\": "
+	 "\"tpsim.trace\"), got a tpsim config: tpsim run CONFIG -o TRACE "
+	 "makes its trace"},
+	{"{'format':'tpsim.trace','version':1,'events':[{'match':{'op':'x'}}]}",
+	 "trace.json: /events/0/match: expected a tpsim trace, got a tpsim "
+	 "fixture: tpsim check TRACE FIXTURE takes the fixture second"},
+	{"{'format':'tpsim.trace','version':1,'tolerance':{'atol':1}}",
+	 "trace.json: /tolerance: expected a tpsim trace, got a tpsim "
+	 "fixture"},
+	{"{'events':[{},{'tolerance':{'atol':1}}]}",
+	 "trace.json: /events/1/tolerance: expected a tpsim trace, got a "
+	 "tpsim fixture"},
 };
 
 START_TEST(not_a_trace_is_input_error)

@@ -309,6 +309,525 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 }
 END_TEST
 
+/* Nothing in dir but n entries. */
+static int entries_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		n += strcmp(e->d_name, ".") != 0 &&
+		     strcmp(e->d_name, "..") != 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Issue 15, item 3: `-o` naming the file a verb reads would replace it
+ * (`tpsim run x.json -o x.json` replaced the config with the trace, exit
+ * 0). Every verb that writes -o refuses it, by the same path, through a
+ * symbolic link and through a hard link: exit 2, one line naming both,
+ * the input kept byte for byte and nothing else left. */
+START_TEST(output_naming_an_input_is_refused_by_every_verb)
+{
+	const char *dir = tu_tempdir();
+	char cfg[512], trace[512], sym_cfg[512], hard_cfg[512], sym_trace[512],
+		hard_trace[512];
+	snprintf(cfg, sizeof cfg, "%s",
+		 write_config(dir, "c.json", small_config));
+	run_to_trace(cfg, dir, trace, sizeof trace);
+	snprintf(sym_cfg, sizeof sym_cfg, "%s/sym_c.json", dir);
+	snprintf(hard_cfg, sizeof hard_cfg, "%s/hard_c.json", dir);
+	snprintf(sym_trace, sizeof sym_trace, "%s/sym_t.json", dir);
+	snprintf(hard_trace, sizeof hard_trace, "%s/hard_t.json", dir);
+	ck_assert_int_eq(symlink(cfg, sym_cfg), 0);
+	ck_assert_int_eq(link(cfg, hard_cfg), 0);
+	ck_assert_int_eq(symlink(trace, sym_trace), 0);
+	ck_assert_int_eq(link(trace, hard_trace), 0);
+	const struct {
+		int argc;
+		const char *argv[7];
+		const char *input, *output;
+	} rows[] = {
+		{4, {"run", cfg, "-o", cfg}, cfg, cfg},
+		{4, {"run", cfg, "-o", sym_cfg}, cfg, sym_cfg},
+		{4, {"run", cfg, "-o", hard_cfg}, cfg, hard_cfg},
+		{4, {"run", sym_cfg, "--output", hard_cfg}, sym_cfg, hard_cfg},
+		{6,
+		 {"picture", trace, "--tensor", "fc.weight", "-o", trace},
+		 trace,
+		 trace},
+		{6,
+		 {"picture", trace, "--tensor", "fc.weight", "-o", sym_trace},
+		 trace,
+		 sym_trace},
+		{6,
+		 {"picture", trace, "--tensor", "fc.weight", "-o", hard_trace},
+		 trace,
+		 hard_trace},
+		{4, {"timeline", trace, "-o", trace}, trace, trace},
+		{4, {"timeline", trace, "-o", sym_trace}, trace, sym_trace},
+		{4, {"timeline", hard_trace, "-o", trace}, hard_trace, trace},
+		{4, {"view", trace, "-o", trace}, trace, trace},
+		{4, {"view", sym_trace, "-o", trace}, sym_trace, trace},
+		{4, {"view", trace, "-o", hard_trace}, trace, hard_trace},
+	};
+	size_t cfg_len, trace_len;
+	char *cfg_bytes = tu_read_file(cfg, &cfg_len);
+	char *trace_bytes = tu_read_file(trace, &trace_len);
+	int n = entries_in(dir);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		char *argv[10] = {"tpsim"};
+		char want[1200];
+		struct tu_result r = {0};
+		FILE *out, *err;
+		size_t len;
+		char *kept;
+		for (int a = 0; a < rows[i].argc; a++) {
+			argv[a + 1] = (char *)rows[i].argv[a];
+		}
+		out = open_memstream(&r.out, &r.out_len);
+		err = open_memstream(&r.err, &r.err_len);
+		r.rc = tps_cli_main(rows[i].argc + 1, argv, out, err);
+		fclose(out);
+		fclose(err);
+		snprintf(want, sizeof want,
+			 "tpsim: %s: -o names the input %s (the same file): "
+			 "writing the ",
+			 rows[i].output, rows[i].input);
+		ck_assert_msg(r.rc == 2, "row %zu: exit %d", i, r.rc);
+		ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0,
+			      "row %zu: want \"%s...\", got: %s", i, want,
+			      r.err);
+		ck_assert_msg(tu_count_lines(r.err) == 1, "row %zu: %s", i,
+			      r.err);
+		ck_assert_msg(r.out_len == 0, "row %zu: stdout", i);
+		tu_result_free(&r);
+		kept = tu_read_file(rows[i].input, &len);
+		if (strcmp(rows[i].argv[0], "run") == 0) {
+			ck_assert_msg(len == cfg_len &&
+					      memcmp(kept, cfg_bytes, len) == 0,
+				      "row %zu: the config changed", i);
+		} else {
+			ck_assert_msg(len == trace_len &&
+					      memcmp(kept, trace_bytes, len) ==
+						      0,
+				      "row %zu: the trace changed", i);
+		}
+		free(kept);
+		ck_assert_msg(entries_in(dir) == n, "row %zu: a file was left",
+			      i);
+	}
+	/* Another file is fine, and so is writing over a copy. */
+	{
+		char copy[600];
+		struct tu_result r;
+		snprintf(copy, sizeof copy, "%s/copy.json", dir);
+		tu_write_file(copy, cfg_bytes, cfg_len);
+		r = tu_cli(5, "run", cfg, "-o", copy);
+		ck_assert_msg(r.rc == 0, "%s", r.err);
+		tu_result_free(&r);
+	}
+	free(cfg_bytes);
+	free(trace_bytes);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* text with each of the n (from, to) pairs replaced at its first
+ * occurrence (each must occur), malloc'd. */
+static char *edited(const char *text, const char *const (*edits)[2], int n)
+{
+	char *cur = strdup(text);
+	ck_assert_ptr_nonnull(cur);
+	for (int i = 0; i < n; i++) {
+		const char *from = edits[i][0], *to = edits[i][1];
+		char *at = strstr(cur, from);
+		size_t head, fl = strlen(from), tl = strlen(to);
+		char *next;
+		ck_assert_msg(at != NULL, "edit %d: \"%s\" not in the trace", i,
+			      from);
+		head = (size_t)(at - cur);
+		next = malloc(strlen(cur) - fl + tl + 1);
+		ck_assert_ptr_nonnull(next);
+		memcpy(next, cur, head);
+		memcpy(next + head, to, tl);
+		memcpy(next + head + tl, at + fl, strlen(at + fl) + 1);
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
+/* Event 3's ranks as 100000 entries on the 2-rank mesh. */
+static char *hundred_thousand_ranks(void)
+{
+	static const char one[] =
+		"{\"rank\":0,\"shape\":[2,2],\"values\":[[30,70],[70,174]]}";
+	size_t n = 100000, len = 0, cap = n * (sizeof one + 8) + 16;
+	char *ranks = malloc(cap);
+	ck_assert_ptr_nonnull(ranks);
+	len += (size_t)snprintf(ranks + len, cap - len, "\"ranks\":[");
+	for (size_t i = 0; i < n; i++) {
+		len += (size_t)snprintf(ranks + len, cap - len, "%s%s",
+					i ? "," : "", one);
+	}
+	snprintf(ranks + len, cap - len, "]}]");
+	return ranks;
+}
+
+/*
+ * Issue 15, item 15: the trace readers trusted the trace. explain printed
+ * events out of order, repeated or negative seqs, values that do not fit
+ * their shape, ranks outside the mesh, 100000 ranks on a 2-rank mesh,
+ * negative or 5-D global shapes and invalid placements, and a fixture
+ * passed as a trace, exit 0. Each malformed trace now gets exit 2 and one
+ * line at its JSON Pointer from every verb that reads a trace: explain,
+ * picture, timeline, view and check (the trace side).
+ */
+START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
+{
+	const char *dir = tu_tempdir();
+	char cfg[512], trace[512], bad[512], empty_fixture[512];
+	char *good, *many = hundred_thousand_ranks();
+	const char *const event3_ranks =
+		"\"ranks\":[{\"rank\":0,\"shape\":[2,2],\"values\":[[30,70],"
+		"[70,174]]},{\"rank\":1,\"shape\":[2,2],\"values\":[[30,70],"
+		"[70,174]]}]}]";
+	const struct {
+		const char *edits[2][2];
+		int n_edits;
+		const char *want; /* after "<file>: " */
+	} rows[] = {
+		/* Events out of order (0, 2, 1, 3). */
+		{{{"{\"seq\":1,", "{\"seq\":9,"},
+		  {"{\"seq\":2,", "{\"seq\":1,"}},
+		 2,
+		 "/events/1/seq: expected 1 (events in order, each seq once), "
+		 "got 9"},
+		{{{"{\"seq\":2,", "{\"seq\":1,"}},
+		 1,
+		 "/events/2/seq: expected 2 (events in order, each seq once), "
+		 "got 1"},
+		{{{"{\"seq\":3,", "{\"seq\":2,"}},
+		 1,
+		 "/events/3/seq: expected 3 (events in order, each seq once), "
+		 "got 2"},
+		{{{"{\"seq\":0,", "{\"seq\":-1,"}},
+		 1,
+		 "/events/0/seq: expected 0 (events in order, each seq once), "
+		 "got -1"},
+		{{{"{\"seq\":0,", "{\"seq\":\"0\","}},
+		 1,
+		 "/events/0/seq: expected 0 (events in order, each seq once), "
+		 "got \"0\""},
+		/* Values that do not fit their shape. */
+		{{{"\"values\":[[30,70],[70,174]]}", "\"values\":[[30,70]]}"}},
+		 1,
+		 "/events/3/ranks/0/values: expected 2 rows (shape (2, 2)), "
+		 "got 1"},
+		{{{"\"values\":[[30,70],[70,174]]}",
+		   "\"values\":[[30],[70]]}"}},
+		 1,
+		 "/events/3/ranks/0/values/0: expected 2 values (shape (2, "
+		 "2)), "
+		 "got 1"},
+		{{{"\"values\":[[30,70],[70,174]]}",
+		   "\"values\":[[\"30\",70],[70,174]]}"}},
+		 1,
+		 "/events/3/ranks/0/values/0/0: expected a number, got \"30\""},
+		{{{"\"values\":[[30,70],[70,174]]}", "\"values\":\"30\"}"}},
+		 1,
+		 "/events/3/ranks/0/values: expected 2 rows (shape (2, 2)), "
+		 "got \"30\""},
+		{{{"\"shape\":[2,2],\"values\":[[5,17],[17,61]]",
+		   "\"shape\":[1,1],\"values\":[[30,1]]"}},
+		 1,
+		 "/events/2/ranks/0/shape: expected (2, 2), the block of the "
+		 "global shape (2, 2) that [partial] gives rank 0, got (1, 1)"},
+		{{{"\"inputs\":{\"input\":{\"shape\":[2,4],\"values\":[[1,2,3,"
+		   "4],"
+		   "[5,6,7,8]]",
+		   "\"inputs\":{\"input\":{\"shape\":[2,4],\"values\":[[1,2,3,"
+		   "4],"
+		   "[5,6,7]]"}},
+		 1,
+		 "/inputs/input/values/1: expected 4 values (shape (2, 4)), "
+		 "got "
+		 "3"},
+		{{{"\"output\":{\"shape\":[2,2],\"values\":[[30,70],[70,174]]",
+		   "\"output\":{\"shape\":[2,2],\"values\":[[30,70],[70,174,1]"
+		   "]"}},
+		 1,
+		 "/result/output/values/1: expected 2 values (shape (2, 2)), "
+		 "got 3"},
+		/* Ranks outside the mesh, and too many. */
+		{{{"{\"rank\":1,\"shape\":[2,2],\"values\":[[30,70]",
+		   "{\"rank\":2,\"shape\":[2,2],\"values\":[[30,70]"}},
+		 1,
+		 "/events/3/ranks/1/rank: expected 1 (every rank of the mesh, "
+		 "in rank order), got 2"},
+		{{{event3_ranks, NULL}},
+		 1,
+		 "/events/3/ranks: expected 2 ranks (the mesh's world size), "
+		 "got "
+		 "100000"},
+		{{{"\"groups\":[[0,1]],\"placements\":[\"replicate\"]",
+		   "\"groups\":[[0,7]],\"placements\":[\"replicate\"]"}},
+		 1,
+		 "/events/3/groups/0/1: expected a rank from 0 to 1 in no "
+		 "other "
+		 "group"},
+		/* Global shapes. */
+		{{{"\"global_shape\":[2,2],\"bytes_per_rank\"",
+		   "\"global_shape\":[-2,2],\"bytes_per_rank\""}},
+		 1,
+		 "/events/3/global_shape/0: expected a size from 0 to 2^48, "
+		 "got "
+		 "-2"},
+		{{{"\"global_shape\":[2,2],\"bytes_per_rank\"",
+		   "\"global_shape\":[2,2,1,1,1],\"bytes_per_rank\""}},
+		 1,
+		 "/events/3/global_shape: expected 0 to 4 sizes, got 5"},
+		/* Placements. */
+		{{{"\"placements\":[\"replicate\"],\"global_shape\":[2,2],"
+		   "\"bytes",
+		   "\"placements\":[\"shard(5)\"],\"global_shape\":[2,2],"
+		   "\"bytes"}},
+		 1,
+		 "/events/3/placements/0: expected replicate, partial or "
+		 "shard(d) "
+		 "(or shard(d,block=b)) with d a dim of the global shape, got "
+		 "\"shard(5)\""},
+		{{{"\"placements\":[\"replicate\"],\"global_shape\":[2,2],"
+		   "\"bytes",
+		   "\"placements\":[\"replicate\",\"replicate\"],"
+		   "\"global_shape\":[2,2],\"bytes"}},
+		 1,
+		 "/events/3/placements: expected one placement per mesh dim "
+		 "(1), "
+		 "got 2"},
+		{{{"\"fc.weight\":{\"shape\":[2,4],\"placements\":[\"shard(1)"
+		   "\"]",
+		   "\"fc.weight\":{\"shape\":[2,4],\"placements\":["
+		   "\"shard\"]"}},
+		 1,
+		 "/params/fc.weight/placements/0: expected replicate, partial "
+		 "or "
+		 "shard(d)"},
+		/* The other keys of an event. */
+		{{{"\"phase\":\"forward\"", "\"phase\":\"sideways\""}},
+		 1,
+		 "/events/1/phase: expected setup, forward, backward or "
+		 "optimizer, got \"sideways\""},
+		{{{"\"step\":0,", "\"step\":-3,"}},
+		 1,
+		 "/events/1/step: expected a step number from 0, got -3"},
+		/* The mesh every rank is checked against. */
+		{{{"\"world_size\":2", "\"world_size\":3"}},
+		 1,
+		 "/mesh/world_size: expected 2, the product of /mesh/shape, "
+		 "got "
+		 "3"},
+		{{{"\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"],\"world_"
+		   "size\"",
+		   "\"mesh\":{\"shape\":[0],\"dim_names\":[\"tp\"],\"world_"
+		   "size\""}},
+		 1,
+		 "/mesh/shape/0: expected a mesh size from 1 to 4096"},
+	};
+	snprintf(cfg, sizeof cfg, "%s",
+		 write_config(dir, "c.json", small_config));
+	run_to_trace(cfg, dir, trace, sizeof trace);
+	good = tu_read_file(trace, NULL);
+	snprintf(bad, sizeof bad, "%s/bad.json", dir);
+	snprintf(empty_fixture, sizeof empty_fixture, "%s/empty.json", dir);
+	write_text(empty_fixture, "{}");
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const char *const verbs[][6] = {
+			{"explain", bad},
+			{"picture", bad, "--tensor", "fc.out"},
+			{"timeline", bad},
+			{"view", bad},
+			{"check", bad, empty_fixture},
+		};
+		static const int argcs[] = {2, 4, 2, 2, 3};
+		char *text, want[600];
+		if (rows[i].edits[0][1]) {
+			text = edited(good, rows[i].edits, rows[i].n_edits);
+		} else {
+			/* The 100000 ranks. */
+			const char *const e[1][2] = {{event3_ranks, many}};
+			text = edited(good, e, 1);
+		}
+		write_text(bad, text);
+		free(text);
+		snprintf(want, sizeof want, "tpsim: %s: %s", bad, rows[i].want);
+		for (size_t v = 0; v < sizeof argcs / sizeof argcs[0]; v++) {
+			char *argv[8] = {"tpsim"};
+			struct tu_result r = {0};
+			FILE *out, *err;
+			for (int a = 0; a < argcs[v]; a++) {
+				argv[a + 1] = (char *)verbs[v][a];
+			}
+			out = open_memstream(&r.out, &r.out_len);
+			err = open_memstream(&r.err, &r.err_len);
+			r.rc = tps_cli_main(argcs[v] + 1, argv, out, err);
+			fclose(out);
+			fclose(err);
+			ck_assert_msg(r.rc == 2, "row %zu, %s: exit %d", i,
+				      verbs[v][0], r.rc);
+			ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0,
+				      "row %zu, %s: want \"%s\", got: %s", i,
+				      verbs[v][0], want, r.err);
+			ck_assert_msg(tu_count_lines(r.err) == 1,
+				      "row %zu, %s: %s", i, verbs[v][0], r.err);
+			ck_assert_msg(r.out_len == 0, "row %zu, %s: stdout", i,
+				      verbs[v][0]);
+			tu_result_free(&r);
+		}
+	}
+	/* The trace they were made from passes every reader. */
+	{
+		struct tu_result r = tu_cli(3, "explain", trace);
+		ck_assert_msg(r.rc == 0, "%s", r.err);
+		tu_result_free(&r);
+		r = tu_cli(4, "check", trace, empty_fixture);
+		ck_assert_msg(r.rc == 0, "%s", r.err);
+		tu_result_free(&r);
+	}
+	free(good);
+	free(many);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/*
+ * Issue 15, item 4: a config passed as a fixture was a mismatch (`tpsim
+ * check trace.json config.json`: exit 1 with "/tpsim: missing in trace"
+ * lines, which CI reads as a regression), a trace passed to `run` was
+ * "/tpsim: missing", and configs and fixtures passed as traces were "not a
+ * tpsim trace" or printed as given. Each is now exit 2 and one line saying
+ * what the file is and what was expected, for every verb.
+ */
+START_TEST(a_file_of_the_wrong_kind_says_what_it_is_and_what_was_expected)
+{
+	const char *dir = tu_tempdir();
+	char cfg[512], trace[512], fixture[512];
+	snprintf(cfg, sizeof cfg, "%s",
+		 write_config(dir, "c.json", small_config));
+	run_to_trace(cfg, dir, trace, sizeof trace);
+	snprintf(fixture, sizeof fixture, "%s",
+		 tu_source_path("fixtures/seed_2x4_rowwise/fixture.json"));
+	const struct {
+		int argc; /* entries of argv */
+		const char *argv[5];
+		const char *file, *want; /* "tpsim: <file>: <want>" */
+	} rows[] = {
+		{3,
+		 {"check", trace, cfg},
+		 cfg,
+		 "/tpsim: expected a fixture (a partial trace), got a tpsim "
+		 "config: tpsim check TRACE FIXTURE compares a trace with a "
+		 "fixture"},
+		{2,
+		 {"run", trace},
+		 trace,
+		 "/format: expected a tpsim config (\"tpsim\": 1), got a tpsim "
+		 "trace"},
+		{2,
+		 {"run", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim config (\"tpsim\": 1), got "
+		 "a "
+		 "tpsim fixture"},
+		{3,
+		 {"check", cfg, fixture},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config: tpsim run CONFIG -o TRACE makes its "
+		 "trace"},
+		{3,
+		 {"check", fixture, trace},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture: "
+		 "tpsim check TRACE FIXTURE takes the fixture second"},
+		{2,
+		 {"explain", cfg},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{2,
+		 {"explain", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+		{4,
+		 {"picture", cfg, "--tensor", "fc.weight"},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{4,
+		 {"picture", fixture, "--tensor", "fc.weight"},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+		{2,
+		 {"timeline", cfg},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{2,
+		 {"timeline", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+		{2,
+		 {"view", cfg},
+		 cfg,
+		 "/tpsim: expected a tpsim trace (\"format\": "
+		 "\"tpsim.trace\"), "
+		 "got a tpsim config"},
+		{2,
+		 {"view", fixture},
+		 fixture,
+		 "/events/0/match: expected a tpsim trace, got a tpsim "
+		 "fixture"},
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		char *argv[8] = {"tpsim"};
+		char want[1200];
+		struct tu_result r = {0};
+		FILE *out, *err;
+		for (int a = 0; a < rows[i].argc; a++) {
+			argv[a + 1] = (char *)rows[i].argv[a];
+		}
+		out = open_memstream(&r.out, &r.out_len);
+		err = open_memstream(&r.err, &r.err_len);
+		r.rc = tps_cli_main(rows[i].argc + 1, argv, out, err);
+		fclose(out);
+		fclose(err);
+		snprintf(want, sizeof want, "tpsim: %s: %s", rows[i].file,
+			 rows[i].want);
+		ck_assert_msg(r.rc == 2, "row %zu: exit %d: %s", i, r.rc,
+			      r.err);
+		ck_assert_msg(strncmp(r.err, want, strlen(want)) == 0,
+			      "row %zu: want \"%s\", got: %s", i, want, r.err);
+		ck_assert_msg(tu_count_lines(r.err) == 1, "row %zu: %s", i,
+			      r.err);
+		ck_assert_msg(r.out_len == 0, "row %zu: stdout: %s", i, r.out);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(output_to_a_device_writes_to_it_in_place)
 {
 	/* -o /dev/null must not rename a file over the device: a trace is
@@ -1127,7 +1646,9 @@ START_TEST(a_wrong_number_in_a_fixture_fails_naming_it)
 	tu_result_free(&r);
 	r = tu_cli(4, "check", cfg, cfg);
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "/format"));
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "/tpsim: expected a tpsim trace (\"format\": "
+			      "\"tpsim.trace\"), got a tpsim config"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -1157,7 +1678,7 @@ START_TEST(explain_walks_the_trace_step_by_step)
 	/* A config is not a trace: trouble, exit 2. */
 	r = tu_cli(3, "explain", cfg);
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "not a tpsim trace"));
+	ck_assert_ptr_nonnull(strstr(r.err, "got a tpsim config"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -1941,6 +2462,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
+	tcase_add_test(run, output_naming_an_input_is_refused_by_every_verb);
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
@@ -1959,6 +2481,12 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
+	tcase_add_test(
+		check,
+		a_file_of_the_wrong_kind_says_what_it_is_and_what_was_expected);
+	tcase_add_test(
+		check,
+		malformed_traces_are_refused_at_their_pointer_by_every_reader);
 	tcase_add_test(check, explain_walks_the_trace_step_by_step);
 	tcase_add_test(check,
 		       explain_aligns_op_and_tensor_columns_for_long_names);

@@ -175,6 +175,15 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /tpsim: expected an integer, got string \"1\""),
 	BAD("{'tpsim':1.5," MESH_TP "," MODEL "," INPUT "}", TPS_ERR_INPUT,
 	    "cfg.json: /tpsim: expected an integer, got 1.5"),
+	/* A trace or a fixture given to `tpsim run` (issue 15, item 4). */
+	BAD("{'format':'tpsim.trace','version':1," MESH_TP ",'events':[]}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /format: expected a tpsim config (\"tpsim\": 1), got "
+	    "a tpsim trace: tpsim run takes a config and writes its trace"),
+	BAD("{'format':'tpsim.trace','events':[{'match':{'op':'matmul'}}]}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /events/0/match: expected a tpsim config (\"tpsim\": "
+	    "1), got a tpsim fixture: tpsim run takes a config"),
 
 	/* Unknown keys, at every level. */
 	BAD(BASE ",'steps_per_epoch':3}", TPS_ERR_INPUT,

@@ -215,7 +215,7 @@ static enum tps_status run_text_in(const char *dir, const char *name,
 {
 	char cfg[512], trace[512];
 	struct tps_run_options opts = {
-		cfg, trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, symbolic};
+		cfg, trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, symbolic, NULL};
 	snprintf(cfg, sizeof cfg, "%s/%s.json", dir, name);
 	snprintf(trace, sizeof trace, "%s/%s.trace.json", dir, name);
 	tu_write_file(cfg, text, strlen(text));
@@ -525,7 +525,8 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 		char path[256], trace[512];
 		const char *dir = tu_tempdir();
 		struct tps_run_options opts = {
-			path, trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+			path,  trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0,
+			false, NULL};
 		struct tps_run_summary s;
 		struct tps_error err = {0};
 		struct gpt sp = g;

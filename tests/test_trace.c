@@ -33,7 +33,8 @@ static enum tps_status run_text(const char *dir, const char *extra,
 {
 	char cfg_path[512], text[4096];
 	struct tps_run_options opts = {
-		cfg_path, out_path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+		cfg_path, out_path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0,
+		false,	  NULL};
 	snprintf(cfg_path, sizeof cfg_path, "%s/cfg.json", dir);
 	snprintf(text, sizeof text, mlp_config, extra);
 	tu_write_file(cfg_path, text, strlen(text));
@@ -165,7 +166,8 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 			"\"init\": \"arange\"}, \"trace\": {\"values\": "
 			"\"summary\"}}";
 		struct tps_run_options opts = {
-			cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+			cfg,   path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0,
+			false, NULL};
 		snprintf(cfg, sizeof cfg, "%s/c.json", dir);
 		tu_write_file(cfg, c, strlen(c));
 		ck_assert_int_eq(tps_run(&opts, stdout, &s, NULL), TPS_OK);
@@ -244,7 +246,7 @@ START_TEST(inf_in_a_matmul_names_the_event)
 	struct tps_run_summary s;
 	struct tps_error err = {0};
 	struct tps_run_options opts = {
-		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false, NULL};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -281,7 +283,7 @@ START_TEST(inf_in_a_collective_is_worded_as_in_a_matmul)
 	struct tps_run_summary s;
 	struct tps_error err = {0};
 	struct tps_run_options opts = {
-		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false, NULL};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -323,9 +325,9 @@ START_TEST(inf_is_found_in_every_values_mode_at_any_thread_count)
 		for (int t = 0; t < 2; t++) {
 			struct tps_error err = {0};
 			struct tps_run_options opts = {
-				cfg,  path, TPS_DEFAULT_MAX_MEMORY,
-				NULL, 0,    threads[t],
-				false};
+				cfg,   path, TPS_DEFAULT_MAX_MEMORY,
+				NULL,  0,    threads[t],
+				false, NULL};
 			snprintf(c, sizeof c,
 				 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 				 "\"dim_names\": [\"tp\"]}, \"model\": "

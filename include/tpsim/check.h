@@ -41,6 +41,7 @@
 #include <cjson/cJSON.h>
 
 #include "tpsim/error.h"
+#include "tpsim/jsonio.h"
 
 /* Mismatch lines reported before the rest are summed up in one line. */
 #define TPS_CHECK_MAX_LINES 100
@@ -56,10 +57,10 @@ typedef void (*tps_check_report_fn)(void *ctx, const char *line);
  * when there are more; sets *mismatches to their whole count (0 = the trace
  * matches).
  * Returns TPS_ERR_INPUT (trouble, not a mismatch) when the trace is not a
- * tpsim trace (top-level "format" must be "tpsim.trace" and "version" 1) or
- * the fixture is malformed (not an object; "events" not an array of objects;
- * "match" not an object; bad "tolerance": not an object, unknown key, not a
- * finite number >= 0). Such messages read
+ * tpsim trace (tps_check_is_trace) or the fixture is malformed (not an
+ * object; a config, which has a top-level "tpsim"; "events" not an array
+ * of objects; "match" not an object; bad "tolerance": not an object,
+ * unknown key, not a finite number >= 0). Such messages read
  * "<fixture_name>: <pointer>: <what is wrong>"; for the trace,
  * "<trace_name>: /format: expected \"tpsim.trace\", got ...".
  */
@@ -70,9 +71,29 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 				  size_t *mismatches, struct tps_error *err);
 
 /* TPS_OK when `trace` is a tpsim trace ("format": "tpsim.trace",
- * "version": 1); else TPS_ERR_INPUT with a message naming trace_name and
- * the pointer, as tps_check_fixture reports it. */
+ * "version": 1, and none of a fixture's reserved keys); else TPS_ERR_INPUT
+ * with a message naming trace_name and the pointer, as tps_check_fixture
+ * reports it. A config or a fixture is named as such: "c.json: /tpsim:
+ * expected a tpsim trace (...), got a tpsim config: ...". Only the header:
+ * tps_trace_validate (trace.h) checks the rest. */
 enum tps_status tps_check_is_trace(const cJSON *trace, const char *trace_name,
 				   struct tps_error *err);
+
+/* What a parsed file recognisably is, so that one passed where another
+ * kind belongs is named as what it is, not reported as missing keys. */
+enum tps_file_kind {
+	TPS_FILE_OTHER,	  /* none of the below */
+	TPS_FILE_CONFIG,  /* a top-level "tpsim": configs have it, traces and
+			     fixtures never do */
+	TPS_FILE_FIXTURE, /* a fixture's reserved keys: "tolerance" at the top
+			     level or in an event, "match" in an event */
+	TPS_FILE_TRACE,	  /* "format": "tpsim.trace", and nothing above */
+};
+
+/* The kind of root, and into where (may be NULL) the pointer of the key
+ * that tells (/tpsim, /tolerance, /events/3/match, /format). A fixture
+ * that is a trace in full (no reserved key) is a trace. */
+enum tps_file_kind tps_check_file_kind(const cJSON *root,
+				       struct tps_json_path *where);
 
 #endif

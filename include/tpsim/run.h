@@ -1,10 +1,11 @@
 /*
  * One `tpsim run`: config -> model -> trace, checked against the reference.
  *
- * The trace goes to a temporary file first and is renamed onto the output
- * path (or copied to the given stream) only when the whole run succeeded, so
- * a failed run never leaves a partial trace and an existing output file is
- * only replaced on success.
+ * The trace goes through the one output writer (outfile.h): to a temporary
+ * file first, renamed onto the output path (or copied to the given stream)
+ * only when the whole run succeeded, so a failed run never leaves a partial
+ * trace and an existing output file is only replaced on success. An output
+ * that is the config file itself is refused.
  */
 #ifndef TPSIM_RUN_H
 #define TPSIM_RUN_H
@@ -15,6 +16,7 @@
 
 #include "tpsim/config.h"
 #include "tpsim/model.h"
+#include "tpsim/outfile.h"
 
 struct tps_run_options {
 	const char *config_path; /* "-" is stdin */
@@ -28,6 +30,9 @@ struct tps_run_options {
 	int threads;
 	/* "--symbolic": run as if the config said "compute": "symbolic". */
 	bool symbolic;
+	/* NULL, or where the name of the temporary trace is published while
+	 * it exists, for a signal handler to remove (outfile.h). */
+	struct tps_outfile_pending *pending;
 };
 
 /* Where a run's time and memory went (`tpsim run --stats`). Seconds are

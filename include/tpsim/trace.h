@@ -112,6 +112,54 @@ int64_t tps_trace_phase_bytes(const struct tps_trace *t, enum tps_phase phase);
 /* Writes "comm", closes the document and flushes; reports write errors. */
 enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err);
 
+/*
+ * Reading a trace: what every verb that reads one shares (explain,
+ * picture, timeline, view, and check's trace), so that none prints or
+ * draws what a trace cannot hold.
+ *
+ * tps_trace_validate checks a parsed trace against docs/trace.md, in
+ * document order, and reports the first problem at its JSON Pointer
+ * ("t.json: /events/3/seq: expected 3 (events in order, each seq once),
+ * got 2"), TPS_ERR_INPUT:
+ *  - the header (tps_check_is_trace: a config or a fixture is named as
+ *    such), then generator, config, mesh, params, inputs, events, result
+ *    and comm present with their types; warnings, if any, sentences;
+ *  - mesh: 1 to 4 sizes, names, world_size their product, and each dim's
+ *    groups those of tpsim mesh;
+ *  - every tensor (params, inputs, the result's): a shape of 0 to 4 sizes
+ *    of at most 2^48 elements, and its values in that shape ("values"
+ *    nested to the shape, finite numbers; [] when empty), or a summary's
+ *    min, max, mean numbers and hash of 16 hex digits, or none; a
+ *    parameter's placements as an event's;
+ *  - events: event i has seq i; step a whole number; phase and kind of
+ *    their names; module, op and tensor strings; mesh_dim a mesh dim's
+ *    name (or dims' joined by '_') and groups of ranks of the mesh, each
+ *    rank in one group; global_shape as a shape; one placement per mesh
+ *    dim, valid for the global shape (a shard dim of it, blocks that
+ *    divide); bytes_per_rank a whole number; ranks, when present (a
+ *    symbolic trace has none), every rank of the mesh in rank order, each
+ *    with the shape of the block its placements give it and values in
+ *    it;
+ *  - result: its tensors, losses, max_abs_diff, match, diverged_at (an
+ *    event's seq) and symbolic figures (whole numbers, ranks of the mesh);
+ *    comm: whole counts and bytes.
+ * Keys it does not know are not refused. Never allocates more than a
+ * fixed reader; about as fast as walking the tree once.
+ */
+enum tps_status tps_trace_validate(const cJSON *trace, const char *name,
+				   struct tps_error *err);
+
+/*
+ * Reads the trace file at path ("-": stdin) for a verb: at most
+ * TPS_JSON_MAX_TRACE_BYTES, strict JSON (jsonio.h), tps_trace_validate.
+ * On success *tree (cJSON_Delete), and when text is not NULL the file's
+ * bytes in *text (free) and *text_len (tpsim view embeds them). On error
+ * TPS_ERR_IO, TPS_ERR_LIMIT, TPS_ERR_INPUT or TPS_ERR_NOMEM with a message
+ * naming path, and the outputs untouched.
+ */
+enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
+			       size_t *text_len, struct tps_error *err);
+
 /* Writes a cJSON value (a string, number, bool, array or object) compactly,
  * numbers as the shortest round-trip decimal. */
 void tps_trace_write_json(FILE *out, const cJSON *value);
