@@ -435,8 +435,18 @@ static void check_width(struct cfg *c, const struct model_ctx *x,
  * the width, since x + body(x) adds them. */
 static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 {
+	/* The key that gives a module's input width. */
+	static const char *const in_key[] = {
+		[TPS_MODULE_LINEAR] = "in_features",
+		[TPS_MODULE_RELU] = "width",
+		[TPS_MODULE_GELU] = "width",
+		[TPS_MODULE_LAYERNORM] = "dim",
+		[TPS_MODULE_RESIDUAL] = "width",
+		[TPS_MODULE_EMBEDDING] = "num_embeddings",
+		[TPS_MODULE_ATTENTION] = "embed_dim",
+	};
 	struct model_ctx *x = ctx;
-	int width_in = x->last_width;
+	int width_in = x->last_width, first = x->next;
 	const struct tps_module_spec *in, *out;
 	if (!cfg_expect(c, body, cJSON_IsArray, "an array of modules")) {
 		return;
@@ -446,17 +456,37 @@ static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 		return;
 	}
 	cfg_each_item(c, body, model_item, x);
-	if (!cfg_ok(c) || x->last_width == width_in || width_in < 0) {
+	if (!cfg_ok(c) || x->last_width == width_in) {
 		return;
 	}
-	in = &x->spec->modules[width_in];
 	out = &x->spec->modules[x->last_width];
-	if (in->out_features != out->out_features) {
+	if (width_in >= 0) {
+		in = &x->spec->modules[width_in];
+		if (in->out_features != out->out_features) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "the body ends with width %lld (%s), but x + "
+				 "body(x) needs the input's, %lld (%s)",
+				 (long long)out->out_features,
+				 out->plan_pointer,
+				 (long long)in->out_features,
+				 in->plan_pointer);
+		}
+		return;
+	}
+	/* No module before the residual sets the width: its input is the
+	 * model's, as wide as the body's first module with a width takes
+	 * (/input is checked against that module). */
+	in = &x->spec->modules[first];
+	while (!tps_module_has_width(in)) {
+		in++;
+	}
+	if (in->in_features != out->out_features) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "the body ends with width %lld (%s), but x + body(x) "
-			 "needs the input's, %lld (%s)",
+			 "needs the input's, %lld (the %s of %s)",
 			 (long long)out->out_features, out->plan_pointer,
-			 (long long)in->out_features, in->plan_pointer);
+			 (long long)in->in_features, in_key[in->type],
+			 in->plan_pointer);
 	}
 }
 

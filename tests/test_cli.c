@@ -268,6 +268,88 @@ START_TEST(bad_configs_exit_2_with_one_line)
 }
 END_TEST
 
+/* The names in dir other than . and .., joined by spaces into buf. */
+static const char *dir_listing(const char *dir, char *buf, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t len = 0;
+	ck_assert_ptr_nonnull(d);
+	buf[0] = '\0';
+	while ((e = readdir(d))) {
+		int n;
+		if (strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0) {
+			continue;
+		}
+		n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+			     e->d_name);
+		ck_assert(n >= 0 && (size_t)n < size - len);
+		len += (size_t)n;
+	}
+	closedir(d);
+	return buf;
+}
+
+/* Shapes that the engine would only have met at run time, as asserts or
+ * crashes (a residual whose body widens, 4-dim token ids) or as a message
+ * without a pointer (dp over a 1-dim input): each is a config error, the
+ * same one line from run, run --symbolic and comm, and no file is left. */
+START_TEST(shape_rules_are_config_errors_in_every_verb)
+{
+	static const struct {
+		const char *model, *input, *extra, *want;
+	} cases[] = {
+		{"{\"name\": \"res\", \"type\": \"residual\", \"body\": "
+		 "[{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		 "\"out_features\": 8}]}",
+		 "{\"shape\": [2, 4]}", "",
+		 ": /model/0/body: the body ends with width 8 (/model/0/body/0), "
+		 "but x + body(x) needs the input's, 4 (the in_features of "
+		 "/model/0/body/0)\n"},
+		{"{\"name\": \"emb\", \"type\": \"embedding\", "
+		 "\"num_embeddings\": 6, \"embedding_dim\": 4}",
+		 "{\"shape\": [1, 1, 2, 3], \"init\": \"tokens\"}", "",
+		 ": /input/shape: token ids have at most 3 dims: the embedding "
+		 "/model/0 adds one (embedding_dim) and a tensor has at most 4, "
+		 "got 4\n"},
+		{"{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		 "\"out_features\": 3}",
+		 "{\"shape\": [4]}", ", \"dp_dim\": \"dp\"",
+		 ": /input/shape: /dp_dim splits the batch, dim 0 of the "
+		 "activations, and these have 1 dim (expected at least 2: "
+		 "batch, features)\n"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[1024], trace[512], want[1024], listing[256];
+		struct tu_result r[3];
+		const char *cfg;
+		snprintf(text, sizeof text,
+			 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], "
+			 "\"dim_names\": [\"dp\", \"tp\"]}, \"model\": [%s], "
+			 "\"input\": %s%s}",
+			 cases[i].model, cases[i].input, cases[i].extra);
+		cfg = write_config(dir, "bad.json", text);
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		snprintf(want, sizeof want, "tpsim: %s%s", cfg, cases[i].want);
+		r[0] = tu_cli(5, "run", cfg, "-o", trace);
+		r[1] = tu_cli(6, "run", "--symbolic", cfg, "-o", trace);
+		r[2] = tu_cli(3, "comm", cfg);
+		for (int k = 0; k < 3; k++) {
+			ck_assert_msg(r[k].rc == 2, "case %zu, verb %d: rc %d",
+				      i, k, r[k].rc);
+			ck_assert_str_eq(r[k].err, want);
+			ck_assert_uint_eq(r[k].out_len, 0);
+			tu_result_free(&r[k]);
+		}
+		ck_assert_str_eq(dir_listing(dir, listing, sizeof listing),
+				 "bad.json");
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(values_none_writes_shapes_only)
 {
 	const char *dir = tu_tempdir();
@@ -924,6 +1006,25 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 					    "fc2: linear: input (2, 1) does "
 					    "not fit weight (2, 2)\n"));
 	tu_result_free(&r);
+	/* In a residual's body: the shard (2, 2) cannot be added to the
+	 * input (2, 4), a shape error where the sum would be (it aborted on
+	 * an assert in tps_tensor_add). */
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2,
+				  "{\"name\": \"res\", \"type\": \"residual\", "
+				  "\"body\": [" FC_4_TO(4) "]}",
+				  GATHERED, "skip_gather", ""),
+		   "-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_msg(strstr(r.err, "STOPPED by a shape error: res: the "
+				    "body's output (2, 2) does not fit the "
+				    "input (2, 4) it is added to\n") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "(inject skip_gather)\n"));
+	tu_result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(text, "\"result\":{\"stopped\":\"res: "));
+	free(text);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1938,6 +2039,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
 	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
 	tcase_add_test(run, bad_configs_exit_2_with_one_line);
+	tcase_add_test(run, shape_rules_are_config_errors_in_every_verb);
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);

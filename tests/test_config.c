@@ -417,6 +417,39 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/body/0/in_features: expected 8, the "
 	    "out_features of /model/0, got 4"),
+	/* Nothing before the residual sets the width: its input is the
+	 * model's, as wide as the body's first linear takes. */
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[" FC1 "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: the body ends with width 8 "
+	    "(/model/0/body/0), but x + body(x) needs the input's, 4 (the "
+	    "in_features of /model/0/body/0)"),
+	BAD(WITH_MODEL(ACT ",{'name':'res','type':'residual','body':[" FC1
+		       "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/body: the body ends with width 8 "
+	    "(/model/1/body/0), but x + body(x) needs the input's, 4 (the "
+	    "in_features of /model/1/body/0)"),
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[{'name':'in',"
+		       "'type':'residual','body':[" FC1 "]}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body/0/body: the body ends with width 8 "
+	    "(/model/0/body/0/body/0), but x + body(x) needs the input's, 4 "
+	    "(the in_features of /model/0/body/0/body/0)"),
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[{'name':'in',"
+		       "'type':'residual','body':[{'name':'ln','type':"
+		       "'layernorm','dim':4}]}," FC1 "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: the body ends with width 8 "
+	    "(/model/0/body/1), but x + body(x) needs the input's, 4 (the dim "
+	    "of /model/0/body/0/body/0)"),
+	BAD(HDR "'model':[{'name':'res','type':'residual','body':[{'name':"
+		"'attn','type':'attention','embed_dim':4,'num_heads':2}," FC1
+		"]}],'input':{'shape':[2,3,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: the body ends with width 8 "
+	    "(/model/0/body/1), but x + body(x) needs the input's, 4 (the "
+	    "embed_dim of /model/0/body/0)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
 			   "{'name':'fc1','type':'relu'}]}") "}",
 	    TPS_ERR_INPUT,
@@ -783,6 +816,20 @@ static const struct bad_config bad_configs[] = {
 	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6}"
 		"],'input':{'shape':[2,3]}}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/embedding_dim: missing"),
+	/* The embedding adds a dim: 4-dim ids would make 5-dim activations. */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[1,1,2,3],'init':"
+		"'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape: token ids have at most 3 dims: the "
+	    "embedding /model/0 adds one (embedding_dim) and a tensor has at "
+	    "most 4, got 4"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'values':[[[[1,2]]]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: token ids have at most 3 dims: the "
+	    "embedding /model/0 adds one (embedding_dim) and a tensor has at "
+	    "most 4, got 4"),
 	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
 		"'embedding_dim':4}],'input':{'shape':[2,3]},"
 		"'plan':{'emb':'colwise'}}",
@@ -1089,6 +1136,18 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /dp_dim/1: \"dp\" (mesh dim 0) comes after \"cp\" (mesh "
 	    "dim 1): name the dp dims in mesh order (/mesh/dim_names), as "
 	    "DeviceMesh slicing requires"),
+	/* A 1-dim input has no batch dim for dp to split. */
+	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[" FC1 "],"
+	    "'input':{'shape':[4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape: /dp_dim splits the batch, dim 0 of the "
+	    "activations, and these have 1 dim (expected at least 2: batch, "
+	    "features)"),
+	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[" FC1 "],"
+	    "'input':{'values':[1,2,3,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: /dp_dim splits the batch, dim 0 of the "
+	    "activations, and these have 1 dim"),
 	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','tp']}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim/1: the dp dim must differ from the tp dim "
 	    "\"tp\""),
