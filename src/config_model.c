@@ -766,7 +766,8 @@ static bool plan_matches(const char *pattern, const char *name)
 }
 
 struct layout_ctx {
-	int ndim; /* of the activations */
+	int ndim;	  /* of the tensor the layout splits */
+	const char *what; /* that tensor: "activations", "token ids" */
 	struct tps_placement *out;
 };
 
@@ -796,8 +797,8 @@ static void read_layout(struct cfg *c, const cJSON *v, void *ctx)
 			if (tps_dim_normalize((int)d, x->ndim) < 0) {
 				cfg_fail(c, TPS_ERR_INPUT,
 					 "shard(%ld) is out of range for the "
-					 "%d-dim activations",
-					 d, x->ndim);
+					 "%d-dim %s",
+					 d, x->ndim, x->what);
 			}
 			*x->out = tps_placement_shard((int)d);
 			return;
@@ -879,8 +880,12 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		{"style", "input", "desired_input", NULL},
 		{"style", "output", "desired_output", NULL}};
 	struct style_ctx sx = {ms, 0};
-	struct layout_ctx input = {ndim, &ms->input};
-	struct layout_ctx output = {ndim, &ms->output};
+	/* An embedding's input is the token ids, a dim fewer. */
+	bool ids = ms->type == TPS_MODULE_EMBEDDING;
+	struct layout_ctx input = {ids ? ndim - 1 : ndim,
+				   ids ? "token ids" : "activations",
+				   &ms->input};
+	struct layout_ctx output = {ndim, "activations", &ms->output};
 	bool object = cJSON_IsObject(entry);
 	int b = 0;
 
@@ -911,8 +916,9 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		/* PrepareModuleInput(input_layouts, desired_input_layouts)
 		 * and PrepareModuleOutput: both layouts, nothing else. */
 		bool in = ms->style == TPS_STYLE_PREPARE_INPUT;
-		struct layout_ctx desired = {ndim, in ? &ms->desired_input
-						      : &ms->desired_output};
+		struct layout_ctx desired = {ndim, "activations",
+					     in ? &ms->desired_input
+						: &ms->desired_output};
 		if (!object) {
 			cfg_fail(c, TPS_ERR_INPUT,
 				 "%s needs its layouts: {\"style\": \"%s\", "
@@ -949,6 +955,16 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		return;
 	}
 	cfg_value(c, entry, "input", CFG_OPTIONAL, read_layout, &input);
+	if (cfg_ok(c) && ms->style == TPS_STYLE_VOCAB &&
+	    ms->input.kind != TPS_PLACEMENT_REPLICATE) {
+		/* Nothing would split the ids: refused, not ignored. The
+		 * layout read above is "shard(<digits>)": no escaping. */
+		cfg_fail_at(c, "input", TPS_ERR_INPUT,
+			    "a vocab embedding looks up the token ids on "
+			    "every rank, replicated: its input is "
+			    "\"replicate\" (got %s)",
+			    cfg_get(entry, "input")->valuestring);
+	}
 	cfg_value(c, entry, "output", CFG_OPTIONAL, read_layout, &output);
 	check_sequence_layout(c, entry, ms, ndim);
 	if (cfg_ok(c) && cfg_get(entry, "bias") &&

@@ -893,6 +893,41 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1/input: shard(9) is out of range for the "
 	    "2-dim activations"),
+	/* A vocab embedding looks up replicated token ids (2-dim here, its
+	 * output 3-dim): an input layout that would split them is not one
+	 * it uses, and its dims are the ids'. */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: a vocab embedding looks up the token "
+	    "ids on every rank, replicated: its input is \"replicate\" (got "
+	    "shard(1))"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(-1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: a vocab embedding looks up the token "
+	    "ids on every rank, replicated: its input is \"replicate\" (got "
+	    "shard(-1))"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(9)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: shard(9) is out of range for the "
+	    "2-dim token ids"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(2)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: shard(2) is out of range for the "
+	    "2-dim token ids"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','output':'shard(3)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/output: shard(3) is out of range for the "
+	    "3-dim activations"),
 	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard(-3)'}}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1/output: shard(-3) is out of range"),
@@ -2080,6 +2115,10 @@ START_TEST(normalized_config_parses_to_itself)
 		SWEEP,
 		HDR MODEL ",'input':{'values':[[1,2.5,-3,0.1],[5,6,7,8e-3]]}}",
 		BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank']}",
+		/* A vocab embedding's input is written "replicate". */
+		HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+			"'plan':{'emb':{'style':'vocab','output':'shard(1)'}}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
