@@ -165,21 +165,21 @@ bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set)
 	memcpy(set->name, arg, len);
 	set->name[len] = '\0';
 	set->n_values = 0;
+	/* Each value a JSON number, as it would be in the file: strtod would
+	 * also take "0x10", " 8", "+8", "8." and "inf". */
 	for (p = eq + 1;;) {
-		char *end;
+		size_t n;
 		double v;
-		errno = 0;
-		v = strtod(p, &end);
-		if (end == p || errno != 0 || !isfinite(v) ||
-		    set->n_values == TPS_CLI_MAX_SET_VALUES ||
-		    (*end != ',' && *end != '\0')) {
+		if (!tps_json_scan_number(p, strlen(p), &n, &v) ||
+		    !isfinite(v) || set->n_values == TPS_CLI_MAX_SET_VALUES ||
+		    (p[n] != ',' && p[n] != '\0')) {
 			return false;
 		}
 		set->values[set->n_values++] = v;
-		if (*end == '\0') {
+		if (p[n] == '\0') {
 			return true;
 		}
-		p = end + 1;
+		p += n + 1;
 	}
 }
 

@@ -1708,6 +1708,57 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 }
 END_TEST
 
+/* --set values follow the JSON number grammar, as the config's own
+ * numbers do: strtod took every one of these. Each is a usage error,
+ * from run (one value) and from comm (a list, the bad value anywhere). */
+START_TEST(set_values_are_json_numbers)
+{
+	static const char *const bad[] = {
+		"0x10", " 8", "08", "8.", "+8", ".5", "1e", "1e+", "-", "inf",
+		"nan",	"8 ", "1_000", "",
+	};
+	static const char *const good[] = {"8", "-0.5", "1e3", "2E-1", "0"};
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", comm_config);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char arg[64], want[256];
+		struct tu_result r;
+		snprintf(arg, sizeof arg, "dp=%s", bad[i]);
+		r = tu_cli(5, "run", cfg, "--set", arg);
+		snprintf(want, sizeof want,
+			 "tpsim: run: --set expects NAME=VALUE, got '%s'\n"
+			 "Try 'tpsim --help'.\n",
+			 arg);
+		ck_assert_msg(r.rc == 2, "%s: rc %d", arg, r.rc);
+		ck_assert_str_eq(r.err, want);
+		ck_assert_uint_eq(r.out_len, 0);
+		tu_result_free(&r);
+		snprintf(arg, sizeof arg, "dp=1,%s,2", bad[i]);
+		r = tu_cli(5, "comm", cfg, "--set", arg);
+		snprintf(want, sizeof want,
+			 "tpsim: comm: --set expects NAME=V[,V...] with "
+			 "numbers V, got '%s'\nTry 'tpsim --help'.\n",
+			 arg);
+		ck_assert_msg(r.rc == 2, "%s: rc %d", arg, r.rc);
+		ck_assert_str_eq(r.err, want);
+		tu_result_free(&r);
+	}
+	/* Numbers JSON writes are taken; 2E-1 of a mesh size is refused by
+	 * the config, at its pointer, not as a usage error. */
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		char arg[64];
+		struct tu_result r;
+		snprintf(arg, sizeof arg, "dp=%s", good[i]);
+		r = tu_cli(5, "comm", cfg, "--set", arg);
+		ck_assert_msg(r.rc == 0 || strstr(r.err, "c.json: /mesh/shape/0"),
+			      "%s: %s", arg, r.err);
+		ck_assert_ptr_null(strstr(r.err, "--set expects"));
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(run_set_overrides_a_config_variable)
 {
 	const char *dir = tu_tempdir();
@@ -2034,6 +2085,7 @@ static Suite *cli_suite(void)
 	TCase *comm = tcase_create("comm");
 	tcase_add_test(usage, help_and_version_go_to_stdout);
 	tcase_add_test(usage, usage_errors_are_one_line_and_a_hint);
+	tcase_add_test(usage, set_values_are_json_numbers);
 	tcase_add_test(run, run_writes_trace_and_one_line_summary);
 	tcase_add_test(run, run_reads_the_config_from_stdin);
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
