@@ -1261,6 +1261,16 @@ static const struct bad_config bad_configs[] = {
 	BAD(BATCH_EXPR("0x10*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/shape/0: bad expression \"0x10*$batch\": "
 	    "expected * or / at column 2"),
+	/* Numbers in expressions are JSON's, as everywhere else. */
+	BAD(BATCH_EXPR("04*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"04*$batch\": expected "
+	    "a number as JSON writes one at column 1"),
+	BAD(BATCH_EXPR("$batch * 2.") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"$batch * 2.\": "
+	    "expected a number as JSON writes one at column 10"),
+	BAD(BATCH_EXPR("+2*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"+2*$batch\": expected "
+	    "a number as JSON writes one at column 1"),
 	BAD(BATCH_EXPR("$batch / 0") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/shape/0: expression \"$batch / 0\" divides by "
 	    "zero"),
