@@ -325,6 +325,28 @@ static void check_input_dims(struct cfg *c, const cJSON *input,
 	}
 }
 
+/* No module's output over the element limit of a meta tensor, which no
+ * run can hold (a values run's tighter limit is the run's to check,
+ * tps_model_spec_output_over): reported at the key of the module's
+ * width, naming the input its rows come from. */
+static void check_output_sizes(struct cfg *c,
+			       const struct tps_model_spec *spec)
+{
+	struct tps_shape shape;
+	char buf[128];
+	int i = tps_model_spec_output_over(spec, TPS_MAX_META_ELEMENTS, &shape);
+	if (i >= 0) {
+		cfg_fail_at_pointer(c, spec->modules[i].width_pointer,
+				    TPS_ERR_LIMIT,
+				    "the output of %s, %s, has more than 2^48 "
+				    "elements, the most a tensor may have even "
+				    "without values (its rows come from "
+				    "/input/shape)",
+				    spec->modules[i].name,
+				    tps_shape_format(&shape, buf, sizeof buf));
+	}
+}
+
 /* The shape of nested arrays, read along their first items, for
  * "input": {"values": ...} without "shape"; the values are then checked
  * against it item by item. */
@@ -420,6 +442,9 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 	}
 	if (cfg_ok(c)) {
 		check_input_width(c, input, spec);
+	}
+	if (cfg_ok(c)) {
+		check_output_sizes(c, spec);
 	}
 }
 

@@ -175,6 +175,14 @@ static void check_weight_size(struct cfg *c, const char *key, int64_t rows,
 	}
 }
 
+/* ms->width_pointer: `key` of the module or shorthand being read. */
+static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
+			  const char *key)
+{
+	snprintf(ms->width_pointer, sizeof ms->width_pointer, "%s/%s",
+		 cfg_pointer(c), key);
+}
+
 static void parse_linear(struct cfg *c, const cJSON *m,
 			 struct tps_module_spec *ms)
 {
@@ -185,6 +193,7 @@ static void parse_linear(struct cfg *c, const cJSON *m,
 	ms->bias = true; /* as nn.Linear */
 	cfg_bool(c, m, "bias", &ms->bias);
 	check_weight_size(c, "out_features", ms->out_features, ms->in_features);
+	set_width_key(c, ms, "out_features");
 }
 
 /* nn.LayerNorm(dim, eps=1e-5, bias=True). */
@@ -194,6 +203,7 @@ static void parse_layernorm(struct cfg *c, const cJSON *m,
 	cfg_int(c, m, "dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
 		&ms->in_features);
 	ms->out_features = ms->in_features;
+	set_width_key(c, ms, "dim");
 	ms->eps = 1e-5;
 	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &ms->eps);
 	ms->bias = true;
@@ -210,6 +220,7 @@ static void parse_embedding(struct cfg *c, const cJSON *m,
 		&ms->out_features);
 	check_weight_size(c, "embedding_dim", ms->in_features,
 			  ms->out_features);
+	set_width_key(c, ms, "embedding_dim");
 }
 
 /* Multi-head self-attention: embed_dim split into num_heads heads. */
@@ -218,6 +229,7 @@ static void parse_attention(struct cfg *c, const cJSON *m,
 {
 	cfg_int(c, m, "embed_dim", CFG_REQUIRED, 1, 1 << 20, &ms->in_features);
 	ms->out_features = ms->in_features;
+	set_width_key(c, ms, "embed_dim");
 	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &ms->num_heads);
 	ms->causal = false;
 	cfg_bool(c, m, "causal", &ms->causal);
@@ -394,6 +406,8 @@ static void add_attention_linears(struct cfg *c, struct model_ctx *x, int at)
 		}
 		ms->type = TPS_MODULE_LINEAR;
 		ms->in_features = ms->out_features = attn->in_features;
+		memcpy(ms->width_pointer, attn->width_pointer,
+		       sizeof ms->width_pointer);
 		ms->bias = attn->bias;
 		ms->style = TPS_STYLE_REPLICATE;
 		ms->input = ms->output = tps_placement_replicate();
@@ -575,11 +589,13 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	r->n_descendants = 6;
 	ln = new_module(c, x, name, ".ln1", TPS_MODULE_LAYERNORM);
 	ln->in_features = ln->out_features = dim;
+	set_width_key(c, ln, "dim");
 	ln->eps = eps;
 	ln->bias = bias;
 	check_width(c, x, ln, "dim");
 	a = new_module(c, x, name, ".attn", TPS_MODULE_ATTENTION);
 	a->in_features = a->out_features = dim;
+	set_width_key(c, a, "dim");
 	a->num_heads = heads;
 	a->causal = causal;
 	a->bias = bias;
@@ -591,16 +607,20 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	r->n_descendants = 4;
 	ln = new_module(c, x, name, ".ln2", TPS_MODULE_LAYERNORM);
 	ln->in_features = ln->out_features = dim;
+	set_width_key(c, ln, "dim");
 	ln->eps = eps;
 	ln->bias = bias;
 	l = new_module(c, x, name, ".mlp.fc1", TPS_MODULE_LINEAR);
 	l->in_features = dim;
 	l->out_features = hidden;
+	/* hidden, or 4 dim when it is not given */
+	set_width_key(c, l, cfg_get(m, "hidden") ? "hidden" : "dim");
 	l->bias = bias;
 	new_module(c, x, name, ".mlp.act", TPS_MODULE_GELU);
 	l = new_module(c, x, name, ".mlp.fc2", TPS_MODULE_LINEAR);
 	l->in_features = hidden;
 	l->out_features = dim;
+	set_width_key(c, l, "dim");
 	l->bias = bias;
 	x->last_width = x->next - 1;
 }

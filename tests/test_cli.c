@@ -246,6 +246,17 @@ START_TEST(bad_configs_exit_2_with_one_line)
 		 "(uneven: divisible)"},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2]",
 		 ": /mesh: unexpected end of input"},
+		/* Sizes name the key they grow with: an output over a
+		 * tensor's 2^31 elements (a meta tensor's 2^48 is the
+		 * config's, test_config). */
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		 "\"linear\", \"in_features\": 1, \"out_features\": 4}], "
+		 "\"input\": {\"shape\": [1073741824, 1]}}",
+		 ": /model/0/out_features: the output of fc, (1073741824, 4), "
+		 "has more than 2^31 elements, the most a tensor with values "
+		 "may have (its rows come from /input/shape; a symbolic run, "
+		 "--symbolic, takes up to 2^48)"},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -374,15 +385,43 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 {
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
+	char want[1024];
 	struct tu_result r = tu_cli(5, "run", cfg, "-o", dir);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "is a directory"));
 	tu_result_free(&r);
+	/* The budget's refusal names the key of its largest part: here
+	 * the activations, whose widest is the input's (2, 4): 2 x 4
+	 * floats, 32 bytes, x (4 world + 2) = 320 bytes. */
 	r = tu_cli(5, "run", cfg, "--max-memory", "100");
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "over the memory budget of 100 "
-					    "bytes"));
+	snprintf(want, sizeof want,
+		 "tpsim: %s: /input/shape: the run needs about 400 bytes, "
+		 "over the memory budget of 100 bytes (--max-memory); the "
+		 "largest part, about 320 bytes, is the activations, the "
+		 "input's rows (/input/shape) by the widest output\n",
+		 cfg);
+	ck_assert_str_eq(r.err, want);
 	ck_assert_uint_eq(r.out_len, 0);
+	tu_result_free(&r);
+	/* fc2's weight and bias, 4096 x 4097 floats, once globally and
+	 * on each of the 2 ranks: 3 x 67125248 bytes. */
+	cfg = write_config(
+		dir, "wide.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 4096}, "
+		"{\"name\": \"fc2\", \"type\": \"linear\", \"in_features\": "
+		"4096, \"out_features\": 4096}], \"input\": {\"shape\": "
+		"[2, 4]}}");
+	r = tu_cli(5, "run", cfg, "--max-memory", "1M");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_msg(strstr(r.err, "wide.json: /model/1/out_features: the run "
+				    "needs about ") &&
+			      strstr(r.err, "the largest part, about 201375744 "
+					    "bytes, is fc2's parameters, every "
+					    "rank's copy or shard\n"),
+		      "%s", r.err);
 	tu_result_free(&r);
 	r = tu_cli(5, "run", cfg, "--max-memory", "lots");
 	ck_assert_int_eq(r.rc, 2);

@@ -569,6 +569,26 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/0/out_features: the weight (2147483648, "
 	    "2147483648) has more than 2^31 elements"),
 
+	/* No output may pass 2^48 elements, even as a meta tensor: reported
+	 * at the key of its width (its rows are the input's). */
+	BAD(HDR "'model':[{'name':'fc','type':'linear','in_features':1,"
+		"'out_features':2147483648}],'input':{'shape':[2147483648,1]}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/out_features: the output of fc, (2147483648, "
+	    "2147483648), has more than 2^48 elements, the most a tensor may "
+	    "have even without values (its rows come from /input/shape)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':16,"
+		"'num_heads':1,'hidden':4194304}],'input':{'shape':[67108864,"
+		"2,16]}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/hidden: the output of b.mlp.fc1, (67108864, 2, "
+	    "4194304), has more than 2^48 elements"),
+	BAD(HDR "'model':[{'name':'e','type':'embedding','num_embeddings':1,"
+		"'embedding_dim':1073741824}],'input':{'shape':[1048576,1024],"
+		"'init':'tokens'}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/embedding_dim: the output of e, (1048576, "
+	    "1024, 1073741824), has more than 2^48 elements"),
 	/* Cross-field: reported at the later field, naming the earlier. */
 	BAD(WITH_MODEL(FC1 "," ACT ",{'name':'fc2','type':'linear',"
 			   "'in_features':6,'out_features':4}") "}",
