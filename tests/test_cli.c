@@ -1743,6 +1743,43 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 	ck_assert_int_eq(tu_count_lines(r.err), 1);
 	ck_assert_uint_eq(r.out_len, 0);
 	tu_result_free(&r);
+	/* A step's flops past 2^63: an error at the key of the module that
+	 * passes it, not a saturated 9223372036854775807 in --json. Linears
+	 * 128 -> 2^24 and back on (2^24, 128) rows each take 2 x 2^24 x
+	 * 2^24 x 128 = 2^56 flops (every size within its limit): the 128th
+	 * matmul of the inference step, down127 (/model/127), reaches 2^63. */
+	{
+		size_t cap = 200 * 130 + 256, len = 0;
+		char *text = malloc(cap);
+		ck_assert_ptr_nonnull(text);
+		len += (size_t)snprintf(text + len, cap - len,
+					"{\"tpsim\": 1, \"mesh\": {\"shape\": "
+					"[2], \"dim_names\": [\"tp\"]}, "
+					"\"model\": [");
+		for (int i = 0; i < 130; i++) {
+			len += (size_t)snprintf(
+				text + len, cap - len,
+				"%s{\"name\": \"%s%d\", \"type\": "
+				"\"linear\", \"in_features\": %d, "
+				"\"out_features\": %d, \"bias\": false}",
+				i ? ", " : "", i % 2 ? "down" : "up", i,
+				i % 2 ? 16777216 : 128,
+				i % 2 ? 128 : 16777216);
+		}
+		snprintf(text + len, cap - len,
+			 "], \"input\": {\"shape\": [16777216, 128]}}");
+		cfg = write_config(dir, "flops.json", text);
+		free(text);
+		r = tu_cli(4, "comm", cfg, "--json");
+		ck_assert_int_eq(r.rc, 2);
+		ck_assert_msg(strstr(r.err, "flops.json: /model/127/out_features: "
+					    "the inference step's flops pass "
+					    "2^63 at down127's matmul\n") !=
+				      NULL,
+			      "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		tu_result_free(&r);
+	}
 	tu_rmtree(dir);
 }
 END_TEST
