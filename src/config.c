@@ -329,8 +329,7 @@ static void check_input_dims(struct cfg *c, const cJSON *input,
  * run can hold (a values run's tighter limit is the run's to check,
  * tps_model_spec_output_over): reported at the key of the module's
  * width, naming the input its rows come from. */
-static void check_output_sizes(struct cfg *c,
-			       const struct tps_model_spec *spec)
+static void check_output_sizes(struct cfg *c, const struct tps_model_spec *spec)
 {
 	struct tps_shape shape;
 	char buf[128];

@@ -481,8 +481,7 @@ static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 				 "the body ends with width %lld (%s), but x + "
 				 "body(x) needs the input's, %lld (%s)",
 				 (long long)out->out_features,
-				 out->plan_pointer,
-				 (long long)in->out_features,
+				 out->plan_pointer, (long long)in->out_features,
 				 in->plan_pointer);
 		}
 		return;

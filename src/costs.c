@@ -103,11 +103,11 @@ static enum tps_status too_many(const struct tally *t,
 			pointer = m->width_pointer;
 		}
 	}
-	return tps_error_set(err, TPS_ERR_LIMIT,
-			     "%s: the %s step's %s pass 2^63 at %s's %s", pointer,
-			     t->mode == TPS_COST_TRAINING ? "training"
-							  : "inference",
-			     what, ev->module, ev->op);
+	return tps_error_set(
+		err, TPS_ERR_LIMIT, "%s: the %s step's %s pass 2^63 at %s's %s",
+		pointer,
+		t->mode == TPS_COST_TRAINING ? "training" : "inference", what,
+		ev->module, ev->op);
 }
 
 static enum tps_status count(void *ctx, const struct tps_event *ev,

@@ -772,8 +772,7 @@ out:
 static enum tps_status scan_number(struct scanner *sc)
 {
 	size_t start = sc->pos, end;
-	enum number_fault f =
-		number_span(sc->s + start, sc->len - start, &end);
+	enum number_fault f = number_span(sc->s + start, sc->len - start, &end);
 
 	sc->pos = start + end;
 	switch (f) {

@@ -127,8 +127,8 @@ struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec)
 	return shape;
 }
 
-int tps_model_spec_output_over(const struct tps_model_spec *spec,
-			       int64_t limit, struct tps_shape *shape)
+int tps_model_spec_output_over(const struct tps_model_spec *spec, int64_t limit,
+			       struct tps_shape *shape)
 {
 	struct tps_shape out = spec->input_shape;
 	int64_t rows = 1, numel;

@@ -277,7 +277,8 @@ static enum tps_status local_numel(struct builder *b,
 			snprintf(what, sizeof what,
 				 "rank %d's block of %s has more than 2^63 "
 				 "elements",
-				 rank, tps_shape_format(shape, buf, sizeof buf));
+				 rank,
+				 tps_shape_format(shape, buf, sizeof buf));
 			return fail(b, TPS_ERR_LIMIT, what);
 		}
 	}

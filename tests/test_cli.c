@@ -312,18 +312,18 @@ START_TEST(shape_rules_are_config_errors_in_every_verb)
 		const char *model, *input, *extra, *want;
 	} cases[] = {
 		{"{\"name\": \"res\", \"type\": \"residual\", \"body\": "
-		 "[{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": 4, "
-		 "\"out_features\": 8}]}",
+		 "[{\"name\": \"fc\", \"type\": \"linear\", "
+		 "\"in_features\": 4, \"out_features\": 8}]}",
 		 "{\"shape\": [2, 4]}", "",
-		 ": /model/0/body: the body ends with width 8 (/model/0/body/0), "
-		 "but x + body(x) needs the input's, 4 (the in_features of "
-		 "/model/0/body/0)\n"},
+		 ": /model/0/body: the body ends with width 8 "
+		 "(/model/0/body/0), but x + body(x) needs the input's, 4 (the "
+		 "in_features of /model/0/body/0)\n"},
 		{"{\"name\": \"emb\", \"type\": \"embedding\", "
 		 "\"num_embeddings\": 6, \"embedding_dim\": 4}",
 		 "{\"shape\": [1, 1, 2, 3], \"init\": \"tokens\"}", "",
 		 ": /input/shape: token ids have at most 3 dims: the embedding "
-		 "/model/0 adds one (embedding_dim) and a tensor has at most 4, "
-		 "got 4\n"},
+		 "/model/0 adds one (embedding_dim) and a tensor has at "
+		 "most 4, got 4\n"},
 		{"{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": 4, "
 		 "\"out_features\": 3}",
 		 "{\"shape\": [4]}", ", \"dp_dim\": \"dp\"",
@@ -1763,8 +1763,7 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 				"\"linear\", \"in_features\": %d, "
 				"\"out_features\": %d, \"bias\": false}",
 				i ? ", " : "", i % 2 ? "down" : "up", i,
-				i % 2 ? 16777216 : 128,
-				i % 2 ? 128 : 16777216);
+				i % 2 ? 16777216 : 128, i % 2 ? 128 : 16777216);
 		}
 		snprintf(text + len, cap - len,
 			 "], \"input\": {\"shape\": [16777216, 128]}}");
@@ -1772,10 +1771,10 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 		free(text);
 		r = tu_cli(4, "comm", cfg, "--json");
 		ck_assert_int_eq(r.rc, 2);
-		ck_assert_msg(strstr(r.err, "flops.json: /model/127/out_features: "
-					    "the inference step's flops pass "
-					    "2^63 at down127's matmul\n") !=
-				      NULL,
+		ck_assert_msg(strstr(r.err,
+				     "flops.json: /model/127/out_features: "
+				     "the inference step's flops pass "
+				     "2^63 at down127's matmul\n") != NULL,
 			      "%s", r.err);
 		ck_assert_uint_eq(r.out_len, 0);
 		tu_result_free(&r);
@@ -1789,10 +1788,9 @@ END_TEST
  * from run (one value) and from comm (a list, the bad value anywhere). */
 START_TEST(set_values_are_json_numbers)
 {
-	static const char *const bad[] = {
-		"0x10", " 8", "08", "8.", "+8", ".5", "1e", "1e+", "-", "inf",
-		"nan",	"8 ", "1_000", "",
-	};
+	static const char *const bad[] = {"0x10", " 8", "08",	 "8.", "+8",
+					  ".5",	  "1e", "1e+",	 "-",  "inf",
+					  "nan",  "8 ", "1_000", ""};
 	static const char *const good[] = {"8", "-0.5", "1e3", "2E-1", "0"};
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", comm_config);
@@ -1826,7 +1824,8 @@ START_TEST(set_values_are_json_numbers)
 		struct tu_result r;
 		snprintf(arg, sizeof arg, "dp=%s", good[i]);
 		r = tu_cli(5, "comm", cfg, "--set", arg);
-		ck_assert_msg(r.rc == 0 || strstr(r.err, "c.json: /mesh/shape/0"),
+		ck_assert_msg(r.rc == 0 ||
+				      strstr(r.err, "c.json: /mesh/shape/0"),
 			      "%s: %s", arg, r.err);
 		ck_assert_ptr_null(strstr(r.err, "--set expects"));
 		tu_result_free(&r);

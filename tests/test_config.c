@@ -425,7 +425,7 @@ static const struct bad_config bad_configs[] = {
 	    "(/model/0/body/0), but x + body(x) needs the input's, 4 (the "
 	    "in_features of /model/0/body/0)"),
 	BAD(WITH_MODEL(ACT ",{'name':'res','type':'residual','body':[" FC1
-		       "]}") "}",
+			   "]}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/body: the body ends with width 8 "
 	    "(/model/1/body/0), but x + body(x) needs the input's, 4 (the "
@@ -2146,9 +2146,10 @@ START_TEST(normalized_config_parses_to_itself)
 		HDR MODEL ",'input':{'values':[[1,2.5,-3,0.1],[5,6,7,8e-3]]}}",
 		BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank']}",
 		/* A vocab embedding's input is written "replicate". */
-		HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
-		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
-			"'plan':{'emb':{'style':'vocab','output':'shard(1)'}}}",
+		HDR "'model':[{'name':'emb','type':'embedding',"
+		    "'num_embeddings':6,'embedding_dim':4}],'input':{'shape':"
+		    "[2,3],'init':'tokens'},'plan':{'emb':{'style':'vocab',"
+		    "'output':'shard(1)'}}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};

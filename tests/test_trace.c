@@ -371,9 +371,15 @@ START_TEST(comm_counts_past_int64_are_an_error)
 	struct tps_dtensor v = {0};
 	struct tps_trace t;
 	struct tps_error err = {0};
-	struct tps_event ev = {0, TPS_PHASE_FORWARD, TPS_EVENT_COLLECTIVE,
-			       "fc", "all_reduce", "fc.out", 1u,
-			       (int64_t)1 << 62, 0, NULL, NULL, &v};
+	struct tps_event ev = {.step = 0,
+			       .phase = TPS_PHASE_FORWARD,
+			       .kind = TPS_EVENT_COLLECTIVE,
+			       .module = "fc",
+			       .op = "all_reduce",
+			       .tensor = "fc.out",
+			       .mask = 1u,
+			       .bytes_per_rank = (int64_t)1 << 62,
+			       .value = &v};
 	FILE *out = tmpfile();
 	ck_assert_ptr_nonnull(out);
 	ck_assert_ptr_nonnull(locals);
@@ -384,8 +390,7 @@ START_TEST(comm_counts_past_int64_are_an_error)
 	}
 	tps_dtensor_wrap(&v, &mesh, &dims, pl, locals);
 	tps_trace_init(&t, out, TPS_TRACE_VALUES_NONE, &mesh);
-	ck_assert_int_eq(tps_event_emit(tps_trace_sink(&t), &ev, &err),
-			 TPS_OK);
+	ck_assert_int_eq(tps_event_emit(tps_trace_sink(&t), &ev, &err), TPS_OK);
 	ev.bytes_per_rank = INT64_MAX - ((int64_t)1 << 62) + 1;
 	ck_assert_int_eq(tps_event_emit(tps_trace_sink(&t), &ev, &err),
 			 TPS_ERR_LIMIT);

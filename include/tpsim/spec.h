@@ -48,8 +48,8 @@ struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec);
  * or -1; *shape gets that output's shape. Element counts only: nothing is
  * allocated, and a meta run and a values run each pass their own limit
  * (TPS_MAX_META_ELEMENTS, TPS_MAX_ELEMENTS). */
-int tps_model_spec_output_over(const struct tps_model_spec *spec,
-			       int64_t limit, struct tps_shape *shape);
+int tps_model_spec_output_over(const struct tps_model_spec *spec, int64_t limit,
+			       struct tps_shape *shape);
 
 enum tps_module_type {
 	TPS_MODULE_LINEAR,
