@@ -655,6 +655,21 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 			"'%s'",
 			shape_arg);
 	}
+	for (int i = 0, world = 1; i < n; i++) {
+		/* At most 4 sizes of at most 4096: no overflow. The sizes
+		 * parsed, so shape_arg is digits and commas. */
+		int64_t w = (int64_t)world * sizes[i];
+		if (w > TPS_MAX_WORLD) {
+			tps_error_set(&e, TPS_ERR_LIMIT,
+				      "--shape %s: the world size %s%lld "
+				      "exceeds %d",
+				      shape_arg,
+				      i < n - 1 ? "of at least " : "",
+				      (long long)w, TPS_MAX_WORLD);
+			return usage_error_message(err, "mesh", &e);
+		}
+		world = (int)w;
+	}
 	if (names_arg) {
 		if (strlen(names_arg) >= sizeof names_buf) {
 			return tps_cli_usage_error(

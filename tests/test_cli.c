@@ -76,6 +76,8 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"check", "t.json", NULL, "expected TRACE FIXTURE"},
 		{"mesh", "--shape", "3,x", "--shape expects"},
 		{"mesh", "--names", "a", "missing --shape"},
+		{"mesh", "--shape", "64,128",
+		 "mesh: --shape 64,128: the world size 8192 exceeds 4096"},
 		{"explain", NULL, NULL, "explain: expected TRACE"},
 		{"explain", "t.json", "--step", "--step needs a step number"},
 		{"explain", "--step", "x",
