@@ -165,21 +165,21 @@ bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set)
 	memcpy(set->name, arg, len);
 	set->name[len] = '\0';
 	set->n_values = 0;
+	/* Each value a JSON number, as it would be in the file: strtod would
+	 * also take "0x10", " 8", "+8", "8." and "inf". */
 	for (p = eq + 1;;) {
-		char *end;
+		size_t n;
 		double v;
-		errno = 0;
-		v = strtod(p, &end);
-		if (end == p || errno != 0 || !isfinite(v) ||
-		    set->n_values == TPS_CLI_MAX_SET_VALUES ||
-		    (*end != ',' && *end != '\0')) {
+		if (!tps_json_scan_number(p, strlen(p), &n, &v) ||
+		    !isfinite(v) || set->n_values == TPS_CLI_MAX_SET_VALUES ||
+		    (p[n] != ',' && p[n] != '\0')) {
 			return false;
 		}
 		set->values[set->n_values++] = v;
-		if (*end == '\0') {
+		if (p[n] == '\0') {
 			return true;
 		}
-		p = end + 1;
+		p += n + 1;
 	}
 }
 
@@ -654,6 +654,21 @@ static int cmd_mesh(int argc, char **argv, FILE *out, FILE *err)
 			"from 1 to 4096 separated by commas, got "
 			"'%s'",
 			shape_arg);
+	}
+	for (int i = 0, world = 1; i < n; i++) {
+		/* At most 4 sizes of at most 4096: no overflow. The sizes
+		 * parsed, so shape_arg is digits and commas. */
+		int64_t w = (int64_t)world * sizes[i];
+		if (w > TPS_MAX_WORLD) {
+			tps_error_set(&e, TPS_ERR_LIMIT,
+				      "--shape %s: the world size %s%lld "
+				      "exceeds %d",
+				      shape_arg,
+				      i < n - 1 ? "of at least " : "",
+				      (long long)w, TPS_MAX_WORLD);
+			return usage_error_message(err, "mesh", &e);
+		}
+		world = (int)w;
 	}
 	if (names_arg) {
 		if (strlen(names_arg) >= sizeof names_buf) {

@@ -31,7 +31,8 @@ struct tps_cli_set {
 };
 
 /* Parses "NAME=V[,V...]": NAME as config variables are named, each V a
- * finite number. False when malformed. */
+ * finite number written as JSON writes numbers (tps_json_scan_number).
+ * False when malformed. */
 bool tps_cli_parse_set(const char *arg, struct tps_cli_set *set);
 
 /* tpsim comm CONFIG... [--set NAME=V[,V...]]... [--json] */

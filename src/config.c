@@ -305,7 +305,48 @@ static void check_input_width(struct cfg *c, const cJSON *input,
 	}
 }
 
-/* The body of /input. */
+/* The dims the modules and dp need the input to have; reported at the
+ * input, the later field. */
+static void check_input_dims(struct cfg *c, const cJSON *input,
+			     const struct tps_model_spec *spec)
+{
+	const char *key = cfg_get(input, "shape") ? "shape" : "values";
+	int ndim = spec->input_shape.ndim;
+	if (tps_model_takes_tokens(spec) && ndim >= TPS_MAX_DIMS) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "token ids have at most %d dims: the embedding "
+			    "/model/0 adds one (embedding_dim) and a tensor "
+			    "has at most %d, got %d",
+			    TPS_MAX_DIMS - 1, TPS_MAX_DIMS, ndim);
+	} else if (spec->dp_mask && tps_model_activation_ndim(spec) < 2) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "/dp_dim splits the batch, dim 0 of the "
+			    "activations, and these have 1 dim (expected at "
+			    "least 2: batch, features)");
+	}
+}
+
+/* No module's output over the element limit of a meta tensor, which no
+ * run can hold (a values run's tighter limit is the run's to check,
+ * tps_model_spec_output_over): reported at the key of the module's
+ * width, naming the input its rows come from. */
+static void check_output_sizes(struct cfg *c, const struct tps_model_spec *spec)
+{
+	struct tps_shape shape;
+	char buf[128];
+	int i = tps_model_spec_output_over(spec, TPS_MAX_META_ELEMENTS, &shape);
+	if (i >= 0) {
+		cfg_fail_at_pointer(c, spec->modules[i].width_pointer,
+				    TPS_ERR_LIMIT,
+				    "the output of %s, %s, has more than 2^48 "
+				    "elements, the most a tensor may have even "
+				    "without values (its rows come from "
+				    "/input/shape)",
+				    spec->modules[i].name,
+				    tps_shape_format(&shape, buf, sizeof buf));
+	}
+}
+
 /* The shape of nested arrays, read along their first items, for
  * "input": {"values": ...} without "shape"; the values are then checked
  * against it item by item. */
@@ -347,6 +388,7 @@ static void read_input_values(struct cfg *c, const cJSON *v, void *ctx)
 	spec->input_explicit = cfg_ok(c);
 }
 
+/* The body of /input. */
 static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 {
 	struct tps_model_spec *spec = ctx;
@@ -403,7 +445,13 @@ static void input_body(struct cfg *c, const cJSON *input, void *ctx)
 		   tps_input_source_names, &source);
 	spec->input_source = (enum tps_input_source)source;
 	if (cfg_ok(c)) {
+		check_input_dims(c, input, spec);
+	}
+	if (cfg_ok(c)) {
 		check_input_width(c, input, spec);
+	}
+	if (cfg_ok(c)) {
+		check_output_sizes(c, spec);
 	}
 }
 

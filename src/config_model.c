@@ -237,6 +237,14 @@ static void check_weight_size(struct cfg *c, const char *key, int64_t rows,
 	}
 }
 
+/* ms->width_pointer: `key` of the module or shorthand being read. */
+static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
+			  const char *key)
+{
+	snprintf(ms->width_pointer, sizeof ms->width_pointer, "%s/%s",
+		 cfg_pointer(c), key);
+}
+
 static void parse_linear(struct cfg *c, const cJSON *m,
 			 struct tps_module_spec *ms)
 {
@@ -247,6 +255,7 @@ static void parse_linear(struct cfg *c, const cJSON *m,
 	ms->bias = true; /* as nn.Linear */
 	cfg_bool(c, m, "bias", &ms->bias);
 	check_weight_size(c, "out_features", ms->out_features, ms->in_features);
+	set_width_key(c, ms, "out_features");
 }
 
 /* nn.LayerNorm(dim, eps=1e-5, bias=True). */
@@ -256,6 +265,7 @@ static void parse_layernorm(struct cfg *c, const cJSON *m,
 	cfg_int(c, m, "dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
 		&ms->in_features);
 	ms->out_features = ms->in_features;
+	set_width_key(c, ms, "dim");
 	ms->eps = 1e-5;
 	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &ms->eps);
 	ms->bias = true;
@@ -272,6 +282,7 @@ static void parse_embedding(struct cfg *c, const cJSON *m,
 		&ms->out_features);
 	check_weight_size(c, "embedding_dim", ms->in_features,
 			  ms->out_features);
+	set_width_key(c, ms, "embedding_dim");
 }
 
 /* Multi-head self-attention: embed_dim split into num_heads heads. */
@@ -280,6 +291,7 @@ static void parse_attention(struct cfg *c, const cJSON *m,
 {
 	cfg_int(c, m, "embed_dim", CFG_REQUIRED, 1, 1 << 20, &ms->in_features);
 	ms->out_features = ms->in_features;
+	set_width_key(c, ms, "embed_dim");
 	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &ms->num_heads);
 	ms->causal = false;
 	cfg_bool(c, m, "causal", &ms->causal);
@@ -567,6 +579,8 @@ static void add_attention_linears(struct cfg *c, struct model_ctx *x, int at)
 		}
 		ms->type = TPS_MODULE_LINEAR;
 		ms->in_features = ms->out_features = attn->in_features;
+		memcpy(ms->width_pointer, attn->width_pointer,
+		       sizeof ms->width_pointer);
 		ms->bias = attn->bias;
 		ms->style = TPS_STYLE_REPLICATE;
 		ms->input = ms->output = tps_placement_replicate();
@@ -618,8 +632,18 @@ static void check_width(struct cfg *c, const struct model_ctx *x,
  * the width, since x + body(x) adds them. */
 static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 {
+	/* The key that gives a module's input width. */
+	static const char *const in_key[] = {
+		[TPS_MODULE_LINEAR] = "in_features",
+		[TPS_MODULE_RELU] = "width",
+		[TPS_MODULE_GELU] = "width",
+		[TPS_MODULE_LAYERNORM] = "dim",
+		[TPS_MODULE_RESIDUAL] = "width",
+		[TPS_MODULE_EMBEDDING] = "num_embeddings",
+		[TPS_MODULE_ATTENTION] = "embed_dim",
+	};
 	struct model_ctx *x = ctx;
-	int width_in = x->last_width;
+	int width_in = x->last_width, first = x->next;
 	const struct tps_module_spec *in, *out;
 	if (!cfg_expect(c, body, cJSON_IsArray, "an array of modules")) {
 		return;
@@ -629,17 +653,36 @@ static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 		return;
 	}
 	cfg_each_item(c, body, model_item, x);
-	if (!cfg_ok(c) || x->last_width == width_in || width_in < 0) {
+	if (!cfg_ok(c) || x->last_width == width_in) {
 		return;
 	}
-	in = &x->spec->modules[width_in];
 	out = &x->spec->modules[x->last_width];
-	if (in->out_features != out->out_features) {
+	if (width_in >= 0) {
+		in = &x->spec->modules[width_in];
+		if (in->out_features != out->out_features) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "the body ends with width %lld (%s), but x + "
+				 "body(x) needs the input's, %lld (%s)",
+				 (long long)out->out_features,
+				 out->plan_pointer, (long long)in->out_features,
+				 in->plan_pointer);
+		}
+		return;
+	}
+	/* No module before the residual sets the width: its input is the
+	 * model's, as wide as the body's first module with a width takes
+	 * (/input is checked against that module). */
+	in = &x->spec->modules[first];
+	while (!tps_module_has_width(in)) {
+		in++;
+	}
+	if (in->in_features != out->out_features) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "the body ends with width %lld (%s), but x + body(x) "
-			 "needs the input's, %lld (%s)",
+			 "needs the input's, %lld (the %s of %s)",
 			 (long long)out->out_features, out->plan_pointer,
-			 (long long)in->out_features, in->plan_pointer);
+			 (long long)in->in_features, in_key[in->type],
+			 in->plan_pointer);
 	}
 }
 
@@ -728,11 +771,13 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	r->n_descendants = 6;
 	ln = new_module(c, x, name, ".ln1", TPS_MODULE_LAYERNORM);
 	ln->in_features = ln->out_features = dim;
+	set_width_key(c, ln, "dim");
 	ln->eps = eps;
 	ln->bias = bias;
 	check_width(c, x, ln, "dim");
 	a = new_module(c, x, name, ".attn", TPS_MODULE_ATTENTION);
 	a->in_features = a->out_features = dim;
+	set_width_key(c, a, "dim");
 	a->num_heads = heads;
 	a->causal = causal;
 	a->bias = bias;
@@ -744,16 +789,20 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	r->n_descendants = 4;
 	ln = new_module(c, x, name, ".ln2", TPS_MODULE_LAYERNORM);
 	ln->in_features = ln->out_features = dim;
+	set_width_key(c, ln, "dim");
 	ln->eps = eps;
 	ln->bias = bias;
 	l = new_module(c, x, name, ".mlp.fc1", TPS_MODULE_LINEAR);
 	l->in_features = dim;
 	l->out_features = hidden;
+	/* hidden, or 4 dim when it is not given */
+	set_width_key(c, l, cfg_get(m, "hidden") ? "hidden" : "dim");
 	l->bias = bias;
 	new_module(c, x, name, ".mlp.act", TPS_MODULE_GELU);
 	l = new_module(c, x, name, ".mlp.fc2", TPS_MODULE_LINEAR);
 	l->in_features = hidden;
 	l->out_features = dim;
+	set_width_key(c, l, "dim");
 	l->bias = bias;
 	x->last_width = x->next - 1;
 }
@@ -1088,7 +1137,8 @@ static bool plan_matches(const char *pattern, const char *name)
 }
 
 struct layout_ctx {
-	int ndim; /* of the activations */
+	int ndim;	  /* of the tensor the layout splits */
+	const char *what; /* that tensor: "activations", "token ids" */
 	struct tps_placement *out;
 };
 
@@ -1118,8 +1168,8 @@ static void read_layout(struct cfg *c, const cJSON *v, void *ctx)
 			if (tps_dim_normalize((int)d, x->ndim) < 0) {
 				cfg_fail(c, TPS_ERR_INPUT,
 					 "shard(%ld) is out of range for the "
-					 "%d-dim activations",
-					 d, x->ndim);
+					 "%d-dim %s",
+					 d, x->ndim, x->what);
 			}
 			*x->out = tps_placement_shard((int)d);
 			return;
@@ -1201,8 +1251,12 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		{"style", "input", "desired_input", NULL},
 		{"style", "output", "desired_output", NULL}};
 	struct style_ctx sx = {ms, 0};
-	struct layout_ctx input = {ndim, &ms->input};
-	struct layout_ctx output = {ndim, &ms->output};
+	/* An embedding's input is the token ids, a dim fewer. */
+	bool ids = ms->type == TPS_MODULE_EMBEDDING;
+	struct layout_ctx input = {ids ? ndim - 1 : ndim,
+				   ids ? "token ids" : "activations",
+				   &ms->input};
+	struct layout_ctx output = {ndim, "activations", &ms->output};
 	bool object = cJSON_IsObject(entry);
 	int b = 0;
 
@@ -1233,8 +1287,9 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		/* PrepareModuleInput(input_layouts, desired_input_layouts)
 		 * and PrepareModuleOutput: both layouts, nothing else. */
 		bool in = ms->style == TPS_STYLE_PREPARE_INPUT;
-		struct layout_ctx desired = {ndim, in ? &ms->desired_input
-						      : &ms->desired_output};
+		struct layout_ctx desired = {ndim, "activations",
+					     in ? &ms->desired_input
+						: &ms->desired_output};
 		if (!object) {
 			cfg_fail(c, TPS_ERR_INPUT,
 				 "%s needs its layouts: {\"style\": \"%s\", "
@@ -1271,6 +1326,16 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		return;
 	}
 	cfg_value(c, entry, "input", CFG_OPTIONAL, read_layout, &input);
+	if (cfg_ok(c) && ms->style == TPS_STYLE_VOCAB &&
+	    ms->input.kind != TPS_PLACEMENT_REPLICATE) {
+		/* Nothing would split the ids: refused, not ignored. The
+		 * layout read above is "shard(<digits>)": no escaping. */
+		cfg_fail_at(c, "input", TPS_ERR_INPUT,
+			    "a vocab embedding looks up the token ids on "
+			    "every rank, replicated: its input is "
+			    "\"replicate\" (got %s)",
+			    cfg_get(entry, "input")->valuestring);
+	}
 	cfg_value(c, entry, "output", CFG_OPTIONAL, read_layout, &output);
 	check_sequence_layout(c, entry, ms, ndim);
 	if (cfg_ok(c) && cfg_get(entry, "bias") &&

@@ -166,45 +166,6 @@ static void syntax_error(struct expr *e, const char *what)
 		 (int)(e->p - e->text) + 1);
 }
 
-/* A decimal number as JSON writes it, sign included: strtod alone would
- * also take "inf", "0x10" and "1e". */
-static bool scan_number(const char *p, size_t *len)
-{
-	const char *s = p;
-	if (*s == '-') {
-		s++;
-	}
-	if (!isdigit((unsigned char)*s)) {
-		return false;
-	}
-	while (isdigit((unsigned char)*s)) {
-		s++;
-	}
-	if (*s == '.') {
-		if (!isdigit((unsigned char)s[1])) {
-			return false;
-		}
-		s++;
-		while (isdigit((unsigned char)*s)) {
-			s++;
-		}
-	}
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '+' || *s == '-') {
-			s++;
-		}
-		if (!isdigit((unsigned char)*s)) {
-			return false;
-		}
-		while (isdigit((unsigned char)*s)) {
-			s++;
-		}
-	}
-	*len = (size_t)(s - p);
-	return true;
-}
-
 static bool factor(struct expr *e, double *out)
 {
 	char esc[96], defined[TPS_CONFIG_MAX_VARS * 66 + 32];
@@ -242,19 +203,17 @@ static bool factor(struct expr *e, double *out)
 		*out = e->run->vars[k].value;
 		return true;
 	}
-	if (scan_number(e->p, &len)) {
-		char num[64];
-		if (len >= sizeof num) {
-			syntax_error(e, "number too long");
-			return false;
-		}
-		memcpy(num, e->p, len);
-		num[len] = '\0';
-		/* Checked above to be a plain decimal; the C locale's point,
-		 * as the JSON reader assumes. */
-		*out = strtod(num, NULL);
+	/* The JSON reader's number grammar and conversion: "04", "+2",
+	 * "2." and "0x10" are no more numbers here than in the file. */
+	if (tps_json_scan_number(e->p, strlen(e->p), &len, out)) {
 		e->p += len;
 		return true;
+	}
+	if (isdigit((unsigned char)*e->p) ||
+	    ((*e->p == '-' || *e->p == '+' || *e->p == '.') &&
+	     isdigit((unsigned char)e->p[1]))) {
+		syntax_error(e, "expected a number as JSON writes one");
+		return false;
 	}
 	syntax_error(e, *e->p ? "expected a number or $name"
 			      : "expected a number or $name, got the end");

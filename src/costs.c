@@ -49,6 +49,7 @@ double tps_cost_collective_seconds(const char *op, int n,
 
 /* The sink: one row per (phase, op, module, group), by mode. */
 struct tally {
+	const struct tps_model_spec *spec;
 	const struct tps_mesh *mesh;
 	const struct tps_cost_spec *cost;
 	enum tps_cost_mode mode;
@@ -89,6 +90,26 @@ static struct tps_cost_row *row_for(struct tps_cost_report *r,
 	return &r->rows[r->n_rows++];
 }
 
+/* A step's sum past int64_t: an error at the config key of the module
+ * whose event pushed it over (its width: what grows the count). */
+static enum tps_status too_many(const struct tally *t,
+				const struct tps_event *ev, const char *what,
+				struct tps_error *err)
+{
+	const char *pointer = "/model";
+	for (int i = 0; i < t->spec->n_modules; i++) {
+		const struct tps_module_spec *m = &t->spec->modules[i];
+		if (strcmp(m->name, ev->module) == 0 && m->width_pointer[0]) {
+			pointer = m->width_pointer;
+		}
+	}
+	return tps_error_set(
+		err, TPS_ERR_LIMIT, "%s: the %s step's %s pass 2^63 at %s's %s",
+		pointer,
+		t->mode == TPS_COST_TRAINING ? "training" : "inference", what,
+		ev->module, ev->op);
+}
+
 static enum tps_status count(void *ctx, const struct tps_event *ev,
 			     struct tps_error *err)
 {
@@ -102,7 +123,13 @@ static enum tps_status count(void *ctx, const struct tps_event *ev,
 
 	if (ev->kind == TPS_EVENT_COMPUTE) {
 		double tflops = t->cost->tflops;
-		r->flops[t->mode] = tps_sat_add(r->flops[t->mode], ev->flops);
+		/* Flops are even (2 per multiply-add): INT64_MAX is an
+		 * event's count saturated (tps_sat_mul), not a count. */
+		if (ev->flops == INT64_MAX ||
+		    __builtin_add_overflow(r->flops[t->mode], ev->flops,
+					   &r->flops[t->mode])) {
+			return too_many(t, ev, "flops", err);
+		}
 		r->compute_seconds[t->mode] +=
 			(double)ev->flops / (tflops * 1e12);
 		return TPS_OK;
@@ -119,11 +146,16 @@ static enum tps_status count(void *ctx, const struct tps_event *ev,
 	link = tps_cost_link_of(t->cost, t->mesh, ev->mask);
 	seconds = tps_cost_collective_seconds(ev->op, n, ev->bytes_per_rank,
 					      link);
+	/* A row's bytes are part of the total's: one check covers both. */
+	if (__builtin_add_overflow(r->total[t->mode].bytes_per_rank,
+				   ev->bytes_per_rank,
+				   &r->total[t->mode].bytes_per_rank)) {
+		return too_many(t, ev, "collectives' bytes per rank", err);
+	}
 	row->mode[t->mode].count++;
 	row->mode[t->mode].bytes_per_rank += ev->bytes_per_rank;
 	row->mode[t->mode].seconds += seconds;
 	r->total[t->mode].count++;
-	r->total[t->mode].bytes_per_rank += ev->bytes_per_rank;
 	r->total[t->mode].seconds += seconds;
 	return TPS_OK;
 }
@@ -136,7 +168,7 @@ static enum tps_status run_mode(const struct tps_model_spec *spec,
 				struct tps_error *err)
 {
 	struct tps_model_spec s = *spec; /* shares modules; not freed */
-	struct tally t = {&spec->mesh, cost, mode, report};
+	struct tally t = {spec, &spec->mesh, cost, mode, report};
 	struct tps_event_sink sink = {count, &t};
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};

@@ -582,18 +582,6 @@ static enum tps_status scan_string_value(struct scanner *sc)
 	return st;
 }
 
-static bool is_digit(const struct scanner *sc, size_t at)
-{
-	return at < sc->len && sc->s[at] >= '0' && sc->s[at] <= '9';
-}
-
-static void skip_digits(struct scanner *sc)
-{
-	while (is_digit(sc, sc->pos)) {
-		sc->pos++;
-	}
-}
-
 /* 10^0 .. 10^22, each exactly a double (5^22 < 2^53). */
 static const double exact_tens[] = {
 	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
@@ -705,47 +693,147 @@ static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
 	return attach(sc, cJSON_CreateNumber(d));
 }
 
-/* number = [ "-" ] ( "0" / [1-9] *DIGIT ) [ "." 1*DIGIT ]
- *          [ ( "e" / "E" ) [ "+" / "-" ] 1*DIGIT ]   (RFC 8259) */
-static enum tps_status scan_number(struct scanner *sc)
-{
-	size_t start = sc->pos;
+/* Why a text is not an RFC 8259 number, or NUMBER_OK. */
+enum number_fault {
+	NUMBER_OK,
+	NUMBER_NO_DIGIT,	  /* at the start, or after '-' */
+	NUMBER_LEADING_ZERO,	  /* "08" */
+	NUMBER_NO_FRACTION_DIGIT, /* "8." */
+	NUMBER_NO_EXPONENT_DIGIT, /* "8e", "8e+" */
+};
 
-	if (sc->s[sc->pos] == '-') {
-		sc->pos++;
-		if (!is_digit(sc, sc->pos)) {
-			return unexpected(sc, "a digit after '-'");
-		}
+static bool digit_at(const unsigned char *s, size_t len, size_t at)
+{
+	return at < len && s[at] >= '0' && s[at] <= '9';
+}
+
+/*
+ * The one number grammar of tpsim's JSON, for the parser and for numbers
+ * read elsewhere (tps_json_scan_number: the command line's --set):
+ *
+ *   number = [ "-" ] ( "0" / [1-9] *DIGIT ) [ "." 1*DIGIT ]
+ *            [ ( "e" / "E" ) [ "+" / "-" ] 1*DIGIT ]   (RFC 8259)
+ *
+ * matched at the start of s (len bytes). *end gets the offset reached: the
+ * number's length, or where it went wrong.
+ */
+static enum number_fault number_span(const unsigned char *s, size_t len,
+				     size_t *end)
+{
+	size_t i = 0;
+	enum number_fault f = NUMBER_OK;
+
+	if (i < len && s[i] == '-') {
+		i++;
 	}
-	if (sc->s[sc->pos] == '0') {
-		sc->pos++;
-		if (is_digit(sc, sc->pos)) {
-			return syntax_error(sc, start,
-					    "leading zero in number");
+	if (!digit_at(s, len, i)) {
+		f = NUMBER_NO_DIGIT;
+		goto out;
+	}
+	if (s[i] == '0') {
+		i++;
+		if (digit_at(s, len, i)) {
+			f = NUMBER_LEADING_ZERO;
+			goto out;
 		}
 	} else {
-		skip_digits(sc);
-	}
-	if (sc->pos < sc->len && sc->s[sc->pos] == '.') {
-		sc->pos++;
-		if (!is_digit(sc, sc->pos)) {
-			return unexpected(sc, "a digit after '.' in number");
+		while (digit_at(s, len, i)) {
+			i++;
 		}
-		skip_digits(sc);
 	}
-	if (sc->pos < sc->len &&
-	    (sc->s[sc->pos] == 'e' || sc->s[sc->pos] == 'E')) {
-		sc->pos++;
-		if (sc->pos < sc->len &&
-		    (sc->s[sc->pos] == '+' || sc->s[sc->pos] == '-')) {
-			sc->pos++;
+	if (i < len && s[i] == '.') {
+		i++;
+		if (!digit_at(s, len, i)) {
+			f = NUMBER_NO_FRACTION_DIGIT;
+			goto out;
 		}
-		if (!is_digit(sc, sc->pos)) {
-			return unexpected(sc, "a digit in the exponent");
+		while (digit_at(s, len, i)) {
+			i++;
 		}
-		skip_digits(sc);
 	}
-	return number_value(sc, start, sc->pos - start);
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < len && (s[i] == '+' || s[i] == '-')) {
+			i++;
+		}
+		if (!digit_at(s, len, i)) {
+			f = NUMBER_NO_EXPONENT_DIGIT;
+			goto out;
+		}
+		while (digit_at(s, len, i)) {
+			i++;
+		}
+	}
+out:
+	*end = i;
+	return f;
+}
+
+static enum tps_status scan_number(struct scanner *sc)
+{
+	size_t start = sc->pos, end;
+	enum number_fault f = number_span(sc->s + start, sc->len - start, &end);
+
+	sc->pos = start + end;
+	switch (f) {
+	case NUMBER_OK: break;
+	case NUMBER_NO_DIGIT: return unexpected(sc, "a digit after '-'");
+	case NUMBER_LEADING_ZERO:
+		return syntax_error(sc, start, "leading zero in number");
+	case NUMBER_NO_FRACTION_DIGIT:
+		return unexpected(sc, "a digit after '.' in number");
+	case NUMBER_NO_EXPONENT_DIGIT:
+		return unexpected(sc, "a digit in the exponent");
+	}
+	return number_value(sc, start, end);
+}
+
+bool tps_json_scan_number(const char *text, size_t len, size_t *used,
+			  double *out)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	char small[64];
+	char *copy = small, *end = NULL;
+	locale_t c_numeric = (locale_t)0, saved;
+	bool ok = false;
+	size_t n;
+	double d;
+
+	if (number_span(s, len, &n) != NUMBER_OK) {
+		return false;
+	}
+	if (fast_number(s, n, &d)) {
+		ok = true;
+		goto out;
+	}
+	/* strtod, as number_value: a NUL after the number, and the C
+	 * locale's decimal point whatever the program's. */
+	if (n >= sizeof small) {
+		copy = malloc(n + 1);
+	}
+	c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+	if (!copy || c_numeric == (locale_t)0) {
+		goto out;
+	}
+	memcpy(copy, text, n);
+	copy[n] = '\0';
+	saved = uselocale(c_numeric);
+	d = strtod(copy, &end);
+	uselocale(saved);
+	assert(end == copy + n);
+	ok = true;
+out:
+	if (c_numeric != (locale_t)0) {
+		freelocale(c_numeric);
+	}
+	if (copy != small) {
+		free(copy);
+	}
+	if (ok) {
+		*used = n;
+		*out = d;
+	}
+	return ok;
 }
 
 static enum tps_status attach_bool(struct scanner *sc, bool value)

@@ -506,13 +506,18 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
 	return TPS_OK;
 }
 
-int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
+/* tps_model_estimate_bytes, and its largest part in *largest when not
+ * NULL. */
+static int64_t estimate(const struct tps_model_spec *spec,
+			struct tps_memory_part *largest)
 {
 	bool training = spec->mode == TPS_MODE_TRAINING;
 	struct tps_memory_context mc = {
 		spec->mesh.world_size, spec->mesh.shape[spec->tp_dim], training,
 		training ? tps_optim_state_count(&spec->optimizer) : 0};
-	int64_t activation;
+	struct tps_memory_part top = {0, "/input/shape", NULL};
+	const char *widest_key = "/input/shape";
+	int64_t activation, activations;
 	int64_t rows = 1, widest, total = 0;
 
 	for (int d = 0; d + 1 < spec->input_shape.ndim; d++) {
@@ -523,23 +528,46 @@ int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
 			 : 1;
 	for (int i = 0; i < spec->n_modules; i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
-		total = tps_sat_add(
-			total,
-			tps_module_ops_of(m->type)->memory_estimate(m, &mc));
+		int64_t bytes =
+			tps_module_ops_of(m->type)->memory_estimate(m, &mc);
+		total = tps_sat_add(total, bytes);
+		if (bytes > top.bytes) {
+			top = (struct tps_memory_part){bytes, m->width_pointer,
+						       m->name};
+		}
 		if (tps_module_has_width(m) && m->out_features > widest) {
 			widest = m->out_features;
+			widest_key = m->width_pointer;
 		}
 	}
 	/* About four live activations per rank (input, output, collective
 	 * scratch) and the reference's two; training saves one input per
 	 * module on every rank and in the reference. */
 	activation = tps_sat_mul(tps_sat_mul(rows, widest), 4);
-	total = tps_sat_add(total, tps_sat_mul(activation, 4 * mc.world + 2));
+	activations = tps_sat_mul(activation, 4 * mc.world + 2);
 	if (training) {
-		total = tps_sat_add(
-			total,
+		activations = tps_sat_add(
+			activations,
 			tps_sat_mul(tps_sat_mul(activation, spec->n_modules),
 				    mc.world + 1));
 	}
+	total = tps_sat_add(total, activations);
+	if (activations >= top.bytes) {
+		top = (struct tps_memory_part){activations, widest_key, NULL};
+	}
+	if (largest) {
+		*largest = top;
+	}
 	return total;
+}
+
+int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
+{
+	return estimate(spec, NULL);
+}
+
+int64_t tps_model_estimate_largest(const struct tps_model_spec *spec,
+				   struct tps_memory_part *largest)
+{
+	return estimate(spec, largest);
 }

@@ -49,6 +49,23 @@ static bool same_layout(const struct tps_dtensor *a,
 	return true;
 }
 
+/* x + body(x) needs both of one shape: a shape error otherwise. */
+static enum tps_status check_sum_shapes(const char *name,
+					const struct tps_shape *body,
+					const struct tps_shape *in,
+					struct tps_error *err)
+{
+	char a[128], b[128];
+	if (tps_shape_equal(body, in)) {
+		return TPS_OK;
+	}
+	return tps_error_set(err, TPS_ERR_SHAPE,
+			     "%s: the body's output %s does not fit the input "
+			     "%s it is added to",
+			     name, tps_shape_format(body, a, sizeof a),
+			     tps_shape_format(in, b, sizeof b));
+}
+
 static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 					struct tps_module *m,
 					struct tps_dtensor *x,
@@ -71,6 +88,11 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 	if (st == TPS_OK) {
 		st = tps_nn_forward_seq(ctx, body_begin(m), body_end(m), &xb,
 					&h, err);
+	}
+	if (st == TPS_OK) {
+		/* The config keeps the width; an injected mistake (a skipped
+		 * all_gather) need not. */
+		st = check_sum_shapes(name, &h.global, &x->global, err);
 	}
 	if (st == TPS_OK) {
 		tps_layout_chain_start(&m->out_chain, ctx, &h);
@@ -174,6 +196,9 @@ static enum tps_status residual_reference_forward(struct tps_module *m,
 	struct tps_tensor h = {0};
 	enum tps_status st = tps_nn_reference_forward_seq(
 		body_begin(m), body_end(m), pool, m->training, x, &h, err);
+	if (st == TPS_OK) {
+		st = check_sum_shapes(m->spec->name, &h.shape, &x->shape, err);
+	}
 	if (st == TPS_OK) {
 		st = tps_tensor_copy(y, x, err);
 	}

@@ -674,6 +674,63 @@ finish:
 	return st;
 }
 
+/*
+ * The sizes a values run refuses before allocating, each naming the
+ * config key it grows with (`file` is the config's name, escaped): an
+ * output over 2^31 elements (a symbolic run's meta tensors take up to
+ * 2^48, which the config checks), then the memory budget.
+ */
+static enum tps_status check_sizes(const struct tps_run_spec *spec,
+				   const char *file, int64_t max_memory,
+				   struct tps_error *err)
+{
+	const struct tps_model_spec *ms = &spec->model;
+	struct tps_memory_part part;
+	struct tps_shape shape;
+	char buf[128], what[TPS_NAME_MAX + 64];
+	int64_t need;
+	int i;
+
+	/* A symbolic run's tensors are meta: they take no bytes. */
+	if (spec->compute == TPS_COMPUTE_SYMBOLIC) {
+		return TPS_OK;
+	}
+	i = tps_model_spec_output_over(ms, TPS_MAX_ELEMENTS, &shape);
+	if (i >= 0) {
+		return tps_error_set(
+			err, TPS_ERR_LIMIT,
+			"%s: %s: the output of %s, %s, has more than 2^31 "
+			"elements, the most a tensor with values may have (its "
+			"rows come from /input/shape; a symbolic run, "
+			"--symbolic, takes up to 2^48)",
+			file, ms->modules[i].width_pointer, ms->modules[i].name,
+			tps_shape_format(&shape, buf, sizeof buf));
+	}
+	need = tps_model_estimate_largest(ms, &part);
+	if (need <= max_memory) {
+		return TPS_OK;
+	}
+	if (part.module) {
+		snprintf(what, sizeof what,
+			 "%s's parameters, every rank's copy or shard%s",
+			 part.module,
+			 ms->mode == TPS_MODE_TRAINING
+				 ? ", their gradients and optimizer state"
+				 : "");
+	} else {
+		snprintf(what, sizeof what,
+			 "the activations, the input's rows (/input/shape) by "
+			 "the widest output");
+	}
+	return tps_error_set(err, TPS_ERR_LIMIT,
+			     "%s: %s: the run needs about %lld bytes, over the "
+			     "memory budget of %lld bytes (--max-memory); the "
+			     "largest part, about %lld bytes, is %s",
+			     file, part.pointer, (long long)need,
+			     (long long)max_memory, (long long)part.bytes,
+			     what);
+}
+
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err)
 {
@@ -683,7 +740,7 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct tps_outfile out = {0};
 	struct tps_pool *pool = NULL;
 	char esc[256];
-	int64_t need, live;
+	int64_t live;
 	double start = now_seconds();
 	enum tps_status st;
 
@@ -702,17 +759,8 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			goto out;
 		}
 	}
-	/* A symbolic run's tensors are meta: they take no bytes. */
-	need = spec.compute == TPS_COMPUTE_SYMBOLIC
-		       ? 0
-		       : tps_model_estimate_bytes(&spec.model);
-	if (need > opts->max_memory) {
-		st = tps_error_set(
-			err, TPS_ERR_LIMIT,
-			"%s: the run needs about "
-			"%lld bytes, over the memory budget of %lld bytes "
-			"(--max-memory)",
-			esc, (long long)need, (long long)opts->max_memory);
+	st = check_sizes(&spec, esc, opts->max_memory, err);
+	if (st != TPS_OK) {
 		goto out;
 	}
 	s.stats.threads =

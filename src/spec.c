@@ -129,3 +129,34 @@ struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec)
 	}
 	return shape;
 }
+
+int tps_model_spec_output_over(const struct tps_model_spec *spec, int64_t limit,
+			       struct tps_shape *shape)
+{
+	struct tps_shape out = spec->input_shape;
+	int64_t rows = 1, numel;
+	/* Token ids are all rows: the embedding adds the width's dim. */
+	int row_dims = tps_model_takes_tokens(spec) ? out.ndim : out.ndim - 1;
+	for (int d = 0; d < row_dims; d++) {
+		if (__builtin_mul_overflow(rows, out.dim[d], &rows)) {
+			rows = INT64_MAX;
+		}
+	}
+	out.ndim = row_dims + 1;
+	if (out.ndim > TPS_MAX_DIMS) {
+		return -1; /* the config refuses such ids */
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		if (!tps_module_has_width(m)) {
+			continue;
+		}
+		if (__builtin_mul_overflow(rows, m->out_features, &numel) ||
+		    numel > limit) {
+			out.dim[out.ndim - 1] = m->out_features;
+			*shape = out;
+			return i;
+		}
+	}
+	return -1;
+}

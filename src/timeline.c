@@ -258,17 +258,31 @@ static enum tps_status read_layout(struct builder *b, const cJSON *o,
 	return TPS_OK;
 }
 
-/* The number of elements rank holds of a tensor laid out so. */
-static int64_t local_numel(const struct tps_mesh *mesh,
-			   const struct tps_shape *shape,
-			   const struct tps_placement *placements, int rank)
+/* The number of elements rank holds of a tensor laid out so, in *n;
+ * fails at the event's global_shape (b->p is the event's path) when it
+ * passes int64_t: the trace's sizes go up to 9e15 each. */
+static enum tps_status local_numel(struct builder *b,
+				   const struct tps_shape *shape,
+				   const struct tps_placement *placements,
+				   int rank, int64_t *n)
 {
-	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS], n = 1;
-	tps_dtensor_local_region(mesh, shape, placements, rank, offset, length);
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	char what[160], buf[128];
+	tps_dtensor_local_region(&b->tl.mesh, shape, placements, rank, offset,
+				 length);
+	*n = 1;
 	for (int d = 0; d < shape->ndim; d++) {
-		n = tps_sat_mul(n, length[d]);
+		if (__builtin_mul_overflow(*n, length[d], n)) {
+			tps_json_path_push_key(&b->p, "global_shape");
+			snprintf(what, sizeof what,
+				 "rank %d's block of %s has more than 2^63 "
+				 "elements",
+				 rank,
+				 tps_shape_format(shape, buf, sizeof buf));
+			return fail(b, TPS_ERR_LIMIT, what);
+		}
 	}
-	return n;
+	return TPS_OK;
 }
 
 static struct module_flops *find_module(struct builder *b, const char *module)
@@ -290,6 +304,7 @@ static enum tps_status forward_matmul_flops(struct builder *b, const cJSON *ev,
 					    const char *module)
 {
 	const struct tps_mesh *mesh = &b->tl.mesh;
+	struct tps_json_path at = b->p;
 	char key[TPS_NAME_MAX + 16];
 	const cJSON *w;
 	struct tps_shape y_shape, w_shape;
@@ -341,13 +356,27 @@ static enum tps_status forward_matmul_flops(struct builder *b, const cJSON *ev,
 		}
 		b->n_mods++;
 	}
+	b->p = at;
 	for (int r = 0; r < mesh->world_size; r++) {
-		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS], numel;
 		tps_dtensor_local_region(mesh, &w_shape, w_pl, r, offset,
 					 length);
-		b->flops[r] = tps_sat_mul(
-			2, tps_sat_mul(local_numel(mesh, &y_shape, y_pl, r),
-				       length[1]));
+		st = local_numel(b, &y_shape, y_pl, r, &numel);
+		if (st != TPS_OK) {
+			return st;
+		}
+		if (__builtin_mul_overflow(numel, length[1], &b->flops[r]) ||
+		    __builtin_mul_overflow(b->flops[r], 2, &b->flops[r])) {
+			char what[TPS_NAME_MAX + 160];
+			tps_json_path_push_key(&b->p, "global_shape");
+			snprintf(what, sizeof what,
+				 "rank %d's matmul flops, 2 x %" PRId64
+				 " elements x %" PRId64
+				 " (its shard of /params/%s's in_features), "
+				 "pass 2^63",
+				 r, numel, length[1], key);
+			return fail(b, TPS_ERR_LIMIT, what);
+		}
 		mod->per_rank[r] = b->flops[r];
 	}
 	return TPS_OK;
@@ -364,6 +393,22 @@ static enum tps_status to_ns(struct builder *b, double seconds, int64_t *ns)
 	*ns = (int64_t)llround(v);
 	if (*ns < TPS_TIMELINE_MIN_NS) {
 		*ns = TPS_TIMELINE_MIN_NS;
+	}
+	return TPS_OK;
+}
+
+/* Rank r's clock to start + dur, failing at the event's path when that
+ * passes int64_t nanoseconds (each event lasts up to 10^18 ns). */
+static enum tps_status advance_clock(struct builder *b, int r, int64_t start,
+				     int64_t dur)
+{
+	char what[96];
+	if (__builtin_add_overflow(start, dur, &b->clock[r])) {
+		snprintf(what, sizeof what,
+			 "rank %d's clock passes 2^63 ns (292 years) at this "
+			 "event",
+			 r);
+		return fail(b, TPS_ERR_LIMIT, what);
 	}
 	return TPS_OK;
 }
@@ -420,7 +465,9 @@ static enum tps_status lay_local(struct builder *b, int index, const cJSON *ev,
 		st = to_ns(b, (double)s.flops / (b->tl.cost.tflops * 1e12),
 			   &s.dur_ns);
 		if (st == TPS_OK) {
-			b->clock[r] += s.dur_ns;
+			st = advance_clock(b, r, s.ts_ns, s.dur_ns);
+		}
+		if (st == TPS_OK) {
 			st = add_slice(b, &s);
 		}
 	}
@@ -464,7 +511,7 @@ static enum tps_status lay_collective(struct builder *b, int index,
 	struct tps_shape shape;
 	struct tps_placement pl[TPS_MAX_MESH_DIMS];
 	struct tps_link_spec link;
-	int64_t bytes, *start, *dur;
+	int64_t bytes, local, *start, *dur;
 	size_t at = b->p.len, groups_at;
 	unsigned mask;
 	int n_groups = cJSON_GetArraySize(groups), gi = 0;
@@ -551,11 +598,18 @@ static enum tps_status lay_collective(struct builder *b, int index,
 		}
 		s.ts_ns = start[grp];
 		s.dur_ns = dur[grp];
-		nelems(op, cJSON_GetArraySize(cJSON_GetArrayItem(groups, grp)),
-		       bytes, local_numel(mesh, &shape, pl, r), &s.in_nelems,
-		       &s.out_nelems);
-		b->clock[r] = s.ts_ns + s.dur_ns;
-		st = add_slice(b, &s);
+		tps_json_path_pop(&b->p, at);
+		st = local_numel(b, &shape, pl, r, &local);
+		if (st == TPS_OK) {
+			nelems(op,
+			       cJSON_GetArraySize(
+				       cJSON_GetArrayItem(groups, grp)),
+			       bytes, local, &s.in_nelems, &s.out_nelems);
+			st = advance_clock(b, r, s.ts_ns, s.dur_ns);
+		}
+		if (st == TPS_OK) {
+			st = add_slice(b, &s);
+		}
 		if (st != TPS_OK) {
 			goto out;
 		}

@@ -633,8 +633,18 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	if (!collective) {
 		return TPS_OK;
 	}
+	/* The tallies are parts of the total: one check covers them all. */
+	if (__builtin_add_overflow(t->bytes_per_rank, ev->bytes_per_rank,
+				   &t->bytes_per_rank)) {
+		return tps_error_set(err, TPS_ERR_LIMIT,
+				     "the run's collectives pass 2^63 bytes "
+				     "per rank at event seq %lld (%s %s %s), "
+				     "past what the trace's comm counts hold",
+				     (long long)(t->next_seq - 1),
+				     tps_phase_names[ev->phase], ev->module,
+				     ev->op);
+	}
 	t->collectives++;
-	t->bytes_per_rank += ev->bytes_per_rank;
 	st = tally(t, 0, ev->op, ev->bytes_per_rank, err);
 	if (st == TPS_OK) {
 		st = tally(t, 1, tps_phase_names[ev->phase], ev->bytes_per_rank,

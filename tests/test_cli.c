@@ -76,6 +76,8 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"check", "t.json", NULL, "expected TRACE FIXTURE"},
 		{"mesh", "--shape", "3,x", "--shape expects"},
 		{"mesh", "--names", "a", "missing --shape"},
+		{"mesh", "--shape", "64,128",
+		 "mesh: --shape 64,128: the world size 8192 exceeds 4096"},
 		{"explain", NULL, NULL, "explain: expected TRACE"},
 		{"explain", "t.json", "--step", "--step needs a step number"},
 		{"explain", "--step", "x",
@@ -246,6 +248,17 @@ START_TEST(bad_configs_exit_2_with_one_line)
 		 "(uneven: divisible)"},
 		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2]",
 		 ": /mesh: unexpected end of input"},
+		/* Sizes name the key they grow with: an output over a
+		 * tensor's 2^31 elements (a meta tensor's 2^48 is the
+		 * config's, test_config). */
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		 "\"linear\", \"in_features\": 1, \"out_features\": 4}], "
+		 "\"input\": {\"shape\": [1073741824, 1]}}",
+		 ": /model/0/out_features: the output of fc, (1073741824, 4), "
+		 "has more than 2^31 elements, the most a tensor with values "
+		 "may have (its rows come from /input/shape; a symbolic run, "
+		 "--symbolic, takes up to 2^48)"},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -263,6 +276,88 @@ START_TEST(bad_configs_exit_2_with_one_line)
 		ck_assert_uint_eq(r.out_len, 0);
 		ck_assert_int_ne(access(trace, F_OK), 0);
 		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* The names in dir other than . and .., joined by spaces into buf. */
+static const char *dir_listing(const char *dir, char *buf, size_t size)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t len = 0;
+	ck_assert_ptr_nonnull(d);
+	buf[0] = '\0';
+	while ((e = readdir(d))) {
+		int n;
+		if (strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0) {
+			continue;
+		}
+		n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+			     e->d_name);
+		ck_assert(n >= 0 && (size_t)n < size - len);
+		len += (size_t)n;
+	}
+	closedir(d);
+	return buf;
+}
+
+/* Shapes that the engine would only have met at run time, as asserts or
+ * crashes (a residual whose body widens, 4-dim token ids) or as a message
+ * without a pointer (dp over a 1-dim input): each is a config error, the
+ * same one line from run, run --symbolic and comm, and no file is left. */
+START_TEST(shape_rules_are_config_errors_in_every_verb)
+{
+	static const struct {
+		const char *model, *input, *extra, *want;
+	} cases[] = {
+		{"{\"name\": \"res\", \"type\": \"residual\", \"body\": "
+		 "[{\"name\": \"fc\", \"type\": \"linear\", "
+		 "\"in_features\": 4, \"out_features\": 8}]}",
+		 "{\"shape\": [2, 4]}", "",
+		 ": /model/0/body: the body ends with width 8 "
+		 "(/model/0/body/0), but x + body(x) needs the input's, 4 (the "
+		 "in_features of /model/0/body/0)\n"},
+		{"{\"name\": \"emb\", \"type\": \"embedding\", "
+		 "\"num_embeddings\": 6, \"embedding_dim\": 4}",
+		 "{\"shape\": [1, 1, 2, 3], \"init\": \"tokens\"}", "",
+		 ": /input/shape: token ids have at most 3 dims: the embedding "
+		 "/model/0 adds one (embedding_dim) and a tensor has at "
+		 "most 4, got 4\n"},
+		{"{\"name\": \"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		 "\"out_features\": 3}",
+		 "{\"shape\": [4]}", ", \"dp_dim\": \"dp\"",
+		 ": /input/shape: /dp_dim splits the batch, dim 0 of the "
+		 "activations, and these have 1 dim (expected at least 2: "
+		 "batch, features)\n"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[1024], trace[512], want[1024], listing[256];
+		struct tu_result r[3];
+		const char *cfg;
+		snprintf(text, sizeof text,
+			 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], "
+			 "\"dim_names\": [\"dp\", \"tp\"]}, \"model\": [%s], "
+			 "\"input\": %s%s}",
+			 cases[i].model, cases[i].input, cases[i].extra);
+		cfg = write_config(dir, "bad.json", text);
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		snprintf(want, sizeof want, "tpsim: %s%s", cfg, cases[i].want);
+		r[0] = tu_cli(5, "run", cfg, "-o", trace);
+		r[1] = tu_cli(6, "run", "--symbolic", cfg, "-o", trace);
+		r[2] = tu_cli(3, "comm", cfg);
+		for (int k = 0; k < 3; k++) {
+			ck_assert_msg(r[k].rc == 2, "case %zu, verb %d: rc %d",
+				      i, k, r[k].rc);
+			ck_assert_str_eq(r[k].err, want);
+			ck_assert_uint_eq(r[k].out_len, 0);
+			tu_result_free(&r[k]);
+		}
+		ck_assert_str_eq(dir_listing(dir, listing, sizeof listing),
+				 "bad.json");
 	}
 	tu_rmtree(dir);
 }
@@ -292,15 +387,43 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 {
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(dir, "c.json", small_config);
+	char want[1024];
 	struct tu_result r = tu_cli(5, "run", cfg, "-o", dir);
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_ptr_nonnull(strstr(r.err, "is a directory"));
 	tu_result_free(&r);
+	/* The budget's refusal names the key of its largest part: here
+	 * the activations, whose widest is the input's (2, 4): 2 x 4
+	 * floats, 32 bytes, x (4 world + 2) = 320 bytes. */
 	r = tu_cli(5, "run", cfg, "--max-memory", "100");
 	ck_assert_int_eq(r.rc, 2);
-	ck_assert_ptr_nonnull(strstr(r.err, "over the memory budget of 100 "
-					    "bytes"));
+	snprintf(want, sizeof want,
+		 "tpsim: %s: /input/shape: the run needs about 400 bytes, "
+		 "over the memory budget of 100 bytes (--max-memory); the "
+		 "largest part, about 320 bytes, is the activations, the "
+		 "input's rows (/input/shape) by the widest output\n",
+		 cfg);
+	ck_assert_str_eq(r.err, want);
 	ck_assert_uint_eq(r.out_len, 0);
+	tu_result_free(&r);
+	/* fc2's weight and bias, 4096 x 4097 floats, once globally and
+	 * on each of the 2 ranks: 3 x 67125248 bytes. */
+	cfg = write_config(
+		dir, "wide.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 4096}, "
+		"{\"name\": \"fc2\", \"type\": \"linear\", \"in_features\": "
+		"4096, \"out_features\": 4096}], \"input\": {\"shape\": "
+		"[2, 4]}}");
+	r = tu_cli(5, "run", cfg, "--max-memory", "1M");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_msg(strstr(r.err, "wide.json: /model/1/out_features: the run "
+				    "needs about ") &&
+			      strstr(r.err, "the largest part, about 201375744 "
+					    "bytes, is fc2's parameters, every "
+					    "rank's copy or shard\n"),
+		      "%s", r.err);
 	tu_result_free(&r);
 	r = tu_cli(5, "run", cfg, "--max-memory", "lots");
 	ck_assert_int_eq(r.rc, 2);
@@ -1443,6 +1566,25 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 					    "fc2: linear: input (2, 1) does "
 					    "not fit weight (2, 2)\n"));
 	tu_result_free(&r);
+	/* In a residual's body: the shard (2, 2) cannot be added to the
+	 * input (2, 4), a shape error where the sum would be (it aborted on
+	 * an assert in tps_tensor_add). */
+	r = tu_cli(5, "run",
+		   mistake_config(dir, 2,
+				  "{\"name\": \"res\", \"type\": \"residual\", "
+				  "\"body\": [" FC_4_TO(4) "]}",
+				  GATHERED, "skip_gather", ""),
+		   "-o", trace);
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_msg(strstr(r.err, "STOPPED by a shape error: res: the "
+				    "body's output (2, 2) does not fit the "
+				    "input (2, 4) it is added to\n") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "(inject skip_gather)\n"));
+	tu_result_free(&r);
+	text = tu_read_file(trace, NULL);
+	ck_assert_ptr_nonnull(strstr(text, "\"result\":{\"stopped\":\"res: "));
+	free(text);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -2124,6 +2266,93 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 	ck_assert_int_eq(tu_count_lines(r.err), 1);
 	ck_assert_uint_eq(r.out_len, 0);
 	tu_result_free(&r);
+	/* A step's flops past 2^63: an error at the key of the module that
+	 * passes it, not a saturated 9223372036854775807 in --json. Linears
+	 * 128 -> 2^24 and back on (2^24, 128) rows each take 2 x 2^24 x
+	 * 2^24 x 128 = 2^56 flops (every size within its limit): the 128th
+	 * matmul of the inference step, down127 (/model/127), reaches 2^63. */
+	{
+		size_t cap = 200 * 130 + 256, len = 0;
+		char *text = malloc(cap);
+		ck_assert_ptr_nonnull(text);
+		len += (size_t)snprintf(text + len, cap - len,
+					"{\"tpsim\": 1, \"mesh\": {\"shape\": "
+					"[2], \"dim_names\": [\"tp\"]}, "
+					"\"model\": [");
+		for (int i = 0; i < 130; i++) {
+			len += (size_t)snprintf(
+				text + len, cap - len,
+				"%s{\"name\": \"%s%d\", \"type\": "
+				"\"linear\", \"in_features\": %d, "
+				"\"out_features\": %d, \"bias\": false}",
+				i ? ", " : "", i % 2 ? "down" : "up", i,
+				i % 2 ? 16777216 : 128, i % 2 ? 128 : 16777216);
+		}
+		snprintf(text + len, cap - len,
+			 "], \"input\": {\"shape\": [16777216, 128]}}");
+		cfg = write_config(dir, "flops.json", text);
+		free(text);
+		r = tu_cli(4, "comm", cfg, "--json");
+		ck_assert_int_eq(r.rc, 2);
+		ck_assert_msg(strstr(r.err,
+				     "flops.json: /model/127/out_features: "
+				     "the inference step's flops pass "
+				     "2^63 at down127's matmul\n") != NULL,
+			      "%s", r.err);
+		ck_assert_uint_eq(r.out_len, 0);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* --set values follow the JSON number grammar, as the config's own
+ * numbers do: strtod took every one of these. Each is a usage error,
+ * from run (one value) and from comm (a list, the bad value anywhere). */
+START_TEST(set_values_are_json_numbers)
+{
+	static const char *const bad[] = {"0x10", " 8", "08",	 "8.", "+8",
+					  ".5",	  "1e", "1e+",	 "-",  "inf",
+					  "nan",  "8 ", "1_000", ""};
+	static const char *const good[] = {"8", "-0.5", "1e3", "2E-1", "0"};
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", comm_config);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char arg[64], want[256];
+		struct tu_result r;
+		snprintf(arg, sizeof arg, "dp=%s", bad[i]);
+		r = tu_cli(5, "run", cfg, "--set", arg);
+		snprintf(want, sizeof want,
+			 "tpsim: run: --set expects NAME=VALUE, got '%s'\n"
+			 "Try 'tpsim --help'.\n",
+			 arg);
+		ck_assert_msg(r.rc == 2, "%s: rc %d", arg, r.rc);
+		ck_assert_str_eq(r.err, want);
+		ck_assert_uint_eq(r.out_len, 0);
+		tu_result_free(&r);
+		snprintf(arg, sizeof arg, "dp=1,%s,2", bad[i]);
+		r = tu_cli(5, "comm", cfg, "--set", arg);
+		snprintf(want, sizeof want,
+			 "tpsim: comm: --set expects NAME=V[,V...] with "
+			 "numbers V, got '%s'\nTry 'tpsim --help'.\n",
+			 arg);
+		ck_assert_msg(r.rc == 2, "%s: rc %d", arg, r.rc);
+		ck_assert_str_eq(r.err, want);
+		tu_result_free(&r);
+	}
+	/* Numbers JSON writes are taken; 2E-1 of a mesh size is refused by
+	 * the config, at its pointer, not as a usage error. */
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		char arg[64];
+		struct tu_result r;
+		snprintf(arg, sizeof arg, "dp=%s", good[i]);
+		r = tu_cli(5, "comm", cfg, "--set", arg);
+		ck_assert_msg(r.rc == 0 ||
+				      strstr(r.err, "c.json: /mesh/shape/0"),
+			      "%s: %s", arg, r.err);
+		ck_assert_ptr_null(strstr(r.err, "--set expects"));
+		tu_result_free(&r);
+	}
 	tu_rmtree(dir);
 }
 END_TEST
@@ -2454,11 +2683,13 @@ static Suite *cli_suite(void)
 	TCase *comm = tcase_create("comm");
 	tcase_add_test(usage, help_and_version_go_to_stdout);
 	tcase_add_test(usage, usage_errors_are_one_line_and_a_hint);
+	tcase_add_test(usage, set_values_are_json_numbers);
 	tcase_add_test(run, run_writes_trace_and_one_line_summary);
 	tcase_add_test(run, run_reads_the_config_from_stdin);
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
 	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
 	tcase_add_test(run, bad_configs_exit_2_with_one_line);
+	tcase_add_test(run, shape_rules_are_config_errors_in_every_verb);
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);

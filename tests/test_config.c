@@ -534,6 +534,39 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/body/0/in_features: expected 8, the "
 	    "out_features of /model/0, got 4"),
+	/* Nothing before the residual sets the width: its input is the
+	 * model's, as wide as the body's first linear takes. */
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[" FC1 "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: the body ends with width 8 "
+	    "(/model/0/body/0), but x + body(x) needs the input's, 4 (the "
+	    "in_features of /model/0/body/0)"),
+	BAD(WITH_MODEL(ACT ",{'name':'res','type':'residual','body':[" FC1
+			   "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/body: the body ends with width 8 "
+	    "(/model/1/body/0), but x + body(x) needs the input's, 4 (the "
+	    "in_features of /model/1/body/0)"),
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[{'name':'in',"
+		       "'type':'residual','body':[" FC1 "]}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body/0/body: the body ends with width 8 "
+	    "(/model/0/body/0/body/0), but x + body(x) needs the input's, 4 "
+	    "(the in_features of /model/0/body/0/body/0)"),
+	BAD(WITH_MODEL("{'name':'res','type':'residual','body':[{'name':'in',"
+		       "'type':'residual','body':[{'name':'ln','type':"
+		       "'layernorm','dim':4}]}," FC1 "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: the body ends with width 8 "
+	    "(/model/0/body/1), but x + body(x) needs the input's, 4 (the dim "
+	    "of /model/0/body/0/body/0)"),
+	BAD(HDR "'model':[{'name':'res','type':'residual','body':[{'name':"
+		"'attn','type':'attention','embed_dim':4,'num_heads':2}," FC1
+		"]}],'input':{'shape':[2,3,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/body: the body ends with width 8 "
+	    "(/model/0/body/1), but x + body(x) needs the input's, 4 (the "
+	    "embed_dim of /model/0/body/0)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
 			   "{'name':'fc1','type':'relu'}]}") "}",
 	    TPS_ERR_INPUT,
@@ -653,6 +686,26 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/0/out_features: the weight (2147483648, "
 	    "2147483648) has more than 2^31 elements"),
 
+	/* No output may pass 2^48 elements, even as a meta tensor: reported
+	 * at the key of its width (its rows are the input's). */
+	BAD(HDR "'model':[{'name':'fc','type':'linear','in_features':1,"
+		"'out_features':2147483648}],'input':{'shape':[2147483648,1]}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/out_features: the output of fc, (2147483648, "
+	    "2147483648), has more than 2^48 elements, the most a tensor may "
+	    "have even without values (its rows come from /input/shape)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':16,"
+		"'num_heads':1,'hidden':4194304}],'input':{'shape':[67108864,"
+		"2,16]}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/hidden: the output of b.mlp.fc1, (67108864, 2, "
+	    "4194304), has more than 2^48 elements"),
+	BAD(HDR "'model':[{'name':'e','type':'embedding','num_embeddings':1,"
+		"'embedding_dim':1073741824}],'input':{'shape':[1048576,1024],"
+		"'init':'tokens'}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/embedding_dim: the output of e, (1048576, "
+	    "1024, 1073741824), has more than 2^48 elements"),
 	/* Cross-field: reported at the later field, naming the earlier. */
 	BAD(WITH_MODEL(FC1 "," ACT ",{'name':'fc2','type':'linear',"
 			   "'in_features':6,'out_features':4}") "}",
@@ -900,6 +953,20 @@ static const struct bad_config bad_configs[] = {
 	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6}"
 		"],'input':{'shape':[2,3]}}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/embedding_dim: missing"),
+	/* The embedding adds a dim: 4-dim ids would make 5-dim activations. */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[1,1,2,3],'init':"
+		"'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape: token ids have at most 3 dims: the "
+	    "embedding /model/0 adds one (embedding_dim) and a tensor has at "
+	    "most 4, got 4"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'values':[[[[1,2]]]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: token ids have at most 3 dims: the "
+	    "embedding /model/0 adds one (embedding_dim) and a tensor has at "
+	    "most 4, got 4"),
 	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
 		"'embedding_dim':4}],'input':{'shape':[2,3]},"
 		"'plan':{'emb':'colwise'}}",
@@ -963,6 +1030,41 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1/input: shard(9) is out of range for the "
 	    "2-dim activations"),
+	/* A vocab embedding looks up replicated token ids (2-dim here, its
+	 * output 3-dim): an input layout that would split them is not one
+	 * it uses, and its dims are the ids'. */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: a vocab embedding looks up the token "
+	    "ids on every rank, replicated: its input is \"replicate\" (got "
+	    "shard(1))"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(-1)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: a vocab embedding looks up the token "
+	    "ids on every rank, replicated: its input is \"replicate\" (got "
+	    "shard(-1))"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(9)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: shard(9) is out of range for the "
+	    "2-dim token ids"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','input':'shard(2)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/input: shard(2) is out of range for the "
+	    "2-dim token ids"),
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
+		"'embedding_dim':4}],'input':{'shape':[2,3],'init':'tokens'},"
+		"'plan':{'emb':{'style':'vocab','output':'shard(3)'}}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/emb/output: shard(3) is out of range for the "
+	    "3-dim activations"),
 	BAD(BASE ",'plan':{'fc1':{'style':'colwise','output':'shard(-3)'}}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/fc1/output: shard(-3) is out of range"),
@@ -1222,6 +1324,18 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /dp_dim/1: \"dp\" (mesh dim 0) comes after \"cp\" (mesh "
 	    "dim 1): name the dp dims in mesh order (/mesh/dim_names), as "
 	    "DeviceMesh slicing requires"),
+	/* A 1-dim input has no batch dim for dp to split. */
+	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[" FC1 "],"
+	    "'input':{'shape':[4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape: /dp_dim splits the batch, dim 0 of the "
+	    "activations, and these have 1 dim (expected at least 2: batch, "
+	    "features)"),
+	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[" FC1 "],"
+	    "'input':{'values':[1,2,3,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: /dp_dim splits the batch, dim 0 of the "
+	    "activations, and these have 1 dim"),
 	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','tp']}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim/1: the dp dim must differ from the tp dim "
 	    "\"tp\""),
@@ -1300,6 +1414,16 @@ static const struct bad_config bad_configs[] = {
 	BAD(BATCH_EXPR("0x10*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/shape/0: bad expression \"0x10*$batch\": "
 	    "expected * or / at column 2"),
+	/* Numbers in expressions are JSON's, as everywhere else. */
+	BAD(BATCH_EXPR("04*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"04*$batch\": expected "
+	    "a number as JSON writes one at column 1"),
+	BAD(BATCH_EXPR("$batch * 2.") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"$batch * 2.\": "
+	    "expected a number as JSON writes one at column 10"),
+	BAD(BATCH_EXPR("+2*$batch") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/0: bad expression \"+2*$batch\": expected "
+	    "a number as JSON writes one at column 1"),
 	BAD(BATCH_EXPR("$batch / 0") ",'vars':{'batch':2}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/shape/0: expression \"$batch / 0\" divides by "
 	    "zero"),
@@ -2257,6 +2381,11 @@ START_TEST(normalized_config_parses_to_itself)
 		HDR MODEL ",'input':{'values':[[1,2.5,-3,0.1],[5,6,7,8e-3]]}}",
 		BASE ",'plan':{'fc2':'rowwise'},'inject':['bias_every_rank']}",
 		REPEATS "}",
+		/* A vocab embedding's input is written "replicate". */
+		HDR "'model':[{'name':'emb','type':'embedding',"
+		    "'num_embeddings':6,'embedding_dim':4}],'input':{'shape':"
+		    "[2,3],'init':'tokens'},'plan':{'emb':{'style':'vocab',"
+		    "'output':'shard(1)'}}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};

@@ -922,6 +922,92 @@ START_TEST(parse_strict_reads_numbers_whatever_the_locale)
 }
 END_TEST
 
+/* tps_json_scan_number, for numbers outside a document (--set): the
+ * parser's grammar and its value, bit for bit, whatever follows. */
+START_TEST(scan_number_reads_what_parse_strict_reads)
+{
+	static const struct {
+		const char *text;
+		size_t used; /* 0: not a number */
+	} cases[] = {
+		{"8", 1},
+		{"-0", 2},
+		{"0.5", 3},
+		{"-12.5e-1", 8},
+		{"1E+2", 4},
+		{"1e400", 5},
+		{"1e-30", 5}, /* past 10^22: strtod */
+		{"123456789012345678901234567890", 30},
+		{"0.1000000000000000055511151231257827021181583404541015625",
+		 57},
+		{"8,16", 1},
+		{"0x10", 1},
+		{"2 ", 1},
+		{"08", 0},
+		{"-08", 0},
+		{"+8", 0},
+		{" 8", 0},
+		{"8.", 0},
+		{".5", 0},
+		{"1e", 0},
+		{"1e+", 0},
+		{"-", 0},
+		{"inf", 0},
+		{"nan", 0},
+		{"", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *t = cases[i].text;
+		size_t used = 99;
+		double v = 99.0;
+		bool ok = tps_json_scan_number(t, strlen(t), &used, &v);
+		cJSON *tree;
+		if (cases[i].used == 0) {
+			ck_assert_msg(!ok, "\"%s\" was read", t);
+			ck_assert_uint_eq(used, 99);
+			ck_assert(v == 99.0);
+			continue;
+		}
+		ck_assert_msg(ok, "\"%s\" was refused", t);
+		ck_assert_uint_eq(used, cases[i].used);
+		tree = expect_ok(t, used);
+		ck_assert_msg(memcmp(&v, &tree->valuedouble, sizeof v) == 0,
+			      "\"%s\": %a, parse_strict %a", t, v,
+			      tree->valuedouble);
+		cJSON_Delete(tree);
+	}
+	/* It reads only len bytes. */
+	{
+		size_t used = 0;
+		double v = 0;
+		ck_assert(tps_json_scan_number("125", 2, &used, &v));
+		ck_assert_uint_eq(used, 2);
+		ck_assert(v == 12.0);
+	}
+}
+END_TEST
+
+START_TEST(scan_number_reads_numbers_whatever_the_locale)
+{
+	static const char *const comma_locales[] = {
+		"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8",
+		"ru_RU.UTF-8", "de_DE",	     "fr_FR"};
+	static const char third[] = "0.33333333333333333333333333333333333";
+	size_t used = 0;
+	double v = 0;
+	for (size_t i = 0; i < sizeof comma_locales / sizeof *comma_locales;
+	     i++) {
+		if (setlocale(LC_NUMERIC, comma_locales[i])) {
+			break;
+		}
+	}
+	ck_assert(tps_json_scan_number(third, strlen(third), &used, &v));
+	ck_assert_uint_eq(used, strlen(third));
+	ck_assert(v == 1.0 / 3.0);
+	setlocale(LC_NUMERIC, "C");
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* The tree is the one cJSON builds                                         */
 /* ------------------------------------------------------------------------ */
@@ -1678,6 +1764,8 @@ static Suite *jsonio_suite(void)
 		(int)(sizeof decimal_cases / sizeof decimal_cases[0]));
 	tcase_add_test(tc, parse_strict_fast_numbers_match_strtod);
 	tcase_add_test(tc, parse_strict_reads_numbers_whatever_the_locale);
+	tcase_add_test(tc, scan_number_reads_what_parse_strict_reads);
+	tcase_add_test(tc, scan_number_reads_numbers_whatever_the_locale);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("tree");

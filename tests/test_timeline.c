@@ -558,16 +558,19 @@ static void write_edited(const char *good, const char *bad, const char *from,
 START_TEST(timeline_refuses_bad_arguments_with_one_line)
 {
 	const char *dir = tu_tempdir();
-	const char *trace = trace_of(dir, "fixtures/mesh_2d_dp_tp/config.json",
-				     "t.json", NULL);
+	char trace[1024]; /* trace_of's buffer is reused below */
 	char bad_dim[1024], no_links[1024], bad_group[1024], missing[1024],
-		into_dir[1024];
+		into_dir[1024], huge[1024], huge_flops[1024], huge_ar[1024],
+		slow[1024], gpt[1024];
 	struct row {
 		int argc;
 		const char *argv[6];
 		int lines; /* usage errors add the hint line */
 		const char *message;
 	};
+	snprintf(trace, sizeof trace, "%s",
+		 trace_of(dir, "fixtures/mesh_2d_dp_tp/config.json", "t.json",
+			  NULL));
 	snprintf(bad_dim, sizeof bad_dim, "%s/bad_dim.json", dir);
 	snprintf(no_links, sizeof no_links, "%s/no_links.json", dir);
 	snprintf(bad_group, sizeof bad_group, "%s/bad_group.json", dir);
@@ -578,6 +581,33 @@ START_TEST(timeline_refuses_bad_arguments_with_one_line)
 	write_edited(trace, no_links, "\"links\":", "\"lonks\":");
 	write_edited(trace, bad_group, "\"groups\":[[0,1],[2,3]]",
 		     "\"groups\":[[0,1],[1,3]]");
+	/* Sizes whose products pass int64_t: an error at the shape, where
+	 * the counts saturated (flops 9223372036854775807) or wrapped. The
+	 * first (2, 2) is fc2's forward matmul, event 8: rank 0's block is
+	 * half its rows (dp) and it multiplies by 2 of fc2's 4 in_features
+	 * (tp). 2^40 x 2^40 / 2 = 2^79 elements; 2^31 x 2^31 / 2 = 2^61
+	 * elements fit, but 2 x 2^61 x 2 = 2^63 flops do not. */
+	snprintf(huge, sizeof huge, "%s/huge.json", dir);
+	snprintf(huge_flops, sizeof huge_flops, "%s/huge_flops.json", dir);
+	snprintf(huge_ar, sizeof huge_ar, "%s/huge_ar.json", dir);
+	snprintf(slow, sizeof slow, "%s/slow.json", dir);
+	write_edited(trace, huge, "\"global_shape\":[2,2]",
+		     "\"global_shape\":[1099511627776,1099511627776]");
+	write_edited(trace, huge_flops, "\"global_shape\":[2,2]",
+		     "\"global_shape\":[2147483648,2147483648]");
+	/* The all_reduce (event 9): each rank's block is its in and out
+	 * message. */
+	write_edited(trace, huge_ar,
+		     "\"global_shape\":[2,2],\"bytes_per_rank\":8",
+		     "\"global_shape\":[1099511627776,1099511627776],"
+		     "\"bytes_per_rank\":8");
+	/* gpt_2block's 117 matmuls on rank 0 at 8192 flops at most: at
+	 * 9.1e-18 TFLOPS the largest takes 9e17 ns, under an event's 10^18
+	 * ns, and together they pass 2^63 ns (about 9.2e18) at event 95. */
+	snprintf(gpt, sizeof gpt, "%s",
+		 trace_of(dir, "examples/gpt_2block/config.json", "gpt.json",
+			  NULL));
+	write_edited(gpt, slow, "\"TFLOPS\":100", "\"TFLOPS\":9.1e-18");
 	const struct row rows[] = {
 		{1, {"timeline"}, 2, "tpsim: timeline: expected TRACE"},
 		{3,
@@ -626,6 +656,27 @@ START_TEST(timeline_refuses_bad_arguments_with_one_line)
 		 1,
 		 "/bad_group.json: /events/9/groups/1/0: expected a rank from "
 		 "0 to 3 in no other group"},
+		{2,
+		 {"timeline", huge},
+		 1,
+		 "/huge.json: /events/8/global_shape: rank 0's block of "
+		 "(1099511627776, 1099511627776) has more than 2^63 elements"},
+		{2,
+		 {"timeline", huge_flops},
+		 1,
+		 "/huge_flops.json: /events/8/global_shape: rank 0's matmul "
+		 "flops, 2 x 2305843009213693952 elements x 2 (its shard of "
+		 "/params/fc2.weight's in_features), pass 2^63"},
+		{2,
+		 {"timeline", huge_ar},
+		 1,
+		 "/huge_ar.json: /events/9/global_shape: rank 0's block of "
+		 "(1099511627776, 1099511627776) has more than 2^63 elements"},
+		{2,
+		 {"timeline", slow},
+		 1,
+		 "/slow.json: /events/95: rank 0's clock passes 2^63 ns (292 "
+		 "years) at this event"},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char *argv[8] = {"tpsim"};

@@ -12,6 +12,7 @@
 #include "tpsim/dtensor.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/run.h"
+#include "tpsim/trace.h"
 
 static const char mlp_config[] =
 	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
@@ -358,6 +359,53 @@ START_TEST(inf_is_found_in_every_values_mode_at_any_thread_count)
 }
 END_TEST
 
+/* The comm counts are sums over the run: one past 2^63 bytes per rank
+ * (many steps of collectives of meta tensors up to 2^48 elements) is an
+ * error, not a wrapped (negative) count in the trace. */
+START_TEST(comm_counts_past_int64_are_an_error)
+{
+	static const int shape[] = {2};
+	static const char *const names[] = {"tp"};
+	struct tps_placement pl[1] = {tps_placement_replicate()};
+	struct tps_shape dims = tps_shape_make(1, (const int64_t[]){4});
+	struct tps_tensor *locals = calloc(2, sizeof *locals);
+	struct tps_mesh mesh;
+	struct tps_dtensor v = {0};
+	struct tps_trace t;
+	struct tps_error err = {0};
+	struct tps_event ev = {.step = 0,
+			       .phase = TPS_PHASE_FORWARD,
+			       .kind = TPS_EVENT_COLLECTIVE,
+			       .module = "fc",
+			       .op = "all_reduce",
+			       .tensor = "fc.out",
+			       .mask = 1u,
+			       .bytes_per_rank = (int64_t)1 << 62,
+			       .value = &v};
+	FILE *out = tmpfile();
+	ck_assert_ptr_nonnull(out);
+	ck_assert_ptr_nonnull(locals);
+	ck_assert_int_eq(tps_mesh_init(&mesh, 1, shape, names, &err), TPS_OK);
+	for (int r = 0; r < 2; r++) {
+		ck_assert_int_eq(tps_tensor_init_meta(&locals[r], &dims, &err),
+				 TPS_OK);
+	}
+	tps_dtensor_wrap(&v, &mesh, &dims, pl, locals);
+	tps_trace_init(&t, out, TPS_TRACE_VALUES_NONE, &mesh);
+	ck_assert_int_eq(tps_event_emit(tps_trace_sink(&t), &ev, &err), TPS_OK);
+	ev.bytes_per_rank = INT64_MAX - ((int64_t)1 << 62) + 1;
+	ck_assert_int_eq(tps_event_emit(tps_trace_sink(&t), &ev, &err),
+			 TPS_ERR_LIMIT);
+	ck_assert_str_eq(err.message,
+			 "the run's collectives pass 2^63 bytes per rank at "
+			 "event seq 1 (forward fc all_reduce), past what the "
+			 "trace's comm counts hold");
+	tps_trace_free(&t);
+	tps_dtensor_free(&v);
+	fclose(out);
+}
+END_TEST
+
 START_TEST(placement_strings_round_trip_and_block_one_is_unchanged)
 {
 	/* format then parse gives the placement back, for a 4-dim tensor. */
@@ -514,6 +562,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(fmt, summary_mode_replaces_values_with_stats_and_hash);
 	tcase_add_test(bad, nan_stops_the_run_and_leaves_no_file);
 	tcase_add_test(bad, inf_in_a_matmul_names_the_event);
+	tcase_add_test(bad, comm_counts_past_int64_are_an_error);
 	tcase_add_test(bad, inf_in_a_collective_is_worded_as_in_a_matmul);
 	tcase_add_test(bad,
 		       inf_is_found_in_every_values_mode_at_any_thread_count);

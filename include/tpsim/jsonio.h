@@ -17,6 +17,7 @@
 #ifndef TPSIM_JSONIO_H
 #define TPSIM_JSONIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,21 @@ enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
 enum tps_status tps_json_parse_strict(const char *name, const char *text,
 				      size_t len, cJSON **out,
 				      struct tps_error *err);
+
+/*
+ * The RFC 8259 number at the start of `text` (len bytes), for numbers that
+ * come from elsewhere than a JSON document (the command line's --set): the
+ * parser's own grammar and conversion, so that such a value reads exactly
+ * as it would in a file. On success *used gets its length and *out its
+ * value (correctly rounded; +-inf past the largest double). What follows
+ * it is the caller's to check: "0x10" is the number 0 and then "x10".
+ * Returns false, outputs untouched, when text does not start with a JSON
+ * number ("+8", " 8", "08", "8.", "1e", "inf"), or, for a number the
+ * exact fast path cannot convert (over 19 digits, or beyond 1e+-22), when
+ * memory runs out.
+ */
+bool tps_json_scan_number(const char *text, size_t len, size_t *used,
+			  double *out);
 
 /* tps_json_read_file followed by tps_json_parse_strict. */
 enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,

@@ -199,4 +199,21 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
  * run over the memory budget before allocating. Saturates at INT64_MAX. */
 int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec);
 
+/* The largest part of that estimate, so that a refusal can name the config
+ * key to shrink. */
+struct tps_memory_part {
+	int64_t bytes;
+	/* The key it grows with: the module's width ("/model/0/out_features")
+	 * for its parameters; for the activations, the widest module's, or
+	 * "/input/shape" when the input is the widest. */
+	const char *pointer;
+	/* The module whose parameters (with their gradients and optimizer
+	 * state) it is, or NULL: the activations. */
+	const char *module;
+};
+/* tps_model_estimate_bytes, with its largest part in *largest (pointing
+ * into spec). */
+int64_t tps_model_estimate_largest(const struct tps_model_spec *spec,
+				   struct tps_memory_part *largest);
+
 #endif

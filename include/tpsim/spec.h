@@ -43,6 +43,13 @@ int tps_model_activation_ndim(const struct tps_model_spec *spec);
 /* The model's output shape: the input's, with an embedding's dim added
  * and each width the modules set in turn as its last dim. */
 struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec);
+/* The first module that sets the width (tps_module_has_width) whose global
+ * output, the input's rows by its width, has more than `limit` elements,
+ * or -1; *shape gets that output's shape. Element counts only: nothing is
+ * allocated, and a meta run and a values run each pass their own limit
+ * (TPS_MAX_META_ELEMENTS, TPS_MAX_ELEMENTS). */
+int tps_model_spec_output_over(const struct tps_model_spec *spec, int64_t limit,
+			       struct tps_shape *shape);
 
 enum tps_module_type {
 	TPS_MODULE_LINEAR,
@@ -236,6 +243,11 @@ struct tps_module_spec {
 	/* "/plan/fc2" when planned, else "/model/2": messages about the
 	 * module's plan start with it. */
 	char plan_pointer[TPS_POINTER_MAX];
+	/* The config key its output width comes from, for messages about
+	 * sizes: "/model/2/out_features", "/model/0/embed_dim" (an
+	 * attention and its linears), "/model/1/hidden" (a block's fc1);
+	 * "" for a type that keeps the width. */
+	char width_pointer[TPS_POINTER_MAX];
 };
 
 /* An explicit global value for one parameter ("params" in the config). */
