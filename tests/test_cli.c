@@ -1582,6 +1582,46 @@ START_TEST(comm_sweeps_every_combination_of_set_values)
 }
 END_TEST
 
+/* People read sizes in binary units; --json keeps exact integers. A
+ * rowwise fc with a (512, 512) output over tp 2: the all_reduce sends
+ * 2 (n-1) c = 2 * 131072 floats * 4 = 1048576 bytes = 1 MiB per rank,
+ * in inference and in training alike (no input gradient). */
+START_TEST(comm_prints_sizes_in_binary_units_and_exact_json)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 512}], "
+		"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
+		"[512, 4]}}");
+	struct tu_result r = tu_cli(4, "comm", cfg, "--summary");
+	const char *row;
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	row = strstr(r.out, "c.json ");
+	ck_assert_msg(row != NULL, "%s", r.out);
+	ck_assert_msg(strstr(row, "  1 MiB  ") != NULL &&
+			      strstr(strstr(row, "  1 MiB  ") + 1,
+				     "  1 MiB  ") != NULL,
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1048576") == NULL, "%s", r.out);
+	tu_result_free(&r);
+	/* The table of one point: the all_reduce's row and the total. */
+	r = tu_cli(3, "comm", cfg);
+	ck_assert_msg(strstr(r.out,
+			     "all_reduce  fc      tp                1  "
+			     "     1 MiB         1       1 MiB\n") != NULL,
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1048576") == NULL, "%s", r.out);
+	tu_result_free(&r);
+	r = tu_cli(4, "comm", cfg, "--json");
+	ck_assert_ptr_nonnull(strstr(r.out, "\"bytes_per_rank\":1048576,"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(comm_refuses_bad_input_with_one_line)
 {
 	const char *dir = tu_tempdir();
@@ -1973,6 +2013,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(check, explain_prints_byte_counts_as_integers);
 	tcase_add_test(comm, comm_counts_inference_and_training_side_by_side);
 	tcase_add_test(comm, comm_sweeps_every_combination_of_set_values);
+	tcase_add_test(comm, comm_prints_sizes_in_binary_units_and_exact_json);
 	tcase_add_test(comm, comm_refuses_bad_input_with_one_line);
 	tcase_add_test(comm, run_set_overrides_a_config_variable);
 	tcase_add_test(comm, the_generated_tables_in_docs_are_current);
