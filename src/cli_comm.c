@@ -542,6 +542,20 @@ int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err)
 			}
 		}
 	}
+	/* A plan that undoes its own redistributions (costs.h), as `tpsim
+	 * run` warns: once per config and sentence, whatever the sweep. */
+	for (int i = 0; rc == TPS_EXIT_OK && i < n_points; i++) {
+		bool said = false;
+		for (int j = 0; j < i && !said; j++) {
+			said = points[j].config == points[i].config &&
+			       strcmp(points[j].report.warning,
+				      points[i].report.warning) == 0;
+		}
+		if (!said && points[i].report.warning[0]) {
+			fprintf(err, "tpsim: warning: %s: %s\n",
+				points[i].config, points[i].report.warning);
+		}
+	}
 	if (rc == TPS_EXIT_OK && json) {
 		print_json(out, points, n_points);
 	}

@@ -1774,6 +1774,76 @@ START_TEST(comm_prints_sizes_in_binary_units_and_exact_json)
 }
 END_TEST
 
+/* A standalone sequence-parallel block on a replicated input (a small
+ * examples/sp_block/sp.json): each residual gathers back what the
+ * reduce_scatter before it split. */
+static const char sp_block_config[] =
+	"{\"tpsim\": 1, \"vars\": {\"tp\": 2}, \"mesh\": {\"shape\": "
+	"[\"$tp\"], \"dim_names\": [\"tp\"]}, \"model\": [{\"name\": "
+	"\"block\", \"type\": \"transformer_block\", \"dim\": 8, "
+	"\"num_heads\": 2, \"hidden\": 16}], \"plan\": {%s\"block.ln[12]\": "
+	"\"sequence\", \"block.attn.[qkv]\": \"colwise\", \"block.attn.o\": "
+	"{\"style\": \"rowwise\", \"output\": \"shard(1)\"}, "
+	"\"block.mlp.fc1\": {\"style\": \"colwise\", \"input\": "
+	"\"shard(1)\"}, \"block.mlp.fc2\": {\"style\": \"rowwise\", "
+	"\"output\": \"shard(1)\"}}, \"input\": {\"shape\": [1, 4, 8]}}";
+
+START_TEST(run_and_comm_warn_of_a_redistribution_the_next_one_undoes)
+{
+	const char *dir = tu_tempdir();
+	char text[2048], trace[512];
+	const char *cfg;
+	cJSON *t = NULL;
+	const cJSON *w;
+	struct tu_result r;
+	snprintf(text, sizeof text, sp_block_config, "");
+	cfg = write_config(dir, "sp.json", text);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err,
+			     "sp.json: 2 redistributions in a forward "
+			     "step undo the one before them; the "
+			     "first: block.attn.o's reduce_scatter") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: warning: "));
+	/* 2 all_gathers (attn, fc1), 2 reduce_scatters, 2 gathered back. */
+	ck_assert_ptr_nonnull(strstr(r.err, " 6 collectives ("));
+	tu_result_free(&r);
+	ck_assert_int_eq(tps_json_load(trace, 1 << 24, &t, NULL), TPS_OK);
+	w = cJSON_GetObjectItem(t, "warnings");
+	ck_assert_int_eq(cJSON_GetArraySize(w), 1);
+	ck_assert_ptr_nonnull(strstr(cJSON_GetArrayItem(w, 0)->valuestring,
+				     "block.attn_residual's all_gather"));
+	cJSON_Delete(t);
+	/* tpsim comm says it too, once for a sweep of two points. */
+	r = tu_cli(5, "comm", cfg, "--set", "tp=2,4");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: warning: "));
+	ck_assert_ptr_nonnull(strstr(r.err, "block.attn_residual's"));
+	tu_result_free(&r);
+	/* The input split into sequence shards once: no warning, and the
+	 * output's one gather in place of the two gathered back. */
+	snprintf(
+		text, sizeof text, sp_block_config,
+		"\"block.attn_residual\": {\"style\": \"prepare_input\", "
+		"\"input\": \"replicate\", \"desired_input\": \"shard(1)\"}, ");
+	cfg = write_config(dir, "prepared.json", text);
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_ptr_null(strstr(r.err, "warning"));
+	ck_assert_ptr_nonnull(strstr(r.err, " 5 collectives ("));
+	ck_assert_ptr_nonnull(strstr(r.err, "matches the reference"));
+	tu_result_free(&r);
+	r = tu_cli(3, "comm", cfg);
+	ck_assert_uint_eq(r.err_len, 0);
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(comm_refuses_bad_input_with_one_line)
 {
 	const char *dir = tu_tempdir();
@@ -2169,6 +2239,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(comm, comm_counts_inference_and_training_side_by_side);
 	tcase_add_test(comm, comm_sweeps_every_combination_of_set_values);
 	tcase_add_test(comm, comm_prints_sizes_in_binary_units_and_exact_json);
+	tcase_add_test(
+		comm,
+		run_and_comm_warn_of_a_redistribution_the_next_one_undoes);
 	tcase_add_test(comm, comm_refuses_bad_input_with_one_line);
 	tcase_add_test(comm, run_set_overrides_a_config_variable);
 	tcase_add_test(comm, the_generated_tables_in_docs_are_current);
