@@ -507,6 +507,32 @@
     return s;
   }
 
+  /* The one legend of every picture (picture.h's tps_picture_styles, in
+   * the same words; test_picture checks them): a line per kind of
+   * placement the tensor has, "shard over tp: ...". */
+  var KINDS = [
+    { kind: "shard", name: "shard",
+      legend: "a block of the tensor that only the ranks listed hold" },
+    { kind: "replicate", name: "replicate",
+      legend: "every rank listed holds the same copy of its block" },
+    { kind: "partial", name: "partial sum",
+      legend: "every rank listed holds a full-size addend (a name ending in +, A+), and the block's value is " +
+              "their sum over the group" }
+  ];
+
+  function legendOf(ev) {
+    var nd = ev.global_shape.length;
+    var h = ['<ul class="blegend" id="block-legend">'];
+    KINDS.forEach(function (k) {
+      var dims = dimsOfKind(ev.placements, k.kind, nd);
+      if (!dims.length) return;
+      h.push('<li data-kind="' + k.kind + '"><span class="swatch ' + k.kind + '" aria-hidden="true"></span>' +
+             esc(k.name + " over " + dims.join(", ") + ": " + k.legend + ".") + "</li>");
+    });
+    h.push("</ul>");
+    return h.join("");
+  }
+
   function drawBlocks(ev) {
     var nd = ev.global_shape.length;
     var partial = dimsOfKind(ev.placements, "partial", nd).length > 0;
@@ -532,10 +558,10 @@
         var ro = nd >= 2 ? b.region.offset[nd - 2] : 0, rl = nd >= 2 ? b.region.length[nd - 2] : 1;
         var co = nd >= 1 ? b.region.offset[nd - 1] : 0, cl = nd >= 1 ? b.region.length[nd - 1] : 1;
         var name = blockName(bi) + (partial ? "+" : "");
-        var cls = "blk" + (partial ? " partial" : blocks.length > 1 ? " shard" : "");
+        var cls = "blk" + (partial ? " partial" : blocks.length > 1 ? " shard" : " replicate");
         h.push('<div class="' + cls + '" style="left:' + Math.round(co * sc) + "px;top:" + Math.round(ro * sc) +
                "px;width:" + Math.max(4, Math.round(cl * sc)) + "px;height:" + Math.max(4, Math.round(rl * sc)) +
-               'px" title="' + esc(name + "  " + blockLabel(ev, b)) + '">' + esc(name) + "</div>");
+               'px" title="' + esc(name + "  " + blockLabel(ev, b)) + '"><span>' + esc(name) + "</span></div>");
       });
       h.push("</div>");
     });
@@ -546,9 +572,7 @@
     });
     if (blocks.length > 26) h.push("<li>... " + blocks.length + " blocks</li>");
     h.push("</ul>");
-    if (partial) {
-      h.push('<p class="small">A name ending in + marks a partial sum, not a copy: each rank listed holds a full-size addend, and the sum over its group is the value.</p>');
-    }
+    h.push(legendOf(ev));
     $("blocks").innerHTML = h.join("");
   }
 
