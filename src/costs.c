@@ -93,7 +93,7 @@ static void remember(struct redist *r, const struct tps_event *ev)
 	r->collective = ev->kind == TPS_EVENT_COLLECTIVE;
 }
 
-/* What one step p0 -> p2 is (DESIGN's table): "" for none (p2 is p0),
+/* What one step p0 -> p2 is (dtensor.h's table): "" for none (p2 is p0),
  * NULL when it takes more than one (a shard's block changes). */
 static const char *one_step(struct tps_placement p0, struct tps_placement p2)
 {

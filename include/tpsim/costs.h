@@ -79,7 +79,7 @@ void tps_cost_report_free(struct tps_cost_report *r);
  * redistributions in a row of one activation along one mesh dim, A's
  * placement P0 -> P1 then B's P1 -> P2, where nothing is computed
  * between them but on A's own tensor (a bias added after a reduction),
- * and one step P0 -> P2 would do (DESIGN's table: one collective or
+ * and one step P0 -> P2 would do (dtensor.h's table: one collective or
  * split, or nothing when P2 is P0). A sequence-parallel residual whose
  * input is replicated is the common case: its body's reduce_scatter is
  * gathered straight back (docs/transformer.md). Writes one sentence into
