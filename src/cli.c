@@ -56,14 +56,19 @@ static const char usage_text[] =
 	"      Compare a trace with a hand-derived fixture; mismatches on "
 	"stdout.\n"
 	"  explain TRACE [--format text|md] [--step N] [--module NAME]\n"
-	"      [--phase P] [--max-values N] [--pictures]\n"
+	"      [--phase P] [--max-values N] [--heading-level N] [--pictures]\n"
 	"      Print a trace step by step: every event, every rank's shard "
 	"(more\n"
 	"      than N values, default 16, as the first and last N/2 around "
 	"\"...\";\n"
-	"      0 shows all); the options pick the events shown. --pictures "
-	"adds\n"
-	"      under each event which ranks hold which block of its tensor.\n"
+	"      0 shows all); --step, --module and --phase pick the events, "
+	"the\n"
+	"      global tensors and the communication counted. --heading-level "
+	"N\n"
+	"      puts --format md's title at Markdown level N (1 to 4). "
+	"--pictures\n"
+	"      adds under each event which ranks hold which block of its "
+	"tensor.\n"
 	"  picture TRACE --tensor NAME [--event SEQ] [-o FILE]\n"
 	"      Draw which ranks hold which block of a tensor as an SVG "
 	"(default:\n"
@@ -198,6 +203,15 @@ static bool parse_threads(const char *text, int *threads)
 	return true;
 }
 
+/* "81.6 GiB (87623270400 bytes)": numfmt.h's size for people, and the
+ * exact count. */
+static void print_bytes(FILE *err, int64_t bytes)
+{
+	char buf[TPS_NUMFMT_BYTES_MAX];
+	tps_format_bytes_exact(bytes, buf);
+	fputs(buf, err);
+}
+
 /* --stats: where the time and the memory went, after the summary line. */
 static void print_stats(FILE *err, const struct tps_run_stats *st)
 {
@@ -213,42 +227,22 @@ static void print_stats(FILE *err, const struct tps_run_stats *st)
 			"shapes, same threads)\n",
 			st->tp_s / st->reference_s);
 	}
-	fprintf(err, "tpsim: stats: trace: %lld bytes",
-		(long long)st->trace_bytes);
+	fputs("tpsim: stats: trace: ", err);
+	print_bytes(err, st->trace_bytes);
 	if (st->trace_s > 0) {
 		fprintf(err, ", %.1f MB/s while writing",
 			(double)st->trace_bytes / 1e6 / st->trace_s);
 	}
-	fprintf(err,
-		"\ntpsim: stats: memory: tensors at peak %lld bytes, peak "
-		"RSS %lld bytes",
-		(long long)st->tensor_peak_bytes,
-		(long long)st->peak_rss_bytes);
+	fputs("\ntpsim: stats: memory: tensors at peak ", err);
+	print_bytes(err, st->tensor_peak_bytes);
+	fputs(", peak RSS ", err);
+	print_bytes(err, st->peak_rss_bytes);
 	if (st->tensor_peak_bytes > 0 && st->peak_rss_bytes > 0) {
 		fprintf(err, " (%.2fx the tensors)",
 			(double)st->peak_rss_bytes /
 				(double)st->tensor_peak_bytes);
 	}
 	fputc('\n', err);
-}
-
-/* "12.3 GiB (13207024640 bytes)": bytes, and in binary units when
- * large. */
-static void print_bytes(FILE *err, int64_t bytes)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	int u = -1;
-	while (v >= 1024.0 && u < 3) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u < 0) {
-		fprintf(err, "%lld bytes", (long long)bytes);
-	} else {
-		fprintf(err, "%.3g %s (%lld bytes)", v, units[u],
-			(long long)bytes);
-	}
 }
 
 /* A per-rank figure: the largest, and which ranks when they differ. */
@@ -271,16 +265,18 @@ static void print_symbolic(FILE *err, const char *config,
 			   const struct tps_run_summary *s)
 {
 	const struct tps_model_footprint *fp = &s->footprint;
+	char sent[TPS_NUMFMT_MAX];
 	if (s->steps > 0) {
 		fprintf(err, "%d training step%s, ", s->steps,
 			s->steps == 1 ? "" : "s");
 	}
+	tps_format_bytes(s->bytes_per_rank, sent);
 	fprintf(err,
-		"%lld event%s, %lld collective%s (%lld bytes/rank); "
+		"%lld event%s, %lld collective%s (%s/rank); "
 		"symbolic: no values, no reference\n",
 		(long long)s->events, s->events == 1 ? "" : "s",
 		(long long)s->collectives, s->collectives == 1 ? "" : "s",
-		(long long)s->bytes_per_rank);
+		sent);
 	fprintf(err,
 		"tpsim: %s: symbolic, per rank (the largest over ranks, "
 		"float32): ",
@@ -316,7 +312,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
-	char diff[TPS_NUMFMT_MAX];
+	char diff[TPS_NUMFMT_MAX], sent[TPS_NUMFMT_MAX];
 
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "-o") == 0 ||
@@ -408,10 +404,10 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "%d training step%s, loss %s (reference %s), ",
 			s.steps, s.steps == 1 ? "" : "s", loss, ref);
 	}
-	fprintf(err, "%lld event%s, %lld collective%s (%lld bytes/rank), ",
+	tps_format_bytes(s.bytes_per_rank, sent);
+	fprintf(err, "%lld event%s, %lld collective%s (%s/rank), ",
 		(long long)s.events, s.events == 1 ? "" : "s",
-		(long long)s.collectives, s.collectives == 1 ? "" : "s",
-		(long long)s.bytes_per_rank);
+		(long long)s.collectives, s.collectives == 1 ? "" : "s", sent);
 	if (s.stopped[0]) {
 		fprintf(err, "STOPPED by a shape error: %s\n", s.stopped);
 	} else {

@@ -130,6 +130,10 @@ static void format_var(double v, char *buf)
 
 /* ---- text output ---------------------------------------------------- */
 
+/* Byte figures in the tables are tps_format_bytes's ("1.5 KiB"); --json
+ * keeps the exact integers. A cell holds CELL >= TPS_NUMFMT_MAX bytes. */
+_Static_assert(CELL >= TPS_NUMFMT_MAX, "a cell holds a formatted size");
+
 static void print_header(FILE *out, const struct point *p)
 {
 	char group[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX];
@@ -189,8 +193,8 @@ static enum tps_status print_point(FILE *out, const struct point *p)
 		for (int m = 0; m < TPS_COST_MODES; m++) {
 			snprintf(cell(&t, n, 4 + 2 * m), CELL, "%lld",
 				 (long long)row->mode[m].count);
-			snprintf(cell(&t, n, 5 + 2 * m), CELL, "%lld",
-				 (long long)row->mode[m].bytes_per_rank);
+			tps_format_bytes(row->mode[m].bytes_per_rank,
+					 cell(&t, n, 5 + 2 * m));
 		}
 	}
 	if (!table_row(&t)) {
@@ -201,8 +205,8 @@ static enum tps_status print_point(FILE *out, const struct point *p)
 	for (int m = 0; m < TPS_COST_MODES; m++) {
 		snprintf(cell(&t, t.rows - 1, 4 + 2 * m), CELL, "%lld",
 			 (long long)r->total[m].count);
-		snprintf(cell(&t, t.rows - 1, 5 + 2 * m), CELL, "%lld",
-			 (long long)r->total[m].bytes_per_rank);
+		tps_format_bytes(r->total[m].bytes_per_rank,
+				 cell(&t, t.rows - 1, 5 + 2 * m));
 	}
 	table_print(out, &t);
 	format_ratio(r, ratio, sizeof ratio);
@@ -304,10 +308,10 @@ static enum tps_status print_sweep(FILE *out, const struct point *points, int n)
 				}
 			}
 		}
-		snprintf(cell(&t, row, 1 + k), CELL, "%lld",
-			 (long long)r->total[0].bytes_per_rank);
-		snprintf(cell(&t, row, 2 + k), CELL, "%lld",
-			 (long long)r->total[1].bytes_per_rank);
+		tps_format_bytes(r->total[0].bytes_per_rank,
+				 cell(&t, row, 1 + k));
+		tps_format_bytes(r->total[1].bytes_per_rank,
+				 cell(&t, row, 2 + k));
 		format_ratio(r, cell(&t, row, 3 + k), CELL);
 		format_time(r->compute_seconds[0] + r->total[0].seconds,
 			    cell(&t, row, 4 + k), CELL);
@@ -536,6 +540,20 @@ int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err)
 			} else {
 				n_points++;
 			}
+		}
+	}
+	/* A plan that undoes its own redistributions (costs.h), as `tpsim
+	 * run` warns: once per config and sentence, whatever the sweep. */
+	for (int i = 0; rc == TPS_EXIT_OK && i < n_points; i++) {
+		bool said = false;
+		for (int j = 0; j < i && !said; j++) {
+			said = points[j].config == points[i].config &&
+			       strcmp(points[j].report.warning,
+				      points[i].report.warning) == 0;
+		}
+		if (!said && points[i].report.warning[0]) {
+			fprintf(err, "tpsim: warning: %s: %s\n",
+				points[i].config, points[i].report.warning);
 		}
 	}
 	if (rc == TPS_EXIT_OK && json) {

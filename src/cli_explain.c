@@ -61,6 +61,33 @@ static void print_list(FILE *out, const cJSON *list, char open, char close)
 	fputc(close, out);
 }
 
+/* A byte count of the trace for people (numfmt.h: "16 bytes", "2.25
+ * MiB"); "?" unless a whole number. */
+static void print_size(FILE *out, const cJSON *v)
+{
+	char buf[TPS_NUMFMT_MAX];
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e18 &&
+	    v->valuedouble == (double)(int64_t)v->valuedouble) {
+		tps_format_bytes((int64_t)v->valuedouble, buf);
+		fputs(buf, out);
+	} else {
+		fputc('?', out);
+	}
+}
+
+/* The same with the exact count from 1024 bytes on. */
+static void print_size_exact(FILE *out, const cJSON *v)
+{
+	char buf[TPS_NUMFMT_BYTES_MAX];
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e18 &&
+	    v->valuedouble == (double)(int64_t)v->valuedouble) {
+		tps_format_bytes_exact((int64_t)v->valuedouble, buf);
+		fputs(buf, out);
+	} else {
+		fputc('?', out);
+	}
+}
+
 static void print_shape(FILE *out, const cJSON *shape)
 {
 	print_list(out, shape, '(', ')');
@@ -103,12 +130,20 @@ static void last_numbers(const cJSON *v, const cJSON **ring, size_t keep,
 /*
  * A rank's values, never dropped without saying so: up to max_values
  * numbers (0: no limit) as the trace's nested arrays; more as the first
- * and last max_values / 2 in row-major order around "...", followed by
- * how many were shown. A summary trace's keys stand in for absent values.
+ * and last max_values / 2 in row-major order around "...". Returns
+ * whether it elided: the caller states the rule once for its block
+ * (elision_note). A summary trace's keys stand in for absent values.
  */
 #define EXPLAIN_MAX_KEEP 512
 
-static void print_values(FILE *out, const cJSON *holder, size_t max_values,
+/* How many values at each end an elision keeps. */
+static size_t elision_keep(size_t max_values)
+{
+	size_t keep = max_values / 2 ? max_values / 2 : 1;
+	return keep > EXPLAIN_MAX_KEEP ? EXPLAIN_MAX_KEEP : keep;
+}
+
+static bool print_values(FILE *out, const cJSON *holder, size_t max_values,
 			 bool md)
 {
 	const char *tick = md ? "`" : "";
@@ -121,7 +156,7 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values,
 		const cJSON *hash =
 			cJSON_GetObjectItemCaseSensitive(holder, "hash");
 		if (!cJSON_IsString(hash)) {
-			return;
+			return false;
 		}
 		if (cJSON_GetObjectItemCaseSensitive(holder, "min")) {
 			fputs(" min ", out);
@@ -136,7 +171,7 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values,
 			fputc(',', out);
 		}
 		fprintf(out, " hash %s%s%s", tick, hash->valuestring, tick);
-		return;
+		return false;
 	}
 	n = flatten(values, head, 0, 0);
 	if (max_values == 0 || n <= max_values) {
@@ -147,10 +182,9 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values,
 			fputs(" (values: out of memory to print)", out);
 		}
 		free(text);
-		return;
+		return false;
 	}
-	keep = max_values / 2 ? max_values / 2 : 1;
-	keep = keep > EXPLAIN_MAX_KEEP ? EXPLAIN_MAX_KEEP : keep;
+	keep = elision_keep(max_values);
 	flatten(values, head, keep, 0);
 	last_numbers(values, tail, keep, &seen);
 	fprintf(out, " %s[", tick);
@@ -163,10 +197,29 @@ static void print_values(FILE *out, const cJSON *holder, size_t max_values,
 		fputc(',', out);
 		print_number(out, tail[(seen + i) % keep]);
 	}
+	fprintf(out, "]%s", tick);
+	return true;
+}
+
+/* The rule of the elisions of one block (an event's ranks, the global
+ * tensors, the result), said once: "whose" is what each line holds. */
+static void elision_note(FILE *out, bool md, const char *indent,
+			 size_t max_values, const char *whose)
+{
+	char ends[64];
+	size_t keep = elision_keep(max_values);
+	if (keep == 1) {
+		snprintf(ends, sizeof ends, "the first and last value");
+	} else {
+		snprintf(ends, sizeof ends, "the first and last %zu values",
+			 keep);
+	}
 	fprintf(out,
-		"]%s (%zu of %zu values: the first and last %zu in row-major "
-		"order; --max-values)",
-		tick, 2 * keep, n, keep);
+		md ? "%sElided: %s of each %s, in row-major order "
+		     "(`--max-values 0` prints all).\n"
+		   : "%s(elided: %s of each %s, in row-major order; "
+		     "--max-values 0 prints all)\n",
+		indent, ends, whose);
 }
 
 /* A collective's groups: all of them when short, else the first and how
@@ -255,23 +308,6 @@ static int seq_label(const cJSON *ev, char *buf, size_t size)
 	return snprintf(buf, size, "[?]");
 }
 
-static struct columns columns_of(const cJSON *events)
-{
-	struct columns c = {0, 8, 11};
-	const cJSON *ev;
-	cJSON_ArrayForEach(ev, events)
-	{
-		char label[32];
-		int q = seq_label(ev, label, sizeof label);
-		int m = (int)strlen(str_of(ev, "module"));
-		c.seq = q > c.seq ? q : c.seq;
-		int o = (int)strlen(str_of(ev, "op"));
-		c.module = m > c.module ? (m < 64 ? m : 64) : c.module;
-		c.op = o > c.op ? (o < 64 ? o : 64) : c.op;
-	}
-	return c;
-}
-
 /*
  * The placements each tensor had last, by name, so that a layout change or
  * a collective can show its placement before as well as after. Borrowed
@@ -310,6 +346,7 @@ static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
 			  size_t max_values, bool color, struct columns cols)
 {
 	char equation[256];
+	bool elided = false;
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
 		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
@@ -338,8 +375,8 @@ static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
 	}
 	if (cJSON_IsNumber(bytes)) {
 		fputs(", ", out);
-		print_number(out, bytes);
-		fputs(" bytes/rank", out);
+		print_size(out, bytes);
+		fputs("/rank", out);
 	}
 	fputc('\n', out);
 	if (!ranks) {
@@ -354,8 +391,11 @@ static void explain_event(FILE *out, const cJSON *ev, const cJSON *before,
 		print_number(out, rank);
 		fputs(": ", out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
-		print_values(out, r, max_values, false);
+		elided |= print_values(out, r, max_values, false);
 		fputc('\n', out);
+	}
+	if (elided) {
+		elision_note(out, false, "        ", max_values, "rank");
 	}
 	if (op_equation(str_of(ev, "op"), str_of(ev, "tensor"), equation,
 			sizeof equation)) {
@@ -383,85 +423,6 @@ static void md_text(FILE *out, const char *s)
 	}
 }
 
-/* The run's global tensors, which the events show only as shards: the
- * input (and target), and every parameter's initial value with its
- * placements. */
-static void md_or_text(FILE *out, bool md, const char *s);
-
-static void global_row(FILE *out, bool md, const char *name, const cJSON *t,
-		       size_t max_values)
-{
-	const cJSON *placements =
-		cJSON_GetObjectItemCaseSensitive(t, "placements");
-	fputs(md ? "| " : "  ", out);
-	md_or_text(out, md, name);
-	fputs(md ? " | " : " ", out);
-	print_shape(out, cJSON_GetObjectItemCaseSensitive(t, "shape"));
-	if (md) {
-		fputs(" | ", out);
-		if (placements) {
-			fputc('`', out);
-			print_list(out, placements, '[', ']');
-			fputc('`', out);
-		}
-		fputs(" |", out);
-	} else if (placements) {
-		fputc(' ', out);
-		print_list(out, placements, '[', ']');
-	}
-	print_values(out, t, max_values, md);
-	fputs(md ? " |\n" : "\n", out);
-}
-
-static void explain_globals(FILE *out, const cJSON *trace, bool md,
-			    size_t max_values)
-{
-	const cJSON *t;
-	fputs(md ? "## Global tensors\n\n| tensor | shape | placements | "
-		   "values |\n|---|---|---|---|\n"
-		 : "global tensors:\n",
-	      out);
-	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(trace, "inputs"))
-	{
-		global_row(out, md, t->string, t, max_values);
-	}
-	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(trace, "params"))
-	{
-		global_row(out, md, t->string, t, max_values);
-	}
-	if (md) {
-		fputc('\n', out);
-	}
-}
-
-/* Which module's collectives cost what: comm.by_module as a table. */
-static void explain_by_module(FILE *out, const cJSON *comm, bool md)
-{
-	const cJSON *m;
-	const cJSON *by = cJSON_GetObjectItemCaseSensitive(comm, "by_module");
-	if (!by || !by->child) {
-		return;
-	}
-	fputs(md ? "\n| module | collectives | bytes per rank |\n"
-		   "|---|---:|---:|\n"
-		 : "  by module:",
-	      out);
-	cJSON_ArrayForEach(m, by)
-	{
-		fputs(md ? "| " : " ", out);
-		md_or_text(out, md, m->string);
-		fputs(md ? " | " : " x", out);
-		print_number(out, cJSON_GetObjectItemCaseSensitive(m, "count"));
-		fputs(md ? " | " : " (", out);
-		print_number(out, cJSON_GetObjectItemCaseSensitive(
-					  m, "bytes_per_rank"));
-		fputs(md ? " |\n" : " bytes/rank)", out);
-	}
-	if (!md) {
-		fputc('\n', out);
-	}
-}
-
 static void md_or_text(FILE *out, bool md, const char *s)
 {
 	if (md) {
@@ -471,17 +432,28 @@ static void md_or_text(FILE *out, bool md, const char *s)
 	}
 }
 
+/* "## ": a Markdown heading of that level (1 to 6). */
+static void md_heading(FILE *out, int level)
+{
+	for (int i = 0; i < level; i++) {
+		fputc('#', out);
+	}
+	fputc(' ', out);
+}
+
 static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
-		     size_t max_values)
+		     size_t max_values, int level)
 {
 	char equation[256];
+	bool elided = false;
 	const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(ev, "ranks");
 	const cJSON *bytes =
 		cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
 	const cJSON *r;
 	const char *kind = str_of(ev, "kind");
 
-	fputs("### [", out);
+	md_heading(out, level + 2);
+	fputc('[', out);
 	print_number(out, cJSON_GetObjectItemCaseSensitive(ev, "seq"));
 	fputs("] ", out);
 	md_text(out, str_of(ev, "module"));
@@ -509,8 +481,8 @@ static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
 	}
 	if (cJSON_IsNumber(bytes)) {
 		fputs(", ", out);
-		print_number(out, bytes);
-		fputs(" bytes per rank", out);
+		print_size(out, bytes);
+		fputs(" per rank", out);
 	}
 	fputs(ranks ? ".\n\n| rank | shape | values |\n|---:|---|---|\n"
 		    : ". Every rank holds the block its placements give (a "
@@ -524,8 +496,11 @@ static void md_event(FILE *out, const cJSON *ev, const cJSON *before,
 		fputs(" | ", out);
 		print_shape(out, cJSON_GetObjectItemCaseSensitive(r, "shape"));
 		fputs(" |", out);
-		print_values(out, r, max_values, true);
+		elided |= print_values(out, r, max_values, true);
 		fputs(" |\n", out);
+	}
+	if (elided) {
+		elision_note(out, true, "\n", max_values, "rank");
 	}
 	if (op_equation(str_of(ev, "op"), str_of(ev, "tensor"), equation,
 			sizeof equation)) {
@@ -566,32 +541,313 @@ struct explain_filter {
 	const char *module; /* NULL: any */
 	const char *phase;  /* NULL: any */
 	size_t max_values;
+	int heading;   /* --heading-level: the title's Markdown level */
 	bool md;       /* --format md */
 	bool color;    /* text on a terminal, NO_COLOR unset */
 	bool pictures; /* --pictures: each event's sharding picture */
 };
 
+static bool explain_filtered(const struct explain_filter *f)
+{
+	return f->step >= 0 || f->module || f->phase;
+}
+
+/* Whether the filters pass something of this step (-1: none, a setup),
+ * module and phase; any_step: it belongs to every step (the input). */
+static bool explain_passes(const struct explain_filter *f, long step,
+			   bool any_step, const char *module, const char *phase)
+{
+	if (f->step >= 0 && !any_step && step != f->step) {
+		return false;
+	}
+	if (f->module && strcmp(f->module, module) != 0) {
+		return false;
+	}
+	return !f->phase || strcmp(f->phase, phase) == 0;
+}
+
 static bool explain_wants(const struct explain_filter *f, const cJSON *ev)
 {
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "step");
-	if (f->step >= 0 &&
-	    !(cJSON_IsNumber(s) && s->valuedouble == (double)f->step)) {
-		return false;
-	}
-	if (f->module && strcmp(f->module, str_of(ev, "module")) != 0) {
-		return false;
-	}
-	return !f->phase || strcmp(f->phase, str_of(ev, "phase")) == 0;
+	long step =
+		cJSON_IsNumber(s) && s->valuedouble >= 0 &&
+				s->valuedouble < 1e15 &&
+				s->valuedouble == (double)(long)s->valuedouble
+			? (long)s->valuedouble
+			: -1;
+	return explain_passes(f, step, false, str_of(ev, "module"),
+			      str_of(ev, "phase"));
 }
 
-/* A whole number in [0, hi] for an explain option. */
-static bool parse_count(const char *text, long hi, long *out)
+/* The widths over the events the filters pass. */
+static struct columns columns_of(const cJSON *events,
+				 const struct explain_filter *f)
+{
+	struct columns c = {0, 8, 11};
+	const cJSON *ev;
+	cJSON_ArrayForEach(ev, events)
+	{
+		char label[32];
+		if (!explain_wants(f, ev)) {
+			continue;
+		}
+		int q = seq_label(ev, label, sizeof label);
+		int m = (int)strlen(str_of(ev, "module"));
+		c.seq = q > c.seq ? q : c.seq;
+		int o = (int)strlen(str_of(ev, "op"));
+		c.module = m > c.module ? (m < 64 ? m : 64) : c.module;
+		c.op = o > c.op ? (o < 64 ? o : 64) : c.op;
+	}
+	return c;
+}
+
+/* ---- the global tensors ----------------------------------------------- */
+
+static void global_row(FILE *out, bool md, const char *name, const cJSON *t,
+		       size_t max_values, bool *elided)
+{
+	const cJSON *placements =
+		cJSON_GetObjectItemCaseSensitive(t, "placements");
+	fputs(md ? "| " : "  ", out);
+	md_or_text(out, md, name);
+	fputs(md ? " | " : " ", out);
+	print_shape(out, cJSON_GetObjectItemCaseSensitive(t, "shape"));
+	if (md) {
+		fputs(" | ", out);
+		if (placements) {
+			fputc('`', out);
+			print_list(out, placements, '[', ']');
+			fputc('`', out);
+		}
+		fputs(" |", out);
+	} else if (placements) {
+		fputc(' ', out);
+		print_list(out, placements, '[', ']');
+	}
+	*elided |= print_values(out, t, max_values, md);
+	fputs(md ? " |\n" : "\n", out);
+}
+
+/* The module a parameter belongs to: its setup event's, else the name
+ * up to its last dot ("fc1.weight": "fc1"), into buf. */
+static const char *param_module(const cJSON *events, const char *name,
+				char *buf, size_t size)
+{
+	const cJSON *ev;
+	const char *dot = strrchr(name, '.');
+	cJSON_ArrayForEach(ev, events)
+	{
+		if (strcmp(str_of(ev, "phase"), "setup") != 0) {
+			break; /* setup events come first */
+		}
+		if (strcmp(str_of(ev, "tensor"), name) == 0) {
+			return str_of(ev, "module");
+		}
+	}
+	snprintf(buf, size, "%.*s", dot ? (int)(dot - name) : (int)strlen(name),
+		 name);
+	return buf;
+}
+
+/*
+ * The run's global tensors, which the events show only as shards: the
+ * input (and target), and every parameter's initial value with its
+ * placements. The filters pass them as they pass events: a parameter's
+ * initial value is its module's setup; the input is module input's, and
+ * the target module loss's, in the forward phase of every step. Nothing
+ * is printed when none passes.
+ */
+static void explain_globals(FILE *out, const cJSON *trace,
+			    const struct explain_filter *f)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(trace, "events");
+	const cJSON *t;
+	bool md = f->md, elided = false;
+	int shown = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		bool params = pass == 1;
+		cJSON_ArrayForEach(t,
+				   cJSON_GetObjectItemCaseSensitive(
+					   trace, params ? "params" : "inputs"))
+		{
+			char buf[256];
+			const char *module =
+				params ? param_module(events, t->string, buf,
+						      sizeof buf)
+				: strcmp(t->string, "target") == 0 ? "loss"
+								   : "input";
+			if (!explain_passes(f, -1, !params, module,
+					    params ? "setup" : "forward")) {
+				continue;
+			}
+			if (shown++ == 0 && md) {
+				md_heading(out, f->heading + 1);
+				fputs("Global tensors\n\n| tensor | shape | "
+				      "placements | values |\n|---|---|---|---"
+				      "|\n",
+				      out);
+			} else if (shown == 1) {
+				fputs("global tensors:\n", out);
+			}
+			global_row(out, md, t->string, t, f->max_values,
+				   &elided);
+		}
+	}
+	if (shown && elided) {
+		elision_note(out, md, md ? "\n" : "  ", f->max_values,
+			     "tensor");
+	}
+	if (shown && md) {
+		fputc('\n', out);
+	}
+}
+
+/* ---- the communication footer ------------------------------------------ */
+
+/* Adds one collective to the tally obj[key] ({"count", "bytes_per_rank"},
+ * as the trace's comm section has them). */
+static bool tally_add(cJSON *obj, const char *key, double bytes)
+{
+	cJSON *entry = cJSON_GetObjectItemCaseSensitive(obj, key);
+	cJSON *count, *sum;
+	if (!entry) {
+		entry = cJSON_AddObjectToObject(obj, key);
+		if (!entry || !cJSON_AddNumberToObject(entry, "count", 0) ||
+		    !cJSON_AddNumberToObject(entry, "bytes_per_rank", 0)) {
+			return false;
+		}
+	}
+	count = cJSON_GetObjectItemCaseSensitive(entry, "count");
+	sum = cJSON_GetObjectItemCaseSensitive(entry, "bytes_per_rank");
+	cJSON_SetNumberValue(count, count->valuedouble + 1);
+	cJSON_SetNumberValue(sum, sum->valuedouble + bytes);
+	return true;
+}
+
+/*
+ * The collectives of the events the filters pass, in the form of the
+ * trace's comm section (collectives, bytes_per_rank, by_op, by_module):
+ * without filters, the whole run's. NULL when out of memory.
+ */
+static cJSON *comm_of_shown(const cJSON *trace, const struct explain_filter *f)
+{
+	cJSON *comm = cJSON_CreateObject();
+	cJSON *by_op = comm ? cJSON_AddObjectToObject(comm, "by_op") : NULL;
+	cJSON *by_module =
+		by_op ? cJSON_AddObjectToObject(comm, "by_module") : NULL;
+	const cJSON *ev;
+	double count = 0, bytes = 0;
+	bool ok = by_module != NULL;
+	cJSON_ArrayForEach(ev,
+			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
+	{
+		const cJSON *b =
+			cJSON_GetObjectItemCaseSensitive(ev, "bytes_per_rank");
+		double n = cJSON_IsNumber(b) ? b->valuedouble : 0;
+		if (!ok) {
+			break;
+		}
+		if (strcmp(str_of(ev, "kind"), "collective") != 0 ||
+		    !explain_wants(f, ev)) {
+			continue;
+		}
+		count++;
+		bytes += n;
+		ok = tally_add(by_op, str_of(ev, "op"), n) &&
+		     tally_add(by_module, str_of(ev, "module"), n);
+	}
+	if (!ok || !cJSON_AddNumberToObject(comm, "collectives", count) ||
+	    !cJSON_AddNumberToObject(comm, "bytes_per_rank", bytes)) {
+		cJSON_Delete(comm);
+		return NULL;
+	}
+	return comm;
+}
+
+/* Which module's collectives cost what: one line (a table row) per
+ * module, the names aligned. */
+static void explain_by_module(FILE *out, const cJSON *comm, bool md)
+{
+	const cJSON *m;
+	const cJSON *by = cJSON_GetObjectItemCaseSensitive(comm, "by_module");
+	int width = 0, count_width = 0;
+	if (!by || !by->child) {
+		return;
+	}
+	cJSON_ArrayForEach(m, by)
+	{
+		char n[32];
+		int w = (int)strlen(m->string);
+		int c = snprintf(n, sizeof n, "%.0f",
+				 cJSON_GetObjectItemCaseSensitive(m, "count")
+					 ->valuedouble);
+		width = w > width ? (w < 64 ? w : 64) : width;
+		count_width = c > count_width ? c : count_width;
+	}
+	fputs(md ? "\n| module | collectives | bytes per rank |\n"
+		   "|---|---:|---:|\n"
+		 : "  by module:\n",
+	      out);
+	cJSON_ArrayForEach(m, by)
+	{
+		const cJSON *count =
+			cJSON_GetObjectItemCaseSensitive(m, "count");
+		const cJSON *bytes =
+			cJSON_GetObjectItemCaseSensitive(m, "bytes_per_rank");
+		if (md) {
+			fputs("| ", out);
+			md_text(out, m->string);
+			fputs(" | ", out);
+			print_number(out, count);
+			fputs(" | ", out);
+			print_size(out, bytes);
+			fputs(" |\n", out);
+		} else {
+			fprintf(out, "    %-*s  x%-*.0f  ", width, m->string,
+				count_width, count->valuedouble);
+			print_size(out, bytes);
+			fputs("/rank\n", out);
+		}
+	}
+}
+
+/* The communication of the events shown (of the whole run, unfiltered):
+ * the total, by op, and by module. */
+static void explain_comm(FILE *out, const cJSON *comm, bool md, bool filtered)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(comm, "collectives");
+	const cJSON *b =
+		cJSON_GetObjectItemCaseSensitive(comm, "bytes_per_rank");
+	const cJSON *op;
+	fputs(md ? "Communication" : "comm", out);
+	fputs(filtered ? " of the events shown: " : ": ", out);
+	print_number(out, n);
+	fprintf(out, " collective%s, ",
+		cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
+	print_size(out, b);
+	fputs(" per rank", out);
+	cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(comm, "by_op"))
+	{
+		fputs("; ", out);
+		md_or_text(out, md, op->string);
+		fputs(" x", out);
+		print_number(out,
+			     cJSON_GetObjectItemCaseSensitive(op, "count"));
+	}
+	fputc('\n', out);
+	explain_by_module(out, comm, md);
+}
+
+/* ---- options --------------------------------------------------------- */
+
+/* A whole number in [lo, hi] for an explain option. */
+static bool parse_count(const char *text, long lo, long hi, long *out)
 {
 	char *end;
 	long n;
 	errno = 0;
 	n = strtol(text, &end, 10);
-	if (errno || end == text || *end != '\0' || n < 0 || n > hi) {
+	if (errno || end == text || *end != '\0' || n < lo || n > hi) {
 		return false;
 	}
 	*out = n;
@@ -607,7 +863,7 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 		long n;
 		if (strcmp(opt, "--step") == 0 ||
 		    strcmp(opt, "--max-values") == 0) {
-			if (!arg || !parse_count(arg, 1000000000L, &n)) {
+			if (!arg || !parse_count(arg, 0, 1000000000L, &n)) {
 				return tps_cli_usage_error(
 					err,
 					strcmp(opt, "--step") == 0
@@ -625,6 +881,19 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 			} else {
 				f->max_values = (size_t)n;
 			}
+			i++;
+		} else if (strcmp(opt, "--heading-level") == 0) {
+			/* Events are two levels below the title: at most
+			 * Markdown's 6. */
+			if (!arg || !parse_count(arg, 1, 4, &n)) {
+				return tps_cli_usage_error(
+					err,
+					"explain: --heading-level expects 1, "
+					"2, 3 or 4 (the title's Markdown "
+					"level), got '%s'",
+					arg ? arg : "");
+			}
+			f->heading = (int)n;
 			i++;
 		} else if (strcmp(opt, "--format") == 0) {
 			if (!arg || (strcmp(arg, "text") != 0 &&
@@ -675,6 +944,145 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 	return TPS_EXIT_OK;
 }
 
+/* ---- --module NAME that names no module --------------------------------- */
+
+/* Levenshtein distance of a and b, capped at 255 (names are at most 128
+ * bytes; one row of the table at a time). */
+static int edit_distance(const char *a, const char *b)
+{
+	int row[257];
+	int la = (int)strlen(a), lb = (int)strlen(b);
+	if (la > 255 || lb > 255) {
+		return 255;
+	}
+	for (int j = 0; j <= lb; j++) {
+		row[j] = j;
+	}
+	for (int i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int up = row[j];
+			int best = diag + (a[i - 1] != b[j - 1]);
+			best = up + 1 < best ? up + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* How far a module name is from what was asked: names that contain it
+ * first (a leaf name, "fc1" for "layers.0.mlp.fc1"), then by edit
+ * distance. */
+#define EXPLAIN_FAR 1000 /* added for names that do not contain it */
+static int closeness(const char *asked, const char *name)
+{
+	return (strstr(name, asked) ? 0 : EXPLAIN_FAR) +
+	       edit_distance(asked, name);
+}
+
+static bool contains(int closeness_score)
+{
+	return closeness_score < EXPLAIN_FAR;
+}
+
+#define EXPLAIN_CLOSEST 3
+
+/*
+ * Whether --module names a module of the trace's events. If not, a usage
+ * error naming the closest names, before anything is printed: at most
+ * EXPLAIN_CLOSEST of the names that contain what was asked, nearest
+ * first, or else of those at the least edit distance; in trace order
+ * among equals; and how many more of that kind there are.
+ */
+static int check_module(const cJSON *trace, const char *path, const char *asked,
+			FILE *err)
+{
+	const cJSON *events = cJSON_GetObjectItemCaseSensitive(trace, "events");
+	const cJSON *ev;
+	const char **names =
+		calloc((size_t)cJSON_GetArraySize(events) + 1, sizeof *names);
+	int *score =
+		calloc((size_t)cJSON_GetArraySize(events) + 1, sizeof *score);
+	int n = 0, pick[EXPLAIN_CLOSEST], n_pick = 0, more = 0;
+	char esc[256];
+	int rc = TPS_EXIT_TROUBLE;
+
+	if (!names || !score) {
+		struct tps_error e = {0};
+		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
+		rc = tps_cli_trouble(err, &e);
+		goto out;
+	}
+	/* The distinct names, in trace order, each with its closeness. */
+	cJSON_ArrayForEach(ev, events)
+	{
+		const char *name = str_of(ev, "module");
+		bool seen = false;
+		if (strcmp(name, asked) == 0) {
+			rc = TPS_EXIT_OK;
+			goto out;
+		}
+		for (int i = n - 1; i >= 0 && !seen; i--) {
+			seen = strcmp(names[i], name) == 0;
+		}
+		if (!seen) {
+			names[n] = name;
+			score[n++] = closeness(asked, name);
+		}
+	}
+	/* The closest, first seen first among equals. */
+	for (int k = 0; k < EXPLAIN_CLOSEST && k < n; k++) {
+		int best = -1;
+		for (int i = 0; i < n; i++) {
+			bool taken = false;
+			for (int j = 0; j < n_pick; j++) {
+				taken = taken || pick[j] == i;
+			}
+			if (!taken && (best < 0 || score[i] < score[best])) {
+				best = i;
+			}
+		}
+		/* Names that contain what was asked, or else the names as
+		 * close as the closest. */
+		if (n_pick > 0 &&
+		    (contains(score[pick[0]]) ? !contains(score[best])
+					      : score[best] > score[pick[0]])) {
+			break;
+		}
+		pick[n_pick++] = best;
+	}
+	/* How many more there are of the same kind. */
+	for (int i = 0; i < n && n_pick > 0; i++) {
+		more += contains(score[pick[0]]) ? contains(score[i])
+						 : score[i] == score[pick[0]];
+	}
+	more -= n_pick;
+	/* A usage error, printed whole here: every name in it escaped. */
+	fprintf(err, "tpsim: explain: --module '%s' names no module of ",
+		tps_json_escape_for_message(asked, esc, sizeof esc));
+	fprintf(err, "%s", tps_json_escape_for_message(path, esc, sizeof esc));
+	for (int j = 0; j < n_pick; j++) {
+		fprintf(err, "%s'%s'", j == 0 ? "; the closest: " : ", ",
+			tps_json_escape_for_message(names[pick[j]], esc,
+						    sizeof esc));
+	}
+	if (more > 0) {
+		fprintf(err, " (and %d more %s)", more,
+			contains(score[pick[0]]) ? "that contain it"
+						 : "as close");
+	}
+	fputs("\nTry 'tpsim --help'.\n", err);
+out:
+	free(names);
+	free(score);
+	return rc;
+}
+
+/* ---- the result -------------------------------------------------------- */
+
 /* One figure of result.symbolic: bytes, and the ranks when they differ. */
 static void symbolic_figure(FILE *out, const cJSON *symbolic, const char *key,
 			    const char *what, bool md)
@@ -682,31 +1090,34 @@ static void symbolic_figure(FILE *out, const cJSON *symbolic, const char *key,
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(symbolic, key);
 	const cJSON *min = cJSON_GetObjectItemCaseSensitive(f, "min_bytes");
 	fprintf(out, md ? "- %s: " : "  %s ", what);
-	print_number(out, cJSON_GetObjectItemCaseSensitive(f, "bytes"));
+	print_size_exact(out, cJSON_GetObjectItemCaseSensitive(f, "bytes"));
 	if (min) {
-		fputs(" bytes on rank ", out);
+		fputs(" on rank ", out);
 		print_number(out, cJSON_GetObjectItemCaseSensitive(f, "rank"));
 		fputs(" (rank ", out);
 		print_number(out,
 			     cJSON_GetObjectItemCaseSensitive(f, "min_rank"));
 		fputs(": ", out);
-		print_number(out, min);
+		print_size_exact(out, min);
 		fputc(')', out);
-	} else {
-		fputs(" bytes", out);
 	}
 	fputc('\n', out);
 }
 
 /* The result of a symbolic run: the output's shape, what each rank holds
  * and sends; no values, no reference. */
-static void explain_symbolic(FILE *out, const cJSON *result, bool md)
+static void explain_symbolic(FILE *out, const cJSON *result,
+			     const struct explain_filter *f)
 {
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(result, "symbolic");
 	const cJSON *comm =
 		cJSON_GetObjectItemCaseSensitive(s, "comm_bytes_per_rank");
 	const cJSON *phase;
-	fputs(md ? "## Result\n\nSymbolic: no values, no reference. Output "
+	bool md = f->md;
+	if (md) {
+		md_heading(out, f->heading + 1);
+	}
+	fputs(md ? "Result\n\nSymbolic: no values, no reference. Output "
 		 : "result: symbolic: no values, no reference; output ",
 	      out);
 	print_shape(out,
@@ -724,25 +1135,105 @@ static void explain_symbolic(FILE *out, const cJSON *result, bool md)
 	symbolic_figure(out, s, "output_bytes", "model output", md);
 	symbolic_figure(out, s, "peak_activation_bytes", "activations at peak",
 			md);
-	fputs(md ? "- collectives:" : "  collectives", out);
+	fputs(md ? "- collectives per rank:" : "  collectives per rank", out);
 	cJSON_ArrayForEach(phase, comm)
 	{
 		fputs(phase == comm->child ? " " : ", ", out);
 		md_or_text(out, md, phase->string);
 		fputc(' ', out);
-		print_number(out, phase);
+		print_size_exact(out, phase);
 	}
-	fputs(md ? " bytes per rank\n\n" : " bytes per rank\n", out);
+	fputs(md ? "\n\n" : "\n", out);
+}
+
+/* The result of a run with values: the output against the reference,
+ * the diagnosis of an injected mistake, the losses. */
+static void explain_result(FILE *out, const cJSON *result,
+			   const struct explain_filter *f)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(result, "output");
+	const cJSON *d =
+		cJSON_GetObjectItemCaseSensitive(result, "max_abs_diff");
+	bool match =
+		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "match"));
+	const cJSON *ref;
+	const cJSON *stopped =
+		cJSON_GetObjectItemCaseSensitive(result, "stopped");
+	bool md = f->md, elided = false;
+	if (md) {
+		md_heading(out, f->heading + 1);
+	}
+	if (cJSON_IsString(stopped)) {
+		/* An injected mistake broke the shapes: no output. */
+		fputs(md ? "Result\n\nThe simulation **stopped** at a shape "
+			   "error: "
+			 : "result: the simulation STOPPED at a shape error: ",
+		      out);
+		md_or_text(out, md, stopped->valuestring);
+		fputs(md ? "\n\n" : "\n", out);
+	} else {
+		/* Training compares more than the output: say so, since the
+		 * output alone may agree. */
+		bool training = cJSON_GetObjectItemCaseSensitive(
+					result, "loss") != NULL;
+		const char *what = " the single-device reference";
+		fputs(md ? "Result\n\nOutput " : "result: output ", out);
+		print_shape(out, cJSON_GetObjectItemCaseSensitive(o, "shape"));
+		elided |= print_values(out, o, f->max_values, md);
+		fputs(training ? "; over output, loss, gradients and "
+				 "parameters, the run"
+			       : "",
+		      out);
+		if (md) {
+			fprintf(out, " %s%s",
+				match ? "**matches**" : "**differs from**",
+				what);
+		} else {
+			fprintf(out, " %s%s%s%s",
+				f->color ? (match ? GREEN : RED) : "",
+				match ? "matches" : "DIFFERS from",
+				f->color ? PLAIN : "", what);
+		}
+		fputs(md ? " (`max_abs_diff` " : " (max_abs_diff ", out);
+		if (!d) {
+			fputs("none: the shapes differ", out);
+		} else {
+			print_number(out, d);
+		}
+		fputs(md ? ").\n\n" : ")\n", out);
+	}
+	if (cJSON_IsString(
+		    cJSON_GetObjectItemCaseSensitive(result, "diagnosis"))) {
+		fputs(md ? "**Diagnosis:** " : "  diagnosis: ", out);
+		md_or_text(out, md, str_of(result, "diagnosis"));
+		fputs(md ? "\n\n" : "\n", out);
+	}
+	ref = cJSON_GetObjectItemCaseSensitive(result, "reference_output");
+	if (ref) {
+		fputs(md ? "Reference output " : "  reference ", out);
+		print_shape(out,
+			    cJSON_GetObjectItemCaseSensitive(ref, "shape"));
+		elided |= print_values(out, ref, f->max_values, md);
+		fputs(md ? ".\n\n" : "\n", out);
+	}
+	if (elided) {
+		elision_note(out, md, md ? "" : "  ", f->max_values, "tensor");
+		fputs(md ? "\n" : "", out);
+	}
+	explain_training(out, result);
+	if (md && cJSON_GetObjectItemCaseSensitive(result, "loss")) {
+		fputc('\n', out);
+	}
 }
 
 int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 {
-	cJSON *trace = NULL;
-	const cJSON *ev, *result, *comm, *op, *mesh;
+	cJSON *trace = NULL, *comm = NULL;
+	const cJSON *ev, *result, *mesh;
 	struct tps_error e = {0};
 	const char *phase = NULL, *path = NULL;
-	struct explain_filter filter = {-1,    NULL,  NULL, 16,
-					false, false, false};
+	struct explain_filter filter = {-1, NULL,  NULL,  16,
+					1,  false, false, false};
 	int step = -2, shown = 0, index = -1;
 	struct columns cols;
 	struct placements_seen seen = {0};
@@ -754,6 +1245,11 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	filter.color = !filter.md && want_color(out);
 	if (tps_trace_read(path, &trace, NULL, NULL, &e) != TPS_OK) {
 		return tps_cli_trouble(err, &e);
+	}
+	if (filter.module && (rc = check_module(trace, path, filter.module,
+						err)) != TPS_EXIT_OK) {
+		cJSON_Delete(trace);
+		return rc;
 	}
 	/* Every picture is checked before anything is printed: a trace that
 	 * cannot be drawn is trouble, not half an explanation. */
@@ -774,15 +1270,23 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		cJSON_GetObjectItemCaseSensitive(trace, "events"));
 	seen.names = calloc(seen.cap + 1, sizeof *seen.names);
 	seen.placements = calloc(seen.cap + 1, sizeof *seen.placements);
-	if (!seen.names || !seen.placements) {
+	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm")
+		       ? comm_of_shown(trace, &filter)
+		       : NULL;
+	if (!seen.names || !seen.placements ||
+	    (!comm && cJSON_GetObjectItemCaseSensitive(trace, "comm"))) {
 		free(seen.names);
 		free(seen.placements);
+		cJSON_Delete(comm);
 		cJSON_Delete(trace);
 		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
 		return tps_cli_trouble(err, &e);
 	}
 	mesh = cJSON_GetObjectItemCaseSensitive(trace, "mesh");
-	fputs(filter.md ? "# A " : "", out);
+	if (filter.md) {
+		md_heading(out, filter.heading);
+		fputs("A ", out);
+	}
 	md_or_text(out, filter.md, str_of(trace, "generator"));
 	fputs(" trace of a mesh ", out);
 	print_shape(out, cJSON_GetObjectItemCaseSensitive(mesh, "shape"));
@@ -802,8 +1306,9 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			   cJSON_IsString(ev) ? ev->valuestring : "?");
 		fputs(filter.md ? "\n\n" : "\n", out);
 	}
-	explain_globals(out, trace, filter.md, filter.max_values);
-	cols = columns_of(cJSON_GetObjectItemCaseSensitive(trace, "events"));
+	explain_globals(out, trace, &filter);
+	cols = columns_of(cJSON_GetObjectItemCaseSensitive(trace, "events"),
+			  &filter);
 	cJSON_ArrayForEach(ev,
 			   cJSON_GetObjectItemCaseSensitive(trace, "events"))
 	{
@@ -818,10 +1323,10 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		shown++;
 		if (!phase || strcmp(phase, this_phase) != 0 ||
 		    this_step != step) {
-			fputs(filter.md	     ? "## "
-			      : filter.color ? BOLD
-					     : "",
-			      out);
+			if (filter.md) {
+				md_heading(out, filter.heading + 1);
+			}
+			fputs(filter.color ? BOLD : "", out);
 			md_or_text(out, filter.md, this_phase);
 			if (this_step >= 0) {
 				fprintf(out, ", step %d", this_step);
@@ -835,7 +1340,8 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 			step = this_step;
 		}
 		if (filter.md) {
-			md_event(out, ev, before, filter.max_values);
+			md_event(out, ev, before, filter.max_values,
+				 filter.heading);
 		} else {
 			explain_event(out, ev, before, filter.max_values,
 				      filter.color, cols);
@@ -854,113 +1360,16 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	}
 	result = cJSON_GetObjectItemCaseSensitive(trace, "result");
 	if (cJSON_GetObjectItemCaseSensitive(result, "symbolic")) {
-		explain_symbolic(out, result, filter.md);
+		explain_symbolic(out, result, &filter);
 	} else if (result) {
-		const cJSON *o =
-			cJSON_GetObjectItemCaseSensitive(result, "output");
-		const cJSON *d = cJSON_GetObjectItemCaseSensitive(
-			result, "max_abs_diff");
-		bool match = cJSON_IsTrue(
-			cJSON_GetObjectItemCaseSensitive(result, "match"));
-		const cJSON *ref;
-		const cJSON *stopped =
-			cJSON_GetObjectItemCaseSensitive(result, "stopped");
-		if (cJSON_IsString(stopped)) {
-			/* An injected mistake broke the shapes: no output. */
-			fputs(filter.md ? "## Result\n\nThe simulation "
-					  "**stopped** at a shape error: "
-					: "result: the simulation STOPPED at a "
-					  "shape error: ",
-			      out);
-			md_or_text(out, filter.md, stopped->valuestring);
-			fputs(filter.md ? "\n\n" : "\n", out);
-		} else {
-			fputs(filter.md ? "## Result\n\nOutput "
-					: "result: output ",
-			      out);
-			print_shape(out, cJSON_GetObjectItemCaseSensitive(
-						 o, "shape"));
-			/* Training compares more than the output: say so,
-			 * since the output alone may agree. */
-			bool training = cJSON_GetObjectItemCaseSensitive(
-						result, "loss") != NULL;
-			const char *what = " the single-device reference";
-			print_values(out, o, filter.max_values, filter.md);
-			fputs(training ? "; over output, loss, gradients and "
-					 "parameters, the run"
-				       : "",
-			      out);
-			if (filter.md) {
-				fprintf(out, " %s%s",
-					match ? "**matches**"
-					      : "**differs from**",
-					what);
-			} else {
-				fprintf(out, " %s%s%s%s",
-					filter.color ? (match ? GREEN : RED)
-						     : "",
-					match ? "matches" : "DIFFERS from",
-					filter.color ? PLAIN : "", what);
-			}
-			fputs(filter.md ? " (`max_abs_diff` "
-					: " (max_abs_diff ",
-			      out);
-			if (!d) {
-				fputs("none: the shapes differ", out);
-			} else {
-				print_number(out, d);
-			}
-			fputs(filter.md ? ").\n\n" : ")\n", out);
-		}
-		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
-			    result, "diagnosis"))) {
-			fputs(filter.md ? "**Diagnosis:** " : "  diagnosis: ",
-			      out);
-			md_or_text(out, filter.md, str_of(result, "diagnosis"));
-			fputs(filter.md ? "\n\n" : "\n", out);
-		}
-		ref = cJSON_GetObjectItemCaseSensitive(result,
-						       "reference_output");
-		if (ref) {
-			fputs(filter.md ? "Reference output " : "  reference ",
-			      out);
-			print_shape(out, cJSON_GetObjectItemCaseSensitive(
-						 ref, "shape"));
-			print_values(out, ref, filter.max_values, filter.md);
-			fputs(filter.md ? ".\n\n" : "\n", out);
-		}
-		explain_training(out, result);
-		if (filter.md &&
-		    cJSON_GetObjectItemCaseSensitive(result, "loss")) {
-			fputc('\n', out);
-		}
+		explain_result(out, result, &filter);
 	}
-	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm");
 	if (comm) {
-		const cJSON *n =
-			cJSON_GetObjectItemCaseSensitive(comm, "collectives");
-		const cJSON *b = cJSON_GetObjectItemCaseSensitive(
-			comm, "bytes_per_rank");
-		fputs(filter.md ? "Communication: " : "comm: ", out);
-		print_number(out, n);
-		fprintf(out, " collective%s, ",
-			cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
-		print_number(out, b);
-		fputs(" bytes per rank", out);
-		cJSON_ArrayForEach(
-			op, cJSON_GetObjectItemCaseSensitive(comm, "by_op"))
-		{
-			fputs("; ", out);
-			md_or_text(out, filter.md, op->string);
-			fputs(" x", out);
-			print_number(out, cJSON_GetObjectItemCaseSensitive(
-						  op, "count"));
-		}
-		fputc('\n', out);
-		explain_by_module(out, comm, filter.md);
+		explain_comm(out, comm, filter.md, explain_filtered(&filter));
 	}
 	free(seen.names);
 	free(seen.placements);
+	cJSON_Delete(comm);
 	cJSON_Delete(trace);
 	return TPS_EXIT_OK;
 }

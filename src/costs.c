@@ -1,5 +1,6 @@
 #include "tpsim/costs.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +48,165 @@ double tps_cost_collective_seconds(const char *op, int n,
 	       (double)bytes_per_rank / (link.gbps * 1e9);
 }
 
-/* The sink: one row per (phase, op, module, group), by mode. */
+/* ---- redistributions that the next one undoes ------------------------ */
+
+/* snprintf into a fixed buffer, where a long module name may cut the
+ * sentence short (it stays NUL-terminated). */
+static void put(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
+/* What the watch remembers of one redistribution step. */
+struct redist {
+	char module[TPS_NAME_MAX], tensor[TPS_NAME_MAX + 16], op[32];
+	unsigned mask;
+	struct tps_shape shape;
+	struct tps_placement before, after;
+	bool collective;
+};
+
+/* Follows a forward pass's events (tps_cost_plan_warning). */
+struct undo_watch {
+	const struct tps_model_spec *spec;
+	bool have;     /* last holds the latest redistribution step */
+	bool consumed; /* a compute made a new tensor since */
+	struct redist last;
+	int pairs; /* how many pairs, and the first in words */
+	char first[TPS_COST_WARNING_MAX];
+};
+
+static void remember(struct redist *r, const struct tps_event *ev)
+{
+	snprintf(r->module, sizeof r->module, "%s", ev->module);
+	snprintf(r->tensor, sizeof r->tensor, "%s", ev->tensor);
+	snprintf(r->op, sizeof r->op, "%s", ev->op);
+	r->mask = ev->mask;
+	r->shape = ev->value->global;
+	r->before = *ev->before;
+	r->after = ev->value->placements[__builtin_ctz(ev->mask)];
+	r->collective = ev->kind == TPS_EVENT_COLLECTIVE;
+}
+
+/* What one step p0 -> p2 is (dtensor.h's table): "" for none (p2 is p0),
+ * NULL when it takes more than one (a shard's block changes). */
+static const char *one_step(struct tps_placement p0, struct tps_placement p2)
+{
+	if (tps_placement_equal(p0, p2)) {
+		return "";
+	}
+	switch (p0.kind) {
+	case TPS_PLACEMENT_PARTIAL:
+		return p2.kind == TPS_PLACEMENT_REPLICATE ? "all_reduce"
+		       : p2.kind == TPS_PLACEMENT_SHARD	  ? "reduce_scatter"
+							  : NULL;
+	case TPS_PLACEMENT_REPLICATE:
+		return p2.kind == TPS_PLACEMENT_SHARD ? "local split" : NULL;
+	case TPS_PLACEMENT_SHARD:
+		return p2.kind == TPS_PLACEMENT_REPLICATE ? "all_gather"
+		       : p2.kind == TPS_PLACEMENT_SHARD && p2.dim != p0.dim
+			       ? "all_to_all"
+			       : NULL;
+	}
+	return NULL;
+}
+
+static bool is_residual(const struct tps_model_spec *spec, const char *name)
+{
+	for (int i = 0; i < spec->n_modules; i++) {
+		if (strcmp(spec->modules[i].name, name) == 0) {
+			return spec->modules[i].type == TPS_MODULE_RESIDUAL;
+		}
+	}
+	return false;
+}
+
+/* The first pair, in words. */
+static void describe_pair(struct undo_watch *w, const struct redist *a,
+			  const struct redist *b, const char *step)
+{
+	char p0[32], p1[32], p2[32];
+	tps_placement_format(a->before, p0, sizeof p0);
+	tps_placement_format(a->after, p1, sizeof p1);
+	tps_placement_format(b->after, p2, sizeof p2);
+	put(w->first, sizeof w->first,
+	    "%s's %s of %s (%s -> %s) is undone by %s's %s right after "
+	    "it (%s -> %s), with nothing computed on it between them: "
+	    "%s%s%s%s",
+	    a->module, a->op, a->tensor, p0, p1, b->module, b->op, p1, p2,
+	    step[0] ? "one " : "neither is needed", step,
+	    step[0] ? " would do both" : "",
+	    is_residual(w->spec, b->module)
+		    ? ". A residual brings its body's output to the "
+		      "layout of its input: split the model input into "
+		      "sequence shards once, with prepare_input, and the "
+		      "residuals add shards (docs/transformer.md)"
+		    : "");
+}
+
+static void watch_event(struct undo_watch *w, const struct tps_event *ev)
+{
+	struct redist now;
+	const char *step;
+	if (ev->phase != TPS_PHASE_FORWARD) {
+		w->have = false;
+		return;
+	}
+	if (ev->kind == TPS_EVENT_COMPUTE) {
+		/* A bias added to the reduced tensor leaves it the same
+		 * activation; anything else made from it is new. */
+		w->consumed = w->consumed || !w->have ||
+			      strcmp(ev->tensor, w->last.tensor) != 0;
+		return;
+	}
+	if (!ev->before || !ev->value || __builtin_popcount(ev->mask) != 1) {
+		w->have = false; /* not one step of a redistribution */
+		return;
+	}
+	remember(&now, ev);
+	if (w->have && !w->consumed && now.mask == w->last.mask &&
+	    tps_shape_equal(&now.shape, &w->last.shape) &&
+	    tps_placement_equal(now.before, w->last.after) &&
+	    (now.collective || w->last.collective) &&
+	    (step = one_step(w->last.before, now.after)) != NULL) {
+		if (w->pairs++ == 0) {
+			describe_pair(w, &w->last, &now, step);
+		}
+	}
+	w->last = now;
+	w->have = true;
+	w->consumed = false;
+}
+
+/* The sentence of a finished watch ("" without pairs). */
+static void watch_sentence(const struct undo_watch *w, char *out)
+{
+	if (w->pairs == 0) {
+		out[0] = '\0';
+	} else if (w->pairs == 1) {
+		put(out, TPS_COST_WARNING_MAX, "%s", w->first);
+	} else {
+		put(out, TPS_COST_WARNING_MAX,
+		    "%d redistributions in a forward step undo the one "
+		    "before them; the first: %s",
+		    w->pairs, w->first);
+	}
+}
+
+/* The sink: one row per (phase, op, module, group), by mode; watch
+ * (may be NULL) follows the events too. */
 struct tally {
 	const struct tps_model_spec *spec;
 	const struct tps_mesh *mesh;
 	const struct tps_cost_spec *cost;
 	enum tps_cost_mode mode;
 	struct tps_cost_report *report;
+	struct undo_watch *watch;
 };
 
 static struct tps_cost_row *row_for(struct tps_cost_report *r,
@@ -121,6 +274,9 @@ static enum tps_status count(void *ctx, const struct tps_event *ev,
 	int n;
 	double seconds;
 
+	if (t->watch) {
+		watch_event(t->watch, ev);
+	}
 	if (ev->kind == TPS_EVENT_COMPUTE) {
 		double tflops = t->cost->tflops;
 		/* Flops are even (2 per multiply-add): INT64_MAX is an
@@ -160,16 +316,13 @@ static enum tps_status count(void *ctx, const struct tps_event *ev,
 	return TPS_OK;
 }
 
-/* One step of spec (as mode) on meta tensors, counted into report. */
-static enum tps_status run_mode(const struct tps_model_spec *spec,
-				const struct tps_cost_spec *cost,
-				enum tps_cost_mode mode,
-				struct tps_cost_report *report,
-				struct tps_error *err)
+/* One step of spec (as mode) on meta tensors, into sink. */
+static enum tps_status run_meta_step(const struct tps_model_spec *spec,
+				     enum tps_cost_mode mode,
+				     struct tps_event_sink sink,
+				     struct tps_error *err)
 {
 	struct tps_model_spec s = *spec; /* shares modules; not freed */
-	struct tally t = {spec, &spec->mesh, cost, mode, report};
-	struct tps_event_sink sink = {count, &t};
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};
 	struct tps_shape oshape;
@@ -209,6 +362,61 @@ static enum tps_status run_mode(const struct tps_model_spec *spec,
 	tps_tensor_free(&input);
 	tps_tensor_free(&target);
 	tps_model_free(&model);
+	return st;
+}
+
+/* The mode a spec runs in. */
+static enum tps_cost_mode own_mode(const struct tps_model_spec *spec)
+{
+	return spec->mode == TPS_MODE_TRAINING ? TPS_COST_TRAINING
+					       : TPS_COST_INFERENCE;
+}
+
+/* One step of spec (as mode) on meta tensors, counted into report; the
+ * spec's own mode is watched for undone redistributions too. */
+static enum tps_status run_mode(const struct tps_model_spec *spec,
+				const struct tps_cost_spec *cost,
+				enum tps_cost_mode mode,
+				struct tps_cost_report *report,
+				struct tps_error *err)
+{
+	struct undo_watch watch = {0};
+	struct tally t = {spec, &spec->mesh, cost, mode, report,
+			  mode == own_mode(spec) ? &watch : NULL};
+	struct tps_event_sink sink = {count, &t};
+	enum tps_status st;
+	watch.spec = spec;
+	st = run_meta_step(spec, mode, sink, err);
+	if (st == TPS_OK && t.watch) {
+		watch_sentence(&watch, report->warning);
+	}
+	return st;
+}
+
+static enum tps_status watch_only(void *ctx, const struct tps_event *ev,
+				  struct tps_error *err)
+{
+	(void)err;
+	watch_event(ctx, ev);
+	return TPS_OK;
+}
+
+enum tps_status tps_cost_plan_warning(const struct tps_model_spec *spec,
+				      char *warning, struct tps_error *err)
+{
+	struct tps_model_spec planned = *spec; /* shares modules */
+	struct undo_watch watch = {0};
+	struct tps_event_sink sink = {watch_only, &watch};
+	enum tps_status st;
+	/* The plan as written: an injected mistake is the run's to make
+	 * (and may stop it at a shape error, which the run reports). */
+	planned.inject = 0;
+	watch.spec = spec;
+	warning[0] = '\0';
+	st = run_meta_step(&planned, own_mode(spec), sink, err);
+	if (st == TPS_OK) {
+		watch_sentence(&watch, warning);
+	}
 	return st;
 }
 

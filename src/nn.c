@@ -105,6 +105,7 @@ static enum tps_status on_step(void *opaque,
 	ev.tensor = o->tensor;
 	ev.mask = 1u << s->mesh_dim;
 	ev.bytes_per_rank = split ? 0 : s->report.bytes_per_rank;
+	ev.before = &s->before;
 	ev.note = o->note;
 	ev.value = dt;
 	st = emit(o->ctx, &ev, err);

@@ -16,6 +16,28 @@
 #define MAP_MAX_ROWS 16
 #define MAP_MAX_COLS 32
 
+const struct tps_picture_style tps_picture_styles[TPS_PICTURE_KINDS] = {
+	[TPS_PICTURE_SHARD] = {"shard", "#e6eef8", "#0b5cad",
+			       "a block of the tensor that only the ranks "
+			       "listed hold"},
+	[TPS_PICTURE_REPLICATE] = {"replicate", "#eef5ee", "#2f6b3a",
+				   "every rank listed holds the same copy of "
+				   "its block"},
+	[TPS_PICTURE_PARTIAL] = {"partial sum", "#fff3ea", "#b8560b",
+				 "every rank listed holds a full-size addend "
+				 "(a name ending in +, A+), and the block's "
+				 "value is their sum over the group"},
+};
+_Static_assert(TPS_PICTURE_PARTIAL + 1 == TPS_PICTURE_KINDS,
+	       "a style for every kind");
+
+/* The placement kind each picture kind stands for. */
+static const enum tps_placement_kind placement_of_kind[TPS_PICTURE_KINDS] = {
+	[TPS_PICTURE_SHARD] = TPS_PLACEMENT_SHARD,
+	[TPS_PICTURE_REPLICATE] = TPS_PLACEMENT_REPLICATE,
+	[TPS_PICTURE_PARTIAL] = TPS_PLACEMENT_PARTIAL,
+};
+
 static bool mesh_dim_partial(const struct tps_picture *pic, int i)
 {
 	return pic->placements[i].kind == TPS_PLACEMENT_PARTIAL &&
@@ -317,30 +339,47 @@ static void write_map(FILE *out, const struct tps_picture *pic, int panel,
 	}
 }
 
+/* The picture's kind (picture.h): how its blocks are drawn. */
+static enum tps_picture_kind picture_kind(const struct tps_picture *pic)
+{
+	return is_partial(pic)	   ? TPS_PICTURE_PARTIAL
+	       : pic->n_blocks > 1 ? TPS_PICTURE_SHARD
+				   : TPS_PICTURE_REPLICATE;
+}
+
+/* The legend's line for one kind, "shard over tp: a block of ..."
+ * (without the full stop), into buf; "" when the picture has no mesh dim
+ * of that kind. */
+static const char *legend_line(const struct tps_picture *pic,
+			       enum tps_picture_kind kind, char *buf,
+			       size_t size)
+{
+	char dims[4 * TPS_MESH_NAME_MAX + 8];
+	if (!dims_of_kind(pic, placement_of_kind[kind], dims, sizeof dims)[0]) {
+		buf[0] = '\0';
+	} else {
+		snprintf(buf, size, "%s over %s: %s",
+			 tps_picture_styles[kind].name, dims,
+			 tps_picture_styles[kind].legend);
+	}
+	return buf;
+}
+
 /* What the marks mean, for the kinds this picture has (a partial picture
  * never speaks of copies, and a replicated one never of addends). */
 static int write_legend(FILE *out, const struct tps_picture *pic, bool md,
 			const char *indent)
 {
-	char dims[4 * TPS_MESH_NAME_MAX + 8];
+	char line[512];
 	int lines = 0;
-	if (dims_of_kind(pic, TPS_PLACEMENT_PARTIAL, dims, sizeof dims)[0]) {
-		lines++;
-		fprintf(out, "%s", indent);
-		put_text(out,
-			 "A name ending in + (A+) marks a partial sum, not "
-			 "a copy: each rank listed holds a full-size addend "
-			 "of its block, and the sum over its ",
-			 md);
-		put_text(out, dims, md);
-		put_text(out, " group is the value.\n", md);
-	}
-	if (dims_of_kind(pic, TPS_PLACEMENT_REPLICATE, dims, sizeof dims)[0]) {
-		lines++;
-		fprintf(out, "%s", indent);
-		put_text(out, "Replicated over ", md);
-		put_text(out, dims, md);
-		put_text(out, ": every rank listed holds the same copy.\n", md);
+	for (int k = 0; k < TPS_PICTURE_KINDS; k++) {
+		if (legend_line(pic, (enum tps_picture_kind)k, line,
+				sizeof line)[0]) {
+			lines++;
+			fprintf(out, "%s", indent);
+			put_text(out, line, md);
+			put_text(out, ".\n", md);
+		}
 	}
 	if (pic->sampler_order) {
 		lines++;
@@ -418,20 +457,6 @@ void tps_picture_write_text(FILE *out, const struct tps_picture *pic, bool md)
 #define SVG_CHAR_W    8	  /* a monospace character at 12px, rounded up */
 #define SVG_LINE_H    22
 #define SVG_PANEL_GAP 32
-
-/* ColorBrewer Set3: light enough for black text, told apart by most
- * readers; a block takes the colour of its first rank. */
-static const char *const rank_colors[] = {
-	"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
-	"#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f",
-};
-
-static const char *block_color(const struct tps_picture *pic, int b)
-{
-	int rank = pic->ranks[pic->blocks[b].first];
-	return rank_colors[rank %
-			   (int)(sizeof rank_colors / sizeof rank_colors[0])];
-}
 
 /* The grid side for n elements: whole cells of up to 48px while they
  * fit in 480px, else 480px with elements at i * 480 / n. */
@@ -514,13 +539,14 @@ static void svg_box(FILE *out, int64_t x, int64_t y, int64_t w, int64_t h,
 }
 
 static void svg_border(FILE *out, int64_t x, int64_t y, int64_t w, int64_t h,
-		       bool partial)
+		       enum tps_picture_kind kind)
 {
 	fprintf(out,
 		"<rect x=\"%lld\" y=\"%lld\" width=\"%lld\" height=\"%lld\" "
-		"fill=\"none\" stroke=\"#000000\" stroke-width=\"2\"%s/>\n",
+		"fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
 		(long long)x, (long long)y, (long long)w, (long long)h,
-		partial ? " stroke-dasharray=\"6 3\"" : "");
+		tps_picture_styles[kind].line,
+		kind == TPS_PICTURE_PARTIAL ? " stroke-dasharray=\"6 3\"" : "");
 }
 
 /* White lines between the elements inside a block, while cells are at
@@ -577,9 +603,10 @@ static void svg_block(FILE *out, const struct tps_picture *pic, int b,
 	fputs(" ", out);
 	put_xml(out, block_label(pic, b, label, sizeof label));
 	fputs("</title>\n", out);
-	svg_box(out, x, y, w, h, block_color(pic, b), partial);
+	svg_box(out, x, y, w, h, tps_picture_styles[picture_kind(pic)].fill,
+		partial);
 	svg_cell_lines(out, gx, gy, r0, nr, c0, nc, &pic->global);
-	svg_border(out, x, y, w, h, partial);
+	svg_border(out, x, y, w, h, picture_kind(pic));
 	/* The name, and the ranks under it when they fit; on white in a
 	 * partial block, so the hatching does not cross the letters. */
 	if (h >= 40 && text_width(ranks, SVG_CHAR_W) <= w - 4) {
@@ -622,12 +649,15 @@ static void svg_ticks(FILE *out, int64_t gx, int64_t gy, int64_t rows,
 	}
 }
 
-/* One line under the grid: a swatch and the text. */
-static void svg_key_line(FILE *out, int64_t y, const char *fill, bool partial,
-			 const char *text)
+/* One line under the grid: a swatch of the kind and the text; an empty
+ * block's swatch is white. */
+static void svg_key_line(FILE *out, int64_t y, enum tps_picture_kind kind,
+			 bool empty, const char *text)
 {
-	svg_box(out, SVG_MARGIN, y, 16, 16, fill, partial);
-	svg_border(out, SVG_MARGIN, y, 16, 16, partial);
+	svg_box(out, SVG_MARGIN, y, 16, 16,
+		empty ? "#ffffff" : tps_picture_styles[kind].fill,
+		kind == TPS_PICTURE_PARTIAL);
+	svg_border(out, SVG_MARGIN, y, 16, 16, kind);
 	svg_text(out, SVG_MARGIN + 24, y + 12, "", text);
 }
 
@@ -645,17 +675,19 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 	int64_t panel_w = gutter + gw;
 	int64_t width = 0, height, y;
 	char title[2048], line[2048], name[16];
-	bool partial = is_partial(pic);
-	static const char *const legend[] = {
-		"shard: a block of the tensor held only by the ranks listed",
-		"replicate: every rank listed holds the same copy of the block",
-		"partial sum (A+): each rank listed holds a full-size addend; "
-		"their sum is the block's value",
-	};
+	enum tps_picture_kind kind = picture_kind(pic);
+	char legend[TPS_PICTURE_KINDS][512];
 	static const char sampler_note[] =
 		"Rows count positions in DistributedSampler's order: dp rank r "
 		"holds samples r, r + dp, r + 2 dp, ...";
-	int n_legend = (int)(sizeof legend / sizeof legend[0]);
+	int n_legend = 0;
+
+	for (int k = 0; k < TPS_PICTURE_KINDS; k++) {
+		if (legend_line(pic, (enum tps_picture_kind)k, legend[n_legend],
+				sizeof legend[0])[0]) {
+			n_legend++;
+		}
+	}
 
 	snprintf(title, sizeof title, "Sharding of %s", pic->tensor);
 	describe(pic, line, sizeof line);
@@ -704,13 +736,14 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 	fputs("</title>\n<desc>", out);
 	put_xml(out, line);
 	fputs("</desc>\n", out);
-	fputs("<defs>\n<pattern id=\"partial-hatch\" width=\"8\" height=\"8\" "
-	      "patternUnits=\"userSpaceOnUse\" "
-	      "patternTransform=\"rotate(45)\">\n"
-	      "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"8\" stroke=\"#555555\" "
-	      "stroke-width=\"2\"/>\n</pattern>\n"
-	      "</defs>\n",
-	      out);
+	fprintf(out,
+		"<defs>\n<pattern id=\"partial-hatch\" width=\"8\" "
+		"height=\"8\" patternUnits=\"userSpaceOnUse\" "
+		"patternTransform=\"rotate(45)\">\n"
+		"<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"8\" stroke=\"%s\" "
+		"stroke-width=\"2\"/>\n</pattern>\n"
+		"</defs>\n",
+		tps_picture_styles[TPS_PICTURE_PARTIAL].line);
 	fprintf(out,
 		"<rect x=\"0\" y=\"0\" width=\"%lld\" height=\"%lld\" "
 		"fill=\"#ffffff\"/>\n",
@@ -748,18 +781,20 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 		block_name(pic, b, name, sizeof name);
 		snprintf(full, sizeof full, "%-3s %s", name,
 			 block_label(pic, b, label, sizeof label));
-		svg_key_line(out, y,
-			     pic->blocks[b].empty ? "#ffffff"
-						  : block_color(pic, b),
-			     partial, full);
+		svg_key_line(out, y, kind, pic->blocks[b].empty, full);
 		y += SVG_LINE_H;
 	}
 	y += 12;
 	svg_text(out, SVG_MARGIN, y + 12, " font-weight=\"bold\"", "Legend");
 	y += 20;
-	for (int i = 0; i < n_legend; i++) {
-		svg_key_line(out, y, "#d9d9d9", i == 2, legend[i]);
-		y += SVG_LINE_H;
+	for (int k = 0, i = 0; k < TPS_PICTURE_KINDS; k++) {
+		char said[512];
+		if (legend_line(pic, (enum tps_picture_kind)k, said,
+				sizeof said)[0]) {
+			svg_key_line(out, y, (enum tps_picture_kind)k, false,
+				     legend[i++]);
+			y += SVG_LINE_H;
+		}
 	}
 	if (pic->sampler_order) {
 		svg_text(out, SVG_MARGIN, y + 12, "", sampler_note);

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "tpsim/costs.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/optim.h"
@@ -536,6 +537,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		&model, &sim,	 symbolic ? NULL : &ref, 0.0f, false, NULL,
 		NULL,	symbolic};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
+	char plan_warning[TPS_COST_WARNING_MAX];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
 	enum tps_status st = symbolic ? tps_model_init_meta(&model, ms, err)
@@ -544,6 +546,17 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		return st;
 	}
 	tps_run_warnings(ms, model.dp_counts, model.dp, summary);
+	/* Redistributions that the next one undoes: a meta pass of one
+	 * step first, since the warnings head the trace. */
+	st = tps_cost_plan_warning(ms, plan_warning, err);
+	if (st != TPS_OK) {
+		tps_model_free(&model);
+		return st;
+	}
+	if (plan_warning[0] && summary->n_warnings < TPS_RUN_MAX_WARNINGS) {
+		snprintf(summary->warnings[summary->n_warnings++],
+			 sizeof summary->warnings[0], "%s", plan_warning);
+	}
 	for (int i = 0; i < summary->n_warnings; i++) {
 		warnings[i] = summary->warnings[i];
 	}

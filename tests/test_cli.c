@@ -65,9 +65,14 @@ START_TEST(help_and_version_go_to_stdout)
 }
 END_TEST
 
+/*
+ * Each row: up to four arguments after "tpsim" and, last, a substring of
+ * the message (NULLs between are left out). An argument "TRACE" stands
+ * for a trace of small_config that the test writes first.
+ */
 START_TEST(usage_errors_are_one_line_and_a_hint)
 {
-	static const char *const cases[][4] = {
+	static const char *const cases[][5] = {
 		{"", NULL, NULL, "missing command"},
 		{"frobnicate", NULL, NULL, "unknown command 'frobnicate'"},
 		{"run", NULL, NULL, "run: missing CONFIG"},
@@ -99,21 +104,52 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		 "--format expects text or md, got ''"},
 		{"explain", "--format", "html",
 		 "--format expects text or md, got 'html'"},
+		{"explain", "t.json", "--heading-level",
+		 "--heading-level expects 1, 2, 3 or 4 (the title's Markdown "
+		 "level), got ''"},
+		{"explain", "--heading-level", "0",
+		 "--heading-level expects 1, 2, 3 or 4 (the title's Markdown "
+		 "level), got '0'"},
+		{"explain", "--heading-level", "5",
+		 "--heading-level expects 1, 2, 3 or 4 (the title's Markdown "
+		 "level), got '5'"},
+		/* A module the trace does not have (its one module is fc):
+		 * the closest names (fc, at edit distance 1). */
+		{"explain", "TRACE", "--module", "fcc",
+		 "explain: --module 'fcc' names no module of "},
+		{"explain", "TRACE", "--module", "fcc",
+		 "t.json; the closest: 'fc'\n"},
 	};
+	const char *dir = tu_tempdir();
+	char trace[512];
+	run_to_trace(write_config(dir, "c.json", small_config), dir, trace,
+		     sizeof trace);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		int argc = !cases[i][0][0]	 ? 1
-			   : cases[i][1] == NULL ? 2
-			   : cases[i][2] == NULL ? 3
-						 : 4;
-		struct tu_result r =
-			tu_cli(argc, cases[i][0], cases[i][1], cases[i][2]);
+		const char *args[4] = {NULL};
+		const char *message = NULL;
+		int argc = 1, last = 4;
+		struct tu_result r;
+		while (!cases[i][last]) {
+			last--;
+		}
+		message = cases[i][last];
+		for (int a = 0; a < last; a++) {
+			if (cases[i][a] && cases[i][a][0]) {
+				args[argc - 1] = strcmp(cases[i][a], "TRACE")
+							 ? cases[i][a]
+							 : trace;
+				argc++;
+			}
+		}
+		r = tu_cli(argc, args[0], args[1], args[2], args[3]);
 		ck_assert_int_eq(r.rc, 2);
-		ck_assert_msg(strstr(r.err, cases[i][3]) != NULL, "%s", r.err);
+		ck_assert_msg(strstr(r.err, message) != NULL, "%s", r.err);
 		ck_assert_ptr_nonnull(strstr(r.err, "\nTry 'tpsim --help'.\n"));
 		ck_assert_int_eq(tu_count_lines(r.err), 2);
 		ck_assert_uint_eq(r.out_len, 0);
 		tu_result_free(&r);
 	}
+	tu_rmtree(dir);
 }
 END_TEST
 
@@ -1841,11 +1877,22 @@ static void every_rank_line_shows_values(const char *out)
 	}
 }
 
+/* How many times needle occurs in text. */
+static int occurrences(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = strstr(text, needle); p;
+	     p = strstr(p + 1, needle)) {
+		n++;
+	}
+	return n;
+}
+
 START_TEST(explain_elides_long_values_visibly_and_filters_events)
 {
 	/* x (3, 8) @ W (6, 8)^T colwise over 2: each rank's output is (3, 3),
 	 * 9 values; its weight shard (3, 8), 24 values, more than the
-	 * default 16. */
+	 * default 16. The gathered output (3, 6) has 18. */
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(
 		dir, "c.json",
@@ -1862,12 +1909,22 @@ START_TEST(explain_elides_long_values_visibly_and_filters_events)
 	r = tu_cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
 	every_rank_line_shows_values(r.out);
-	/* W = arange (6, 8): rank 1 holds rows 3-5, values 25 .. 48. */
-	ck_assert_ptr_nonnull(
-		strstr(r.out, "rank 1: (3, 8) [25,26,27,28,29,30,31,32,...,"
-			      "41,42,43,44,45,46,47,48] (16 of 24 values: the "
-			      "first and last 8 in row-major order; "
-			      "--max-values)\n"));
+	/* W = arange (6, 8): rank 1 holds rows 3-5, values 25 .. 48; the
+	 * rule is said once for the event, after its ranks. */
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "        rank 0: (3, 8) [1,2,3,4,5,6,7,8,...,17,18,19,"
+		       "20,21,22,23,24]\n"
+		       "        rank 1: (3, 8) [25,26,27,28,29,30,31,32,...,"
+		       "41,42,43,44,45,46,47,48]\n"
+		       "        (elided: the first and last 8 values of each "
+		       "rank, in row-major order; --max-values 0 prints "
+		       "all)\n"));
+	/* Once per block that elides: the global tensors (input 24 values,
+	 * W 48), event 0 (W's shards), the output's gather (18 each) and
+	 * the result (output and reference). */
+	ck_assert_int_eq(occurrences(r.out, "(elided: "), 4);
+	ck_assert_int_eq(occurrences(r.out, "values of each tensor"), 2);
+	ck_assert_ptr_null(strstr(r.out, "of 24 values"));
 	tu_result_free(&r);
 	/* --max-values 0: everything; 4: the first and last 2. */
 	r = tu_cli(5, "explain", trace, "--max-values", "0");
@@ -1876,27 +1933,121 @@ START_TEST(explain_elides_long_values_visibly_and_filters_events)
 		"rank 1: (3, 8) [[25,26,27,28,29,30,31,32],"
 		"[33,34,35,36,37,38,39,40],[41,42,43,44,45,46,47,48]]\n"));
 	ck_assert_ptr_null(strstr(r.out, "..."));
+	ck_assert_ptr_null(strstr(r.out, "elided"));
 	tu_result_free(&r);
 	r = tu_cli(5, "explain", trace, "--max-values", "4");
-	ck_assert_ptr_nonnull(strstr(r.out, "rank 1: (3, 8) [25,26,...,47,48] "
-					    "(4 of 24 values: the first and "
-					    "last 2"));
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "rank 1: (3, 8) [25,26,...,47,48]\n        (elided: "
+		       "the first and last 2 values of each rank"));
 	every_rank_line_shows_values(r.out);
 	tu_result_free(&r);
-	/* Filters: forward only, no setup section; one module; none. */
+	/* Filters: forward only, no setup section, and of the global
+	 * tensors only the input, which every step's forward reads. */
 	r = tu_cli(5, "explain", trace, "--phase", "forward");
 	ck_assert_ptr_null(strstr(r.out, "setup:"));
 	ck_assert_ptr_nonnull(strstr(r.out, "forward, step 0:\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "global tensors:\n  input (3, 8)"));
+	ck_assert_ptr_null(strstr(r.out, "  fc.weight (6, 8)"));
 	tu_result_free(&r);
+	/* One module: its events, no global tensor (the output module has
+	 * none), and the communication of what is shown. */
 	r = tu_cli(7, "explain", trace, "--step", "0", "--module", "output");
+	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_null(strstr(r.out, " fc       "));
 	ck_assert_ptr_nonnull(strstr(r.out, "all_gather"));
+	ck_assert_ptr_null(strstr(r.out, "global tensors:"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "comm of the events shown: 1 collective, 36 "
+			      "bytes per rank; all_gather x1\n  by module:\n"
+			      "    output  x1  36 bytes/rank\n"));
+	tu_result_free(&r);
+	/* fc: its parameters' initial values (its setup), no input; it
+	 * makes no collective. */
+	r = tu_cli(5, "explain", trace, "--module", "fc");
+	ck_assert_ptr_nonnull(strstr(r.out, "global tensors:\n  fc.weight "
+					    "(6, 8) [shard(0)] [1,2,3,4,"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n  fc.bias (6) [shard(0)] "
+					    "[1,2,3,4,5,6]\n"));
+	ck_assert_ptr_null(strstr(r.out, "  input (3, 8)"));
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "comm of the events shown: 0 collectives, 0 bytes per "
+		       "rank\n"));
+	ck_assert_ptr_null(strstr(r.out, "by module"));
+	tu_result_free(&r);
+	/* A step: the input, not the parameters' setup values. */
+	r = tu_cli(5, "explain", trace, "--step", "0");
+	ck_assert_ptr_nonnull(strstr(r.out, "global tensors:\n  input (3, 8)"));
+	ck_assert_ptr_null(strstr(r.out, "fc.weight (6, 8)"));
+	ck_assert_ptr_null(strstr(r.out, "setup:"));
 	tu_result_free(&r);
 	r = tu_cli(5, "explain", trace, "--step", "3");
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(strstr(
 		r.out, "(no event matches --step, --module and --phase)\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "result: output (3, 6)"));
+	ck_assert_ptr_nonnull(strstr(r.out, "comm of the events shown: 0 "));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* The communication footer: one line per module, names aligned (the
+ * trace's comm.by_module of train_dp2_tp2_mse: fc2 3 collectives, 32
+ * bytes; fc1 2, 40). */
+START_TEST(explain_lists_the_communication_one_module_a_line)
+{
+	const char *dir = tu_tempdir();
+	char trace[512];
+	struct tu_result r;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = tu_cli(5, "run",
+		   tu_source_path("fixtures/train_dp2_tp2_mse/config.json"),
+		   "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	tu_result_free(&r);
+	r = tu_cli(3, "explain", trace);
+	ck_assert_msg(strstr(r.out, "comm: 5 collectives, 72 bytes per rank; "
+				    "all_reduce x5\n  by module:\n"
+				    "    fc2  x3  32 bytes/rank\n"
+				    "    fc1  x2  40 bytes/rank\n") != NULL,
+		      "%s", r.out);
+	tu_result_free(&r);
+	r = tu_cli(5, "explain", trace, "--format", "md");
+	ck_assert_msg(strstr(r.out, "| module | collectives | bytes per rank "
+				    "|\n|---|---:|---:|\n| fc2 | 3 | 32 bytes "
+				    "|\n| fc1 | 2 | 40 bytes |\n") != NULL,
+		      "%s", r.out);
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* --heading-level N: the title at level N, sections at N + 1, events at
+ * N + 2, so the output pastes under any heading. */
+START_TEST(explain_md_headings_start_at_the_heading_level)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	char trace[512];
+	struct tu_result r;
+	run_to_trace(cfg, dir, trace, sizeof trace);
+	r = tu_cli(7, "explain", trace, "--format", "md", "--heading-level",
+		   "3");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strncmp(r.out, "### A tpsim ", 12) == 0, "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "\n#### Global tensors\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n#### setup\n"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n##### [0] fc: distribute"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\n#### Result\n"));
+	/* Nothing above level 3. */
+	ck_assert_ptr_null(strstr(r.out, "\n# "));
+	ck_assert_ptr_null(strstr(r.out, "\n## "));
+	ck_assert_ptr_null(strstr(r.out, "\n### "));
+	tu_result_free(&r);
+	/* The default is 1, as before. */
+	r = tu_cli(5, "explain", trace, "--format", "md");
+	ck_assert_msg(strncmp(r.out, "# A tpsim ", 10) == 0, "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "\n### [0] fc: distribute"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -2107,10 +2258,11 @@ START_TEST(explain_aligns_op_and_tensor_columns_for_long_names)
 }
 END_TEST
 
-START_TEST(explain_prints_byte_counts_as_integers)
+START_TEST(explain_prints_byte_counts_for_people)
 {
 	/* A (512, 512) all_reduce over 2 ranks: c = 131072 floats, 2 (n-1) c
-	 * = 1048576 bytes, which %g would print as 1.04858e+06. */
+	 * = 1048576 bytes = 1 MiB (numfmt.h), which %g would print as
+	 * 1.04858e+06. */
 	const char *dir = tu_tempdir();
 	const char *cfg = write_config(
 		dir, "c.json",
@@ -2124,11 +2276,11 @@ START_TEST(explain_prints_byte_counts_as_integers)
 	run_to_trace(cfg, dir, trace, sizeof trace);
 	r = tu_cli(3, "explain", trace);
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_msg(strstr(r.out, ", 1048576 bytes/rank\n") != NULL, "%s",
-		      r.out);
-	ck_assert_msg(strstr(r.out, "1 collective, 1048576 bytes per rank") !=
-			      NULL,
+	ck_assert_msg(strstr(r.out, ", 1 MiB/rank\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1 collective, 1 MiB per rank") != NULL,
 		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "    fc  x1  1 MiB/rank\n") != NULL, "%s",
+		      r.out);
 	ck_assert_ptr_null(strstr(r.out, "e+"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
@@ -2240,6 +2392,116 @@ START_TEST(comm_sweeps_every_combination_of_set_values)
 			2);
 		cJSON_Delete(root);
 	}
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* People read sizes in binary units; --json keeps exact integers. A
+ * rowwise fc with a (512, 512) output over tp 2: the all_reduce sends
+ * 2 (n-1) c = 2 * 131072 floats * 4 = 1048576 bytes = 1 MiB per rank,
+ * in inference and in training alike (no input gradient). */
+START_TEST(comm_prints_sizes_in_binary_units_and_exact_json)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 512}], "
+		"\"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
+		"[512, 4]}}");
+	struct tu_result r = tu_cli(4, "comm", cfg, "--summary");
+	const char *row;
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	row = strstr(r.out, "c.json ");
+	ck_assert_msg(row != NULL, "%s", r.out);
+	ck_assert_msg(strstr(row, "  1 MiB  ") != NULL &&
+			      strstr(strstr(row, "  1 MiB  ") + 1,
+				     "  1 MiB  ") != NULL,
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1048576") == NULL, "%s", r.out);
+	tu_result_free(&r);
+	/* The table of one point: the all_reduce's row and the total. */
+	r = tu_cli(3, "comm", cfg);
+	ck_assert_msg(strstr(r.out,
+			     "all_reduce  fc      tp                1  "
+			     "     1 MiB         1       1 MiB\n") != NULL,
+		      "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1048576") == NULL, "%s", r.out);
+	tu_result_free(&r);
+	r = tu_cli(4, "comm", cfg, "--json");
+	ck_assert_ptr_nonnull(strstr(r.out, "\"bytes_per_rank\":1048576,"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* A standalone sequence-parallel block on a replicated input (a small
+ * examples/sp_block/sp.json): each residual gathers back what the
+ * reduce_scatter before it split. */
+static const char sp_block_config[] =
+	"{\"tpsim\": 1, \"vars\": {\"tp\": 2}, \"mesh\": {\"shape\": "
+	"[\"$tp\"], \"dim_names\": [\"tp\"]}, \"model\": [{\"name\": "
+	"\"block\", \"type\": \"transformer_block\", \"dim\": 8, "
+	"\"num_heads\": 2, \"hidden\": 16}], \"plan\": {%s\"block.ln[12]\": "
+	"\"sequence\", \"block.attn.[qkv]\": \"colwise\", \"block.attn.o\": "
+	"{\"style\": \"rowwise\", \"output\": \"shard(1)\"}, "
+	"\"block.mlp.fc1\": {\"style\": \"colwise\", \"input\": "
+	"\"shard(1)\"}, \"block.mlp.fc2\": {\"style\": \"rowwise\", "
+	"\"output\": \"shard(1)\"}}, \"input\": {\"shape\": [1, 4, 8]}}";
+
+START_TEST(run_and_comm_warn_of_a_redistribution_the_next_one_undoes)
+{
+	const char *dir = tu_tempdir();
+	char text[2048], trace[512];
+	const char *cfg;
+	cJSON *t = NULL;
+	const cJSON *w;
+	struct tu_result r;
+	snprintf(text, sizeof text, sp_block_config, "");
+	cfg = write_config(dir, "sp.json", text);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_msg(strstr(r.err,
+			     "sp.json: 2 redistributions in a forward "
+			     "step undo the one before them; the "
+			     "first: block.attn.o's reduce_scatter") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: warning: "));
+	/* 2 all_gathers (attn, fc1), 2 reduce_scatters, 2 gathered back. */
+	ck_assert_ptr_nonnull(strstr(r.err, " 6 collectives ("));
+	tu_result_free(&r);
+	ck_assert_int_eq(tps_json_load(trace, 1 << 24, &t, NULL), TPS_OK);
+	w = cJSON_GetObjectItem(t, "warnings");
+	ck_assert_int_eq(cJSON_GetArraySize(w), 1);
+	ck_assert_ptr_nonnull(strstr(cJSON_GetArrayItem(w, 0)->valuestring,
+				     "block.attn_residual's all_gather"));
+	cJSON_Delete(t);
+	/* tpsim comm says it too, once for a sweep of two points. */
+	r = tu_cli(5, "comm", cfg, "--set", "tp=2,4");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: warning: "));
+	ck_assert_ptr_nonnull(strstr(r.err, "block.attn_residual's"));
+	tu_result_free(&r);
+	/* The input split into sequence shards once: no warning, and the
+	 * output's one gather in place of the two gathered back. */
+	snprintf(
+		text, sizeof text, sp_block_config,
+		"\"block.attn_residual\": {\"style\": \"prepare_input\", "
+		"\"input\": \"replicate\", \"desired_input\": \"shard(1)\"}, ");
+	cfg = write_config(dir, "prepared.json", text);
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_ptr_null(strstr(r.err, "warning"));
+	ck_assert_ptr_nonnull(strstr(r.err, " 5 collectives ("));
+	ck_assert_ptr_nonnull(strstr(r.err, "matches the reference"));
+	tu_result_free(&r);
+	r = tu_cli(3, "comm", cfg);
+	ck_assert_uint_eq(r.err_len, 0);
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -2729,9 +2991,16 @@ static Suite *cli_suite(void)
 	tcase_add_test(check,
 		       explain_elides_long_values_visibly_and_filters_events);
 	tcase_add_test(check, explain_shows_a_summary_traces_statistics);
-	tcase_add_test(check, explain_prints_byte_counts_as_integers);
+	tcase_add_test(check, explain_prints_byte_counts_for_people);
+	tcase_add_test(check,
+		       explain_lists_the_communication_one_module_a_line);
+	tcase_add_test(check, explain_md_headings_start_at_the_heading_level);
 	tcase_add_test(comm, comm_counts_inference_and_training_side_by_side);
 	tcase_add_test(comm, comm_sweeps_every_combination_of_set_values);
+	tcase_add_test(comm, comm_prints_sizes_in_binary_units_and_exact_json);
+	tcase_add_test(
+		comm,
+		run_and_comm_warn_of_a_redistribution_the_next_one_undoes);
 	tcase_add_test(comm, comm_refuses_bad_input_with_one_line);
 	tcase_add_test(comm, run_set_overrides_a_config_variable);
 	tcase_add_test(comm, the_generated_tables_in_docs_are_current);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "tpsim/config.h"
 #include "tpsim/costs.h"
 
 static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
@@ -170,6 +171,107 @@ START_TEST(ring_steps_follow_the_op)
 }
 END_TEST
 
+/* The plan warning of a config file (costs.h); "" for none. */
+static void plan_warning_of(const char *rel, char *warning,
+			    struct tps_cost_report *report)
+{
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	ck_assert_msg(tps_config_load(tu_source_path(rel), &spec, &err) ==
+			      TPS_OK,
+		      "%s", err.message);
+	ck_assert_int_eq(tps_cost_plan_warning(&spec.model, warning, &err),
+			 TPS_OK);
+	ck_assert_int_eq(
+		tps_cost_estimate(&spec.model, &spec.cost, report, &err),
+		TPS_OK);
+	tps_run_spec_free(&spec);
+}
+
+/*
+ * examples/sp_block: one GPT-2-small block on a replicated input, tp 4.
+ * With sequence parallelism and nothing else, attn.o reduce-scatters its
+ * partial sums into sequence shards, adds its bias to them, and the
+ * residual gathers them straight back to add them to its replicated
+ * input; the MLP's fc2 and its residual do the same: 2 pairs in the
+ * forward. prepare_input on the first residual splits the input once:
+ * no pair, and one collective fewer per forward (5: 2 all_gathers, 2
+ * reduce_scatters, the output's all_gather; against 6).
+ */
+START_TEST(plan_warning_names_a_reduce_scatter_gathered_straight_back)
+{
+	char warning[TPS_COST_WARNING_MAX];
+	struct tps_cost_report sp = {0}, prepared = {0}, tp = {0};
+	plan_warning_of("examples/sp_block/sp.json", warning, &sp);
+	ck_assert_msg(strstr(warning,
+			     "2 redistributions in a forward step undo the "
+			     "one before them; the first: block.attn.o's "
+			     "reduce_scatter of block.attn.o.out (partial -> "
+			     "shard(1)) is undone by block.attn_residual's "
+			     "all_gather right after it (shard(1) -> "
+			     "replicate), with nothing computed on it between "
+			     "them: one all_reduce would do both. A residual "
+			     "brings its body's output to the layout of its "
+			     "input: split the model input into sequence "
+			     "shards once, with prepare_input") == warning,
+		      "%s", warning);
+	ck_assert_str_eq(sp.warning, warning); /* comm's, the same */
+	plan_warning_of("examples/sp_block/sp_prepare_input.json", warning,
+			&prepared);
+	ck_assert_str_eq(warning, "");
+	ck_assert_str_eq(prepared.warning, "");
+	ck_assert_int_eq(sp.total[TPS_COST_INFERENCE].count, 6);
+	ck_assert_int_eq(prepared.total[TPS_COST_INFERENCE].count, 5);
+	/* (1, 1024, 768) float32 over 4: c = 196608 floats, 786432 bytes;
+	 * each all_gather or reduce_scatter sends 3c = 2359296. */
+	ck_assert_int_eq(sp.total[TPS_COST_INFERENCE].bytes_per_rank,
+			 6 * 2359296LL);
+	ck_assert_int_eq(prepared.total[TPS_COST_INFERENCE].bytes_per_rank,
+			 5 * 2359296LL);
+	/* Plain TP: 2 all_reduces of 2 * 3c, no warning. */
+	plan_warning_of("examples/sp_block/tp.json", warning, &tp);
+	ck_assert_str_eq(warning, "");
+	ck_assert_int_eq(tp.total[TPS_COST_INFERENCE].count, 2);
+	ck_assert_int_eq(tp.total[TPS_COST_INFERENCE].bytes_per_rank,
+			 4 * 2359296LL);
+	tps_cost_report_free(&sp);
+	tps_cost_report_free(&prepared);
+	tps_cost_report_free(&tp);
+}
+END_TEST
+
+/*
+ * fc1 colwise with output replicate (Megatron's gather_output) straight
+ * into fc2 rowwise, which splits what fc1 gathered: shard(1) -> replicate
+ * -> shard(1), so neither step is needed. With the relu between them
+ * (the model above) the relu computes on the gathered tensor, and tpsim
+ * says nothing: only a pair with nothing computed between is flagged.
+ * The Megatron MLP (no gather) has no pair either.
+ */
+START_TEST(plan_warning_names_a_gather_that_the_next_module_splits)
+{
+	struct tps_model_spec spec;
+	struct tps_error err = {0};
+	char warning[TPS_COST_WARNING_MAX];
+	mlp(&spec, 1, 2);
+	ck_assert_int_eq(tps_cost_plan_warning(&spec, warning, &err), TPS_OK);
+	ck_assert_str_eq(warning, "");
+	spec.modules[0].output = tps_placement_replicate();
+	ck_assert_int_eq(tps_cost_plan_warning(&spec, warning, &err), TPS_OK);
+	ck_assert_str_eq(warning, "");
+	spec.modules[1] = spec.modules[2]; /* fc1, fc2: no relu */
+	spec.n_modules = 2;
+	ck_assert_int_eq(tps_cost_plan_warning(&spec, warning, &err), TPS_OK);
+	ck_assert_str_eq(
+		warning,
+		"fc1's all_gather of fc1.out (shard(1) -> replicate) is "
+		"undone by fc2's split right after it (replicate -> "
+		"shard(1)), with nothing computed on it between them: "
+		"neither is needed");
+	free(spec.modules);
+}
+END_TEST
+
 static Suite *costs_suite(void)
 {
 	Suite *s = suite_create("costs");
@@ -180,6 +282,10 @@ static Suite *costs_suite(void)
 		tc,
 		alpha_beta_time_is_steps_times_latency_plus_bytes_over_bandwidth);
 	tcase_add_test(tc, ring_steps_follow_the_op);
+	tcase_add_test(
+		tc, plan_warning_names_a_reduce_scatter_gathered_straight_back);
+	tcase_add_test(tc,
+		       plan_warning_names_a_gather_that_the_next_module_splits);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -534,6 +534,49 @@ START_TEST(pow10_table_matches_its_definition)
 }
 END_TEST
 
+/* Sizes for people: the table's figures by hand (1 KiB = 1024 bytes, three
+ * significant digits, half up). */
+START_TEST(sizes_print_in_binary_units_with_three_digits)
+{
+	static const struct {
+		int64_t bytes;
+		const char *human, *exact;
+	} cases[] = {
+		{0, "0 bytes", "0 bytes"},
+		{1, "1 byte", "1 byte"},
+		{768, "768 bytes", "768 bytes"},
+		{1023, "1023 bytes", "1023 bytes"},
+		{-5, "-5 bytes", "-5 bytes"},
+		{1024, "1 KiB", "1 KiB (1024 bytes)"},
+		{1536, "1.5 KiB", "1.5 KiB (1536 bytes)"},
+		/* 10239 / 1024 = 9.999: rounds to 10.00, written 10. */
+		{10239, "10 KiB", "10 KiB (10239 bytes)"},
+		/* 1048575 / 1024 = 1023.999 KiB: the next unit's 1. */
+		{1048575, "1 MiB", "1 MiB (1048575 bytes)"},
+		/* 2359296 = 2.25 * 2^20: the SP block's all_gather. */
+		{2359296, "2.25 MiB", "2.25 MiB (2359296 bytes)"},
+		/* 7425024 / 2^20 = 7.0810546875. */
+		{7425024, "7.08 MiB", "7.08 MiB (7425024 bytes)"},
+		/* 939524096 = 896 * 2^20: issue 15's comm --summary figure. */
+		{939524096, "896 MiB", "896 MiB (939524096 bytes)"},
+		/* 87623270400 / 2^30 = 81.6058...: GPT-3's parameters. */
+		{87623270400, "81.6 GiB", "81.6 GiB (87623270400 bytes)"},
+		{1649267441664, "1.5 TiB", "1.5 TiB (1649267441664 bytes)"},
+		/* 2^63 - 1 = 8 EiB - 1 byte: 7.99999... rounds to 8. */
+		{INT64_MAX, "8 EiB", "8 EiB (9223372036854775807 bytes)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char human[TPS_NUMFMT_MAX], exact[TPS_NUMFMT_BYTES_MAX];
+		size_t n = tps_format_bytes(cases[i].bytes, human);
+		ck_assert_str_eq(human, cases[i].human);
+		ck_assert_uint_eq(n, strlen(cases[i].human));
+		n = tps_format_bytes_exact(cases[i].bytes, exact);
+		ck_assert_str_eq(exact, cases[i].exact);
+		ck_assert_uint_eq(n, strlen(cases[i].exact));
+	}
+}
+END_TEST
+
 static Suite *numfmt_suite(void)
 {
 	Suite *s = suite_create("numfmt");
@@ -544,6 +587,7 @@ static Suite *numfmt_suite(void)
 	tcase_add_test(tc, ties_between_shortest_decimals_go_to_the_even_digit);
 	tcase_add_test(tc, random_floats_round_trip_in_at_most_9_digits);
 	tcase_add_test(tc, doubles_round_trip);
+	tcase_add_test(tc, sizes_print_in_binary_units_with_three_digits);
 	suite_add_tcase(s, tc);
 	tcase_add_test(oracle, every_exponent_matches_the_oracle);
 	tcase_add_test(oracle, powers_of_ten_and_two_match_the_oracle);

@@ -130,13 +130,18 @@ START_TEST(picture_marks_partial_apart_from_replicate)
 	assert_has(partial, "full-size addend");
 	assert_lacks(partial, "replicat");
 	assert_lacks(partial, "same copy");
-	assert_has(partial, "A name ending in + (A+) marks a partial sum");
+	assert_has(partial, "          partial sum over tp: every rank listed "
+			    "holds a full-size addend (a name ending in +, "
+			    "A+), and the block's value is their sum over "
+			    "the group.\n");
 	assert_has(partial_md, "- **A+** rows 0-1, cols 0-1: ranks 0,1 "
 			       "(partial sum over tp)\n");
 	assert_has(replicate, "A   rows 0-1, cols 0-1: ranks 0,1 (replicated "
 			      "over tp)\n");
 	assert_lacks(replicate, "partial");
 	assert_lacks(replicate, "+");
+	assert_has(replicate, "          replicate over tp: every rank listed "
+			      "holds the same copy of its block.\n");
 	free(partial);
 	free(replicate);
 	free(partial_md);
@@ -709,11 +714,94 @@ START_TEST(picture_svg_has_titles_integer_coordinates_and_a_legend)
 	assert_has(r.out, "font-family=\"monospace\"");
 	assert_lacks(r.out, "<script");
 	assert_whole_numbers_only(r.out);
-	/* (2, 2) at 48px cells with row numbers: 96 x 96 from (48, 84). */
+	/* (2, 2) at 48px cells with row numbers: 96 x 96 from (48, 84), in
+	 * the partial kind's fill, hatched, its border dashed in its line
+	 * colour: the viewer's orange, not a rank's colour. */
 	assert_has(r.out, "<rect x=\"48\" y=\"84\" width=\"96\" "
-			  "height=\"96\" fill=\"#8dd3c7\"/>");
+			  "height=\"96\" fill=\"#fff3ea\"/>\n<rect x=\"48\" "
+			  "y=\"84\" width=\"96\" height=\"96\" "
+			  "fill=\"url(#partial-hatch)\"/>");
+	assert_has(r.out, "stroke=\"#b8560b\" stroke-width=\"2\" "
+			  "stroke-dasharray=\"6 3\"/>");
+	assert_has(r.out, "y2=\"8\" stroke=\"#b8560b\"");
+	assert_lacks(r.out, "#8dd3c7");
+	/* The legend speaks of the kinds the tensor has, as text does. */
+	assert_has(r.out, ">partial sum over tp: every rank listed holds a "
+			  "full-size addend (a name ending in +, A+), and "
+			  "the block's value is their sum over the "
+			  "group</text>");
+	assert_lacks(r.out, "replicate");
 	tu_result_free(&r);
 	tu_rmtree(dir);
+}
+END_TEST
+
+/* The SVG legend's swatches of a tensor sharded over tp and replicated
+ * over dp differ: each is drawn as its kind's blocks are. */
+START_TEST(picture_svg_legend_draws_each_kind_apart)
+{
+	const char *dir = tu_tempdir();
+	const char *trace = trace_of(dir, "mesh_2d_dp_tp", NULL);
+	struct tu_result r =
+		tu_cli(5, "picture", trace, "--tensor", "fc1.weight");
+	const char *legend;
+	ck_assert_int_eq(r.rc, 0);
+	legend = strstr(r.out, ">Legend</text>");
+	ck_assert_ptr_nonnull(legend);
+	assert_has(legend, "fill=\"#e6eef8\"/>\n<rect x=\"16\" y=\"");
+	assert_has(legend, "fill=\"none\" stroke=\"#0b5cad\" "
+			   "stroke-width=\"2\"/>\n<text x=\"40\" y=\"");
+	assert_has(legend, ">shard over tp: a block of the tensor that only "
+			   "the ranks listed hold</text>");
+	assert_has(legend, "fill=\"#eef5ee\"/>");
+	assert_has(legend, "stroke=\"#2f6b3a\"");
+	assert_has(legend, ">replicate over dp: every rank listed holds the "
+			   "same copy of its block</text>");
+	assert_lacks(legend, "partial");
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/*
+ * One scheme: tpsim view's stylesheet holds picture.h's colours, as CSS
+ * variables named after the kinds, and its script the same legend words;
+ * no two kinds share a fill or a line.
+ */
+START_TEST(viewer_uses_the_pictures_colours_and_legend)
+{
+	static const char *const keys[TPS_PICTURE_KINDS] = {
+		[TPS_PICTURE_SHARD] = "shard",
+		[TPS_PICTURE_REPLICATE] = "replicate",
+		[TPS_PICTURE_PARTIAL] = "partial",
+	};
+	char *css = tu_read_file(tu_source_path("src/viewer/viewer.css"), NULL);
+	char *js = tu_read_file(tu_source_path("src/viewer/viewer.js"), NULL);
+	ck_assert_ptr_nonnull(css);
+	ck_assert_ptr_nonnull(js);
+	for (int k = 0; k < TPS_PICTURE_KINDS; k++) {
+		const struct tps_picture_style *st = &tps_picture_styles[k];
+		char want[256];
+		snprintf(want, sizeof want, "--%s-fill: %s;", keys[k],
+			 st->fill);
+		assert_has(css, want);
+		snprintf(want, sizeof want, "--%s-line: %s;", keys[k],
+			 st->line);
+		assert_has(css, want);
+		snprintf(want, sizeof want, "kind: \"%s\", name: \"%s\"",
+			 keys[k], st->name);
+		assert_has(js, want);
+		/* The sentence, which the script may split across lines
+		 * only at its last clause. */
+		snprintf(want, sizeof want, "%.60s", st->legend);
+		assert_has(js, want);
+		for (int j = 0; j < k; j++) {
+			ck_assert_str_ne(st->fill, tps_picture_styles[j].fill);
+			ck_assert_str_ne(st->line, tps_picture_styles[j].line);
+		}
+	}
+	free(css);
+	free(js);
 }
 END_TEST
 
@@ -746,6 +834,8 @@ static Suite *picture_suite(void)
 	tcase_add_test(golden, picture_docs_images_equal_their_goldens);
 	tcase_add_test(golden,
 		       picture_svg_has_titles_integer_coordinates_and_a_legend);
+	tcase_add_test(golden, picture_svg_legend_draws_each_kind_apart);
+	tcase_add_test(golden, viewer_uses_the_pictures_colours_and_legend);
 	tcase_add_test(cli_tc,
 		       picture_filters_follow_explain_step_module_and_phase);
 	tcase_add_test(cli_tc, picture_is_byte_identical_across_runs);

@@ -47,12 +47,17 @@ struct tps_cost_row {
 	struct tps_cost_figures mode[TPS_COST_MODES];
 };
 
+#define TPS_COST_WARNING_MAX 768
+
 struct tps_cost_report {
 	struct tps_cost_row *rows; /* in first-seen order, inference first */
 	int n_rows, cap_rows;
 	struct tps_cost_figures total[TPS_COST_MODES];
 	int64_t flops[TPS_COST_MODES]; /* per step, summed over events */
 	double compute_seconds[TPS_COST_MODES];
+	/* tps_cost_plan_warning's sentence for the spec's own mode; "" when
+	 * the plan wastes no redistribution. */
+	char warning[TPS_COST_WARNING_MAX];
 };
 
 /*
@@ -67,6 +72,24 @@ enum tps_status tps_cost_estimate(const struct tps_model_spec *spec,
 				  struct tps_error *err);
 
 void tps_cost_report_free(struct tps_cost_report *r);
+
+/*
+ * Redistributions that the plan makes and the next one undoes, in the
+ * forward pass of one step of spec (its own mode, on meta tensors): two
+ * redistributions in a row of one activation along one mesh dim, A's
+ * placement P0 -> P1 then B's P1 -> P2, where nothing is computed
+ * between them but on A's own tensor (a bias added after a reduction),
+ * and one step P0 -> P2 would do (dtensor.h's table: one collective or
+ * split, or nothing when P2 is P0). A sequence-parallel residual whose
+ * input is replicated is the common case: its body's reduce_scatter is
+ * gathered straight back (docs/transformer.md). Writes one sentence into
+ * warning (TPS_COST_WARNING_MAX bytes) naming both modules of the first
+ * such pair and how many pairs there are, or "" when there is none. An
+ * injected mistake ("inject") is left out: the warning is the plan's.
+ * Errors are the meta run's (out of memory); warning is then "".
+ */
+enum tps_status tps_cost_plan_warning(const struct tps_model_spec *spec,
+				      char *warning, struct tps_error *err);
 
 /* Ring steps of a collective op over n ranks (see the top of this file). */
 int64_t tps_cost_ring_steps(const char *op, int n);

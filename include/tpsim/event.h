@@ -45,6 +45,11 @@ struct tps_event {
 	/* Compute events: the largest number of floating-point operations
 	 * any one rank performed (2 per multiply-add of a matmul). */
 	int64_t flops;
+	/* A step of a redistribution (a local split or a collective along
+	 * one mesh dim, mask's one bit): the placement on that dim before
+	 * it; NULL for every other event. Not written to the trace (the
+	 * tensor's earlier event has it); tps_cost_plan_warning reads it. */
+	const struct tps_placement *before;
 	const char *note;    /* NULL or one sentence */
 	const char *mistake; /* NULL, or the injected mistake that made it */
 	const struct tps_dtensor *value; /* the produced tensor, every rank */

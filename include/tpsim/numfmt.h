@@ -13,11 +13,30 @@
 #define TPSIM_NUMFMT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define TPS_NUMFMT_MAX 32
 
 /* buf must hold TPS_NUMFMT_MAX bytes. Returns the length written. */
 size_t tps_format_float(float value, char *buf);
 size_t tps_format_double(double value, char *buf);
+
+/*
+ * A size for people, the one form tpsim prints sizes in (tables, summaries,
+ * explain; the trace and --json keep exact integers): under 1024 the exact
+ * count, "0 bytes", "1 byte", "768 bytes"; from 1024 on, binary units with
+ * three significant digits, trailing zeros dropped: "1 KiB", "1.5 KiB",
+ * "7.08 MiB", "896 MiB", "81.6 GiB". A figure that rounds to 1024 of a
+ * unit is written in the next one (1048575 bytes: "1 MiB"). Rounding is
+ * half up, in integers: no locale, no floating point. Negative counts are
+ * written as bytes. buf must hold TPS_NUMFMT_MAX bytes; returns the length.
+ */
+size_t tps_format_bytes(int64_t bytes, char *buf);
+
+/* tps_format_bytes and, from 1024 on, the exact count after it:
+ * "81.6 GiB (87623270400 bytes)"; "768 bytes". buf must hold
+ * TPS_NUMFMT_BYTES_MAX bytes; returns the length. */
+#define TPS_NUMFMT_BYTES_MAX 64
+size_t tps_format_bytes_exact(int64_t bytes, char *buf);
 
 #endif

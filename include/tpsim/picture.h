@@ -37,6 +37,33 @@
 #include "tpsim/mesh.h"
 #include "tpsim/tensor.h"
 
+/*
+ * One colour scheme and one legend for every picture of a tensor's blocks:
+ * the text and Markdown pictures (their legend lines), the SVG (fills,
+ * borders, the legend's swatches), and tpsim view's block map, rank cards
+ * and legend (src/viewer/viewer.css and viewer.js hold the same colours
+ * and words; test_picture checks that they do). A picture is of one kind:
+ * partial when a mesh dim (of more than one rank) holds partial sums,
+ * else shard when it has more than one block, else replicate. Its legend
+ * has a line for each kind of placement it has, "<name> over <dims>:
+ * <legend>."; partial blocks are hatched and dashed besides, so the kinds
+ * differ without colour too.
+ */
+enum tps_picture_kind {
+	TPS_PICTURE_SHARD,
+	TPS_PICTURE_REPLICATE,
+	TPS_PICTURE_PARTIAL,
+};
+#define TPS_PICTURE_KINDS 3
+
+struct tps_picture_style {
+	const char *name;   /* "shard", "replicate", "partial sum" */
+	const char *fill;   /* "#e6eef8": a block's background */
+	const char *line;   /* its border, and a partial block's hatching */
+	const char *legend; /* what the kind means, one sentence */
+};
+extern const struct tps_picture_style tps_picture_styles[TPS_PICTURE_KINDS];
+
 struct tps_picture_block {
 	int64_t offset[TPS_MAX_DIMS]; /* the region of the global tensor */
 	int64_t length[TPS_MAX_DIMS];

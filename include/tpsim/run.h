@@ -67,7 +67,7 @@ struct tps_run_summary {
 	float loss, reference_loss;
 	/* What the trace's "warnings" hold, for stderr too. */
 	int n_warnings;
-	char warnings[TPS_RUN_MAX_WARNINGS][512];
+	char warnings[TPS_RUN_MAX_WARNINGS][1024];
 	/* With "inject": what the mistake did, read from its symptom, and
 	 * the shape error it stopped the simulation at ("" if none). */
 	char diagnosis[1024];

@@ -179,6 +179,27 @@
     return String(v);
   }
 
+  /* A size for people, by numfmt.h's rule (tps_format_bytes): the exact
+   * count under 1024 bytes, then binary units with three significant
+   * digits, half up, trailing zeros dropped ("1.5 KiB", "896 MiB"). Exact
+   * for the trace's integers below 2^53: a unit is a power of two. */
+  var UNITS = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+  function fmtBytes(n) {
+    if (!(n >= 1024)) return n + (n === 1 ? " byte" : " bytes");
+    for (var u = 0; ; u++) {
+      var unit = Math.pow(2, 10 * (u + 1));
+      var whole = Math.floor(n / unit);
+      if (whole >= 1024 && u + 1 < UNITS.length) continue;
+      var d = whole < 10 ? 2 : whole < 100 ? 1 : 0;
+      var p = [1, 10, 100][d];
+      var scaled = whole * p + Math.floor(((n - whole * unit) / unit) * p + 0.5);
+      if (d === 0 && scaled >= 1024 && u + 1 < UNITS.length) continue;
+      var ip = Math.floor(scaled / p), frac = scaled % p;
+      while (d > 0 && frac % 10 === 0) { frac /= 10; d--; }
+      return ip + (d > 0 ? "." + String(frac).padStart(d, "0") : "") + " " + UNITS[u];
+    }
+  }
+
   /* A short form for a cell's face; the title has the whole number. */
   function shortNumber(v) {
     var s = String(v);
@@ -201,6 +222,26 @@
       last[ev.tensor] = ev.placements;
     }
   })();
+
+  /* The input of each collective: the latest earlier event of the same
+   * tensor, whose ranks hold what the collective read (the addends of an
+   * all_reduce); -1 for other events, or when none came before. */
+  var inputOf = [];
+  (function () {
+    var last = Object.create(null);
+    for (var i = 0; i < events.length; i++) {
+      var ev = events[i];
+      inputOf.push(ev.kind === "collective" && ev.tensor in last ? last[ev.tensor] : -1);
+      last[ev.tensor] = i;
+    }
+  })();
+
+  /* What a collective's input and output are called on a rank card. */
+  var IO_WORDS = {
+    all_reduce: ["addend", "sum"],
+    reduce_scatter: ["addend", "its chunk of the sum"],
+    all_gather: ["shard", "gathered"]
+  };
 
   /* ---- filters and position ------------------------------------------ */
 
@@ -289,7 +330,7 @@
     if (ev.mesh_dim !== undefined && ev.kind !== "compute") {
       meta.push("over " + esc(ev.mesh_dim) + " groups " + esc(JSON.stringify(ev.groups || [])));
     }
-    if (ev.bytes_per_rank !== undefined) meta.push(ev.bytes_per_rank + " bytes/rank");
+    if (ev.bytes_per_rank !== undefined) meta.push(fmtBytes(ev.bytes_per_rank) + "/rank");
     h.push('<p class="meta">' + meta.join(" &middot; ") + "</p>");
     if (ev.mistake) {
       h.push('<p class="mistake">injected mistake: ' + esc(ev.mistake) + "</p>");
@@ -507,6 +548,32 @@
     return s;
   }
 
+  /* The one legend of every picture (picture.h's tps_picture_styles, in
+   * the same words; test_picture checks them): a line per kind of
+   * placement the tensor has, "shard over tp: ...". */
+  var KINDS = [
+    { kind: "shard", name: "shard",
+      legend: "a block of the tensor that only the ranks listed hold" },
+    { kind: "replicate", name: "replicate",
+      legend: "every rank listed holds the same copy of its block" },
+    { kind: "partial", name: "partial sum",
+      legend: "every rank listed holds a full-size addend (a name ending in +, A+), and the block's value is " +
+              "their sum over the group" }
+  ];
+
+  function legendOf(ev) {
+    var nd = ev.global_shape.length;
+    var h = ['<ul class="blegend" id="block-legend">'];
+    KINDS.forEach(function (k) {
+      var dims = dimsOfKind(ev.placements, k.kind, nd);
+      if (!dims.length) return;
+      h.push('<li data-kind="' + k.kind + '"><span class="swatch ' + k.kind + '" aria-hidden="true"></span>' +
+             esc(k.name + " over " + dims.join(", ") + ": " + k.legend + ".") + "</li>");
+    });
+    h.push("</ul>");
+    return h.join("");
+  }
+
   function drawBlocks(ev) {
     var nd = ev.global_shape.length;
     var partial = dimsOfKind(ev.placements, "partial", nd).length > 0;
@@ -532,10 +599,10 @@
         var ro = nd >= 2 ? b.region.offset[nd - 2] : 0, rl = nd >= 2 ? b.region.length[nd - 2] : 1;
         var co = nd >= 1 ? b.region.offset[nd - 1] : 0, cl = nd >= 1 ? b.region.length[nd - 1] : 1;
         var name = blockName(bi) + (partial ? "+" : "");
-        var cls = "blk" + (partial ? " partial" : blocks.length > 1 ? " shard" : "");
+        var cls = "blk" + (partial ? " partial" : blocks.length > 1 ? " shard" : " replicate");
         h.push('<div class="' + cls + '" style="left:' + Math.round(co * sc) + "px;top:" + Math.round(ro * sc) +
                "px;width:" + Math.max(4, Math.round(cl * sc)) + "px;height:" + Math.max(4, Math.round(rl * sc)) +
-               'px" title="' + esc(name + "  " + blockLabel(ev, b)) + '">' + esc(name) + "</div>");
+               'px" title="' + esc(name + "  " + blockLabel(ev, b)) + '"><span>' + esc(name) + "</span></div>");
       });
       h.push("</div>");
     });
@@ -546,9 +613,7 @@
     });
     if (blocks.length > 26) h.push("<li>... " + blocks.length + " blocks</li>");
     h.push("</ul>");
-    if (partial) {
-      h.push('<p class="small">A name ending in + marks a partial sum, not a copy: each rank listed holds a full-size addend, and the sum over its group is the value.</p>');
-    }
+    h.push(legendOf(ev));
     $("blocks").innerHTML = h.join("");
   }
 
@@ -646,7 +711,40 @@
     return h.join("");
   }
 
-  function drawRanks(ev) {
+  /* A rank's shard of an event's tensor: its grid(s) of values, its
+   * statistics, or its shape; an empty shard says so. */
+  function shardBody(ev, rk, reg, scale, symbolic) {
+    var c = [];
+    if (rk.shape.indexOf(0) >= 0) {
+      c.push('<span class="badge empty">empty</span><div class="empty-shard">empty shard ' + fmtShape(rk.shape) +
+             ": holds no elements</div>");
+    } else if (rk.values !== undefined) {
+      var leads = leadingIndices(rk.shape);
+      leads.slice(0, MAX_PANELS).forEach(function (lead) {
+        if (lead.length) {
+          c.push('<div class="panel-label">' + lead.map(function (x, i) {
+            return "dim" + i + " " + (x + reg.offset[i]);
+          }).join(", ") + "</div>");
+        }
+        c.push(drawGrid(ev, rk, reg, scale, lead));
+      });
+      if (leads.length > MAX_PANELS) {
+        c.push('<p class="elided">showing ' + MAX_PANELS + " of " + leads.length +
+               " panels (the leading dims' first indices)</p>");
+      }
+    } else if (rk.min !== undefined || rk.hash !== undefined) {
+      c.push('<table class="stats"><tbody>' + ["min", "max", "mean", "hash"].filter(function (k) {
+        return rk[k] !== undefined;
+      }).map(function (k) {
+        return "<tr><td>" + k + "</td><td class=\"mono\">" + esc(fmtNumber(rk[k])) + "</td></tr>";
+      }).join("") + "</tbody></table>");
+    } else {
+      c.push('<p class="stats">shape ' + fmtShape(rk.shape) + (symbolic ? " (from the placements)" : "") + "</p>");
+    }
+    return c.join("");
+  }
+
+  function drawRanks(ev, idx) {
     canvases = [];
     var nd = ev.global_shape.length;
     var part = dimsOfKind(ev.placements, "partial", nd);
@@ -661,12 +759,18 @@
       }
     }
     var hasValues = ranks.some(function (rk) { return rk.values !== undefined; });
+    /* A collective's input, read from its ranks in the event before:
+     * shown beside each rank's output, on the same colour scale. */
+    var inEv = inputOf[idx] >= 0 ? events[inputOf[idx]] : null;
+    var inRanks = inEv && Array.isArray(inEv.ranks) ? inEv.ranks : [];
+    var inOf = Object.create(null);
+    inRanks.forEach(function (rk) { inOf[rk.rank] = rk; });
     var shown = state.rank >= 0 ? ranks.filter(function (rk) { return rk.rank === state.rank; }) : ranks;
     var cap = hasValues ? MAX_CARDS : 64;
     var h = [];
     var scale = 0;
     if (hasValues) {
-      ranks.forEach(function (rk) { if (rk.values !== undefined) scale = maxAbs(rk.values, scale); });
+      ranks.concat(inRanks).forEach(function (rk) { if (rk.values !== undefined) scale = maxAbs(rk.values, scale); });
       h.push('<div class="legend" style="flex-basis:100%" id="legend"><span>' + fmtNumber(-scale) +
              '</span><span class="ramp" role="img" aria-label="colour scale: blue ' + fmtNumber(-scale) +
              ", white 0, red " + fmtNumber(scale) + '"></span><span>' + fmtNumber(scale) +
@@ -685,7 +789,6 @@
     }
     shown.forEach(function (rk) {
       var reg = regionOf(ev.global_shape, ev.placements, rk.rank);
-      var empty = rk.shape.indexOf(0) >= 0;
       var cls = "card" + (part.length ? " partial" : rep.length && !shard ? " replicate" : " shard");
       if (state.rank === rk.rank) cls += " selected";
       var c = ['<article class="' + cls + '" data-rank="' + rk.rank + '" aria-label="rank ' + rk.rank + '">'];
@@ -701,31 +804,19 @@
         c.push('<span class="badge replicate" data-kind="replicate">replica: copy over ' + esc(rep.join(", ")) +
                "</span>");
       }
-      if (empty) {
-        c.push('<span class="badge empty">empty</span><div class="empty-shard">empty shard ' + fmtShape(rk.shape) +
-               ": holds no elements</div>");
-      } else if (rk.values !== undefined) {
-        var leads = leadingIndices(rk.shape);
-        leads.slice(0, MAX_PANELS).forEach(function (lead) {
-          if (lead.length) {
-            c.push('<div class="panel-label">' + lead.map(function (x, i) {
-              return "dim" + i + " " + (x + reg.offset[i]);
-            }).join(", ") + "</div>");
-          }
-          c.push(drawGrid(ev, rk, reg, scale, lead));
-        });
-        if (leads.length > MAX_PANELS) {
-          c.push('<p class="elided">showing ' + MAX_PANELS + " of " + leads.length +
-                 " panels (the leading dims' first indices)</p>");
-        }
-      } else if (rk.min !== undefined || rk.hash !== undefined) {
-        c.push('<table class="stats"><tbody>' + ["min", "max", "mean", "hash"].filter(function (k) {
-          return rk[k] !== undefined;
-        }).map(function (k) {
-          return "<tr><td>" + k + "</td><td class=\"mono\">" + esc(fmtNumber(rk[k])) + "</td></tr>";
-        }).join("") + "</tbody></table>");
+      var inRk = inOf[rk.rank];
+      if (inRk && (inRk.values !== undefined || inRk.min !== undefined || inRk.hash !== undefined)) {
+        var words = IO_WORDS[ev.op] || ["before", "after"];
+        var inReg = regionOf(inEv.global_shape, inEv.placements, rk.rank);
+        c.push('<div class="io"><div class="part input" data-part="input"><p class="panel-label">' +
+               esc(words[0]) + " (input: [" + inEv.seq + "] " + esc(inEv.op) + ", [" +
+               inEv.placements.map(esc).join(", ") + "])</p>" +
+               shardBody(inEv, inRk, inReg, scale, false).replace(/class="grid/g, 'class="grid input') +
+               '</div><div class="io-arrow" aria-hidden="true">&rarr;</div>' +
+               '<div class="part output" data-part="output"><p class="panel-label">' + esc(words[1]) +
+               " (output)</p>" + shardBody(ev, rk, reg, scale, symbolic) + "</div></div>");
       } else {
-        c.push('<p class="stats">shape ' + fmtShape(rk.shape) + (symbolic ? " (from the placements)" : "") + "</p>");
+        c.push(shardBody(ev, rk, reg, scale, symbolic));
       }
       c.push("</article>");
       h.push(c.join(""));
@@ -767,7 +858,7 @@
     drawMesh(ev);
     drawFlow(ev, idx);
     drawBlocks(ev);
-    drawRanks(ev);
+    drawRanks(ev, idx);
     var bad = mismatches(ev);
     $("warnings").innerHTML = bad.map(function (s) { return "<p>" + esc(s) + "</p>"; }).join("");
     try {
@@ -901,6 +992,7 @@
     },
     current: function () { var i = currentIndex(); return i < 0 ? null : events[i].seq; },
     regionOf: regionOf,
+    fmtBytes: fmtBytes,
     /* Every rank of every event against the chunk rule: [] when all agree. */
     checkAll: function () {
       var out = [];

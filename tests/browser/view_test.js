@@ -92,10 +92,12 @@ async function open(browser, file, hash) {
   return { page: page, problems: problems };
 }
 
-/* The drawn values of a rank's (first) grid as a nested array. */
-function gridOf(page, rank) {
-  return page.evaluate((r) => {
-    const grid = document.querySelector('.card[data-rank="' + r + '"] .grid');
+/* The drawn values of a rank's (first) grid as a nested array: of its
+ * output, or with which "input" of a collective's input beside it. */
+function gridOf(page, rank, which) {
+  return page.evaluate((r, w) => {
+    const grid = document.querySelector('.card[data-rank="' + r + '"] .grid' +
+                                        (w === "input" ? ".input" : ":not(.input)"));
     if (!grid) return null;
     const rows = Number(grid.getAttribute("data-rows"));
     const cols = Number(grid.getAttribute("data-cols"));
@@ -109,7 +111,7 @@ function gridOf(page, rank) {
       out.push(row);
     }
     return out;
-  }, rank);
+  }, rank, which);
 }
 
 const seqNow = (page) => page.evaluate(() => window.tpsimViewer.current());
@@ -226,6 +228,44 @@ async function main() {
       await v.page.close();
     });
 
+    await test("2x4: the all_reduce shows each rank's addends beside the sum", async () => {
+      const v = await open(browser, seed.html, "#seq=4");
+      check(same(await gridOf(v.page, 0, "input"), rank0Partial),
+            "rank 0's input: " + JSON.stringify(await gridOf(v.page, 0, "input")));
+      check(same(await gridOf(v.page, 1, "input"), rank1Partial),
+            "rank 1's input: " + JSON.stringify(await gridOf(v.page, 1, "input")));
+      check(same(await gridOf(v.page, 0), reduced), "rank 0's output: " + JSON.stringify(await gridOf(v.page, 0)));
+      check(same(await gridOf(v.page, 1), reduced), "rank 1's output: " + JSON.stringify(await gridOf(v.page, 1)));
+      /* Input, then output, in reading order, each named. */
+      const parts = await v.page.$$eval('.card[data-rank="1"] .io .part', (p) =>
+        p.map((x) => [x.dataset.part, x.querySelector(".panel-label").textContent]));
+      check(same(parts, [["input", "addend (input: [3] matmul, [partial])"], ["output", "sum (output)"]]),
+            "parts: " + JSON.stringify(parts));
+      /* An addend's cell reads as the matmul's tensor on that rank. */
+      const said = await v.page.$eval('.card[data-rank="1"] .grid.input .cell[data-r="1"][data-c="1"]',
+                                      (e) => e.getAttribute("aria-label"));
+      check(said === "fc.out[1, 1] = 113 (rank 1's [1, 1])", "input cell: " + said);
+      /* A compute event has no input beside it. */
+      await v.page.evaluate(() => window.tpsimViewer.go(3));
+      check((await v.page.$$(".io")).length === 0, "the matmul shows an input");
+      check(v.problems.length === 0, v.problems.join("; "));
+      await v.page.close();
+    });
+
+    await test("sizes read as numfmt.h writes them", async () => {
+      const v = await open(browser, seed.html, "#seq=4");
+      const meta = await v.page.$eval("#event .meta", (e) => e.textContent);
+      check(meta.indexOf("16 bytes/rank") >= 0, "meta: " + meta);
+      /* tests/test_numfmt.c's table (sizes_print_in_binary_units_...). */
+      const table = [[0, "0 bytes"], [1, "1 byte"], [768, "768 bytes"], [1023, "1023 bytes"],
+                     [1024, "1 KiB"], [1536, "1.5 KiB"], [10239, "10 KiB"], [1048575, "1 MiB"],
+                     [2359296, "2.25 MiB"], [7425024, "7.08 MiB"], [939524096, "896 MiB"],
+                     [87623270400, "81.6 GiB"], [1649267441664, "1.5 TiB"]];
+      const got = await v.page.evaluate((t) => t.map((x) => window.tpsimViewer.fmtBytes(x[0])), table);
+      table.forEach((x, i) => check(got[i] === x[1], x[0] + ": " + got[i] + ", not " + x[1]));
+      await v.page.close();
+    });
+
     await test("2x4: ArrowRight from the matmul moves seq by one, to the all_reduce", async () => {
       const v = await open(browser, seed.html, "#seq=3");
       await v.page.focus("body");
@@ -336,7 +376,7 @@ async function main() {
 
     await test("a focused grid reads out each cell's value", async () => {
       const v = await open(browser, seed.html, "#seq=4");
-      await v.page.focus('.card[data-rank="0"] .grid');
+      await v.page.focus('.card[data-rank="0"] .grid:not(.input)');
       await v.page.keyboard.press("ArrowDown");
       await v.page.keyboard.press("ArrowRight");
       const said = await v.page.$eval("#readout", (e) => e.textContent);
