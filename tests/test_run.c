@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "tpsim/cli.h"
@@ -205,6 +208,72 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 	*fwd = (4 * l + 2) * ring_gather(bsh, t) + stats;
 	*bwd = (4 * l + 2) * ring_gather(bsh, t) +
 	       (4 * l + 2) * ring_all_reduce(g->h, t);
+}
+
+/* AddressSanitizer reserves terabytes of address space: under it no
+ * RLIMIT_AS can hold a run, and the limit is left out. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* This process's address space in bytes (/proc/self/statm), 0 unknown. */
+static rlim_t address_space_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long pages = 0;
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1) {
+			pages = 0;
+		}
+		fclose(f);
+	}
+	return (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * `tpsim ARGS...` in a child process that may map only limit_mib MiB more
+ * than it inherits: a symbolic run that allocated anything per row of its
+ * batch (or per element) could not fit, and says "out of memory". Returns
+ * the child's exit status (-1: killed by a signal); what it printed to
+ * stderr is *err_text (the caller frees it), echoed to stdout.
+ */
+static int tpsim_in_limited_child(const char *dir, long limit_mib, int argc,
+				  const char **argv, char **err_text)
+{
+	char err_path[512];
+	int status = 0;
+	pid_t pid;
+	snprintf(err_path, sizeof err_path, "%s/limited.stderr", dir);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		FILE *out = fopen("/dev/null", "w");
+		FILE *err = fopen(err_path, "w");
+		rlim_t as = address_space_bytes() + ((rlim_t)limit_mib << 20);
+		struct rlimit lim = {as, as};
+		int rc = 2;
+		if (out && err &&
+		    (UNDER_ASAN || setrlimit(RLIMIT_AS, &lim) == 0)) {
+			rc = tps_cli_main(argc, (char **)argv, out, err);
+		}
+		if (err) {
+			fclose(err);
+		}
+		_exit(rc);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*err_text = tu_read_file(err_path, NULL);
+	ck_assert_ptr_nonnull(*err_text);
+	printf("%s", *err_text);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* Runs a config text; the trace goes to dir/name.trace.json. */
@@ -452,6 +521,86 @@ START_TEST(symbolic_and_values_models_hold_the_same_bytes)
 }
 END_TEST
 
+START_TEST(symbolic_runs_allocate_nothing_per_row)
+{
+	/*
+	 * Issue 15, items 9 and 10: a symbolic run's cost must not grow with
+	 * the rows of its batch. Each config has 2^29 to 2^31 rows per rank;
+	 * the run (and tpsim comm, on the same engine) goes in a child that
+	 * may map 128 MiB more than it inherits: 8 bytes a row cannot fit. The
+	 * (64, 64) MLP is the issue's: it ran for over 10 minutes, weighting
+	 * each of 2^25 rows of each of 4096 ranks by its loss scale.
+	 */
+	static const char mlp[] =
+		"{'tpsim': 1, 'mesh': {'shape': [64, 64], 'dim_names': ['dp', "
+		"'tp']}, 'tp_dim': 'tp', 'dp_dim': 'dp', 'model': [{'name': "
+		"'fc1', 'type': 'linear', 'in_features': 1, 'out_features': "
+		"131072}, {'name': 'act', 'type': 'relu'}, {'name': 'fc2', "
+		"'type': 'linear', 'in_features': 131072, 'out_features': 1}], "
+		"'plan': {'fc1': 'colwise', 'fc2': 'rowwise'}, 'input': "
+		"{'shape': [32768, 65536, 1]}, 'mode': 'training', 'loss': "
+		"'mse', 'optimizer': {'type': 'adamw', 'lr': 0.001}}";
+	/* dp 4 x tp 2, a colwise 1 -> 6 over (2^30, 2, 1): 2^29 rows a rank. */
+#define LOSS_CONFIG(LOSS)                                                      \
+	"{'tpsim': 1, 'mesh': {'shape': [4, 2], 'dim_names': ['dp', "          \
+	"'tp']}, 'dp_dim': 'dp', 'model': [{'name': 'fc', 'type': "            \
+	"'linear', 'in_features': 1, 'out_features': 6}], 'plan': {'fc': "     \
+	"'colwise'}, 'input': {'shape': [1073741824, 2, 1]}, 'mode': "         \
+	"'training', " LOSS ", 'compute': 'symbolic'}"
+	static const struct {
+		const char *name, *verb, *config;
+	} cases[] = {
+		/* item 10: 2^31 rows, inference */
+		{"linear", "run",
+		 "{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': 1, "
+		 "'out_features': 2}], 'input': {'shape': [2147483648, 1]}}"},
+		{"mlp", "run", mlp},
+		{"mlp_comm", "comm", mlp},
+		{"mse_ddp_distributed", "run",
+		 LOSS_CONFIG("'loss': 'mse', 'dp_grad': 'ddp', 'sampler': "
+			     "'distributed'")},
+		{"sum", "run", LOSS_CONFIG("'loss': 'sum'")},
+		{"cross_entropy", "run",
+		 LOSS_CONFIG("'loss': 'cross_entropy'")},
+		{"loss_parallel", "run",
+		 LOSS_CONFIG("'loss': 'cross_entropy', 'loss_parallel': true")},
+	};
+#undef LOSS_CONFIG
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char cfg[512], trace[512], *text = strdup(cases[i].config),
+					   *err_text;
+		bool comm = strcmp(cases[i].verb, "comm") == 0;
+		const char *run[] = {"tpsim",	   "run", cfg,
+				     "--symbolic", "-o",  trace};
+		const char *summary[] = {"tpsim", "comm", cfg, "--summary"};
+		int rc;
+		ck_assert_ptr_nonnull(text);
+		for (char *p = text; *p; p++) {
+			*p = *p == '\'' ? '"' : *p;
+		}
+		snprintf(cfg, sizeof cfg, "%s/%s.json", dir, cases[i].name);
+		snprintf(trace, sizeof trace, "%s/%s.trace.json", dir,
+			 cases[i].name);
+		tu_write_file(cfg, text, strlen(text));
+		printf("%s: tpsim %s\n", cases[i].name, cases[i].verb);
+		rc = comm ? tpsim_in_limited_child(dir, 128, 4, summary,
+						   &err_text)
+			  : tpsim_in_limited_child(dir, 128, 6, run, &err_text);
+		ck_assert_msg(rc == 0, "%s: exit %d: %s", cases[i].name, rc,
+			      err_text);
+		if (!comm) {
+			ck_assert_ptr_nonnull(strstr(
+				err_text, "symbolic: no values, no reference"));
+		}
+		free(err_text);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 {
 	/* examples/gpt3_175b: 96 blocks, h 12288, 96 heads, s 2048, V
@@ -494,6 +643,26 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 		ck_assert_int_eq(s.footprint.saved.max, 4 * gpt_saved(&sp));
 		ck_assert_int_eq(peak, live0);
 		ck_assert_int_eq(live, live0);
+		tu_rmtree(dir);
+	}
+	{
+		/* The tensor counter sees tensors only. Nothing else may grow
+		 * with the batch either: 2^31 tokens (16384 sequences per dp
+		 * rank) run in 256 MiB of address space, as one sequence
+		 * does. */
+		char path[256], trace[512], *err_text;
+		const char *dir = tu_tempdir();
+		const char *argv[] = {
+			"tpsim", "run", path, "--set", "micro_batch=16384",
+			"-o",	 trace};
+		snprintf(path, sizeof path, "%s",
+			 tu_source_path("examples/gpt3_175b/config.json"));
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		ck_assert_int_eq(
+			tpsim_in_limited_child(dir, 256, 7, argv, &err_text),
+			0);
+		ck_assert_ptr_nonnull(strstr(err_text, "symbolic: no values"));
+		free(err_text);
 		tu_rmtree(dir);
 	}
 }
@@ -674,6 +843,7 @@ static Suite *run_suite(void)
 		tcase_add_test(
 			sym,
 			gpt3_175b_reports_its_figures_and_takes_no_tensor_memory);
+		tcase_add_test(sym, symbolic_runs_allocate_nothing_per_row);
 		tcase_add_test(sym, explain_reads_a_symbolic_trace);
 		tcase_add_test(sym, symbolic_config_errors_name_the_key);
 		tcase_add_test(
