@@ -212,6 +212,23 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 	}
 }
 
+/* A symbolic run whose /trace/values asked for values: one rule, whether
+ * the config or --symbolic made it symbolic (config.h). */
+static void values_warning(const struct tps_run_spec *spec,
+			   struct tps_run_summary *summary)
+{
+	if (spec->values_ignored == TPS_TRACE_VALUES_NONE ||
+	    summary->n_warnings == TPS_RUN_MAX_WARNINGS) {
+		return;
+	}
+	snprintf(summary->warnings[summary->n_warnings++],
+		 sizeof summary->warnings[0],
+		 "/trace/values: \"%s\" is not written: a symbolic run has no "
+		 "values, so the trace holds shapes and placements only "
+		 "(\"values\": \"none\")",
+		 tps_trace_values_names[spec->values_ignored]);
+}
+
 /* Folds one comparison into the running max and match. */
 static void compare_into(const struct tps_tensor *a, const struct tps_tensor *b,
 			 double atol, double rtol, float *max_abs_diff,
@@ -680,6 +697,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		return st;
 	}
 	tps_run_warnings(ms, model.dp_counts, model.dp, summary);
+	values_warning(spec, summary);
 	for (int i = 0; i < summary->n_warnings; i++) {
 		warnings[i] = summary->warnings[i];
 	}

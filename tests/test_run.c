@@ -745,13 +745,6 @@ START_TEST(symbolic_config_errors_name_the_key)
 		 "'compute': 'symbolic'}",
 		 "c.json: /compute: a symbolic run has no values, and /inject "
 		 "diagnoses a mistake from them"},
-		{"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
-		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': "
-		 "4, 'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
-		 "{'shape': [2, 4]}, 'compute': 'symbolic', 'trace': "
-		 "{'values': 'summary'}}",
-		 "c.json: /trace/values: a symbolic run (/compute) has no "
-		 "values to write: \"none\", or leave it out"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *text = strdup(bad[i].config);
@@ -770,6 +763,103 @@ START_TEST(symbolic_config_errors_name_the_key)
 		cJSON_Delete(root);
 		free(text);
 	}
+}
+END_TEST
+
+START_TEST(symbolic_trace_values_follow_one_rule_from_config_or_flag)
+{
+	/*
+	 * Issue 15, item 18: "trace": {"values": "full" or "summary"} in a
+	 * symbolic run is not written, whether /compute or --symbolic made it
+	 * symbolic: the same warning at /trace/values, on stderr and in the
+	 * trace's "warnings", and the same trace bytes. "none", or no
+	 * /trace/values, earns no warning.
+	 */
+	static const char base[] =
+		"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		"'model': [{'name': 'fc', 'type': 'linear', 'in_features': 4, "
+		"'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
+		"{'shape': [2, 4]}%s%s}";
+	static const char *const modes[] = {"full", "summary", "none", NULL};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		char trace_key[64] = "", text[512], paths[4][512],
+		     want[2][2560];
+		bool warns = modes[i] && strcmp(modes[i], "none") != 0;
+		struct tu_result r[2];
+		char *bytes[2];
+		size_t len[2];
+		if (modes[i]) {
+			snprintf(trace_key, sizeof trace_key,
+				 ", 'trace': {'values': '%s'}", modes[i]);
+		}
+		for (int k = 0; k < 2; k++) {
+			/* k 0: --symbolic; k 1: "compute": "symbolic" */
+			snprintf(paths[k], sizeof paths[k], "%s/%s_%zu.json",
+				 dir, k ? "compute" : "flag", i);
+			snprintf(paths[2 + k], sizeof paths[2 + k],
+				 "%s/%s_%zu.trace.json", dir,
+				 k ? "compute" : "flag", i);
+			snprintf(text, sizeof text, base,
+				 k ? ", 'compute': 'symbolic'" : "", trace_key);
+			for (char *p = text; *p; p++) {
+				*p = *p == '\'' ? '"' : *p;
+			}
+			tu_write_file(paths[k], text, strlen(text));
+			snprintf(
+				want[k], sizeof want[k],
+				"tpsim: warning: %s: /trace/values: \"%s\" is "
+				"not written: a symbolic run has no values, so "
+				"the trace holds shapes and placements only "
+				"(\"values\": \"none\")\n",
+				paths[k], modes[i] ? modes[i] : "");
+		}
+		r[0] = tu_cli(6, "run", paths[0], "--symbolic", "-o", paths[2]);
+		r[1] = tu_cli(5, "run", paths[1], "-o", paths[3]);
+		for (int k = 0; k < 2; k++) {
+			cJSON *trace, *warnings, *config;
+			struct tps_error err = {0};
+			printf("%s: %s", paths[k], r[k].err);
+			ck_assert_int_eq(r[k].rc, 0);
+			ck_assert_int_eq(strstr(r[k].err, want[k]) != NULL,
+					 warns);
+			ck_assert_int_eq(strstr(r[k].err, "warning") != NULL,
+					 warns);
+			ck_assert_int_eq(tps_json_load(paths[2 + k],
+						       TPS_JSON_MAX_TRACE_BYTES,
+						       &trace, &err),
+					 TPS_OK);
+			warnings = cJSON_GetObjectItemCaseSensitive(trace,
+								    "warnings");
+			config = cJSON_GetObjectItemCaseSensitive(trace,
+								  "config");
+			ck_assert_str_eq(
+				cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(
+						config, "trace"),
+					"values")
+					->valuestring,
+				"none");
+			ck_assert_int_eq(warnings != NULL, warns);
+			if (warns) {
+				ck_assert_int_eq(cJSON_GetArraySize(warnings),
+						 1);
+				ck_assert_ptr_nonnull(
+					strstr(cJSON_GetArrayItem(warnings, 0)
+						       ->valuestring,
+					       "/trace/values: \""));
+			}
+			cJSON_Delete(trace);
+			bytes[k] = tu_read_file(paths[2 + k], &len[k]);
+			ck_assert_ptr_nonnull(bytes[k]);
+			tu_result_free(&r[k]);
+		}
+		ck_assert_uint_eq(len[0], len[1]);
+		ck_assert(memcmp(bytes[0], bytes[1], len[0]) == 0);
+		free(bytes[0]);
+		free(bytes[1]);
+	}
+	tu_rmtree(dir);
 }
 END_TEST
 
@@ -849,6 +939,9 @@ static Suite *run_suite(void)
 		tcase_add_test(
 			sym,
 			symbolic_flag_makes_the_normalised_config_symbolic);
+		tcase_add_test(
+			sym,
+			symbolic_trace_values_follow_one_rule_from_config_or_flag);
 		tcase_set_timeout(sym, 300);
 		suite_add_tcase(s, sym);
 	}
