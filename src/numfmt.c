@@ -174,6 +174,44 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 		       : write_exponent(sci, e, exponent, buf);
 }
 
+const char *tps_format_size(int64_t bytes, int digits, char *buf, size_t size)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB",
+					    "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	int u = -1, decimals;
+	char *end;
+
+	while (v >= 1024.0 && u < 5) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u < 0) {
+		snprintf(buf, size, "%lld bytes", (long long)bytes);
+		return buf;
+	}
+	/* v in [1, 1024): 1 to 4 digits before the point. */
+	decimals = digits - (v >= 1000.0  ? 4
+			     : v >= 100.0 ? 3
+			     : v >= 10.0  ? 2
+					  : 1);
+	decimals = decimals > 0 ? decimals : 0;
+	snprintf(buf, size, "%.*f", decimals, v);
+	fix_decimal_point(buf);
+	if (strchr(buf, '.')) {
+		end = buf + strlen(buf);
+		while (end[-1] == '0') {
+			*--end = '\0';
+		}
+		if (end[-1] == '.') {
+			end[-1] = '\0';
+		}
+	}
+	/* Rounding may carry into the next unit: 1023.96 KiB is "1024 KiB". */
+	snprintf(buf + strlen(buf), size - strlen(buf), " %s", units[u]);
+	return buf;
+}
+
 size_t tps_format_float_exact(float value, char *buf)
 {
 	return format_shortest((double)value, 9, 9, true, true, buf);

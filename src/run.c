@@ -828,6 +828,20 @@ finish:
 	return st;
 }
 
+/* need and budget for a refusal, in binary units with as many digits as it
+ * takes for them not to read the same ("8.01 GiB" over "8 GiB"). */
+static void format_over(int64_t need, int64_t budget, char *a, char *b,
+			size_t size)
+{
+	for (int digits = 3; digits <= 15; digits++) {
+		tps_format_size(need, digits, a, size);
+		tps_format_size(budget, digits, b, size);
+		if (strcmp(a, b) != 0) {
+			return;
+		}
+	}
+}
+
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err)
 {
@@ -861,12 +875,15 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		       ? 0
 		       : tps_model_estimate_bytes(&spec.model);
 	if (need > opts->max_memory) {
+		char a[64], b[64];
+		format_over(need, opts->max_memory, a, b, sizeof a);
 		st = tps_error_set(
 			err, TPS_ERR_LIMIT,
-			"%s: the run needs about "
-			"%lld bytes, over the memory budget of %lld bytes "
-			"(--max-memory)",
-			esc, (long long)need, (long long)opts->max_memory);
+			"%s: the run needs about %s, over the memory budget of "
+			"%s (--max-memory); without values, tpsim run "
+			"--symbolic reports what each rank holds and tpsim "
+			"comm what it sends, at any size",
+			esc, a, b);
 		goto out;
 	}
 	s.stats.threads =

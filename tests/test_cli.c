@@ -309,6 +309,51 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 }
 END_TEST
 
+START_TEST(memory_budget_refusal_reads_in_gib_and_names_the_ways_without_values)
+{
+	/*
+	 * One relu on a world of 1 over a (500000000, 1) input: the estimate
+	 * (model.h) is 4 bytes x rows x widest x (4 x world + 2) =
+	 * 4 x 5e8 x 1 x 6 = 1.2e10 bytes = 11.1758709 GiB. Sizes are given
+	 * with as many digits as it takes for them to differ: 11999999999
+	 * bytes is 11.1758708945 GiB, so 10 digits: 11.17587089 against
+	 * 11.17587090 (its trailing zero dropped).
+	 */
+	static const struct {
+		const char *budget, *need_text, *budget_text;
+	} cases[] = {
+		{NULL, "11.2 GiB", "8 GiB"},
+		{"11G", "11.2 GiB", "11 GiB"},
+		{"11999999999", "11.1758709 GiB", "11.17587089 GiB"},
+	};
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [1], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"act\", \"type\": "
+		"\"relu\"}], \"input\": {\"shape\": [500000000, 1]}}");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char want[1024], trace[512];
+		struct tu_result r;
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		snprintf(want, sizeof want,
+			 "tpsim: %s: the run needs about %s, over the memory "
+			 "budget of %s (--max-memory); without values, tpsim "
+			 "run --symbolic reports what each rank holds and "
+			 "tpsim comm what it sends, at any size\n",
+			 cfg, cases[i].need_text, cases[i].budget_text);
+		r = cases[i].budget ? tu_cli(7, "run", cfg, "-o", trace,
+					     "--max-memory", cases[i].budget)
+				    : tu_cli(5, "run", cfg, "-o", trace);
+		ck_assert_int_eq(r.rc, 2);
+		ck_assert_str_eq(r.err, want);
+		ck_assert_int_ne(access(trace, F_OK), 0);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(output_to_a_device_writes_to_it_in_place)
 {
 	/* -o /dev/null must not rename a file over the device: a trace is
@@ -1937,6 +1982,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, run_reads_the_config_from_stdin);
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
 	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
+	tcase_add_test(
+		run,
+		memory_budget_refusal_reads_in_gib_and_names_the_ways_without_values);
 	tcase_add_test(run, bad_configs_exit_2_with_one_line);
 	tcase_add_test(run, values_none_writes_shapes_only);
 	tcase_add_test(run, disagreement_with_the_reference_is_exit_1);
