@@ -15,6 +15,7 @@
 #include "tpsim/numfmt.h"
 #include "tpsim/optim.h"
 #include "tpsim/pool.h"
+#include "run_internal.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 		     double atol, double rtol, float *max_abs_diff, bool *match)
@@ -227,6 +228,14 @@ static void values_warning(const struct tps_run_spec *spec,
 		 "values, so the trace holds shapes and placements only "
 		 "(\"values\": \"none\")",
 		 tps_trace_values_names[spec->values_ignored]);
+}
+
+void tps_run_collect_warnings(const struct tps_run_spec *spec,
+			      const struct tps_model *model,
+			      struct tps_run_summary *summary)
+{
+	tps_run_warnings(&spec->model, model->dp_counts, model->dp, summary);
+	values_warning(spec, summary);
 }
 
 /* Folds one comparison into the running max and match. */
@@ -652,12 +661,10 @@ static void diagnose(const struct tps_model *model,
 	}
 }
 
-/* A symbolic run's input and target: meta tensors of their shapes. */
-static enum tps_status make_meta_inputs(const struct tps_model_spec *ms,
-					bool with_target,
-					struct tps_tensor *input,
-					struct tps_tensor *target,
-					struct tps_error *err)
+enum tps_status tps_run_meta_inputs(const struct tps_model_spec *ms,
+				    bool with_target, struct tps_tensor *input,
+				    struct tps_tensor *target,
+				    struct tps_error *err)
 {
 	struct tps_shape oshape = tps_model_output_shape(ms);
 	enum tps_status st = tps_tensor_init_meta(input, &ms->input_shape, err);
@@ -696,13 +703,12 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st != TPS_OK) {
 		return st;
 	}
-	tps_run_warnings(ms, model.dp_counts, model.dp, summary);
-	values_warning(spec, summary);
+	tps_run_collect_warnings(spec, &model, summary);
 	for (int i = 0; i < summary->n_warnings; i++) {
 		warnings[i] = summary->warnings[i];
 	}
 	if (symbolic) {
-		st = make_meta_inputs(ms, with_target, &input, &target, err);
+		st = tps_run_meta_inputs(ms, with_target, &input, &target, err);
 	} else {
 		st = tps_model_make_input(ms, &input, err);
 	}
@@ -842,6 +848,37 @@ static void format_over(int64_t need, int64_t budget, char *a, char *b,
 	}
 }
 
+/* The values modes that write less than this one, for a message. */
+static const char *smaller_values(enum tps_trace_values values)
+{
+	switch (values) {
+	case TPS_TRACE_VALUES_FULL:
+		return "trace values \"summary\" or \"none\", ";
+	case TPS_TRACE_VALUES_SUMMARY: return "trace values \"none\", ";
+	case TPS_TRACE_VALUES_NONE: break;
+	}
+	return "";
+}
+
+/* The trace-budget refusal, with what would make the trace smaller. */
+static enum tps_status trace_over_budget(const struct tps_run_spec *spec,
+					 const struct tps_run_estimate *e,
+					 int64_t budget, struct tps_error *err)
+{
+	const char *values = smaller_values(spec->values);
+	const char *steps = e->steps > 1 ? "fewer steps, " : "";
+	char a[64], b[64];
+	format_over(e->trace_bytes, budget, a, b, sizeof a);
+	return tps_error_set(
+		err, TPS_ERR_LIMIT,
+		"the trace would take up to %s (%lld events over %d step%s), "
+		"over the trace budget of %s (--max-trace); %s%s%s",
+		a, (long long)e->events, e->steps, e->steps == 1 ? "" : "s", b,
+		values, steps,
+		values[0] || steps[0] ? "or a larger --max-trace"
+				      : "a larger --max-trace allows it");
+}
+
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err)
 {
@@ -852,6 +889,8 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct tps_pool *pool = NULL;
 	char esc[256];
 	int64_t need, live;
+	int steps;
+	bool guarded;
 	double start = now_seconds();
 	enum tps_status st;
 
@@ -886,6 +925,23 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			esc, a, b);
 		goto out;
 	}
+	/* A symbolic run of one or two steps costs what its estimate
+	 * would: it is written under the budget instead (guarded). */
+	steps = spec.model.mode == TPS_MODE_TRAINING ? spec.model.steps : 1;
+	guarded = spec.compute == TPS_COMPUTE_SYMBOLIC && steps <= 2;
+	if (!guarded) {
+		double t0 = now_seconds();
+		st = tps_run_estimate(&spec, &s.estimate, err);
+		s.stats.init_s += now_seconds() - t0;
+		if (st == TPS_OK && s.estimate.trace_bytes > opts->max_trace) {
+			st = trace_over_budget(&spec, &s.estimate,
+					       opts->max_trace, err);
+		}
+		if (st != TPS_OK) {
+			tps_error_prefix(err, "%s", esc);
+			goto out;
+		}
+	}
 	s.stats.threads =
 		opts->threads > 0 ? opts->threads : tps_pool_default_threads();
 	if (spec.compute == TPS_COMPUTE_SYMBOLIC) {
@@ -903,8 +959,22 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		goto out;
 	}
 	tps_trace_init(&trace, tf.f, spec.values, &spec.model.mesh);
+	if (guarded) {
+		tps_trace_set_budget(&trace, opts->max_trace, false);
+	}
 	st = simulate(&spec, &trace, &s, err);
 	s.stats.trace_bytes = ftell(tf.f);
+	if (st == TPS_OK && guarded) {
+		/* Its estimate is what it wrote and counted. */
+		s.estimate.trace_bytes = tps_trace_size(&trace);
+		s.estimate.events = trace.next_seq;
+		s.estimate.steps = steps;
+		s.estimate.flops = trace.flops;
+		if (s.estimate.trace_bytes > opts->max_trace) {
+			st = trace_over_budget(&spec, &s.estimate,
+					       opts->max_trace, err);
+		}
+	}
 	tps_trace_free(&trace);
 	if (st != TPS_OK) {
 		/* Model messages about the plan start with the config's JSON

@@ -32,8 +32,14 @@ static enum tps_status run_text(const char *dir, const char *extra,
 				struct tps_error *err)
 {
 	char cfg_path[512], text[4096];
-	struct tps_run_options opts = {
-		cfg_path, out_path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+	struct tps_run_options opts = {cfg_path,
+				       out_path,
+				       TPS_DEFAULT_MAX_MEMORY,
+				       TPS_DEFAULT_MAX_TRACE,
+				       NULL,
+				       0,
+				       0,
+				       false};
 	snprintf(cfg_path, sizeof cfg_path, "%s/cfg.json", dir);
 	snprintf(text, sizeof text, mlp_config, extra);
 	tu_write_file(cfg_path, text, strlen(text));
@@ -164,8 +170,14 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 			"\"colwise\"}, \"input\": {\"shape\": [3, 4], "
 			"\"init\": \"arange\"}, \"trace\": {\"values\": "
 			"\"summary\"}}";
-		struct tps_run_options opts = {
-			cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+		struct tps_run_options opts = {cfg,
+					       path,
+					       TPS_DEFAULT_MAX_MEMORY,
+					       TPS_DEFAULT_MAX_TRACE,
+					       NULL,
+					       0,
+					       0,
+					       false};
 		snprintf(cfg, sizeof cfg, "%s/c.json", dir);
 		tu_write_file(cfg, c, strlen(c));
 		ck_assert_int_eq(tps_run(&opts, stdout, &s, NULL), TPS_OK);
@@ -243,8 +255,14 @@ START_TEST(inf_in_a_matmul_names_the_event)
 	char cfg[512], path[512];
 	struct tps_run_summary s;
 	struct tps_error err = {0};
-	struct tps_run_options opts = {
-		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+	struct tps_run_options opts = {cfg,
+				       path,
+				       TPS_DEFAULT_MAX_MEMORY,
+				       TPS_DEFAULT_MAX_TRACE,
+				       NULL,
+				       0,
+				       0,
+				       false};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -280,8 +298,14 @@ START_TEST(inf_in_a_collective_is_worded_as_in_a_matmul)
 	char cfg[512], path[512];
 	struct tps_run_summary s;
 	struct tps_error err = {0};
-	struct tps_run_options opts = {
-		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false};
+	struct tps_run_options opts = {cfg,
+				       path,
+				       TPS_DEFAULT_MAX_MEMORY,
+				       TPS_DEFAULT_MAX_TRACE,
+				       NULL,
+				       0,
+				       0,
+				       false};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -322,10 +346,14 @@ START_TEST(inf_is_found_in_every_values_mode_at_any_thread_count)
 	for (int m = 0; m < 3; m++) {
 		for (int t = 0; t < 2; t++) {
 			struct tps_error err = {0};
-			struct tps_run_options opts = {
-				cfg,  path, TPS_DEFAULT_MAX_MEMORY,
-				NULL, 0,    threads[t],
-				false};
+			struct tps_run_options opts = {cfg,
+						       path,
+						       TPS_DEFAULT_MAX_MEMORY,
+						       TPS_DEFAULT_MAX_TRACE,
+						       NULL,
+						       0,
+						       threads[t],
+						       false};
 			snprintf(c, sizeof c,
 				 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 				 "\"dim_names\": [\"tp\"]}, \"model\": "
