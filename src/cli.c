@@ -24,14 +24,19 @@ static const char usage_text[] =
 	"Simulate tensor parallelism deterministically in one process.\n"
 	"\n"
 	"Commands:\n"
-	"  run CONFIG [-o TRACE] [--max-memory SIZE] [--set NAME=VALUE]...\n"
-	"      [--threads N] [--stats] [--symbolic]\n"
+	"  run CONFIG [-o TRACE] [--max-memory SIZE] [--max-trace SIZE]\n"
+	"      [--set NAME=VALUE]... [--threads N] [--stats] [--symbolic]\n"
 	"      Simulate the config (\"-\" reads stdin) on every rank and write "
 	"the\n"
 	"      JSON trace to TRACE (default: stdout). A one-line summary goes "
 	"to\n"
-	"      stderr. SIZE is bytes, or a number with K, M, G or T (default "
-	"8G).\n"
+	"      stderr. A run whose tensors need more than --max-memory "
+	"(default\n"
+	"      8G) or whose trace would take more than --max-trace (default "
+	"1G) is\n"
+	"      refused, and leaves no trace. SIZE is bytes, or a number with "
+	"K, M,\n"
+	"      G or T.\n"
 	"      --set NAME=VALUE sets a config variable (\"vars\"); "
 	"repeatable.\n"
 	"      --threads N runs the ranks on N threads (default: the cores; "
@@ -245,6 +250,23 @@ static void print_stats(FILE *err, const struct tps_run_stats *st)
 	fputc('\n', err);
 }
 
+/* --stats: what the run was estimated to write and compute before it
+ * started, beside what it wrote. */
+static void print_estimate(FILE *err, const struct tps_run_estimate *e,
+			   int64_t written)
+{
+	fprintf(err,
+		"tpsim: stats: estimated before the run: trace at most %lld "
+		"bytes",
+		(long long)e->trace_bytes);
+	if (e->trace_bytes > 0) {
+		fprintf(err, " (written: %.1f%% of it)",
+			100.0 * (double)written / (double)e->trace_bytes);
+	}
+	fprintf(err, ", %lld events, %lld flops on the simulated ranks\n",
+		(long long)e->events, (long long)e->flops);
+}
+
 /* A per-rank figure: the largest, and which ranks when they differ. */
 static void print_figure(FILE *err, const char *what,
 			 const struct tps_model_figure *f)
@@ -307,8 +329,11 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
 	struct tps_run_options opts = {
-		NULL, NULL,  TPS_DEFAULT_MAX_MEMORY, overrides, 0,
-		0,    false, tps_cli_pending()};
+		.max_memory = TPS_DEFAULT_MAX_MEMORY,
+		.max_trace = TPS_DEFAULT_MAX_TRACE,
+		.overrides = overrides,
+		.pending = tps_cli_pending(),
+	};
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
@@ -332,6 +357,16 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 					err,
 					"run: --max-memory "
 					"needs a size like 8G or 1048576, got "
+					"'%s'",
+					i < argc ? argv[i] : "");
+			}
+		} else if (strcmp(argv[i], "--max-trace") == 0) {
+			if (++i == argc ||
+			    !parse_size(argv[i], &opts.max_trace)) {
+				return tps_cli_usage_error(
+					err,
+					"run: --max-trace "
+					"needs a size like 1G or 1048576, got "
 					"'%s'",
 					i < argc ? argv[i] : "");
 			}
@@ -394,6 +429,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		print_symbolic(err, opts.config_path, &s);
 		if (stats) {
 			print_stats(err, &s.stats);
+			print_estimate(err, &s.estimate, s.stats.trace_bytes);
 		}
 		return TPS_EXIT_OK;
 	}
@@ -421,6 +457,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (stats) {
 		print_stats(err, &s.stats);
+		print_estimate(err, &s.estimate, s.stats.trace_bytes);
 	}
 	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
 }

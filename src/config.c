@@ -518,11 +518,13 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 	cfg_object(c, root, "trace", CFG_OPTIONAL, trace_keys, trace_body,
 		   &values);
 	run->values = (enum tps_trace_values)values;
-	if (cfg_ok(c) && run->compute == TPS_COMPUTE_SYMBOLIC &&
-	    run->values != TPS_TRACE_VALUES_NONE) {
-		cfg_fail_at_pointer(c, "/trace/values", TPS_ERR_INPUT,
-				    "a symbolic run (/compute) has no values "
-				    "to write: \"none\", or leave it out");
+	run->values_given = cfg_get(cfg_get(root, "trace"), "values") != NULL;
+	run->values_ignored = TPS_TRACE_VALUES_NONE;
+	if (run->compute == TPS_COMPUTE_SYMBOLIC) {
+		/* No values to write: "full" and "summary" become none, with
+		 * a warning, as under --symbolic (tps_config_make_symbolic). */
+		run->values_ignored = run->values;
+		run->values = TPS_TRACE_VALUES_NONE;
 	}
 	run->atol = 1e-5;
 	run->rtol = 1e-5;
@@ -768,6 +770,9 @@ enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
 	cJSON_ReplaceItemInObjectCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(n, "trace"), "values", values);
 	spec->compute = TPS_COMPUTE_SYMBOLIC;
+	/* The config's rule: values it asked for are not written. */
+	spec->values_ignored =
+		spec->values_given ? spec->values : TPS_TRACE_VALUES_NONE;
 	spec->values = TPS_TRACE_VALUES_NONE;
 	return TPS_OK;
 nomem:

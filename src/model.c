@@ -129,8 +129,10 @@ static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 	int64_t n = spec->input_shape.dim[0];
 	m->dp = tps_mesh_group_size(mesh, spec->dp_mask);
 	m->dp_counts = calloc((size_t)m->dp, sizeof *m->dp_counts);
-	m->sample_order =
-		calloc((size_t)(n > 0 ? n : 1), sizeof *m->sample_order);
+	/* A meta model moves no rows: it needs no order of them (2^31 rows
+	 * would be 16 GiB of it). */
+	m->sample_order = calloc((size_t)(n > 0 && !m->meta ? n : 1),
+				 sizeof *m->sample_order);
 	if (!m->dp_counts || !m->sample_order) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
@@ -161,7 +163,7 @@ static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 			"divisible by the dp size (%d)",
 			(long long)n, m->dp);
 	}
-	for (int64_t p = 0; p < n; p++) {
+	for (int64_t p = 0; !m->meta && p < n; p++) {
 		int64_t per = n / m->dp;
 		m->sample_order[p] = spec->sampler == TPS_SAMPLER_DISTRIBUTED
 					     ? (p % per) * m->dp + p / per

@@ -255,20 +255,23 @@ static double scale_of(const struct loss_job *job, int r)
 	return 1.0;
 }
 
-/* A row_scale array of the rank's rows, all scale_of(r). */
+/* A row_scale array of the rank's rows, all scale_of(r). A meta output
+ * has no rows to weigh (the losses read none): one element, so that a
+ * symbolic run costs nothing per row. */
 static double *row_scales(const struct loss_job *job, int r,
 			  struct tps_error *err)
 {
 	const struct tps_tensor *y = &job->y->locals[r];
 	int64_t n = y->shape.dim[y->shape.ndim - 1];
-	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
+	int64_t rows = n && !y->meta ? tps_tensor_numel(y) / n : 0;
+	double s = scale_of(job, r);
 	double *scale = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *scale);
 	if (!scale) {
 		tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
 	for (int64_t i = 0; i < rows; i++) {
-		scale[i] = scale_of(job, r);
+		scale[i] = s;
 	}
 	return scale;
 }

@@ -14,6 +14,7 @@
 #include "tpsim/optim.h"
 #include "tpsim/outfile.h"
 #include "tpsim/pool.h"
+#include "run_internal.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 		     double atol, double rtol, float *max_abs_diff, bool *match)
@@ -75,6 +76,44 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 			 "share, so the step is the global-batch gradient",
 			 (long long)dp_counts[0], (long long)dp_counts[dp - 1]);
 	}
+}
+
+/* A symbolic run whose /trace/values asked for values: one rule, whether
+ * the config or --symbolic made it symbolic (config.h). */
+static void values_warning(const struct tps_run_spec *spec,
+			   struct tps_run_summary *summary)
+{
+	if (spec->values_ignored == TPS_TRACE_VALUES_NONE ||
+	    summary->n_warnings == TPS_RUN_MAX_WARNINGS) {
+		return;
+	}
+	snprintf(summary->warnings[summary->n_warnings++],
+		 sizeof summary->warnings[0],
+		 "/trace/values: \"%s\" is not written: a symbolic run has no "
+		 "values, so the trace holds shapes and placements only "
+		 "(\"values\": \"none\")",
+		 tps_trace_values_names[spec->values_ignored]);
+}
+
+enum tps_status tps_run_collect_warnings(const struct tps_run_spec *spec,
+					 const struct tps_model *model,
+					 struct tps_run_summary *summary,
+					 struct tps_error *err)
+{
+	char plan_warning[TPS_COST_WARNING_MAX];
+	enum tps_status st;
+
+	tps_run_warnings(&spec->model, model->dp_counts, model->dp, summary);
+	values_warning(spec, summary);
+	/* Redistributions that the next one undoes: a meta pass of one
+	 * step, since the warnings head the trace. */
+	st = tps_cost_plan_warning(&spec->model, plan_warning, err);
+	if (st == TPS_OK && plan_warning[0] &&
+	    summary->n_warnings < TPS_RUN_MAX_WARNINGS) {
+		snprintf(summary->warnings[summary->n_warnings++],
+			 sizeof summary->warnings[0], "%s", plan_warning);
+	}
+	return st;
 }
 
 /* Folds one comparison into the running max and match. */
@@ -500,12 +539,10 @@ static void diagnose(const struct tps_model *model,
 	}
 }
 
-/* A symbolic run's input and target: meta tensors of their shapes. */
-static enum tps_status make_meta_inputs(const struct tps_model_spec *ms,
-					bool with_target,
-					struct tps_tensor *input,
-					struct tps_tensor *target,
-					struct tps_error *err)
+enum tps_status tps_run_meta_inputs(const struct tps_model_spec *ms,
+				    bool with_target, struct tps_tensor *input,
+				    struct tps_tensor *target,
+				    struct tps_error *err)
 {
 	struct tps_shape oshape = tps_model_output_shape(ms);
 	enum tps_status st = tps_tensor_init_meta(input, &ms->input_shape, err);
@@ -537,7 +574,6 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		&model, &sim,	 symbolic ? NULL : &ref, 0.0f, false, NULL,
 		NULL,	symbolic};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
-	char plan_warning[TPS_COST_WARNING_MAX];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
 	enum tps_status st = symbolic ? tps_model_init_meta(&model, ms, err)
@@ -545,23 +581,16 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st != TPS_OK) {
 		return st;
 	}
-	tps_run_warnings(ms, model.dp_counts, model.dp, summary);
-	/* Redistributions that the next one undoes: a meta pass of one
-	 * step first, since the warnings head the trace. */
-	st = tps_cost_plan_warning(ms, plan_warning, err);
+	st = tps_run_collect_warnings(spec, &model, summary, err);
 	if (st != TPS_OK) {
 		tps_model_free(&model);
 		return st;
-	}
-	if (plan_warning[0] && summary->n_warnings < TPS_RUN_MAX_WARNINGS) {
-		snprintf(summary->warnings[summary->n_warnings++],
-			 sizeof summary->warnings[0], "%s", plan_warning);
 	}
 	for (int i = 0; i < summary->n_warnings; i++) {
 		warnings[i] = summary->warnings[i];
 	}
 	if (symbolic) {
-		st = make_meta_inputs(ms, with_target, &input, &target, err);
+		st = tps_run_meta_inputs(ms, with_target, &input, &target, err);
 	} else {
 		st = tps_model_make_input(ms, &input, err);
 	}
@@ -687,6 +716,51 @@ finish:
 	return st;
 }
 
+/* need and budget for a refusal, in binary units with as many digits as it
+ * takes for them not to read the same ("8.01 GiB" over "8 GiB"). */
+static void format_over(int64_t need, int64_t budget, char *a, char *b,
+			size_t size)
+{
+	for (int digits = 3; digits <= 15; digits++) {
+		tps_format_bytes_digits(need, digits, a);
+		tps_format_bytes_digits(budget, digits, b);
+		if (strcmp(a, b) != 0) {
+			return;
+		}
+	}
+}
+
+/* The values modes that write less than this one, for a message. */
+static const char *smaller_values(enum tps_trace_values values)
+{
+	switch (values) {
+	case TPS_TRACE_VALUES_FULL:
+		return "trace values \"summary\" or \"none\", ";
+	case TPS_TRACE_VALUES_SUMMARY: return "trace values \"none\", ";
+	case TPS_TRACE_VALUES_NONE: break;
+	}
+	return "";
+}
+
+/* The trace-budget refusal, with what would make the trace smaller. */
+static enum tps_status trace_over_budget(const struct tps_run_spec *spec,
+					 const struct tps_run_estimate *e,
+					 int64_t budget, struct tps_error *err)
+{
+	const char *values = smaller_values(spec->values);
+	const char *steps = e->steps > 1 ? "fewer steps, " : "";
+	char a[64], b[64];
+	format_over(e->trace_bytes, budget, a, b, sizeof a);
+	return tps_error_set(
+		err, TPS_ERR_LIMIT,
+		"the trace would take up to %s (%lld events over %d step%s), "
+		"over the trace budget of %s (--max-trace); %s%s%s",
+		a, (long long)e->events, e->steps, e->steps == 1 ? "" : "s", b,
+		values, steps,
+		values[0] || steps[0] ? "or a larger --max-trace"
+				      : "a larger --max-trace allows it");
+}
+
 /*
  * The sizes a values run refuses before allocating, each naming the
  * config key it grows with (`file` is the config's name, escaped): an
@@ -700,7 +774,8 @@ static enum tps_status check_sizes(const struct tps_run_spec *spec,
 	const struct tps_model_spec *ms = &spec->model;
 	struct tps_memory_part part;
 	struct tps_shape shape;
-	char buf[128], what[TPS_NAME_MAX + 64];
+	char buf[128], what[TPS_NAME_MAX + 64], a[64], b[64];
+	char largest[TPS_NUMFMT_MAX];
 	int64_t need;
 	int i;
 
@@ -735,13 +810,15 @@ static enum tps_status check_sizes(const struct tps_run_spec *spec,
 			 "the activations, the input's rows (/input/shape) by "
 			 "the widest output");
 	}
-	return tps_error_set(err, TPS_ERR_LIMIT,
-			     "%s: %s: the run needs about %lld bytes, over the "
-			     "memory budget of %lld bytes (--max-memory); the "
-			     "largest part, about %lld bytes, is %s",
-			     file, part.pointer, (long long)need,
-			     (long long)max_memory, (long long)part.bytes,
-			     what);
+	format_over(need, max_memory, a, b, sizeof a);
+	tps_format_bytes(part.bytes, largest);
+	return tps_error_set(
+		err, TPS_ERR_LIMIT,
+		"%s: %s: the run needs about %s, over the memory budget of %s "
+		"(--max-memory); the largest part, about %s, is %s; without "
+		"values, tpsim run --symbolic reports what each rank holds "
+		"and tpsim comm what it sends, at any size",
+		file, part.pointer, a, b, largest, what);
 }
 
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
@@ -754,6 +831,8 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct tps_pool *pool = NULL;
 	char esc[256];
 	int64_t live;
+	int steps;
+	bool guarded;
 	double start = now_seconds();
 	enum tps_status st;
 
@@ -776,6 +855,23 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	if (st != TPS_OK) {
 		goto out;
 	}
+	/* A symbolic run of one or two steps costs what its estimate
+	 * would: it is written under the budget instead (guarded). */
+	steps = spec.model.mode == TPS_MODE_TRAINING ? spec.model.steps : 1;
+	guarded = spec.compute == TPS_COMPUTE_SYMBOLIC && steps <= 2;
+	if (!guarded) {
+		double t0 = now_seconds();
+		st = tps_run_estimate(&spec, &s.estimate, err);
+		s.stats.init_s += now_seconds() - t0;
+		if (st == TPS_OK && s.estimate.trace_bytes > opts->max_trace) {
+			st = trace_over_budget(&spec, &s.estimate,
+					       opts->max_trace, err);
+		}
+		if (st != TPS_OK) {
+			tps_error_prefix(err, "%s", esc);
+			goto out;
+		}
+	}
 	s.stats.threads =
 		opts->threads > 0 ? opts->threads : tps_pool_default_threads();
 	if (spec.compute == TPS_COMPUTE_SYMBOLIC) {
@@ -794,8 +890,22 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		goto out;
 	}
 	tps_trace_init(&trace, out.f, spec.values, &spec.model.mesh);
+	if (guarded) {
+		tps_trace_set_budget(&trace, opts->max_trace, false);
+	}
 	st = simulate(&spec, &trace, &s, err);
 	s.stats.trace_bytes = ftell(out.f);
+	if (st == TPS_OK && guarded) {
+		/* Its estimate is what it wrote and counted. */
+		s.estimate.trace_bytes = tps_trace_size(&trace);
+		s.estimate.events = trace.next_seq;
+		s.estimate.steps = steps;
+		s.estimate.flops = trace.flops;
+		if (s.estimate.trace_bytes > opts->max_trace) {
+			st = trace_over_budget(&spec, &s.estimate,
+					       opts->max_trace, err);
+		}
+	}
 	tps_trace_free(&trace);
 	if (st == TPS_ERR_IO) {
 		/* Only writing the trace fails so (a full disk, a file-size

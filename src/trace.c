@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* fopencookie */
 #include "tpsim/trace.h"
 
 #include <errno.h>
@@ -29,10 +30,107 @@ void tps_trace_init(struct tps_trace *t, FILE *out,
 	t->first_event = true;
 }
 
+void tps_trace_init_estimate(struct tps_trace *t, FILE *out,
+			     enum tps_trace_values values,
+			     const struct tps_mesh *mesh, bool as_values)
+{
+	tps_trace_init(t, out, values, mesh);
+	t->estimate = true;
+	t->as_values = as_values;
+}
+
+static ssize_t count_bytes(void *cookie, const char *buf, size_t size)
+{
+	int64_t *n = cookie;
+	(void)buf;
+	*n = tps_sat_add(*n, (int64_t)size);
+	return (ssize_t)size;
+}
+
+FILE *tps_trace_counter_open(int64_t *count)
+{
+	cookie_io_functions_t io = {NULL, count_bytes, NULL, NULL};
+	return fopencookie(count, "w", io);
+}
+
+void tps_trace_set_budget(struct tps_trace *t, int64_t budget, bool values)
+{
+	t->budget = budget;
+	t->as_values = values;
+}
+
+/* After an event: past the budget, the rest goes to a counter. Without
+ * memory for it, the trace goes on being written (tps_trace_size tells). */
+static void check_budget(struct tps_trace *t)
+{
+	long at;
+	if (t->budget <= 0 || t->counter || t->estimate) {
+		return;
+	}
+	at = ftell(t->out);
+	if (at < 0 || (int64_t)at <= t->budget) {
+		return;
+	}
+	t->counter = tps_trace_counter_open(&t->counted);
+	if (t->counter) {
+		fflush(t->out);
+		t->counted_from = (int64_t)at;
+		t->out = t->counter;
+		t->estimate = true;
+	}
+}
+
+int64_t tps_trace_size(struct tps_trace *t)
+{
+	long at;
+	fflush(t->out);
+	if (t->counter) {
+		return tps_sat_add(tps_sat_add(t->counted_from, t->counted),
+				   t->bound_bytes);
+	}
+	at = ftell(t->out);
+	return at < 0 ? 0 : tps_sat_add((int64_t)at, t->bound_bytes);
+}
+
+int64_t tps_trace_values_bound(enum tps_trace_values values,
+			       const struct tps_shape *shape)
+{
+	const int64_t f = TPS_NUMFMT_FLOAT_LEN_MAX;
+	int64_t n = 1, arrays = 0, level = 1;
+	for (int d = 0; d < shape->ndim; d++) {
+		n = tps_sat_mul(n, shape->dim[d]);
+	}
+	switch (values) {
+	case TPS_TRACE_VALUES_NONE: return 0;
+	case TPS_TRACE_VALUES_SUMMARY:
+		/* ,"min":F,"max":F,"mean":F (not when empty) ,"hash":"16" */
+		return (n > 0 ? 7 + 7 + 8 + 3 * f : 0) + 9 + 16 + 1;
+	case TPS_TRACE_VALUES_FULL: break;
+	}
+	if (n == 0) {
+		return 10 + 2; /* ,"values":[] */
+	}
+	if (shape->ndim == 0) {
+		return 10 + f;
+	}
+	/* Level d holds d0 x ... x d(d-1) arrays, each a pair of brackets;
+	 * the commas between values and between arrays are n - 1 in all. */
+	for (int d = 0; d < shape->ndim; d++) {
+		arrays = tps_sat_add(arrays, level);
+		level = tps_sat_mul(level, shape->dim[d]);
+	}
+	return tps_sat_add(tps_sat_add(10, tps_sat_mul(2, arrays)),
+			   tps_sat_add(tps_sat_mul(n, f), n - 1));
+}
+
 void tps_trace_free(struct tps_trace *t)
 {
 	if (!t) {
 		return;
+	}
+	if (t->counter) {
+		fclose(t->counter);
+		t->counter = NULL;
 	}
 	free(t->tallies);
 	t->tallies = NULL;
@@ -247,10 +345,19 @@ static void find_facts(const struct tps_tensor *v, bool summary,
 
 /* ,"values":... or the summary keys (facts: find_facts's), after a
  * "shape" key. */
-static void write_values(const struct tps_trace *t, const struct tps_tensor *v,
+static void write_values(struct tps_trace *t, const struct tps_tensor *v,
 			 const struct tensor_facts *facts)
 {
-	int64_t n = tps_tensor_numel(v);
+	int64_t n;
+	if (t->estimate) {
+		if (t->as_values) {
+			t->bound_bytes = tps_sat_add(
+				t->bound_bytes,
+				tps_trace_values_bound(t->values, &v->shape));
+		}
+		return;
+	}
+	n = tps_tensor_numel(v);
 	if (t->values == TPS_TRACE_VALUES_NONE) {
 		return;
 	}
@@ -282,17 +389,19 @@ static void write_values(const struct tps_trace *t, const struct tps_tensor *v,
 }
 
 /* write_values for a tensor on its own (a parameter, an input). */
-static void write_values_of(const struct tps_trace *t,
-			    const struct tps_tensor *v)
+static void write_values_of(struct tps_trace *t, const struct tps_tensor *v)
 {
 	struct tensor_facts f;
+	if (t->estimate) {
+		write_values(t, v, NULL);
+		return;
+	}
 	find_facts(v, t->values == TPS_TRACE_VALUES_SUMMARY, &f);
 	write_values(t, v, &f);
 }
 
 /* {"shape":[..],"values":..} */
-static void write_tensor_object(const struct tps_trace *t,
-				const struct tps_tensor *v)
+static void write_tensor_object(struct tps_trace *t, const struct tps_tensor *v)
 {
 	fputs("{\"shape\":", t->out);
 	write_shape(t->out, &v->shape);
@@ -546,8 +655,10 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	struct facts_job job = {v, t->values == TPS_TRACE_VALUES_SUMMARY, NULL};
 	/* A meta tensor (a symbolic run) has no values to check or write,
 	 * and its ranks' shapes are those its placements give them: the
-	 * event lists no ranks (docs/trace.md). */
+	 * event lists no ranks (docs/trace.md). Estimating a values run,
+	 * they are listed, their values counted (write_values). */
 	bool meta = v->locals[0].meta;
+	bool listed = !meta || (t->estimate && t->as_values);
 	enum tps_status st;
 
 	if (ferror(out)) {
@@ -605,13 +716,14 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fprintf(out, ",\"bytes_per_rank\":%" PRId64,
 			ev->bytes_per_rank);
 	}
-	if (!meta) {
+	if (listed) {
 		fputs(",\"ranks\":[", out);
 		for (int r = 0; r < t->mesh->world_size; r++) {
 			fprintf(out, "%s{\"rank\":%d,\"shape\":", r ? "," : "",
 				r);
 			write_shape(out, &v->locals[r].shape);
-			write_values(t, &v->locals[r], &job.facts[r]);
+			write_values(t, &v->locals[r],
+				     job.facts ? &job.facts[r] : NULL);
 			fputc('}', out);
 		}
 		fputc(']', out);
@@ -630,6 +742,9 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	}
 	fputc('}', out);
 	free(job.facts);
+	t->flops = tps_sat_add(t->flops,
+			       tps_sat_mul(ev->flops, t->mesh->world_size));
+	check_budget(t);
 	if (!collective) {
 		return TPS_OK;
 	}
@@ -672,8 +787,19 @@ enum tps_status tps_trace_end_events(struct tps_trace *t, struct tps_error *err)
 	return TPS_OK;
 }
 
+/* A number of the result: estimating, counted at its longest. */
+static void put_float(struct tps_trace *t, float v)
+{
+	if (t->estimate) {
+		t->bound_bytes =
+			tps_sat_add(t->bound_bytes, TPS_NUMFMT_FLOAT_LEN_MAX);
+		return;
+	}
+	write_float(t->out, v);
+}
+
 /* "key":[l0,l1,...] of a run's losses. */
-static void write_losses(const struct tps_trace *t, const char *key,
+static void write_losses(struct tps_trace *t, const char *key,
 			 const struct tps_model_outcome *o)
 {
 	fprintf(t->out, ",\"%s\":[", key);
@@ -681,13 +807,13 @@ static void write_losses(const struct tps_trace *t, const char *key,
 		if (i) {
 			fputc(',', t->out);
 		}
-		write_float(t->out, o->loss[i]);
+		put_float(t, o->loss[i]);
 	}
 	fputc(']', t->out);
 }
 
 /* "key":{"name":{tensor},...}, names from the model's parameters. */
-static void write_named(const struct tps_trace *t, const char *key,
+static void write_named(struct tps_trace *t, const char *key,
 			const struct tps_model *model,
 			const struct tps_tensor *tensors, int n)
 {
@@ -820,7 +946,7 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		/* Absent when the shapes differ (an injected mistake's). */
 		if (isfinite(r->max_abs_diff)) {
 			fputs(",\"max_abs_diff\":", t->out);
-			write_float(t->out, r->max_abs_diff);
+			put_float(t, r->max_abs_diff);
 		}
 		fprintf(t->out, ",\"match\":%s", r->match ? "true" : "false");
 	}

@@ -114,7 +114,8 @@ def signals_leave_no_temporary(root, tmp):
             resource.setrlimit(resource.RLIMIT_FSIZE,
                                (200 << 20, 200 << 20))
         p = subprocess.Popen([TPSIM, "run", config, "-o", target,
-                              "--threads", "1"], cwd=root,
+                              "--threads", "1", "--max-trace", "4G"],
+                             cwd=root,
                              stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, preexec_fn=preexec)
         deadline = time.monotonic() + 60
@@ -244,8 +245,9 @@ def main():
         with open(config, "w") as f:
             f.write(LONG_RUN)
         start = time.monotonic()
-        rc, err = tpsim(["run", config, "-o", target, "--threads", "1"],
-                        root, limit=64 << 10)
+        # Its trace (about 1.8 GiB) is over the default trace budget.
+        rc, err = tpsim(["run", config, "-o", target, "--threads", "1",
+                         "--max-trace", "4G"], root, limit=64 << 10)
         took = time.monotonic() - start
         expect_error("a long run under a 64 KiB file-size limit", rc, err,
                      ["File too large"], name=target)

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <pty.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,6 +79,19 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"run", NULL, NULL, "run: missing CONFIG"},
 		{"run", "a.json", "--bogus", "unknown option '--bogus'"},
 		{"run", "a.json", "-o", "-o needs a file"},
+		{"run", "a.json", "--max-trace",
+		 "run: --max-trace needs a size like 1G or 1048576, got ''"},
+		{"run", "--max-trace", "lots",
+		 "run: --max-trace needs a size like 1G or 1048576, got "
+		 "'lots'"},
+		{"run", "--max-trace", "-1",
+		 "run: --max-trace needs a size like 1G or 1048576, got '-1'"},
+		{"run", "--max-trace", "1GB",
+		 "run: --max-trace needs a size like 1G or 1048576, got "
+		 "'1GB'"},
+		{"run", "--max-trace", "99999999999T",
+		 "run: --max-trace needs a size like 1G or 1048576, got "
+		 "'99999999999T'"},
 		{"check", "t.json", NULL, "expected TRACE FIXTURE"},
 		{"mesh", "--shape", "3,x", "--shape expects"},
 		{"mesh", "--names", "a", "missing --shape"},
@@ -437,7 +451,9 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 		 "tpsim: %s: /input/shape: the run needs about 400 bytes, "
 		 "over the memory budget of 100 bytes (--max-memory); the "
 		 "largest part, about 320 bytes, is the activations, the "
-		 "input's rows (/input/shape) by the widest output\n",
+		 "input's rows (/input/shape) by the widest output; without "
+		 "values, tpsim run --symbolic reports what each rank holds "
+		 "and tpsim comm what it sends, at any size\n",
 		 cfg);
 	ck_assert_str_eq(r.err, want);
 	ck_assert_uint_eq(r.out_len, 0);
@@ -456,9 +472,9 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 	ck_assert_int_eq(r.rc, 2);
 	ck_assert_msg(strstr(r.err, "wide.json: /model/1/out_features: the run "
 				    "needs about ") &&
-			      strstr(r.err, "the largest part, about 201375744 "
-					    "bytes, is fc2's parameters, every "
-					    "rank's copy or shard\n"),
+			      strstr(r.err, "the largest part, about 192 MiB, "
+					    "is fc2's parameters, every rank's "
+					    "copy or shard; without values"),
 		      "%s", r.err);
 	tu_result_free(&r);
 	r = tu_cli(5, "run", cfg, "--max-memory", "lots");
@@ -468,10 +484,57 @@ START_TEST(output_directory_and_memory_budget_are_refused)
 }
 END_TEST
 
-/* Nothing in dir but n entries. */
-static int entries_in(const char *dir)
+START_TEST(memory_budget_refusal_reads_in_gib_and_names_the_ways_without_values)
 {
-	DIR *d = opendir(dir);
+	/*
+	 * One relu on a world of 1 over a (500000000, 1) input: the estimate
+	 * (model.h) is 4 bytes x rows x widest x (4 x world + 2) =
+	 * 4 x 5e8 x 1 x 6 = 1.2e10 bytes = 11.1758709 GiB. Sizes are given
+	 * with as many digits as it takes for them to differ: 11999999999
+	 * bytes is 11.1758708945 GiB, so 10 digits: 11.17587089 against
+	 * 11.17587090 (its trailing zero dropped).
+	 */
+	static const struct {
+		const char *budget, *need_text, *budget_text;
+	} cases[] = {
+		{NULL, "11.2 GiB", "8 GiB"},
+		{"11G", "11.2 GiB", "11 GiB"},
+		{"11999999999", "11.1758709 GiB", "11.17587089 GiB"},
+	};
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [1], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"act\", \"type\": "
+		"\"relu\"}], \"input\": {\"shape\": [500000000, 1]}}");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char want[1024], trace[512];
+		struct tu_result r;
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		snprintf(want, sizeof want,
+			 "tpsim: %s: /input/shape: the run needs about %s, over "
+			 "the memory budget of %s (--max-memory); the largest "
+			 "part, about 11.2 GiB, is the activations, the input's "
+			 "rows (/input/shape) by the widest output; without "
+			 "values, tpsim run --symbolic reports what each rank "
+			 "holds and tpsim comm what it sends, at any size\n",
+			 cfg, cases[i].need_text, cases[i].budget_text);
+		r = cases[i].budget ? tu_cli(7, "run", cfg, "-o", trace,
+					     "--max-memory", cases[i].budget)
+				    : tu_cli(5, "run", cfg, "-o", trace);
+		ck_assert_int_eq(r.rc, 2);
+		ck_assert_str_eq(r.err, want);
+		ck_assert_int_ne(access(trace, F_OK), 0);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* Entries of a directory, without . and .. */
+static int count_entries(const char *path)
+{
+	DIR *d = opendir(path);
 	struct dirent *e;
 	int n = 0;
 	ck_assert_ptr_nonnull(d);
@@ -535,7 +598,7 @@ START_TEST(output_naming_an_input_is_refused_by_every_verb)
 	size_t cfg_len, trace_len;
 	char *cfg_bytes = tu_read_file(cfg, &cfg_len);
 	char *trace_bytes = tu_read_file(trace, &trace_len);
-	int n = entries_in(dir);
+	int n = count_entries(dir);
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		char *argv[10] = {"tpsim"};
 		char want[1200];
@@ -575,7 +638,7 @@ START_TEST(output_naming_an_input_is_refused_by_every_verb)
 				      "row %zu: the trace changed", i);
 		}
 		free(kept);
-		ck_assert_msg(entries_in(dir) == n, "row %zu: a file was left",
+		ck_assert_msg(count_entries(dir) == n, "row %zu: a file was left",
 			      i);
 	}
 	/* Another file is fine, and so is writing over a copy. */
@@ -983,6 +1046,144 @@ START_TEST(a_file_of_the_wrong_kind_says_what_it_is_and_what_was_expected)
 		ck_assert_msg(r.out_len == 0, "row %zu: stdout: %s", i, r.out);
 		tu_result_free(&r);
 	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* "...: the trace would take up to N UNIT (": N, and the unit's bytes. */
+static double estimate_in_message(const char *err, const char **unit)
+{
+	const char *p = strstr(err, "the trace would take up to ");
+	char *end;
+	double v;
+	ck_assert_ptr_nonnull(p);
+	v = strtod(p + strlen("the trace would take up to "), &end);
+	ck_assert(end[0] == ' ');
+	*unit = end + 1;
+	return v;
+}
+
+START_TEST(runs_whose_trace_is_over_the_budget_are_refused_before_they_start)
+{
+	/*
+	 * Issue 15, item 13: 3 modules trained with values none. 1000 steps
+	 * (a real run of 18004 events, 18 a step and 4 at setup; about 5 MB)
+	 * are refused under --max-trace 1M and run under 6M, the estimate
+	 * bounding the real size within 2%. A million steps (about 5 GB: the
+	 * real size over 1000 steps, times 1000, and a few digits more per
+	 * event) are refused under the default 1 GiB, at once, with the
+	 * estimate, the events and what would make the trace smaller.
+	 */
+	static const char mlp[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 8}, "
+		"{\"name\": \"act\", \"type\": \"relu\"}, {\"name\": \"fc2\", "
+		"\"type\": \"linear\", \"in_features\": 8, \"out_features\": "
+		"4}], \"plan\": {\"fc1\": \"colwise\", \"fc2\": \"rowwise\"}, "
+		"\"input\": {\"shape\": [2, 4]}, \"mode\": \"training\", "
+		"\"loss\": \"mse\", \"steps\": %d, \"trace\": {\"values\": "
+		"\"%s\"}}";
+	const char *dir = tu_tempdir();
+	char text[1024], cfg[512], trace[512], want[512];
+	const char *unit;
+	struct tu_result r;
+	struct stat st;
+	double mib, gib, real;
+	int64_t estimate;
+	const char *at;
+
+	snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	snprintf(text, sizeof text, mlp, 1000, "none");
+	tu_write_file(cfg, text, strlen(text));
+	r = tu_cli(7, "run", cfg, "-o", trace, "--max-trace", "1M");
+	printf("%s", r.err);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_uint_eq(r.out_len, 0);
+	ck_assert_int_ne(access(trace, F_OK), 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: "));
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "(18004 events over 1000 steps), over the trace "
+			      "budget of 1 MiB (--max-trace); fewer steps, or "
+			      "a larger --max-trace\n"));
+	mib = estimate_in_message(r.err, &unit);
+	ck_assert(strncmp(unit, "MiB (", 5) == 0);
+	tu_result_free(&r);
+
+	r = tu_cli(8, "run", cfg, "-o", trace, "--max-trace", "6M", "--stats");
+	printf("%s", r.err);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, " 18004 events, "));
+	ck_assert_int_eq(stat(trace, &st), 0);
+	real = (double)st.st_size;
+	at = strstr(r.err, "estimated before the run: trace at most ");
+	ck_assert_ptr_nonnull(at);
+	estimate = strtoll(at + strlen("estimated before the run: trace at "
+				       "most "),
+			   NULL, 10);
+	ck_assert_int_ge(estimate, st.st_size);
+	ck_assert_int_le(estimate, (int64_t)(1.02 * real));
+	/* The message gave it in MiB, to 3 digits. */
+	ck_assert(fabs(mib - (double)estimate / 1048576.0) <= 0.01);
+	tu_result_free(&r);
+	ck_assert_int_eq(unlink(trace), 0);
+
+	snprintf(text, sizeof text, mlp, 1000000, "none");
+	tu_write_file(cfg, text, strlen(text));
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	printf("%s", r.err);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_int_ne(access(trace, F_OK), 0);
+	gib = estimate_in_message(r.err, &unit);
+	ck_assert(strncmp(unit, "GiB (", 5) == 0);
+	printf("1000 steps: %.0f bytes; a million: estimate %.3g GiB, "
+	       "1000 times the real 1000 steps %.3g GiB\n",
+	       real, gib, 1000.0 * real / 1073741824.0);
+	ck_assert(gib >= 1000.0 * real / 1073741824.0);
+	ck_assert(gib <= 1.05 * 1000.0 * real / 1073741824.0);
+	snprintf(want, sizeof want,
+		 "(18000004 events over 1000000 steps), over the trace budget "
+		 "of 1 GiB (--max-trace); fewer steps, or a larger "
+		 "--max-trace\n");
+	ck_assert_ptr_nonnull(strstr(r.err, want));
+	tu_result_free(&r);
+
+	/* A symbolic run of one step is its own estimate: GPT-3 175B's
+	 * trace (6.5 MB) passes a 1 MiB budget part way and is counted to
+	 * the end; nothing is left. */
+	r = tu_cli(7, "run", tu_source_path("examples/gpt3_175b/config.json"),
+		   "-o", trace, "--max-trace", "1M");
+	printf("%s", r.err);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_ptr_nonnull(strstr(
+		r.err,
+		"(9728 events over 1 step), over the trace budget of "
+		"1 MiB (--max-trace); a larger --max-trace allows it\n"));
+	mib = estimate_in_message(r.err, &unit);
+	ck_assert(strncmp(unit, "MiB (", 5) == 0);
+	tu_result_free(&r);
+	ck_assert_int_eq(count_entries(dir), 1); /* c.json, no temporary */
+	r = tu_cli(5, "run", tu_source_path("examples/gpt3_175b/config.json"),
+		   "-o", trace);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(stat(trace, &st), 0);
+	ck_assert(fabs(mib - (double)st.st_size / 1048576.0) <= 0.01);
+	tu_result_free(&r);
+	ck_assert_int_eq(unlink(trace), 0);
+
+	/* With values, the message names the modes that write less. */
+	snprintf(text, sizeof text, mlp, 1000000, "full");
+	tu_write_file(cfg, text, strlen(text));
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_ptr_nonnull(strstr(
+		r.err, "(--max-trace); trace values \"summary\" or \"none\", "
+		       "fewer steps, or a larger --max-trace\n"));
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1768,8 +1969,11 @@ START_TEST(run_threads_and_stats_options)
 	r = tu_cli(6, "run", cfg, "--threads", "3", "--stats", "-o",
 		   "/dev/null");
 	ck_assert_msg(r.rc == 0, "%s", r.err);
-	/* The summary line, then the figures. */
-	ck_assert_int_eq(tu_count_lines(r.err), 6);
+	/* The summary line, then the figures, then the estimate. */
+	ck_assert_int_eq(tu_count_lines(r.err), 7);
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "tpsim: stats: estimated before the run: trace "
+			      "at most "));
 	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: stats: threads 3\n"));
 	ck_assert_ptr_nonnull(strstr(r.err, "seconds: init "));
 	ck_assert_ptr_nonnull(strstr(r.err, ", tp steps "));
@@ -2950,6 +3154,12 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, run_reads_the_config_from_stdin);
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
 	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
+	tcase_add_test(
+		run,
+		memory_budget_refusal_reads_in_gib_and_names_the_ways_without_values);
+	tcase_add_test(
+		run,
+		runs_whose_trace_is_over_the_budget_are_refused_before_they_start);
 	tcase_add_test(run, bad_configs_exit_2_with_one_line);
 	tcase_add_test(run, shape_rules_are_config_errors_in_every_verb);
 	tcase_add_test(run, values_none_writes_shapes_only);

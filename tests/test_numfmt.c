@@ -289,6 +289,59 @@ static long sample_count(void)
 	return n;
 }
 
+START_TEST(no_float_text_is_longer_than_the_stated_maximum)
+{
+	/* TPS_NUMFMT_FLOAT_LEN_MAX bounds the trace size estimate: every
+	 * exponent, negative, with random mantissas, and the longest form. */
+	struct tps_rng rng;
+	char buf[TPS_NUMFMT_MAX];
+	size_t longest = 0;
+	tps_rng_seed(&rng, 20251201);
+	for (uint32_t e = 0; e < 0xff; e++) {
+		for (int k = 0; k < 256; k++) {
+			uint32_t m = (uint32_t)(tps_rng_next(&rng) >> 41);
+			size_t n = tps_format_float(
+				from_bits(0x80000000u | e << 23 | m), buf);
+			longest = n > longest ? n : longest;
+		}
+	}
+	printf("longest sampled float text: %zu bytes\n", longest);
+	ck_assert_uint_le(longest, TPS_NUMFMT_FLOAT_LEN_MAX);
+	ck_assert_uint_eq(tps_format_float(-1.23659975e-5f, buf),
+			  TPS_NUMFMT_FLOAT_LEN_MAX);
+	ck_assert_str_eq(buf, "-0.0000123659975");
+}
+END_TEST
+
+START_TEST(sizes_read_in_binary_units)
+{
+	static const struct {
+		int64_t bytes;
+		int digits;
+		const char *want;
+	} cases[] = {
+		{0, 3, "0 bytes"},
+		{100, 3, "100 bytes"},
+		{1023, 3, "1023 bytes"},
+		{1024, 3, "1 KiB"},
+		{1536, 3, "1.5 KiB"},
+		{(int64_t)8 << 30, 3, "8 GiB"},
+		{12616957952, 3, "11.8 GiB"}, /* 11.7505 GiB */
+		{12616957952, 6, "11.7505 GiB"},
+		{(int64_t)1000 << 30, 3, "1000 GiB"},
+		{(int64_t)1023 << 20, 2, "1023 MiB"},
+		{(int64_t)1 << 40, 3, "1 TiB"},
+		{INT64_MAX, 3, "8 EiB"},
+		{-5, 3, "-5 bytes"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char buf[TPS_NUMFMT_MAX];
+		tps_format_bytes_digits(cases[i].bytes, cases[i].digits, buf);
+		ck_assert_str_eq(buf, cases[i].want);
+	}
+}
+END_TEST
+
 START_TEST(sampled_bit_patterns_match_the_oracle)
 {
 	struct tps_rng rng;
@@ -588,6 +641,8 @@ static Suite *numfmt_suite(void)
 	tcase_add_test(tc, random_floats_round_trip_in_at_most_9_digits);
 	tcase_add_test(tc, doubles_round_trip);
 	tcase_add_test(tc, sizes_print_in_binary_units_with_three_digits);
+	tcase_add_test(tc, no_float_text_is_longer_than_the_stated_maximum);
+	tcase_add_test(tc, sizes_read_in_binary_units);
 	suite_add_tcase(s, tc);
 	tcase_add_test(oracle, every_exponent_matches_the_oracle);
 	tcase_add_test(oracle, powers_of_ten_and_two_match_the_oracle);

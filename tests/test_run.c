@@ -8,9 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "tpsim/cli.h"
+#include "tpsim/costs.h"
 #include "tpsim/jsonio.h"
 #include "tpsim/picture.h"
 #include "tpsim/run.h"
@@ -207,6 +212,72 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 	       (4 * l + 2) * ring_all_reduce(g->h, t);
 }
 
+/* AddressSanitizer reserves terabytes of address space: under it no
+ * RLIMIT_AS can hold a run, and the limit is left out. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* This process's address space in bytes (/proc/self/statm), 0 unknown. */
+static rlim_t address_space_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long pages = 0;
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1) {
+			pages = 0;
+		}
+		fclose(f);
+	}
+	return (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * `tpsim ARGS...` in a child process that may map only limit_mib MiB more
+ * than it inherits: a symbolic run that allocated anything per row of its
+ * batch (or per element) could not fit, and says "out of memory". Returns
+ * the child's exit status (-1: killed by a signal); what it printed to
+ * stderr is *err_text (the caller frees it), echoed to stdout.
+ */
+static int tpsim_in_limited_child(const char *dir, long limit_mib, int argc,
+				  const char **argv, char **err_text)
+{
+	char err_path[512];
+	int status = 0;
+	pid_t pid;
+	snprintf(err_path, sizeof err_path, "%s/limited.stderr", dir);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		FILE *out = fopen("/dev/null", "w");
+		FILE *err = fopen(err_path, "w");
+		rlim_t as = address_space_bytes() + ((rlim_t)limit_mib << 20);
+		struct rlimit lim = {as, as};
+		int rc = 2;
+		if (out && err &&
+		    (UNDER_ASAN || setrlimit(RLIMIT_AS, &lim) == 0)) {
+			rc = tps_cli_main(argc, (char **)argv, out, err);
+		}
+		if (err) {
+			fclose(err);
+		}
+		_exit(rc);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	*err_text = tu_read_file(err_path, NULL);
+	ck_assert_ptr_nonnull(*err_text);
+	printf("%s", *err_text);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* Runs a config text; the trace goes to dir/name.trace.json. */
 static enum tps_status run_text_in(const char *dir, const char *name,
 				   const char *text, bool symbolic,
@@ -215,7 +286,12 @@ static enum tps_status run_text_in(const char *dir, const char *name,
 {
 	char cfg[512], trace[512];
 	struct tps_run_options opts = {
-		cfg, trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, symbolic, NULL};
+		.config_path = cfg,
+		.output_path = trace,
+		.max_memory = TPS_DEFAULT_MAX_MEMORY,
+		.max_trace = TPS_DEFAULT_MAX_TRACE,
+		.symbolic = symbolic,
+	};
 	snprintf(cfg, sizeof cfg, "%s/%s.json", dir, name);
 	snprintf(trace, sizeof trace, "%s/%s.trace.json", dir, name);
 	tu_write_file(cfg, text, strlen(text));
@@ -512,6 +588,86 @@ START_TEST(symbolic_and_values_models_hold_the_same_bytes)
 }
 END_TEST
 
+START_TEST(symbolic_runs_allocate_nothing_per_row)
+{
+	/*
+	 * Issue 15, items 9 and 10: a symbolic run's cost must not grow with
+	 * the rows of its batch. Each config has 2^29 to 2^31 rows per rank;
+	 * the run (and tpsim comm, on the same engine) goes in a child that
+	 * may map 128 MiB more than it inherits: 8 bytes a row cannot fit. The
+	 * (64, 64) MLP is the issue's: it ran for over 10 minutes, weighting
+	 * each of 2^25 rows of each of 4096 ranks by its loss scale.
+	 */
+	static const char mlp[] =
+		"{'tpsim': 1, 'mesh': {'shape': [64, 64], 'dim_names': ['dp', "
+		"'tp']}, 'tp_dim': 'tp', 'dp_dim': 'dp', 'model': [{'name': "
+		"'fc1', 'type': 'linear', 'in_features': 1, 'out_features': "
+		"131072}, {'name': 'act', 'type': 'relu'}, {'name': 'fc2', "
+		"'type': 'linear', 'in_features': 131072, 'out_features': 1}], "
+		"'plan': {'fc1': 'colwise', 'fc2': 'rowwise'}, 'input': "
+		"{'shape': [32768, 65536, 1]}, 'mode': 'training', 'loss': "
+		"'mse', 'optimizer': {'type': 'adamw', 'lr': 0.001}}";
+	/* dp 4 x tp 2, a colwise 1 -> 6 over (2^30, 2, 1): 2^29 rows a rank. */
+#define LOSS_CONFIG(LOSS)                                                      \
+	"{'tpsim': 1, 'mesh': {'shape': [4, 2], 'dim_names': ['dp', "          \
+	"'tp']}, 'dp_dim': 'dp', 'model': [{'name': 'fc', 'type': "            \
+	"'linear', 'in_features': 1, 'out_features': 6}], 'plan': {'fc': "     \
+	"'colwise'}, 'input': {'shape': [1073741824, 2, 1]}, 'mode': "         \
+	"'training', " LOSS ", 'compute': 'symbolic'}"
+	static const struct {
+		const char *name, *verb, *config;
+	} cases[] = {
+		/* item 10: 2^31 rows, inference */
+		{"linear", "run",
+		 "{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': 1, "
+		 "'out_features': 2}], 'input': {'shape': [2147483648, 1]}}"},
+		{"mlp", "run", mlp},
+		{"mlp_comm", "comm", mlp},
+		{"mse_ddp_distributed", "run",
+		 LOSS_CONFIG("'loss': 'mse', 'dp_grad': 'ddp', 'sampler': "
+			     "'distributed'")},
+		{"sum", "run", LOSS_CONFIG("'loss': 'sum'")},
+		{"cross_entropy", "run",
+		 LOSS_CONFIG("'loss': 'cross_entropy'")},
+		{"loss_parallel", "run",
+		 LOSS_CONFIG("'loss': 'cross_entropy', 'loss_parallel': true")},
+	};
+#undef LOSS_CONFIG
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char cfg[512], trace[512], *text = strdup(cases[i].config),
+					   *err_text;
+		bool comm = strcmp(cases[i].verb, "comm") == 0;
+		const char *run[] = {"tpsim",	   "run", cfg,
+				     "--symbolic", "-o",  trace};
+		const char *summary[] = {"tpsim", "comm", cfg, "--summary"};
+		int rc;
+		ck_assert_ptr_nonnull(text);
+		for (char *p = text; *p; p++) {
+			*p = *p == '\'' ? '"' : *p;
+		}
+		snprintf(cfg, sizeof cfg, "%s/%s.json", dir, cases[i].name);
+		snprintf(trace, sizeof trace, "%s/%s.trace.json", dir,
+			 cases[i].name);
+		tu_write_file(cfg, text, strlen(text));
+		printf("%s: tpsim %s\n", cases[i].name, cases[i].verb);
+		rc = comm ? tpsim_in_limited_child(dir, 128, 4, summary,
+						   &err_text)
+			  : tpsim_in_limited_child(dir, 128, 6, run, &err_text);
+		ck_assert_msg(rc == 0, "%s: exit %d: %s", cases[i].name, rc,
+			      err_text);
+		if (!comm) {
+			ck_assert_ptr_nonnull(strstr(
+				err_text, "symbolic: no values, no reference"));
+		}
+		free(err_text);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 {
 	/* examples/gpt3_175b: 96 blocks, h 12288, 96 heads, s 2048, V
@@ -525,8 +681,11 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 		char path[256], trace[512];
 		const char *dir = tu_tempdir();
 		struct tps_run_options opts = {
-			path,  trace, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0,
-			false, NULL};
+			.config_path = path,
+			.output_path = trace,
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+		};
 		struct tps_run_summary s;
 		struct tps_error err = {0};
 		struct gpt sp = g;
@@ -555,6 +714,26 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 		ck_assert_int_eq(s.footprint.saved.max, 4 * gpt_saved(&sp));
 		ck_assert_int_eq(peak, live0);
 		ck_assert_int_eq(live, live0);
+		tu_rmtree(dir);
+	}
+	{
+		/* The tensor counter sees tensors only. Nothing else may grow
+		 * with the batch either: 2^31 tokens (16384 sequences per dp
+		 * rank) run in 256 MiB of address space, as one sequence
+		 * does. */
+		char path[256], trace[512], *err_text;
+		const char *dir = tu_tempdir();
+		const char *argv[] = {
+			"tpsim", "run", path, "--set", "micro_batch=16384",
+			"-o",	 trace};
+		snprintf(path, sizeof path, "%s",
+			 tu_source_path("examples/gpt3_175b/config.json"));
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		ck_assert_int_eq(
+			tpsim_in_limited_child(dir, 256, 7, argv, &err_text),
+			0);
+		ck_assert_ptr_nonnull(strstr(err_text, "symbolic: no values"));
+		free(err_text);
 		tu_rmtree(dir);
 	}
 }
@@ -679,6 +858,7 @@ START_TEST(gpt3_example_takes_its_layers_from_vars)
 				"examples/gpt3_175b/config.json"),
 			.output_path = trace,
 			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
 			.overrides = k ? &set : NULL,
 			.n_overrides = k ? 1 : 0,
 		};
@@ -770,13 +950,6 @@ START_TEST(symbolic_config_errors_name_the_key)
 		 "'compute': 'symbolic'}",
 		 "c.json: /compute: a symbolic run has no values, and /inject "
 		 "diagnoses a mistake from them"},
-		{"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
-		 "'model': [{'name': 'fc', 'type': 'linear', 'in_features': "
-		 "4, 'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
-		 "{'shape': [2, 4]}, 'compute': 'symbolic', 'trace': "
-		 "{'values': 'summary'}}",
-		 "c.json: /trace/values: a symbolic run (/compute) has no "
-		 "values to write: \"none\", or leave it out"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		char *text = strdup(bad[i].config);
@@ -795,6 +968,103 @@ START_TEST(symbolic_config_errors_name_the_key)
 		cJSON_Delete(root);
 		free(text);
 	}
+}
+END_TEST
+
+START_TEST(symbolic_trace_values_follow_one_rule_from_config_or_flag)
+{
+	/*
+	 * Issue 15, item 18: "trace": {"values": "full" or "summary"} in a
+	 * symbolic run is not written, whether /compute or --symbolic made it
+	 * symbolic: the same warning at /trace/values, on stderr and in the
+	 * trace's "warnings", and the same trace bytes. "none", or no
+	 * /trace/values, earns no warning.
+	 */
+	static const char base[] =
+		"{'tpsim': 1, 'mesh': {'shape': [2], 'dim_names': ['tp']}, "
+		"'model': [{'name': 'fc', 'type': 'linear', 'in_features': 4, "
+		"'out_features': 4}], 'plan': {'fc': 'rowwise'}, 'input': "
+		"{'shape': [2, 4]}%s%s}";
+	static const char *const modes[] = {"full", "summary", "none", NULL};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		char trace_key[64] = "", text[512], paths[4][512],
+		     want[2][2560];
+		bool warns = modes[i] && strcmp(modes[i], "none") != 0;
+		struct tu_result r[2];
+		char *bytes[2];
+		size_t len[2];
+		if (modes[i]) {
+			snprintf(trace_key, sizeof trace_key,
+				 ", 'trace': {'values': '%s'}", modes[i]);
+		}
+		for (int k = 0; k < 2; k++) {
+			/* k 0: --symbolic; k 1: "compute": "symbolic" */
+			snprintf(paths[k], sizeof paths[k], "%s/%s_%zu.json",
+				 dir, k ? "compute" : "flag", i);
+			snprintf(paths[2 + k], sizeof paths[2 + k],
+				 "%s/%s_%zu.trace.json", dir,
+				 k ? "compute" : "flag", i);
+			snprintf(text, sizeof text, base,
+				 k ? ", 'compute': 'symbolic'" : "", trace_key);
+			for (char *p = text; *p; p++) {
+				*p = *p == '\'' ? '"' : *p;
+			}
+			tu_write_file(paths[k], text, strlen(text));
+			snprintf(
+				want[k], sizeof want[k],
+				"tpsim: warning: %s: /trace/values: \"%s\" is "
+				"not written: a symbolic run has no values, so "
+				"the trace holds shapes and placements only "
+				"(\"values\": \"none\")\n",
+				paths[k], modes[i] ? modes[i] : "");
+		}
+		r[0] = tu_cli(6, "run", paths[0], "--symbolic", "-o", paths[2]);
+		r[1] = tu_cli(5, "run", paths[1], "-o", paths[3]);
+		for (int k = 0; k < 2; k++) {
+			cJSON *trace, *warnings, *config;
+			struct tps_error err = {0};
+			printf("%s: %s", paths[k], r[k].err);
+			ck_assert_int_eq(r[k].rc, 0);
+			ck_assert_int_eq(strstr(r[k].err, want[k]) != NULL,
+					 warns);
+			ck_assert_int_eq(strstr(r[k].err, "warning") != NULL,
+					 warns);
+			ck_assert_int_eq(tps_json_load(paths[2 + k],
+						       TPS_JSON_MAX_TRACE_BYTES,
+						       &trace, &err),
+					 TPS_OK);
+			warnings = cJSON_GetObjectItemCaseSensitive(trace,
+								    "warnings");
+			config = cJSON_GetObjectItemCaseSensitive(trace,
+								  "config");
+			ck_assert_str_eq(
+				cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(
+						config, "trace"),
+					"values")
+					->valuestring,
+				"none");
+			ck_assert_int_eq(warnings != NULL, warns);
+			if (warns) {
+				ck_assert_int_eq(cJSON_GetArraySize(warnings),
+						 1);
+				ck_assert_ptr_nonnull(
+					strstr(cJSON_GetArrayItem(warnings, 0)
+						       ->valuestring,
+					       "/trace/values: \""));
+			}
+			cJSON_Delete(trace);
+			bytes[k] = tu_read_file(paths[2 + k], &len[k]);
+			ck_assert_ptr_nonnull(bytes[k]);
+			tu_result_free(&r[k]);
+		}
+		ck_assert_uint_eq(len[0], len[1]);
+		ck_assert(memcmp(bytes[0], bytes[1], len[0]) == 0);
+		free(bytes[0]);
+		free(bytes[1]);
+	}
+	tu_rmtree(dir);
 }
 END_TEST
 
@@ -848,6 +1118,152 @@ START_TEST(symbolic_flag_makes_the_normalised_config_symbolic)
 }
 END_TEST
 
+/* ==== the trace estimate (issue 15, item 13; docs/trace.md) =========== */
+
+/* The flops tpsim comm counts for one step of the config (costs.c: its own
+ * counting sink), times the steps and the world: what the estimate says
+ * the simulated ranks compute. */
+static int64_t flops_by_costs(const char *path)
+{
+	struct tps_run_spec spec;
+	struct tps_cost_report report;
+	struct tps_error err = {0};
+	bool training;
+	int64_t flops;
+	ck_assert_msg(tps_config_load(path, &spec, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(
+		tps_cost_estimate(&spec.model, &spec.cost, &report, &err),
+		TPS_OK);
+	training = spec.model.mode == TPS_MODE_TRAINING;
+	flops = report.flops[training ? TPS_COST_TRAINING
+				      : TPS_COST_INFERENCE] *
+		(training ? spec.model.steps : 1) * spec.model.mesh.world_size;
+	tps_cost_report_free(&report);
+	tps_run_spec_free(&spec);
+	return flops;
+}
+
+START_TEST(trace_estimate_bounds_the_real_trace_closely)
+{
+	/*
+	 * For each config, in each values mode and symbolically, the run's
+	 * trace is at most the estimate made before it, and the estimate is
+	 * close: within 2% with no values (only later seqs' digits are
+	 * guessed), 35% in summary mode, 80% in full (each value is counted
+	 * at 16 bytes; these configs' values take 2 to 12). A mistake's
+	 * diagnosis is counted at its longest, 6153 bytes. The events are
+	 * exact, and so are the flops, which tpsim comm counts its own way.
+	 */
+	static const struct {
+		const char *path;
+		int steps; /* 0: the config's */
+		bool inject;
+	} configs[] = {
+		{"fixtures/train_dp2_tp2_mse/config.json", 0, false},
+		{"fixtures/train_dp2_tp2_mse/config.json", 7, false},
+		{"fixtures/attention_2_heads_over_2_ranks/config.json", 0,
+		 false},
+		{"fixtures/vocab_6_tokens_over_2_ranks/config.json", 0, false},
+		{"fixtures/uneven_13_over_6/config.json", 0, false},
+		{"fixtures/loss_parallel_2x4_logits/config.json", 0, false},
+		{"examples/seed004_ddp_tp/config.json", 0, false},
+		{"examples/gpt_2block/config_sp.json", 0, false},
+		{"examples/mistakes/skip_gather.json", 0, true},
+		{"examples/mistakes/tp_allreduce_weight_grad.json", 0, true},
+	};
+	static const char *const modes[] = {"full", "summary", "none",
+					    "symbolic"};
+	static const double most[] = {1.8, 1.35, 1.02, 1.02};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+		for (int m = 0; m < 4; m++) {
+			char cfg[512], trace[512], *text, *in;
+			cJSON *root, *t;
+			struct tps_run_options opts = {
+				.config_path = cfg,
+				.output_path = trace,
+				.max_memory = TPS_DEFAULT_MAX_MEMORY,
+				.max_trace = TPS_DEFAULT_MAX_TRACE,
+			};
+			struct tps_run_summary s;
+			struct tps_error err = {0};
+			struct stat st;
+			int64_t slack = configs[i].inject ? 6153 : 0;
+			double ratio;
+			if (m == 3 && configs[i].inject) {
+				continue; /* a mistake needs values */
+			}
+			in = tu_read_file(tu_source_path(configs[i].path),
+					  NULL);
+			ck_assert_ptr_nonnull(in);
+			root = cJSON_Parse(in);
+			ck_assert_ptr_nonnull(root);
+			cJSON_DeleteItemFromObjectCaseSensitive(root, "trace");
+			t = cJSON_AddObjectToObject(root, "trace");
+			cJSON_AddStringToObject(t, "values",
+						m == 3 ? "none" : modes[m]);
+			if (m == 3) {
+				cJSON_AddStringToObject(root, "compute",
+							"symbolic");
+			}
+			if (configs[i].steps) {
+				cJSON_DeleteItemFromObjectCaseSensitive(
+					root, "steps");
+				cJSON_AddNumberToObject(root, "steps",
+							configs[i].steps);
+			}
+			text = cJSON_Print(root);
+			snprintf(cfg, sizeof cfg, "%s/c%zu_%d.json", dir, i, m);
+			snprintf(trace, sizeof trace, "%s/t.json", dir);
+			tu_write_file(cfg, text, strlen(text));
+			ck_assert_msg(tps_run(&opts, NULL, &s, &err) == TPS_OK,
+				      "%s", err.message);
+			ck_assert_int_eq(stat(trace, &st), 0);
+			ratio = (double)s.estimate.trace_bytes /
+				(double)st.st_size;
+			printf("%-50s %d steps %-8s real %8lld, estimate %8lld "
+			       "(%.3f), %lld events, %lld flops\n",
+			       configs[i].path, s.estimate.steps, modes[m],
+			       (long long)st.st_size,
+			       (long long)s.estimate.trace_bytes, ratio,
+			       (long long)s.estimate.events,
+			       (long long)s.estimate.flops);
+			ck_assert_int_ge(s.estimate.trace_bytes, st.st_size);
+			ck_assert_int_le(
+				s.estimate.trace_bytes,
+				(int64_t)(most[m] * (double)st.st_size) +
+					slack);
+			ck_assert_int_eq(s.estimate.events, s.events);
+			if (m == 3 && s.estimate.steps <= 2) {
+				/* The run was its own estimate (run.c); the
+				 * estimate without it is exact too. */
+				struct tps_run_spec spec;
+				struct tps_run_estimate e;
+				ck_assert_int_eq(
+					tps_config_load(cfg, &spec, &err),
+					TPS_OK);
+				ck_assert_int_eq(
+					tps_run_estimate(&spec, &e, &err),
+					TPS_OK);
+				ck_assert_int_eq(e.trace_bytes, st.st_size);
+				ck_assert_int_eq(e.events, s.events);
+				ck_assert_int_eq(e.flops, s.estimate.flops);
+				tps_run_spec_free(&spec);
+			}
+			if (!configs[i].inject) {
+				ck_assert_int_eq(s.estimate.flops,
+						 flops_by_costs(cfg));
+			}
+			cJSON_free(text);
+			cJSON_Delete(root);
+			free(in);
+		}
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
 	Suite *s = suite_create("run");
@@ -857,6 +1273,13 @@ static Suite *run_suite(void)
 		cmp,
 		compare_tolerance_is_relative_to_the_largest_reference_value);
 	suite_add_tcase(s, cmp);
+	{
+		TCase *est = tcase_create("estimate");
+		tcase_add_test(est,
+			       trace_estimate_bounds_the_real_trace_closely);
+		tcase_set_timeout(est, 300);
+		suite_add_tcase(s, est);
+	}
 	{
 		TCase *sym = tcase_create("symbolic");
 		tcase_add_test(sym, symbolic_figures_equal_the_formulas);
@@ -871,11 +1294,15 @@ static Suite *run_suite(void)
 		tcase_add_test(sym,
 			       repeat_gives_the_trace_of_the_list_it_stands_for);
 		tcase_add_test(sym, gpt3_example_takes_its_layers_from_vars);
+		tcase_add_test(sym, symbolic_runs_allocate_nothing_per_row);
 		tcase_add_test(sym, explain_reads_a_symbolic_trace);
 		tcase_add_test(sym, symbolic_config_errors_name_the_key);
 		tcase_add_test(
 			sym,
 			symbolic_flag_makes_the_normalised_config_symbolic);
+		tcase_add_test(
+			sym,
+			symbolic_trace_values_follow_one_rule_from_config_or_flag);
 		tcase_set_timeout(sym, 300);
 		suite_add_tcase(s, sym);
 	}

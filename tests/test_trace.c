@@ -34,8 +34,11 @@ static enum tps_status run_text(const char *dir, const char *extra,
 {
 	char cfg_path[512], text[4096];
 	struct tps_run_options opts = {
-		cfg_path, out_path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0,
-		false,	  NULL};
+		.config_path = cfg_path,
+		.output_path = out_path,
+		.max_memory = TPS_DEFAULT_MAX_MEMORY,
+		.max_trace = TPS_DEFAULT_MAX_TRACE,
+	};
 	snprintf(cfg_path, sizeof cfg_path, "%s/cfg.json", dir);
 	snprintf(text, sizeof text, mlp_config, extra);
 	tu_write_file(cfg_path, text, strlen(text));
@@ -167,8 +170,11 @@ START_TEST(summary_mode_replaces_values_with_stats_and_hash)
 			"\"init\": \"arange\"}, \"trace\": {\"values\": "
 			"\"summary\"}}";
 		struct tps_run_options opts = {
-			cfg,   path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0,
-			false, NULL};
+			.config_path = cfg,
+			.output_path = path,
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+		};
 		snprintf(cfg, sizeof cfg, "%s/c.json", dir);
 		tu_write_file(cfg, c, strlen(c));
 		ck_assert_int_eq(tps_run(&opts, stdout, &s, NULL), TPS_OK);
@@ -247,7 +253,11 @@ START_TEST(inf_in_a_matmul_names_the_event)
 	struct tps_run_summary s;
 	struct tps_error err = {0};
 	struct tps_run_options opts = {
-		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false, NULL};
+		.config_path = cfg,
+		.output_path = path,
+		.max_memory = TPS_DEFAULT_MAX_MEMORY,
+		.max_trace = TPS_DEFAULT_MAX_TRACE,
+	};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -284,7 +294,11 @@ START_TEST(inf_in_a_collective_is_worded_as_in_a_matmul)
 	struct tps_run_summary s;
 	struct tps_error err = {0};
 	struct tps_run_options opts = {
-		cfg, path, TPS_DEFAULT_MAX_MEMORY, NULL, 0, 0, false, NULL};
+		.config_path = cfg,
+		.output_path = path,
+		.max_memory = TPS_DEFAULT_MAX_MEMORY,
+		.max_trace = TPS_DEFAULT_MAX_TRACE,
+	};
 	const char *c =
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 		"\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": \"fc\", "
@@ -326,9 +340,12 @@ START_TEST(inf_is_found_in_every_values_mode_at_any_thread_count)
 		for (int t = 0; t < 2; t++) {
 			struct tps_error err = {0};
 			struct tps_run_options opts = {
-				cfg,   path, TPS_DEFAULT_MAX_MEMORY,
-				NULL,  0,    threads[t],
-				false, NULL};
+				.config_path = cfg,
+				.output_path = path,
+				.max_memory = TPS_DEFAULT_MAX_MEMORY,
+				.max_trace = TPS_DEFAULT_MAX_TRACE,
+				.threads = threads[t],
+			};
 			snprintf(c, sizeof c,
 				 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2], "
 				 "\"dim_names\": [\"tp\"]}, \"model\": "

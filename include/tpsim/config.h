@@ -53,6 +53,11 @@ struct tps_run_spec {
 	/* "compute": symbolic runs on meta tensors, writes no values and has
 	 * no reference (then values is TPS_TRACE_VALUES_NONE). */
 	enum tps_compute compute;
+	/* Whether the config wrote /trace/values; and in a symbolic run, the
+	 * values mode it asked for there ("full" or "summary") that was
+	 * replaced by none, for the run to warn about (NONE: nothing was). */
+	bool values_given;
+	enum tps_trace_values values_ignored;
 	double atol, rtol; /* TP vs reference tolerance */
 	cJSON *normalized; /* owned; the trace's "config" */
 };
@@ -90,8 +95,10 @@ enum tps_status tps_config_load_with(const char *path,
 /*
  * Makes a parsed spec symbolic (`tpsim run --symbolic`), as if the config
  * said "compute": "symbolic": trace values none, and the normalised config
- * says so. A spec that injects a mistake cannot be (a mistake is diagnosed
- * from values): TPS_ERR_INPUT. On error *spec is untouched.
+ * says so. The rule for /trace/values is the config's own: "full" or
+ * "summary" written there becomes none, recorded in values_ignored. A spec
+ * that injects a mistake cannot be (a mistake is diagnosed from values):
+ * TPS_ERR_INPUT. On error *spec is untouched.
  */
 enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
 					 struct tps_error *err);

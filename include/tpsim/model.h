@@ -46,7 +46,8 @@ struct tps_model {
 	/* The data-parallel split of the batch (dim 0 of the input): dp
 	 * ranks in the flattened dp group's order, each holding counts[r]
 	 * rows; order[p] is the global row at position p of that layout
-	 * (the identity for the chunk sampler, strided for DistributedSampler).
+	 * (the identity for the chunk sampler, strided for DistributedSampler;
+	 * not made for a meta model, which moves no rows).
 	 */
 	int dp;
 	int64_t *dp_counts;

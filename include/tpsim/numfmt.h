@@ -16,6 +16,10 @@
 #include <stdint.h>
 
 #define TPS_NUMFMT_MAX 32
+/* The longest text tps_format_float writes: "-0.0000" and 9 digits (the
+ * exponent form, "-1.17549435e-38", is 15). The trace size estimate
+ * (run.h) counts on it. */
+#define TPS_NUMFMT_FLOAT_LEN_MAX 16
 
 /* buf must hold TPS_NUMFMT_MAX bytes. Returns the length written. */
 size_t tps_format_float(float value, char *buf);
@@ -32,6 +36,11 @@ size_t tps_format_double(double value, char *buf);
  * written as bytes. buf must hold TPS_NUMFMT_MAX bytes; returns the length.
  */
 size_t tps_format_bytes(int64_t bytes, char *buf);
+
+/* tps_format_bytes with `digits` (1 to 15) significant digits instead of
+ * three, for a message that must tell two sizes apart ("8.01 GiB" over
+ * "8 GiB"): 12616957952 bytes at 6 digits is "11.7505 GiB". */
+size_t tps_format_bytes_digits(int64_t bytes, int digits, char *buf);
 
 /* tps_format_bytes and, from 1024 on, the exact count after it:
  * "81.6 GiB (87623270400 bytes)"; "768 bytes". buf must hold

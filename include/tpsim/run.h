@@ -18,10 +18,17 @@
 #include "tpsim/model.h"
 #include "tpsim/outfile.h"
 
+/* Default trace budget of a run (`--max-trace`): tpsim's own readers
+ * (explain, check, view, ...) take traces of at most 1 GiB. */
+#define TPS_DEFAULT_MAX_TRACE ((int64_t)1 << 30)
+
 struct tps_run_options {
 	const char *config_path; /* "-" is stdin */
 	const char *output_path; /* NULL: write to `stream` */
 	int64_t max_memory;	 /* bytes; refuse larger runs */
+	/* bytes; refuse runs whose trace is estimated larger
+	 * (tps_run_estimate) */
+	int64_t max_trace;
 	/* Config variables set from outside ("--set"); see config.h. */
 	const struct tps_config_var *overrides;
 	int n_overrides;
@@ -52,6 +59,36 @@ struct tps_run_stats {
 
 #define TPS_RUN_MAX_WARNINGS 4
 
+/*
+ * What a run will write and compute, found before it starts: the engine
+ * runs its setup and first two steps on meta tensors into the trace
+ * writer, counting bytes instead of writing them (tps_trace_init_estimate),
+ * and every later step is taken to be the second one.
+ */
+struct tps_run_estimate {
+	/* An upper bound of the trace's size. The text around the values is
+	 * counted exactly, but for the digits of later seqs, steps and comm
+	 * counts, each taken at its most; each value is counted at its
+	 * longest, TPS_NUMFMT_FLOAT_LEN_MAX bytes (docs/trace.md, "How large
+	 * a trace is"). */
+	int64_t trace_bytes;
+	int64_t events; /* exactly */
+	int steps;	/* training: steps; inference, or a run an injected
+			 * mistake stops: 1 */
+	/* The simulated ranks' arithmetic, at most: each compute event's
+	 * flops on its busiest rank times the world size, over every step
+	 * (the reference does the model's arithmetic once more, on one
+	 * device). */
+	int64_t flops;
+};
+
+/* The estimate of a parsed spec's run (after tps_config_make_symbolic, if
+ * any). On error (those the run itself would report: the plan's, the dp
+ * split's) *out is untouched. */
+enum tps_status tps_run_estimate(const struct tps_run_spec *spec,
+				 struct tps_run_estimate *out,
+				 struct tps_error *err);
+
 /* What the one-line summary says. */
 struct tps_run_summary {
 	char mesh[128]; /* "(2, 2) dp x tp" */
@@ -79,10 +116,13 @@ struct tps_run_summary {
 	struct tps_model_footprint footprint;
 	int64_t phase_bytes[TPS_PHASE_COUNT];
 	struct tps_run_stats stats;
+	struct tps_run_estimate estimate; /* made before the run */
 };
 
 /*
- * Runs the config. On TPS_OK the trace is complete and *summary filled;
+ * Runs the config, unless its tensors need more than opts->max_memory or
+ * its trace would take more than opts->max_trace (TPS_ERR_LIMIT, saying
+ * both figures). On TPS_OK the trace is complete and *summary filled;
  * summary->match tells whether TP agreed with the reference (a symbolic
  * run has none to agree with: match is true). On error
  * nothing was written (the temporary file is removed).

@@ -59,6 +59,21 @@ struct tps_trace {
 	/* Each mask's "groups" array as JSON text, made at its first event
 	 * (every event over the same dims lists the same groups). */
 	char *groups_json[1u << TPS_MAX_MESH_DIMS];
+	/* Estimating (tps_trace_init_estimate): the run is written from meta
+	 * tensors. With as_values, as a values run would write it: every
+	 * event lists its ranks, and each tensor's values (and each loss and
+	 * max_abs_diff) are not written but counted as at most
+	 * tps_trace_values_bound bytes, added up in bound_bytes. */
+	bool estimate, as_values;
+	int64_t bound_bytes;
+	/* A budget (tps_trace_set_budget), and once an event took the
+	 * trace past it, the stream the rest is counted into instead (in
+	 * estimate mode), its bytes, and the position it took over at. */
+	int64_t budget;
+	FILE *counter;
+	int64_t counted, counted_from;
+	/* Every event's flops on its busiest rank times the world size. */
+	int64_t flops;
 };
 
 /* What the run concluded: the simulation's and the reference's outcomes
@@ -81,6 +96,34 @@ struct tps_trace_result {
 
 void tps_trace_init(struct tps_trace *t, FILE *out,
 		    enum tps_trace_values values, const struct tps_mesh *mesh);
+/* tps_trace_init for estimating a run's trace from a meta run (see
+ * estimate above); as_values: the run has values (it is not symbolic). */
+void tps_trace_init_estimate(struct tps_trace *t, FILE *out,
+			     enum tps_trace_values values,
+			     const struct tps_mesh *mesh, bool as_values);
+/*
+ * Makes the trace stop writing once it is larger than budget bytes: from
+ * the event that takes it past, the rest is counted, not written (estimate
+ * mode; values: the run has values, see tps_trace_init_estimate), so that
+ * tps_trace_size still gives the whole size. For a run whose estimate
+ * would cost as much as the run (a symbolic one of one or two steps).
+ */
+void tps_trace_set_budget(struct tps_trace *t, int64_t budget, bool values);
+/* The trace's size: written so far, and counted past its budget. */
+int64_t tps_trace_size(struct tps_trace *t);
+/* A stream that writes nothing and adds the bytes it is given to *count
+ * (after fflush); NULL without memory. The caller fcloses it. */
+FILE *tps_trace_counter_open(int64_t *count);
+
+/*
+ * At most how many bytes a tensor of this shape takes where its values go
+ * (after its "shape"), in this values mode: full, ',"values":' and nested
+ * arrays of at most TPS_NUMFMT_FLOAT_LEN_MAX bytes a value (the brackets
+ * and commas exactly); summary, its min, max and mean at that length and
+ * its hash; none, 0. Saturates at INT64_MAX.
+ */
+int64_t tps_trace_values_bound(enum tps_trace_values values,
+			       const struct tps_shape *shape);
 void tps_trace_free(struct tps_trace *t);
 
 /* format, version, generator, config (written as given) and mesh. */

@@ -86,6 +86,7 @@ static void make_fixed(void)
 	opts.config_path = tps_fuzz_scratch(0, (const uint8_t *)fixed_config,
 					    strlen(fixed_config));
 	opts.max_memory = TPS_DEFAULT_MAX_MEMORY;
+	opts.max_trace = TPS_DEFAULT_MAX_TRACE;
 	opts.threads = 1;
 	if (!f || tps_run(&opts, f, &summary, &err) != TPS_OK ||
 	    fclose(f) != 0 ||
