@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,36 +180,73 @@ static void describe_mesh(const struct tps_mesh *m, char *buf, size_t size)
 	}
 }
 
+/* Appends a warning, if there is room (there always is: see run.h). */
+static void add_warning(struct tps_run_summary *summary, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_warning(struct tps_run_summary *summary, const char *fmt, ...)
+{
+	va_list ap;
+	if (summary->n_warnings == TPS_RUN_MAX_WARNINGS) {
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(summary->warnings[summary->n_warnings++],
+		  sizeof summary->warnings[0], fmt, ap);
+	va_end(ap);
+}
+
 void tps_run_warnings(const struct tps_model_spec *spec,
 		      const int64_t *dp_counts, int dp,
 		      struct tps_run_summary *summary)
 {
 	const struct tps_mesh *mesh = &spec->mesh;
+	bool mean_loss =
+		spec->mode == TPS_MODE_TRAINING && spec->loss != TPS_LOSS_SUM;
+	int64_t most = 0, least = 0;
+
 	summary->n_warnings = 0;
 	if (spec->tp_dim != mesh->ndim - 1) {
-		snprintf(summary->warnings[summary->n_warnings++],
-			 sizeof summary->warnings[0],
-			 "TP runs over mesh dim \"%s\" (dim %d of %d), not the "
-			 "innermost: on a cluster the innermost dim is the one "
-			 "inside a node, so every TP collective here would "
-			 "cross the slower links between nodes. PyTorch "
-			 "refuses this (TP needs to be the innermost "
-			 "dimension on its parent mesh); \"strict_tp_innermost"
-			 "\": true makes it an error here too",
-			 mesh->dim_names[spec->tp_dim], spec->tp_dim,
-			 mesh->ndim);
+		add_warning(summary,
+			    "TP runs over mesh dim \"%s\" (dim %d of %d), not "
+			    "the innermost: on a cluster the innermost dim is "
+			    "the one inside a node, so every TP collective "
+			    "here would cross the slower links between nodes. "
+			    "PyTorch refuses this (TP needs to be the "
+			    "innermost dimension on its parent mesh); "
+			    "\"strict_tp_innermost\": true makes it an error "
+			    "here too",
+			    mesh->dim_names[spec->tp_dim], spec->tp_dim,
+			    mesh->ndim);
 	}
-	if (spec->mode == TPS_MODE_TRAINING && spec->loss != TPS_LOSS_SUM &&
-	    spec->dp_grad == TPS_DP_GRAD_GLOBAL && dp > 1 &&
-	    dp_counts[0] != dp_counts[dp - 1]) {
-		snprintf(summary->warnings[summary->n_warnings++],
-			 sizeof summary->warnings[0],
-			 "the dp ranks hold unequal parts of the batch (%lld "
-			 "to %lld samples): DDP's plain average of their "
-			 "local means would weight samples unequally; with "
-			 "dp_grad global each rank's loss is scaled by its "
-			 "share, so the step is the global-batch gradient",
-			 (long long)dp_counts[0], (long long)dp_counts[dp - 1]);
+	for (int r = 0; r < dp; r++) {
+		most = r == 0 || dp_counts[r] > most ? dp_counts[r] : most;
+		least = r == 0 || dp_counts[r] < least ? dp_counts[r] : least;
+	}
+	if (mean_loss && dp > 1 && most != least) {
+		if (spec->dp_grad == TPS_DP_GRAD_GLOBAL) {
+			add_warning(
+				summary,
+				"the dp ranks hold unequal parts of the batch "
+				"(%lld to %lld samples): DDP's plain average "
+				"of their local means would weight samples "
+				"unequally; with dp_grad global each rank's "
+				"loss is scaled by its share, so the step is "
+				"the global-batch gradient",
+				(long long)most, (long long)least);
+		} else {
+			add_warning(
+				summary,
+				"the dp ranks hold unequal parts of the batch "
+				"(%lld to %lld samples): with dp_grad ddp the "
+				"step is the plain average of the ranks' "
+				"local means, as DDP's, so a sample on a rank "
+				"with fewer weighs more than one on a rank "
+				"with more, and the step is not the gradient "
+				"of the global-batch mean (dp_grad global "
+				"scales each rank's loss by its share)",
+				(long long)most, (long long)least);
+		}
 	}
 }
 

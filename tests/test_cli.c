@@ -1857,6 +1857,38 @@ START_TEST(unequal_dp_parts_warn_that_ddp_would_differ)
 }
 END_TEST
 
+START_TEST(ddp_with_unequal_dp_parts_warns_what_its_step_is)
+{
+	/* The same 5 samples over dp 2 with dp_grad ddp: the step is the
+	 * plain average of the two local means, so the 2-sample rank's
+	 * samples weigh more. That differs from the global-batch gradient,
+	 * and the warning says so, as global's does. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
+		"[\"dp\", \"tp\"]}, \"dp_dim\": \"dp\", \"model\": [{\"name\": "
+		"\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		"\"out_features\": 2}], \"plan\": {\"fc\": \"colwise\"}, "
+		"\"input\": {\"shape\": [5, 4]}, \"mode\": \"training\", "
+		"\"dp_grad\": \"ddp\"}");
+	struct tu_result r = tu_cli(3, "run", cfg);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.err, "tpsim: warning: ") == r.err, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "unequal parts of the batch (3 to 2 "
+				    "samples): with dp_grad ddp the step is "
+				    "the plain average of the ranks' local "
+				    "means") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "not the gradient of the "
+					    "global-batch mean"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"warnings\":[\"the dp ranks "
+					    "hold unequal parts"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -1980,6 +2012,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run,
 		       tp_off_the_innermost_dim_warns_in_trace_and_on_stderr);
 	tcase_add_test(run, unequal_dp_parts_warn_that_ddp_would_differ);
+	tcase_add_test(run, ddp_with_unequal_dp_parts_warns_what_its_step_is);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);

@@ -86,9 +86,11 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err);
 
 /*
- * The warnings a spec earns (TP off the innermost mesh dim; unequal dp
- * parts that DDP would weight differently), at most TPS_RUN_MAX_WARNINGS,
- * into summary->warnings.
+ * The warnings a spec earns, at most TPS_RUN_MAX_WARNINGS, into
+ * summary->warnings: TP off the innermost mesh dim; with a mean loss, dp
+ * ranks holding unequal parts of the batch (dp_grad global: what DDP would
+ * weight differently; ddp: that the step is not the global-batch
+ * gradient).
  */
 void tps_run_warnings(const struct tps_model_spec *spec,
 		      const int64_t *dp_counts, int dp,
