@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -180,6 +181,23 @@ static void describe_mesh(const struct tps_mesh *m, char *buf, size_t size)
 	}
 }
 
+/* Whether a mesh dim's name reads as data parallelism ("dp",
+ * "dp_shard", "data", "batch", any case): then the warning about an
+ * unused dim says that dp_dim would split the batch over it. */
+static bool looks_data_parallel(const char *name)
+{
+	static const char *const words[] = {"dp", "data", "batch"};
+	for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+		size_t n = strlen(words[w]);
+		for (const char *c = name; *c; c++) {
+			if (strncasecmp(c, words[w], n) == 0) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 /* Appends a warning, if there is room (there always is: see run.h). */
 static void add_warning(struct tps_run_summary *summary, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -204,6 +222,7 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 	bool mean_loss =
 		spec->mode == TPS_MODE_TRAINING && spec->loss != TPS_LOSS_SUM;
 	int64_t most = 0, least = 0;
+	char esc[TPS_NAME_MAX * 4];
 
 	summary->n_warnings = 0;
 	if (spec->tp_dim != mesh->ndim - 1) {
@@ -218,6 +237,33 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 			    "here too",
 			    mesh->dim_names[spec->tp_dim], spec->tp_dim,
 			    mesh->ndim);
+	}
+	/* A dim of size 1 holds one rank: it repeats nothing. */
+	for (int i = 0; i < mesh->ndim; i++) {
+		char hint[TPS_NAME_MAX * 4 + 96] = "";
+		if (i == spec->tp_dim || (spec->dp_mask & (1u << i)) ||
+		    mesh->shape[i] == 1) {
+			continue;
+		}
+		tps_json_escape_for_message(mesh->dim_names[i], esc,
+					    sizeof esc);
+		if (looks_data_parallel(mesh->dim_names[i])) {
+			snprintf(hint, sizeof hint,
+				 "; naming it in \"dp_dim\" would split the "
+				 "batch over it%s%s%s",
+				 spec->dp_mask ? " too" : " (\"dp_dim\": \"",
+				 spec->dp_mask ? "" : esc,
+				 spec->dp_mask ? "" : "\")");
+		}
+		add_warning(summary,
+			    "mesh dim \"%s\" (size %d) is neither tp_dim nor "
+			    "dp_dim, so it does nothing: its %d ranks repeat "
+			    "each other, each holding the same parameters and "
+			    "computing %s%s",
+			    esc, mesh->shape[i], mesh->shape[i],
+			    spec->dp_mask ? "the same part of the batch"
+					  : "the whole batch",
+			    hint);
 	}
 	for (int r = 0; r < dp; r++) {
 		most = r == 0 || dp_counts[r] > most ? dp_counts[r] : most;

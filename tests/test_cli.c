@@ -1889,6 +1889,78 @@ START_TEST(ddp_with_unequal_dp_parts_warns_what_its_step_is)
 }
 END_TEST
 
+/* Runs a 1-linear config on the given mesh (JSON text) and dp_dim member
+ * ("" for none); r gets what tpsim printed, the trace on stdout. */
+static struct tu_result run_on_mesh(const char *dir, const char *mesh,
+				    const char *dp)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "{\"tpsim\": 1, \"mesh\": %s,%s \"model\": [{\"name\": "
+		 "\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		 "\"out_features\": 2}], \"plan\": {\"fc\": \"colwise\"}, "
+		 "\"input\": {\"shape\": [4, 4]}}",
+		 mesh, dp);
+	return tu_cli(3, "run", write_config(dir, "c.json", text));
+}
+
+START_TEST(idle_mesh_dims_warn_naming_the_dim)
+{
+	/* A mesh dim that is neither tp_dim nor dp_dim replicates the whole
+	 * run along it. Named like a dp dim, the warning says that dp_dim
+	 * would split the batch; a dim of size 1 repeats nothing, and says
+	 * nothing. */
+	static const struct {
+		const char *mesh, *dp;
+		const char *warning; /* NULL: none */
+	} cases[] = {
+		{"{\"shape\": [2, 2], \"dim_names\": [\"dp\", \"tp\"]}", "",
+		 "mesh dim \"dp\" (size 2) is neither tp_dim nor dp_dim, so it "
+		 "does nothing: its 2 ranks repeat each other, each holding "
+		 "the same parameters and computing the whole batch; naming "
+		 "it in \"dp_dim\" would split the batch over it "
+		 "(\"dp_dim\": \"dp\")"},
+		{"{\"shape\": [3, 2], \"dim_names\": [\"pp\", \"tp\"]}", "",
+		 "mesh dim \"pp\" (size 3) is neither tp_dim nor dp_dim, so it "
+		 "does nothing: its 3 ranks repeat each other, each holding "
+		 "the same parameters and computing the whole batch\n"},
+		{"{\"shape\": [2, 2, 2], \"dim_names\": [\"dp_shard\", \"dp\", "
+		 "\"tp\"]}",
+		 " \"dp_dim\": \"dp\",",
+		 "mesh dim \"dp_shard\" (size 2) is neither tp_dim nor dp_dim, "
+		 "so it does nothing: its 2 ranks repeat each other, each "
+		 "holding the same parameters and computing the same part of "
+		 "the batch; naming it in \"dp_dim\" would split the batch "
+		 "over it too\n"},
+		{"{\"shape\": [1, 2], \"dim_names\": [\"dp\", \"tp\"]}", "",
+		 NULL},
+		{"{\"shape\": [2, 2], \"dim_names\": [\"dp\", \"tp\"]}",
+		 " \"dp_dim\": \"dp\",", NULL},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tu_result r =
+			run_on_mesh(dir, cases[i].mesh, cases[i].dp);
+		ck_assert_int_eq(r.rc, 0);
+		if (!cases[i].warning) {
+			ck_assert_msg(strstr(r.err, "warning") == NULL,
+				      "case %zu: %s", i, r.err);
+			ck_assert_ptr_null(strstr(r.out, "\"warnings\""));
+		} else {
+			ck_assert_msg(strstr(r.err, "tpsim: warning: ") ==
+						      r.err &&
+					      strstr(r.err, cases[i].warning),
+				      "case %zu: %s", i, r.err);
+			ck_assert_int_eq(tu_count_lines(r.err), 2);
+			ck_assert_ptr_nonnull(
+				strstr(r.out, "\n\"warnings\":[\"mesh dim "));
+		}
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -2013,6 +2085,7 @@ static Suite *cli_suite(void)
 		       tp_off_the_innermost_dim_warns_in_trace_and_on_stderr);
 	tcase_add_test(run, unequal_dp_parts_warn_that_ddp_would_differ);
 	tcase_add_test(run, ddp_with_unequal_dp_parts_warns_what_its_step_is);
+	tcase_add_test(run, idle_mesh_dims_warn_naming_the_dim);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);

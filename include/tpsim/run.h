@@ -45,7 +45,8 @@ struct tps_run_stats {
 	int64_t peak_rss_bytes;	   /* the process's (getrusage), 0 unknown */
 };
 
-#define TPS_RUN_MAX_WARNINGS 4
+/* TP off the innermost dim, up to 3 idle mesh dims, unequal dp parts. */
+#define TPS_RUN_MAX_WARNINGS 8
 
 /* What the one-line summary says. */
 struct tps_run_summary {
@@ -87,10 +88,12 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 
 /*
  * The warnings a spec earns, at most TPS_RUN_MAX_WARNINGS, into
- * summary->warnings: TP off the innermost mesh dim; with a mean loss, dp
- * ranks holding unequal parts of the batch (dp_grad global: what DDP would
- * weight differently; ddp: that the step is not the global-batch
- * gradient).
+ * summary->warnings: TP off the innermost mesh dim; each mesh dim of size 2
+ * or more that is neither tp_dim nor a dp dim (its ranks repeat each other's
+ * work; a name like "dp" gets the hint that dp_dim would split the batch);
+ * with a mean loss, dp ranks holding unequal parts of the batch (dp_grad
+ * global: what DDP would weight differently; ddp: that the step is not the
+ * global-batch gradient).
  */
 void tps_run_warnings(const struct tps_model_spec *spec,
 		      const int64_t *dp_counts, int dp,
