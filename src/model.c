@@ -115,10 +115,11 @@ find_override(const struct tps_model_spec *spec, const char *name)
 }
 
 /*
- * The dp split of the batch: how many rows each dp rank holds (DTensor's
- * Shard(0) on each dp dim in mesh order: a chunk of a chunk) and, for
- * DistributedSampler, which rows: flattened dp rank r takes r, r + dp,
- * r + 2 dp, ... (shuffle=False; the config ensures dp divides the batch).
+ * The dp split of the batch: how many rows each dp rank holds (one chunk
+ * over the flattened dp group; a chunk of a chunk with chunk_of_chunks:
+ * tps_dp_split_range) and, for DistributedSampler, which rows: flattened
+ * dp rank r takes r, r + dp, r + 2 dp, ... (shuffle=False; the config
+ * ensures dp divides the batch).
  */
 static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 				     struct tps_model *m, struct tps_error *err)
@@ -133,24 +134,8 @@ static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
 	for (int r = 0; r < m->dp; r++) {
-		/* Decode r into coordinates on the dp dims, row-major, and
-		 * chunk the rows dim by dim. */
-		int rest = r, coord[TPS_MAX_MESH_DIMS] = {0};
-		int64_t len = n;
-		for (int i = mesh->ndim - 1; i >= 0; i--) {
-			if (spec->dp_mask & (1u << i)) {
-				coord[i] = rest % mesh->shape[i];
-				rest /= mesh->shape[i];
-			}
-		}
-		for (int i = 0; i < mesh->ndim; i++) {
-			int64_t start;
-			if (spec->dp_mask & (1u << i)) {
-				tps_chunk_range(len, mesh->shape[i], coord[i],
-						&start, &len);
-			}
-		}
-		m->dp_counts[r] = len;
+		int64_t start;
+		tps_dp_split_range(spec, r, &start, &m->dp_counts[r]);
 	}
 	if (spec->sampler == TPS_SAMPLER_DISTRIBUTED && n % m->dp != 0) {
 		return tps_error_set(

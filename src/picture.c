@@ -162,8 +162,9 @@ static enum tps_status read_event(struct tps_picture *pic, const cJSON *ev,
 			tps_json_path_push_index(&p, (size_t)i);
 			return bad_input(err, trace_name, &p,
 					 "expected replicate, partial or "
-					 "shard(d) (or shard(d,block=b)) with "
-					 "d a dim of the global shape");
+					 "shard(d) (or shard(d,block=b), "
+					 "shard(d,flat)) with d a dim of the "
+					 "global shape");
 		}
 	}
 	/* Blocks that do not divide what they chunk have no regions. */

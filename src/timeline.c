@@ -245,8 +245,8 @@ static enum tps_status read_layout(struct builder *b, const cJSON *o,
 			tps_json_path_push_index(&b->p, (size_t)i);
 			return fail(b, TPS_ERR_INPUT,
 				    "expected replicate, partial or shard(d) "
-				    "(or shard(d,block=b)) with d a dim of "
-				    "the global shape");
+				    "(or shard(d,block=b), shard(d,flat)) "
+				    "with d a dim of the global shape");
 		}
 	}
 	/* tps_dtensor_local_region asserts on blocks that do not divide. */

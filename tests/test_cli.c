@@ -1961,6 +1961,105 @@ START_TEST(idle_mesh_dims_warn_naming_the_dim)
 }
 END_TEST
 
+/* The rows of the batch each rank holds after the input's dp split(s) in
+ * step 0 of trace text (the last split event of tensor "input"), and that
+ * event's placement on mesh dim 0. */
+static void input_split_rows(const char *text, int64_t *rows, int world,
+			     char *placement, size_t size)
+{
+	cJSON *root = cJSON_Parse(text);
+	const cJSON *ev, *last = NULL, *rank;
+	int r = 0;
+	ck_assert_ptr_nonnull(root);
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "events"))
+	{
+		if (strcmp(cJSON_GetObjectItem(ev, "op")->valuestring,
+			   "split") == 0 &&
+		    strcmp(cJSON_GetObjectItem(ev, "tensor")->valuestring,
+			   "input") == 0) {
+			last = ev;
+		}
+	}
+	ck_assert_ptr_nonnull(last);
+	snprintf(placement, size, "%s",
+		 cJSON_GetArrayItem(cJSON_GetObjectItem(last, "placements"), 0)
+			 ->valuestring);
+	cJSON_ArrayForEach(rank, cJSON_GetObjectItem(last, "ranks"))
+	{
+		ck_assert_int_lt(r, world);
+		rows[r++] = (int64_t)cJSON_GetArrayItem(
+				    cJSON_GetObjectItem(rank, "shape"), 0)
+				    ->valuedouble;
+	}
+	ck_assert_int_eq(r, world);
+	cJSON_Delete(root);
+}
+
+START_TEST(batch_over_flattened_dp_dims_is_one_chunk)
+{
+	/* DESIGN's numbers: 5 rows over dp and cp of a (2, 2, 2) mesh, the
+	 * flattened group [0, 2, 4, 6], are one torch.chunk over it: 2, 2, 1,
+	 * 0 (ranks 1, 3, 5, 7 are their tp twins). "chunk_of_chunks" keeps
+	 * DTensor's Shard(0) per dim: 2, 1, 1, 1. Inference and training
+	 * (mse, sum, ddp's sum; rank 6 holds no rows) match the reference. */
+	static const struct {
+		const char *extra;
+		int64_t rows[8];
+		const char *placement;
+	} cases[] = {
+		{"", {2, 2, 2, 2, 1, 1, 0, 0}, "shard(0,flat)"},
+		{", \"mode\": \"training\", \"steps\": 2",
+		 {2, 2, 2, 2, 1, 1, 0, 0},
+		 "shard(0,flat)"},
+		{", \"mode\": \"training\", \"loss\": \"sum\", \"dp_grad\": "
+		 "\"ddp\"",
+		 {2, 2, 2, 2, 1, 1, 0, 0},
+		 "shard(0,flat)"},
+		{", \"sampler\": \"chunk_of_chunks\"",
+		 {2, 2, 1, 1, 1, 1, 1, 1},
+		 "shard(0)"},
+		{", \"sampler\": \"chunk_of_chunks\", \"mode\": \"training\", "
+		 "\"optimizer\": {\"type\": \"adamw\"}",
+		 {2, 2, 1, 1, 1, 1, 1, 1},
+		 "shard(0)"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[1024], placement[32];
+		int64_t rows[8];
+		struct tu_result r;
+		bool training = strstr(cases[i].extra, "training") != NULL;
+		snprintf(text, sizeof text,
+			 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2, 2], "
+			 "\"dim_names\": [\"dp\", \"cp\", \"tp\"]}, "
+			 "\"dp_dim\": [\"dp\", \"cp\"], \"model\": [{\"name\": "
+			 "\"fc1\", \"type\": \"linear\", \"in_features\": 4, "
+			 "\"out_features\": 6}, {\"name\": \"act\", \"type\": "
+			 "\"relu\"}, {\"name\": \"fc2\", \"type\": \"linear\", "
+			 "\"in_features\": 6, \"out_features\": 3}], \"plan\": "
+			 "{\"fc1\": \"colwise\", \"fc2\": \"rowwise\"}, "
+			 "\"input\": {\"shape\": [5, 4]%s}%s}",
+			 training ? ", \"requires_grad\": true" : "",
+			 cases[i].extra);
+		r = tu_cli(3, "run", write_config(dir, "c.json", text));
+		ck_assert_msg(r.rc == 0, "case %zu: %s", i, r.err);
+		ck_assert_msg(strstr(r.err, "matches the reference") != NULL,
+			      "case %zu: %s", i, r.err);
+		input_split_rows(r.out, rows, 8, placement, sizeof placement);
+		for (int k = 0; k < 8; k++) {
+			ck_assert_msg(rows[k] == cases[i].rows[k],
+				      "case %zu: rank %d holds %lld rows, not "
+				      "%lld",
+				      i, k, (long long)rows[k],
+				      (long long)cases[i].rows[k]);
+		}
+		ck_assert_str_eq(placement, cases[i].placement);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -2086,6 +2185,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, unequal_dp_parts_warn_that_ddp_would_differ);
 	tcase_add_test(run, ddp_with_unequal_dp_parts_warns_what_its_step_is);
 	tcase_add_test(run, idle_mesh_dims_warn_naming_the_dim);
+	tcase_add_test(run, batch_over_flattened_dp_dims_is_one_chunk);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);

@@ -903,16 +903,18 @@ END_TEST
 START_TEST(training_flattens_several_dp_dims)
 {
 	/* (dp, cp, tp) with dp and cp flattened into one dp group of 2 dp:
-	 * the batch is split over both, and each gradient is averaged with
+	 * the batch is split over both (one chunk over the group, or a
+	 * chunk of a chunk, or strided), and each gradient is averaged with
 	 * one all_reduce over the flattened group. */
 	for (int dp = 1; dp <= 2; dp++) {
 		for (int tp = 1; tp <= 2; tp++) {
-			for (int batch = 3; batch <= 8; batch += 5) {
-				for (int sampler = 0; sampler < 2; sampler++) {
+			for (int batch = 3; batch <= 8; batch++) {
+				for (int sampler = 0; sampler < 3; sampler++) {
 					struct case_spec c = mlp_training(
 						dp, tp, batch, true, true);
 					struct counts n;
-					if (sampler && batch % (2 * dp) != 0) {
+					if (sampler == TPS_SAMPLER_DISTRIBUTED &&
+					    batch % (2 * dp) != 0) {
 						continue;
 					}
 					c.mesh_ndim = 3;
