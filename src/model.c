@@ -388,7 +388,13 @@ enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
 	o.loss = calloc((size_t)o.steps, sizeof *o.loss);
 	o.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1), sizeof *o.grads);
 	o.params_after = calloc((size_t)(n ? n : 1), sizeof *o.params_after);
-	if (!o.loss || !o.grads || !o.params_after) {
+	o.exact.loss = calloc((size_t)o.steps, sizeof *o.exact.loss);
+	o.exact.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1),
+			       sizeof *o.exact.grads);
+	o.exact.params_after =
+		calloc((size_t)(n ? n : 1), sizeof *o.exact.params_after);
+	if (!o.loss || !o.grads || !o.params_after || !o.exact.loss ||
+	    !o.exact.grads || !o.exact.params_after) {
 		tps_model_outcome_free(&o);
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
@@ -412,6 +418,9 @@ void tps_model_outcome_free(struct tps_model_outcome *out)
 		tps_tensor_free(&out->params_after[i]);
 	}
 	free(out->params_after);
+	free(out->exact.loss);
+	free(out->exact.grads);
+	free(out->exact.params_after);
 	memset(out, 0, sizeof *out);
 }
 

@@ -296,14 +296,18 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 	}
 }
 
-/* Folds one comparison into the running max and match. */
+/* Folds one comparison into the running max and match: exactly (every
+ * element equal) or within the tolerance. */
 static void compare_into(const struct tps_tensor *a, const struct tps_tensor *b,
-			 double atol, double rtol, float *max_abs_diff,
-			 bool *all_match)
+			 bool exact, double atol, double rtol,
+			 float *max_abs_diff, bool *all_match)
 {
 	float diff;
 	bool match;
 	tps_run_compare(a, b, atol, rtol, &diff, &match);
+	if (exact) {
+		match = diff == 0.0f;
+	}
 	*max_abs_diff = diff > *max_abs_diff ? diff : *max_abs_diff;
 	*all_match = *all_match && match;
 }
@@ -312,6 +316,7 @@ void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 			      const struct tps_model_outcome *b, double atol,
 			      double rtol, float *max_abs_diff, bool *match)
 {
+	const struct tps_model_exactness *x = &b->exact;
 	*max_abs_diff = 0.0f;
 	*match = a->steps == b->steps && a->n_grads == b->n_grads &&
 		 a->n_params == b->n_params;
@@ -319,21 +324,41 @@ void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 		*max_abs_diff = INFINITY;
 		return;
 	}
-	compare_into(&a->output, &b->output, atol, rtol, max_abs_diff, match);
+	compare_into(&a->output, &b->output, x->output, atol, rtol,
+		     max_abs_diff, match);
 	for (int i = 0; i < a->steps; i++) {
 		int64_t one = 1;
 		struct tps_shape s = tps_shape_make(1, &one);
 		struct tps_tensor la = {s, &a->loss[i], false};
 		struct tps_tensor lb = {s, &b->loss[i], false};
-		compare_into(&la, &lb, atol, rtol, max_abs_diff, match);
+		compare_into(&la, &lb, x->loss[i], atol, rtol, max_abs_diff,
+			     match);
 	}
 	for (int i = 0; i < a->n_grads; i++) {
-		compare_into(&a->grads[i], &b->grads[i], atol, rtol,
-			     max_abs_diff, match);
+		compare_into(&a->grads[i], &b->grads[i], x->grads[i], atol,
+			     rtol, max_abs_diff, match);
 	}
 	for (int i = 0; i < a->n_params; i++) {
-		compare_into(&a->params_after[i], &b->params_after[i], atol,
-			     rtol, max_abs_diff, match);
+		compare_into(&a->params_after[i], &b->params_after[i],
+			     x->params_after[i], atol, rtol, max_abs_diff,
+			     match);
+	}
+}
+
+void tps_run_count_exact(const struct tps_model_outcome *ref, int *exact,
+			 int *compared)
+{
+	const struct tps_model_exactness *x = &ref->exact;
+	*compared = 1 + ref->steps + ref->n_grads + ref->n_params;
+	*exact = x->output ? 1 : 0;
+	for (int i = 0; i < ref->steps; i++) {
+		*exact += x->loss[i] ? 1 : 0;
+	}
+	for (int i = 0; i < ref->n_grads; i++) {
+		*exact += x->grads[i] ? 1 : 0;
+	}
+	for (int i = 0; i < ref->n_params; i++) {
+		*exact += x->params_after[i] ? 1 : 0;
 	}
 }
 

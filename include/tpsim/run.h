@@ -110,9 +110,15 @@ void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 /* Compares two outcomes (the simulation's and the reference's): the
  * output, and in training every step's loss, every gradient and every
  * parameter after the last step; the max over all of max |a - b|, and
- * whether each is within atol + rtol * its largest reference value. */
+ * whether each matches: exactly (every element equal) where b->exact says
+ * so, else within atol + rtol * its largest reference value. */
 void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 			      const struct tps_model_outcome *b, double atol,
 			      double rtol, float *max_abs_diff, bool *match);
+
+/* How many tensors tps_run_compare_outcomes compares against ref, and how
+ * many of them exactly. */
+void tps_run_count_exact(const struct tps_model_outcome *ref, int *exact,
+			 int *compared);
 
 #endif
