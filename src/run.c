@@ -885,6 +885,16 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 			tps_run_compare_outcomes(
 				&sim, &ref, spec->atol, spec->rtol,
 				&result.max_abs_diff, &result.match);
+			tps_run_count_exact(&ref, &summary->exact,
+					    &summary->compared);
+		}
+		/* A mistake the run carried out is never a match, whatever
+		 * the numbers say (a tolerance can hide it). */
+		if (trace->first_mistake) {
+			summary->mistake_hidden = result.match;
+			result.match = false;
+			snprintf(summary->mistake, sizeof summary->mistake,
+				 "%s", trace->first_mistake);
 		}
 		if (ms->inject) {
 			diagnose(&model, &input, &sim, &ref,

@@ -771,8 +771,9 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 				     "[[32,74],[72,178]]}"));
 	ck_assert_ptr_nonnull(strstr(text, "\"mistake\":\"bias_every_rank\""));
 	ck_assert_ptr_nonnull(strstr(
-		text, "\"match\":false,\"diverged_at\":{\"seq\":4,"
-		      "\"mistake\":\"bias_every_rank\"},\"diagnosis\":"));
+		text, "\"match\":false,\"comparison\":{\"output\":\"exact\"},"
+		      "\"diverged_at\":{\"seq\":4,\"mistake\":"
+		      "\"bias_every_rank\"},\"diagnosis\":"));
 	free(text);
 	/* tp = 4: three extra copies. */
 	r = tu_cli(5, "run", inject_config(dir, 4, false, "bias_every_rank"),
@@ -790,6 +791,161 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 		"(max_abs_diff 2): fc added its whole bias on every rank "
 		"before the all_reduce, (tp - 1) x bias = 1 x fc.bias "
 		"too much in its output"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* A one-linear config: mesh, in -> out rowwise, the input's shape and init,
+ * and what follows (inject, params). */
+static const char *rowwise_config(const char *dir, const char *mesh, int in,
+				  int out, int batch, const char *init,
+				  const char *rest)
+{
+	char text[1024];
+	snprintf(
+		text, sizeof text,
+		"{\"tpsim\": 1, \"mesh\": %s, \"model\": [{\"name\": \"fc\", "
+		"\"type\": \"linear\", \"in_features\": %d, \"out_features\": "
+		"%d}], \"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
+		"[%d, %d], \"init\": \"%s\"}, \"init\": {\"method\": "
+		"\"%s\"}%s}",
+		mesh, in, out, batch, in, init, init, rest);
+	return write_config(dir, "c.json", text);
+}
+
+START_TEST(a_bias_bug_is_never_a_match)
+{
+	/* The issue's cases. Rowwise 64 -> 2 at tp 2 on arange: x and W are
+	 * both [1..64; 65..128], b = [1, 2], so by hand y = x W^T + b is
+	 *   y00 = sum_{k=1}^{64} k^2 + 1             = 89440 + 1  = 89441
+	 *   y01 = sum_{k=1}^{64} k (64 + k) + 2      = 222560 + 2 = 222562
+	 *   y10 = the same sum + 1                                = 222561
+	 *   y11 = sum_{k=65}^{128} k^2 + 2 = 707264 - 89440 + 2   = 617826
+	 * The bias on both ranks adds 1 x b (max_abs_diff 2), which the
+	 * tolerance, 1e-5 + 1e-5 x 617826 = 6.2, would call a match. The
+	 * values are integers whose sums stay below 2^24, so they are
+	 * compared exactly. The same on a (2, 3) dp x tp mesh with 4
+	 * outputs: 2 x b, 2 x 4 = 8 at most. */
+	static const struct {
+		const char *mesh, *dp;
+		int out, batch;
+		const char *verdict, *diagnosis;
+	} cases[] = {
+		{"{\"shape\": [2], \"dim_names\": [\"tp\"]}", "", 2, 2,
+		 "max_abs_diff 2 (exact comparison): DIFFERS from the "
+		 "reference\n",
+		 "by exactly (tp - 1) x bias = 1 x fc.bias in every row"},
+		{"{\"shape\": [2, 3], \"dim_names\": [\"dp\", \"tp\"]}, "
+		 "\"dp_dim\": \"dp\"",
+		 "", 4, 4,
+		 "max_abs_diff 8 (exact comparison): DIFFERS from the "
+		 "reference\n",
+		 "by exactly (tp - 1) x bias = 2 x fc.bias in every row"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tu_result r = tu_cli(
+			3, "run",
+			rowwise_config(dir, cases[i].mesh, 64, cases[i].out,
+				       cases[i].batch, "arange",
+				       ", \"inject\": [\"bias_every_rank\"]"));
+		ck_assert_int_eq(r.rc, 1);
+		ck_assert_msg(strstr(r.err, cases[i].verdict) != NULL,
+			      "case %zu: %s", i, r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, cases[i].diagnosis));
+		ck_assert_ptr_null(strstr(r.err, "matches"));
+		ck_assert_ptr_nonnull(strstr(
+			r.out, "\"match\":false,\"comparison\":{\"output\":"
+			       "\"exact\"},\"diverged_at\":"));
+		tu_result_free(&r);
+	}
+	/* The reference is the hand's y above. */
+	{
+		struct tu_result r =
+			tu_cli(3, "run",
+			       rowwise_config(dir, cases[0].mesh, 64, 2, 2,
+					      "arange", ""));
+		ck_assert_int_eq(r.rc, 0);
+		ck_assert_ptr_nonnull(
+			strstr(r.out, "\"reference_output\":{\"shape\":[2,2],"
+				      "\"values\":[[89441,222562],[222561,"
+				      "617826]]}"));
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(a_mistake_the_tolerance_would_pass_still_differs)
+{
+	/* Uniform values, a zero bias: the bias on both ranks adds nothing,
+	 * and the numbers differ by rounding only (within the tolerance).
+	 * The run carried the mistake out, so it is not a match, and the
+	 * summary says why. */
+	const char *dir = tu_tempdir();
+	struct tu_result r = tu_cli(
+		3, "run",
+		rowwise_config(dir, "{\"shape\": [2], \"dim_names\": [\"tp\"]}",
+			       4, 2, 2, "uniform",
+			       ", \"params\": {\"fc.bias\": [0, 0]}, "
+			       "\"inject\": [\"bias_every_rank\"]"));
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_msg(strstr(r.err, "(tolerance comparison): DIFFERS from the "
+				    "reference, by the injected mistake "
+				    "bias_every_rank, which the run carried "
+				    "out (its numbers are within the "
+				    "tolerance)\n") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "diagnosis: "));
+	ck_assert_ptr_null(strstr(r.err, "matches"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "\"match\":false,\"comparison\":{\"output\":"
+			      "\"tolerance\"},\"diverged_at\":"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(the_trace_says_which_comparison_was_used)
+{
+	/* Clean runs: arange's integers are compared exactly, uniform
+	 * values within the tolerance; in training, each compared tensor
+	 * is named (mse's loss and gradients are fractions). */
+	const char *dir = tu_tempdir();
+	const char *tp2 = "{\"shape\": [2], \"dim_names\": [\"tp\"]}";
+	struct tu_result r = tu_cli(
+		3, "run", rowwise_config(dir, tp2, 4, 2, 2, "arange", ""));
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "max_abs_diff 0 (exact comparison): matches the "
+			      "reference\n"));
+	ck_assert_ptr_nonnull(strstr(
+		r.out,
+		"\"match\":true,\"comparison\":{\"output\":\"exact\"}}"));
+	tu_result_free(&r);
+	r = tu_cli(3, "run", rowwise_config(dir, tp2, 4, 2, 2, "uniform", ""));
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "(tolerance comparison): matches "
+					    "the reference\n"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "\"match\":true,\"comparison\":{\"output\":"
+			      "\"tolerance\"}}"));
+	tu_result_free(&r);
+	r = tu_cli(3, "run",
+		   rowwise_config(dir, tp2, 4, 2, 2, "arange",
+				  ", \"mode\": \"training\""));
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.err, "(exact comparison of 1 of 6 tensors, "
+				    "tolerance for the rest): matches the "
+				    "reference\n") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(
+		r.out,
+		"\"comparison\":{\"output\":\"exact\",\"loss\":["
+		"\"tolerance\"],\"grads\":{\"fc.weight\":\"tolerance\","
+		"\"fc.bias\":\"tolerance\"},\"params_after\":{"
+		"\"fc.weight\":\"tolerance\",\"fc.bias\":\"tolerance\"}}"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -1152,7 +1308,8 @@ START_TEST(explain_walks_the_trace_step_by_step)
 				     "[replicate] global (2, 2), over tp "
 				     "groups [[0,1]], 16 bytes/rank\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
-					    "reference (max_abs_diff 0)"));
+					    "reference (max_abs_diff 0, exact "
+					    "comparison)"));
 	tu_result_free(&r);
 	/* A config is not a trace: trouble, exit 2. */
 	r = tu_cli(3, "explain", cfg);
@@ -2149,6 +2306,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
 	tcase_add_test(run,
 		       inject_bias_every_rank_is_diagnosed_from_its_symptom);
+	tcase_add_test(run, a_bias_bug_is_never_a_match);
+	tcase_add_test(run, a_mistake_the_tolerance_would_pass_still_differs);
+	tcase_add_test(run, the_trace_says_which_comparison_was_used);
 	tcase_add_test(run,
 		       inject_skip_all_reduce_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, gpt_example_counts_in_its_trace_are_megatrons);

@@ -58,6 +58,15 @@ struct tps_run_summary {
 	int64_t bytes_per_rank;
 	float max_abs_diff;
 	bool match;
+	/* The tensors compared (output; in training also every loss,
+	 * gradient and parameter after), and how many of them exactly
+	 * (tps_model_exactness); the rest within the tolerance. */
+	int compared, exact;
+	/* The injected mistake the run carried out ("" if none): then match
+	 * is false; mistake_hidden when the numbers alone were within the
+	 * tolerance. */
+	char mistake[64];
+	bool mistake_hidden;
 	/* Training: the steps run and the last step's loss, both ways. */
 	int steps;
 	float loss, reference_loss;
