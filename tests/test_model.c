@@ -603,16 +603,17 @@ static const char *const claim_modes[] = {
 START_TEST(exact_claims_hold_bit_for_bit)
 {
 	/* tp = _i. Every tensor the proof calls exact must equal the
-	 * reference bit for bit, over every bias mode, dp 1 and 2, batches
+	 * reference bit for bit, over every bias mode, dp 1 to 3, batches
 	 * that split unevenly, the input requiring a gradient or not. And
 	 * the proof must claim what it can: an arange MLP's output (bar
 	 * partial_split's b/N and gelu), a sum loss's first step and every
-	 * gradient of it. */
+	 * gradient of it (the input's only for dp a power of two: it is
+	 * scaled by 1/dp). */
 	int tp = _i, claimed = 0, compared = 0;
 	for (int m = 0; m < 4; m++) {
 		for (int mode = 0; mode < 6; mode++) {
 			for (int bm = 0; bm < 3; bm++) {
-				for (int dp = 1; dp <= 2; dp++) {
+				for (int dp = 1; dp <= 3; dp++) {
 					const char *bias = (bm + dp) % 2
 								   ? "true"
 								   : "false";
@@ -666,6 +667,7 @@ START_TEST(exact_claims_hold_bit_for_bit)
 					 * and the loss of an exact output. */
 					ck_assert_msg(
 						mode != 1 || m == 1 ||
+							(dp == 3 && m != 3) ||
 							(c.grads &&
 							 c.loss == !split &&
 							 c.params_after),
@@ -684,7 +686,7 @@ START_TEST(exact_claims_hold_bit_for_bit)
 	}
 	printf("tp %d: %d of %d compared tensors exact\n", tp, claimed,
 	       compared);
-	ck_assert_int_gt(claimed, compared / 3);
+	ck_assert_int_gt(claimed, compared / 4);
 }
 END_TEST
 
