@@ -129,6 +129,21 @@ int tps_cli_trouble(FILE *err, const struct tps_error *e)
 	return TPS_EXIT_TROUBLE;
 }
 
+void tps_cli_describe_comparison(int exact, int compared, char *buf,
+				 size_t size)
+{
+	if (exact == compared) {
+		snprintf(buf, size, "exact comparison");
+	} else if (exact == 0) {
+		snprintf(buf, size, "tolerance comparison");
+	} else {
+		snprintf(buf, size,
+			 "exact comparison of %d of %d tensors, tolerance for "
+			 "the rest",
+			 exact, compared);
+	}
+}
+
 /* "8G", "512M", "1048576" -> bytes; false if malformed or too large. */
 static bool parse_size(const char *s, int64_t *out)
 {
@@ -447,9 +462,24 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	if (s.stopped[0]) {
 		fprintf(err, "STOPPED by a shape error: %s\n", s.stopped);
 	} else {
-		fprintf(err, "max_abs_diff %s: %s\n", diff,
+		char how[96], paren[128] = "";
+		/* Shapes that differ were not compared at all. */
+		if (isfinite(s.max_abs_diff)) {
+			tps_cli_describe_comparison(s.exact, s.compared, how,
+						    sizeof how);
+			snprintf(paren, sizeof paren, " (%s)", how);
+		}
+		fprintf(err, "max_abs_diff %s%s: %s", diff, paren,
 			s.match ? "matches the reference"
 				: "DIFFERS from the reference");
+		if (s.mistake_hidden) {
+			fprintf(err,
+				", by the injected mistake %s, which the run "
+				"carried out (its numbers are within the "
+				"tolerance)",
+				s.mistake);
+		}
+		fputc('\n', err);
 	}
 	if (s.diagnosis[0]) {
 		fprintf(err, "tpsim: %s: diagnosis: %s\n", opts.config_path,

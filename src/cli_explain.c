@@ -1104,6 +1104,35 @@ static void symbolic_figure(FILE *out, const cJSON *symbolic, const char *key,
 	fputc('\n', out);
 }
 
+/* Counts the "exact" leaves of a result's "comparison" and all of its
+ * leaves. */
+static void count_comparison(const cJSON *c, int *exact, int *all)
+{
+	const cJSON *e;
+	if (cJSON_IsString(c)) {
+		*exact += strcmp(c->valuestring, "exact") == 0;
+		*all += 1;
+		return;
+	}
+	cJSON_ArrayForEach(e, c)
+	{
+		count_comparison(e, exact, all);
+	}
+}
+
+/* ", exact comparison" and the like, from "comparison" (traces before it
+ * have none: nothing). */
+static void print_comparison(FILE *out, const cJSON *comparison)
+{
+	int exact = 0, all = 0;
+	char how[96];
+	count_comparison(comparison, &exact, &all);
+	if (all > 0) {
+		tps_cli_describe_comparison(exact, all, how, sizeof how);
+		fprintf(out, ", %s", how);
+	}
+}
+
 /* The result of a symbolic run: the output's shape, what each rank holds
  * and sends; no values, no reference. */
 static void explain_symbolic(FILE *out, const cJSON *result,
@@ -1199,6 +1228,8 @@ static void explain_result(FILE *out, const cJSON *result,
 			fputs("none: the shapes differ", out);
 		} else {
 			print_number(out, d);
+			print_comparison(out, cJSON_GetObjectItemCaseSensitive(
+						      result, "comparison"));
 		}
 		fputs(md ? ").\n\n" : ")\n", out);
 	}

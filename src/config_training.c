@@ -300,26 +300,15 @@ static int dp_size(const struct tps_model_spec *spec)
 	return tps_mesh_group_size(&spec->mesh, spec->dp_mask);
 }
 
-/* The first dp rank (in the flattened dp group) that the chunk sampler
- * leaves without samples, or -1. The batch is split dim by dim in mesh
- * order, each with the chunk rule, as DTensor's Shard(0) on each dp dim. */
+/* The first dp rank (in the flattened dp group) that the sampler leaves
+ * without samples, or -1. */
 static int first_empty_dp_rank(const struct tps_model_spec *spec)
 {
 	int n = dp_size(spec);
 	for (int r = 0; r < n; r++) {
-		int64_t len = spec->input_shape.dim[0], start;
-		int rest = r, stride = n;
-		for (int d = 0; d < spec->mesh.ndim; d++) {
-			int size = spec->mesh.shape[d];
-			if (!(spec->dp_mask & (1u << d))) {
-				continue;
-			}
-			/* r is row-major over the dp dims in mesh order. */
-			stride /= size;
-			tps_chunk_range(len, size, rest / stride, &start, &len);
-			rest %= stride;
-		}
-		if (len == 0) {
+		int64_t start, rows;
+		tps_dp_split_range(spec, r, &start, &rows);
+		if (rows == 0) {
 			return r;
 		}
 	}
@@ -346,7 +335,8 @@ static void check_ddp(struct cfg *c, const struct tps_model_spec *spec)
 {
 	int empty;
 	if (!cfg_ok(c) || spec->dp_grad != TPS_DP_GRAD_DDP ||
-	    spec->loss == TPS_LOSS_SUM || spec->sampler != TPS_SAMPLER_CHUNK) {
+	    spec->loss == TPS_LOSS_SUM ||
+	    spec->sampler == TPS_SAMPLER_DISTRIBUTED) {
 		return;
 	}
 	empty = first_empty_dp_rank(spec);
@@ -354,10 +344,11 @@ static void check_ddp(struct cfg *c, const struct tps_model_spec *spec)
 		cfg_fail_at(c, "dp_grad", TPS_ERR_INPUT,
 			    "\"ddp\" with loss \"%s\" needs samples on "
 			    "every dp rank, but dp rank %d of %d gets none of "
-			    "the batch of %lld (chunk sampler): its loss, the "
+			    "the batch of %lld (%s sampler): its loss, the "
 			    "mean over no elements, is NaN, as in PyTorch",
 			    tps_loss_names[spec->loss], empty, dp_size(spec),
-			    (long long)spec->input_shape.dim[0]);
+			    (long long)spec->input_shape.dim[0],
+			    tps_sampler_names[spec->sampler]);
 	}
 }
 

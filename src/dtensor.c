@@ -9,24 +9,29 @@
 
 struct tps_placement tps_placement_replicate(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1};
+	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1, false};
 }
 
 struct tps_placement tps_placement_shard(int dim)
 {
-	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1};
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, false};
 }
 
 struct tps_placement tps_placement_shard_blocks(int dim, int64_t block)
 {
 	assert(block >= 0);
 	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim,
-				      block > 1 ? block : 1};
+				      block > 1 ? block : 1, false};
 }
 
 struct tps_placement tps_placement_partial(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1};
+	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1, false};
+}
+
+struct tps_placement tps_placement_shard_flat(int dim)
+{
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, true};
 }
 
 int64_t tps_placement_block(struct tps_placement p)
@@ -39,7 +44,8 @@ bool tps_placement_equal(struct tps_placement a, struct tps_placement b)
 	return a.kind == b.kind &&
 	       (a.kind != TPS_PLACEMENT_SHARD ||
 		(a.dim == b.dim &&
-		 tps_placement_block(a) == tps_placement_block(b)));
+		 tps_placement_block(a) == tps_placement_block(b) &&
+		 a.flat == b.flat));
 }
 
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
@@ -48,7 +54,9 @@ char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
 	case TPS_PLACEMENT_REPLICATE: snprintf(buf, size, "replicate"); break;
 	case TPS_PLACEMENT_SHARD:
 		/* Block 1 keeps the spelling of every trace before blocks. */
-		if (tps_placement_block(p) == 1) {
+		if (p.flat) {
+			snprintf(buf, size, "shard(%d,flat)", p.dim);
+		} else if (tps_placement_block(p) == 1) {
 			snprintf(buf, size, "shard(%d)", p.dim);
 		} else {
 			snprintf(buf, size, "shard(%d,block=%lld)", p.dim,
@@ -88,7 +96,7 @@ bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
 {
 	const char *c;
 	int64_t d, block = 1;
-	bool negative;
+	bool negative, flat = false;
 	if (strcmp(s, "replicate") == 0) {
 		*p = tps_placement_replicate();
 		return true;
@@ -106,6 +114,10 @@ bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
 		return false;
 	}
 	d = negative ? -d : d;
+	if (strcmp(c, ",flat)") == 0) {
+		flat = true;
+		c += 5;
+	}
 	if (strncmp(c, ",block=", 7) == 0 &&
 	    !parse_whole(c + 7, 1, TPS_MAX_ELEMENTS, &block, &c)) {
 		return false;
@@ -113,7 +125,42 @@ bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
 	if (strcmp(c, ")") != 0 || tps_dim_normalize((int)d, ndim) < 0) {
 		return false;
 	}
-	*p = tps_placement_shard_blocks(tps_dim_normalize((int)d, ndim), block);
+	d = tps_dim_normalize((int)d, ndim);
+	*p = flat ? tps_placement_shard_flat((int)d)
+		  : tps_placement_shard_blocks((int)d, block);
+	return true;
+}
+
+/*
+ * How mesh dim i splits its tensor dim: *size ranks, this rank being
+ * *index of them. A flat shard's first mesh dim stands for its whole
+ * flattened group (index row-major over the group's coordinates); its
+ * other dims give false: the group was split at the first.
+ */
+static bool split_of(const struct tps_mesh *mesh,
+		     const struct tps_placement *placements, const int *coord,
+		     int i, int *size, int *index)
+{
+	struct tps_placement p = placements[i];
+	if (p.kind != TPS_PLACEMENT_SHARD) {
+		return false;
+	}
+	*size = mesh->shape[i];
+	*index = coord[i];
+	if (!p.flat) {
+		return true;
+	}
+	for (int j = 0; j < i; j++) {
+		if (tps_placement_equal(placements[j], p)) {
+			return false;
+		}
+	}
+	for (int j = i + 1; j < mesh->ndim; j++) {
+		if (tps_placement_equal(placements[j], p)) {
+			*index = *index * mesh->shape[j] + coord[j];
+			*size *= mesh->shape[j];
+		}
+	}
 	return true;
 }
 
@@ -131,14 +178,14 @@ void tps_dtensor_local_region(const struct tps_mesh *mesh,
 	/* Chunk of a chunk, mesh dim by mesh dim in mesh order. */
 	for (int i = 0; i < mesh->ndim; i++) {
 		int64_t start, len;
-		int d = placements[i].dim;
-		if (placements[i].kind != TPS_PLACEMENT_SHARD) {
+		int d = placements[i].dim, size, index;
+		if (!split_of(mesh, placements, coord, i, &size, &index)) {
 			continue;
 		}
 		assert(d >= 0 && d < global->ndim);
 		tps_chunk_range_blocks(length[d],
-				       tps_placement_block(placements[i]),
-				       mesh->shape[i], coord[i], &start, &len);
+				       tps_placement_block(placements[i]), size,
+				       index, &start, &len);
 		offset[d] += start;
 		length[d] = len;
 	}
@@ -172,10 +219,11 @@ enum tps_status tps_dtensor_check_placements(
 			length[d] = global->dim[d];
 		}
 		for (int i = 0; i < mesh->ndim; i++) {
-			int d = placements[i].dim;
+			int d = placements[i].dim, size, index;
 			int64_t block = tps_placement_block(placements[i]);
 			int64_t start;
-			if (placements[i].kind != TPS_PLACEMENT_SHARD) {
+			if (!split_of(mesh, placements, coord, i, &size,
+				      &index)) {
 				continue;
 			}
 			if (length[d] % block != 0) {
@@ -189,8 +237,8 @@ enum tps_status tps_dtensor_check_placements(
 					mesh->dim_names[i], d,
 					(long long)length[d], (long long)block);
 			}
-			tps_chunk_range_blocks(length[d], block, mesh->shape[i],
-					       coord[i], &start, &length[d]);
+			tps_chunk_range_blocks(length[d], block, size, index,
+					       &start, &length[d]);
 		}
 	}
 	return TPS_OK;
@@ -460,6 +508,17 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 	s.mesh_dim = i;
 	s.before = from;
 	s.after = to;
+	if (from.flat || to.flat) {
+		/* Only distribute makes one: a step on one of its mesh dims
+		 * would split or gather a single dim of the group. */
+		return tps_error_set(
+			err, TPS_ERR_UNSUPPORTED,
+			"redistribute %s -> %s on mesh dim \"%s\": a flat "
+			"shard is made by distribute only",
+			tps_placement_format(from, a, sizeof a),
+			tps_placement_format(to, b, sizeof b),
+			dt->mesh->dim_names[i]);
+	}
 	if (to.kind == TPS_PLACEMENT_PARTIAL) {
 		return tps_error_set(
 			err, TPS_ERR_UNSUPPORTED,

@@ -117,10 +117,11 @@ find_override(const struct tps_model_spec *spec, const char *name)
 }
 
 /*
- * The dp split of the batch: how many rows each dp rank holds (DTensor's
- * Shard(0) on each dp dim in mesh order: a chunk of a chunk) and, for
- * DistributedSampler, which rows: flattened dp rank r takes r, r + dp,
- * r + 2 dp, ... (shuffle=False; the config ensures dp divides the batch).
+ * The dp split of the batch: how many rows each dp rank holds (one chunk
+ * over the flattened dp group; a chunk of a chunk with chunk_of_chunks:
+ * tps_dp_split_range) and, for DistributedSampler, which rows: flattened
+ * dp rank r takes r, r + dp, r + 2 dp, ... (shuffle=False; the config
+ * ensures dp divides the batch).
  */
 static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 				     struct tps_model *m, struct tps_error *err)
@@ -137,24 +138,8 @@ static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
 	for (int r = 0; r < m->dp; r++) {
-		/* Decode r into coordinates on the dp dims, row-major, and
-		 * chunk the rows dim by dim. */
-		int rest = r, coord[TPS_MAX_MESH_DIMS] = {0};
-		int64_t len = n;
-		for (int i = mesh->ndim - 1; i >= 0; i--) {
-			if (spec->dp_mask & (1u << i)) {
-				coord[i] = rest % mesh->shape[i];
-				rest /= mesh->shape[i];
-			}
-		}
-		for (int i = 0; i < mesh->ndim; i++) {
-			int64_t start;
-			if (spec->dp_mask & (1u << i)) {
-				tps_chunk_range(len, mesh->shape[i], coord[i],
-						&start, &len);
-			}
-		}
-		m->dp_counts[r] = len;
+		int64_t start;
+		tps_dp_split_range(spec, r, &start, &m->dp_counts[r]);
 	}
 	if (spec->sampler == TPS_SAMPLER_DISTRIBUTED && n % m->dp != 0) {
 		return tps_error_set(
@@ -428,7 +413,13 @@ enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
 	o.loss = calloc((size_t)o.steps, sizeof *o.loss);
 	o.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1), sizeof *o.grads);
 	o.params_after = calloc((size_t)(n ? n : 1), sizeof *o.params_after);
-	if (!o.loss || !o.grads || !o.params_after) {
+	o.exact.loss = calloc((size_t)o.steps, sizeof *o.exact.loss);
+	o.exact.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1),
+			       sizeof *o.exact.grads);
+	o.exact.params_after =
+		calloc((size_t)(n ? n : 1), sizeof *o.exact.params_after);
+	if (!o.loss || !o.grads || !o.params_after || !o.exact.loss ||
+	    !o.exact.grads || !o.exact.params_after) {
 		tps_model_outcome_free(&o);
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
@@ -452,6 +443,9 @@ void tps_model_outcome_free(struct tps_model_outcome *out)
 		tps_tensor_free(&out->params_after[i]);
 	}
 	free(out->params_after);
+	free(out->exact.loss);
+	free(out->exact.grads);
+	free(out->exact.params_after);
 	memset(out, 0, sizeof *out);
 }
 

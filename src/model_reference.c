@@ -169,11 +169,33 @@ enum tps_status tps_model_run_reference(struct tps_model *model,
 	int steps = training ? spec->steps : 1;
 	struct tps_model_outcome o = {0};
 	struct tps_tensor dinput = {0};
-	enum tps_status st = tps_model_outcome_init(&o, model, err);
+	int n = model->n_params;
+	/* Per parameter: the same on both sides so far; this step's
+	 * gradient exact (model_exact.c). */
+	bool *equal = malloc((size_t)(n > 0 ? n : 1) * sizeof *equal);
+	bool *grad_ok = calloc((size_t)(n > 0 ? n : 1), sizeof *grad_ok);
+	enum tps_status st =
+		equal && grad_ok
+			? tps_model_outcome_init(&o, model, err)
+			: tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 
+	for (int i = 0; equal && i < n; i++) {
+		equal[i] = true;
+	}
 	for (int step = 0; step < steps && st == TPS_OK; step++) {
 		struct tps_tensor y = {0};
-		st = forward(model, input, training, &y, err);
+		st = tps_model_exact_step(model, input, equal, step, &o.exact,
+					  grad_ok, err);
+		for (int i = 0; st == TPS_OK && training && i < n; i++) {
+			equal[i] = equal[i] && grad_ok[i];
+			if (step == steps - 1) {
+				o.exact.grads[i] = grad_ok[i];
+				o.exact.params_after[i] = equal[i];
+			}
+		}
+		if (st == TPS_OK) {
+			st = forward(model, input, training, &y, err);
+		}
 		if (st == TPS_OK && training) {
 			st = train_step(model, &y, target, step, &o.loss[step],
 					&dinput, err);
@@ -186,6 +208,8 @@ enum tps_status tps_model_run_reference(struct tps_model *model,
 	if (st == TPS_OK && training) {
 		st = collect_training(model, &dinput, &o, err);
 	}
+	free(equal);
+	free(grad_ok);
 	tps_tensor_free(&dinput);
 	if (st != TPS_OK) {
 		tps_model_outcome_free(&o);

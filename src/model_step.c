@@ -130,8 +130,32 @@ static enum tps_status broadcast_from_tp_root(const struct tps_nn_context *ctx,
 	return tps_event_emit(ctx->sink, &ev, err);
 }
 
-/* A global batch-major tensor on every rank: replicated, then split over
- * the dp dims as the sampler says (one split event per dp dim). */
+/* The event of the batch's split over the flattened dp group (dp_mask):
+ * one layout event, as redistribute's steps are one mesh dim each. */
+static enum tps_status emit_flat_split(const struct tps_nn_context *ctx,
+				       unsigned dp_mask,
+				       const struct tps_dtensor *x,
+				       const char *module, const char *tensor,
+				       const char *note, struct tps_error *err)
+{
+	struct tps_event ev = {0};
+	ev.step = ctx->step;
+	ev.phase = ctx->phase;
+	ev.kind = TPS_EVENT_LAYOUT;
+	ev.module = module;
+	ev.op = "split";
+	ev.tensor = tensor;
+	ev.mask = dp_mask;
+	ev.note = note;
+	ev.value = x;
+	return tps_event_emit(ctx->sink, &ev, err);
+}
+
+/* A global batch-major tensor on every rank: each dp rank's part of it,
+ * as the sampler says. Over several dp dims, one split over their
+ * flattened group (shard(0,flat) on each: one event); with
+ * chunk_of_chunks, or over one dp dim, a shard(0) on each dp dim, the
+ * whole batch distributed and then split dim by dim (one event each). */
 static enum tps_status distribute_batch(const struct tps_nn_context *ctx,
 					const struct tps_model *model,
 					const struct tps_tensor *global,
@@ -141,26 +165,37 @@ static enum tps_status distribute_batch(const struct tps_nn_context *ctx,
 {
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_placement p[TPS_MAX_MESH_DIMS];
+	bool flat = tps_dp_split_flat(spec);
 	const char *note = spec->sampler == TPS_SAMPLER_DISTRIBUTED
 				   ? "DistributedSampler (shuffle=False): dp "
 				     "rank r takes samples r, r + dp, r + 2 "
 				     "dp, ..."
-				   : "each dp rank takes its chunk of the "
-				     "batch";
+			   : flat ? "each dp rank takes its chunk of the "
+				    "batch, one chunk over the flattened dp "
+				    "group"
+				  : "each dp rank takes its chunk of the "
+				    "batch";
 	enum tps_status st;
 	for (int i = 0; i < spec->mesh.ndim; i++) {
-		p[i] = tps_placement_replicate();
+		p[i] = flat && (spec->dp_mask & (1u << i))
+			       ? tps_placement_shard_flat(0)
+			       : tps_placement_replicate();
 	}
 	st = tps_dtensor_distribute(x, &spec->mesh, global, p, err);
 	if (st != TPS_OK || !spec->dp_mask) {
 		return st;
 	}
-	for (int i = 0; i < spec->mesh.ndim; i++) {
-		if (spec->dp_mask & (1u << i)) {
-			p[i] = tps_placement_shard(0);
+	if (flat) {
+		st = emit_flat_split(ctx, spec->dp_mask, x, module, tensor,
+				     note, err);
+	} else {
+		for (int i = 0; i < spec->mesh.ndim; i++) {
+			if (spec->dp_mask & (1u << i)) {
+				p[i] = tps_placement_shard(0);
+			}
 		}
+		st = tps_nn_redistribute(ctx, x, p, module, tensor, note, err);
 	}
-	st = tps_nn_redistribute(ctx, x, p, module, tensor, note, err);
 	if (st != TPS_OK) {
 		tps_dtensor_free(x);
 	}

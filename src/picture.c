@@ -161,9 +161,7 @@ static enum tps_status read_event(struct tps_picture *pic, const cJSON *ev,
 					 &pic->placements[i])) {
 			tps_json_path_push_index(&p, (size_t)i);
 			return bad_input(err, trace_name, &p,
-					 "expected replicate, partial or "
-					 "shard(d) (or shard(d,block=b)) with "
-					 "d a dim of the global shape");
+					 "expected " TPS_PLACEMENT_FORMS);
 		}
 	}
 	/* Blocks that do not divide what they chunk have no regions. */

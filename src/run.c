@@ -2,9 +2,11 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -45,36 +47,118 @@ static void describe_mesh(const struct tps_mesh *m, char *buf, size_t size)
 	}
 }
 
+/* Whether a mesh dim's name reads as data parallelism ("dp",
+ * "dp_shard", "data", "batch", any case): then the warning about an
+ * unused dim says that dp_dim would split the batch over it. */
+static bool looks_data_parallel(const char *name)
+{
+	static const char *const words[] = {"dp", "data", "batch"};
+	for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+		size_t n = strlen(words[w]);
+		for (const char *c = name; *c; c++) {
+			if (strncasecmp(c, words[w], n) == 0) {
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Appends a warning, if there is room (there always is: see run.h). */
+static void add_warning(struct tps_run_summary *summary, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_warning(struct tps_run_summary *summary, const char *fmt, ...)
+{
+	va_list ap;
+	if (summary->n_warnings == TPS_RUN_MAX_WARNINGS) {
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(summary->warnings[summary->n_warnings++],
+		  sizeof summary->warnings[0], fmt, ap);
+	va_end(ap);
+}
+
 void tps_run_warnings(const struct tps_model_spec *spec,
 		      const int64_t *dp_counts, int dp,
 		      struct tps_run_summary *summary)
 {
 	const struct tps_mesh *mesh = &spec->mesh;
+	bool mean_loss =
+		spec->mode == TPS_MODE_TRAINING && spec->loss != TPS_LOSS_SUM;
+	int64_t most = 0, least = 0;
+	char esc[TPS_NAME_MAX * 4];
+
 	summary->n_warnings = 0;
 	if (spec->tp_dim != mesh->ndim - 1) {
-		snprintf(summary->warnings[summary->n_warnings++],
-			 sizeof summary->warnings[0],
-			 "TP runs over mesh dim \"%s\" (dim %d of %d), not the "
-			 "innermost: on a cluster the innermost dim is the one "
-			 "inside a node, so every TP collective here would "
-			 "cross the slower links between nodes. PyTorch "
-			 "refuses this (TP needs to be the innermost "
-			 "dimension on its parent mesh); \"strict_tp_innermost"
-			 "\": true makes it an error here too",
-			 mesh->dim_names[spec->tp_dim], spec->tp_dim,
-			 mesh->ndim);
+		add_warning(summary,
+			    "TP runs over mesh dim \"%s\" (dim %d of %d), not "
+			    "the innermost: on a cluster the innermost dim is "
+			    "the one inside a node, so every TP collective "
+			    "here would cross the slower links between nodes. "
+			    "PyTorch refuses this (TP needs to be the "
+			    "innermost dimension on its parent mesh); "
+			    "\"strict_tp_innermost\": true makes it an error "
+			    "here too",
+			    mesh->dim_names[spec->tp_dim], spec->tp_dim,
+			    mesh->ndim);
 	}
-	if (spec->mode == TPS_MODE_TRAINING && spec->loss != TPS_LOSS_SUM &&
-	    spec->dp_grad == TPS_DP_GRAD_GLOBAL && dp > 1 &&
-	    dp_counts[0] != dp_counts[dp - 1]) {
-		snprintf(summary->warnings[summary->n_warnings++],
-			 sizeof summary->warnings[0],
-			 "the dp ranks hold unequal parts of the batch (%lld "
-			 "to %lld samples): DDP's plain average of their "
-			 "local means would weight samples unequally; with "
-			 "dp_grad global each rank's loss is scaled by its "
-			 "share, so the step is the global-batch gradient",
-			 (long long)dp_counts[0], (long long)dp_counts[dp - 1]);
+	/* A dim of size 1 holds one rank: it repeats nothing. */
+	for (int i = 0; i < mesh->ndim; i++) {
+		char hint[TPS_NAME_MAX * 4 + 96] = "";
+		if (i == spec->tp_dim || (spec->dp_mask & (1u << i)) ||
+		    mesh->shape[i] == 1) {
+			continue;
+		}
+		tps_json_escape_for_message(mesh->dim_names[i], esc,
+					    sizeof esc);
+		if (looks_data_parallel(mesh->dim_names[i])) {
+			snprintf(hint, sizeof hint,
+				 "; naming it in \"dp_dim\" would split the "
+				 "batch over it%s%s%s",
+				 spec->dp_mask ? " too" : " (\"dp_dim\": \"",
+				 spec->dp_mask ? "" : esc,
+				 spec->dp_mask ? "" : "\")");
+		}
+		add_warning(summary,
+			    "mesh dim \"%s\" (size %d) is neither tp_dim nor "
+			    "dp_dim, so it does nothing: its %d ranks repeat "
+			    "each other, each holding the same parameters and "
+			    "computing %s%s",
+			    esc, mesh->shape[i], mesh->shape[i],
+			    spec->dp_mask ? "the same part of the batch"
+					  : "the whole batch",
+			    hint);
+	}
+	for (int r = 0; r < dp; r++) {
+		most = r == 0 || dp_counts[r] > most ? dp_counts[r] : most;
+		least = r == 0 || dp_counts[r] < least ? dp_counts[r] : least;
+	}
+	if (mean_loss && dp > 1 && most != least) {
+		if (spec->dp_grad == TPS_DP_GRAD_GLOBAL) {
+			add_warning(
+				summary,
+				"the dp ranks hold unequal parts of the batch "
+				"(%lld to %lld samples): DDP's plain average "
+				"of their local means would weight samples "
+				"unequally; with dp_grad global each rank's "
+				"loss is scaled by its share, so the step is "
+				"the global-batch gradient",
+				(long long)most, (long long)least);
+		} else {
+			add_warning(
+				summary,
+				"the dp ranks hold unequal parts of the batch "
+				"(%lld to %lld samples): with dp_grad ddp the "
+				"step is the plain average of the ranks' "
+				"local means, as DDP's, so a sample on a rank "
+				"with fewer weighs more than one on a rank "
+				"with more, and the step is not the gradient "
+				"of the global-batch mean (dp_grad global "
+				"scales each rank's loss by its share)",
+				(long long)most, (long long)least);
+		}
 	}
 }
 
@@ -83,16 +167,14 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 static void values_warning(const struct tps_run_spec *spec,
 			   struct tps_run_summary *summary)
 {
-	if (spec->values_ignored == TPS_TRACE_VALUES_NONE ||
-	    summary->n_warnings == TPS_RUN_MAX_WARNINGS) {
+	if (spec->values_ignored == TPS_TRACE_VALUES_NONE) {
 		return;
 	}
-	snprintf(summary->warnings[summary->n_warnings++],
-		 sizeof summary->warnings[0],
-		 "/trace/values: \"%s\" is not written: a symbolic run has no "
-		 "values, so the trace holds shapes and placements only "
-		 "(\"values\": \"none\")",
-		 tps_trace_values_names[spec->values_ignored]);
+	add_warning(summary,
+		    "/trace/values: \"%s\" is not written: a symbolic run has "
+		    "no values, so the trace holds shapes and placements only "
+		    "(\"values\": \"none\")",
+		    tps_trace_values_names[spec->values_ignored]);
 }
 
 enum tps_status tps_run_collect_warnings(const struct tps_run_spec *spec,
@@ -108,22 +190,24 @@ enum tps_status tps_run_collect_warnings(const struct tps_run_spec *spec,
 	/* Redistributions that the next one undoes: a meta pass of one
 	 * step, since the warnings head the trace. */
 	st = tps_cost_plan_warning(&spec->model, plan_warning, err);
-	if (st == TPS_OK && plan_warning[0] &&
-	    summary->n_warnings < TPS_RUN_MAX_WARNINGS) {
-		snprintf(summary->warnings[summary->n_warnings++],
-			 sizeof summary->warnings[0], "%s", plan_warning);
+	if (st == TPS_OK && plan_warning[0]) {
+		add_warning(summary, "%s", plan_warning);
 	}
 	return st;
 }
 
-/* Folds one comparison into the running max and match. */
+/* Folds one comparison into the running max and match: exactly (every
+ * element equal) or within the tolerance. */
 static void compare_into(const struct tps_tensor *a, const struct tps_tensor *b,
-			 double atol, double rtol, float *max_abs_diff,
-			 bool *all_match)
+			 bool exact, double atol, double rtol,
+			 float *max_abs_diff, bool *all_match)
 {
 	float diff;
 	bool match;
 	tps_run_compare(a, b, atol, rtol, &diff, &match);
+	if (exact) {
+		match = diff == 0.0f;
+	}
 	*max_abs_diff = diff > *max_abs_diff ? diff : *max_abs_diff;
 	*all_match = *all_match && match;
 }
@@ -132,6 +216,7 @@ void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 			      const struct tps_model_outcome *b, double atol,
 			      double rtol, float *max_abs_diff, bool *match)
 {
+	const struct tps_model_exactness *x = &b->exact;
 	*max_abs_diff = 0.0f;
 	*match = a->steps == b->steps && a->n_grads == b->n_grads &&
 		 a->n_params == b->n_params;
@@ -139,21 +224,41 @@ void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 		*max_abs_diff = INFINITY;
 		return;
 	}
-	compare_into(&a->output, &b->output, atol, rtol, max_abs_diff, match);
+	compare_into(&a->output, &b->output, x->output, atol, rtol,
+		     max_abs_diff, match);
 	for (int i = 0; i < a->steps; i++) {
 		int64_t one = 1;
 		struct tps_shape s = tps_shape_make(1, &one);
 		struct tps_tensor la = {s, &a->loss[i], false};
 		struct tps_tensor lb = {s, &b->loss[i], false};
-		compare_into(&la, &lb, atol, rtol, max_abs_diff, match);
+		compare_into(&la, &lb, x->loss[i], atol, rtol, max_abs_diff,
+			     match);
 	}
 	for (int i = 0; i < a->n_grads; i++) {
-		compare_into(&a->grads[i], &b->grads[i], atol, rtol,
-			     max_abs_diff, match);
+		compare_into(&a->grads[i], &b->grads[i], x->grads[i], atol,
+			     rtol, max_abs_diff, match);
 	}
 	for (int i = 0; i < a->n_params; i++) {
-		compare_into(&a->params_after[i], &b->params_after[i], atol,
-			     rtol, max_abs_diff, match);
+		compare_into(&a->params_after[i], &b->params_after[i],
+			     x->params_after[i], atol, rtol, max_abs_diff,
+			     match);
+	}
+}
+
+void tps_run_count_exact(const struct tps_model_outcome *ref, int *exact,
+			 int *compared)
+{
+	const struct tps_model_exactness *x = &ref->exact;
+	*compared = 1 + ref->steps + ref->n_grads + ref->n_params;
+	*exact = x->output ? 1 : 0;
+	for (int i = 0; i < ref->steps; i++) {
+		*exact += x->loss[i] ? 1 : 0;
+	}
+	for (int i = 0; i < ref->n_grads; i++) {
+		*exact += x->grads[i] ? 1 : 0;
+	}
+	for (int i = 0; i < ref->n_params; i++) {
+		*exact += x->params_after[i] ? 1 : 0;
 	}
 }
 
@@ -682,6 +787,16 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 			tps_run_compare_outcomes(
 				&sim, &ref, spec->atol, spec->rtol,
 				&result.max_abs_diff, &result.match);
+			tps_run_count_exact(&ref, &summary->exact,
+					    &summary->compared);
+		}
+		/* A mistake the run carried out is never a match, whatever
+		 * the numbers say (a tolerance can hide it). */
+		if (trace->first_mistake) {
+			summary->mistake_hidden = result.match;
+			result.match = false;
+			snprintf(summary->mistake, sizeof summary->mistake,
+				 "%s", trace->first_mistake);
 		}
 		if (ms->inject) {
 			diagnose(&model, &input, &sim, &ref,

@@ -17,7 +17,8 @@ const char *const tps_bias_mode_names[] = {"after_reduce", "partial_split",
 const char *const tps_uneven_names[] = {"chunk", "divisible", NULL};
 const char *const tps_init_method_names[] = {
 	"arange", "ones", "zeros", "uniform", "normal", "tokens", "torch", NULL};
-const char *const tps_sampler_names[] = {"chunk", "distributed", NULL};
+const char *const tps_sampler_names[] = {"chunk", "distributed",
+					 "chunk_of_chunks", NULL};
 const char *const tps_mistake_names[] = {
 	"bias_every_rank", "skip_all_reduce",	       "skip_gather",
 	"wrong_shard_dim", "tp_allreduce_weight_grad", NULL};
@@ -89,6 +90,42 @@ int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
 		}
 	}
 	return -1;
+}
+
+bool tps_dp_split_flat(const struct tps_model_spec *spec)
+{
+	unsigned mask = spec->dp_mask;
+	return spec->sampler != TPS_SAMPLER_CHUNK_OF_CHUNKS &&
+	       (mask & (mask - 1)) != 0;
+}
+
+void tps_dp_split_range(const struct tps_model_spec *spec, int r,
+			int64_t *start, int64_t *rows)
+{
+	const struct tps_mesh *mesh = &spec->mesh;
+	int64_t n = spec->input_shape.dim[0];
+	int dp = tps_mesh_group_size(mesh, spec->dp_mask);
+	int stride = dp;
+	if (spec->sampler != TPS_SAMPLER_CHUNK_OF_CHUNKS) {
+		/* DistributedSampler's n is a multiple of dp (config.h):
+		 * its chunks, of its reordered rows, are n / dp each. */
+		tps_chunk_range(n, dp, r, start, rows);
+		return;
+	}
+	/* r is row-major over the dp dims in mesh order; each chunks the
+	 * chunk the dims before it left. */
+	*start = 0;
+	*rows = n;
+	for (int d = 0; d < mesh->ndim; d++) {
+		int64_t at;
+		if (!(spec->dp_mask & (1u << d))) {
+			continue;
+		}
+		stride /= mesh->shape[d];
+		tps_chunk_range(*rows, mesh->shape[d],
+				r / stride % mesh->shape[d], &at, rows);
+		*start += at;
+	}
 }
 
 bool tps_mistake_in_backward(enum tps_mistake m)

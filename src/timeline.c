@@ -244,9 +244,7 @@ static enum tps_status read_layout(struct builder *b, const cJSON *o,
 		    !tps_placement_parse(s->valuestring, n, &placements[i])) {
 			tps_json_path_push_index(&b->p, (size_t)i);
 			return fail(b, TPS_ERR_INPUT,
-				    "expected replicate, partial or shard(d) "
-				    "(or shard(d,block=b)) with d a dim of "
-				    "the global shape");
+				    "expected " TPS_PLACEMENT_FORMS);
 		}
 	}
 	/* tps_dtensor_local_region asserts on blocks that do not divide. */

@@ -831,6 +831,48 @@ static void write_named(struct tps_trace *t, const char *key,
 	fputc('}', t->out);
 }
 
+/* How one compared tensor was compared. */
+static const char *comparison_of(bool exact)
+{
+	return exact ? "\"exact\"" : "\"tolerance\"";
+}
+
+/* "comparison": how each compared tensor was compared, "exact" or
+ * "tolerance", laid out as the result's keys are: "output", and in
+ * training "loss" (per step), "grads" and "params_after" (by name). */
+static void write_comparison(const struct tps_trace *t,
+			     const struct tps_model *model,
+			     const struct tps_model_outcome *ref)
+{
+	const struct tps_model_exactness *x = &ref->exact;
+	FILE *out = t->out;
+	fprintf(out, ",\"comparison\":{\"output\":%s",
+		comparison_of(x->output));
+	if (ref->steps > 0) {
+		fputs(",\"loss\":[", out);
+		for (int i = 0; i < ref->steps; i++) {
+			fprintf(out, "%s%s", i ? "," : "",
+				comparison_of(x->loss[i]));
+		}
+		fputs("],\"grads\":{", out);
+		for (int i = 0; i < ref->n_grads; i++) {
+			fputs(i ? "," : "", out);
+			tps_trace_write_string(
+				out, i < model->n_params ? model->params[i].name
+							 : "input");
+			fprintf(out, ":%s", comparison_of(x->grads[i]));
+		}
+		fputs("},\"params_after\":{", out);
+		for (int i = 0; i < ref->n_params; i++) {
+			fputs(i ? "," : "", out);
+			tps_trace_write_string(out, model->params[i].name);
+			fprintf(out, ":%s", comparison_of(x->params_after[i]));
+		}
+		fputc('}', out);
+	}
+	fputc('}', out);
+}
+
 /* "key":{"bytes":B,"rank":R} with "min_bytes", "min_rank" when the
  * ranks differ. */
 static void write_figure(FILE *out, const char *key,
@@ -949,6 +991,10 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 			put_float(t, r->max_abs_diff);
 		}
 		fprintf(t->out, ",\"match\":%s", r->match ? "true" : "false");
+		/* Like max_abs_diff: absent when nothing was compared. */
+		if (isfinite(r->max_abs_diff)) {
+			write_comparison(t, r->model, r->ref);
+		}
 	}
 	if (t->first_mistake) {
 		/* Where an injected mistake first made a value, and what the

@@ -468,9 +468,7 @@ static enum tps_status read_placements(struct reader *r, const cJSON *o,
 		    !tps_placement_parse(s->valuestring, shape->ndim, &pl[i])) {
 			tps_json_path_push_index(&r->p, (size_t)i);
 			return bad(r,
-				   "expected replicate, partial or shard(d) "
-				   "(or shard(d,block=b)) with d a dim of the "
-				   "global shape, got %s",
+				   "expected " TPS_PLACEMENT_FORMS ", got %s",
 				   describe(s, got, sizeof got));
 		}
 	}

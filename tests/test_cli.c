@@ -820,7 +820,8 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		 1,
 		 "/events/3/placements/0: expected replicate, partial or "
 		 "shard(d) "
-		 "(or shard(d,block=b)) with d a dim of the global shape, got "
+		 "(or shard(d,block=b), shard(d,flat)) with d a dim of the "
+		 "global shape, got "
 		 "\"shard(5)\""},
 		{{{"\"placements\":[\"replicate\"],\"global_shape\":[2,2],"
 		   "\"bytes",
@@ -1650,8 +1651,9 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 				     "[[32,74],[72,178]]}"));
 	ck_assert_ptr_nonnull(strstr(text, "\"mistake\":\"bias_every_rank\""));
 	ck_assert_ptr_nonnull(strstr(
-		text, "\"match\":false,\"diverged_at\":{\"seq\":4,"
-		      "\"mistake\":\"bias_every_rank\"},\"diagnosis\":"));
+		text, "\"match\":false,\"comparison\":{\"output\":\"exact\"},"
+		      "\"diverged_at\":{\"seq\":4,\"mistake\":"
+		      "\"bias_every_rank\"},\"diagnosis\":"));
 	free(text);
 	/* tp = 4: three extra copies. */
 	r = tu_cli(5, "run", inject_config(dir, 4, false, "bias_every_rank"),
@@ -1669,6 +1671,161 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 		"(max_abs_diff 2): fc added its whole bias on every rank "
 		"before the all_reduce, (tp - 1) x bias = 1 x fc.bias "
 		"too much in its output"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* A one-linear config: mesh, in -> out rowwise, the input's shape and init,
+ * and what follows (inject, params). */
+static const char *rowwise_config(const char *dir, const char *mesh, int in,
+				  int out, int batch, const char *init,
+				  const char *rest)
+{
+	char text[1024];
+	snprintf(
+		text, sizeof text,
+		"{\"tpsim\": 1, \"mesh\": %s, \"model\": [{\"name\": \"fc\", "
+		"\"type\": \"linear\", \"in_features\": %d, \"out_features\": "
+		"%d}], \"plan\": {\"fc\": \"rowwise\"}, \"input\": {\"shape\": "
+		"[%d, %d], \"init\": \"%s\"}, \"init\": {\"method\": "
+		"\"%s\"}%s}",
+		mesh, in, out, batch, in, init, init, rest);
+	return write_config(dir, "c.json", text);
+}
+
+START_TEST(a_bias_bug_is_never_a_match)
+{
+	/* The issue's cases. Rowwise 64 -> 2 at tp 2 on arange: x and W are
+	 * both [1..64; 65..128], b = [1, 2], so by hand y = x W^T + b is
+	 *   y00 = sum_{k=1}^{64} k^2 + 1             = 89440 + 1  = 89441
+	 *   y01 = sum_{k=1}^{64} k (64 + k) + 2      = 222560 + 2 = 222562
+	 *   y10 = the same sum + 1                                = 222561
+	 *   y11 = sum_{k=65}^{128} k^2 + 2 = 707264 - 89440 + 2   = 617826
+	 * The bias on both ranks adds 1 x b (max_abs_diff 2), which the
+	 * tolerance, 1e-5 + 1e-5 x 617826 = 6.2, would call a match. The
+	 * values are integers whose sums stay below 2^24, so they are
+	 * compared exactly. The same on a (2, 3) dp x tp mesh with 4
+	 * outputs: 2 x b, 2 x 4 = 8 at most. */
+	static const struct {
+		const char *mesh, *dp;
+		int out, batch;
+		const char *verdict, *diagnosis;
+	} cases[] = {
+		{"{\"shape\": [2], \"dim_names\": [\"tp\"]}", "", 2, 2,
+		 "max_abs_diff 2 (exact comparison): DIFFERS from the "
+		 "reference\n",
+		 "by exactly (tp - 1) x bias = 1 x fc.bias in every row"},
+		{"{\"shape\": [2, 3], \"dim_names\": [\"dp\", \"tp\"]}, "
+		 "\"dp_dim\": \"dp\"",
+		 "", 4, 4,
+		 "max_abs_diff 8 (exact comparison): DIFFERS from the "
+		 "reference\n",
+		 "by exactly (tp - 1) x bias = 2 x fc.bias in every row"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tu_result r = tu_cli(
+			3, "run",
+			rowwise_config(dir, cases[i].mesh, 64, cases[i].out,
+				       cases[i].batch, "arange",
+				       ", \"inject\": [\"bias_every_rank\"]"));
+		ck_assert_int_eq(r.rc, 1);
+		ck_assert_msg(strstr(r.err, cases[i].verdict) != NULL,
+			      "case %zu: %s", i, r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, cases[i].diagnosis));
+		ck_assert_ptr_null(strstr(r.err, "matches"));
+		ck_assert_ptr_nonnull(strstr(
+			r.out, "\"match\":false,\"comparison\":{\"output\":"
+			       "\"exact\"},\"diverged_at\":"));
+		tu_result_free(&r);
+	}
+	/* The reference is the hand's y above. */
+	{
+		struct tu_result r =
+			tu_cli(3, "run",
+			       rowwise_config(dir, cases[0].mesh, 64, 2, 2,
+					      "arange", ""));
+		ck_assert_int_eq(r.rc, 0);
+		ck_assert_ptr_nonnull(
+			strstr(r.out, "\"reference_output\":{\"shape\":[2,2],"
+				      "\"values\":[[89441,222562],[222561,"
+				      "617826]]}"));
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(a_mistake_the_tolerance_would_pass_still_differs)
+{
+	/* Uniform values, a zero bias: the bias on both ranks adds nothing,
+	 * and the numbers differ by rounding only (within the tolerance).
+	 * The run carried the mistake out, so it is not a match, and the
+	 * summary says why. */
+	const char *dir = tu_tempdir();
+	struct tu_result r = tu_cli(
+		3, "run",
+		rowwise_config(dir, "{\"shape\": [2], \"dim_names\": [\"tp\"]}",
+			       4, 2, 2, "uniform",
+			       ", \"params\": {\"fc.bias\": [0, 0]}, "
+			       "\"inject\": [\"bias_every_rank\"]"));
+	ck_assert_int_eq(r.rc, 1);
+	ck_assert_msg(strstr(r.err, "(tolerance comparison): DIFFERS from the "
+				    "reference, by the injected mistake "
+				    "bias_every_rank, which the run carried "
+				    "out (its numbers are within the "
+				    "tolerance)\n") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "diagnosis: "));
+	ck_assert_ptr_null(strstr(r.err, "matches"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "\"match\":false,\"comparison\":{\"output\":"
+			      "\"tolerance\"},\"diverged_at\":"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(the_trace_says_which_comparison_was_used)
+{
+	/* Clean runs: arange's integers are compared exactly, uniform
+	 * values within the tolerance; in training, each compared tensor
+	 * is named (mse's loss and gradients are fractions). */
+	const char *dir = tu_tempdir();
+	const char *tp2 = "{\"shape\": [2], \"dim_names\": [\"tp\"]}";
+	struct tu_result r = tu_cli(
+		3, "run", rowwise_config(dir, tp2, 4, 2, 2, "arange", ""));
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(
+		strstr(r.err, "max_abs_diff 0 (exact comparison): matches the "
+			      "reference\n"));
+	ck_assert_ptr_nonnull(strstr(
+		r.out,
+		"\"match\":true,\"comparison\":{\"output\":\"exact\"}}"));
+	tu_result_free(&r);
+	r = tu_cli(3, "run", rowwise_config(dir, tp2, 4, 2, 2, "uniform", ""));
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(r.err, "(tolerance comparison): matches "
+					    "the reference\n"));
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "\"match\":true,\"comparison\":{\"output\":"
+			      "\"tolerance\"}}"));
+	tu_result_free(&r);
+	r = tu_cli(3, "run",
+		   rowwise_config(dir, tp2, 4, 2, 2, "arange",
+				  ", \"mode\": \"training\""));
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.err, "(exact comparison of 1 of 6 tensors, "
+				    "tolerance for the rest): matches the "
+				    "reference\n") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(
+		r.out,
+		"\"comparison\":{\"output\":\"exact\",\"loss\":["
+		"\"tolerance\"],\"grads\":{\"fc.weight\":\"tolerance\","
+		"\"fc.bias\":\"tolerance\"},\"params_after\":{"
+		"\"fc.weight\":\"tolerance\",\"fc.bias\":\"tolerance\"}}"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -2055,7 +2212,8 @@ START_TEST(explain_walks_the_trace_step_by_step)
 				     "[replicate] global (2, 2), over tp "
 				     "groups [[0,1]], 16 bytes/rank\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
-					    "reference (max_abs_diff 0)"));
+					    "reference (max_abs_diff 0, exact "
+					    "comparison)"));
 	tu_result_free(&r);
 	/* A config is not a trace: trouble, exit 2. */
 	r = tu_cli(3, "explain", cfg);
@@ -3073,6 +3231,209 @@ START_TEST(unequal_dp_parts_warn_that_ddp_would_differ)
 }
 END_TEST
 
+START_TEST(ddp_with_unequal_dp_parts_warns_what_its_step_is)
+{
+	/* The same 5 samples over dp 2 with dp_grad ddp: the step is the
+	 * plain average of the two local means, so the 2-sample rank's
+	 * samples weigh more. That differs from the global-batch gradient,
+	 * and the warning says so, as global's does. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(
+		dir, "c.json",
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
+		"[\"dp\", \"tp\"]}, \"dp_dim\": \"dp\", \"model\": [{\"name\": "
+		"\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		"\"out_features\": 2}], \"plan\": {\"fc\": \"colwise\"}, "
+		"\"input\": {\"shape\": [5, 4]}, \"mode\": \"training\", "
+		"\"dp_grad\": \"ddp\"}");
+	struct tu_result r = tu_cli(3, "run", cfg);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_msg(strstr(r.err, "tpsim: warning: ") == r.err, "%s", r.err);
+	ck_assert_msg(strstr(r.err, "unequal parts of the batch (3 to 2 "
+				    "samples): with dp_grad ddp the step is "
+				    "the plain average of the ranks' local "
+				    "means") != NULL,
+		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "not the gradient of the "
+					    "global-batch mean"));
+	ck_assert_ptr_nonnull(strstr(r.out, "\"warnings\":[\"the dp ranks "
+					    "hold unequal parts"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* Runs a 1-linear config on the given mesh (JSON text) and dp_dim member
+ * ("" for none); r gets what tpsim printed, the trace on stdout. */
+static struct tu_result run_on_mesh(const char *dir, const char *mesh,
+				    const char *dp)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "{\"tpsim\": 1, \"mesh\": %s,%s \"model\": [{\"name\": "
+		 "\"fc\", \"type\": \"linear\", \"in_features\": 4, "
+		 "\"out_features\": 2}], \"plan\": {\"fc\": \"colwise\"}, "
+		 "\"input\": {\"shape\": [4, 4]}}",
+		 mesh, dp);
+	return tu_cli(3, "run", write_config(dir, "c.json", text));
+}
+
+START_TEST(idle_mesh_dims_warn_naming_the_dim)
+{
+	/* A mesh dim that is neither tp_dim nor dp_dim replicates the whole
+	 * run along it. Named like a dp dim, the warning says that dp_dim
+	 * would split the batch; a dim of size 1 repeats nothing, and says
+	 * nothing. */
+	static const struct {
+		const char *mesh, *dp;
+		const char *warning; /* NULL: none */
+	} cases[] = {
+		{"{\"shape\": [2, 2], \"dim_names\": [\"dp\", \"tp\"]}", "",
+		 "mesh dim \"dp\" (size 2) is neither tp_dim nor dp_dim, so it "
+		 "does nothing: its 2 ranks repeat each other, each holding "
+		 "the same parameters and computing the whole batch; naming "
+		 "it in \"dp_dim\" would split the batch over it "
+		 "(\"dp_dim\": \"dp\")"},
+		{"{\"shape\": [3, 2], \"dim_names\": [\"pp\", \"tp\"]}", "",
+		 "mesh dim \"pp\" (size 3) is neither tp_dim nor dp_dim, so it "
+		 "does nothing: its 3 ranks repeat each other, each holding "
+		 "the same parameters and computing the whole batch\n"},
+		{"{\"shape\": [2, 2, 2], \"dim_names\": [\"dp_shard\", \"dp\", "
+		 "\"tp\"]}",
+		 " \"dp_dim\": \"dp\",",
+		 "mesh dim \"dp_shard\" (size 2) is neither tp_dim nor dp_dim, "
+		 "so it does nothing: its 2 ranks repeat each other, each "
+		 "holding the same parameters and computing the same part of "
+		 "the batch; naming it in \"dp_dim\" would split the batch "
+		 "over it too\n"},
+		{"{\"shape\": [1, 2], \"dim_names\": [\"dp\", \"tp\"]}", "",
+		 NULL},
+		{"{\"shape\": [2, 2], \"dim_names\": [\"dp\", \"tp\"]}",
+		 " \"dp_dim\": \"dp\",", NULL},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tu_result r =
+			run_on_mesh(dir, cases[i].mesh, cases[i].dp);
+		ck_assert_int_eq(r.rc, 0);
+		if (!cases[i].warning) {
+			ck_assert_msg(strstr(r.err, "warning") == NULL,
+				      "case %zu: %s", i, r.err);
+			ck_assert_ptr_null(strstr(r.out, "\"warnings\""));
+		} else {
+			ck_assert_msg(strstr(r.err, "tpsim: warning: ") ==
+						      r.err &&
+					      strstr(r.err, cases[i].warning),
+				      "case %zu: %s", i, r.err);
+			ck_assert_int_eq(tu_count_lines(r.err), 2);
+			ck_assert_ptr_nonnull(
+				strstr(r.out, "\n\"warnings\":[\"mesh dim "));
+		}
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* The rows of the batch each rank holds after the input's dp split(s) in
+ * step 0 of trace text (the last split event of tensor "input"), and that
+ * event's placement on mesh dim 0. */
+static void input_split_rows(const char *text, int64_t *rows, int world,
+			     char *placement, size_t size)
+{
+	cJSON *root = cJSON_Parse(text);
+	const cJSON *ev, *last = NULL, *rank;
+	int r = 0;
+	ck_assert_ptr_nonnull(root);
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "events"))
+	{
+		if (strcmp(cJSON_GetObjectItem(ev, "op")->valuestring,
+			   "split") == 0 &&
+		    strcmp(cJSON_GetObjectItem(ev, "tensor")->valuestring,
+			   "input") == 0) {
+			last = ev;
+		}
+	}
+	ck_assert_ptr_nonnull(last);
+	snprintf(placement, size, "%s",
+		 cJSON_GetArrayItem(cJSON_GetObjectItem(last, "placements"), 0)
+			 ->valuestring);
+	cJSON_ArrayForEach(rank, cJSON_GetObjectItem(last, "ranks"))
+	{
+		ck_assert_int_lt(r, world);
+		rows[r++] = (int64_t)cJSON_GetArrayItem(
+				    cJSON_GetObjectItem(rank, "shape"), 0)
+				    ->valuedouble;
+	}
+	ck_assert_int_eq(r, world);
+	cJSON_Delete(root);
+}
+
+START_TEST(batch_over_flattened_dp_dims_is_one_chunk)
+{
+	/* DESIGN's numbers: 5 rows over dp and cp of a (2, 2, 2) mesh, the
+	 * flattened group [0, 2, 4, 6], are one torch.chunk over it: 2, 2, 1,
+	 * 0 (ranks 1, 3, 5, 7 are their tp twins). "chunk_of_chunks" keeps
+	 * DTensor's Shard(0) per dim: 2, 1, 1, 1. Inference and training
+	 * (mse, sum, ddp's sum; rank 6 holds no rows) match the reference. */
+	static const struct {
+		const char *extra;
+		int64_t rows[8];
+		const char *placement;
+	} cases[] = {
+		{"", {2, 2, 2, 2, 1, 1, 0, 0}, "shard(0,flat)"},
+		{", \"mode\": \"training\", \"steps\": 2",
+		 {2, 2, 2, 2, 1, 1, 0, 0},
+		 "shard(0,flat)"},
+		{", \"mode\": \"training\", \"loss\": \"sum\", \"dp_grad\": "
+		 "\"ddp\"",
+		 {2, 2, 2, 2, 1, 1, 0, 0},
+		 "shard(0,flat)"},
+		{", \"sampler\": \"chunk_of_chunks\"",
+		 {2, 2, 1, 1, 1, 1, 1, 1},
+		 "shard(0)"},
+		{", \"sampler\": \"chunk_of_chunks\", \"mode\": \"training\", "
+		 "\"optimizer\": {\"type\": \"adamw\"}",
+		 {2, 2, 1, 1, 1, 1, 1, 1},
+		 "shard(0)"},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[1024], placement[32];
+		int64_t rows[8];
+		struct tu_result r;
+		bool training = strstr(cases[i].extra, "training") != NULL;
+		snprintf(text, sizeof text,
+			 "{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2, 2], "
+			 "\"dim_names\": [\"dp\", \"cp\", \"tp\"]}, "
+			 "\"dp_dim\": [\"dp\", \"cp\"], \"model\": [{\"name\": "
+			 "\"fc1\", \"type\": \"linear\", \"in_features\": 4, "
+			 "\"out_features\": 6}, {\"name\": \"act\", \"type\": "
+			 "\"relu\"}, {\"name\": \"fc2\", \"type\": \"linear\", "
+			 "\"in_features\": 6, \"out_features\": 3}], \"plan\": "
+			 "{\"fc1\": \"colwise\", \"fc2\": \"rowwise\"}, "
+			 "\"input\": {\"shape\": [5, 4]%s}%s}",
+			 training ? ", \"requires_grad\": true" : "",
+			 cases[i].extra);
+		r = tu_cli(3, "run", write_config(dir, "c.json", text));
+		ck_assert_msg(r.rc == 0, "case %zu: %s", i, r.err);
+		ck_assert_msg(strstr(r.err, "matches the reference") != NULL,
+			      "case %zu: %s", i, r.err);
+		input_split_rows(r.out, rows, 8, placement, sizeof placement);
+		for (int k = 0; k < 8; k++) {
+			ck_assert_msg(rows[k] == cases[i].rows[k],
+				      "case %zu: rank %d holds %lld rows, not "
+				      "%lld",
+				      i, k, (long long)rows[k],
+				      (long long)cases[i].rows[k]);
+		}
+		ck_assert_str_eq(placement, cases[i].placement);
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(mesh_prints_pytorch_groups)
 {
 	/* (3,2) named (row, col): mesh["row"] of rank 0 is [0, 2, 4] (the
@@ -3171,6 +3532,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
 	tcase_add_test(run,
 		       inject_bias_every_rank_is_diagnosed_from_its_symptom);
+	tcase_add_test(run, a_bias_bug_is_never_a_match);
+	tcase_add_test(run, a_mistake_the_tolerance_would_pass_still_differs);
+	tcase_add_test(run, the_trace_says_which_comparison_was_used);
 	tcase_add_test(run,
 		       inject_skip_all_reduce_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, gpt_example_counts_in_its_trace_are_megatrons);
@@ -3218,6 +3582,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(run,
 		       tp_off_the_innermost_dim_warns_in_trace_and_on_stderr);
 	tcase_add_test(run, unequal_dp_parts_warn_that_ddp_would_differ);
+	tcase_add_test(run, ddp_with_unequal_dp_parts_warns_what_its_step_is);
+	tcase_add_test(run, idle_mesh_dims_warn_naming_the_dim);
+	tcase_add_test(run, batch_over_flattened_dp_dims_is_one_chunk);
 	tcase_add_test(mesh, mesh_prints_pytorch_groups);
 	tcase_add_test(mesh, mesh_json_is_strict_json);
 	tcase_add_test(mesh, mesh_errors_quote_names_without_backslashes);

@@ -1313,11 +1313,20 @@ static const struct bad_config bad_configs[] = {
 	    "every dp rank, but dp rank 1 of 2 gets none of the batch of 1 "
 	    "(chunk sampler): its loss, the mean over no elements, is NaN, "
 	    "as in PyTorch"),
+	/* 2 rows over dp and cp flattened: one chunk over the group, 1, 1,
+	 * 0, 0; as a chunk of a chunk, 1, 0, 1, 0. */
 	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'mode':'training',"
 			  "'dp_grad':'ddp'}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /dp_grad: \"ddp\" with loss \"mse\" needs samples on "
-	    "every dp rank, but dp rank 1 of 4 gets none of the batch of 2"),
+	    "every dp rank, but dp rank 2 of 4 gets none of the batch of 2 "
+	    "(chunk sampler)"),
+	BAD(MESH_DP_CP_TP ",'dp_dim':['dp','cp'],'mode':'training',"
+			  "'dp_grad':'ddp','sampler':'chunk_of_chunks'}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dp_grad: \"ddp\" with loss \"mse\" needs samples on "
+	    "every dp rank, but dp rank 1 of 4 gets none of the batch of 2 "
+	    "(chunk_of_chunks sampler)"),
 
 	/* Several dp dims, strict_tp_innermost. */
 	BAD(MESH_DP_CP_TP ",'dp_dim':['cp','dp']}", TPS_ERR_INPUT,

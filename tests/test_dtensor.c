@@ -88,6 +88,109 @@ START_TEST(region_is_a_chunk_of_a_chunk)
 }
 END_TEST
 
+static struct tps_mesh mesh3(int a, int b, int c)
+{
+	const int shape[3] = {a, b, c};
+	const char *names[3] = {"dp", "cp", "tp"};
+	struct tps_mesh m;
+	ck_assert_int_eq(tps_mesh_init(&m, 3, shape, names, NULL), TPS_OK);
+	return m;
+}
+
+START_TEST(region_over_a_flat_group_is_one_chunk)
+{
+	/* DESIGN's example: 5 rows over dp and cp of a (2,2,2) mesh
+	 * flattened, the groups [0,2,4,6] and [1,3,5,7], are one torch.chunk
+	 * over the group: 2, 2, 1, 0. shard(0) on each (a chunk of a chunk)
+	 * gives 2, 1, 1, 1. */
+	struct tps_mesh m = mesh3(2, 2, 2);
+	const int64_t d[2] = {5, 4};
+	struct tps_shape g = tps_shape_make(2, d);
+	struct tps_placement flat[3] = {tps_placement_shard_flat(0),
+					tps_placement_shard_flat(0),
+					tps_placement_replicate()};
+	struct tps_placement nested[3] = {tps_placement_shard(0),
+					  tps_placement_shard(0),
+					  tps_placement_replicate()};
+	const int64_t flat_off[4] = {0, 2, 4, 5}, flat_len[4] = {2, 2, 1, 0};
+	const int64_t nested_off[4] = {0, 2, 3, 4},
+		      nested_len[4] = {2, 1, 1, 1};
+	/* dp and tp flattened around cp, of a (2,3,2) mesh: flat index
+	 * 2 dp + tp over 4, 13 rows: 4, 4, 4, 1, whatever cp is. */
+	struct tps_mesh m2 = mesh3(2, 3, 2);
+	const int64_t d2[1] = {13};
+	struct tps_shape g2 = tps_shape_make(1, d2);
+	struct tps_placement around[3] = {tps_placement_shard_flat(0),
+					  tps_placement_replicate(),
+					  tps_placement_shard_flat(0)};
+	const int64_t around_off[4] = {0, 4, 8, 12},
+		      around_len[4] = {4, 4, 4, 1};
+	ck_assert_int_eq(tps_dtensor_check_placements(&m, &g, flat, NULL),
+			 TPS_OK);
+	for (int r = 0; r < 8; r++) {
+		int64_t o[2], l[2];
+		int k = r / 2; /* the flattened dp rank; tp is r % 2 */
+		tps_dtensor_local_region(&m, &g, flat, r, o, l);
+		ck_assert_int_eq(o[0], flat_off[k]);
+		ck_assert_int_eq(l[0], flat_len[k]);
+		ck_assert_int_eq(l[1], 4);
+		tps_dtensor_local_region(&m, &g, nested, r, o, l);
+		ck_assert_int_eq(o[0], nested_off[k]);
+		ck_assert_int_eq(l[0], nested_len[k]);
+	}
+	for (int r = 0; r < 12; r++) {
+		int64_t o[1], l[1];
+		int coord[3];
+		tps_mesh_coord_of(&m2, r, coord);
+		tps_dtensor_local_region(&m2, &g2, around, r, o, l);
+		ck_assert_int_eq(o[0], around_off[2 * coord[0] + coord[2]]);
+		ck_assert_int_eq(l[0], around_len[2 * coord[0] + coord[2]]);
+	}
+}
+END_TEST
+
+START_TEST(flat_shards_round_trip_and_are_not_redistributed)
+{
+	/* distribute and full_tensor take a flat shard; redistribute, which
+	 * moves one mesh dim at a time, refuses to touch one. */
+	struct tps_mesh m = mesh3(2, 2, 2);
+	const int64_t d[2] = {5, 3};
+	struct tps_tensor g = arange(2, d);
+	struct tps_placement flat[3] = {tps_placement_shard_flat(0),
+					tps_placement_shard_flat(0),
+					tps_placement_shard(1)};
+	struct tps_placement gathered[3] = {tps_placement_replicate(),
+					    tps_placement_shard_flat(0),
+					    tps_placement_shard(1)};
+	struct tps_placement tp_gathered[3] = {tps_placement_shard_flat(0),
+					       tps_placement_shard_flat(0),
+					       tps_placement_replicate()};
+	struct tps_dtensor dt;
+	struct tps_error err = {0};
+	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, flat, NULL),
+			 TPS_OK);
+	assert_global(&dt, &g);
+	/* Rank 4 is dp 1, cp 0: flattened dp rank 2, row 4; tp 0: cols 0-1. */
+	ck_assert_int_eq(dt.locals[4].shape.dim[0], 1);
+	ck_assert_int_eq(dt.locals[4].shape.dim[1], 2);
+	ck_assert(dt.locals[4].data[0] == 13.0f);
+	ck_assert_int_eq(dt.locals[6].shape.dim[0], 0);
+	/* The tp dim moves freely beside it. */
+	ck_assert_int_eq(
+		tps_dtensor_redistribute(&dt, tp_gathered, NULL, NULL, &err),
+		TPS_OK);
+	assert_global(&dt, &g);
+	ck_assert_int_eq(
+		tps_dtensor_redistribute(&dt, gathered, NULL, NULL, &err),
+		TPS_ERR_UNSUPPORTED);
+	ck_assert_str_eq(err.message,
+			 "redistribute shard(0,flat) -> replicate on mesh dim "
+			 "\"dp\": a flat shard is made by distribute only");
+	tps_dtensor_free(&dt);
+	tps_tensor_free(&g);
+}
+END_TEST
+
 START_TEST(distribute_then_full_tensor_round_trips)
 {
 	struct tps_mesh m = mesh2(2, 3);
@@ -683,6 +786,9 @@ static Suite *dtensor_suite(void)
 	TCase *redist = tcase_create("redistribute");
 	TCase *blocks = tcase_create("blocks");
 	tcase_add_test(region, region_is_a_chunk_of_a_chunk);
+	tcase_add_test(region, region_over_a_flat_group_is_one_chunk);
+	tcase_add_test(region,
+		       flat_shards_round_trip_and_are_not_redistributed);
 	tcase_add_test(region, distribute_then_full_tensor_round_trips);
 	tcase_add_test(region, colwise_weight_shards_rows_of_the_seed_matrix);
 	tcase_add_test(redist, partial_to_replicate_is_all_reduce);

@@ -461,6 +461,16 @@ START_TEST(placement_strings_round_trip_and_block_one_is_unchanged)
 	/* block=1 is read, though never written. */
 	ck_assert(tps_placement_parse("shard(0,block=1)", 1, &back));
 	ck_assert(tps_placement_equal(back, tps_placement_shard(0)));
+	/* A flat shard (the batch over several dp dims) is its own
+	 * placement: not shard(0). */
+	ck_assert_str_eq(tps_placement_format(tps_placement_shard_flat(0), buf,
+					      sizeof buf),
+			 "shard(0,flat)");
+	ck_assert(tps_placement_parse("shard(0,flat)", 2, &back));
+	ck_assert(tps_placement_equal(back, tps_placement_shard_flat(0)));
+	ck_assert(!tps_placement_equal(back, tps_placement_shard(0)));
+	ck_assert(tps_placement_parse("shard(-2,flat)", 3, &back));
+	ck_assert(tps_placement_equal(back, tps_placement_shard_flat(1)));
 }
 END_TEST
 
@@ -484,6 +494,12 @@ START_TEST(placement_parse_refuses_other_spellings_and_keeps_the_output)
 		"shard()",
 		"Shard(1)",
 		"shard(01)",
+		"shard(1,flat",
+		"shard(1,Flat)",
+		"shard(1, flat)",
+		"shard(1,flat,block=2)",
+		"shard(1,block=2,flat)",
+		"shard(1,flat)x",
 		"replicate ",
 		"",
 	};

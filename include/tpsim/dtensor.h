@@ -11,10 +11,20 @@
  *              (tps_chunk_range_blocks). 5 heads of 2 over 2 ranks: elements
  *              [0,6) and [6,10). shard(d) is block 1.
  *   partial    the global value is the sum over the group of the locals
+ *   shard(d,flat)
+ *              the mesh dims that carry it for the same d, flattened
+ *              (row-major in mesh order, as mesh["dp", "cp"]._flatten()),
+ *              split dim d as one chunk: the rank at index i of the
+ *              flattened group of k ranks holds chunk i of k. 5 rows over
+ *              (dp 2, cp 2): 2, 2, 1, 0, where shard(0) on each would give
+ *              a chunk of a chunk, 2, 1, 1, 1. The batch over several dp
+ *              dims is split so; only distribute makes it (redistribute
+ *              refuses to change it).
  *
  * Several mesh dims may shard the same tensor dim: the split is applied mesh
  * dim by mesh dim in mesh order (DTensor's order), so each rank's local
- * region is a chunk of a chunk (tps_dtensor_local_region).
+ * region is a chunk of a chunk (tps_dtensor_local_region); a flat group
+ * counts as one step, at its first mesh dim.
  *
  * Redistribution (the algebra of DESIGN.md section 2):
  *   partial  -> replicate   all_reduce (sum)
@@ -50,6 +60,9 @@ struct tps_placement {
 	 * Read it with tps_placement_block, which takes a 0 (a zeroed struct)
 	 * as 1. */
 	int64_t block;
+	/* shard: one of a flattened group's mesh dims (shard(d,flat)); then
+	 * block is 1. */
+	bool flat;
 };
 
 /* Every constructor gives block 1. */
@@ -59,20 +72,28 @@ struct tps_placement tps_placement_shard(int dim);
  * a negative block is asserted against. */
 struct tps_placement tps_placement_shard_blocks(int dim, int64_t block);
 struct tps_placement tps_placement_partial(void);
+/* shard(dim,flat): see the top of this file. */
+struct tps_placement tps_placement_shard_flat(int dim);
 /* A shard's block (>= 1); 1 for replicate and partial. */
 int64_t tps_placement_block(struct tps_placement p);
-/* Same kind; for shards also the same dim and block. */
+/* Same kind; for shards also the same dim, block and flatness. */
 bool tps_placement_equal(struct tps_placement a, struct tps_placement b);
-/* "replicate", "shard(1)", "shard(1,block=2)" (block > 1 only), "partial"
- * into buf (32 bytes suffice). Returns buf. */
+/* "replicate", "shard(1)", "shard(1,block=2)" (block > 1 only),
+ * "shard(0,flat)", "partial" into buf (32 bytes suffice). Returns buf. */
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size);
 /*
  * Reads what tps_placement_format writes, for a tensor of ndim dims:
- * "replicate", "partial", "shard(d)" and "shard(d,block=b)" with d a dim
- * (negative counts from the end; normalised) and b a whole number from 1 to
- * 2^31, no spaces. Returns false, *p untouched, on anything else.
+ * "replicate", "partial", "shard(d)", "shard(d,block=b)" and
+ * "shard(d,flat)" with d a dim (negative counts from the end; normalised)
+ * and b a whole number from 1 to 2^31, no spaces. Returns false, *p
+ * untouched, on anything else.
  */
 bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p);
+/* What tps_placement_parse reads, for the message of a reader that
+ * refuses a placement string. */
+#define TPS_PLACEMENT_FORMS                                                   \
+	"replicate, partial or shard(d) (or shard(d,block=b), shard(d,flat)) " \
+	"with d a dim of the global shape"
 
 struct tps_dtensor {
 	const struct tps_mesh *mesh; /* not owned */
@@ -180,10 +201,11 @@ typedef enum tps_status (*tps_redistribute_observer)(
  * all_to_all and the local split alike). shard(d,block=b) -> shard(d,block=c)
  * on the same dim is two steps: all_gather to replicate, then the local
  * split. Steps on a mesh dim of size 1 relabel the placement only and are
- * not reported. TPS_ERR_UNSUPPORTED for replicate -> partial and for a step
+ * not reported. TPS_ERR_UNSUPPORTED for replicate -> partial, for a step
  * on a tensor dim that an inner mesh dim keeps sharded (the nesting would be
- * wrong); TPS_ERR_SHAPE for a block that does not divide the length it
- * chunks. On error dt holds the last completed step.
+ * wrong) and for a step from or to a flat shard; TPS_ERR_SHAPE for a block that
+ * does not divide the length it chunks. On error dt holds the last completed
+ * step.
  */
 enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 					 const struct tps_placement *target,

@@ -112,6 +112,21 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 				      struct tps_tensor *target,
 				      struct tps_error *err);
 
+/*
+ * Which of an outcome's tensors may be compared exactly (==) rather than
+ * within a tolerance: those whose every value on the way, on both sides,
+ * is an integer with every partial sum below 2^24 in magnitude, so that
+ * neither the simulation's order of sums nor the reference's rounds
+ * (docs/design.md, numerics; model_exact.c has the rule and its proof).
+ * The reference fills it; the simulation's is all false.
+ */
+struct tps_model_exactness {
+	bool output;	    /* the compared output (the last step's) */
+	bool *loss;	    /* training: per step */
+	bool *grads;	    /* training: per gradient, as the outcome's */
+	bool *params_after; /* training: per parameter */
+};
+
 /* What a run produced, global (assembled from the ranks by inspection). */
 struct tps_model_outcome {
 	struct tps_tensor output; /* the last step's, before its update */
@@ -124,6 +139,7 @@ struct tps_model_outcome {
 	struct tps_tensor *grads;
 	int n_params;
 	struct tps_tensor *params_after;
+	struct tps_model_exactness exact;
 };
 
 /* An outcome with its arrays made for the spec's run (training: steps
@@ -147,7 +163,8 @@ tps_model_run(struct tps_model *model, const struct tps_tensor *input,
 /*
  * The same run on one device: the reference. It updates each parameter's
  * `global` as it trains, so it runs once per model, after the trace has
- * recorded the initial parameters. On error *out is untouched.
+ * recorded the initial parameters. out->exact says which of its tensors
+ * the simulation must equal exactly. On error *out is untouched.
  */
 enum tps_status tps_model_run_reference(struct tps_model *model,
 					const struct tps_tensor *input,
@@ -162,6 +179,22 @@ enum tps_status tps_model_forward(struct tps_model *model,
 				  struct tps_event_sink sink, int step,
 				  struct tps_tensor *output,
 				  struct tps_error *err);
+
+/*
+ * The exactness proof of one step (model_exact.c), on the parameters as
+ * they are now (each parameter's `global`, before the step's update) and
+ * the global input: exact->output (inference, or training's last step),
+ * exact->loss[step] and, at the last step, exact->grads[n_params] (the
+ * input's); grad_ok[i] whether parameter i's gradient of this step is
+ * exact. param_equal[i]: parameter i is the same on both sides so far
+ * (every gradient it was given was exact). tps_model_run_reference calls
+ * it; it reads values only. On error the flags are partial.
+ */
+enum tps_status tps_model_exact_step(struct tps_model *model,
+				     const struct tps_tensor *input,
+				     const bool *param_equal, int step,
+				     struct tps_model_exactness *exact,
+				     bool *grad_ok, struct tps_error *err);
 
 /* The reference's inference forward. */
 enum tps_status tps_model_reference_forward(struct tps_model *model,

@@ -57,7 +57,9 @@ struct tps_run_stats {
 	int64_t peak_rss_bytes;	   /* the process's (getrusage), 0 unknown */
 };
 
-#define TPS_RUN_MAX_WARNINGS 4
+/* TP off the innermost dim, up to 3 idle mesh dims, unequal dp parts, a
+ * symbolic run's unwritten values, a redistribution the next undoes: 7. */
+#define TPS_RUN_MAX_WARNINGS 8
 
 /*
  * What a run will write and compute, found before it starts: the engine
@@ -99,6 +101,15 @@ struct tps_run_summary {
 	int64_t bytes_per_rank;
 	float max_abs_diff;
 	bool match;
+	/* The tensors compared (output; in training also every loss,
+	 * gradient and parameter after), and how many of them exactly
+	 * (tps_model_exactness); the rest within the tolerance. */
+	int compared, exact;
+	/* The injected mistake the run carried out ("" if none): then match
+	 * is false; mistake_hidden when the numbers alone were within the
+	 * tolerance. */
+	char mistake[64];
+	bool mistake_hidden;
 	/* Training: the steps run and the last step's loss, both ways. */
 	int steps;
 	float loss, reference_loss;
@@ -131,9 +142,13 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err);
 
 /*
- * The warnings a spec earns (TP off the innermost mesh dim; unequal dp
- * parts that DDP would weight differently), at most TPS_RUN_MAX_WARNINGS,
- * into summary->warnings.
+ * The warnings a spec earns, at most TPS_RUN_MAX_WARNINGS, into
+ * summary->warnings: TP off the innermost mesh dim; each mesh dim of size 2
+ * or more that is neither tp_dim nor a dp dim (its ranks repeat each other's
+ * work; a name like "dp" gets the hint that dp_dim would split the batch);
+ * with a mean loss, dp ranks holding unequal parts of the batch (dp_grad
+ * global: what DDP would weight differently; ddp: that the step is not the
+ * global-batch gradient).
  */
 void tps_run_warnings(const struct tps_model_spec *spec,
 		      const int64_t *dp_counts, int dp,
@@ -150,9 +165,15 @@ void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 /* Compares two outcomes (the simulation's and the reference's): the
  * output, and in training every step's loss, every gradient and every
  * parameter after the last step; the max over all of max |a - b|, and
- * whether each is within atol + rtol * its largest reference value. */
+ * whether each matches: exactly (every element equal) where b->exact says
+ * so, else within atol + rtol * its largest reference value. */
 void tps_run_compare_outcomes(const struct tps_model_outcome *a,
 			      const struct tps_model_outcome *b, double atol,
 			      double rtol, float *max_abs_diff, bool *match);
+
+/* How many tensors tps_run_compare_outcomes compares against ref, and how
+ * many of them exactly. */
+void tps_run_count_exact(const struct tps_model_outcome *ref, int *exact,
+			 int *compared);
 
 #endif

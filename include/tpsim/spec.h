@@ -117,11 +117,19 @@ enum tps_init_method {
 };
 extern const char *const tps_init_method_names[];
 
-/* How the batch (dim 0 of the input) is split over the dp ranks. */
+/* How the batch (dim 0 of the input) is split over the dp ranks: dp rank
+ * r is r in the flattened dp group (row-major over the dp dims in mesh
+ * order, as mesh["dp", "cp"]._flatten()). */
 enum tps_sampler {
-	TPS_SAMPLER_CHUNK,	 /* DTensor's Shard(0): contiguous chunks */
+	/* torch.chunk over the flattened group: contiguous chunks, the
+	 * chunk rule once (5 rows over 4 dp ranks: 2, 2, 1, 0). */
+	TPS_SAMPLER_CHUNK,
 	TPS_SAMPLER_DISTRIBUTED, /* DistributedSampler, shuffle=False:
 				    dp rank r takes samples r, r+dp, ... */
+	/* DTensor's Shard(0) on each dp dim in mesh order: the chunk rule
+	 * dim by dim, a chunk of a chunk (5 rows over (2, 2): 2, 1, 1, 1).
+	 * The same as chunk over a single dp dim. */
+	TPS_SAMPLER_CHUNK_OF_CHUNKS,
 };
 extern const char *const tps_sampler_names[];
 
@@ -337,6 +345,16 @@ struct tps_cost_spec {
  * tp_allreduce_weight_grad happens in every tp-sharded linear.
  */
 int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m);
+
+/* Whether the batch is split over the dp dims as one flattened group, a
+ * shard(0,flat) on each (dtensor.h): two or more dp dims, and a sampler
+ * other than chunk_of_chunks. */
+bool tps_dp_split_flat(const struct tps_model_spec *spec);
+
+/* The positions [*start, *start + *rows) of the sampler's order of the
+ * batch that dp rank r (in the flattened dp group) holds. */
+void tps_dp_split_range(const struct tps_model_spec *spec, int r,
+			int64_t *start, int64_t *rows);
 
 /* Whether m is made in the backward pass (training) rather than in the
  * forward (inference). */

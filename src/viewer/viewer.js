@@ -84,15 +84,17 @@
     return c;
   }
 
-  /* "shard(1,block=2)" -> {kind: "shard", dim: 1, block: 2} */
+  /* "shard(1,block=2)" -> {kind: "shard", dim: 1, block: 2, flat: false};
+   * "shard(0,flat)": one of the mesh dims that split dim 0 as one chunk
+   * over their flattened group (dtensor.h). */
   function parsePlacement(p, ndim) {
-    var m = /^shard\((-?\d+)(?:,block=(\d+))?\)$/.exec(p);
+    var m = /^shard\((-?\d+)(?:,block=(\d+)|(,flat))?\)$/.exec(p);
     if (m) {
       var d = Number(m[1]);
       if (d < 0) d += ndim;
-      return { kind: "shard", dim: d, block: m[2] ? Number(m[2]) : 1 };
+      return { kind: "shard", dim: d, block: m[2] ? Number(m[2]) : 1, flat: !!m[3] };
     }
-    return { kind: p === "partial" ? "partial" : "replicate", dim: -1, block: 1 };
+    return { kind: p === "partial" ? "partial" : "replicate", dim: -1, block: 1, flat: false };
   }
 
   /* tps_chunk_range: chunk i of n over k. */
@@ -108,10 +110,24 @@
     var off = [], len = [];
     for (var d = 0; d < n; d++) { off.push(0); len.push(shape[d]); }
     var coord = coordOf(rank);
+    var flatDone = {};
     for (var i = 0; i < meshShape.length; i++) {
       var p = parsePlacement(placements[i], n);
       if (p.kind !== "shard" || p.dim < 0 || p.dim >= n) continue;
-      var r = chunkRange(len[p.dim] / p.block, meshShape[i], coord[i]);
+      var size = meshShape[i], index = coord[i];
+      if (p.flat) {
+        /* The whole flattened group at its first mesh dim, row-major. */
+        if (flatDone[p.dim]) continue;
+        flatDone[p.dim] = true;
+        for (var j = i + 1; j < meshShape.length; j++) {
+          var q = parsePlacement(placements[j], n);
+          if (q.kind === "shard" && q.flat && q.dim === p.dim) {
+            index = index * meshShape[j] + coord[j];
+            size *= meshShape[j];
+          }
+        }
+      }
+      var r = chunkRange(len[p.dim] / p.block, size, index);
       off[p.dim] += r[0] * p.block;
       len[p.dim] = r[1] * p.block;
     }

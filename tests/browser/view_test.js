@@ -386,8 +386,31 @@ async function main() {
       await v.page.close();
     });
 
+    /* 5 rows over dp and cp flattened, [0, 2, 4, 6]: one chunk over the
+     * group, 2, 2, 1, 0 (shard(0,flat)), not a chunk of a chunk. */
+    const flatCfg = path.join(tmp, "flat.config.json");
+    fs.writeFileSync(flatCfg, JSON.stringify({
+      tpsim: 1, mesh: { shape: [2, 2, 2], dim_names: ["dp", "cp", "tp"] }, dp_dim: ["dp", "cp"],
+      model: [{ name: "fc", type: "linear", in_features: 4, out_features: 2 }],
+      plan: { fc: "colwise" }, input: { shape: [5, 4], init: "arange" }, mode: "training"
+    }));
+    const flat = make("flat", flatCfg);
+    await test("a batch over flattened dp dims: one chunk over the group", async () => {
+      const ev = flat.trace.events.find((e) => e.op === "split" && e.tensor === "input");
+      check(ev && ev.mesh_dim === "dp_cp" && same(ev.placements, ["shard(0,flat)", "shard(0,flat)", "replicate"]),
+            "the split: " + JSON.stringify(ev && ev.placements));
+      const v = await open(browser, flat.html);
+      await v.page.evaluate((s) => window.tpsimViewer.go(s), ev.seq);
+      const blocks = await v.page.$eval("#block-list", (e) => e.textContent);
+      check(blocks.indexOf("rows 0-1, cols 0-3: ranks 0,1") >= 0 && blocks.indexOf("rows 2-3, cols 0-3: ranks 2,3") >= 0 &&
+            blocks.indexOf("row 4, cols 0-3: ranks 4,5") >= 0, "block list: " + blocks);
+      check(same(await gridOf(v.page, 4), [[17, 18, 19, 20]]), "rank 4 holds row 4");
+      check(v.problems.length === 0, v.problems.join("; "));
+      await v.page.close();
+    });
+
     const all = [["seed_2x4", seed], ["mesh_2d_dp_tp", mesh2d], ["train_dp2_tp2_mse", train],
-                 ["summary", summary], ["gpt_2block --symbolic", symbolic]];
+                 ["summary", summary], ["gpt_2block --symbolic", symbolic], ["dp_cp flat", flat]];
     for (const name of fs.readdirSync(path.join(ROOT, "fixtures")).sort()) {
       if (["seed_2x4_rowwise_after_reduce", "mesh_2d_dp_tp", "train_dp2_tp2_mse"].indexOf(name) < 0) {
         all.push([name, make("fx_" + name, fx(name))]);
