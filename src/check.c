@@ -1,5 +1,6 @@
 /*
- * The fixture checker (DESIGN.md section 6); the rules are in tpsim/check.h.
+ * The fixture checker (docs/design.md section 6); the rules are in
+ * tpsim/check.h.
  *
  * Two passes: the trace header and the whole fixture are validated before
  * anything is compared, so trouble (exit 2) never comes after mismatch lines

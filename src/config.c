@@ -1,5 +1,5 @@
 /*
- * The config's top level (DESIGN.md section 4): the version, the mesh and
+ * The config's top level (docs/design.md section 4): the version, the mesh and
  * its dims, the input, the other top-level settings, and the entry points.
  * Model, plan and params are read in config_model.c, the normalised config
  * written in config_normalize.c, with the helpers of config_field.c.

@@ -1,4 +1,4 @@
-/* "model", "plan" and "params" of the config (DESIGN.md section 4). */
+/* "model", "plan" and "params" of the config (docs/design.md section 4). */
 #include "config_internal.h"
 #include "tpsim/nn.h"
 
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Module types DESIGN.md names that later versions will add. */
+/* Module types a later version will add (docs/config.md names them). */
 static const char *const later_types[] = {"dropout", NULL};
 #define LATER_VERSION "tpsim 0.3"
 

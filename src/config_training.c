@@ -1,7 +1,7 @@
 /*
  * The training keys of the config: "steps", "loss", "target", "optimizer",
- * "dp_grad" (DESIGN.md sections 2 and 4), and the checks that tie the batch
- * to data parallelism. With "mode": "inference" each training key is an
+ * "dp_grad" (docs/design.md sections 2 and 4), and the checks that tie the
+ * batch to data parallelism. With "mode": "inference" each training key is an
  * error that says so, rather than a setting silently ignored.
  */
 #include "config_internal.h"
@@ -200,7 +200,7 @@ static const char *const adamw_keys[] = {"type", "lr",		 "betas",
 					 "eps",	 "weight_decay", NULL};
 
 /* One row per enum tps_optimizer_type: its keys, PyTorch's defaults (but
- * DESIGN.md's lr 0.1 for sgd), and what reads its keys. */
+ * docs/design.md's lr 0.1 for sgd), and what reads its keys. */
 static const struct optimizer_kind {
 	const char *const *keys;
 	struct tps_optimizer_spec defaults;

@@ -1,6 +1,6 @@
 /*
  * Reading input files whole, with the size limit checked before reading
- * (DESIGN.md section 8); tps_json_load reads and parses.
+ * (docs/design.md section 8); tps_json_load reads and parses.
  */
 #include "jsonio_internal.h"
 

@@ -12,6 +12,10 @@
 - The seeds (seed 000, seed 004, "the seed's"): in every Markdown file,
   the paragraph of the first mention links to the section that names
   them, docs/tutorial/README.md#the-seeds (or is that section).
+- The project owns its design: docs/design.md exists, README.md links it,
+  every "design.md section N" names one of its sections, and no file
+  cites the contributors' contract outside the repository (DESIGN.md,
+  ../shared).
 """
 import fnmatch
 import glob
@@ -75,6 +79,44 @@ def seed_mentions(root):
     return bad
 
 
+SOURCES = (".md", ".c", ".h", ".py", ".sh", ".js", ".build", ".txt")
+SKIP_DIRS = {".git", "node_modules"}
+
+
+def design_citations(root):
+    """Problems with docs/design.md and the citations of the design."""
+    bad = []
+    path = os.path.join(root, "docs", "design.md")
+    if not os.path.exists(path):
+        return ["docs/design.md is missing"]
+    with open(path, encoding="utf-8") as f:
+        sections = set(re.findall(r"(?m)^## ([0-9]+)\. ", f.read()))
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        if "(docs/design.md)" not in f.read():
+            bad.append("README.md: no link to docs/design.md")
+    outside = re.compile(r"DESIGN\.md|\bDESIGN [0-9]|\.\./shared\b")
+    cited = re.compile(r"design\.md\)? sections? ([0-9]+)(?: and ([0-9]+))?")
+    for top, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs
+                   if d not in SKIP_DIRS and not d.startswith("build")]
+        for name in files:
+            if not name.endswith(SOURCES) or name == "docs_check.py":
+                continue
+            p = os.path.join(top, name)
+            rel = os.path.relpath(p, root)
+            with open(p, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            for m in outside.finditer(text):
+                bad.append("%s: cites %r, outside the repository (cite "
+                           "docs/design.md)" % (rel, m.group(0)))
+            for m in cited.finditer(text):
+                for n in m.groups():
+                    if n and n not in sections:
+                        bad.append("%s: cites design.md section %s, which "
+                                   "it does not have" % (rel, n))
+    return bad
+
+
 def table_rows(text, heading):
     """The first cells of the first table under `## heading`."""
     section = text[text.index("\n## %s\n" % heading) + 1:]
@@ -134,7 +176,7 @@ def main():
     for e in config_errors:
         print("docs/config.md: " + e)
     errors += config_errors
-    for e in seed_mentions(root):
+    for e in seed_mentions(root) + design_citations(root):
         print(e)
         errors.append(e)
     print("%d module types, %d styles and %d init methods checked, %d "

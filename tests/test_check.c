@@ -1,5 +1,5 @@
 /*
- * Tests of the fixture checker (tpsim/check.h, DESIGN.md section 6).
+ * Tests of the fixture checker (tpsim/check.h, docs/design.md section 6).
  *
  * Test JSON is written with ' for " so the literals stay readable; parse_q()
  * swaps them back before cJSON_Parse.

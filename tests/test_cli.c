@@ -3371,7 +3371,7 @@ static void input_split_rows(const char *text, int64_t *rows, int world,
 
 START_TEST(batch_over_flattened_dp_dims_is_one_chunk)
 {
-	/* DESIGN's numbers: 5 rows over dp and cp of a (2, 2, 2) mesh, the
+	/* docs/design.md's numbers: 5 rows over dp and cp of a (2, 2, 2) mesh, the
 	 * flattened group [0, 2, 4, 6], are one torch.chunk over it: 2, 2, 1,
 	 * 0 (ranks 1, 3, 5, 7 are their tp twins). "chunk_of_chunks" keeps
 	 * DTensor's Shard(0) per dim: 2, 1, 1, 1. Inference and training

@@ -1,4 +1,5 @@
-/* Tests for the config parser (src/config.c, DESIGN.md sections 4 and 8). */
+/* Tests for the config parser (src/config.c, docs/design.md sections 4 and
+ * 8). */
 #include "tpsim/config.h"
 
 #include <check.h>
@@ -1795,7 +1796,7 @@ END_TEST
 /* Good configs                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* DESIGN.md section 4's example without the training keys. */
+/* docs/design.md section 4's example without the training keys. */
 #define DESIGN_EXAMPLE                                                         \
 	"{'tpsim':1,"                                                          \
 	"'mesh':{'shape':[2,2],'dim_names':['dp','tp']},"                      \
@@ -2445,7 +2446,7 @@ START_TEST(training_defaults_land_in_spec)
 	ck_assert_int_eq(m->target_init.method, TPS_INIT_ZEROS);
 	ck_assert_uint_eq(m->target_init.seed, 0);
 	ck_assert_int_eq(m->optimizer.type, TPS_OPTIMIZER_SGD);
-	ck_assert(m->optimizer.lr == 0.1); /* DESIGN.md's default */
+	ck_assert(m->optimizer.lr == 0.1); /* docs/design.md's default */
 	ck_assert(m->optimizer.momentum == 0);
 	ck_assert(m->optimizer.dampening == 0);
 	ck_assert(m->optimizer.weight_decay == 0);

@@ -99,7 +99,7 @@ static struct tps_mesh mesh3(int a, int b, int c)
 
 START_TEST(region_over_a_flat_group_is_one_chunk)
 {
-	/* DESIGN's example: 5 rows over dp and cp of a (2,2,2) mesh
+	/* docs/design.md's example: 5 rows over dp and cp of a (2,2,2) mesh
 	 * flattened, the groups [0,2,4,6] and [1,3,5,7], are one torch.chunk
 	 * over the group: 2, 2, 1, 0. shard(0) on each (a chunk of a chunk)
 	 * gives 2, 1, 1, 1. */

@@ -44,7 +44,7 @@ END_TEST
 
 START_TEST(mesh_groups_follow_pytorch_not_seed_004)
 {
-	/* DESIGN.md: along row (dim 0, size 3) -> [0,2,4],[1,3,5]; along col
+	/* docs/design.md: along row (dim 0, size 3) -> [0,2,4],[1,3,5]; along col
 	 * (dim 1, size 2) -> [0,1],[2,3],[4,5]. Seed 004's first printout
 	 * shows mesh['row'] = [0, 1] for rank 0: the dims swapped. */
 	const int shape[2] = {3, 2};

@@ -795,7 +795,7 @@ static void dims_for(int tp, bool uneven, int64_t *in, int64_t *hidden,
 START_TEST(single_layers_match_reference_exactly)
 {
 	/* arange values keep every partial sum an integer below 2^24, so TP
-	 * must match bit for bit (DESIGN.md section 3). */
+	 * must match bit for bit (docs/design.md section 3). */
 	const enum tps_style styles[3] = {TPS_STYLE_COLWISE, TPS_STYLE_ROWWISE,
 					  TPS_STYLE_REPLICATE};
 	int tp = _i;
@@ -834,7 +834,7 @@ END_TEST
 
 START_TEST(arange_is_exact_only_below_2_24)
 {
-	/* The exactness of arange layers has a condition (DESIGN.md section
+	/* The exactness of arange layers has a condition (docs/design.md section
 	 * 3): every partial sum must stay below 2^24. A 256-input layer's
 	 * sums pass it (x W^T reaches 89642368 here), so TP's split k rounds
 	 * differently from the reference and the outputs differ, though

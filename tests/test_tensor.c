@@ -27,7 +27,7 @@ static void fill_arange(struct tps_tensor *t)
 
 START_TEST(chunk_rule_matches_torch_chunk)
 {
-	/* 13 over 6 -> 3,3,3,3,1,0 and 5 over 2 -> 3,2 (DESIGN.md). */
+	/* 13 over 6 -> 3,3,3,3,1,0 and 5 over 2 -> 3,2 (docs/design.md). */
 	const int64_t want13[6] = {3, 3, 3, 3, 1, 0};
 	const int64_t want_start13[6] = {0, 3, 6, 9, 12, 13};
 	int64_t start, len;

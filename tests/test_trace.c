@@ -125,7 +125,7 @@ START_TEST(trace_is_strict_json_with_keys_in_order)
 }
 END_TEST
 
-/* XXH3-64 of bytes, from the xxHash library itself (DESIGN.md section 5),
+/* XXH3-64 of bytes, from the xxHash library itself (docs/design.md section 5),
  * not through tpsim's trace writer. */
 static unsigned long long xxh3(const unsigned char *p, size_t n)
 {

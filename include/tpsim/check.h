@@ -1,5 +1,6 @@
 /*
- * The fixture checker behind `tpsim check TRACE FIXTURE` (DESIGN.md section 6).
+ * The fixture checker behind `tpsim check TRACE FIXTURE` (docs/design.md
+ * section 6).
  *
  * A fixture is a partial trace: every key it has must match the trace, keys it
  * lacks are ignored. Rules:

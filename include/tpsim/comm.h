@@ -11,7 +11,8 @@
  * 0, 1, ...); avg is that sum divided by the group size; max starts from local
  * rank 0's buffer.
  *
- * Bytes per rank, as a ring implementation sends them (DESIGN.md section 5),
+ * Bytes per rank, as a ring implementation sends them (docs/design.md
+ * section 5),
  * with n the group size, S the full buffer in elements and c a chunk in bytes:
  *   all_gather      (n-1) c, c = the largest shard (uneven shards padded)
  *   reduce_scatter  (n-1) c, c = the largest chunk of S (padded)

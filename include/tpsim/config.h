@@ -1,5 +1,6 @@
 /*
- * The JSON config ("tpsim": 1, DESIGN.md section 4) -> a validated run spec.
+ * The JSON config ("tpsim": 1, docs/design.md section 4) -> a validated run
+ * spec.
  *
  * Every error names the file and the JSON Pointer of the offending value:
  *   "cfg.json: /plan/fc2/style: unknown style \"rowise\" (expected one of
@@ -30,7 +31,7 @@
 #include "tpsim/model.h"
 #include "tpsim/trace.h"
 
-/* Default memory budget of a run (DESIGN.md section 8). */
+/* Default memory budget of a run (docs/design.md section 8). */
 #define TPS_DEFAULT_MAX_MEMORY ((int64_t)8 << 30)
 
 /* At most this many config variables. */

@@ -26,7 +26,7 @@
  * region is a chunk of a chunk (tps_dtensor_local_region); a flat group
  * counts as one step, at its first mesh dim.
  *
- * Redistribution (the algebra of DESIGN.md section 2):
+ * Redistribution (the algebra of docs/design.md section 2):
  *   partial  -> replicate   all_reduce (sum)
  *   partial  -> shard(d)    reduce_scatter along d
  *   shard(d) -> replicate   all_gather along d

@@ -1,6 +1,6 @@
 /*
  * Events: one thing that happened on the simulated ranks, as the trace
- * records it (DESIGN.md section 5), and the sink that receives them.
+ * records it (docs/design.md section 5), and the sink that receives them.
  *
  * The modules (nn.h) and the model report events; they never decide what
  * becomes of them. The trace (trace.h) implements the sink that writes

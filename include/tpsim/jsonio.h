@@ -1,5 +1,6 @@
 /*
- * Strict JSON input (DESIGN.md section 8) for configs, fixtures and traces.
+ * Strict JSON input (docs/design.md section 8) for configs, fixtures and
+ * traces.
  *
  * cJSON alone accepts things RFC 8259 forbids (duplicate keys, leading zeros,
  * raw control characters, invalid UTF-8, NUL bytes, trailing garbage), so the

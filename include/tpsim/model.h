@@ -13,7 +13,7 @@
  * its own random stream (seed + its name), so adding a module does not change
  * the others.
  *
- * A step (DESIGN.md sections 2 and 5), on every rank at once:
+ * A step (docs/design.md sections 2 and 5), on every rank at once:
  *   forward    the input split over dp (and broadcast from each tp group's
  *              root, with loaded_on tp_root), each module under its style,
  *              the output materialised over tp

@@ -12,7 +12,7 @@
  * file (nn_linear.c, nn_elementwise.c); tps_module_ops_of picks the table by
  * type with a switch that has no default, so -Wswitch names a type left out.
  *
- * Styles (DESIGN.md section 2), for y = x W^T + b with W (out, in):
+ * Styles (docs/design.md section 2), for y = x W^T + b with W (out, in):
  *
  *   colwise (ColumnParallelLinear): W shard(0), b shard(0) on the tp dim.
  *     x replicate -> y_i = x W_i^T + b_i, y shard(-1). No communication;
@@ -34,7 +34,7 @@
  * Placements of activations on mesh dims other than tp (a dp batch shard, or
  * replicate) are carried through unchanged.
  *
- * Backward follows from the placements (DESIGN.md section 2). Each forward
+ * Backward follows from the placements (docs/design.md section 2). Each forward
  * redistribution from layout A to B is undone, in reverse order, by
  * redistributing the gradient from B to A', where A' is A with partial
  * turned replicate (the gradient of each summand of a sum is the whole

@@ -69,7 +69,7 @@ enum tps_module_type {
 #define TPS_MODULE_TYPE_COUNT (TPS_MODULE_ATTENTION + 1)
 extern const char *const tps_module_type_names[];
 
-/* How a module's weights are split over tp (DESIGN.md section 2). A module
+/* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
 enum tps_style {
 	TPS_STYLE_COLWISE,   /* ColumnParallelLinear: W shard(0) */
@@ -163,7 +163,7 @@ enum tps_mode {
 };
 extern const char *const tps_mode_names[];
 
-/* Losses over the global batch (DESIGN.md section 2). */
+/* Losses over the global batch (docs/design.md section 2). */
 enum tps_loss {
 	TPS_LOSS_MSE, /* mean over all elements of (y - target)^2 */
 	TPS_LOSS_SUM, /* sum of all output elements (seed 004's output.sum()) */
@@ -264,7 +264,7 @@ struct tps_param_override {
 	struct tps_tensor value;     /* the parameter's global shape */
 };
 
-/* PyTorch's optimizers, with PyTorch's defaults (lr: DESIGN.md's 0.1 for
+/* PyTorch's optimizers, with PyTorch's defaults (lr: docs/design.md's 0.1 for
  * sgd, torch's 1e-3 for adamw). */
 struct tps_optimizer_spec {
 	enum tps_optimizer_type type;

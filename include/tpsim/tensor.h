@@ -5,7 +5,7 @@
  * An empty tensor (a dim of size 0, e.g. the (0, 4) shard of an uneven
  * split) keeps its full shape and has data == NULL.
  *
- * Numerics (the contract of DESIGN.md section 3):
+ * Numerics (the contract of docs/design.md section 3):
  *  - tps_tensor_linear sums each output element over k in ascending order,
  *    starting from 0.0f, then adds the bias (if any) once, after the sum.
  *  - Element-wise ops are one float operation per element; nothing is fused
@@ -26,7 +26,7 @@
 #include "tpsim/pool.h"
 
 #define TPS_MAX_DIMS 4
-/* No tensor may hold more elements than this (DESIGN.md section 8). */
+/* No tensor may hold more elements than this (docs/design.md section 8). */
 #define TPS_MAX_ELEMENTS ((int64_t)1 << 31)
 /* A meta tensor allocates nothing, so its global shape may be larger: the
  * logits of a large model's whole batch, (64, 2048, 50257), are 6.6e9
@@ -137,7 +137,7 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
  *   trans_a false: A is (m, k), row-major;  true: A is (k, m)
  *   trans_b false: B is (k, n);             true: B is (n, k)
  *
- * The contract (DESIGN.md section 3): every C[i][j] starts from 0.0f and
+ * The contract (docs/design.md section 3): every C[i][j] starts from 0.0f and
  * adds op(A)[i][p] * op(B)[p][j] for p = 0, 1, ..., k-1 in ascending order,
  * one rounded product and one rounded sum at a time (no FMA). The k of
  * each use, so the order is plain:

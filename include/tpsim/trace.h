@@ -1,6 +1,6 @@
 /*
  * The trace: a streaming JSON writer for "tpsim.trace" version 1
- * (DESIGN.md section 5), and the event sink the model reports to.
+ * (docs/design.md section 5), and the event sink the model reports to.
  *
  * The trace is written as it happens, top-level keys in this order:
  * format, version, generator, config, mesh, warnings (only when there are

@@ -35,7 +35,7 @@ const char *tps_fuzz_scratch(int slot, const uint8_t *data, size_t size);
 int tps_fuzz_cli(const char *arg0, ...);
 
 /* Aborts, naming `what`, unless e holds a one-line, non-empty message
- * (DESIGN.md section 8: user text echoed in a message is escaped). */
+ * (docs/design.md section 8: user text echoed in a message is escaped). */
 void tps_fuzz_check_error(const char *what, const struct tps_error *e);
 
 /* Aborts with "fuzz: broken contract: <what>" on stderr. */
