@@ -857,6 +857,7 @@ static bool parse_count(const char *text, long lo, long hi, long *out)
 static int explain_options(int argc, char **argv, struct explain_filter *f,
 			   const char **path, FILE *err)
 {
+	bool heading_given = false;
 	for (int i = 2; i < argc; i++) {
 		const char *opt = argv[i];
 		const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
@@ -894,6 +895,7 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 					arg ? arg : "");
 			}
 			f->heading = (int)n;
+			heading_given = true;
 			i++;
 		} else if (strcmp(opt, "--format") == 0) {
 			if (!arg || (strcmp(arg, "text") != 0 &&
@@ -939,6 +941,14 @@ static int explain_options(int argc, char **argv, struct explain_filter *f,
 	}
 	if (!*path) {
 		return tps_cli_usage_error(err, "explain: expected TRACE%s",
+					   "");
+	}
+	if (heading_given && !f->md) {
+		/* Text output has no headings: say so rather than ignore
+		 * the option. */
+		return tps_cli_usage_error(err,
+					   "explain: --heading-level applies to "
+					   "--format md%s",
 					   "");
 	}
 	return TPS_EXIT_OK;

@@ -127,6 +127,9 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"explain", "--heading-level", "5",
 		 "--heading-level expects 1, 2, 3 or 4 (the title's Markdown "
 		 "level), got '5'"},
+		/* Text has no headings: the option is refused, not ignored. */
+		{"explain", "t.json", "--heading-level", "2",
+		 "explain: --heading-level applies to --format md"},
 		/* A module the trace does not have (its one module is fc):
 		 * the closest names (fc, at edit distance 1). */
 		{"explain", "TRACE", "--module", "fcc",
