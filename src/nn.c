@@ -130,9 +130,14 @@ enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
 	struct layout_observer o = {ctx, module, tensor, note, false};
 	enum tps_status st =
 		tps_dtensor_redistribute(x, target, on_step, &o, err);
-	/* dtensor's own messages lack the place; the sink's name it. */
+	/* dtensor's own messages lack the place; the sink's name it. The
+	 * model output's module is "output" too: named once. */
 	if (st != TPS_OK && !o.sink_failed) {
-		tps_error_prefix(err, "%s: %s", module, tensor);
+		if (strcmp(module, tensor) == 0) {
+			tps_error_prefix(err, "%s", tensor);
+		} else {
+			tps_error_prefix(err, "%s: %s", module, tensor);
+		}
 	}
 	return st;
 }

@@ -77,6 +77,15 @@ START_TEST(redistribute_keeps_its_status_without_err)
 	ck_assert_str_eq(err.message,
 			 "fc: fc.in: redistribute replicate -> partial on "
 			 "mesh dim \"tp\" is not supported");
+	/* The model output is module "output", tensor "output": named once
+	 * (issue 15 item 11 had "output: output: ..."). */
+	err = (struct tps_error){0};
+	ck_assert_int_eq(tps_nn_redistribute(&ctx, &x, &part, "output",
+					     "output", NULL, &err),
+			 TPS_ERR_UNSUPPORTED);
+	ck_assert_str_eq(err.message,
+			 "output: redistribute replicate -> partial on "
+			 "mesh dim \"tp\" is not supported");
 	tps_dtensor_free(&x);
 	tps_tensor_free(&g);
 }
