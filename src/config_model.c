@@ -348,8 +348,8 @@ static void check_module_name(struct cfg *c, const struct module_ctx *x,
 		if (strcmp(x->model->spec->modules[j].name, name) == 0) {
 			/* A valid name needs no escaping. */
 			cfg_fail(c, TPS_ERR_INPUT,
-				 "duplicate module name \"%s\" (also "
-				 "%s/name)",
+				 "duplicate module name \"%s\" (also that "
+				 "of the module at %s)",
 				 name, x->model->spec->modules[j].plan_pointer);
 		}
 	}

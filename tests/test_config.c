@@ -315,7 +315,7 @@ static const struct bad_config bad_configs[] = {
 			   "'in_features':8,'out_features':4}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/2/name: duplicate module name \"fc1\" "
-	    "(also /model/0/name)"),
+	    "(also that of the module at /model/0)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act'}") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: missing"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':['relu']}") "}",
@@ -427,7 +427,7 @@ static const struct bad_config bad_configs[] = {
 			   "]}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/modules/1/name: duplicate module name "
-	    "\"r.0.act\" (also /model/1/modules/0/name)"),
+	    "\"r.0.act\" (also that of the module at /model/1/modules/0)"),
 	BAD(WITH_MODEL("{'repeat':2,'name':'r','module':{'type':'linear',"
 		       "'in_features':4,'out_features':8}}") "}",
 	    TPS_ERR_INPUT,
@@ -504,7 +504,7 @@ static const struct bad_config bad_configs[] = {
 		"'input':{'shape':[2,3,8]}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/name: duplicate module name \"attn.q\" (also "
-	    "/model/0/name)"),
+	    "that of the module at /model/0)"),
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
 		"'num_heads':2}],'input':{'shape':[2,3,8]},'plan':{'attn':"
 		"'colwise'}}",
@@ -572,7 +572,7 @@ static const struct bad_config bad_configs[] = {
 			   "{'name':'fc1','type':'relu'}]}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/body/0/name: duplicate module name \"fc1\" "
-	    "(also /model/0/name)"),
+	    "(also that of the module at /model/0)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'res','type':'residual','body':["
 			   "{'name':'act','type':'relu'}]}") ","
 							     "'plan':{'res':'"
