@@ -317,6 +317,8 @@ struct placements_seen {
 	const char **names;
 	const cJSON **placements;
 	size_t n, cap;
+	int step; /* of the events seen: a step starts from the global
+		     tensors again (each step splits the batch anew) */
 };
 
 /* A redistribution's (layout or collective event's) placements before it,
@@ -326,8 +328,13 @@ static const cJSON *placements_before(struct placements_seen *seen,
 {
 	const char *name = str_of(ev, "tensor");
 	const cJSON *now = cJSON_GetObjectItemCaseSensitive(ev, "placements");
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "step");
 	const cJSON *before = NULL;
 	size_t i = 0;
+	if (cJSON_IsNumber(s) && s->valueint != seen->step) {
+		seen->n = 0;
+		seen->step = s->valueint;
+	}
 	while (i < seen->n && strcmp(seen->names[i], name) != 0) {
 		i++;
 	}
@@ -1277,7 +1284,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 					1,  false, false, false};
 	int step = -2, shown = 0, index = -1;
 	struct columns cols;
-	struct placements_seen seen = {0};
+	struct placements_seen seen = {.step = -1};
 	int rc = explain_options(argc, argv, &filter, &path, err);
 
 	if (rc != TPS_EXIT_OK) {

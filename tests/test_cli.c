@@ -2389,6 +2389,37 @@ END_TEST
 
 /* --heading-level N: the title at level N, sections at N + 1, events at
  * N + 2, so the output pastes under any heading. */
+/* A step splits the batch anew from the global input: its split is no
+ * redistribution of the last step's shards, so explain shows no
+ * "before -> after" there (it showed "[shard(0), replicate] -> [shard(0),
+ * replicate]" at every step but the first). Within a step, a collective
+ * still shows both. */
+START_TEST(explain_shows_placements_before_within_a_step)
+{
+	const char *dir = tu_tempdir();
+	char trace[512];
+	struct tu_result r;
+	run_to_trace(tu_source_path("examples/seed004_ddp_tp/config.json"), dir,
+		     trace, sizeof trace);
+	r = tu_cli(5, "explain", trace, "--module", "input");
+	ck_assert_int_eq(r.rc, 0);
+	for (const char *line = strstr(r.out, " split "); line;
+	     line = strstr(line + 1, " split ")) {
+		const char *end = strchr(line, '\n');
+		const char *arrow = strstr(line, " -> ");
+		ck_assert_msg(!arrow || (end && arrow > end), "%.120s", line);
+	}
+	tu_result_free(&r);
+	r = tu_cli(5, "explain", trace, "--step", "1");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_ptr_nonnull(strstr(
+		r.out, "linear2.out: [shard(0), partial] -> [shard(0), "
+		       "replicate]"));
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(explain_md_headings_start_at_the_heading_level)
 {
 	const char *dir = tu_tempdir();
@@ -3572,6 +3603,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(check,
 		       explain_lists_the_communication_one_module_a_line);
 	tcase_add_test(check, explain_md_headings_start_at_the_heading_level);
+	tcase_add_test(check, explain_shows_placements_before_within_a_step);
 	tcase_add_test(comm, comm_counts_inference_and_training_side_by_side);
 	tcase_add_test(comm, comm_sweeps_every_combination_of_set_values);
 	tcase_add_test(comm, comm_prints_sizes_in_binary_units_and_exact_json);
