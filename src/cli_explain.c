@@ -317,8 +317,12 @@ struct placements_seen {
 	const char **names;
 	const cJSON **placements;
 	size_t n, cap;
-	int step; /* of the events seen: a step starts from the global
-		     tensors again (each step splits the batch anew) */
+	/* Each step starts again from what setup left (the parameters as
+	 * distributed; the batch is split anew from the global input):
+	 * setup's n and placements, and the step of the events seen. */
+	const cJSON **at_setup;
+	size_t n_setup;
+	int step;
 };
 
 /* A redistribution's (layout or collective event's) placements before it,
@@ -332,7 +336,15 @@ static const cJSON *placements_before(struct placements_seen *seen,
 	const cJSON *before = NULL;
 	size_t i = 0;
 	if (cJSON_IsNumber(s) && s->valueint != seen->step) {
-		seen->n = 0;
+		if (seen->step < 0) {
+			seen->n_setup = seen->n;
+			memcpy(seen->at_setup, seen->placements,
+			       seen->n * sizeof *seen->placements);
+		} else {
+			seen->n = seen->n_setup;
+			memcpy(seen->placements, seen->at_setup,
+			       seen->n * sizeof *seen->placements);
+		}
 		seen->step = s->valueint;
 	}
 	while (i < seen->n && strcmp(seen->names[i], name) != 0) {
@@ -1318,13 +1330,15 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		cJSON_GetObjectItemCaseSensitive(trace, "events"));
 	seen.names = calloc(seen.cap + 1, sizeof *seen.names);
 	seen.placements = calloc(seen.cap + 1, sizeof *seen.placements);
+	seen.at_setup = calloc(seen.cap + 1, sizeof *seen.at_setup);
 	comm = cJSON_GetObjectItemCaseSensitive(trace, "comm")
 		       ? comm_of_shown(trace, &filter)
 		       : NULL;
-	if (!seen.names || !seen.placements ||
+	if (!seen.names || !seen.placements || !seen.at_setup ||
 	    (!comm && cJSON_GetObjectItemCaseSensitive(trace, "comm"))) {
 		free(seen.names);
 		free(seen.placements);
+		free(seen.at_setup);
 		cJSON_Delete(comm);
 		cJSON_Delete(trace);
 		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
@@ -1417,6 +1431,7 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	}
 	free(seen.names);
 	free(seen.placements);
+	free(seen.at_setup);
 	cJSON_Delete(comm);
 	cJSON_Delete(trace);
 	return TPS_EXIT_OK;
