@@ -603,75 +603,13 @@ static enum tps_status input_error(struct tps_error *err, const char *name,
 			     body);
 }
 
-enum tps_file_kind tps_check_file_kind(const cJSON *root,
-				       struct tps_json_path *where)
-{
-	const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
-	const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "events");
-	const cJSON *ev;
-	struct tps_json_path p;
-	size_t i = 0;
-
-	tps_json_path_init(&p);
-	if (!cJSON_IsObject(root)) {
-		return TPS_FILE_OTHER;
-	}
-	if (cJSON_GetObjectItemCaseSensitive(root, "tpsim")) {
-		tps_json_path_push_key(&p, "tpsim");
-		goto out_config;
-	}
-	if (cJSON_GetObjectItemCaseSensitive(root, "tolerance")) {
-		tps_json_path_push_key(&p, "tolerance");
-		goto out_fixture;
-	}
-	/* Events of a trace are objects of fixed keys: a linear scan of
-	 * each is ~15 string compares. */
-	if (!cJSON_IsArray(events)) {
-		events = NULL;
-	}
-	cJSON_ArrayForEach(ev, events)
-	{
-		const char *key =
-			cJSON_GetObjectItemCaseSensitive(ev, "match") ? "match"
-			: cJSON_GetObjectItemCaseSensitive(ev, "tolerance")
-				? "tolerance"
-				: NULL;
-		if (key) {
-			tps_json_path_push_key(&p, "events");
-			tps_json_path_push_index(&p, i);
-			tps_json_path_push_key(&p, key);
-			goto out_fixture;
-		}
-		i++;
-	}
-	if (cJSON_IsString(format) &&
-	    strcmp(format->valuestring, "tpsim.trace") == 0) {
-		tps_json_path_push_key(&p, "format");
-		if (where) {
-			*where = p;
-		}
-		return TPS_FILE_TRACE;
-	}
-	return TPS_FILE_OTHER;
-out_config:
-	if (where) {
-		*where = p;
-	}
-	return TPS_FILE_CONFIG;
-out_fixture:
-	if (where) {
-		*where = p;
-	}
-	return TPS_FILE_FIXTURE;
-}
-
 /* A config or a fixture where a trace belongs: what it is, and what to do
  * with it. TPS_OK for anything else. */
 static enum tps_status refuse_other_kinds(const cJSON *trace, const char *name,
 					  struct tps_error *err)
 {
 	struct tps_json_path p;
-	switch (tps_check_file_kind(trace, &p)) {
+	switch (tps_json_file_kind(trace, &p)) {
 	case TPS_FILE_CONFIG:
 		return input_error(err, name, &p,
 				   "expected a tpsim trace (\"format\": "
@@ -845,7 +783,7 @@ static enum tps_status validate_fixture(const cJSON *fixture, const char *name,
 				 got);
 		goto out;
 	}
-	if (tps_check_file_kind(fixture, &p) == TPS_FILE_CONFIG) {
+	if (tps_json_file_kind(fixture, &p) == TPS_FILE_CONFIG) {
 		/* Every key of a config would be "missing in trace": a
 		 * mismatch, exit 1, where the mistake is the file. */
 		st = input_error(err, name, &p,

@@ -653,7 +653,7 @@ static void print_mesh_json(FILE *out, const struct tps_mesh *m)
 		for (int i = 0; i < m->ndim; i++) {
 			unsigned mask = 1u << i;
 			fputs(i ? "," : "", out);
-			tps_trace_write_string(out, m->dim_names[i]);
+			tps_json_write_string(out, m->dim_names[i]);
 			fputc(':', out);
 			tps_trace_write_group(out, m, mask,
 					      tps_mesh_group_index(m, mask, r));
@@ -661,7 +661,7 @@ static void print_mesh_json(FILE *out, const struct tps_mesh *m)
 		fputs("},\"local_ranks\":{", out);
 		for (int i = 0; i < m->ndim; i++) {
 			fputs(i ? "," : "", out);
-			tps_trace_write_string(out, m->dim_names[i]);
+			tps_json_write_string(out, m->dim_names[i]);
 			fprintf(out, ":%d", tps_mesh_local_rank(m, 1u << i, r));
 		}
 		fputs("}}", out);

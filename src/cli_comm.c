@@ -14,6 +14,7 @@
 #include "cli_internal.h"
 #include "tpsim/cli.h"
 #include "tpsim/costs.h"
+#include "tpsim/jsonio.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/trace.h"
 
@@ -348,7 +349,7 @@ static void json_figures(FILE *out, const struct tps_cost_figures *f)
 static void print_json(FILE *out, const struct point *points, int n)
 {
 	fputs("{\"format\":\"tpsim.comm\",\"version\":1,\"time_model\":", out);
-	tps_trace_write_string(
+	tps_json_write_string(
 		out, "alpha-beta: a collective over n ranks sending B bytes "
 		     "per rank takes steps * latency + B / bandwidth (steps "
 		     "2(n-1) for all_reduce, n-1 otherwise; the slowest link "
@@ -360,11 +361,11 @@ static void print_json(FILE *out, const struct point *points, int n)
 		const struct tps_cost_report *r = &p->report;
 		fputs(i ? ",\n{" : "\n{", out);
 		fputs("\"config\":", out);
-		tps_trace_write_string(out, p->config);
+		tps_json_write_string(out, p->config);
 		fputs(",\"vars\":{", out);
 		for (int v = 0; v < p->n_vars; v++) {
 			fputs(v ? "," : "", out);
-			tps_trace_write_string(out, p->vars[v].name);
+			tps_json_write_string(out, p->vars[v].name);
 			fputc(':', out);
 			json_number(out, p->vars[v].value);
 		}
@@ -373,7 +374,7 @@ static void print_json(FILE *out, const struct point *points, int n)
 		fputs("},\"links\":{", out);
 		for (int d = 0; d < p->mesh.ndim; d++) {
 			fputs(d ? "," : "", out);
-			tps_trace_write_string(out, p->mesh.dim_names[d]);
+			tps_json_write_string(out, p->mesh.dim_names[d]);
 			fputs(":{\"GBps\":", out);
 			json_number(out, p->cost.links[d].gbps);
 			fputs(",\"latency_us\":", out);
@@ -387,14 +388,14 @@ static void print_json(FILE *out, const struct point *points, int n)
 			const struct tps_cost_row *row = &r->rows[k];
 			fputs(k ? "," : "", out);
 			fputs("{\"phase\":", out);
-			tps_trace_write_string(out,
+			tps_json_write_string(out,
 					       tps_phase_names[row->phase]);
 			fputs(",\"op\":", out);
-			tps_trace_write_string(out, row->op);
+			tps_json_write_string(out, row->op);
 			fputs(",\"module\":", out);
-			tps_trace_write_string(out, row->module);
+			tps_json_write_string(out, row->module);
 			fputs(",\"mesh_dim\":", out);
-			tps_trace_write_string(out, row->mesh_dim);
+			tps_json_write_string(out, row->mesh_dim);
 			fputs(",\"inference\":", out);
 			json_figures(out, &row->mode[TPS_COST_INFERENCE]);
 			fputs(",\"training\":", out);

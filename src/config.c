@@ -637,7 +637,7 @@ static void parse_root(struct cfg *c, const cJSON *root,
 static void refuse_other_kinds(struct cfg *c, const cJSON *root)
 {
 	struct tps_json_path where;
-	enum tps_file_kind kind = tps_check_file_kind(root, &where);
+	enum tps_file_kind kind = tps_json_file_kind(root, &where);
 	if (kind == TPS_FILE_TRACE || kind == TPS_FILE_FIXTURE) {
 		cfg_fail_at_pointer(c, where.text, TPS_ERR_INPUT,
 				    "expected a tpsim config (\"tpsim\": 1), "

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpsim/arith.h"
 #include "tpsim/comm.h"
 #include "tpsim/model.h"
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tpsim/arith.h"
 #include "tpsim/optim.h"
 #include "tpsim/pool.h"
 #include "tpsim/rng.h"

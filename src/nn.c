@@ -21,18 +21,6 @@ const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
 	return NULL;
 }
 
-int64_t tps_sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
-}
-
-int64_t tps_sat_mul(int64_t a, int64_t b)
-{
-	int64_t r;
-	return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
-
 static enum tps_status emit(const struct tps_nn_context *ctx,
 			    struct tps_event *ev, struct tps_error *err)
 {

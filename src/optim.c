@@ -2,6 +2,9 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
 
 int tps_optim_state_count(const struct tps_optimizer_spec *o)
 {

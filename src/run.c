@@ -16,6 +16,7 @@
 #include "tpsim/optim.h"
 #include "tpsim/outfile.h"
 #include "tpsim/pool.h"
+#include "tpsim/trace.h"
 #include "run_internal.h"
 
 void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,

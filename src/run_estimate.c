@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "tpsim/arith.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/trace.h"
 

@@ -24,7 +24,6 @@ const char *const tps_mistake_names[] = {
 	"wrong_shard_dim", "tp_allreduce_weight_grad", NULL};
 const char *const tps_mode_names[] = {"inference", "training", NULL};
 const char *const tps_loss_names[] = {"mse", "sum", "cross_entropy", NULL};
-const char *const tps_optimizer_type_names[] = {"sgd", "adamw", NULL};
 const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
 const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
 const char *const tps_trace_values_names[] = {"full", "summary", "none", NULL};

@@ -13,7 +13,7 @@
 #include "tpsim/costs.h"
 #include "tpsim/dtensor.h"
 #include "tpsim/jsonio.h"
-#include "tpsim/nn.h"
+#include "tpsim/arith.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/trace.h"
 #include "tps_version.h"
@@ -821,7 +821,7 @@ static void write_metadata(FILE *out, const struct tps_timeline *tl)
 				",\n{\"name\":\"thread_name\",\"ph\":\"M\","
 				"\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
 				s + 1, r);
-			tps_trace_write_string(out, name);
+			tps_json_write_string(out, name);
 			fprintf(out,
 				"}},\n{\"name\":\"thread_sort_index\","
 				"\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":"
@@ -837,7 +837,7 @@ static void copy_member(FILE *out, const cJSON *ev, const char *key)
 	const cJSON *v = member(ev, key);
 	if (v) {
 		fprintf(out, ",\"%s\":", key);
-		tps_trace_write_json(out, v);
+		tps_json_write_value(out, v);
 	}
 }
 
@@ -852,9 +852,9 @@ static void write_slice(FILE *out, const struct tps_timeline *tl,
 
 	snprintf(name, sizeof name, "%s %s", module, op);
 	fputs("{\"name\":", out);
-	tps_trace_write_string(out, name);
+	tps_json_write_string(out, name);
 	fputs(",\"cat\":", out);
-	tps_trace_write_string(out, member(ev, "phase")->valuestring);
+	tps_json_write_string(out, member(ev, "phase")->valuestring);
 	fprintf(out, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", e->step + 1,
 		s->rank);
 	write_us(out, s->ts_ns);
@@ -880,7 +880,7 @@ static void write_slice(FILE *out, const struct tps_timeline *tl,
 		bool first = true;
 		copy_member(out, ev, "bytes_per_rank");
 		fputs(",\"Collective name\":", out);
-		tps_trace_write_string(out, tps_timeline_collective_name(op));
+		tps_json_write_string(out, tps_timeline_collective_name(op));
 		fprintf(out,
 			",\"Group size\":%d,\"In msg nelems\":%" PRId64
 			",\"Out msg nelems\":%" PRId64
@@ -920,7 +920,7 @@ void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
 	fputs(",\"links\":{", out);
 	for (int d = 0; d < tl->mesh.ndim; d++) {
 		fputs(d ? "," : "", out);
-		tps_trace_write_string(out, tl->mesh.dim_names[d]);
+		tps_json_write_string(out, tl->mesh.dim_names[d]);
 		tps_format_double(tl->cost.links[d].gbps, num);
 		fprintf(out, ":{\"GBps\":%s", num);
 		tps_format_double(tl->cost.links[d].latency_us, num);

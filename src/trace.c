@@ -11,6 +11,8 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include "tpsim/arith.h"
+#include "tpsim/jsonio.h"
 #include "tpsim/numfmt.h"
 #include "tpsim/optim.h"
 #include "tpsim/pool.h"
@@ -142,68 +144,11 @@ void tps_trace_free(struct tps_trace *t)
 	}
 }
 
-void tps_trace_write_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		default:
-			if (*p < 0x20) {
-				fprintf(out, "\\u%04x", *p);
-			} else {
-				fputc(*p, out);
-			}
-		}
-	}
-	fputc('"', out);
-}
-
 static void write_float(FILE *out, float v)
 {
 	char buf[TPS_NUMFMT_MAX];
 	tps_format_float(v, buf);
 	fputs(buf, out);
-}
-
-void tps_trace_write_json(FILE *out, const cJSON *v)
-{
-	char buf[TPS_NUMFMT_MAX];
-	const cJSON *c;
-	bool first = true;
-
-	if (cJSON_IsString(v)) {
-		tps_trace_write_string(out, v->valuestring);
-	} else if (cJSON_IsNumber(v)) {
-		tps_format_double(v->valuedouble, buf);
-		fputs(buf, out);
-	} else if (cJSON_IsBool(v)) {
-		fputs(cJSON_IsTrue(v) ? "true" : "false", out);
-	} else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
-		bool obj = cJSON_IsObject(v);
-		fputc(obj ? '{' : '[', out);
-		cJSON_ArrayForEach(c, v)
-		{
-			if (!first) {
-				fputc(',', out);
-			}
-			first = false;
-			if (obj) {
-				tps_trace_write_string(out, c->string);
-				fputc(':', out);
-			}
-			tps_trace_write_json(out, c);
-		}
-		fputc(obj ? '}' : ']', out);
-	} else {
-		/* Strict parsing never lets null in; write it rather than
-		 * emit invalid JSON. */
-		fputs("null", out);
-	}
 }
 
 static void write_shape(FILE *out, const struct tps_shape *s)
@@ -467,14 +412,14 @@ void tps_trace_write_mesh_fields(FILE *out, const struct tps_mesh *m)
 		if (i) {
 			fputc(',', out);
 		}
-		tps_trace_write_string(out, m->dim_names[i]);
+		tps_json_write_string(out, m->dim_names[i]);
 	}
 	fprintf(out, "],\"world_size\":%d,\"groups\":{", m->world_size);
 	for (int i = 0; i < m->ndim; i++) {
 		if (i) {
 			fputc(',', out);
 		}
-		tps_trace_write_string(out, m->dim_names[i]);
+		tps_json_write_string(out, m->dim_names[i]);
 		fputc(':', out);
 		write_groups(out, m, 1u << i);
 	}
@@ -489,7 +434,7 @@ static void write_placements(FILE *out, const struct tps_dtensor *dt)
 		if (i) {
 			fputc(',', out);
 		}
-		tps_trace_write_string(out,
+		tps_json_write_string(out,
 				       tps_placement_format(dt->placements[i],
 							    buf, sizeof buf));
 	}
@@ -504,7 +449,7 @@ enum tps_status tps_trace_begin(struct tps_trace *t, const cJSON *config,
 	fputs("{\"format\":\"tpsim.trace\",\"version\":1,\n", out);
 	fputs("\"generator\":\"tpsim " TPS_VERSION "\",\n", out);
 	fputs("\"config\":", out);
-	tps_trace_write_json(out, config);
+	tps_json_write_value(out, config);
 	fputs(",\n\"mesh\":{", out);
 	tps_trace_write_mesh_fields(out, m);
 	fputs("},\n", out);
@@ -524,7 +469,7 @@ enum tps_status tps_trace_write_warnings(struct tps_trace *t,
 		if (i) {
 			fputc(',', t->out);
 		}
-		tps_trace_write_string(t->out, warnings[i]);
+		tps_json_write_string(t->out, warnings[i]);
 	}
 	fputs("],\n", t->out);
 	(void)err;
@@ -539,7 +484,7 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 	for (int i = 0; i < model->n_params; i++) {
 		const struct tps_param *p = &model->params[i];
 		fputs(i ? ",\n" : "\n", t->out);
-		tps_trace_write_string(t->out, p->name);
+		tps_json_write_string(t->out, p->name);
 		fputs(":{\"shape\":", t->out);
 		write_shape(t->out, &p->global.shape);
 		fputs(",\"placements\":", t->out);
@@ -692,19 +637,19 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fprintf(out, ",\"step\":%d", ev->step);
 	}
 	fputs(",\"phase\":", out);
-	tps_trace_write_string(out, tps_phase_names[ev->phase]);
+	tps_json_write_string(out, tps_phase_names[ev->phase]);
 	fputs(",\"module\":", out);
-	tps_trace_write_string(out, ev->module);
+	tps_json_write_string(out, ev->module);
 	fputs(",\"kind\":", out);
-	tps_trace_write_string(out, tps_event_kind_names[ev->kind]);
+	tps_json_write_string(out, tps_event_kind_names[ev->kind]);
 	fputs(",\"op\":", out);
-	tps_trace_write_string(out, ev->op);
+	tps_json_write_string(out, ev->op);
 	fputs(",\"tensor\":", out);
-	tps_trace_write_string(out, ev->tensor);
+	tps_json_write_string(out, ev->tensor);
 	tps_mesh_mask_name(t->mesh, ev->mask, group_name, sizeof group_name);
 	if (ev->mask) {
 		fputs(",\"mesh_dim\":", out);
-		tps_trace_write_string(out, group_name);
+		tps_json_write_string(out, group_name);
 		fputs(",\"groups\":", out);
 		write_groups_cached(t, ev->mask);
 	}
@@ -730,11 +675,11 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	}
 	if (ev->note) {
 		fputs(",\"note\":", out);
-		tps_trace_write_string(out, ev->note);
+		tps_json_write_string(out, ev->note);
 	}
 	if (ev->mistake) {
 		fputs(",\"mistake\":", out);
-		tps_trace_write_string(out, ev->mistake);
+		tps_json_write_string(out, ev->mistake);
 		if (!t->first_mistake) {
 			t->first_mistake = ev->mistake;
 			t->first_mistake_seq = t->next_seq - 1;
@@ -822,7 +767,7 @@ static void write_named(struct tps_trace *t, const char *key,
 		if (i) {
 			fputc(',', t->out);
 		}
-		tps_trace_write_string(t->out, i < model->n_params
+		tps_json_write_string(t->out, i < model->n_params
 						       ? model->params[i].name
 						       : "input");
 		fputc(':', t->out);
@@ -857,7 +802,7 @@ static void write_comparison(const struct tps_trace *t,
 		fputs("],\"grads\":{", out);
 		for (int i = 0; i < ref->n_grads; i++) {
 			fputs(i ? "," : "", out);
-			tps_trace_write_string(
+			tps_json_write_string(
 				out, i < model->n_params ? model->params[i].name
 							 : "input");
 			fprintf(out, ":%s", comparison_of(x->grads[i]));
@@ -865,7 +810,7 @@ static void write_comparison(const struct tps_trace *t,
 		fputs("},\"params_after\":{", out);
 		for (int i = 0; i < ref->n_params; i++) {
 			fputs(i ? "," : "", out);
-			tps_trace_write_string(out, model->params[i].name);
+			tps_json_write_string(out, model->params[i].name);
 			fprintf(out, ":%s", comparison_of(x->params_after[i]));
 		}
 		fputc('}', out);
@@ -933,7 +878,7 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 		}
 		fputs(first ? "" : ",", out);
 		first = false;
-		tps_trace_write_string(out, spec->modules[i].name);
+		tps_json_write_string(out, spec->modules[i].name);
 		fprintf(out, ":%" PRId64, bytes);
 		i = next;
 	}
@@ -963,7 +908,7 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 	if (r->stopped) {
 		/* The mistaken simulation never produced an output. */
 		fputs("\"result\":{\"stopped\":", t->out);
-		tps_trace_write_string(t->out, r->stopped);
+		tps_json_write_string(t->out, r->stopped);
 	} else {
 		fputs("\"result\":{\"output\":", t->out);
 		write_tensor_object(t, &r->sim->output);
@@ -1002,12 +947,12 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		fprintf(t->out, ",\"diverged_at\":{\"seq\":%" PRId64 ",",
 			t->first_mistake_seq);
 		fputs("\"mistake\":", t->out);
-		tps_trace_write_string(t->out, t->first_mistake);
+		tps_json_write_string(t->out, t->first_mistake);
 		fputc('}', t->out);
 	}
 	if (r->diagnosis) {
 		fputs(",\"diagnosis\":", t->out);
-		tps_trace_write_string(t->out, r->diagnosis);
+		tps_json_write_string(t->out, r->diagnosis);
 	}
 	fputs("},\n", t->out);
 	(void)err;
@@ -1033,7 +978,7 @@ enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
 				fputc(',', out);
 			}
 			first = false;
-			tps_trace_write_string(out, e->key);
+			tps_json_write_string(out, e->key);
 			fprintf(out,
 				":{\"count\":%" PRId64
 				",\"bytes_per_rank\":%" PRId64 "}",

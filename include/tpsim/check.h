@@ -82,19 +82,4 @@ enum tps_status tps_check_is_trace(const cJSON *trace, const char *trace_name,
 
 /* What a parsed file recognisably is, so that one passed where another
  * kind belongs is named as what it is, not reported as missing keys. */
-enum tps_file_kind {
-	TPS_FILE_OTHER,	  /* none of the below */
-	TPS_FILE_CONFIG,  /* a top-level "tpsim": configs have it, traces and
-			     fixtures never do */
-	TPS_FILE_FIXTURE, /* a fixture's reserved keys: "tolerance" at the top
-			     level or in an event, "match" in an event */
-	TPS_FILE_TRACE,	  /* "format": "tpsim.trace", and nothing above */
-};
-
-/* The kind of root, and into where (may be NULL) the pointer of the key
- * that tells (/tpsim, /tolerance, /events/3/match, /format). A fixture
- * that is a trace in full (no reserved key) is a trace. */
-enum tps_file_kind tps_check_file_kind(const cJSON *root,
-				       struct tps_json_path *where);
-
 #endif

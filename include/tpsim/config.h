@@ -29,7 +29,6 @@
 #include <cjson/cJSON.h>
 
 #include "tpsim/model.h"
-#include "tpsim/trace.h"
 
 /* Default memory budget of a run (docs/design.md section 8). */
 #define TPS_DEFAULT_MAX_MEMORY ((int64_t)8 << 30)

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -114,5 +115,26 @@ const char *tps_json_path_str(const struct tps_json_path *p);
  * message cannot break the line. Returns out.
  */
 char *tps_json_escape_for_message(const char *text, char *out, size_t out_size);
+
+enum tps_file_kind {
+	TPS_FILE_OTHER,	  /* none of the below */
+	TPS_FILE_CONFIG,  /* a top-level "tpsim": configs have it, traces and
+			     fixtures never do */
+	TPS_FILE_FIXTURE, /* a fixture's reserved keys: "tolerance" at the top
+			     level or in an event, "match" in an event */
+	TPS_FILE_TRACE,	  /* "format": "tpsim.trace", and nothing above */
+};
+
+/* The kind of root, and into where (may be NULL) the pointer of the key
+ * that tells (/tpsim, /tolerance, /events/3/match, /format). A fixture
+ * that is a trace in full (no reserved key) is a trace. */
+enum tps_file_kind tps_json_file_kind(const cJSON *root,
+				       struct tps_json_path *where);
+
+/* Writes s as a JSON string literal (control characters escaped). */
+void tps_json_write_string(FILE *out, const char *s);
+/* Writes a cJSON value (a string, number, bool, array or object)
+ * compactly, numbers as the shortest round-trip decimal (numfmt.h). */
+void tps_json_write_value(FILE *out, const cJSON *value);
 
 #endif

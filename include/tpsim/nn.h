@@ -60,6 +60,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tpsim/arith.h"
 #include "tpsim/dtensor.h"
 #include "tpsim/event.h"
 #include "tpsim/spec.h"
@@ -332,9 +333,6 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
 
-/* a + b and a * b, saturating at INT64_MAX (memory estimates, flops). */
-int64_t tps_sat_add(int64_t a, int64_t b);
-int64_t tps_sat_mul(int64_t a, int64_t b);
 
 /*
  * Losses (nn_loss.c), on plain tensors: the ranks' local outputs and the

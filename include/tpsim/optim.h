@@ -20,9 +20,29 @@
 #ifndef TPSIM_OPTIM_H
 #define TPSIM_OPTIM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "tpsim/spec.h"
+enum tps_optimizer_type {
+	TPS_OPTIMIZER_SGD,
+	TPS_OPTIMIZER_ADAMW,
+};
+extern const char *const tps_optimizer_type_names[];
+
+/* PyTorch's optimizers, with PyTorch's defaults (lr: docs/design.md's 0.1 for
+ * sgd, torch's 1e-3 for adamw). */
+struct tps_optimizer_spec {
+	enum tps_optimizer_type type;
+	double lr;
+	double weight_decay; /* sgd 0, adamw 0.01 */
+	/* sgd */
+	double momentum, dampening; /* 0, 0 */
+	bool nesterov;		    /* false */
+	/* adamw */
+	double beta1, beta2; /* 0.9, 0.999 */
+	double eps;	     /* 1e-8 */
+};
+
 
 /* State arrays per parameter: sgd 1 with momentum (else 0), adamw 2. */
 int tps_optim_state_count(const struct tps_optimizer_spec *o);

@@ -18,6 +18,7 @@
 
 #include "tpsim/dtensor.h"
 #include "tpsim/mesh.h"
+#include "tpsim/optim.h"
 #include "tpsim/tensor.h"
 
 #define TPS_NAME_MAX	128
@@ -173,12 +174,6 @@ enum tps_loss {
 };
 extern const char *const tps_loss_names[];
 
-enum tps_optimizer_type {
-	TPS_OPTIMIZER_SGD,
-	TPS_OPTIMIZER_ADAMW,
-};
-extern const char *const tps_optimizer_type_names[];
-
 /* What the dp average of the gradients means. */
 enum tps_dp_grad {
 	/* Each dp rank scales its loss so the average is the gradient of the
@@ -262,20 +257,6 @@ struct tps_module_spec {
 struct tps_param_override {
 	char name[TPS_NAME_MAX + 8]; /* "fc1.bias" */
 	struct tps_tensor value;     /* the parameter's global shape */
-};
-
-/* PyTorch's optimizers, with PyTorch's defaults (lr: docs/design.md's 0.1 for
- * sgd, torch's 1e-3 for adamw). */
-struct tps_optimizer_spec {
-	enum tps_optimizer_type type;
-	double lr;
-	double weight_decay; /* sgd 0, adamw 0.01 */
-	/* sgd */
-	double momentum, dampening; /* 0, 0 */
-	bool nesterov;		    /* false */
-	/* adamw */
-	double beta1, beta2; /* 0.9, 0.999 */
-	double eps;	     /* 1e-8 */
 };
 
 struct tps_model_spec {

@@ -203,16 +203,11 @@ enum tps_status tps_trace_validate(const cJSON *trace, const char *name,
 enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 			       size_t *text_len, struct tps_error *err);
 
-/* Writes a cJSON value (a string, number, bool, array or object) compactly,
- * numbers as the shortest round-trip decimal. */
-void tps_trace_write_json(FILE *out, const cJSON *value);
 /* Writes the mesh's "shape", "dim_names", "world_size" and "groups" (per
  * dim name, every group) as members of an enclosing object. */
 void tps_trace_write_mesh_fields(FILE *out, const struct tps_mesh *mesh);
 /* Writes group g along the dims in mask as a JSON array of ranks. */
 void tps_trace_write_group(FILE *out, const struct tps_mesh *mesh,
 			   unsigned mask, int g);
-/* Writes s as a JSON string literal. */
-void tps_trace_write_string(FILE *out, const char *s);
 
 #endif
