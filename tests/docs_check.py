@@ -3,8 +3,9 @@
 
   docs_check.py TPSIM SOURCE_ROOT
 
-- Its layout table names each path once, and names every source file of
-  src/ (so a new file is not left out, nor described twice).
+- Its layout table names each path once, has a row for every layer folder
+  of src/, and that row names every source file of the folder (so a new
+  file is not left out, nor described twice).
 - Its "Not yet" paragraph names no module type or style that tpsim runs:
   the lists come from tpsim's own unknown-type and unknown-style messages.
 - docs/config.md's module table has a row for every module type, and its
@@ -138,13 +139,21 @@ def main():
     for path in sorted(set(p for p in firsts if firsts.count(p) > 1)):
         errors.append("the layout table lists %s %d times"
                       % (path, firsts.count(path)))
-    named = re.findall(r"`([^`]+)`", layout)
-    for src in sorted(glob.glob(os.path.join(root, "src", "*.c"))):
-        name = os.path.basename(src)
-        if not any(fnmatch.fnmatchcase(name, n) or n == name[:-2]
-                   or n == "src/" + name
-                   for n in named):
-            errors.append("the layout table does not name src/%s" % name)
+    rows = {line.split("|")[1].strip().strip("`"): line
+            for line in layout.split("\n") if line.startswith("| ")}
+    for folder in sorted(glob.glob(os.path.join(root, "src", "*", ""))):
+        layer = os.path.basename(os.path.dirname(folder))
+        row = rows.get("src/%s/" % layer)
+        if row is None:
+            errors.append("the layout table has no row for src/%s/" % layer)
+            continue
+        named = re.findall(r"`([^`]+)`", row)
+        for src in sorted(glob.glob(os.path.join(folder, "*.c"))):
+            name = os.path.basename(src)
+            if not any(fnmatch.fnmatchcase(name, n) or n == name[:-2]
+                       or n.endswith("/" + name) for n in named):
+                errors.append("the layout table's row of src/%s/ does not "
+                              "name %s" % (layer, name))
 
     types = expected_list(tpsim, CONFIG % ('"no-such-type"', '"colwise"'))
     styles = expected_list(tpsim, CONFIG % ('"linear"', '"no-such-style"'))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """docs/tpsim-config.schema.json against tpsim's own configs and its
-bad-config table (tests/test_config.c).
+bad-config table (tests/config/test_config.c).
 
   schema_check.py SOURCE_ROOT TEST_CONFIG_EXE
 

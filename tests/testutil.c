@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tpsim/cli.h"
+#include "cli.h"
 
 int tu_run_suite(Suite *suite)
 {

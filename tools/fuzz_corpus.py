@@ -6,7 +6,7 @@ repository, so it is reproducible and nothing generated is committed.
 
 OUTDIR/config: every shipped config (fixtures/, examples/, tools/bench/,
   tests/golden/) and every JSON row of the bad-config table
-  (tests/test_config.c, dumped with TPSIM_DUMP_BAD_CONFIGS).
+  (tests/config/test_config.c, dumped with TPSIM_DUMP_BAD_CONFIGS).
 OUTDIR/check: every fixture (fixtures/*/fixture.json) and the traces below
   that are at most MAX_BYTES.
 OUTDIR/trace: the traces TPSIM writes for every shipped config that runs

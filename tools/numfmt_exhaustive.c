@@ -1,7 +1,7 @@
 /*
- * numfmt_exhaustive: tps_format_float (Schubfach, src/numfmt_float.c)
+ * numfmt_exhaustive: tps_format_float (Schubfach, src/base/numfmt_float.c)
  * against tps_format_float_exact (the snprintf/strtof oracle it replaced,
- * src/numfmt_internal.h) on float32 bit patterns, byte for byte; each new
+ * src/base/numfmt_internal.h) on float32 bit patterns, byte for byte; each new
  * string must also read back with strtof to the same bits.
  *
  *   numfmt_exhaustive [--start N] [--end N] [--stride N] [--threads N]
@@ -34,7 +34,7 @@
 #include <time.h>
 
 #include "numfmt_internal.h"
-#include "tpsim/numfmt.h"
+#include "numfmt.h"
 
 #define BLOCK	    65536 /* indices a worker takes at a time */
 #define MAX_THREADS 256

@@ -256,7 +256,7 @@ async function main() {
       const v = await open(browser, seed.html, "#seq=4");
       const meta = await v.page.$eval("#event .meta", (e) => e.textContent);
       check(meta.indexOf("16 bytes/rank") >= 0, "meta: " + meta);
-      /* tests/test_numfmt.c's table (sizes_print_in_binary_units_...). */
+      /* tests/base/test_numfmt.c's table (sizes_print_in_binary_units_...). */
       const table = [[0, "0 bytes"], [1, "1 byte"], [768, "768 bytes"], [1023, "1023 bytes"],
                      [1024, "1 KiB"], [1536, "1.5 KiB"], [10239, "10 KiB"], [1048575, "1 MiB"],
                      [2359296, "2.25 MiB"], [7425024, "7.08 MiB"], [939524096, "896 MiB"],

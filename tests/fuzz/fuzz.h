@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tpsim/error.h"
+#include "error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

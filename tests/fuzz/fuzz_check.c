@@ -20,9 +20,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "tpsim/check.h"
-#include "tpsim/jsonio.h"
-#include "tpsim/run.h"
+#include "fixture_check.h"
+#include "jsonio.h"
+#include "run.h"
 
 static const char fixed_config[] =
 	"{\"tpsim\": 1,\n"

@@ -20,9 +20,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "tpsim/config.h"
-#include "tpsim/jsonio.h"
-#include "tpsim/model.h"
+#include "config.h"
+#include "jsonio.h"
+#include "model.h"
 
 #define CAP_WORLD   8
 #define CAP_MODULES 32

@@ -21,7 +21,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tpsim/jsonio.h"
+#include "jsonio.h"
 
 /* explain --pictures lists every block of every event's tensor
  * (docs/pictures.md: "the block lines are always there"): 4096 lines an

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tpsim/cli.h"
+#include "cli.h"
 
 /* tpsim's verbs read files: each input goes to one of two scratch files
  * (a check needs a trace and a fixture at once). */

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "tpsim/rng.h"
-#include "tpsim/tensor.h"
+#include "rng.h"
+#include "tensor.h"
 
 struct shape {
 	int64_t m, n, k;

@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "tpsim/config.h"
-#include "tpsim/jsonio.h"
-#include "tpsim/memory.h"
+#include "config.h"
+#include "jsonio.h"
+#include "memory.h"
 
 static double seconds(clockid_t clock)
 {

@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "tpsim/jsonio.h"
-#include "tpsim/memory.h"
-#include "tpsim/trace.h"
+#include "jsonio.h"
+#include "memory.h"
+#include "trace.h"
 
 static double seconds(clockid_t clock)
 {

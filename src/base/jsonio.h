@@ -1,0 +1,140 @@
+/*
+ * Strict JSON input (docs/design.md section 8) for configs, fixtures and
+ * traces.
+ *
+ * cJSON alone accepts things RFC 8259 forbids (duplicate keys, leading zeros,
+ * raw control characters, invalid UTF-8, NUL bytes, trailing garbage), so the
+ * text is read here by a strict parser that builds the cJSON tree in the same
+ * pass; the result is a plain cJSON tree.
+ *
+ * Error messages follow the CLI's format, without the "tpsim: " prefix:
+ *   "<file>: <json-pointer>: <what is wrong>"
+ * e.g. "cfg.json: /plan/fc2: duplicate key \"fc2\"" or, for a syntax error,
+ * "cfg.json: /model/1: invalid JSON at line 3, column 7: leading zero in
+ * number". The pointer is that of the value being read when the error was
+ * found ("" for the whole document, printed as "/" is NOT used: the empty
+ * pointer is printed as "(root)").
+ */
+#ifndef TPSIM_JSONIO_H
+#define TPSIM_JSONIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+
+/* Largest config, fixture or trace-to-check file accepted (16 MiB). Traces
+ * read by `tpsim check` use TPS_JSON_MAX_TRACE_BYTES. */
+#define TPS_JSON_MAX_INPUT_BYTES ((size_t)16 << 20)
+#define TPS_JSON_MAX_TRACE_BYTES ((size_t)1 << 30)
+/* Deepest nesting accepted; deeper input is an error, not a stack overflow. */
+#define TPS_JSON_MAX_DEPTH 64
+
+/*
+ * Reads the whole file at `path` ("-" means standard input) into a new
+ * NUL-terminated buffer. Only regular files and "-" are accepted (a directory,
+ * FIFO or device is an error naming the path). A file larger than max_bytes is
+ * refused before reading it all, with the limit named.
+ * On success *out (caller frees with free()) and *out_len are set.
+ * On error: TPS_ERR_IO or TPS_ERR_LIMIT, outputs untouched.
+ */
+enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
+				   char **out, size_t *out_len,
+				   struct tps_error *err);
+
+/*
+ * Parses `text` (len bytes; it may contain NUL bytes, which are errors) as
+ * strict RFC 8259 JSON into a cJSON tree, in one pass.
+ * `name` is the file name used in messages.
+ * Rejected, each naming the JSON Pointer: syntax errors, trailing non-space
+ * content, NUL bytes, invalid UTF-8 (overlong, surrogates, > U+10FFFF),
+ * raw control characters in strings, invalid escapes, lone surrogate \u
+ * escapes, leading zeros, `null` anywhere, duplicate keys in an object, and
+ * nesting deeper than TPS_JSON_MAX_DEPTH. A leading UTF-8 BOM is skipped.
+ * The tree is laid out as cJSON_Parse lays it out (types, valueint, order),
+ * but numbers of any length are read whole (cJSON 1.7.15 cuts them at 63
+ * characters), as strtod reads them in the C locale whatever the program's
+ * locale: correctly rounded, and +-inf past the largest double (a reader that
+ * needs finite values checks them).
+ * On success *out is the parsed tree; the caller frees it with cJSON_Delete().
+ * On error: TPS_ERR_INPUT (or TPS_ERR_NOMEM), *out untouched and nothing
+ * leaked.
+ */
+enum tps_status tps_json_parse_strict(const char *name, const char *text,
+				      size_t len, cJSON **out,
+				      struct tps_error *err);
+
+/*
+ * The RFC 8259 number at the start of `text` (len bytes), for numbers that
+ * come from elsewhere than a JSON document (the command line's --set): the
+ * parser's own grammar and conversion, so that such a value reads exactly
+ * as it would in a file. On success *used gets its length and *out its
+ * value (correctly rounded; +-inf past the largest double). What follows
+ * it is the caller's to check: "0x10" is the number 0 and then "x10".
+ * Returns false, outputs untouched, when text does not start with a JSON
+ * number ("+8", " 8", "08", "8.", "1e", "inf"), or, for a number the
+ * exact fast path cannot convert (over 19 digits, or beyond 1e+-22), when
+ * memory runs out.
+ */
+bool tps_json_scan_number(const char *text, size_t len, size_t *used,
+			  double *out);
+
+/* tps_json_read_file followed by tps_json_parse_strict. */
+enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
+			      struct tps_error *err);
+
+/*
+ * JSON Pointer building (RFC 6901), for error messages.
+ * A struct tps_json_path is a fixed buffer; appending past its capacity keeps
+ * it truncated with "..." rather than failing.
+ */
+#define TPS_JSON_PATH_MAX 512
+struct tps_json_path {
+	char text[TPS_JSON_PATH_MAX]; /* "" or "/a/0/b~1c" */
+	size_t len;
+};
+
+void tps_json_path_init(struct tps_json_path *p);
+/* Appends "/<key>" with "~" -> "~0" and "/" -> "~1". */
+void tps_json_path_push_key(struct tps_json_path *p, const char *key);
+/* Appends "/<index>". */
+void tps_json_path_push_index(struct tps_json_path *p, size_t index);
+/* Undoes the last push (restores the previous length `saved_len`). */
+void tps_json_path_pop(struct tps_json_path *p, size_t saved_len);
+/* The pointer as text for messages: "(root)" for the empty pointer. */
+const char *tps_json_path_str(const struct tps_json_path *p);
+
+/*
+ * Copies `text` into out (size out_size, always NUL-terminated, truncated
+ * with "..." if needed) with control characters, quotes and backslashes
+ * escaped as in JSON (\n, \t, \u001b, \", \\), so user text echoed in a
+ * message cannot break the line. Returns out.
+ */
+char *tps_json_escape_for_message(const char *text, char *out, size_t out_size);
+
+enum tps_file_kind {
+	TPS_FILE_OTHER,	  /* none of the below */
+	TPS_FILE_CONFIG,  /* a top-level "tpsim": configs have it, traces and
+			     fixtures never do */
+	TPS_FILE_FIXTURE, /* a fixture's reserved keys: "tolerance" at the top
+			     level or in an event, "match" in an event */
+	TPS_FILE_TRACE,	  /* "format": "tpsim.trace", and nothing above */
+};
+
+/* The kind of root, and into where (may be NULL) the pointer of the key
+ * that tells (/tpsim, /tolerance, /events/3/match, /format). A fixture
+ * that is a trace in full (no reserved key) is a trace. */
+enum tps_file_kind tps_json_file_kind(const cJSON *root,
+				       struct tps_json_path *where);
+
+/* Writes s as a JSON string literal (control characters escaped). */
+void tps_json_write_string(FILE *out, const char *s);
+/* Writes a cJSON value (a string, number, bool, array or object)
+ * compactly, numbers as the shortest round-trip decimal (numfmt.h). */
+void tps_json_write_value(FILE *out, const cJSON *value);
+
+#endif

@@ -1,0 +1,89 @@
+/* madvise, MADV_HUGEPAGE and sbrk are Linux and BSD, beyond POSIX. */
+#define _DEFAULT_SOURCE
+#include "memory.h"
+
+#include <cJSON.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+/*
+ * Large blocks are their own mapping (glibc mmaps them zeroed, untouched
+ * until written), advised whole. Smaller ones come from the heap, which
+ * grows by brk (main() asks glibc for 32 MiB at a time); a new stretch of
+ * heap is advised when a block first lands in it, before the caller writes
+ * (calloc does not touch memory fresh from the kernel). Under a sanitizer
+ * malloc is not glibc's and no stretch of heap ever appears: no advice.
+ */
+#define HUGE_BYTES ((uintptr_t)2 << 20)
+
+static void advise_huge(uintptr_t lo, uintptr_t hi)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t page = 4096;
+	lo = (lo + page - 1) & ~(page - 1);
+	if (hi > lo) {
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+	}
+#else
+	(void)lo;
+	(void)hi;
+#endif
+}
+
+/* The top of the heap the advice has reached. */
+static atomic_uintptr_t advised_heap_top;
+
+static void advise_heap_growth(uintptr_t block)
+{
+	uintptr_t top = (uintptr_t)sbrk(0);
+	uintptr_t seen = atomic_load(&advised_heap_top);
+	if (top == (uintptr_t)-1 || top <= seen || block >= top ||
+	    !atomic_compare_exchange_strong(&advised_heap_top, &seen, top)) {
+		return;
+	}
+	/* The first time, from the block's own 2 MiB boundary. */
+	advise_huge(seen ? seen : block & ~(HUGE_BYTES - 1), top);
+}
+
+static void *advised(void *p, size_t bytes)
+{
+	if (p) {
+		if (bytes >= HUGE_BYTES) {
+			advise_huge((uintptr_t)p, (uintptr_t)p + bytes);
+		}
+		advise_heap_growth((uintptr_t)p);
+	}
+	return p;
+}
+
+void *tps_memory_calloc(size_t n, size_t size)
+{
+	/* calloc checks n * size for overflow. */
+	return advised(calloc(n, size), n * size);
+}
+
+void *tps_memory_malloc(size_t size)
+{
+	return advised(malloc(size), size);
+}
+
+void tps_memory_tune_process(void)
+{
+	cJSON_Hooks hooks = {tps_memory_malloc, free};
+#ifdef __GLIBC__
+	/* glibc would hand blocks over 128 KiB back to the kernel with
+	 * munmap and get fresh ones with mmap, a page fault per 4 KiB each
+	 * time (on a virtual machine, the larger part of a step). */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	mallopt(M_TOP_PAD, 32 << 20);
+#endif
+	cJSON_InitHooks(&hooks);
+}

@@ -1,0 +1,76 @@
+/*
+ * What the verbs' outputs share: the signal handling that removes a
+ * temporary output (tps_cli_install_signals), and tps_cli_publish, the
+ * outputs made whole in memory first (`tpsim picture`, `timeline`,
+ * `view`). All of them, `tpsim run`'s trace too, go through the one
+ * writer of outfile.h.
+ */
+#include "cli_internal.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The temporary output being written, if any: the library publishes its
+ * name here (outfile.h) and the handler below removes it. */
+static struct tps_outfile_pending pending;
+
+struct tps_outfile_pending *tps_cli_pending(void)
+{
+	return &pending;
+}
+
+/*
+ * SIGTERM, SIGINT, SIGHUP: remove the temporary output, then die of the
+ * signal as if there were no handler (SA_RESETHAND restored the default
+ * action on entry; the raised signal is delivered when the handler
+ * returns). unlink and raise are async-signal-safe; errno is kept for the
+ * code the signal interrupted, in case the process survives (it does not,
+ * with the default actions of these three).
+ */
+static void remove_pending_and_die(int sig)
+{
+	int saved = errno;
+	if (pending.armed) {
+		atomic_signal_fence(memory_order_seq_cst);
+		unlink(pending.path);
+	}
+	raise(sig);
+	errno = saved;
+}
+
+void tps_cli_install_signals(void)
+{
+	static const int fatal[] = {SIGTERM, SIGINT, SIGHUP};
+	struct sigaction sa;
+
+	signal(SIGXFSZ, SIG_IGN);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = remove_pending_and_die;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+		sigaddset(&sa.sa_mask, fatal[i]);
+	}
+	for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+		struct sigaction old;
+		/* A signal the caller ignores (nohup, a background job of a
+		 * shell without job control) stays ignored. */
+		if (sigaction(fatal[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN) {
+			continue;
+		}
+		sigaction(fatal[i], &sa, NULL);
+	}
+}
+
+enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
+				const char *noun, FILE *stdout_stream,
+				const char *input, struct tps_error *err)
+{
+	return tps_outfile_write_all(path, stdout_stream, noun, data, len,
+				     &input, 1, &pending, err);
+}

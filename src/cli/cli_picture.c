@@ -1,0 +1,213 @@
+/*
+ * tpsim picture: one tensor's sharding picture as a standalone SVG; and
+ * the pictures `tpsim explain --pictures` prints under each event.
+ */
+#include "cli_internal.h"
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+#include "jsonio.h"
+#include "picture.h"
+
+/* "t.json: <pointer>: <what>"; user text in what is escaped already. */
+static int trouble(FILE *err, const char *trace_name, const char *pointer,
+		   const char *what)
+{
+	struct tps_error e = {0};
+	char name[256];
+	tps_error_set(
+		&e, TPS_ERR_INPUT, "%s: %s: %s",
+		tps_json_escape_for_message(trace_name, name, sizeof name),
+		pointer, what);
+	return tps_cli_trouble(err, &e);
+}
+
+int tps_cli_explain_picture(FILE *out, const cJSON *trace,
+			    const char *trace_name, int event_index, bool md,
+			    FILE *err)
+{
+	struct tps_picture pic = {0};
+	struct tps_error e = {0};
+	if (tps_picture_from_event(&pic, trace, trace_name, event_index, &e) !=
+	    TPS_OK) {
+		return tps_cli_trouble(err, &e);
+	}
+	if (out) {
+		tps_picture_write_text(out, &pic, md);
+	}
+	tps_picture_free(&pic);
+	return TPS_EXIT_OK;
+}
+
+/* --event SEQ: a whole number from 0. */
+static bool parse_seq(const char *text, long long *seq)
+{
+	char *end;
+	long long n;
+	errno = 0;
+	n = strtoll(text, &end, 10);
+	if (errno || end == text || *end != '\0' || n < 0) {
+		return false;
+	}
+	*seq = n;
+	return true;
+}
+
+struct picture_args {
+	const char *trace, *tensor, *output; /* output NULL: stdout */
+	long long seq;			     /* -1: the tensor's first event */
+};
+
+static int picture_options(int argc, char **argv, struct picture_args *a,
+			   FILE *err)
+{
+	for (int i = 2; i < argc; i++) {
+		const char *opt = argv[i];
+		const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(opt, "--tensor") == 0) {
+			if (!arg) {
+				return tps_cli_usage_error(
+					err, "picture: --tensor needs a name%s",
+					"");
+			}
+			a->tensor = arg;
+			i++;
+		} else if (strcmp(opt, "--event") == 0) {
+			if (!arg || !parse_seq(arg, &a->seq)) {
+				return tps_cli_usage_error(
+					err,
+					"picture: --event needs an event's seq "
+					"(0, 1, ...), got '%s'",
+					arg ? arg : "");
+			}
+			i++;
+		} else if (strcmp(opt, "-o") == 0 ||
+			   strcmp(opt, "--output") == 0) {
+			if (!arg) {
+				return tps_cli_usage_error(
+					err, "picture: %s needs a file", opt);
+			}
+			/* "-o -" is stdout, as for tpsim run. */
+			a->output = strcmp(arg, "-") == 0 ? NULL : arg;
+			i++;
+		} else if (opt[0] == '-' && opt[1] != '\0') {
+			return tps_cli_usage_error(
+				err, "picture: unknown option '%s'", opt);
+		} else if (a->trace) {
+			return tps_cli_usage_error(
+				err, "picture: unexpected argument '%s'", opt);
+		} else {
+			a->trace = opt;
+		}
+	}
+	if (!a->trace) {
+		return tps_cli_usage_error(err, "picture: expected TRACE%s",
+					   "");
+	}
+	if (!a->tensor) {
+		return tps_cli_usage_error(
+			err,
+			"picture: missing --tensor NAME (e.g. --tensor "
+			"fc1.weight)%s",
+			"");
+	}
+	return TPS_EXIT_OK;
+}
+
+int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct picture_args a = {NULL, NULL, NULL, -1};
+	cJSON *trace = NULL;
+	struct tps_picture pic = {0};
+	struct tps_error e = {0};
+	char *svg = NULL;
+	size_t svg_len = 0;
+	FILE *mem = NULL;
+	char tensor[256], what[768];
+	int index, rc = picture_options(argc, argv, &a, err);
+
+	if (rc != TPS_EXIT_OK) {
+		return rc;
+	}
+	if (tps_trace_read(a.trace, &trace, NULL, NULL, &e) != TPS_OK) {
+		rc = tps_cli_trouble(err, &e);
+		goto out;
+	}
+	tps_json_escape_for_message(a.tensor, tensor, sizeof tensor);
+	if (a.seq < 0) {
+		index = tps_picture_first_event(trace, a.tensor);
+		if (index < 0) {
+			snprintf(what, sizeof what,
+				 "no event produces the tensor \"%s\"", tensor);
+			rc = trouble(err, a.trace, "/events", what);
+			goto out;
+		}
+	} else {
+		const cJSON *t;
+		index = tps_picture_event_of_seq(trace, a.seq);
+		if (index < 0) {
+			snprintf(what, sizeof what,
+				 "no event has seq %lld (--event)", a.seq);
+			rc = trouble(err, a.trace, "/events", what);
+			goto out;
+		}
+		t = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+						   trace, "events"),
+					   index),
+			"tensor");
+		if (!cJSON_IsString(t) ||
+		    strcmp(t->valuestring, a.tensor) != 0) {
+			char pointer[64], got[256];
+			snprintf(pointer, sizeof pointer, "/events/%d/tensor",
+				 index);
+			snprintf(what, sizeof what,
+				 "event %lld produces \"%s\", not \"%s\" "
+				 "(--tensor)",
+				 a.seq,
+				 cJSON_IsString(t)
+					 ? tps_json_escape_for_message(
+						   t->valuestring, got,
+						   sizeof got)
+					 : "no tensor",
+				 tensor);
+			rc = trouble(err, a.trace, pointer, what);
+			goto out;
+		}
+	}
+	if (tps_picture_from_event(&pic, trace, a.trace, index, &e) != TPS_OK) {
+		rc = tps_cli_trouble(err, &e);
+		goto out;
+	}
+	/* Drawn whole into memory first: nothing is published unless all of
+	 * it was made. */
+	mem = open_memstream(&svg, &svg_len);
+	if (!mem) {
+		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
+		rc = tps_cli_trouble(err, &e);
+		goto out;
+	}
+	tps_picture_write_svg(mem, &pic);
+	if (fclose(mem) != 0) {
+		mem = NULL;
+		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
+		rc = tps_cli_trouble(err, &e);
+		goto out;
+	}
+	mem = NULL;
+	if (tps_cli_publish(a.output, svg, svg_len, "SVG", out, a.trace, &e) !=
+	    TPS_OK) {
+		rc = tps_cli_trouble(err, &e);
+		goto out;
+	}
+	rc = TPS_EXIT_OK;
+out:
+	free(svg);
+	tps_picture_free(&pic);
+	cJSON_Delete(trace);
+	return rc;
+}

@@ -1,0 +1,1676 @@
+/* "model", "plan" and "params" of the config (docs/design.md section 4). */
+#include "config_internal.h"
+#include "nn.h"
+
+#include <assert.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Module types a later version will add (docs/config.md names them). */
+static const char *const later_types[] = {"dropout", NULL};
+#define LATER_VERSION "tpsim 0.3"
+
+/*
+ * Style names people bring from PyTorch's API or from write-ups about TP:
+ * PyTorch's own class names, which tpsim spells in lower case, and names
+ * that exist in no PyTorch at all. Each gets what to write instead.
+ */
+struct misnomer {
+	const char *name;
+	const char *advice;
+};
+
+static const struct misnomer style_misnomers[] = {
+	{"ColwiseParallel", "PyTorch's ColwiseParallel is \"colwise\" here"},
+	{"RowwiseParallel", "PyTorch's RowwiseParallel is \"rowwise\" here"},
+	{"SequenceParallel", "PyTorch's SequenceParallel is \"sequence\" here"},
+	{"ColwiseParallel(dim=1)",
+	 "ColwiseParallel takes no dim; sharding a linear's input features "
+	 "(the weight's dim 1) is RowwiseParallel, \"rowwise\""},
+	{"RowwiseParallel(dim=0)",
+	 "RowwiseParallel takes no dim; sharding a linear's output features "
+	 "(the weight's dim 0) is ColwiseParallel, \"colwise\""},
+	{"ShardingParallel",
+	 "PyTorch has no ShardingParallel; a sharded linear is \"colwise\" "
+	 "(ColwiseParallel) or \"rowwise\" (RowwiseParallel)"},
+	{"PipelineParallel",
+	 "PipelineParallel is not a tensor-parallel style: pipeline "
+	 "parallelism puts whole layers on different ranks "
+	 "(torch.distributed.pipelining); tpsim shards layers with "
+	 "\"colwise\", \"rowwise\" or \"replicate\""},
+	{"tp.einsum",
+	 "PyTorch has no tp.einsum; a tensor-parallel matmul is a linear "
+	 "layer planned \"colwise\" or \"rowwise\""},
+	{"DataParallel",
+	 "data parallelism is not a plan style: give the mesh a dp dim and "
+	 "\"dp_dim\""},
+};
+
+/* The advice for a name from the table above, or NULL. */
+static const char *misnomer_advice(const char *name)
+{
+	for (size_t i = 0;
+	     i < sizeof style_misnomers / sizeof style_misnomers[0]; i++) {
+		if (strcmp(name, style_misnomers[i].name) == 0) {
+			return style_misnomers[i].advice;
+		}
+	}
+	return NULL;
+}
+
+/* ---- what each module type allows ------------------------------------- */
+
+static void parse_linear(struct cfg *c, const cJSON *m,
+			 struct tps_module_spec *ms);
+static void parse_layernorm(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms);
+static void parse_embedding(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms);
+static void parse_attention(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms);
+
+#define STYLE_BIT(s) (1u << (s))
+/* Replicated, or only redistributing its input or output. */
+#define PREPARE_BITS                                                           \
+	(STYLE_BIT(TPS_STYLE_REPLICATE) | STYLE_BIT(TPS_STYLE_PREPARE_INPUT) | \
+	 STYLE_BIT(TPS_STYLE_PREPARE_OUTPUT))
+
+static const char *const linear_keys[] = {"name",	  "type", "in_features",
+					  "out_features", "bias", NULL};
+static const char *const elementwise_keys[] = {"name", "type", NULL};
+static const char *const layernorm_keys[] = {"name", "type", "dim",
+					     "eps",  "bias", NULL};
+static const char *const residual_keys[] = {"name", "type", "body", NULL};
+static const char *const attention_keys[] = {
+	"name", "type", "embed_dim", "num_heads", "causal", "bias", NULL};
+static const char *const embedding_keys[] = {"name", "type", "num_embeddings",
+					     "embedding_dim", NULL};
+
+struct model_ctx;
+static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
+
+/*
+ * The module types a config may write: one row per enum tps_module_type
+ * (indexed by it, named as tps_module_type_names names it), then the
+ * shorthands that expand into several modules of those types. The type
+ * is read, and the list of types in its messages made, from this table
+ * alone (test_config checks both against the enum).
+ */
+static const struct module_kind {
+	const char *name; /* "type" in the config */
+	/* The modules one config object of this type makes, itself and
+	 * its parts (a residual's body is counted apart). */
+	int modules;
+	/* A shorthand: makes its modules at x->next; the fields below are
+	 * then unused. */
+	void (*expand)(struct cfg *c, const cJSON *m, struct model_ctx *x);
+	const char *const *keys; /* what its config object may hold */
+	unsigned styles;	 /* STYLE_BIT(enum tps_style) a plan may give */
+	/* Why the other styles cannot apply, for the message. */
+	const char *why_not;
+	void (*parse)(struct cfg *c, const cJSON *m,
+		      struct tps_module_spec *ms); /* NULL: nothing more */
+} module_kinds[] = {
+	[TPS_MODULE_LINEAR] = {"linear", 1, NULL, linear_keys,
+			       STYLE_BIT(TPS_STYLE_COLWISE) |
+				       STYLE_BIT(TPS_STYLE_ROWWISE) |
+				       STYLE_BIT(TPS_STYLE_REPLICATE),
+			       "a linear is split \"colwise\" or "
+			       "\"rowwise\", or replicated",
+			       parse_linear},
+	[TPS_MODULE_RELU] = {"relu", 1, NULL, elementwise_keys, PREPARE_BITS,
+			     "it has no weight to shard", NULL},
+	[TPS_MODULE_GELU] = {"gelu", 1, NULL, elementwise_keys, PREPARE_BITS,
+			     "it has no weight to shard", NULL},
+	[TPS_MODULE_LAYERNORM] = {"layernorm", 1, NULL, layernorm_keys,
+				  STYLE_BIT(TPS_STYLE_REPLICATE) |
+					  STYLE_BIT(TPS_STYLE_SEQUENCE),
+				  "its weight is replicated: it runs "
+				  "\"sequence\" or \"replicate\"",
+				  parse_layernorm},
+	[TPS_MODULE_RESIDUAL] = {"residual", 1, NULL, residual_keys,
+				 PREPARE_BITS,
+				 "it adds its body's output to its input; plan "
+				 "the body's modules",
+				 NULL},
+	[TPS_MODULE_EMBEDDING] = {"embedding", 1, NULL, embedding_keys,
+				  STYLE_BIT(TPS_STYLE_REPLICATE) |
+					  STYLE_BIT(TPS_STYLE_VOCAB),
+				  "an embedding splits its vocabulary, "
+				  "\"vocab\", or is replicated",
+				  parse_embedding},
+	/* and its linears q, k, v, o */
+	[TPS_MODULE_ATTENTION] =
+		{"attention", 5, NULL, attention_keys, PREPARE_BITS,
+		 "its heads are split by planning its linears: "
+		 "\"<name>.q\", \".k\", \".v\" colwise and "
+		 "\".o\" rowwise",
+		 parse_attention},
+	/* see expand_block */
+	[TPS_MODULE_TYPE_COUNT] = {"transformer_block", 12, expand_block, NULL,
+				   0, NULL, NULL},
+};
+#define N_MODULE_KINDS (sizeof module_kinds / sizeof module_kinds[0])
+
+static const struct module_kind *kind_of(enum tps_module_type type)
+{
+	/* A type added to spec.h without a row here is tpsim's bug. */
+	assert((size_t)type < TPS_MODULE_TYPE_COUNT && module_kinds[type].keys);
+	return &module_kinds[type];
+}
+
+/* The row named `name`, or NULL. */
+static const struct module_kind *kind_named(const char *name)
+{
+	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
+		if (strcmp(module_kinds[i].name, name) == 0) {
+			return &module_kinds[i];
+		}
+	}
+	return NULL;
+}
+
+/* The row a module object's "type" names, or NULL (no object, no string,
+ * or no such type: reported when the module is read). */
+static const struct module_kind *kind_of_object(const cJSON *m)
+{
+	const cJSON *type = cJSON_IsObject(m) ? cfg_get(m, "type") : NULL;
+	return cJSON_IsString(type) ? kind_named(type->valuestring) : NULL;
+}
+
+size_t cfg_module_type_count(void)
+{
+	return N_MODULE_KINDS;
+}
+
+const char *cfg_module_type_name(size_t i, int *type)
+{
+	*type = i < TPS_MODULE_TYPE_COUNT ? (int)i : -1;
+	return i < N_MODULE_KINDS ? module_kinds[i].name : NULL;
+}
+
+/* Every type of the table, "linear, relu, ..." with `last` before the
+ * final one. Returns buf. */
+static const char *kind_list(const char *last, char *buf, size_t size)
+{
+	const char *names[N_MODULE_KINDS + 1];
+	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
+		names[i] = module_kinds[i].name;
+	}
+	names[N_MODULE_KINDS] = NULL;
+	return cfg_join(names, last, buf, size);
+}
+
+/* ---- model ------------------------------------------------------------ */
+
+static bool valid_module_name(const char *name)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len >= TPS_NAME_MAX || name[0] == '.' ||
+	    name[len - 1] == '.' || strstr(name, "..")) {
+		return false;
+	}
+	for (const char *p = name; *p; p++) {
+		if (!(*p == '_' || *p == '.' || *p == '-' ||
+		      (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z'))) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A weight of (rows, cols) within the element limit; reported at key. */
+static void check_weight_size(struct cfg *c, const char *key, int64_t rows,
+			      int64_t cols)
+{
+	int64_t numel;
+	if (cfg_ok(c) && (__builtin_mul_overflow(rows, cols, &numel) ||
+			  numel > TPS_MAX_ELEMENTS)) {
+		cfg_fail_at(c, key, TPS_ERR_LIMIT,
+			    "the weight (%lld, %lld) has more than 2^31 "
+			    "elements",
+			    (long long)rows, (long long)cols);
+	}
+}
+
+/* ms->width_pointer: `key` of the module or shorthand being read. */
+static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
+			  const char *key)
+{
+	snprintf(ms->width_pointer, sizeof ms->width_pointer, "%s/%s",
+		 cfg_pointer(c), key);
+}
+
+static void parse_linear(struct cfg *c, const cJSON *m,
+			 struct tps_module_spec *ms)
+{
+	cfg_int(c, m, "in_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->in_features);
+	cfg_int(c, m, "out_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->out_features);
+	ms->bias = true; /* as nn.Linear */
+	cfg_bool(c, m, "bias", &ms->bias);
+	check_weight_size(c, "out_features", ms->out_features, ms->in_features);
+	set_width_key(c, ms, "out_features");
+}
+
+/* nn.LayerNorm(dim, eps=1e-5, bias=True). */
+static void parse_layernorm(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms)
+{
+	cfg_int(c, m, "dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->in_features);
+	ms->out_features = ms->in_features;
+	set_width_key(c, ms, "dim");
+	ms->eps = 1e-5;
+	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &ms->eps);
+	ms->bias = true;
+	cfg_bool(c, m, "bias", &ms->bias);
+}
+
+/* nn.Embedding(num_embeddings, embedding_dim). */
+static void parse_embedding(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms)
+{
+	cfg_int(c, m, "num_embeddings", CFG_REQUIRED, 1, 1 << 24,
+		&ms->in_features);
+	cfg_int(c, m, "embedding_dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
+		&ms->out_features);
+	check_weight_size(c, "embedding_dim", ms->in_features,
+			  ms->out_features);
+	set_width_key(c, ms, "embedding_dim");
+}
+
+/* Multi-head self-attention: embed_dim split into num_heads heads. */
+static void parse_attention(struct cfg *c, const cJSON *m,
+			    struct tps_module_spec *ms)
+{
+	cfg_int(c, m, "embed_dim", CFG_REQUIRED, 1, 1 << 20, &ms->in_features);
+	ms->out_features = ms->in_features;
+	set_width_key(c, ms, "embed_dim");
+	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &ms->num_heads);
+	ms->causal = false;
+	cfg_bool(c, m, "causal", &ms->causal);
+	ms->bias = true;
+	cfg_bool(c, m, "bias", &ms->bias);
+	if (cfg_ok(c) && ms->in_features % ms->num_heads != 0) {
+		cfg_fail_at(c, "num_heads", TPS_ERR_INPUT,
+			    "embed_dim %lld is not a multiple of num_heads "
+			    "%lld (each head takes embed_dim / num_heads "
+			    "features)",
+			    (long long)ms->in_features,
+			    (long long)ms->num_heads);
+	}
+}
+
+struct model_ctx {
+	struct tps_model_spec *spec;
+	int next;	/* the flat index the next module takes */
+	int last_width; /* the last module that set the width, or -1 */
+	/* Inside a repeat: prepended to every module name read
+	 * ("layers.3."), and, for a repeated "module", that module's whole
+	 * name ("layers.3"; NULL once it is taken, and outside a repeat). */
+	char prefix[TPS_NAME_MAX];
+	const char *own_name;
+	char own[TPS_NAME_MAX];
+	/* The innermost repeat's "name", for messages about the names it
+	 * makes ("/model/1/name"). */
+	char repeat_pointer[TPS_POINTER_MAX];
+};
+
+/* What reading one module needs besides the module itself. */
+struct module_ctx {
+	struct model_ctx *model;
+	int index; /* this module's */
+	int type;  /* out: its enum tps_module_type */
+	char name[TPS_NAME_MAX]; /* out: its whole name (prefix + "name") */
+};
+
+/* Whether `name` (a whole name: prefix and all) is valid and new; the
+ * failure is reported at the current pointer. */
+static void check_module_name(struct cfg *c, const struct module_ctx *x,
+			      const char *name)
+{
+	char esc[96];
+	if (!valid_module_name(name)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid module name \"%s\" (expected dot-separated "
+			 "parts of letters, digits, '_' and '-', under %d "
+			 "bytes)",
+			 tps_json_escape_for_message(name, esc, sizeof esc),
+			 TPS_NAME_MAX);
+	}
+	for (int j = 0; j < x->index && cfg_ok(c); j++) {
+		if (strcmp(x->model->spec->modules[j].name, name) == 0) {
+			/* A valid name needs no escaping. */
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "duplicate module name \"%s\" (also that "
+				 "of the module at %s)",
+				 name, x->model->spec->modules[j].plan_pointer);
+		}
+	}
+}
+
+/* /model/<index>/name: valid with the prefix, and not one an earlier
+ * module has. */
+static void read_module_name(struct cfg *c, const cJSON *name, void *ctx)
+{
+	struct module_ctx *x = ctx;
+	char esc[96];
+	int n;
+	if (!cfg_expect(c, name, cJSON_IsString, "a string")) {
+		return;
+	}
+	n = snprintf(x->name, sizeof x->name, "%s%s", x->model->prefix,
+		     name->valuestring);
+	if (n < 0 || (size_t)n >= sizeof x->name) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid module name \"%s%s\" (expected dot-separated "
+			 "parts of letters, digits, '_' and '-', under %d "
+			 "bytes)",
+			 x->model->prefix,
+			 tps_json_escape_for_message(name->valuestring, esc,
+						     sizeof esc),
+			 TPS_NAME_MAX);
+		return;
+	}
+	check_module_name(c, x, x->name);
+}
+
+/* The whole name of the module m: "name" after the prefix, or, for a
+ * repeated "module", the name its repetition gives it (then m may not
+ * have one). Into x->name. */
+static void module_name(struct cfg *c, const cJSON *m, struct module_ctx *x)
+{
+	struct model_ctx *mx = x->model;
+	if (!mx->own_name) {
+		cfg_value(c, m, "name", CFG_REQUIRED, read_module_name, x);
+		return;
+	}
+	if (cfg_get(m, "name")) {
+		cfg_fail_at(c, "name", TPS_ERR_INPUT,
+			    "a repeated module is named by its repetition, "
+			    "\"%s\" (the name of %s and the index): leave "
+			    "\"name\" out, or repeat a list, \"modules\"",
+			    mx->own_name, mx->repeat_pointer);
+		return;
+	}
+	snprintf(x->name, sizeof x->name, "%s", mx->own_name);
+	mx->own_name = NULL;
+	if (cfg_ok(c) && !valid_module_name(x->name)) {
+		cfg_fail_at_pointer(c, mx->repeat_pointer, TPS_ERR_INPUT,
+				    "the repetitions' names (\"%s\") are over "
+				    "%d bytes",
+				    x->name, TPS_NAME_MAX - 1);
+		return;
+	}
+	for (int j = 0; j < x->index && cfg_ok(c); j++) {
+		if (strcmp(mx->spec->modules[j].name, x->name) == 0) {
+			cfg_fail_at_pointer(
+				c, mx->repeat_pointer, TPS_ERR_INPUT,
+				"a repetition is named \"%s\", the name of "
+				"the module at %s",
+				x->name, mx->spec->modules[j].plan_pointer);
+		}
+	}
+}
+
+/* /model/.../type: a type of module_kinds that is not a shorthand (those
+ * are expanded before a module is read). */
+static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
+{
+	struct module_ctx *x = ctx;
+	const struct module_kind *kind;
+	char list[256], esc[96];
+	if (!cfg_expect(c, type, cJSON_IsString, "a string")) {
+		return;
+	}
+	kind = kind_named(type->valuestring);
+	if (kind && !kind->expand) {
+		x->type = (int)(kind - module_kinds);
+	} else if (tps_name_index(later_types, type->valuestring) >= 0) {
+		cfg_fail(c, TPS_ERR_UNSUPPORTED,
+			 "module type \"%s\" is not supported by " LATER_VERSION
+			 " (expected %s)",
+			 type->valuestring,
+			 kind_list(" or ", list, sizeof list));
+	} else {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "unknown module type \"%s\" (expected one of %s)",
+			 tps_json_escape_for_message(type->valuestring, esc,
+						     sizeof esc),
+			 kind_list(", ", list, sizeof list));
+	}
+}
+
+/* Reads one module at /model/<index>: name and type first, since the type
+ * says which other keys it may have. */
+static void parse_module(struct cfg *c, const cJSON *m, int index,
+			 struct model_ctx *mx)
+{
+	struct tps_model_spec *spec = mx->spec;
+	struct tps_module_spec *ms = &spec->modules[index];
+	struct module_ctx x = {mx, index, 0, ""};
+	const struct module_kind *kind;
+
+	/* Counted before it is read, so that a failure frees what it holds. */
+	spec->n_modules = index + 1;
+	if (!cfg_expect(c, m, cJSON_IsObject, "a module object")) {
+		return;
+	}
+	module_name(c, m, &x);
+	cfg_value(c, m, "type", CFG_REQUIRED, read_module_type, &x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	snprintf(ms->name, sizeof ms->name, "%s", x.name);
+	ms->type = (enum tps_module_type)x.type;
+	ms->style = TPS_STYLE_REPLICATE;
+	ms->planned = false;
+	ms->input = tps_placement_replicate();
+	ms->output = tps_placement_replicate();
+	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+		 cfg_pointer(c));
+	kind = kind_of(ms->type);
+	if (cfg_check_keys(c, m, kind->keys) && kind->parse) {
+		kind->parse(c, m, ms);
+	}
+}
+
+/* A repeat's count as written, if it is one: an integer in [1, max]; 0
+ * otherwise (reported when the repeat is read). */
+static int64_t repeat_count(const cJSON *m)
+{
+	const cJSON *n = cfg_get(m, "repeat");
+	if (!cJSON_IsNumber(n) || !(n->valuedouble >= 1) ||
+	    n->valuedouble > TPS_MAX_MODULES ||
+	    n->valuedouble != floor(n->valuedouble)) {
+		return 0;
+	}
+	return (int64_t)n->valuedouble;
+}
+
+static bool is_repeat(const cJSON *m)
+{
+	return cJSON_IsObject(m) && cfg_get(m, "repeat") != NULL;
+}
+
+/* The modules a /model item stands for, itself and its descendants (its
+ * body, a shorthand's parts, every repetition); a malformed item counts 1
+ * and is reported when it is read. Saturates past TPS_MAX_MODULES. */
+static int count_modules(const cJSON *m)
+{
+	const struct module_kind *kind = kind_of_object(m);
+	const cJSON *body = cfg_get(m, "body");
+	const cJSON *item;
+	int64_t n = 1;
+	if (is_repeat(m)) {
+		const cJSON *one = cfg_get(m, "module");
+		const cJSON *list = cfg_get(m, "modules");
+		int64_t each = 0, count = repeat_count(m);
+		if (count == 0) {
+			return 1;
+		}
+		if (one) {
+			each = count_modules(one);
+		}
+		const cJSON *items = cJSON_IsArray(list) ? list : NULL;
+		cJSON_ArrayForEach(item, items)
+		{
+			each += count_modules(item);
+			if (each > TPS_MAX_MODULES) {
+				break;
+			}
+		}
+		n = count * (each > 0 ? each : 1);
+		return n > TPS_MAX_MODULES ? TPS_MAX_MODULES + 1 : (int)n;
+	}
+	if (kind != &module_kinds[TPS_MODULE_RESIDUAL] ||
+	    !cJSON_IsArray(body)) {
+		return kind ? kind->modules : 1;
+	}
+	cJSON_ArrayForEach(item, body)
+	{
+		n += count_modules(item);
+		if (n > TPS_MAX_MODULES) {
+			break;
+		}
+	}
+	return (int)n;
+}
+
+static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx);
+static void read_repeat(struct cfg *c, const cJSON *m, struct model_ctx *x);
+
+/* An attention's four linears, "<name>.q", ".k", ".v", ".o", after it in
+ * the list: (embed_dim, embed_dim), with its bias; replicated until the
+ * plan says otherwise. */
+static void add_attention_linears(struct cfg *c, struct model_ctx *x, int at)
+{
+	static const char *const parts[] = {"q", "k", "v", "o"};
+	struct tps_module_spec *attn = &x->spec->modules[at];
+	for (int k = 0; k < 4 && cfg_ok(c); k++) {
+		int i = x->next++;
+		struct tps_module_spec *ms = &x->spec->modules[i];
+		x->spec->n_modules = i + 1;
+		if (strlen(attn->name) + 3 > sizeof ms->name) {
+			cfg_fail_at(c, "name", TPS_ERR_INPUT,
+				    "the name is too long for its linears' "
+				    "names (\"<name>.q\", ...)");
+			return;
+		}
+		/* "<name>.q": fits, checked above. */
+		memcpy(ms->name, attn->name, strlen(attn->name));
+		memcpy(ms->name + strlen(attn->name), ".", 1);
+		memcpy(ms->name + strlen(attn->name) + 1, parts[k], 2);
+		for (int j = 0; j < i; j++) {
+			if (strcmp(x->spec->modules[j].name, ms->name) == 0) {
+				cfg_fail_at(c, "name", TPS_ERR_INPUT,
+					    "its linear \"%s\" has the name of "
+					    "%s",
+					    ms->name,
+					    x->spec->modules[j].plan_pointer);
+				return;
+			}
+		}
+		ms->type = TPS_MODULE_LINEAR;
+		ms->in_features = ms->out_features = attn->in_features;
+		memcpy(ms->width_pointer, attn->width_pointer,
+		       sizeof ms->width_pointer);
+		ms->bias = attn->bias;
+		ms->style = TPS_STYLE_REPLICATE;
+		ms->input = ms->output = tps_placement_replicate();
+		snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+			 attn->plan_pointer);
+	}
+	attn->n_descendants = 4;
+	x->last_width = at;
+}
+
+/* ms's input width (its `key`) against the width the module before it in
+ * the data flow gives. */
+static void check_width(struct cfg *c, const struct model_ctx *x,
+			const struct tps_module_spec *ms, const char *key)
+{
+	const struct tps_module_spec *prev;
+	static const char *const what[] = {
+		[TPS_MODULE_LINEAR] = "out_features",
+		[TPS_MODULE_RELU] = "width",
+		[TPS_MODULE_GELU] = "width",
+		[TPS_MODULE_LAYERNORM] = "dim",
+		[TPS_MODULE_RESIDUAL] = "width",
+		[TPS_MODULE_EMBEDDING] = "embedding_dim",
+		[TPS_MODULE_ATTENTION] = "embed_dim",
+	};
+	if (x->last_width < 0) {
+		return;
+	}
+	prev = &x->spec->modules[x->last_width];
+	if (ms->in_features != prev->out_features &&
+	    strcmp(prev->plan_pointer, ms->plan_pointer) == 0) {
+		/* Two repetitions of one repeated module. */
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "expected %lld, the %s of %s, the repetition "
+			    "before (%s), got %lld: a repeated module must "
+			    "keep the width",
+			    (long long)prev->out_features, what[prev->type],
+			    prev->name, prev->plan_pointer,
+			    (long long)ms->in_features);
+	} else if (ms->in_features != prev->out_features) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "expected %lld, the %s of %s, got %lld",
+			    (long long)prev->out_features, what[prev->type],
+			    prev->plan_pointer, (long long)ms->in_features);
+	}
+}
+
+/* /model/.../body of a residual: a non-empty list of modules that keeps
+ * the width, since x + body(x) adds them. */
+static void read_body(struct cfg *c, const cJSON *body, void *ctx)
+{
+	/* The key that gives a module's input width. */
+	static const char *const in_key[] = {
+		[TPS_MODULE_LINEAR] = "in_features",
+		[TPS_MODULE_RELU] = "width",
+		[TPS_MODULE_GELU] = "width",
+		[TPS_MODULE_LAYERNORM] = "dim",
+		[TPS_MODULE_RESIDUAL] = "width",
+		[TPS_MODULE_EMBEDDING] = "num_embeddings",
+		[TPS_MODULE_ATTENTION] = "embed_dim",
+	};
+	struct model_ctx *x = ctx;
+	int width_in = x->last_width, first = x->next;
+	const struct tps_module_spec *in, *out;
+	if (!cfg_expect(c, body, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	if (cJSON_GetArraySize(body) == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+		return;
+	}
+	cfg_each_item(c, body, model_item, x);
+	if (!cfg_ok(c) || x->last_width == width_in) {
+		return;
+	}
+	out = &x->spec->modules[x->last_width];
+	if (width_in >= 0) {
+		in = &x->spec->modules[width_in];
+		if (in->out_features != out->out_features) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "the body ends with width %lld (%s), but x + "
+				 "body(x) needs the input's, %lld (%s)",
+				 (long long)out->out_features,
+				 out->plan_pointer, (long long)in->out_features,
+				 in->plan_pointer);
+		}
+		return;
+	}
+	/* No module before the residual sets the width: its input is the
+	 * model's, as wide as the body's first module with a width takes
+	 * (/input is checked against that module). */
+	in = &x->spec->modules[first];
+	while (!tps_module_has_width(in)) {
+		in++;
+	}
+	if (in->in_features != out->out_features) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "the body ends with width %lld (%s), but x + body(x) "
+			 "needs the input's, %lld (the %s of %s)",
+			 (long long)out->out_features, out->plan_pointer,
+			 (long long)in->in_features, in_key[in->type],
+			 in->plan_pointer);
+	}
+}
+
+/* A module made by a shorthand (transformer_block): named `prefix` +
+ * `suffix`, replicated until planned, its pointer the shorthand's. */
+static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
+					  const char *prefix,
+					  const char *suffix,
+					  enum tps_module_type type)
+{
+	int i = x->next++;
+	struct tps_module_spec *ms = &x->spec->modules[i];
+	x->spec->n_modules = i + 1;
+	if (strlen(prefix) + strlen(suffix) >= sizeof ms->name) {
+		cfg_fail_at(c, "name", TPS_ERR_INPUT,
+			    "the name is too long for its modules' names "
+			    "(\"<name>%s\")",
+			    suffix);
+		return ms;
+	}
+	/* Both fit: checked above. */
+	memcpy(ms->name, prefix, strlen(prefix));
+	memcpy(ms->name + strlen(prefix), suffix, strlen(suffix) + 1);
+	for (int j = 0; j < i && cfg_ok(c); j++) {
+		if (strcmp(x->spec->modules[j].name, ms->name) == 0) {
+			cfg_fail_at(c, "name", TPS_ERR_INPUT,
+				    "its module \"%s\" has the name of %s",
+				    ms->name, x->spec->modules[j].plan_pointer);
+		}
+	}
+	ms->type = type;
+	ms->style = TPS_STYLE_REPLICATE;
+	ms->input = ms->output = tps_placement_replicate();
+	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+		 cfg_pointer(c));
+	return ms;
+}
+
+/*
+ * {"type": "transformer_block", "name": N, "dim": E, "num_heads": H,
+ * "hidden": F (4 E), "causal": true, "bias": true, "eps": 1e-5}: a pre-norm
+ * GPT block, with the conventional names
+ *
+ *   N.attn_residual = x + attn(ln1(x)):  N.ln1, N.attn (N.attn.q, .k, .v, .o)
+ *   N.mlp_residual  = x + mlp(ln2(x)):   N.ln2, N.mlp.fc1, N.mlp.act (gelu),
+ *                                        N.mlp.fc2
+ *
+ * so that plans read like torchtitan's ("layers.*.attn.[qkv]").
+ */
+static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
+{
+	static const char *const keys[] = {"name",	"type",	  "dim",
+					   "num_heads", "hidden", "causal",
+					   "bias",	"eps",	  NULL};
+	struct module_ctx mx = {x, x->next, 0, ""};
+	int64_t dim = 0, heads = 0, hidden = 0;
+	bool causal = true, bias = true;
+	double eps = 1e-5;
+	const char *name;
+	struct tps_module_spec *r, *ln, *a, *l;
+
+	if (!cfg_check_keys(c, m, keys)) {
+		return;
+	}
+	module_name(c, m, &mx);
+	cfg_int(c, m, "dim", CFG_REQUIRED, 1, 1 << 20, &dim);
+	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &heads);
+	hidden = 4 * dim;
+	cfg_int(c, m, "hidden", CFG_OPTIONAL, 1, 1 << 22, &hidden);
+	cfg_bool(c, m, "causal", &causal);
+	cfg_bool(c, m, "bias", &bias);
+	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &eps);
+	if (cfg_ok(c) && dim % heads != 0) {
+		cfg_fail_at(
+			c, "num_heads", TPS_ERR_INPUT,
+			"dim %lld is not a multiple of num_heads %lld (each "
+			"head takes dim / num_heads features)",
+			(long long)dim, (long long)heads);
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	name = mx.name;
+	/* x + attn(ln1(x)) */
+	r = new_module(c, x, name, ".attn_residual", TPS_MODULE_RESIDUAL);
+	r->n_descendants = 6;
+	ln = new_module(c, x, name, ".ln1", TPS_MODULE_LAYERNORM);
+	ln->in_features = ln->out_features = dim;
+	set_width_key(c, ln, "dim");
+	ln->eps = eps;
+	ln->bias = bias;
+	check_width(c, x, ln, "dim");
+	a = new_module(c, x, name, ".attn", TPS_MODULE_ATTENTION);
+	a->in_features = a->out_features = dim;
+	set_width_key(c, a, "dim");
+	a->num_heads = heads;
+	a->causal = causal;
+	a->bias = bias;
+	if (cfg_ok(c)) {
+		add_attention_linears(c, x, x->next - 1);
+	}
+	/* x + mlp(ln2(x)) */
+	r = new_module(c, x, name, ".mlp_residual", TPS_MODULE_RESIDUAL);
+	r->n_descendants = 4;
+	ln = new_module(c, x, name, ".ln2", TPS_MODULE_LAYERNORM);
+	ln->in_features = ln->out_features = dim;
+	set_width_key(c, ln, "dim");
+	ln->eps = eps;
+	ln->bias = bias;
+	l = new_module(c, x, name, ".mlp.fc1", TPS_MODULE_LINEAR);
+	l->in_features = dim;
+	l->out_features = hidden;
+	/* hidden, or 4 dim when it is not given */
+	set_width_key(c, l, cfg_get(m, "hidden") ? "hidden" : "dim");
+	l->bias = bias;
+	new_module(c, x, name, ".mlp.act", TPS_MODULE_GELU);
+	l = new_module(c, x, name, ".mlp.fc2", TPS_MODULE_LINEAR);
+	l->in_features = hidden;
+	l->out_features = dim;
+	set_width_key(c, l, "dim");
+	l->bias = bias;
+	x->last_width = x->next - 1;
+}
+
+/* ---- repeat ----------------------------------------------------------- */
+
+struct repeat_ctx {
+	struct model_ctx *x;
+	char name[TPS_NAME_MAX]; /* the prefix and "name": "layers" */
+};
+
+/* A repeat's "name": with the prefix, a valid module name. */
+static void read_repeat_name(struct cfg *c, const cJSON *name, void *ctx)
+{
+	struct repeat_ctx *r = ctx;
+	char esc[96];
+	int n;
+	if (!cfg_expect(c, name, cJSON_IsString, "a string")) {
+		return;
+	}
+	n = snprintf(r->name, sizeof r->name, "%s%s", r->x->prefix,
+		     name->valuestring);
+	if (n < 0 || (size_t)n >= sizeof r->name ||
+	    !valid_module_name(r->name)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid name \"%s\" (expected dot-separated parts "
+			 "of letters, digits, '_' and '-', under %d bytes with "
+			 "the repetitions' \".<index>\")",
+			 tps_json_escape_for_message(name->valuestring, esc,
+						     sizeof esc),
+			 TPS_NAME_MAX - 8);
+	}
+}
+
+/* The repeated "module", at /model/<k>/module: one module, named by
+ * x->own_name. */
+static void repeated_module(struct cfg *c, const cJSON *m, void *ctx)
+{
+	if (is_repeat(m)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "a repeat's \"module\" is one module; to repeat a "
+			 "repeat, put it in a list, \"modules\"");
+		return;
+	}
+	model_item(c, m, 0, ctx);
+}
+
+/* The repeated "modules", at /model/<k>/modules: a non-empty list. */
+static void repeated_list(struct cfg *c, const cJSON *list, void *ctx)
+{
+	if (!cfg_expect(c, list, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	if (cJSON_GetArraySize(list) == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+		return;
+	}
+	cfg_each_item(c, list, model_item, ctx);
+}
+
+/*
+ * {"repeat": N, "name": P, "module": M}: N copies of the module M, named
+ * P.0 ... P.<N-1> (M has no name of its own; a residual's body or a
+ * transformer_block's parts are named under it, P.<i>.fc1). Or
+ * {"repeat": N, "name": P, "modules": [M, ...]}: N copies of the list,
+ * each module named P.<i>.<its name>. N may be a variable ("$layers").
+ * Every copy is read at the same pointer, so an error in one is reported
+ * at /model/<k>/module/...; the copies are what the rest of tpsim sees,
+ * and the normalised config lists them.
+ */
+static void read_repeat(struct cfg *c, const cJSON *m, struct model_ctx *x)
+{
+	static const char *const keys[] = {"repeat", "name", "module",
+					   "modules", NULL};
+	struct repeat_ctx r = {x, ""};
+	char prefix[TPS_NAME_MAX], pointer[TPS_POINTER_MAX];
+	const cJSON *one = cfg_get(m, "module");
+	const cJSON *list = cfg_get(m, "modules");
+	int64_t count = 0;
+
+	if (x->own_name) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "a repeat's \"module\" is one module; to repeat a "
+			 "repeat, put it in a list, \"modules\"");
+		return;
+	}
+	if (!cfg_check_keys(c, m, keys)) {
+		return;
+	}
+	cfg_int(c, m, "repeat", CFG_REQUIRED, 1, TPS_MAX_MODULES, &count);
+	cfg_value(c, m, "name", CFG_REQUIRED, read_repeat_name, &r);
+	if (cfg_ok(c) && one && list) {
+		cfg_fail_at(c, "modules", TPS_ERR_INPUT,
+			    "\"module\" and \"modules\" both given (expected "
+			    "one: a module, or a list of modules)");
+	} else if (cfg_ok(c) && !one && !list) {
+		cfg_fail_at(c, "module", TPS_ERR_INPUT,
+			    "missing (a repeat needs \"module\", or a list, "
+			    "\"modules\")");
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	memcpy(prefix, x->prefix, sizeof prefix);
+	memcpy(pointer, x->repeat_pointer, sizeof pointer);
+	snprintf(x->repeat_pointer, sizeof x->repeat_pointer, "%s/name",
+		 cfg_pointer(c));
+	for (int64_t i = 0; i < count && cfg_ok(c); i++) {
+		int n = snprintf(x->own, sizeof x->own, "%s.%lld", r.name,
+				 (long long)i);
+		int k = snprintf(x->prefix, sizeof x->prefix, "%s.%lld.",
+				 r.name, (long long)i);
+		if (n < 0 || k < 0 || (size_t)k >= sizeof x->prefix) {
+			cfg_fail_at_pointer(c, x->repeat_pointer,
+					    TPS_ERR_INPUT,
+					    "the repetitions' names "
+					    "(\"%s.%lld\") are over %d bytes",
+					    r.name, (long long)i,
+					    TPS_NAME_MAX - 2);
+			break;
+		}
+		if (one) {
+			x->own_name = x->own;
+			cfg_value(c, m, "module", CFG_REQUIRED,
+				  repeated_module, x);
+			x->own_name = NULL;
+		} else {
+			cfg_value(c, m, "modules", CFG_REQUIRED, repeated_list,
+				  x);
+		}
+	}
+	memcpy(x->prefix, prefix, sizeof prefix);
+	memcpy(x->repeat_pointer, pointer, sizeof pointer);
+}
+
+/* One module at its pointer (/model/<i>, or inside a body): the module,
+ * then its input width against the width of the module before it in the
+ * data flow (element-wise modules keep the width). A cross-field error,
+ * reported at the later module. */
+static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
+{
+	struct model_ctx *x = ctx;
+	const struct module_kind *kind = kind_of_object(m);
+	int i;
+	struct tps_module_spec *ms;
+	(void)index;
+	if (is_repeat(m)) {
+		read_repeat(c, m, x);
+		return;
+	}
+	i = x->next++;
+	ms = &x->spec->modules[i];
+	if (kind && kind->expand) {
+		x->next--;
+		kind->expand(c, m, x);
+		return;
+	}
+	parse_module(c, m, i, x);
+	if (cfg_ok(c) && ms->type == TPS_MODULE_ATTENTION) {
+		check_width(c, x, ms, "embed_dim");
+		add_attention_linears(c, x, i);
+		return;
+	}
+	if (cfg_ok(c) && ms->type == TPS_MODULE_RESIDUAL) {
+		cfg_value(c, m, "body", CFG_REQUIRED, read_body, x);
+		ms->n_descendants = x->next - i - 1;
+		return;
+	}
+	if (!cfg_ok(c) || !tps_module_has_width(ms)) {
+		return;
+	}
+	if (ms->type == TPS_MODULE_EMBEDDING && i != 0) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "an embedding reads the model's input token ids: "
+			 "it must be the first module");
+		return;
+	}
+	check_width(c, x, ms,
+		    ms->type == TPS_MODULE_LINEAR ? "in_features" : "dim");
+	x->last_width = i;
+}
+
+/* The model counts over TPS_MAX_MODULES: reported at the repeat that
+ * takes it over, if one does, else at /model. */
+static void too_many_modules(struct cfg *c, const cJSON *model)
+{
+	const cJSON *item;
+	int n = 0, index = 0;
+	cJSON_ArrayForEach(item, model)
+	{
+		int k = count_modules(item);
+		n += k;
+		if (n > TPS_MAX_MODULES && is_repeat(item)) {
+			char at[TPS_POINTER_MAX];
+			snprintf(at, sizeof at, "%s/%d/repeat", cfg_pointer(c),
+				 index);
+			cfg_fail_at_pointer(
+				c, at, TPS_ERR_LIMIT,
+				"%lld repetitions take the model over %d "
+				"modules, counting residual bodies and the "
+				"parts of attention and transformer_block",
+				(long long)repeat_count(item),
+				TPS_MAX_MODULES);
+			return;
+		}
+		if (n > TPS_MAX_MODULES) {
+			break;
+		}
+		index++;
+	}
+	cfg_fail(c, TPS_ERR_LIMIT,
+		 "over %d modules, counting residual bodies, the parts of "
+		 "attention and transformer_block, and repetitions",
+		 TPS_MAX_MODULES);
+}
+
+static void read_model(struct cfg *c, const cJSON *model, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	struct model_ctx x = {spec, 0, -1, "", NULL, "", ""};
+	const cJSON *item;
+	int n = 0;
+	if (!cfg_expect(c, model, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	cJSON_ArrayForEach(item, model)
+	{
+		n += count_modules(item);
+		if (n > TPS_MAX_MODULES) {
+			break;
+		}
+	}
+	if (n == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+	} else if (n > TPS_MAX_MODULES) {
+		too_many_modules(c, model);
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	spec->modules = calloc((size_t)n, sizeof *spec->modules);
+	if (!spec->modules) {
+		cfg_nomem(c);
+		return;
+	}
+	cfg_each_item(c, model, model_item, &x);
+}
+
+void cfg_parse_model(struct cfg *c, const cJSON *root,
+		     struct tps_model_spec *spec)
+{
+	cfg_value(c, root, "model", CFG_REQUIRED, read_model, spec);
+}
+
+/* ---- plan ------------------------------------------------------------- */
+
+/*
+ * Whether pat[p] (a literal, '?', or a class "[qkv]" / "[a-c]") matches c;
+ * *next gets the position after it. A '[' without its ']' is a literal.
+ */
+static bool glob_one(const char *pat, size_t plen, size_t p, char c,
+		     size_t *next)
+{
+	if (pat[p] == '[') {
+		size_t q = p + 1;
+		bool hit = false;
+		while (q < plen && pat[q] != ']') {
+			if (q + 2 < plen && pat[q + 1] == '-' &&
+			    pat[q + 2] != ']') {
+				hit = hit || (c >= pat[q] && c <= pat[q + 2]);
+				q += 3;
+			} else {
+				hit = hit || c == pat[q];
+				q++;
+			}
+		}
+		if (q < plen) {
+			*next = q + 1;
+			return hit;
+		}
+	}
+	*next = p + 1;
+	return pat[p] == '?' || pat[p] == c;
+}
+
+/*
+ * fnmatch-like matching within one path component: '*' (any run), '?'
+ * (one character) and classes ("[qkv]", "[0-3]"). Greedy, backtracking only
+ * to the last '*': O(plen * slen), where plain recursion is exponential in
+ * the number of stars.
+ */
+static bool glob_part(const char *pat, size_t plen, const char *s, size_t slen)
+{
+	size_t p = 0, i = 0, star = SIZE_MAX, mark = 0, next;
+	while (i < slen) {
+		if (p < plen && pat[p] == '*') {
+			star = p++;
+			mark = i;
+		} else if (p < plen && glob_one(pat, plen, p, s[i], &next)) {
+			p = next;
+			i++;
+		} else if (star != SIZE_MAX) {
+			p = star + 1;
+			i = ++mark;
+		} else {
+			return false;
+		}
+	}
+	while (p < plen && pat[p] == '*') {
+		p++;
+	}
+	return p == plen;
+}
+
+/* A plan key matches a module path component by component. */
+static bool plan_matches(const char *pattern, const char *name)
+{
+	for (;;) {
+		const char *pe = strchr(pattern, '.');
+		const char *ne = strchr(name, '.');
+		size_t pl = pe ? (size_t)(pe - pattern) : strlen(pattern);
+		size_t nl = ne ? (size_t)(ne - name) : strlen(name);
+		if (!glob_part(pattern, pl, name, nl)) {
+			return false;
+		}
+		if (!pe || !ne) {
+			return !pe && !ne;
+		}
+		pattern = pe + 1;
+		name = ne + 1;
+	}
+}
+
+struct layout_ctx {
+	int ndim;	  /* of the tensor the layout splits */
+	const char *what; /* that tensor: "activations", "token ids" */
+	struct tps_placement *out;
+};
+
+/* "replicate", or "shard(d)" with d an integer (negative from the end). */
+static void read_layout(struct cfg *c, const cJSON *v, void *ctx)
+{
+	const struct layout_ctx *x = ctx;
+	const char *s;
+	char got[96];
+
+	if (!cfg_expect(c, v, cJSON_IsString,
+			"\"replicate\" or \"shard(d)\"")) {
+		return;
+	}
+	s = v->valuestring;
+	if (strcmp(s, "replicate") == 0) {
+		*x->out = tps_placement_replicate();
+		return;
+	}
+	/* strtol alone would also take "shard( 1)" and "shard(+1)". */
+	if (strncmp(s, "shard(", 6) == 0 &&
+	    (s[6] == '-' || (s[6] >= '0' && s[6] <= '9'))) {
+		char *end;
+		long d = strtol(s + 6, &end, 10);
+		if (end != s + 6 && strcmp(end, ")") == 0 && d > -100 &&
+		    d < 100) {
+			if (tps_dim_normalize((int)d, x->ndim) < 0) {
+				cfg_fail(c, TPS_ERR_INPUT,
+					 "shard(%ld) is out of range for the "
+					 "%d-dim %s",
+					 d, x->ndim, x->what);
+			}
+			*x->out = tps_placement_shard((int)d);
+			return;
+		}
+	}
+	cfg_fail(c, TPS_ERR_INPUT,
+		 "expected \"replicate\" or \"shard(d)\", got %s",
+		 cfg_describe(v, got, sizeof got));
+}
+
+struct style_ctx {
+	const struct tps_module_spec *ms; /* the module it is for */
+	int style;			  /* out: its enum tps_style */
+};
+
+/* The style of a plan entry, a string, read at its own pointer. */
+static void read_style(struct cfg *c, const cJSON *style, void *ctx)
+{
+	struct style_ctx *x = ctx;
+	const struct module_kind *kind = kind_of(x->ms->type);
+	const char *advice = cJSON_IsString(style)
+				     ? misnomer_advice(style->valuestring)
+				     : NULL;
+	char esc[96];
+	if (advice) {
+		cfg_fail(c, TPS_ERR_INPUT, "unknown style \"%s\": %s",
+			 tps_json_escape_for_message(style->valuestring, esc,
+						     sizeof esc),
+			 advice);
+	}
+	if (cfg_read_choice(c, style, "style", tps_style_names, &x->style) &&
+	    !(kind->styles & STYLE_BIT(x->style))) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "%s cannot apply to %s module \"%s\" (%s)",
+			 tps_style_names[x->style],
+			 tps_module_type_names[x->ms->type], x->ms->name,
+			 kind->why_not);
+	}
+}
+
+/* A sequence-parallel layernorm's input and output: one shard, of a dim
+ * other than the normalized last one. */
+static void check_sequence_layout(struct cfg *c, const cJSON *entry,
+				  const struct tps_module_spec *ms, int ndim)
+{
+	const struct tps_placement *io[2] = {&ms->input, &ms->output};
+	static const char *const keys[2] = {"input", "output"};
+	for (int k = 0; k < 2 && cfg_ok(c) && ms->style == TPS_STYLE_SEQUENCE;
+	     k++) {
+		int d = tps_dim_normalize(io[k]->dim, ndim);
+		bool given = cJSON_IsObject(entry) && cfg_get(entry, keys[k]);
+		if (io[k]->kind == TPS_PLACEMENT_SHARD && d >= 0 &&
+		    d != ndim - 1) {
+			continue;
+		}
+		if (given) {
+			cfg_fail_at(c, keys[k], TPS_ERR_INPUT,
+				    "sequence parallel shards a dim other than "
+				    "the normalized last one");
+		} else {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "sequence parallel shards the sequence, dim "
+				 "1 of (batch, seq, features); this input has "
+				 "%d dims",
+				 ndim);
+		}
+	}
+}
+
+/* Applies one plan entry (a style string or object) to module ms. */
+static void apply_plan_entry(struct cfg *c, const cJSON *entry,
+			     struct tps_module_spec *ms, int ndim)
+{
+	static const char *const keys[] = {
+		"style",	 "input",	   "output", "bias",
+		"desired_input", "desired_output", NULL};
+	static const char *const replicate_keys[] = {"style", NULL};
+	static const char *const prepare_keys[2][4] = {
+		{"style", "input", "desired_input", NULL},
+		{"style", "output", "desired_output", NULL}};
+	struct style_ctx sx = {ms, 0};
+	/* An embedding's input is the token ids, a dim fewer. */
+	bool ids = ms->type == TPS_MODULE_EMBEDDING;
+	struct layout_ctx input = {ids ? ndim - 1 : ndim,
+				   ids ? "token ids" : "activations",
+				   &ms->input};
+	struct layout_ctx output = {ndim, "activations", &ms->output};
+	bool object = cJSON_IsObject(entry);
+	int b = 0;
+
+	if (object) {
+		cfg_check_keys(c, entry, keys);
+		cfg_value(c, entry, "style", CFG_REQUIRED, read_style, &sx);
+	} else if (cfg_expect(c, entry, cJSON_IsString,
+			      "a style string or an object with "
+			      "\"style\"")) {
+		read_style(c, entry, &sx);
+	}
+	if (!cfg_ok(c)) {
+		return;
+	}
+	ms->style = (enum tps_style)sx.style;
+	ms->planned = true;
+	ms->input = ms->style == TPS_STYLE_ROWWISE ? tps_placement_shard(-1)
+		    : ms->style == TPS_STYLE_SEQUENCE
+			    ? tps_placement_shard(1)
+			    : tps_placement_replicate();
+	ms->output = ms->style == TPS_STYLE_COLWISE ? tps_placement_shard(-1)
+		     : ms->style == TPS_STYLE_SEQUENCE
+			     ? tps_placement_shard(1)
+			     : tps_placement_replicate();
+	ms->bias_mode = TPS_BIAS_AFTER_REDUCE;
+	if (ms->style == TPS_STYLE_PREPARE_INPUT ||
+	    ms->style == TPS_STYLE_PREPARE_OUTPUT) {
+		/* PrepareModuleInput(input_layouts, desired_input_layouts)
+		 * and PrepareModuleOutput: both layouts, nothing else. */
+		bool in = ms->style == TPS_STYLE_PREPARE_INPUT;
+		struct layout_ctx desired = {ndim, "activations",
+					     in ? &ms->desired_input
+						: &ms->desired_output};
+		if (!object) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "%s needs its layouts: {\"style\": \"%s\", "
+				 "\"%s\": L, \"desired_%s\": L}",
+				 tps_style_names[ms->style],
+				 tps_style_names[ms->style],
+				 in ? "input" : "output",
+				 in ? "input" : "output");
+			return;
+		}
+		cfg_check_keys(c, entry, prepare_keys[in ? 0 : 1]);
+		cfg_value(c, entry, in ? "input" : "output", CFG_REQUIRED,
+			  read_layout, in ? &input : &output);
+		cfg_value(c, entry, in ? "desired_input" : "desired_output",
+			  CFG_REQUIRED, read_layout, &desired);
+		return;
+	}
+	if (!object) {
+		check_sequence_layout(c, entry, ms, ndim);
+		return;
+	}
+	if (ms->style == TPS_STYLE_REPLICATE) {
+		cfg_check_keys(c, entry, replicate_keys);
+		return;
+	}
+	if (cfg_get(entry, "desired_input") ||
+	    cfg_get(entry, "desired_output")) {
+		cfg_fail_at(c,
+			    cfg_get(entry, "desired_input") ? "desired_input"
+							    : "desired_output",
+			    TPS_ERR_INPUT,
+			    "desired layouts belong to prepare_input and "
+			    "prepare_output");
+		return;
+	}
+	cfg_value(c, entry, "input", CFG_OPTIONAL, read_layout, &input);
+	if (cfg_ok(c) && ms->style == TPS_STYLE_VOCAB &&
+	    ms->input.kind != TPS_PLACEMENT_REPLICATE) {
+		/* Nothing would split the ids: refused, not ignored. The
+		 * layout read above is "shard(<digits>)": no escaping. */
+		cfg_fail_at(c, "input", TPS_ERR_INPUT,
+			    "a vocab embedding looks up the token ids on "
+			    "every rank, replicated: its input is "
+			    "\"replicate\" (got %s)",
+			    cfg_get(entry, "input")->valuestring);
+	}
+	cfg_value(c, entry, "output", CFG_OPTIONAL, read_layout, &output);
+	check_sequence_layout(c, entry, ms, ndim);
+	if (cfg_ok(c) && cfg_get(entry, "bias") &&
+	    ms->style != TPS_STYLE_ROWWISE) {
+		cfg_fail_at(c, "bias", TPS_ERR_INPUT,
+			    "a bias mode applies to rowwise only (colwise "
+			    "adds its bias shard locally)");
+	}
+	if (cfg_choice(c, entry, "bias", "bias mode", tps_bias_mode_names,
+		       &b)) {
+		ms->bias_mode = (enum tps_bias_mode)b;
+	}
+}
+
+struct plan_ctx {
+	struct tps_model_spec *spec;
+	const cJSON *plan;
+	int *matched_by; /* per module: the index of its plan entry, or -1 */
+	int k;		 /* the index of the entry being read */
+};
+
+/* One plan entry, at /plan/<key>: applied to every module it matches. */
+static void plan_entry(struct cfg *c, const cJSON *entry, void *ctx)
+{
+	struct plan_ctx *p = ctx;
+	struct tps_model_spec *spec = p->spec;
+	int hits = 0;
+
+	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
+		struct tps_module_spec *ms = &spec->modules[i];
+		if (!plan_matches(entry->string, ms->name)) {
+			continue;
+		}
+		hits++;
+		if (p->matched_by[i] >= 0) {
+			/* The earlier key matched a module, so it holds only
+			 * name characters and '*': nothing to escape. */
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "module \"%s\" is already planned by "
+				 "/plan/%s",
+				 ms->name,
+				 cJSON_GetArrayItem(p->plan, p->matched_by[i])
+					 ->string);
+			break;
+		}
+		p->matched_by[i] = p->k;
+		apply_plan_entry(c, entry, ms, tps_model_activation_ndim(spec));
+		snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
+			 cfg_pointer(c));
+	}
+	if (cfg_ok(c) && hits == 0) {
+		char esc[96];
+		cfg_fail(c, TPS_ERR_INPUT, "\"%s\" matches no module of /model",
+			 tps_json_escape_for_message(entry->string, esc,
+						     sizeof esc));
+	}
+	p->k++;
+}
+
+static void read_plan(struct cfg *c, const cJSON *plan, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	struct plan_ctx p = {spec, plan, NULL, 0};
+	if (!cfg_expect(c, plan, cJSON_IsObject, "an object")) {
+		return;
+	}
+	p.matched_by = malloc((size_t)spec->n_modules * sizeof *p.matched_by);
+	if (!p.matched_by) {
+		cfg_nomem(c);
+		return;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		p.matched_by[i] = -1;
+	}
+	cfg_each_member(c, plan, plan_entry, &p);
+	free(p.matched_by);
+}
+
+/*
+ * An attention's linears as the plan left them: q, k, v colwise and o
+ * rowwise (whole heads on each rank: their shards in blocks of head_dim),
+ * or all four replicated. q, k and v take the attention's input as it
+ * gathered it (replicate) and give o the heads (shard(-1)).
+ */
+static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
+			     struct tps_module_spec *attn)
+{
+	struct tps_module_spec *q = attn + 1, *o = attn + 4;
+	int ndim = tps_model_activation_ndim(spec);
+	bool split = q->style == TPS_STYLE_COLWISE;
+	int64_t d = attn->in_features / attn->num_heads;
+	if (ndim < 3) {
+		cfg_fail_at_pointer(c, attn->plan_pointer, TPS_ERR_INPUT,
+				    "attention needs (batch, seq, embed) "
+				    "activations; the model's are %d-dim",
+				    ndim);
+		return;
+	}
+	for (int k = 0; k < 4 && cfg_ok(c); k++) {
+		struct tps_module_spec *l = attn + 1 + k;
+		enum tps_style want = k == 3 ? (split ? TPS_STYLE_ROWWISE
+						      : TPS_STYLE_REPLICATE)
+					     : q->style;
+		bool q_ok = q->style == TPS_STYLE_COLWISE ||
+			    q->style == TPS_STYLE_REPLICATE;
+		if (!q_ok || l->style != want) {
+			cfg_fail_at_pointer(
+				c, l->plan_pointer, TPS_ERR_INPUT,
+				"attention \"%s\" splits its heads with q, k, "
+				"v colwise and o rowwise, or replicates all "
+				"four (%s is %s)",
+				attn->name, l->name, tps_style_names[l->style]);
+			return;
+		}
+		if (split && k < 3 &&
+		    (l->input.kind != TPS_PLACEMENT_REPLICATE ||
+		     l->output.kind != TPS_PLACEMENT_SHARD ||
+		     tps_dim_normalize(l->output.dim, ndim) != ndim - 1)) {
+			cfg_fail_at_pointer(
+				c, l->plan_pointer, TPS_ERR_INPUT,
+				"%s takes the attention's gathered input "
+				"(replicate) and gives it its heads "
+				"(shard(-1))",
+				l->name);
+			return;
+		}
+		if (split && k == 3 &&
+		    (o->input.kind != TPS_PLACEMENT_SHARD ||
+		     tps_dim_normalize(o->input.dim, ndim) != ndim - 1)) {
+			cfg_fail_at_pointer(
+				c, l->plan_pointer, TPS_ERR_INPUT,
+				"%s takes the heads as the attention "
+				"leaves them (shard(-1))",
+				l->name);
+			return;
+		}
+		/* Whole heads: shards in blocks of head_dim features. */
+		l->shard_block = split ? d : 0;
+		if (split && k < 3) {
+			l->output = tps_placement_shard_blocks(-1, d);
+		} else if (split) {
+			l->input = tps_placement_shard_blocks(-1, d);
+		}
+	}
+}
+
+void cfg_parse_plan(struct cfg *c, const cJSON *root,
+		    struct tps_model_spec *spec)
+{
+	cfg_value(c, root, "plan", CFG_OPTIONAL, read_plan, spec);
+	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
+		if (spec->modules[i].type == TPS_MODULE_ATTENTION) {
+			finish_attention(c, spec, &spec->modules[i]);
+		}
+	}
+}
+
+/* ---- params ----------------------------------------------------------- */
+
+/* Nested arrays of numbers of exactly `shape`, read row-major into data;
+ * with data NULL, only checked. */
+struct values_ctx {
+	const struct tps_shape *shape;
+	int d; /* the dim being read */
+	float *data;
+	int64_t pos;
+	const char *owner; /* "the parameter's", in the size message */
+};
+
+static void read_values(struct cfg *c, const cJSON *v, void *ctx);
+
+static void read_values_item(struct cfg *c, const cJSON *item, int index,
+			     void *ctx)
+{
+	struct values_ctx *x = ctx;
+	x->d++;
+	read_values(c, item, x);
+	x->d--;
+}
+
+static bool is_float32_value(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+	       fabs(v->valuedouble) <= FLT_MAX;
+}
+
+/*
+ * The innermost dim, where nearly all the values are: when every element
+ * of the array `row` is a float32 value, reads them all (into data, if
+ * any) and returns true, without building each element's pointer. Else
+ * returns false having read nothing: the caller reads the row element by
+ * element, which reports the first bad one at its own pointer.
+ */
+static bool read_good_row(const cJSON *row, struct values_ctx *x)
+{
+	const cJSON *item;
+	cJSON_ArrayForEach(item, row)
+	{
+		if (!is_float32_value(item)) {
+			return false;
+		}
+	}
+	if (x->data) {
+		cJSON_ArrayForEach(item, row)
+		{
+			x->data[x->pos++] = (float)item->valuedouble;
+		}
+	}
+	return true;
+}
+
+static void read_values(struct cfg *c, const cJSON *v, void *ctx)
+{
+	struct values_ctx *x = ctx;
+	char got[96];
+	if (x->d == x->shape->ndim) {
+		if (!cfg_expect(c, v, cJSON_IsNumber, "a number")) {
+			return;
+		}
+		if (!is_float32_value(v)) {
+			cfg_fail(c, TPS_ERR_INPUT,
+				 "expected a finite float32 value, got %s",
+				 cfg_describe(v, got, sizeof got));
+		} else if (x->data) {
+			x->data[x->pos++] = (float)v->valuedouble;
+		}
+		return;
+	}
+	if (cfg_expect(c, v, cJSON_IsArray, "an array") &&
+	    cJSON_GetArraySize(v) != x->shape->dim[x->d]) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "expected %lld elements (dim %d of %s shape), got %d",
+			 (long long)x->shape->dim[x->d], x->d, x->owner,
+			 cJSON_GetArraySize(v));
+	}
+	if (cfg_ok(c) && x->d + 1 == x->shape->ndim && read_good_row(v, x)) {
+		return;
+	}
+	cfg_each_item(c, v, read_values_item, x);
+}
+
+/* The linear module owning parameter `name` ("fc1.weight", "fc1.bias")
+ * and the parameter's shape, or NULL. */
+/* The module whose parameter is called `name` ("fc1.weight"), asking each
+ * module type what parameters it has; *shape gets the parameter's. */
+static const struct tps_module_spec *
+param_owner(const struct tps_model_spec *spec, const char *name,
+	    struct tps_shape *shape)
+{
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
+		int n = tps_module_ops_of(m->type)->parameters(m, spec->tp_dim,
+							       ps);
+		size_t len = strlen(m->name);
+		if (strncmp(name, m->name, len) != 0 || name[len] != '.') {
+			continue;
+		}
+		for (int k = 0; k < n; k++) {
+			if (strcmp(name + len + 1, ps[k].suffix) == 0) {
+				*shape = ps[k].shape;
+				return m;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* One entry of "params", at /params/<name>. */
+static void param_entry(struct cfg *c, const cJSON *entry, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	struct tps_param_override *o = &spec->overrides[spec->n_overrides];
+	struct tps_shape shape;
+	char esc[96];
+
+	if (!param_owner(spec, entry->string, &shape)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "no parameter \"%s\" in the model (expected "
+			 "<module>.weight or .bias of a module that has it)",
+			 tps_json_escape_for_message(entry->string, esc,
+						     sizeof esc));
+		return;
+	}
+	cfg_read_tensor(c, entry, &shape, "the parameter's", &o->value);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	spec->n_overrides++;
+	snprintf(o->name, sizeof o->name, "%s", entry->string);
+}
+
+void cfg_read_tensor(struct cfg *c, const cJSON *v,
+		     const struct tps_shape *shape, const char *owner,
+		     struct tps_tensor *out)
+{
+	struct values_ctx x = {shape, 0, NULL, 0, owner};
+	struct tps_error sub;
+	enum tps_status st;
+
+	/* The shape first: a wrong value for a big tensor is refused before
+	 * allocating it. */
+	read_values(c, v, &x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	st = tps_tensor_init(out, shape, &sub);
+	cfg_adopt(c, st, &sub);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	x.data = out->data;
+	read_values(c, v, &x);
+}
+
+static void read_params(struct cfg *c, const cJSON *params, void *ctx)
+{
+	struct tps_model_spec *spec = ctx;
+	int n;
+	if (!cfg_expect(c, params, cJSON_IsObject, "an object")) {
+		return;
+	}
+	n = cJSON_GetArraySize(params);
+	if (n > 0) {
+		spec->overrides = calloc((size_t)n, sizeof *spec->overrides);
+		if (!spec->overrides) {
+			cfg_nomem(c);
+			return;
+		}
+	}
+	cfg_each_member(c, params, param_entry, spec);
+}
+
+void cfg_parse_params(struct cfg *c, const cJSON *root,
+		      struct tps_model_spec *spec)
+{
+	cfg_value(c, root, "params", CFG_OPTIONAL, read_params, spec);
+}

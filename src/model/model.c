@@ -1,0 +1,570 @@
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arith.h"
+#include "optim.h"
+#include "pool.h"
+#include "rng.h"
+
+enum tps_status tps_model_init_tensor(struct tps_tensor *t,
+				      const struct tps_shape *shape,
+				      struct tps_init_spec init, float a,
+				      const char *stream, struct tps_error *err)
+{
+	struct tps_tensor v;
+	struct tps_rng rng;
+	int64_t n;
+	enum tps_status st = tps_tensor_init(&v, shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	n = tps_tensor_numel(&v);
+	tps_rng_seed_named(&rng, init.seed, stream);
+	for (int64_t i = 0; i < n; i++) {
+		switch (init.method) {
+		case TPS_INIT_ARANGE: v.data[i] = (float)(i + 1); break;
+		case TPS_INIT_ONES: v.data[i] = 1.0f; break;
+		case TPS_INIT_ZEROS: break;
+		/* A tensor of no module: nn.Linear's, U(-a, a). */
+		case TPS_INIT_TORCH:
+		case TPS_INIT_UNIFORM:
+			v.data[i] = tps_rng_uniform(&rng, a);
+			break;
+		case TPS_INIT_NORMAL:
+			v.data[i] = tps_rng_normal(&rng, a);
+			break;
+		case TPS_INIT_TOKENS:
+			/* An integer id in [0, a): the high 32 bits scaled. */
+			v.data[i] = (float)(((tps_rng_next(&rng) >> 32) *
+					     (uint64_t)a) >>
+					    32);
+			break;
+		}
+	}
+	*t = v;
+	return TPS_OK;
+}
+
+static enum tps_status check_divisible(const struct tps_model_spec *spec,
+				       const struct tps_module_spec *m,
+				       const char *what, int64_t size,
+				       struct tps_error *err)
+{
+	int tp = spec->mesh.shape[spec->tp_dim];
+	if (spec->uneven != TPS_UNEVEN_DIVISIBLE || size % tp == 0) {
+		return TPS_OK;
+	}
+	return tps_error_set(
+		err, TPS_ERR_INPUT,
+		"%s: %s %s: %s %lld not divisible by %s=%d (uneven: "
+		"divisible)",
+		m->plan_pointer, tps_style_names[m->style], m->name, what,
+		(long long)size, spec->mesh.dim_names[spec->tp_dim], tp);
+}
+
+/* Every size the plan splits over tp must divide in "divisible" mode. */
+static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
+					    struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	for (int i = 0; i < spec->n_modules && st == TPS_OK; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		const struct tps_placement *io[2] = {&m->input, &m->output};
+		int nd = tps_model_activation_ndim(spec);
+		/* An attention's linears split whole heads. */
+		int64_t block = m->shard_block > 1 ? m->shard_block : 1;
+		if (m->style == TPS_STYLE_COLWISE) {
+			st = check_divisible(
+				spec, m, block > 1 ? "heads" : "out_features",
+				m->out_features / block, err);
+		} else if (m->style == TPS_STYLE_ROWWISE) {
+			st = check_divisible(
+				spec, m, block > 1 ? "heads" : "in_features",
+				m->in_features / block, err);
+		} else if (m->style == TPS_STYLE_VOCAB) {
+			st = check_divisible(spec, m, "num_embeddings",
+					     m->in_features, err);
+		}
+		/* Sequence-parallel layouts split an activation dim other
+		 * than the last, whose size is the input's. */
+		for (int k = 0; k < 2 && st == TPS_OK; k++) {
+			int d = tps_dim_normalize(io[k]->dim, nd);
+			char what[32];
+			if (io[k]->kind != TPS_PLACEMENT_SHARD || d < 0 ||
+			    d == nd - 1) {
+				continue;
+			}
+			snprintf(what, sizeof what, "activation dim %d", d);
+			st = check_divisible(spec, m, what,
+					     spec->input_shape.dim[d], err);
+		}
+	}
+	return st;
+}
+
+static const struct tps_param_override *
+find_override(const struct tps_model_spec *spec, const char *name)
+{
+	for (int i = 0; i < spec->n_overrides; i++) {
+		if (strcmp(spec->overrides[i].name, name) == 0) {
+			return &spec->overrides[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The dp split of the batch: how many rows each dp rank holds (one chunk
+ * over the flattened dp group; a chunk of a chunk with chunk_of_chunks:
+ * tps_dp_split_range) and, for DistributedSampler, which rows: flattened
+ * dp rank r takes r, r + dp, r + 2 dp, ... (shuffle=False; the config
+ * ensures dp divides the batch).
+ */
+static enum tps_status plan_dp_split(const struct tps_model_spec *spec,
+				     struct tps_model *m, struct tps_error *err)
+{
+	const struct tps_mesh *mesh = &spec->mesh;
+	int64_t n = spec->input_shape.dim[0];
+	m->dp = tps_mesh_group_size(mesh, spec->dp_mask);
+	m->dp_counts = calloc((size_t)m->dp, sizeof *m->dp_counts);
+	/* A meta model moves no rows: it needs no order of them (2^31 rows
+	 * would be 16 GiB of it). */
+	m->sample_order = calloc((size_t)(n > 0 && !m->meta ? n : 1),
+				 sizeof *m->sample_order);
+	if (!m->dp_counts || !m->sample_order) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int r = 0; r < m->dp; r++) {
+		int64_t start;
+		tps_dp_split_range(spec, r, &start, &m->dp_counts[r]);
+	}
+	if (spec->sampler == TPS_SAMPLER_DISTRIBUTED && n % m->dp != 0) {
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"DistributedSampler needs the batch (%lld) "
+			"divisible by the dp size (%d)",
+			(long long)n, m->dp);
+	}
+	for (int64_t p = 0; !m->meta && p < n; p++) {
+		int64_t per = n / m->dp;
+		m->sample_order[p] = spec->sampler == TPS_SAMPLER_DISTRIBUTED
+					     ? (p % per) * m->dp + p / per
+					     : p;
+	}
+	return TPS_OK;
+}
+
+/*
+ * The init of one parameter: "torch" is its PyTorch default; "uniform"
+ * and "normal" draw only what PyTorch draws, and keep PyTorch's constant
+ * starts (a layer norm's ones and zeros), as a U(-1/sqrt(dim), ...) gain
+ * matches no PyTorch model. "arange", "ones" and "zeros" fill every
+ * parameter, as their names say.
+ */
+static struct tps_init_spec param_init(struct tps_init_spec init,
+				       const struct tps_param_spec *ps)
+{
+	bool constant =
+		ps->torch == TPS_INIT_ONES || ps->torch == TPS_INIT_ZEROS;
+	if (init.method == TPS_INIT_TORCH ||
+	    (constant && (init.method == TPS_INIT_UNIFORM ||
+			  init.method == TPS_INIT_NORMAL))) {
+		init.method = ps->torch;
+	}
+	return init;
+}
+
+/* Makes one parameter's global value and distributes it: shard or
+ * replicate on tp as the module says, replicate on every other mesh dim. */
+static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
+				  struct tps_param *p, const char *module,
+				  const struct tps_param_spec *ps,
+				  struct tps_error *err)
+{
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	const struct tps_param_override *o;
+	enum tps_status st;
+
+	snprintf(p->name, sizeof p->name, "%s.%s", module, ps->suffix);
+	p->module = module;
+	o = find_override(spec, p->name);
+	if (meta) {
+		st = tps_tensor_init_meta(&p->global, &ps->shape, err);
+	} else if (o) {
+		st = tps_tensor_copy(&p->global, &o->value, err);
+	} else {
+		/* nn.Linear's bound: a = 1/sqrt(fan_in), for W and b. */
+		float a = ps->fan_in > 0
+				  ? (float)(1.0 / sqrt((double)ps->fan_in))
+				  : 0.0f;
+		st = tps_model_init_tensor(&p->global, &ps->shape,
+					   param_init(spec->param_init, ps), a,
+					   p->name, err);
+	}
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		placements[i] = tps_placement_replicate();
+	}
+	placements[spec->tp_dim] = ps->tp;
+	if (st == TPS_OK) {
+		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->global,
+					    placements, err);
+	}
+	return st;
+}
+
+struct make_params_job {
+	struct tps_model *model;
+	bool meta;
+	struct tps_param_spec *param_specs; /* one per model param */
+};
+
+static enum tps_status make_param_item(void *opaque, int64_t i,
+				       struct tps_error *err)
+{
+	struct make_params_job *job = opaque;
+	struct tps_param *p = &job->model->params[i];
+	return make_param(job->model->spec, job->meta, p, p->module,
+			  &job->param_specs[i], err);
+}
+
+static enum tps_status init_model(struct tps_model *model,
+				  const struct tps_model_spec *spec, bool meta,
+				  struct tps_error *err)
+{
+	struct tps_model m = {0};
+	struct make_params_job job = {0};
+	enum tps_status st = check_plan_divisible(spec, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	m.spec = spec;
+	m.meta = meta;
+	st = plan_dp_split(spec, &m, err);
+	if (st != TPS_OK) {
+		goto out;
+	}
+	m.saved_bytes =
+		calloc((size_t)spec->mesh.world_size, sizeof *m.saved_bytes);
+	m.output_bytes =
+		calloc((size_t)spec->mesh.world_size, sizeof *m.output_bytes);
+	m.module_saved_bytes =
+		calloc((size_t)spec->n_modules, sizeof *m.module_saved_bytes);
+	m.modules = calloc((size_t)spec->n_modules, sizeof *m.modules);
+	m.params = calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
+			  sizeof *m.params);
+	if (!m.modules || !m.params || !m.saved_bytes || !m.output_bytes ||
+	    !m.module_saved_bytes) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	job.param_specs =
+		calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
+		       sizeof *job.param_specs);
+	if (!job.param_specs) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		struct tps_module *mod = &m.modules[i];
+		mod->spec = &spec->modules[i];
+		mod->ops = tps_module_ops_of(mod->spec->type);
+		mod->training = spec->mode == TPS_MODE_TRAINING;
+		mod->params = &m.params[m.n_params];
+		mod->n_params = mod->ops->parameters(
+			mod->spec, spec->tp_dim, &job.param_specs[m.n_params]);
+		for (int k = 0; k < mod->n_params; k++) {
+			m.params[m.n_params++].module = mod->spec->name;
+		}
+	}
+	/* Each parameter has its own random stream: they are made
+	 * concurrently, each writing only its own struct. */
+	job.model = &m;
+	job.meta = meta;
+	st = tps_pool_try(spec->mesh.pool, m.n_params, make_param_item, &job,
+			  err);
+out:
+	free(job.param_specs);
+	if (st != TPS_OK) {
+		tps_model_free(&m);
+		return st;
+	}
+	*model = m;
+	return TPS_OK;
+}
+
+enum tps_status tps_model_init(struct tps_model *model,
+			       const struct tps_model_spec *spec,
+			       struct tps_error *err)
+{
+	return init_model(model, spec, false, err);
+}
+
+enum tps_status tps_model_init_meta(struct tps_model *model,
+				    const struct tps_model_spec *spec,
+				    struct tps_error *err)
+{
+	return init_model(model, spec, true, err);
+}
+
+void tps_model_free(struct tps_model *model)
+{
+	if (!model) {
+		return;
+	}
+	for (int i = 0; i < model->n_params; i++) {
+		struct tps_param *p = &model->params[i];
+		tps_tensor_free(&p->global);
+		tps_dtensor_free(&p->value);
+		tps_dtensor_free(&p->grad);
+		tps_tensor_free(&p->ref_grad);
+		for (int k = 0; k < 2; k++) {
+			tps_dtensor_free(&p->state[k]);
+			tps_tensor_free(&p->ref_state[k]);
+		}
+	}
+	for (int i = 0; model->modules && i < model->spec->n_modules; i++) {
+		tps_module_free_saved(&model->modules[i]);
+	}
+	free(model->params);
+	free(model->modules);
+	free(model->dp_counts);
+	free(model->sample_order);
+	free(model->saved_bytes);
+	free(model->output_bytes);
+	free(model->module_saved_bytes);
+	memset(model, 0, sizeof *model);
+}
+
+enum tps_status tps_model_emit_setup(const struct tps_model *model,
+				     struct tps_event_sink sink,
+				     struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
+		const struct tps_param *p = &model->params[i];
+		struct tps_event ev = {0};
+		ev.step = -1;
+		ev.phase = TPS_PHASE_SETUP;
+		ev.module = p->module;
+		ev.kind = TPS_EVENT_LAYOUT;
+		ev.op = "distribute";
+		ev.tensor = p->name;
+		ev.value = &p->value;
+		st = tps_event_emit(sink, &ev, err);
+	}
+	return st;
+}
+
+struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
+{
+	return tps_model_spec_output_shape(spec);
+}
+
+enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
+				     struct tps_tensor *input,
+				     struct tps_error *err)
+{
+	if (spec->input_explicit) {
+		return tps_tensor_copy(input, &spec->input_values, err);
+	}
+	/* Token ids range over the embedding's vocabulary. */
+	float a = tps_model_takes_tokens(spec)
+			  ? (float)spec->modules[0].in_features
+			  : 1.0f;
+	return tps_model_init_tensor(input, &spec->input_shape,
+				     spec->input_init, a, "input", err);
+}
+
+enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
+				      struct tps_tensor *target,
+				      struct tps_error *err)
+{
+	struct tps_shape shape = tps_model_output_shape(spec);
+	/* cross_entropy: a class id per row, in [0, classes). */
+	float a = 1.0f;
+	if (spec->target_explicit) {
+		return tps_tensor_copy(target, &spec->target_values, err);
+	}
+	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
+		a = (float)shape.dim[--shape.ndim];
+	}
+	return tps_model_init_tensor(target, &shape, spec->target_init, a,
+				     "target", err);
+}
+
+enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
+				       const struct tps_model *model,
+				       struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_model_outcome o = {0};
+	int n = model->n_params;
+	if (spec->mode != TPS_MODE_TRAINING) {
+		*out = o;
+		return TPS_OK;
+	}
+	o.steps = spec->steps;
+	o.n_grads = n + (spec->input_requires_grad ? 1 : 0);
+	o.n_params = n;
+	/* At least one element each, so that nothing is calloc(0). */
+	o.loss = calloc((size_t)o.steps, sizeof *o.loss);
+	o.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1), sizeof *o.grads);
+	o.params_after = calloc((size_t)(n ? n : 1), sizeof *o.params_after);
+	o.exact.loss = calloc((size_t)o.steps, sizeof *o.exact.loss);
+	o.exact.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1),
+			       sizeof *o.exact.grads);
+	o.exact.params_after =
+		calloc((size_t)(n ? n : 1), sizeof *o.exact.params_after);
+	if (!o.loss || !o.grads || !o.params_after || !o.exact.loss ||
+	    !o.exact.grads || !o.exact.params_after) {
+		tps_model_outcome_free(&o);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	*out = o;
+	return TPS_OK;
+}
+
+void tps_model_outcome_free(struct tps_model_outcome *out)
+{
+	if (!out) {
+		return;
+	}
+	tps_tensor_free(&out->output);
+	free(out->loss);
+	/* An outcome whose arrays were not all made has NULL ones. */
+	for (int i = 0; out->grads && i < out->n_grads; i++) {
+		tps_tensor_free(&out->grads[i]);
+	}
+	free(out->grads);
+	for (int i = 0; out->params_after && i < out->n_params; i++) {
+		tps_tensor_free(&out->params_after[i]);
+	}
+	free(out->params_after);
+	free(out->exact.loss);
+	free(out->exact.grads);
+	free(out->exact.params_after);
+	memset(out, 0, sizeof *out);
+}
+
+/* Bytes of rank r's part of a dtensor (0 when it holds none). */
+static int64_t local_bytes(const struct tps_dtensor *t, int r)
+{
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
+}
+
+static void figure_add(struct tps_model_figure *f, int r, int64_t bytes)
+{
+	if (r == 0 || bytes > f->max) {
+		f->max = bytes;
+		f->max_rank = r;
+	}
+	if (r == 0 || bytes < f->min) {
+		f->min = bytes;
+		f->min_rank = r;
+	}
+}
+
+enum tps_status tps_model_footprint(const struct tps_model *model,
+				    struct tps_model_footprint *out,
+				    struct tps_error *err)
+{
+	int world = model->spec->mesh.world_size;
+	/* Per rank: params, grads, optimizer state. Each tensor's ranks
+	 * are read in order (its locals are one array). */
+	int64_t(*held)[3] = calloc((size_t)world, sizeof *held);
+	if (!held) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	memset(out, 0, sizeof *out);
+	for (int i = 0; i < model->n_params; i++) {
+		const struct tps_param *p = &model->params[i];
+		const struct tps_dtensor *of[4] = {&p->value, &p->grad,
+						   &p->state[0], &p->state[1]};
+		for (int k = 0; k < 4; k++) {
+			for (int r = 0; of[k]->locals && r < world; r++) {
+				held[r][k < 2 ? k : 2] += local_bytes(of[k], r);
+			}
+		}
+	}
+	for (int r = 0; r < world; r++) {
+		figure_add(&out->params, r, held[r][0]);
+		figure_add(&out->grads, r, held[r][1]);
+		figure_add(&out->optimizer_state, r, held[r][2]);
+		figure_add(&out->saved, r, model->saved_bytes[r]);
+		figure_add(&out->output, r, model->output_bytes[r]);
+		figure_add(&out->activations, r,
+			   model->saved_bytes[r] + model->output_bytes[r]);
+	}
+	free(held);
+	return TPS_OK;
+}
+
+/* tps_model_estimate_bytes, and its largest part in *largest when not
+ * NULL. */
+static int64_t estimate(const struct tps_model_spec *spec,
+			struct tps_memory_part *largest)
+{
+	bool training = spec->mode == TPS_MODE_TRAINING;
+	struct tps_memory_context mc = {
+		spec->mesh.world_size, spec->mesh.shape[spec->tp_dim], training,
+		training ? tps_optim_state_count(&spec->optimizer) : 0};
+	struct tps_memory_part top = {0, "/input/shape", NULL};
+	const char *widest_key = "/input/shape";
+	int64_t activation, activations;
+	int64_t rows = 1, widest, total = 0;
+
+	for (int d = 0; d + 1 < spec->input_shape.ndim; d++) {
+		rows = tps_sat_mul(rows, spec->input_shape.dim[d]);
+	}
+	widest = spec->input_shape.ndim
+			 ? spec->input_shape.dim[spec->input_shape.ndim - 1]
+			 : 1;
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		int64_t bytes =
+			tps_module_ops_of(m->type)->memory_estimate(m, &mc);
+		total = tps_sat_add(total, bytes);
+		if (bytes > top.bytes) {
+			top = (struct tps_memory_part){bytes, m->width_pointer,
+						       m->name};
+		}
+		if (tps_module_has_width(m) && m->out_features > widest) {
+			widest = m->out_features;
+			widest_key = m->width_pointer;
+		}
+	}
+	/* About four live activations per rank (input, output, collective
+	 * scratch) and the reference's two; training saves one input per
+	 * module on every rank and in the reference. */
+	activation = tps_sat_mul(tps_sat_mul(rows, widest), 4);
+	activations = tps_sat_mul(activation, 4 * mc.world + 2);
+	if (training) {
+		activations = tps_sat_add(
+			activations,
+			tps_sat_mul(tps_sat_mul(activation, spec->n_modules),
+				    mc.world + 1));
+	}
+	total = tps_sat_add(total, activations);
+	if (activations >= top.bytes) {
+		top = (struct tps_memory_part){activations, widest_key, NULL};
+	}
+	if (largest) {
+		*largest = top;
+	}
+	return total;
+}
+
+int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec)
+{
+	return estimate(spec, NULL);
+}
+
+int64_t tps_model_estimate_largest(const struct tps_model_spec *spec,
+				   struct tps_memory_part *largest)
+{
+	return estimate(spec, largest);
+}

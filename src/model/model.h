@@ -1,0 +1,253 @@
+/*
+ * A model: a sequence of named modules, a parallelization plan applied to
+ * them, the steps run on every simulated rank, and the single-device
+ * reference model on the same global parameters.
+ *
+ * The spec (spec.h) is what a validated config (config.h) produces; the
+ * model never sees JSON. Messages about a module's plan start with the
+ * JSON Pointer the spec carries for it, so the CLI can name the config file
+ * and the place.
+ *
+ * Parameter values are made once, as global tensors, and then distributed:
+ * a run's result does not depend on the world size. Each parameter draws from
+ * its own random stream (seed + its name), so adding a module does not change
+ * the others.
+ *
+ * A step (docs/design.md sections 2 and 5), on every rank at once:
+ *   forward    the input split over dp (and broadcast from each tp group's
+ *              root, with loaded_on tp_root), each module under its style,
+ *              the output materialised over tp
+ *   training:
+ *   loss       each dp rank's loss on its part of the batch, scaled as
+ *              dp_grad says (module "loss")
+ *   backward   the output's gradient, then each module last to first
+ *   optimizer  per parameter: the gradient averaged over dp (one
+ *              all_reduce), then the update on each rank's shard
+ * Inference runs one forward; training runs `steps` steps on the same
+ * input and target.
+ */
+#ifndef TPSIM_MODEL_H
+#define TPSIM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nn.h"
+#include "spec.h"
+
+struct tps_model {
+	const struct tps_model_spec *spec; /* not owned; must outlive model */
+	/* Meta (tps_model_init_meta): parameters are meta tensors; so must
+	 * the input and target be. */
+	bool meta;
+	struct tps_module *modules; /* n_modules, in spec order */
+	struct tps_param *params;   /* every module's, in module order */
+	int n_params;
+	/* The data-parallel split of the batch (dim 0 of the input): dp
+	 * ranks in the flattened dp group's order, each holding counts[r]
+	 * rows; order[p] is the global row at position p of that layout
+	 * (the identity for the chunk sampler, strided for DistributedSampler;
+	 * not made for a meta model, which moves no rows).
+	 */
+	int dp;
+	int64_t *dp_counts;
+	int64_t *sample_order;
+	/* The output's tp layouts in the last forward, to walk back. */
+	struct tps_layout_chain output_chain;
+	/*
+	 * What the last training step's forward left alive for backward, in
+	 * bytes (4 per element, values or meta alike), taken when forward
+	 * ends, before the loss: per rank (world_size entries), saved_bytes
+	 * is every module's saved input and intermediates (saved_in,
+	 * saved_more) and output_bytes the model output the loss reads; per
+	 * module (n_modules entries, the module alone, not its
+	 * descendants), the most any rank saved. Zero until a training step
+	 * ran; inference saves nothing.
+	 */
+	int64_t *saved_bytes, *output_bytes;
+	int64_t *module_saved_bytes;
+};
+
+/* Fills t (of the given shape) by an init method; `a` is the bound of
+ * uniform and the standard deviation of normal; `stream` names the random
+ * stream (parameter name, "input", "target"). */
+enum tps_status tps_model_init_tensor(struct tps_tensor *t,
+				      const struct tps_shape *shape,
+				      struct tps_init_spec init, float a,
+				      const char *stream,
+				      struct tps_error *err);
+
+/*
+ * Makes the global parameters and distributes them by the plan. With
+ * uneven "divisible", a sharded size not divisible by the tp size is an
+ * error naming the module, the dim, its size and tp.
+ * On error *model is untouched.
+ */
+enum tps_status tps_model_init(struct tps_model *model,
+			       const struct tps_model_spec *spec,
+			       struct tps_error *err);
+/* The same with meta parameters: shapes and no values, to count what a run
+ * moves and computes (tpsim comm) at any size. The reference cannot run. */
+enum tps_status tps_model_init_meta(struct tps_model *model,
+				    const struct tps_model_spec *spec,
+				    struct tps_error *err);
+void tps_model_free(struct tps_model *model);
+
+/* Emits one setup event per parameter, in module order. */
+enum tps_status tps_model_emit_setup(const struct tps_model *model,
+				     struct tps_event_sink sink,
+				     struct tps_error *err);
+
+/* The shape of the model's output: the input's, with the last dim made
+ * the last linear's out_features. */
+struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec);
+
+/* The global model input, from spec->input_init with a = 1. */
+enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
+				     struct tps_tensor *input,
+				     struct tps_error *err);
+/* The global target of an mse loss (the output's shape), from
+ * spec->target_init with a = 1, stream "target". */
+enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
+				      struct tps_tensor *target,
+				      struct tps_error *err);
+
+/*
+ * Which of an outcome's tensors may be compared exactly (==) rather than
+ * within a tolerance: those whose every value on the way, on both sides,
+ * is an integer with every partial sum below 2^24 in magnitude, so that
+ * neither the simulation's order of sums nor the reference's rounds
+ * (docs/design.md, numerics; model_exact.c has the rule and its proof).
+ * The reference fills it; the simulation's is all false.
+ */
+struct tps_model_exactness {
+	bool output;	    /* the compared output (the last step's) */
+	bool *loss;	    /* training: per step */
+	bool *grads;	    /* training: per gradient, as the outcome's */
+	bool *params_after; /* training: per parameter */
+};
+
+/* What a run produced, global (assembled from the ranks by inspection). */
+struct tps_model_outcome {
+	struct tps_tensor output; /* the last step's, before its update */
+	int steps;		  /* training: entries of loss */
+	float *loss;		  /* the run's loss at each step */
+	/* Training: the last step's gradients (after the dp average), one
+	 * per parameter in model order, then the input's when it requires
+	 * one; and the parameters after the last update. */
+	int n_grads;
+	struct tps_tensor *grads;
+	int n_params;
+	struct tps_tensor *params_after;
+	struct tps_model_exactness exact;
+};
+
+/* An outcome with its arrays made for the spec's run (training: steps
+ * losses, the gradients' and parameters' slots; inference: none), every
+ * tensor empty. On error *out is untouched. */
+enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
+				       const struct tps_model *model,
+				       struct tps_error *err);
+void tps_model_outcome_free(struct tps_model_outcome *out);
+
+/*
+ * Runs the spec on every rank, emitting every event to sink: one forward
+ * in inference, `steps` training steps in training. target is the mse
+ * target (NULL otherwise). On error *out is untouched.
+ */
+enum tps_status
+tps_model_run(struct tps_model *model, const struct tps_tensor *input,
+	      const struct tps_tensor *target, struct tps_event_sink sink,
+	      struct tps_model_outcome *out, struct tps_error *err);
+
+/*
+ * The same run on one device: the reference. It updates each parameter's
+ * `global` as it trains, so it runs once per model, after the trace has
+ * recorded the initial parameters. out->exact says which of its tensors
+ * the simulation must equal exactly. On error *out is untouched.
+ */
+enum tps_status tps_model_run_reference(struct tps_model *model,
+					const struct tps_tensor *input,
+					const struct tps_tensor *target,
+					struct tps_model_outcome *out,
+					struct tps_error *err);
+
+/* One inference forward step on every rank (step number `step`): *output
+ * receives the assembled global output. */
+enum tps_status tps_model_forward(struct tps_model *model,
+				  const struct tps_tensor *input,
+				  struct tps_event_sink sink, int step,
+				  struct tps_tensor *output,
+				  struct tps_error *err);
+
+/*
+ * The exactness proof of one step (model_exact.c), on the parameters as
+ * they are now (each parameter's `global`, before the step's update) and
+ * the global input: exact->output (inference, or training's last step),
+ * exact->loss[step] and, at the last step, exact->grads[n_params] (the
+ * input's); grad_ok[i] whether parameter i's gradient of this step is
+ * exact. param_equal[i]: parameter i is the same on both sides so far
+ * (every gradient it was given was exact). tps_model_run_reference calls
+ * it; it reads values only. On error the flags are partial.
+ */
+enum tps_status tps_model_exact_step(struct tps_model *model,
+				     const struct tps_tensor *input,
+				     const bool *param_equal, int step,
+				     struct tps_model_exactness *exact,
+				     bool *grad_ok, struct tps_error *err);
+
+/* The reference's inference forward. */
+enum tps_status tps_model_reference_forward(struct tps_model *model,
+					    const struct tps_tensor *input,
+					    struct tps_tensor *output,
+					    struct tps_error *err);
+
+/* One per-rank figure over the mesh: the largest and the lowest rank that
+ * has it, the smallest and the lowest rank that has that. */
+struct tps_model_figure {
+	int64_t max, min;
+	int max_rank, min_rank;
+};
+
+/*
+ * What each rank holds, in bytes of float32 (4 per element; shapes only,
+ * so meta and real models alike), over the ranks:
+ *   params            the rank's shards and copies of every parameter
+ *   grads             their gradients (training, after a step)
+ *   optimizer_state   the optimizer's state on the rank's shards (sgd with
+ *                     momentum: 1 tensor per parameter, adamw: 2)
+ *   saved             what forward keeps for backward (model.saved_bytes)
+ *   output            the model output alive at the end of forward
+ *   activations       saved + output: the peak of activations between
+ *                     forward and backward
+ */
+struct tps_model_footprint {
+	struct tps_model_figure params, grads, optimizer_state, saved, output,
+		activations;
+};
+enum tps_status tps_model_footprint(const struct tps_model *model,
+				    struct tps_model_footprint *out,
+				    struct tps_error *err);
+
+/* A rough upper bound of the bytes a run's tensors take, used to refuse a
+ * run over the memory budget before allocating. Saturates at INT64_MAX. */
+int64_t tps_model_estimate_bytes(const struct tps_model_spec *spec);
+
+/* The largest part of that estimate, so that a refusal can name the config
+ * key to shrink. */
+struct tps_memory_part {
+	int64_t bytes;
+	/* The key it grows with: the module's width ("/model/0/out_features")
+	 * for its parameters; for the activations, the widest module's, or
+	 * "/input/shape" when the input is the widest. */
+	const char *pointer;
+	/* The module whose parameters (with their gradients and optimizer
+	 * state) it is, or NULL: the activations. */
+	const char *module;
+};
+/* tps_model_estimate_bytes, with its largest part in *largest (pointing
+ * into spec). */
+int64_t tps_model_estimate_largest(const struct tps_model_spec *spec,
+				   struct tps_memory_part *largest);
+
+#endif

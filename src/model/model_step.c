@@ -1,0 +1,1021 @@
+/*
+ * The steps on every simulated rank: forward, loss, backward, optimizer
+ * (see model.h). Every local computation, split and collective is an event.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "model.h"
+#include "optim.h"
+
+static struct tps_nn_context context(const struct tps_model *model,
+				     struct tps_event_sink sink, int step,
+				     enum tps_phase phase)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
+				     phase,	  false,	0,    NULL};
+	ctx.save = spec->mode == TPS_MODE_TRAINING;
+	/* One mistake at a time (config.c): the lowest set bit. */
+	for (int m = 0; tps_mistake_names[m]; m++) {
+		if (spec->inject & TPS_MISTAKE_BIT(m)) {
+			ctx.mistake = (enum tps_mistake)m;
+			ctx.mistake_site = &spec->modules[tps_mistake_site(
+				spec, ctx.mistake)];
+			break;
+		}
+	}
+	return ctx;
+}
+
+/* out = t with its rows (dim 0) reordered: out row p is t row order[p], or,
+ * with inverse, out row order[p] is t row p. */
+static enum tps_status permute_rows(const struct tps_tensor *t,
+				    const int64_t *order, bool inverse,
+				    struct tps_tensor *out,
+				    struct tps_error *err)
+{
+	int64_t rows = t->shape.dim[0];
+	int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
+	enum tps_status st = tps_tensor_init_like(out, &t->shape, t, err);
+	for (int64_t p = 0; st == TPS_OK && out->data && p < rows; p++) {
+		int64_t to = inverse ? order[p] : p;
+		int64_t from = inverse ? p : order[p];
+		memcpy(out->data + to * inner, t->data + from * inner,
+		       (size_t)inner * sizeof(float));
+	}
+	return st;
+}
+
+/* The global batch as the dp ranks take it: a copy, in the sampler's row
+ * order. */
+static enum tps_status sampled(const struct tps_model *model,
+			       const struct tps_tensor *t,
+			       struct tps_tensor *out, struct tps_error *err)
+{
+	if (model->spec->sampler == TPS_SAMPLER_DISTRIBUTED) {
+		return permute_rows(t, model->sample_order, false, out, err);
+	}
+	return tps_tensor_copy(out, t, err);
+}
+
+/* A batch-major dtensor assembled and put back in the batch's row order. */
+static enum tps_status assembled(const struct tps_model *model,
+				 const struct tps_dtensor *x,
+				 struct tps_tensor *out, struct tps_error *err)
+{
+	struct tps_tensor full = {0};
+	enum tps_status st = tps_dtensor_full_tensor(x, &full, err);
+	if (st != TPS_OK || model->spec->sampler != TPS_SAMPLER_DISTRIBUTED) {
+		*out = full;
+		return st;
+	}
+	st = permute_rows(&full, model->sample_order, true, out, err);
+	tps_tensor_free(&full);
+	return st;
+}
+
+struct zero_job {
+	struct tps_dtensor *x;
+	unsigned tp_mask;
+};
+
+static enum tps_status zero_off_root(void *opaque, int r, struct tps_error *err)
+{
+	const struct zero_job *job = opaque;
+	(void)err;
+	if (tps_mesh_local_rank(job->x->mesh, job->tp_mask, r) != 0) {
+		tps_tensor_scale(&job->x->locals[r], 0.0f);
+	}
+	return TPS_OK;
+}
+
+/* Seed 004's script: each tp group's root loads the batch, the others
+ * hold torch.empty until the broadcast. */
+static enum tps_status broadcast_from_tp_root(const struct tps_nn_context *ctx,
+					      struct tps_dtensor *x,
+					      struct tps_error *err)
+{
+	struct zero_job job = {x, 1u << ctx->tp_dim};
+	struct tps_comm_report report;
+	struct tps_event ev = {0};
+	enum tps_status st;
+
+	if (ctx->mesh->shape[ctx->tp_dim] == 1) {
+		return TPS_OK;
+	}
+	st = tps_mesh_for_each_rank(ctx->mesh, zero_off_root, &job, err);
+	if (st == TPS_OK) {
+		st = tps_comm_broadcast(ctx->mesh, job.tp_mask, x->locals, 0,
+					&report, err);
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	ev.step = ctx->step;
+	ev.phase = ctx->phase;
+	ev.kind = TPS_EVENT_COLLECTIVE;
+	ev.module = "input";
+	ev.op = "broadcast";
+	ev.tensor = "input";
+	ev.mask = job.tp_mask;
+	ev.bytes_per_rank = report.bytes_per_rank;
+	ev.note = "each tp group's root loads the batch and broadcasts it "
+		  "once; every step reuses it (loaded_on tp_root, as seed "
+		  "004's script does)";
+	ev.value = x;
+	return tps_event_emit(ctx->sink, &ev, err);
+}
+
+/* The event of the batch's split over the flattened dp group (dp_mask):
+ * one layout event, as redistribute's steps are one mesh dim each. */
+static enum tps_status emit_flat_split(const struct tps_nn_context *ctx,
+				       unsigned dp_mask,
+				       const struct tps_dtensor *x,
+				       const char *module, const char *tensor,
+				       const char *note, struct tps_error *err)
+{
+	struct tps_event ev = {0};
+	ev.step = ctx->step;
+	ev.phase = ctx->phase;
+	ev.kind = TPS_EVENT_LAYOUT;
+	ev.module = module;
+	ev.op = "split";
+	ev.tensor = tensor;
+	ev.mask = dp_mask;
+	ev.note = note;
+	ev.value = x;
+	return tps_event_emit(ctx->sink, &ev, err);
+}
+
+/* A global batch-major tensor on every rank: each dp rank's part of it,
+ * as the sampler says. Over several dp dims, one split over their
+ * flattened group (shard(0,flat) on each: one event); with
+ * chunk_of_chunks, or over one dp dim, a shard(0) on each dp dim, the
+ * whole batch distributed and then split dim by dim (one event each). */
+static enum tps_status distribute_batch(const struct tps_nn_context *ctx,
+					const struct tps_model *model,
+					const struct tps_tensor *global,
+					const char *module, const char *tensor,
+					struct tps_dtensor *x,
+					struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_placement p[TPS_MAX_MESH_DIMS];
+	bool flat = tps_dp_split_flat(spec);
+	const char *note = spec->sampler == TPS_SAMPLER_DISTRIBUTED
+				   ? "DistributedSampler (shuffle=False): dp "
+				     "rank r takes samples r, r + dp, r + 2 "
+				     "dp, ..."
+			   : flat ? "each dp rank takes its chunk of the "
+				    "batch, one chunk over the flattened dp "
+				    "group"
+				  : "each dp rank takes its chunk of the "
+				    "batch";
+	enum tps_status st;
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		p[i] = flat && (spec->dp_mask & (1u << i))
+			       ? tps_placement_shard_flat(0)
+			       : tps_placement_replicate();
+	}
+	st = tps_dtensor_distribute(x, &spec->mesh, global, p, err);
+	if (st != TPS_OK || !spec->dp_mask) {
+		return st;
+	}
+	if (flat) {
+		st = emit_flat_split(ctx, spec->dp_mask, x, module, tensor,
+				     note, err);
+	} else {
+		for (int i = 0; i < spec->mesh.ndim; i++) {
+			if (spec->dp_mask & (1u << i)) {
+				p[i] = tps_placement_shard(0);
+			}
+		}
+		st = tps_nn_redistribute(ctx, x, p, module, tensor, note, err);
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(x);
+	}
+	return st;
+}
+
+/* Forward on every rank: *y is the output, replicated over tp. */
+static enum tps_status forward(struct tps_model *model,
+			       const struct tps_tensor *input,
+			       struct tps_event_sink sink, int step,
+			       struct tps_dtensor *y, struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_nn_context ctx =
+		context(model, sink, step, TPS_PHASE_FORWARD);
+	struct tps_dtensor x = {0};
+	enum tps_status st =
+		distribute_batch(&ctx, model, input, "input", "input", &x, err);
+
+	/* Every step reuses the batch: it is loaded and broadcast once,
+	 * and each rank keeps what it received, as in seed 004's loop. */
+	if (st == TPS_OK && spec->input_source == TPS_INPUT_TP_ROOT &&
+	    step == 0) {
+		st = broadcast_from_tp_root(&ctx, &x, err);
+	}
+	if (st == TPS_OK) {
+		struct tps_dtensor in = x;
+		memset(&x, 0, sizeof x);
+		st = tps_nn_forward_seq(&ctx, model->modules,
+					model->modules + spec->n_modules, &in,
+					&x, err);
+	}
+	if (st == TPS_OK) {
+		tps_layout_chain_start(&model->output_chain, &ctx, &x);
+	}
+	/* loss_parallel keeps the logits sharded over their classes. */
+	if (st == TPS_OK &&
+	    !(spec->loss_parallel && spec->mode == TPS_MODE_TRAINING)) {
+		st = tps_nn_to_layout_chained(
+			&ctx, &x, tps_placement_replicate(),
+			&model->output_chain, "output", "output",
+			"the model output is "
+			"materialised in full",
+			err);
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&x);
+		return st;
+	}
+	*y = x;
+	return TPS_OK;
+}
+
+/* ---- loss ------------------------------------------------------------ */
+
+/* Each rank's loss and its gradient. loss_r = scale_r * sum of f over the
+ * rank's local output; DDP averages the gradients over dp, so the run's
+ * loss is the mean over dp of loss_r (see scale_of). */
+struct loss_job {
+	const struct tps_model *model;
+	const struct tps_dtensor *y, *target;
+	int64_t global_numel;
+	double *values; /* per rank: loss_r */
+};
+
+static double scale_of(const struct loss_job *job, int r)
+{
+	const struct tps_model_spec *spec = job->model->spec;
+	const struct tps_tensor *y = &job->y->locals[r];
+	double dp = job->model->dp;
+	int64_t local = tps_tensor_numel(y);
+	int64_t n = job->y->global.dim[job->y->global.ndim - 1];
+	/* mse averages over elements, cross_entropy over rows (n classes
+	 * each, whole on every rank but under loss_parallel), sum neither. */
+	double global = spec->loss == TPS_LOSS_MSE ? (double)job->global_numel
+			: spec->loss == TPS_LOSS_CROSS_ENTROPY
+				? (double)(n ? job->global_numel / n : 0)
+				: 1.0;
+	double mine = spec->loss == TPS_LOSS_MSE ? (double)local
+		      : spec->loss == TPS_LOSS_CROSS_ENTROPY
+			      ? (double)tps_loss_rows(y)
+			      : 1.0;
+	switch (spec->dp_grad) {
+	case TPS_DP_GRAD_GLOBAL:
+		/* dp times the rank's share of the global-batch loss: the dp
+		 * average of the gradients is then the global gradient. */
+		return dp / global;
+	case TPS_DP_GRAD_DDP:
+		/* The rank's own loss, unscaled, as DDP has it. */
+		return 1.0 / mine;
+	}
+	return 1.0;
+}
+
+/* A row_scale array of the rank's rows, all scale_of(r). A meta output
+ * has no rows to weigh (the losses read none): one element, so that a
+ * symbolic run costs nothing per row. */
+static double *row_scales(const struct loss_job *job, int r,
+			  struct tps_error *err)
+{
+	const struct tps_tensor *y = &job->y->locals[r];
+	int64_t n = y->shape.dim[y->shape.ndim - 1];
+	int64_t rows = n && !y->meta ? tps_tensor_numel(y) / n : 0;
+	double s = scale_of(job, r);
+	double *scale = malloc((size_t)(rows > 0 ? rows : 1) * sizeof *scale);
+	if (!scale) {
+		tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (int64_t i = 0; i < rows; i++) {
+		scale[i] = s;
+	}
+	return scale;
+}
+
+static enum tps_status loss_rank(void *opaque, int r, struct tps_tensor *out,
+				 struct tps_error *err)
+{
+	struct loss_job *job = opaque;
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	double *scale = row_scales(job, r, err);
+	enum tps_status st =
+		scale ? tps_tensor_init_like(out, &scalar, &job->y->locals[r],
+					     err)
+		      : TPS_ERR_NOMEM;
+	if (st == TPS_OK) {
+		job->values[r] = tps_loss_value(
+			job->model->spec->loss, &job->y->locals[r],
+			job->target ? &job->target->locals[r] : NULL, scale);
+	}
+	if (st == TPS_OK && out->data) {
+		out->data[0] = (float)job->values[r];
+	}
+	free(scale);
+	return st;
+}
+
+static enum tps_status loss_grad_rank(void *opaque, int r,
+				      struct tps_tensor *out,
+				      struct tps_error *err)
+{
+	struct loss_job *job = opaque;
+	double *scale = row_scales(job, r, err);
+	enum tps_status st =
+		scale ? tps_loss_grad(
+				job->model->spec->loss, &job->y->locals[r],
+				job->target ? &job->target->locals[r] : NULL,
+				scale, out, err)
+		      : TPS_ERR_NOMEM;
+	free(scale);
+	return st;
+}
+
+static const char *loss_note(const struct tps_model *model)
+{
+	const struct tps_model_spec *spec = model->spec;
+	bool mse = spec->loss == TPS_LOSS_MSE;
+	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
+		if (model->dp == 1) {
+			return "the mean over the rows of logsumexp(y) - "
+			       "y[target]";
+		}
+		return spec->dp_grad == TPS_DP_GRAD_GLOBAL
+			       ? "each dp rank's sum over its rows of "
+				 "logsumexp(y) - y[target], times dp / rows "
+				 "of the global batch (dp_grad global); the "
+				 "run's loss is the mean over dp"
+			       : "each dp rank's own mean over its rows of "
+				 "logsumexp(y) - y[target], as DDP has it "
+				 "(dp_grad ddp)";
+	}
+	if (model->dp == 1) {
+		return mse ? "the mean of (y - target)^2 over every element"
+			   : "the sum of every output element";
+	}
+	if (spec->dp_grad == TPS_DP_GRAD_GLOBAL) {
+		return mse ? "each dp rank's sum of (y - target)^2 times dp / "
+			     "N (N: elements of the global batch): DDP's "
+			     "average of the gradients is then the gradient "
+			     "of the global-batch mean (dp_grad global); the "
+			     "run's loss is the mean over dp"
+			   : "each dp rank's sum of its outputs times dp: "
+			     "DDP's average of the gradients is then the "
+			     "gradient of the global sum (dp_grad global); "
+			     "the run's loss is the mean over dp";
+	}
+	return mse ? "each dp rank's own mean over its part of the batch, "
+		     "as DDP has it (dp_grad ddp): the step follows the mean "
+		     "of the local losses, which is the run's loss"
+		   : "each dp rank's own sum over its part of the batch, as "
+		     "DDP has it (dp_grad ddp): the gradients are averaged, "
+		     "so the step is 1/dp of the global sum's";
+}
+
+/* ---- cross_entropy over class-sharded logits (loss_parallel) --------- */
+
+/*
+ * Per row of rank r's logits z (rows, C_r; classes from `first`): M the max
+ * over all classes, S the sum of exp(z - M), Z the target's logit; each
+ * made from the ranks' own classes and completed by an all_reduce over tp
+ * (max, sum, sum), as PyTorch's loss_parallel does. Then
+ *
+ *   loss_row = M + log S - Z,   dz = scale (exp(z - M) / S - onehot(t))
+ *
+ * which every rank computes for its own classes: no backward collective.
+ */
+struct parallel_ce_job {
+	const struct tps_dtensor *y, *target;
+	struct tps_dtensor *max, *sum_exp, *logit; /* (rows) per rank */
+	struct loss_job *loss;
+	int tp_dim;
+};
+
+/* The first class of rank r's logits. */
+static int64_t first_class(const struct tps_dtensor *y, int r)
+{
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	tps_dtensor_local_region(y->mesh, &y->global, y->placements, r, offset,
+				 length);
+	return offset[y->global.ndim - 1];
+}
+
+/* Which of the three statistics a pass makes. */
+enum ce_stat { CE_MAX, CE_SUM_EXP, CE_LOGIT };
+
+struct ce_stat_job {
+	struct parallel_ce_job *ce;
+	enum ce_stat stat;
+};
+
+static enum tps_status ce_stat_rank(void *opaque, int r, struct tps_tensor *out,
+				    struct tps_error *err)
+{
+	const struct ce_stat_job *job = opaque;
+	const struct parallel_ce_job *ce = job->ce;
+	const struct tps_tensor *z = &ce->y->locals[r];
+	int64_t n = z->shape.dim[z->shape.ndim - 1];
+	int64_t rows = tps_loss_rows(z), first = first_class(ce->y, r);
+	struct tps_shape shape = z->shape;
+	enum tps_status st;
+	shape.ndim--;
+	st = tps_tensor_init_like(out, &shape, z, err);
+	for (int64_t i = 0; st == TPS_OK && out->data && i < rows; i++) {
+		/* A rank with no classes (n == 0) has no data: NULL + 0 is
+		 * undefined, so no row pointer into it. */
+		const float *zi = n > 0 ? z->data + i * n : NULL;
+		double v = 0.0;
+		switch (job->stat) {
+		case CE_MAX:
+			/* No classes here: -inf, which the max ignores. */
+			v = -INFINITY;
+			for (int64_t j = 0; j < n; j++) {
+				v = zi[j] > v ? zi[j] : v;
+			}
+			break;
+		case CE_SUM_EXP:
+			for (int64_t j = 0; j < n; j++) {
+				v += exp((double)zi[j] -
+					 ce->max->locals[r].data[i]);
+			}
+			break;
+		case CE_LOGIT: {
+			int64_t t =
+				(int64_t)ce->target->locals[r].data[i] - first;
+			v = t >= 0 && t < n ? zi[t] : 0.0;
+			break;
+		}
+		}
+		out->data[i] = (float)v;
+	}
+	return st;
+}
+
+/* One statistic: made on every rank, emitted (the sums, as the partial
+ * sums they are), then all-reduced over tp and emitted again. */
+static enum tps_status ce_stat(struct tps_nn_context *ctx,
+			       struct parallel_ce_job *ce, enum ce_stat stat,
+			       struct tps_dtensor *out, struct tps_error *err)
+{
+	static const char *const names[] = {"loss.max", "loss.sum_exp",
+					    "loss.target_logit"};
+	static const char *const local_notes[] = {
+		NULL,
+		"S_i = sum over rank i's classes of exp(z - M): partial sums",
+		"Z_i = z[target] if rank i holds the target class, else 0: "
+		"partial sums"};
+	static const char *const reduced_notes[] = {
+		"M = the max over the tp ranks of each rank's max over its "
+		"classes (an all_reduce with max)",
+		"S = sum_i S_i",
+		"Z = sum_i Z_i: the target's logit, from the "
+		"rank that holds it"};
+	const struct tps_mesh *mesh = ctx->mesh;
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_shape global = ce->y->global;
+	struct ce_stat_job job = {ce, stat};
+	struct tps_comm_report report;
+	struct tps_event ev = {0};
+	enum tps_status st;
+
+	global.ndim--;
+	for (int i = 0; i < mesh->ndim; i++) {
+		placements[i] = ce->y->placements[i];
+	}
+	placements[ctx->tp_dim] = tps_placement_partial();
+	st = tps_dtensor_map(out, mesh, &global, placements, ce_stat_rank, &job,
+			     err);
+	if (st == TPS_OK && local_notes[stat]) {
+		st = tps_nn_emit_compute(
+			ctx, "loss",
+			stat == CE_SUM_EXP ? "sum_exp" : "target_logit",
+			names[stat], local_notes[stat], out, 0, err);
+	}
+	if (mesh->shape[ctx->tp_dim] == 1) {
+		/* One rank holds every class: nothing to reduce. */
+		out->placements[ctx->tp_dim] = tps_placement_replicate();
+		return st;
+	}
+	if (st == TPS_OK) {
+		st = tps_comm_all_reduce(mesh, 1u << ctx->tp_dim, out->locals,
+					 stat == CE_MAX ? TPS_REDUCE_MAX
+							: TPS_REDUCE_SUM,
+					 &report, err);
+	}
+	if (st == TPS_OK) {
+		out->placements[ctx->tp_dim] = tps_placement_replicate();
+		ev.module = "loss";
+		ev.kind = TPS_EVENT_COLLECTIVE;
+		ev.op = "all_reduce";
+		ev.tensor = names[stat];
+		ev.mask = 1u << ctx->tp_dim;
+		ev.bytes_per_rank = report.bytes_per_rank;
+		ev.note = reduced_notes[stat];
+		ev.value = out;
+		ev.step = ctx->step;
+		ev.phase = ctx->phase;
+		st = tps_event_emit(ctx->sink, &ev, err);
+	}
+	return st;
+}
+
+static enum tps_status parallel_ce_loss_rank(void *opaque, int r,
+					     struct tps_tensor *out,
+					     struct tps_error *err)
+{
+	const struct parallel_ce_job *ce = opaque;
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	const struct tps_tensor *m = &ce->max->locals[r];
+	int64_t rows = tps_loss_rows(&ce->y->locals[r]);
+	double scale = scale_of(ce->loss, r), total = 0.0;
+	enum tps_status st =
+		tps_tensor_init_like(out, &scalar, &ce->y->locals[r], err);
+	for (int64_t i = 0; st == TPS_OK && out->data && i < rows; i++) {
+		total += scale * ((double)m->data[i] +
+				  log((double)ce->sum_exp->locals[r].data[i]) -
+				  (double)ce->logit->locals[r].data[i]);
+	}
+	if (st == TPS_OK && out->data) {
+		out->data[0] = (float)total;
+	}
+	ce->loss->values[r] = total;
+	return st;
+}
+
+static enum tps_status parallel_ce_grad_rank(void *opaque, int r,
+					     struct tps_tensor *out,
+					     struct tps_error *err)
+{
+	const struct parallel_ce_job *ce = opaque;
+	const struct tps_tensor *z = &ce->y->locals[r];
+	int64_t n = z->shape.dim[z->shape.ndim - 1];
+	int64_t rows = tps_loss_rows(z), first = first_class(ce->y, r);
+	double scale = scale_of(ce->loss, r);
+	enum tps_status st = tps_tensor_init_like(out, &z->shape, z, err);
+	for (int64_t i = 0; st == TPS_OK && out->data && i < rows; i++) {
+		double m = ce->max->locals[r].data[i];
+		double sum = ce->sum_exp->locals[r].data[i];
+		int64_t t = (int64_t)ce->target->locals[r].data[i] - first;
+		for (int64_t j = 0; j < n; j++) {
+			out->data[i * n + j] =
+				(float)(scale *
+					(exp((double)z->data[i * n + j] - m) /
+						 sum -
+					 (j == t ? 1.0 : 0.0)));
+		}
+	}
+	return st;
+}
+
+/* The loss value (forward) and dy (backward) of loss_parallel. */
+static enum tps_status
+parallel_cross_entropy(struct tps_nn_context *ctx, struct loss_job *job,
+		       const struct tps_dtensor *t, struct tps_dtensor *value,
+		       struct tps_dtensor *g, struct tps_error *err)
+{
+	const struct tps_mesh *mesh = ctx->mesh;
+	const struct tps_model_spec *spec = job->model->spec;
+	struct tps_dtensor max = {0}, sum_exp = {0}, logit = {0};
+	struct parallel_ce_job ce = {job->y, t,	  &max,	      &sum_exp,
+				     &logit, job, ctx->tp_dim};
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	enum tps_status st = ce_stat(ctx, &ce, CE_MAX, &max, err);
+	if (st == TPS_OK) {
+		st = ce_stat(ctx, &ce, CE_SUM_EXP, &sum_exp, err);
+	}
+	if (st == TPS_OK) {
+		st = ce_stat(ctx, &ce, CE_LOGIT, &logit, err);
+	}
+	for (int i = 0; i < mesh->ndim; i++) {
+		placements[i] = spec->dp_mask & (1u << i)
+					? tps_placement_partial()
+					: tps_placement_replicate();
+	}
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(value, mesh, &scalar, placements,
+				     parallel_ce_loss_rank, &ce, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, "loss", "cross_entropy", "loss",
+			"loss_parallel: the mean over the rows of M + log S - "
+			"Z, the same on every tp rank",
+			value, 0, err);
+	}
+	if (st == TPS_OK) {
+		ctx->phase = TPS_PHASE_BACKWARD;
+		st = tps_dtensor_map(g, mesh, &job->y->global,
+				     job->y->placements, parallel_ce_grad_rank,
+				     &ce, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, "loss", "cross_entropy_backward", "output.grad",
+			"dz = (exp(z - M) / S - onehot(target)) / rows on each "
+			"rank's own classes: no communication",
+			g, 0, err);
+	}
+	tps_dtensor_free(&max);
+	tps_dtensor_free(&sum_exp);
+	tps_dtensor_free(&logit);
+	return st;
+}
+
+/*
+ * The loss on every rank (forward phase) and its gradient, the seed of
+ * backward (backward phase). *dy is laid out as y; *run_loss is the mean
+ * over the dp ranks of their losses.
+ */
+static enum tps_status
+loss(struct tps_model *model, const struct tps_dtensor *y,
+     const struct tps_tensor *target, struct tps_event_sink sink, int step,
+     double *run_loss, struct tps_dtensor *dy, struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	const struct tps_mesh *mesh = &spec->mesh;
+	struct tps_nn_context ctx =
+		context(model, sink, step, TPS_PHASE_FORWARD);
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	struct tps_dtensor t = {0}, value = {0}, g = {0};
+	struct loss_job job = {model, y, NULL, 0, NULL};
+	unsigned others = ((1u << mesh->ndim) - 1) & ~spec->dp_mask;
+	double total = 0.0;
+	enum tps_status st = TPS_OK;
+
+	job.global_numel = 1;
+	for (int d = 0; d < y->global.ndim; d++) {
+		job.global_numel *= y->global.dim[d];
+	}
+	job.values = calloc((size_t)mesh->world_size, sizeof *job.values);
+	if (!job.values) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	if (target) {
+		st = distribute_batch(&ctx, model, target, "loss", "target", &t,
+				      err);
+		job.target = &t;
+	}
+	/* The losses sum over dp to dp times the run's loss: partial. */
+	for (int i = 0; i < mesh->ndim; i++) {
+		placements[i] = spec->dp_mask & (1u << i)
+					? tps_placement_partial()
+					: tps_placement_replicate();
+	}
+	if (st == TPS_OK && spec->loss_parallel) {
+		st = parallel_cross_entropy(&ctx, &job, &t, &value, &g, err);
+		goto done;
+	}
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&value, mesh, &scalar, placements,
+				     loss_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(&ctx, "loss",
+					 tps_loss_names[spec->loss], "loss",
+					 loss_note(model), &value, 0, err);
+	}
+	if (st == TPS_OK) {
+		ctx.phase = TPS_PHASE_BACKWARD;
+		st = tps_dtensor_map(&g, mesh, &y->global, y->placements,
+				     loss_grad_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		char op[32];
+		snprintf(op, sizeof op, "%s_backward",
+			 tps_loss_names[spec->loss]);
+		st = tps_nn_emit_compute(
+			&ctx, "loss", op, "output.grad",
+			"d loss_r / dy, on each rank's part of "
+			"the batch",
+			&g, 0, err);
+	}
+done:
+	/* One rank per dp rank: those at coordinate 0 off the dp dims. */
+	for (int r = 0; st == TPS_OK && r < mesh->world_size; r++) {
+		if (tps_mesh_local_rank(mesh, others, r) == 0) {
+			total += job.values[r];
+		}
+	}
+	tps_dtensor_free(&t);
+	tps_dtensor_free(&value);
+	free(job.values);
+	if (st != TPS_OK) {
+		tps_dtensor_free(&g);
+		return st;
+	}
+	*run_loss = total / model->dp;
+	*dy = g;
+	return TPS_OK;
+}
+
+/* ---- backward -------------------------------------------------------- */
+
+/* Backward from dy (consumed): every parameter's grad; *dinput the input's
+ * gradient when it requires one (else untouched). */
+static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
+				struct tps_event_sink sink, int step,
+				struct tps_dtensor *dinput,
+				struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_nn_context ctx =
+		context(model, sink, step, TPS_PHASE_BACKWARD);
+	struct tps_dtensor g = *dy;
+	enum tps_status st;
+
+	memset(dy, 0, sizeof *dy);
+	st = tps_nn_grad_through(&ctx, &g, &model->output_chain, "output",
+				 "output.grad", err);
+	if (st != TPS_OK) {
+		tps_dtensor_free(&g);
+		for (int i = 0; i < spec->n_modules; i++) {
+			tps_module_free_saved(&model->modules[i]);
+		}
+		return st;
+	}
+	return tps_nn_backward_seq(
+		&ctx, model->modules, model->modules + spec->n_modules, &g,
+		spec->input_requires_grad ? dinput : NULL, err);
+}
+
+/* ---- optimizer ------------------------------------------------------- */
+
+/* DDP: the gradient averaged over the dp group, one all_reduce. */
+static enum tps_status dp_average(const struct tps_nn_context *ctx,
+				  const struct tps_model *model,
+				  struct tps_param *p, struct tps_error *err)
+{
+	unsigned mask = model->spec->dp_mask;
+	struct tps_comm_report report;
+	struct tps_event ev = {0};
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st = tps_comm_all_reduce(
+		ctx->mesh, mask, p->grad.locals, TPS_REDUCE_AVG, &report, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		if (mask & (1u << i)) {
+			p->grad.placements[i] = tps_placement_replicate();
+		}
+	}
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	ev.step = ctx->step;
+	ev.phase = ctx->phase;
+	ev.kind = TPS_EVENT_COLLECTIVE;
+	ev.module = p->module;
+	ev.op = tps_comm_op_name(TPS_COMM_ALL_REDUCE);
+	ev.tensor = name;
+	ev.mask = mask;
+	ev.bytes_per_rank = report.bytes_per_rank;
+	ev.note = "DDP averages the gradient over dp (sum, then / dp)";
+	ev.value = &p->grad;
+	return tps_event_emit(ctx->sink, &ev, err);
+}
+
+struct update_job {
+	const struct tps_optimizer_spec *opt;
+	int64_t t;
+	struct tps_param *p;
+	int states;
+};
+
+static enum tps_status zero_like_rank(void *opaque, int r,
+				      struct tps_tensor *out,
+				      struct tps_error *err)
+{
+	const struct tps_dtensor *like = opaque;
+	return tps_tensor_init_like(out, &like->locals[r].shape,
+				    &like->locals[r], err);
+}
+
+static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
+{
+	const struct update_job *job = opaque;
+	struct tps_param *p = job->p;
+	float *state[2] = {NULL, NULL};
+	(void)err;
+	if (p->value.locals[r].meta) {
+		return TPS_OK;
+	}
+	for (int k = 0; k < job->states; k++) {
+		state[k] = p->state[k].locals[r].data;
+	}
+	tps_optim_step(job->opt, job->t, p->value.locals[r].data,
+		       p->grad.locals[r].data, state,
+		       tps_tensor_numel(&p->value.locals[r]));
+	return TPS_OK;
+}
+
+static enum tps_status optimizer(struct tps_model *model,
+				 struct tps_event_sink sink, int step,
+				 struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_nn_context ctx =
+		context(model, sink, step, TPS_PHASE_OPTIMIZER);
+	struct update_job job = {&spec->optimizer, step + 1, NULL,
+				 tps_optim_state_count(&spec->optimizer)};
+	enum tps_status st = TPS_OK;
+
+	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
+		struct tps_param *p = &model->params[i];
+		if (model->dp > 1) {
+			st = dp_average(&ctx, model, p, err);
+		}
+		/* State is made at the first step, zeroed, shaped like the
+		 * parameter on every rank. */
+		for (int k = 0; k < job.states && st == TPS_OK; k++) {
+			if (!p->state[k].locals) {
+				st = tps_dtensor_map(
+					&p->state[k], ctx.mesh,
+					&p->value.global, p->value.placements,
+					zero_like_rank, &p->value, err);
+			}
+		}
+		job.p = p;
+		if (st == TPS_OK) {
+			st = tps_mesh_for_each_rank(ctx.mesh, update_rank, &job,
+						    err);
+		}
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(
+				&ctx, p->module,
+				tps_optimizer_type_names[spec->optimizer.type],
+				p->name, tps_optim_note(&spec->optimizer),
+				&p->value, 0, err);
+		}
+	}
+	return st;
+}
+
+/* ---- the run --------------------------------------------------------- */
+
+static int64_t local_bytes(const struct tps_dtensor *t, int r)
+{
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
+}
+
+/* What forward left alive for backward (model.h): every module's saved
+ * tensors, per rank and per module, and the output y. */
+static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
+{
+	int world = model->spec->mesh.world_size;
+	for (int r = 0; r < world; r++) {
+		model->saved_bytes[r] = 0;
+		model->output_bytes[r] = local_bytes(y, r);
+	}
+	for (int i = 0; i < model->spec->n_modules; i++) {
+		const struct tps_module *m = &model->modules[i];
+		int64_t most = 0;
+		for (int r = 0; r < world; r++) {
+			int64_t b = local_bytes(&m->saved_in, r);
+			for (int k = 0; k < 3; k++) {
+				b += local_bytes(&m->saved_more[k], r);
+			}
+			model->saved_bytes[r] += b;
+			most = b > most ? b : most;
+		}
+		model->module_saved_bytes[i] = most;
+	}
+}
+
+/* The parameters' gradients (and the input's) and values, assembled. */
+static enum tps_status collect_training(const struct tps_model *model,
+					const struct tps_dtensor *dinput,
+					struct tps_model_outcome *out,
+					struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	int n = model->n_params;
+	for (int i = 0; i < n && st == TPS_OK; i++) {
+		st = tps_dtensor_full_tensor(&model->params[i].grad,
+					     &out->grads[i], err);
+		if (st == TPS_OK) {
+			st = tps_dtensor_full_tensor(&model->params[i].value,
+						     &out->params_after[i],
+						     err);
+		}
+	}
+	if (st == TPS_OK && model->spec->input_requires_grad) {
+		/* Each dp rank's input gradient is that of its own loss, as
+		 * x.grad is under DDP; the run's loss is their mean, so its
+		 * gradient is the assembled one over dp. */
+		st = assembled(model, dinput, &out->grads[n], err);
+		if (st == TPS_OK && model->dp > 1) {
+			tps_tensor_scale(&out->grads[n],
+					 1.0f / (float)model->dp);
+		}
+	}
+	return st;
+}
+
+static enum tps_status train_step(struct tps_model *model,
+				  struct tps_dtensor *y,
+				  const struct tps_tensor *target,
+				  struct tps_event_sink sink, int step,
+				  float *run_loss, struct tps_dtensor *dinput,
+				  struct tps_error *err)
+{
+	struct tps_dtensor dy = {0};
+	double value = 0.0;
+	enum tps_status st =
+		loss(model, y, target, sink, step, &value, &dy, err);
+	if (st == TPS_OK) {
+		*run_loss = (float)value;
+		tps_dtensor_free(dinput);
+		st = backward(model, &dy, sink, step, dinput, err);
+	}
+	if (st == TPS_OK) {
+		st = optimizer(model, sink, step, err);
+	}
+	return st;
+}
+
+enum tps_status
+tps_model_run(struct tps_model *model, const struct tps_tensor *input,
+	      const struct tps_tensor *target, struct tps_event_sink sink,
+	      struct tps_model_outcome *out, struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	bool training = spec->mode == TPS_MODE_TRAINING;
+	int steps = training ? spec->steps : 1;
+	struct tps_model_outcome o = {0};
+	struct tps_tensor x = {0}, t = {0};
+	struct tps_dtensor dinput = {0};
+	enum tps_status st = tps_model_outcome_init(&o, model, err);
+
+	if (st == TPS_OK) {
+		st = sampled(model, input, &x, err);
+	}
+	if (st == TPS_OK && target) {
+		st = sampled(model, target, &t, err);
+	}
+	for (int step = 0; step < steps && st == TPS_OK; step++) {
+		struct tps_dtensor y = {0};
+		st = forward(model, &x, sink, step, &y, err);
+		if (st == TPS_OK && training) {
+			measure_saved(model, &y);
+		}
+		if (st == TPS_OK && step == steps - 1) {
+			st = assembled(model, &y, &o.output, err);
+		}
+		if (st == TPS_OK && training) {
+			st = train_step(model, &y, target ? &t : NULL, sink,
+					step, &o.loss[step], &dinput, err);
+		}
+		tps_dtensor_free(&y);
+	}
+	if (st == TPS_OK && training) {
+		st = collect_training(model, &dinput, &o, err);
+	}
+	tps_dtensor_free(&dinput);
+	tps_tensor_free(&x);
+	tps_tensor_free(&t);
+	if (st != TPS_OK) {
+		tps_model_outcome_free(&o);
+		return st;
+	}
+	*out = o;
+	return TPS_OK;
+}
+
+enum tps_status tps_model_forward(struct tps_model *model,
+				  const struct tps_tensor *input,
+				  struct tps_event_sink sink, int step,
+				  struct tps_tensor *output,
+				  struct tps_error *err)
+{
+	struct tps_tensor x = {0};
+	struct tps_dtensor y = {0};
+	enum tps_status st = sampled(model, input, &x, err);
+	if (st == TPS_OK) {
+		st = forward(model, &x, sink, step, &y, err);
+	}
+	if (st == TPS_OK) {
+		st = assembled(model, &y, output, err);
+	}
+	tps_dtensor_free(&y);
+	tps_tensor_free(&x);
+	return st;
+}

@@ -1,0 +1,244 @@
+/* What every module uses: its ops table, events, layouts. */
+#include "nn.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
+{
+	/* No default: -Wswitch names a type without its ops. */
+	switch (type) {
+	case TPS_MODULE_LINEAR: return &tps_linear_ops;
+	case TPS_MODULE_RELU:
+	case TPS_MODULE_GELU: return &tps_elementwise_ops;
+	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
+	case TPS_MODULE_RESIDUAL: return &tps_residual_ops;
+	case TPS_MODULE_EMBEDDING: return &tps_embedding_ops;
+	case TPS_MODULE_ATTENTION: return &tps_attention_ops;
+	}
+	return NULL;
+}
+
+static enum tps_status emit(const struct tps_nn_context *ctx,
+			    struct tps_event *ev, struct tps_error *err)
+{
+	ev->step = ctx->step;
+	ev->phase = ctx->phase;
+	return tps_event_emit(ctx->sink, ev, err);
+}
+
+enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
+				    const char *module, const char *op,
+				    const char *tensor, const char *note,
+				    const struct tps_dtensor *value,
+				    int64_t flops, struct tps_error *err)
+{
+	struct tps_event ev = {0};
+	ev.module = module;
+	ev.kind = TPS_EVENT_COMPUTE;
+	ev.op = op;
+	ev.tensor = tensor;
+	ev.flops = flops;
+	ev.note = note;
+	ev.value = value;
+	return emit(ctx, &ev, err);
+}
+
+enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
+				     struct tps_event *ev,
+				     struct tps_error *err)
+{
+	ev->mistake = tps_mistake_names[ctx->mistake];
+	return emit(ctx, ev, err);
+}
+
+enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
+				    const char *module, const char *op,
+				    const char *tensor, const char *note,
+				    const struct tps_dtensor *value,
+				    struct tps_error *err)
+{
+	struct tps_event ev = {0};
+	ev.module = module;
+	ev.kind = TPS_EVENT_COMPUTE;
+	ev.op = op;
+	ev.tensor = tensor;
+	ev.note = note;
+	ev.mistake = tps_mistake_names[ctx->mistake];
+	ev.value = value;
+	return emit(ctx, &ev, err);
+}
+
+struct layout_observer {
+	const struct tps_nn_context *ctx;
+	const char *module, *tensor, *note;
+	bool sink_failed; /* the sink's message is complete: no prefix */
+};
+
+/* Turns each redistribution step into one event. */
+static enum tps_status on_step(void *opaque,
+			       const struct tps_redistribute_step *s,
+			       const struct tps_dtensor *dt,
+			       struct tps_error *err)
+{
+	struct layout_observer *o = opaque;
+	struct tps_event ev = {0};
+	bool split = s->kind == TPS_REDISTRIBUTE_SPLIT;
+	enum tps_status st;
+	ev.module = o->module;
+	ev.kind = split ? TPS_EVENT_LAYOUT : TPS_EVENT_COLLECTIVE;
+	ev.op = split ? "split" : tps_comm_op_name(s->report.op);
+	ev.tensor = o->tensor;
+	ev.mask = 1u << s->mesh_dim;
+	ev.bytes_per_rank = split ? 0 : s->report.bytes_per_rank;
+	ev.before = &s->before;
+	ev.note = o->note;
+	ev.value = dt;
+	st = emit(o->ctx, &ev, err);
+	o->sink_failed = st != TPS_OK;
+	return st;
+}
+
+struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim)
+{
+	if (p.kind == TPS_PLACEMENT_SHARD) {
+		p.dim = tps_dim_normalize(p.dim, ndim);
+	}
+	return p;
+}
+
+enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
+				    struct tps_dtensor *x,
+				    const struct tps_placement *target,
+				    const char *module, const char *tensor,
+				    const char *note, struct tps_error *err)
+{
+	struct layout_observer o = {ctx, module, tensor, note, false};
+	enum tps_status st =
+		tps_dtensor_redistribute(x, target, on_step, &o, err);
+	/* dtensor's own messages lack the place; the sink's name it. The
+	 * model output's module is "output" too: named once. */
+	if (st != TPS_OK && !o.sink_failed) {
+		if (strcmp(module, tensor) == 0) {
+			tps_error_prefix(err, "%s", tensor);
+		} else {
+			tps_error_prefix(err, "%s: %s", module, tensor);
+		}
+	}
+	return st;
+}
+
+void tps_module_free_saved(struct tps_module *m)
+{
+	tps_dtensor_free(&m->saved_in);
+	tps_tensor_free(&m->ref_saved_in);
+	for (int i = 0; i < 3; i++) {
+		tps_dtensor_free(&m->saved_more[i]);
+		tps_tensor_free(&m->ref_saved_more[i]);
+	}
+	m->in_chain.n = 0;
+	m->out_chain.n = 0;
+	m->prep_chain.n = 0;
+}
+
+void tps_layout_chain_start(struct tps_layout_chain *chain,
+			    const struct tps_nn_context *ctx,
+			    const struct tps_dtensor *x)
+{
+	chain->n = 1;
+	chain->tp[0] = x->placements[ctx->tp_dim];
+}
+
+struct tps_placement tps_nn_grad_layout(struct tps_placement p)
+{
+	return p.kind == TPS_PLACEMENT_PARTIAL ? tps_placement_replicate() : p;
+}
+
+enum tps_status tps_nn_grad_through(const struct tps_nn_context *ctx,
+				    struct tps_dtensor *g,
+				    const struct tps_layout_chain *chain,
+				    const char *module, const char *tensor,
+				    struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	/* g is a gradient of the chain's last layout in any valid form (a
+	 * partial dX of a replicated input), so it goes straight to the
+	 * layout before; a chain of one layout still ends at that one
+	 * (partial -> replicate: Megatron's f in backward). */
+	for (int i = chain->n > 1 ? chain->n - 2 : 0; i >= 0 && st == TPS_OK;
+	     i--) {
+		st = tps_nn_to_layout(ctx, g, tps_nn_grad_layout(chain->tp[i]),
+				      module, tensor, NULL, err);
+	}
+	return st;
+}
+
+enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
+				  struct tps_module *m, struct tps_dtensor *g,
+				  const char *op, const char *note,
+				  int64_t flops, struct tps_dtensor *dx,
+				  struct tps_error *err)
+{
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st;
+	snprintf(name, sizeof name, "%s.in.grad", m->spec->name);
+	st = tps_nn_emit_compute(ctx, m->spec->name, op, name, note, g, flops,
+				 err);
+	if (st == TPS_OK && !m->keep_partial_dx) {
+		st = tps_nn_grad_through(ctx, g, &m->in_chain, m->spec->name,
+					 name, err);
+	}
+	if (st == TPS_OK) {
+		*dx = *g;
+	} else {
+		tps_dtensor_free(g);
+	}
+	return st;
+}
+
+enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
+				 struct tps_dtensor *x,
+				 struct tps_placement tp_target,
+				 const char *module, const char *tensor,
+				 const char *note, struct tps_error *err)
+{
+	return tps_nn_to_layout_chained(ctx, x, tp_target, NULL, module, tensor,
+					note, err);
+}
+
+enum tps_status tps_nn_to_layout_chained(const struct tps_nn_context *ctx,
+					 struct tps_dtensor *x,
+					 struct tps_placement tp_target,
+					 struct tps_layout_chain *chain,
+					 const char *module, const char *tensor,
+					 const char *note,
+					 struct tps_error *err)
+{
+	struct tps_placement target[TPS_MAX_MESH_DIMS];
+	enum tps_status st;
+
+	tp_target = tps_nn_normalized(tp_target, x->global.ndim);
+	if (tp_target.kind == TPS_PLACEMENT_SHARD && tp_target.dim < 0) {
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
+			"%s: %s is %d-dim, it has no dim for this shard",
+			module, tensor, x->global.ndim);
+	}
+	if (tps_placement_equal(x->placements[ctx->tp_dim], tp_target)) {
+		return TPS_OK;
+	}
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		target[i] = x->placements[i];
+	}
+	target[ctx->tp_dim] = tp_target;
+	st = tps_nn_redistribute(ctx, x, target, module, tensor, note, err);
+	if (st == TPS_OK && chain) {
+		/* A module changes its input at most twice (to the declared
+		 * layout, to the one it computes on): three entries. */
+		assert(chain->n < TPS_LAYOUT_CHAIN_MAX);
+		chain->tp[chain->n++] = tp_target;
+	}
+	return st;
+}

@@ -1,0 +1,365 @@
+/*
+ * Modules and parallel styles, and the events they emit.
+ *
+ * A module runs on every simulated rank at once: its input is a DTensor, its
+ * parameters are DTensors, and each local computation, local split and
+ * collective it performs is reported as one event to an event sink (the
+ * trace implements the sink; see nn_event.h).
+ *
+ * A module is an interface: an ops table (struct tps_module_ops) of its
+ * parallel forward and backward, its single-device reference (forward and
+ * backward), its parameters and its memory estimate. Each family has its own
+ * file (nn_linear.c, nn_elementwise.c); tps_module_ops_of picks the table by
+ * type with a switch that has no default, so -Wswitch names a type left out.
+ *
+ * Styles (docs/design.md section 2), for y = x W^T + b with W (out, in):
+ *
+ *   colwise (ColumnParallelLinear): W shard(0), b shard(0) on the tp dim.
+ *     x replicate -> y_i = x W_i^T + b_i, y shard(-1). No communication;
+ *     output "replicate" (gather_output) adds an all_gather.
+ *     Input "shard(d)" (sequence parallel) all-gathers x first.
+ *   rowwise (RowParallelLinear): W shard(1), b replicate.
+ *     x shard(-1) (a replicated x is split locally) -> y_i = x_i W_i^T,
+ *     partial; all_reduce gives y = sum_i y_i (output "shard(d)": a
+ *     reduce_scatter). The bias is added once:
+ *       after_reduce   y + b after the reduction (Megatron; the default)
+ *       partial_split  every rank adds b / N before it (DTensor)
+ *       rank0          local rank 0 adds b before it (nanotron)
+ *   replicate / unplanned: W, b replicate; x is made replicate on tp first.
+ *   relu, gelu: element-wise on each rank's local values, which is exact for
+ *     replicate and shard(d) layouts, so they keep the layout (as PyTorch's
+ *     local tensors do); a partial input is all-reduced first, since
+ *     relu(a + b) != relu(a) + relu(b).
+ *
+ * Placements of activations on mesh dims other than tp (a dp batch shard, or
+ * replicate) are carried through unchanged.
+ *
+ * Backward follows from the placements (docs/design.md section 2). Each forward
+ * redistribution from layout A to B is undone, in reverse order, by
+ * redistributing the gradient from B to A', where A' is A with partial
+ * turned replicate (the gradient of each summand of a sum is the whole
+ * gradient). So:
+ *   partial -> replicate (all_reduce)    backward: nothing
+ *   replicate -> shard (local split)     backward: all_gather
+ *   shard -> replicate (all_gather)      backward: split, or reduce_scatter
+ *                                        when the gradient is partial
+ *   partial -> shard (reduce_scatter)    backward: all_gather
+ * and the local backward of each style:
+ *   colwise    dW_i = dY_i^T X, db_i = sum dY_i: local; dX = sum_i dY_i W_i
+ *              is partial, so a replicated input's gradient all-reduces
+ *   rowwise    dW_i = dY^T X_i: local; db = sum dY, the whole of it on
+ *              every rank in every bias mode; dX_i = dY W_i stays shard(-1)
+ *   replicate  everything local and replicated
+ * Weight gradients are partial over the dp dims (each dp rank's batch
+ * part) until the optimizer phase averages them; they never need tp
+ * communication.
+ */
+#ifndef TPSIM_NN_H
+#define TPSIM_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arith.h"
+#include "dtensor.h"
+#include "nn_event.h"
+#include "spec.h"
+
+/* Where a module runs: the mesh, which mesh dim is tp, the sink, the step;
+ * `save`: forward keeps what backward needs (training). */
+struct tps_nn_context {
+	const struct tps_mesh *mesh;
+	int tp_dim;
+	struct tps_event_sink sink;
+	int step;
+	enum tps_phase phase;
+	bool save;
+	/* An injected mistake and the module it happens in (NULL: none;
+	 * tps_mistake_site). */
+	enum tps_mistake mistake;
+	const struct tps_module_spec *mistake_site;
+};
+
+/* The tp layouts a tensor went through in forward, first to last, so that
+ * backward can walk them back. */
+#define TPS_LAYOUT_CHAIN_MAX 4
+struct tps_layout_chain {
+	int n;
+	struct tps_placement tp[TPS_LAYOUT_CHAIN_MAX];
+};
+
+/* A parameter, as the ranks hold it and as the reference holds it. */
+struct tps_param {
+	char name[TPS_NAME_MAX + 8]; /* "fc1.weight" */
+	const char *module;	     /* "fc1": its module's name */
+	/* The reference's global value: at setup the initial value (what
+	 * the trace's "params" record), then updated by the reference's
+	 * optimizer. */
+	struct tps_tensor global;
+	struct tps_dtensor value; /* every rank's shard or copy */
+	/* Training: the gradient after backward (partial over dp until the
+	 * optimizer phase averages it), the optimizer state on the rank's
+	 * shard, and the reference's counterparts. */
+	struct tps_dtensor grad;
+	struct tps_dtensor state[2];
+	struct tps_tensor ref_grad;
+	struct tps_tensor ref_state[2];
+};
+
+#define TPS_MODULE_MAX_PARAMS 2
+
+/* What a module's parameter is, before it exists. */
+struct tps_param_spec {
+	const char *suffix; /* "weight": the parameter is "<module>.weight" */
+	struct tps_shape shape;	 /* global */
+	int64_t fan_in;		 /* nn.Linear's init bound 1/sqrt(fan_in) */
+	/* PyTorch's default init of it (init method "torch"): uniform
+	 * (nn.Linear's, a = 1/sqrt(fan_in)), normal (nn.Embedding's, a = 1
+	 * through fan_in 1), ones or zeros (nn.LayerNorm's). */
+	enum tps_init_method torch;
+	struct tps_placement tp; /* on the tp dim; replicate on the others */
+};
+
+/* What the memory estimate of a module needs to know about the run. */
+struct tps_memory_context {
+	int64_t world, tp; /* world size, tp group size */
+	/* Training: gradients and this many optimizer state tensors per
+	 * parameter, held like the parameter. */
+	bool training;
+	int optimizer_states;
+};
+
+struct tps_module;
+
+struct tps_module_ops {
+	/* The parallel forward: x (redistributed in place as the style needs)
+	 * -> *y, new. Emits one event per step. On error *y is untouched. */
+	enum tps_status (*forward)(const struct tps_nn_context *ctx,
+				   struct tps_module *m, struct tps_dtensor *x,
+				   struct tps_dtensor *y,
+				   struct tps_error *err);
+	/* The parallel backward: *dy, the gradient of forward's output in
+	 * the layout forward left it (partial as replicate), is consumed;
+	 * *dx gets the input's gradient in the layout the input arrived in
+	 * (dx NULL: the input needs none). Parameter gradients land in each
+	 * parameter's grad. Frees what forward saved. */
+	enum tps_status (*backward)(const struct tps_nn_context *ctx,
+				    struct tps_module *m,
+				    struct tps_dtensor *dy,
+				    struct tps_dtensor *dx,
+				    struct tps_error *err);
+	/* The single-device reference on each parameter's global value:
+	 * y = module(x), its matmuls shared out over pool's threads (the
+	 * same bytes for any pool). For training the model keeps x in
+	 * ref_saved_in for reference_backward. */
+	enum tps_status (*reference_forward)(struct tps_module *m,
+					     struct tps_pool *pool,
+					     const struct tps_tensor *x,
+					     struct tps_tensor *y,
+					     struct tps_error *err);
+	/* dx (NULL: not needed) and each parameter's ref_grad from dy. */
+	enum tps_status (*reference_backward)(struct tps_module *m,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *dy,
+					      struct tps_tensor *dx,
+					      struct tps_error *err);
+	/* Fills out[0..n) with the module's parameters (at most
+	 * TPS_MODULE_MAX_PARAMS), weight first, and returns n. */
+	int (*parameters)(const struct tps_module_spec *spec, int tp_dim,
+			  struct tps_param_spec *out);
+	/* Bytes the module's parameters take: the global value plus every
+	 * rank's copy or shard, and in training as much again for the
+	 * gradients and for each optimizer state. Saturates at INT64_MAX. */
+	int64_t (*memory_estimate)(const struct tps_module_spec *spec,
+				   const struct tps_memory_context *mc);
+};
+
+/* A module as it runs. */
+struct tps_module {
+	const struct tps_module_spec *spec; /* not owned */
+	const struct tps_module_ops *ops;
+	struct tps_param *params; /* n_params, in the model's array */
+	int n_params;
+	/* Saved by forward for backward, as llm.c keeps its activations:
+	 * the input as the computation consumed it (after its
+	 * redistributions), and the tp layouts the input and the output went
+	 * through. The reference keeps its input too. */
+	struct tps_dtensor saved_in;
+	struct tps_layout_chain in_chain, out_chain;
+	/* prepare_input / prepare_output: the layouts the sequence runner
+	 * brought the module's input (output) through. */
+	struct tps_layout_chain prep_chain;
+	struct tps_tensor ref_saved_in;
+	/* What a composite keeps besides its input (attention: its q, k
+	 * and v, as the ranks and the reference computed them). */
+	struct tps_dtensor saved_more[3];
+	struct tps_tensor ref_saved_more[3];
+	/* Training: the reference keeps inputs for backward. */
+	bool training;
+	/* Set by a parent that sums its children's input gradients before
+	 * reducing them once (attention's q, k, v, as Megatron's fused QKV):
+	 * backward leaves dx as computed (partial) instead of walking it
+	 * back through the input's layouts. */
+	bool keep_partial_dx;
+};
+
+/* Frees what forward saved (backward does it; a failed run calls this). */
+void tps_module_free_saved(struct tps_module *m);
+
+/*
+ * Sequences of modules: [begin, end) of a pre-order module array, whose
+ * top-level modules run in order (a composite runs its descendants
+ * itself). The model's whole list is one; a residual's body is another.
+ */
+/* The module after m and its descendants. */
+struct tps_module *tps_module_next(struct tps_module *m);
+/* Whether m or any of its descendants has parameters. */
+bool tps_module_trains(const struct tps_module *m);
+/* Forward through the sequence: *x is consumed, *y made. */
+enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
+				   struct tps_module *begin,
+				   struct tps_module *end,
+				   struct tps_dtensor *x, struct tps_dtensor *y,
+				   struct tps_error *err);
+/* Backward through it, last module first: *dy is consumed; *dx gets the
+ * sequence input's gradient (dx NULL: not wanted, and modules before the
+ * last one that trains are skipped). Frees what forward saved. */
+enum tps_status
+tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
+		    struct tps_module *end, struct tps_dtensor *dy,
+		    struct tps_dtensor *dx, struct tps_error *err);
+/* The same for the reference; with save, each module keeps its input in
+ * ref_saved_in for reference backward. */
+enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
+					     struct tps_module *end,
+					     struct tps_pool *pool, bool save,
+					     const struct tps_tensor *x,
+					     struct tps_tensor *y,
+					     struct tps_error *err);
+enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
+					      struct tps_module *end,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *dy,
+					      struct tps_tensor *dx,
+					      struct tps_error *err);
+
+/* The ops table of a module type. */
+const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type);
+
+/*
+ * Redistributes x to `target` (one placement per mesh dim), emitting one
+ * event per step with the given module and tensor names.
+ */
+enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
+				    struct tps_dtensor *x,
+				    const struct tps_placement *target,
+				    const char *module, const char *tensor,
+				    const char *note, struct tps_error *err);
+
+/*
+ * Redistributes x so that its tp placement is `tp_target` (other mesh dims
+ * unchanged), emitting one event per step with the given module and tensor
+ * names. A tp_target shard dim may be negative (counted from the end).
+ */
+enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
+				 struct tps_dtensor *x,
+				 struct tps_placement tp_target,
+				 const char *module, const char *tensor,
+				 const char *note, struct tps_error *err);
+
+/* Starts a chain at x's tp layout. */
+void tps_layout_chain_start(struct tps_layout_chain *chain,
+			    const struct tps_nn_context *ctx,
+			    const struct tps_dtensor *x);
+/* tps_nn_to_layout that also appends the new layout to chain (when it
+ * changes; chain may be NULL). */
+enum tps_status tps_nn_to_layout_chained(const struct tps_nn_context *ctx,
+					 struct tps_dtensor *x,
+					 struct tps_placement tp_target,
+					 struct tps_layout_chain *chain,
+					 const char *module, const char *tensor,
+					 const char *note,
+					 struct tps_error *err);
+
+/* The layout a gradient takes for a tensor of layout p: p, but partial
+ * becomes replicate. */
+struct tps_placement tps_nn_grad_layout(struct tps_placement p);
+
+/*
+ * Walks a gradient back through a chain. g is the gradient of a tensor in
+ * the chain's last layout, in any valid form (a partial dX of a replicated
+ * input is one); it is redistributed to tps_nn_grad_layout of each earlier
+ * layout in turn, ending at the first one (for a chain of one layout, to
+ * that one). Events are named module / tensor.
+ */
+enum tps_status tps_nn_grad_through(const struct tps_nn_context *ctx,
+				    struct tps_dtensor *g,
+				    const struct tps_layout_chain *chain,
+				    const char *module, const char *tensor,
+				    struct tps_error *err);
+
+/*
+ * The end of a module's backward: emits g, the input's gradient as the
+ * computation made it (op, note, flops), as "<module>.in.grad"; walks it
+ * back through the module's in_chain; hands it over as *dx. g is consumed
+ * (freed on error).
+ */
+enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
+				  struct tps_module *m, struct tps_dtensor *g,
+				  const char *op, const char *note,
+				  int64_t flops, struct tps_dtensor *dx,
+				  struct tps_error *err);
+
+/* Emits a compute event for `value` (every rank), with the step and phase
+ * of ctx. flops: the most any one rank did (0 where not counted). */
+/* Emits ev (any kind), made by ctx's injected mistake: it carries the
+ * mistake's name. */
+enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
+				     struct tps_event *ev,
+				     struct tps_error *err);
+/* tps_nn_emit_compute for the event ctx's injected mistake made: the
+ * event carries the mistake's name. */
+enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
+				    const char *module, const char *op,
+				    const char *tensor, const char *note,
+				    const struct tps_dtensor *value,
+				    struct tps_error *err);
+enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
+				    const char *module, const char *op,
+				    const char *tensor, const char *note,
+				    const struct tps_dtensor *value,
+				    int64_t flops, struct tps_error *err);
+
+/* p with a negative shard dim counted from the end of an ndim tensor. */
+struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
+
+
+/*
+ * Losses (nn_loss.c), on plain tensors: the ranks' local outputs and the
+ * reference's global one alike. With f = (y - t)^2 (mse) or y (sum):
+ *   loss  = sum over rows r of row_scale[r] * sum over the row of f,
+ *           in double, element order
+ *   dy    = (float)(2 row_scale[r]) * (y - t)   (mse)
+ *           (float)row_scale[r]                 (sum)
+ * A row is the last dim; row_scale has one entry per row (leading dims
+ * flattened). t is NULL for sum.
+ */
+/* The rows of y: the product of its dims but the last (1 for a vector). */
+int64_t tps_loss_rows(const struct tps_tensor *y);
+double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
+		      const struct tps_tensor *t, const double *row_scale);
+enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
+			      const struct tps_tensor *t,
+			      const double *row_scale, struct tps_tensor *dy,
+			      struct tps_error *err);
+
+/* The families' ops tables (nn_linear.c, nn_elementwise.c,
+ * nn_layernorm.c). */
+extern const struct tps_module_ops tps_linear_ops;
+extern const struct tps_module_ops tps_elementwise_ops;
+extern const struct tps_module_ops tps_layernorm_ops;
+extern const struct tps_module_ops tps_residual_ops;
+extern const struct tps_module_ops tps_embedding_ops;
+extern const struct tps_module_ops tps_attention_ops;
+
+#endif

@@ -1,0 +1,534 @@
+/*
+ * attention: multi-head self-attention over (..., seq S, embed_dim E),
+ * with num_heads H of head_dim d = E / H. Its descendants are four
+ * linears q, k, v, o (E -> E); the plan splits them as Megatron does:
+ * q, k, v colwise and o rowwise, each rank holding whole heads (their
+ * shards are shard(d, block=d): 5 heads over 2 ranks are 3 and 2), or all
+ * four replicated.
+ *
+ *   x   brought to replicate on tp once (an all_gather from sequence
+ *       shards: Megatron's one gather before its fused QKV)
+ *   q, k, v = the linears on x             (..., S, H_r d) on rank r
+ *   per head h of the rank: a_h = softmax(q_h k_h^T / sqrt(d) [+ causal
+ *       mask]) v_h                         no communication
+ *   y   = o(a)                             partial, then o's reduction
+ *
+ * The core, per head, in fixed order: s_ij = (sum over c of q_ic k_jc) /
+ * sqrt(d) in float; p_ij = exp(s_ij - max_j s) / sum_j (double, in
+ * order); a_ic = sum over j of p_ij v_jc in float. Each head is computed
+ * alike on its rank and in the reference, so the core adds no rounding
+ * difference of its own. Backward recomputes p and takes
+ *
+ *   dv = p^T da, dp = da v^T, ds = p (dp - rowsum(p dp)),
+ *   dq = ds k / sqrt(d), dk = ds^T q / sqrt(d)
+ *
+ * The three input gradients of q, k, v (partial when colwise) are summed
+ * on each rank before one reduction: one all_reduce (or reduce_scatter
+ * back into sequence shards), as Megatron's f.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+
+enum { Q, K, V, O };
+
+static struct tps_module *child(struct tps_module *m, int i)
+{
+	return m + 1 + i;
+}
+
+static int64_t head_dim(const struct tps_module_spec *s)
+{
+	return s->in_features / s->num_heads;
+}
+
+/* The attention core over every head in q, k, v (..., S, F), F a multiple
+ * of d: out (same shape) = softmax(q k^T / sqrt(d)) v per head. */
+static enum tps_status core_forward(struct tps_tensor *out,
+				    const struct tps_tensor *q,
+				    const struct tps_tensor *k,
+				    const struct tps_tensor *v, int64_t d,
+				    bool causal, struct tps_error *err);
+
+/* Softmax probabilities of one head's query row i: p[0..S). */
+static void row_probs(const float *q, const float *k, int64_t S, int64_t F,
+		      int64_t d, int64_t i, bool causal, float scale, float *p)
+{
+	int64_t last = causal ? i : S - 1;
+	float max = -INFINITY;
+	double sum = 0.0;
+	for (int64_t j = 0; j <= last; j++) {
+		float s = 0.0f;
+		for (int64_t c = 0; c < d; c++) {
+			s += q[i * F + c] * k[j * F + c];
+		}
+		p[j] = s * scale;
+		max = p[j] > max ? p[j] : max;
+	}
+	for (int64_t j = 0; j <= last; j++) {
+		sum += exp((double)p[j] - max);
+	}
+	for (int64_t j = 0; j < S; j++) {
+		p[j] = j <= last ? (float)(exp((double)p[j] - max) / sum)
+				 : 0.0f;
+	}
+}
+
+static enum tps_status core_forward(struct tps_tensor *out,
+				    const struct tps_tensor *q,
+				    const struct tps_tensor *k,
+				    const struct tps_tensor *v, int64_t d,
+				    bool causal, struct tps_error *err)
+{
+	const struct tps_shape *sh = &q->shape;
+	int64_t F = sh->dim[sh->ndim - 1], S = sh->dim[sh->ndim - 2];
+	int64_t batches = S > 0 && F > 0 ? tps_tensor_numel(q) / (S * F) : 0;
+	float scale = 1.0f / sqrtf((float)d);
+	float *p;
+	enum tps_status st = tps_tensor_init_like(out, sh, q, err);
+	if (st != TPS_OK || !out->data || F == 0 || S == 0) {
+		return st;
+	}
+	p = malloc((size_t)S * sizeof *p);
+	if (!p) {
+		tps_tensor_free(out);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int64_t b = 0; b < batches; b++) {
+		for (int64_t h = 0; h < F / d; h++) {
+			int64_t base = b * S * F + h * d;
+			for (int64_t i = 0; i < S; i++) {
+				row_probs(q->data + base, k->data + base, S, F,
+					  d, i, causal, scale, p);
+				for (int64_t c = 0; c < d; c++) {
+					float a = 0.0f;
+					for (int64_t j = 0; j < S; j++) {
+						a += p[j] *
+						     v->data[base + j * F + c];
+					}
+					out->data[base + i * F + c] = a;
+				}
+			}
+		}
+	}
+	free(p);
+	return TPS_OK;
+}
+
+/* dq, dk, dv (q's shape) from da and the saved q, k, v. */
+static enum tps_status core_backward(struct tps_tensor grads[3],
+				     const struct tps_tensor *da,
+				     const struct tps_tensor *q,
+				     const struct tps_tensor *k,
+				     const struct tps_tensor *v, int64_t d,
+				     bool causal, struct tps_error *err)
+{
+	const struct tps_shape *sh = &q->shape;
+	int64_t F = sh->dim[sh->ndim - 1], S = sh->dim[sh->ndim - 2];
+	int64_t batches = S > 0 && F > 0 ? tps_tensor_numel(q) / (S * F) : 0;
+	float scale = 1.0f / sqrtf((float)d);
+	float *p = NULL, *dp = NULL;
+	enum tps_status st = TPS_OK;
+
+	for (int i = 0; i < 3 && st == TPS_OK; i++) {
+		st = tps_tensor_init_like(&grads[i], sh, q, err);
+	}
+	if (st == TPS_OK && grads[0].data && S > 0) {
+		p = malloc((size_t)(S * S) * sizeof *p);
+		dp = malloc((size_t)S * sizeof *dp);
+		if (!p || !dp) {
+			st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		}
+	}
+	for (int64_t b = 0; st == TPS_OK && p && b < batches; b++) {
+		for (int64_t h = 0; h < F / d; h++) {
+			int64_t base = b * S * F + h * d;
+			const float *qb = q->data + base, *kb = k->data + base;
+			const float *vb = v->data + base, *g = da->data + base;
+			float *dq = grads[0].data + base;
+			float *dk = grads[1].data + base;
+			float *dv = grads[2].data + base;
+			for (int64_t i = 0; i < S; i++) {
+				row_probs(qb, kb, S, F, d, i, causal, scale,
+					  p + i * S);
+			}
+			/* dv_jc = sum over i of p_ij da_ic */
+			for (int64_t j = 0; j < S; j++) {
+				for (int64_t c = 0; c < d; c++) {
+					float acc = 0.0f;
+					for (int64_t i = 0; i < S; i++) {
+						acc += p[i * S + j] *
+						       g[i * F + c];
+					}
+					dv[j * F + c] = acc;
+				}
+			}
+			for (int64_t i = 0; i < S; i++) {
+				double rowdot = 0.0;
+				for (int64_t j = 0; j < S; j++) {
+					float acc = 0.0f;
+					for (int64_t c = 0; c < d; c++) {
+						acc += g[i * F + c] *
+						       vb[j * F + c];
+					}
+					dp[j] = acc;
+					rowdot += (double)p[i * S + j] * acc;
+				}
+				/* ds_ij = p_ij (dp_ij - rowdot), reused as p */
+				for (int64_t j = 0; j < S; j++) {
+					p[i * S + j] =
+						(float)(p[i * S + j] *
+							(dp[j] - rowdot));
+				}
+			}
+			for (int64_t i = 0; i < S; i++) {
+				for (int64_t c = 0; c < d; c++) {
+					float acc = 0.0f;
+					for (int64_t j = 0; j < S; j++) {
+						acc += p[i * S + j] *
+						       kb[j * F + c];
+					}
+					dq[i * F + c] = acc * scale;
+				}
+			}
+			for (int64_t j = 0; j < S; j++) {
+				for (int64_t c = 0; c < d; c++) {
+					float acc = 0.0f;
+					for (int64_t i = 0; i < S; i++) {
+						acc += p[i * S + j] *
+						       qb[i * F + c];
+					}
+					dk[j * F + c] = acc * scale;
+				}
+			}
+		}
+	}
+	free(p);
+	free(dp);
+	if (st != TPS_OK) {
+		for (int i = 0; i < 3; i++) {
+			tps_tensor_free(&grads[i]);
+		}
+	}
+	return st;
+}
+
+struct core_job {
+	const struct tps_module *m;
+	const struct tps_dtensor *qkv; /* q, k, v */
+	const struct tps_dtensor *da;
+	struct tps_tensor *grads; /* backward: 3 per rank */
+};
+
+static enum tps_status core_rank(void *opaque, int r, struct tps_tensor *out,
+				 struct tps_error *err)
+{
+	const struct core_job *job = opaque;
+	const struct tps_module_spec *s = job->m->spec;
+	return core_forward(out, &job->qkv[Q].locals[r], &job->qkv[K].locals[r],
+			    &job->qkv[V].locals[r], head_dim(s), s->causal,
+			    err);
+}
+
+static enum tps_status attention_forward(const struct tps_nn_context *ctx,
+					 struct tps_module *m,
+					 struct tps_dtensor *x,
+					 struct tps_dtensor *y,
+					 struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	char in_name[TPS_NAME_MAX + 8], core_name[TPS_NAME_MAX + 16];
+	struct tps_dtensor qkv[3] = {{0}}, a = {0};
+	struct core_job job = {m, qkv, NULL, NULL};
+	enum tps_status st = TPS_OK;
+	char note[160];
+
+	snprintf(in_name, sizeof in_name, "%s.in", s->name);
+	snprintf(core_name, sizeof core_name, "%s.heads", s->name);
+	if (ctx->save) {
+		tps_module_free_saved(m);
+		tps_layout_chain_start(&m->in_chain, ctx, x);
+	}
+	/* Every head needs every position: the whole sequence, once. */
+	st = tps_nn_to_layout_chained(ctx, x, tps_placement_replicate(),
+				      ctx->save ? &m->in_chain : NULL, s->name,
+				      in_name,
+				      "q, k and v read the whole sequence: "
+				      "one gather for the three",
+				      err);
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		struct tps_dtensor xi = {0};
+		st = tps_dtensor_copy(&xi, x, err);
+		if (st == TPS_OK) {
+			struct tps_module *c = child(m, i);
+			st = c->ops->forward(ctx, c, &xi, &qkv[i], err);
+		}
+		tps_dtensor_free(&xi);
+	}
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&a, ctx->mesh, &qkv[Q].global,
+				     qkv[Q].placements, core_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		int tp = ctx->mesh->shape[ctx->tp_dim];
+		bool split = qkv[Q].placements[ctx->tp_dim].kind ==
+			     TPS_PLACEMENT_SHARD;
+		snprintf(note, sizeof note,
+			 "a_h = softmax(q_h k_h^T / sqrt(%lld)%s) v_h for "
+			 "each of %s: no communication",
+			 (long long)head_dim(s), s->causal ? ", causal" : "",
+			 split && tp > 1 ? "the rank's whole heads"
+					 : "the heads, on every rank");
+		st = tps_nn_emit_compute(ctx, s->name, "attention", core_name,
+					 note, &a, 0, err);
+	}
+	if (st == TPS_OK) {
+		struct tps_module *o = child(m, O);
+		st = o->ops->forward(ctx, o, &a, y, err);
+	}
+	if (st == TPS_OK && ctx->save) {
+		for (int i = Q; i <= V; i++) {
+			m->saved_more[i] = qkv[i];
+			memset(&qkv[i], 0, sizeof qkv[i]);
+		}
+	}
+	for (int i = Q; i <= V; i++) {
+		tps_dtensor_free(&qkv[i]);
+	}
+	tps_dtensor_free(&a);
+	if (st != TPS_OK) {
+		tps_module_free_saved(m);
+	}
+	return st;
+}
+
+static enum tps_status core_backward_rank(void *opaque, int r,
+					  struct tps_error *err)
+{
+	const struct core_job *job = opaque;
+	const struct tps_module_spec *s = job->m->spec;
+	return core_backward(job->grads + 3 * r, &job->da->locals[r],
+			     &job->m->saved_more[Q].locals[r],
+			     &job->m->saved_more[K].locals[r],
+			     &job->m->saved_more[V].locals[r], head_dim(s),
+			     s->causal, err);
+}
+
+struct sum_job {
+	struct tps_dtensor *parts; /* 3 */
+};
+
+static enum tps_status sum_rank(void *opaque, int r, struct tps_tensor *out,
+				struct tps_error *err)
+{
+	const struct sum_job *job = opaque;
+	enum tps_status st =
+		tps_tensor_copy(out, &job->parts[0].locals[r], err);
+	for (int i = 1; i < 3 && st == TPS_OK; i++) {
+		tps_tensor_add(out, &job->parts[i].locals[r]);
+	}
+	return st;
+}
+
+static enum tps_status attention_backward(const struct tps_nn_context *ctx,
+					  struct tps_module *m,
+					  struct tps_dtensor *dy,
+					  struct tps_dtensor *dx,
+					  struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	int world = ctx->mesh->world_size;
+	struct tps_dtensor da = {0}, dqkv[3] = {{0}}, dxs[3] = {{0}};
+	struct tps_tensor *grads = calloc((size_t)world * 3, sizeof *grads);
+	struct core_job job = {m, NULL, &da, grads};
+	static const char *const names[3] = {"q", "k", "v"};
+	char name[TPS_NAME_MAX + 24], in_grad[TPS_NAME_MAX + 16];
+	enum tps_status st =
+		grads ? TPS_OK
+		      : tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+
+	snprintf(in_grad, sizeof in_grad, "%s.in.grad", s->name);
+	if (st == TPS_OK) {
+		struct tps_module *o = child(m, O);
+		st = o->ops->backward(ctx, o, dy, &da, err);
+	} else {
+		tps_dtensor_free(dy);
+	}
+	if (st == TPS_OK) {
+		st = tps_mesh_for_each_rank(ctx->mesh, core_backward_rank, &job,
+					    err);
+	}
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		struct tps_tensor *locals =
+			calloc((size_t)world, sizeof *locals);
+		if (!locals) {
+			st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+			break;
+		}
+		for (int r = 0; r < world; r++) {
+			tps_tensor_move(&locals[r], &grads[3 * r + i]);
+		}
+		tps_dtensor_wrap(&dqkv[i], ctx->mesh, &m->saved_more[i].global,
+				 m->saved_more[i].placements, locals);
+		snprintf(name, sizeof name, "%s.%s.out.grad", s->name,
+			 names[i]);
+		st = tps_nn_emit_compute(
+			ctx, s->name, "attention_backward", name,
+			i == Q	 ? "dq = ds k / sqrt(d), ds = p (da v^T - "
+				   "rowsum(p da v^T)): per head, local"
+			: i == K ? "dk = ds^T q / sqrt(d): per head, local"
+				 : "dv = p^T da: per head, local",
+			&dqkv[i], 0, err);
+	}
+	/* q, k and v back to x; their input gradients, partial when they
+	 * are colwise, are summed before one reduction. */
+	for (int i = Q; i <= V; i++) {
+		struct tps_module *c = child(m, i);
+		c->keep_partial_dx = true;
+		if (st == TPS_OK) {
+			st = c->ops->backward(ctx, c, &dqkv[i],
+					      dx ? &dxs[i] : NULL, err);
+		} else {
+			tps_dtensor_free(&dqkv[i]);
+			tps_module_free_saved(c);
+		}
+		c->keep_partial_dx = false;
+	}
+	if (st == TPS_OK && dx) {
+		struct sum_job sj = {dxs};
+		st = tps_dtensor_map(dx, ctx->mesh, &dxs[Q].global,
+				     dxs[Q].placements, sum_rank, &sj, err);
+		if (st == TPS_OK) {
+			st = tps_nn_emit_compute(
+				ctx, s->name, "add", in_grad,
+				"dx = dx_q + dx_k + dx_v on each rank, before "
+				"one reduction",
+				dx, 0, err);
+		}
+		if (st == TPS_OK && !m->keep_partial_dx) {
+			st = tps_nn_grad_through(ctx, dx, &m->in_chain, s->name,
+						 in_grad, err);
+		}
+		if (st != TPS_OK) {
+			tps_dtensor_free(dx);
+		}
+	}
+	for (int r = 0; grads && r < 3 * world; r++) {
+		tps_tensor_free(&grads[r]);
+	}
+	free(grads);
+	for (int i = 0; i < 3; i++) {
+		tps_dtensor_free(&dxs[i]);
+		tps_dtensor_free(&dqkv[i]);
+	}
+	tps_dtensor_free(&da);
+	tps_module_free_saved(m);
+	return st;
+}
+
+static enum tps_status attention_reference_forward(struct tps_module *m,
+						   struct tps_pool *pool,
+						   const struct tps_tensor *x,
+						   struct tps_tensor *y,
+						   struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct tps_tensor qkv[3] = {0}, a = {0};
+	enum tps_status st = TPS_OK;
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		struct tps_module *c = child(m, i);
+		st = c->ops->reference_forward(c, pool, x, &qkv[i], err);
+		if (st == TPS_OK && m->training) {
+			st = tps_tensor_copy(&c->ref_saved_in, x, err);
+		}
+	}
+	if (st == TPS_OK) {
+		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
+				  s->causal, err);
+	}
+	if (st == TPS_OK) {
+		struct tps_module *o = child(m, O);
+		st = o->ops->reference_forward(o, pool, &a, y, err);
+		if (st == TPS_OK && m->training) {
+			tps_tensor_move(&o->ref_saved_in, &a);
+		}
+	}
+	for (int i = Q; i <= V; i++) {
+		if (st == TPS_OK && m->training) {
+			tps_tensor_move(&m->ref_saved_more[i], &qkv[i]);
+		}
+		tps_tensor_free(&qkv[i]);
+	}
+	tps_tensor_free(&a);
+	return st;
+}
+
+static enum tps_status attention_reference_backward(struct tps_module *m,
+						    struct tps_pool *pool,
+						    const struct tps_tensor *dy,
+						    struct tps_tensor *dx,
+						    struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct tps_tensor da = {0}, grads[3] = {0}, dxs[3] = {0};
+	struct tps_module *o = child(m, O);
+	enum tps_status st = o->ops->reference_backward(o, pool, dy, &da, err);
+	if (st == TPS_OK) {
+		st = core_backward(grads, &da, &m->ref_saved_more[Q],
+				   &m->ref_saved_more[K], &m->ref_saved_more[V],
+				   head_dim(s), s->causal, err);
+	}
+	for (int i = Q; i <= V; i++) {
+		struct tps_module *c = child(m, i);
+		if (st == TPS_OK) {
+			st = c->ops->reference_backward(
+				c, pool, &grads[i], dx ? &dxs[i] : NULL, err);
+		} else {
+			tps_tensor_free(&c->ref_saved_in);
+		}
+	}
+	if (st == TPS_OK && dx) {
+		st = tps_tensor_copy(dx, &dxs[Q], err);
+		if (st == TPS_OK) {
+			tps_tensor_add(dx, &dxs[K]);
+			tps_tensor_add(dx, &dxs[V]);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		tps_tensor_free(&grads[i]);
+		tps_tensor_free(&dxs[i]);
+		tps_tensor_free(&m->ref_saved_more[i]);
+	}
+	tps_tensor_free(&da);
+	tps_tensor_free(&m->ref_saved_in);
+	return st;
+}
+
+static int attention_parameters(const struct tps_module_spec *s, int tp_dim,
+				struct tps_param_spec *out)
+{
+	(void)s;
+	(void)tp_dim;
+	(void)out;
+	return 0; /* q, k, v, o have their own */
+}
+
+static int64_t attention_memory_estimate(const struct tps_module_spec *s,
+					 const struct tps_memory_context *mc)
+{
+	(void)s;
+	(void)mc;
+	return 0;
+}
+
+const struct tps_module_ops tps_attention_ops = {
+	.forward = attention_forward,
+	.backward = attention_backward,
+	.reference_forward = attention_reference_forward,
+	.reference_backward = attention_reference_backward,
+	.parameters = attention_parameters,
+	.memory_estimate = attention_memory_estimate,
+};

@@ -1,0 +1,287 @@
+/*
+ * embedding: nn.Embedding(num_embeddings V, embedding_dim E). The input
+ * holds token ids (..., stored as floats, exact below 2^24); the output
+ * (..., E) holds row id of the weight W (V, E) for each id.
+ *
+ *   replicate  every rank holds W and looks up every id.
+ *   vocab      (Megatron's VocabParallelEmbedding) rank r holds the rows
+ *              [start_r, start_r + V_r) of W; an id outside them gives a
+ *              zero row, so each rank's output is a partial sum with one
+ *              nonzero term per row, and an all_reduce (or, into sequence
+ *              shards, a reduce_scatter) completes it.
+ *
+ * Backward scatters dy into the rows the ids picked, rows in ascending
+ * order: dW[id] += dy[i]. Rank r only adds the ids in its rows, in the same
+ * order the reference does, so the gradient is exact. Ids take no
+ * gradient.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+
+enum { WEIGHT };
+
+/* The first vocabulary row rank r holds (0 when replicated). */
+static int64_t first_row(const struct tps_dtensor *w, int r)
+{
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	tps_dtensor_local_region(w->mesh, &w->global, w->placements, r, offset,
+				 length);
+	return offset[0];
+}
+
+/* y = the rows of w (first vocabulary row `start`) that ids pick; zeros
+ * for ids outside them. y has ids' shape plus w's width. */
+static enum tps_status lookup(struct tps_tensor *y,
+			      const struct tps_tensor *ids,
+			      const struct tps_tensor *w, int64_t start,
+			      struct tps_error *err)
+{
+	struct tps_shape shape = ids->shape;
+	int64_t rows = w->shape.dim[0], width = w->shape.dim[1];
+	int64_t n = tps_tensor_numel(ids);
+	enum tps_status st;
+	shape.dim[shape.ndim++] = width;
+	/* Zeros, or a meta tensor for meta ids (tpsim comm). */
+	st = tps_tensor_init_like(y, &shape, ids, err);
+	for (int64_t i = 0; st == TPS_OK && y->data && i < n; i++) {
+		int64_t id = (int64_t)ids->data[i] - start;
+		if (id >= 0 && id < rows) {
+			memcpy(y->data + i * width, w->data + id * width,
+			       (size_t)width * sizeof(float));
+		}
+	}
+	return st;
+}
+
+/* dw (w's shape, zeroed) += dy's rows at the ids in w's rows. */
+static enum tps_status scatter_add(struct tps_tensor *dw,
+				   const struct tps_shape *w_shape,
+				   const struct tps_tensor *ids,
+				   const struct tps_tensor *dy, int64_t start,
+				   struct tps_error *err)
+{
+	int64_t rows = w_shape->dim[0], width = w_shape->dim[1];
+	int64_t n = tps_tensor_numel(ids);
+	enum tps_status st = tps_tensor_init_like(dw, w_shape, dy, err);
+	for (int64_t i = 0; st == TPS_OK && dw->data && i < n; i++) {
+		int64_t id = (int64_t)ids->data[i] - start;
+		if (id >= 0 && id < rows) {
+			for (int64_t j = 0; j < width; j++) {
+				dw->data[id * width + j] +=
+					dy->data[i * width + j];
+			}
+		}
+	}
+	return st;
+}
+
+struct lookup_job {
+	const struct tps_dtensor *ids, *w;
+};
+
+static enum tps_status lookup_rank(void *opaque, int r, struct tps_tensor *out,
+				   struct tps_error *err)
+{
+	const struct lookup_job *job = opaque;
+	return lookup(out, &job->ids->locals[r], &job->w->locals[r],
+		      first_row(job->w, r), err);
+}
+
+static enum tps_status embedding_forward(const struct tps_nn_context *ctx,
+					 struct tps_module *m,
+					 struct tps_dtensor *x,
+					 struct tps_dtensor *y,
+					 struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	const struct tps_dtensor *w = &m->params[WEIGHT].value;
+	struct lookup_job job = {x, w};
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_shape global = x->global;
+	bool vocab = s->style == TPS_STYLE_VOCAB;
+	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
+	struct tps_dtensor out = {0};
+	enum tps_status st;
+
+	snprintf(in_name, sizeof in_name, "%s.in", s->name);
+	snprintf(out_name, sizeof out_name, "%s.out", s->name);
+	if (ctx->save) {
+		tps_module_free_saved(m);
+	}
+	/* The ids, whole on every tp rank. */
+	st = tps_nn_to_layout(ctx, x, tps_placement_replicate(), s->name,
+			      in_name, "every rank needs every token id", err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	global.dim[global.ndim++] = s->out_features;
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		placements[i] = x->placements[i];
+	}
+	placements[ctx->tp_dim] =
+		vocab ? tps_placement_partial() : tps_placement_replicate();
+	st = tps_dtensor_map(&out, ctx->mesh, &global, placements, lookup_rank,
+			     &job, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (ctx->save) {
+		tps_layout_chain_start(&m->out_chain, ctx, &out);
+	}
+	st = tps_nn_emit_compute(
+		ctx, s->name, "embedding", out_name,
+		vocab ? "y_i = W_i[id] for the ids in rank i's rows of the "
+			"vocabulary, zeros for the others: partial sums, one "
+			"nonzero term per token"
+		      : "y = W[id]: every rank looks up every id",
+		&out, 0, err);
+	if (st == TPS_OK && vocab) {
+		st = tps_nn_to_layout_chained(
+			ctx, &out, s->output, ctx->save ? &m->out_chain : NULL,
+			s->name, out_name,
+			"the masked lookups summed: each token's row comes "
+			"from the one rank that holds it",
+			err);
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&out);
+		tps_module_free_saved(m);
+		return st;
+	}
+	if (ctx->save) {
+		m->saved_in = *x;
+		memset(x, 0, sizeof *x);
+	}
+	*y = out;
+	return TPS_OK;
+}
+
+struct scatter_job {
+	const struct tps_dtensor *ids, *dy, *w;
+};
+
+static enum tps_status scatter_rank(void *opaque, int r, struct tps_tensor *out,
+				    struct tps_error *err)
+{
+	const struct scatter_job *job = opaque;
+	return scatter_add(out, &job->w->locals[r].shape, &job->ids->locals[r],
+			   &job->dy->locals[r], first_row(job->w, r), err);
+}
+
+static enum tps_status embedding_backward(const struct tps_nn_context *ctx,
+					  struct tps_module *m,
+					  struct tps_dtensor *dy,
+					  struct tps_dtensor *dx,
+					  struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct tps_param *p = &m->params[WEIGHT];
+	struct scatter_job job = {&m->saved_in, dy, &p->value};
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	char out_grad[TPS_NAME_MAX + 16], name[TPS_NAME_MAX + 16];
+	struct tps_dtensor g = {0};
+	enum tps_status st;
+
+	snprintf(out_grad, sizeof out_grad, "%s.out.grad", s->name);
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	/* dy back to the lookup's layout (partial's gradient: replicate). */
+	st = tps_nn_grad_through(ctx, dy, &m->out_chain, s->name, out_grad,
+				 err);
+	if (st == TPS_OK && dx) {
+		st = tps_error_set(err, TPS_ERR_UNSUPPORTED,
+				   "%s: token ids take no gradient", s->name);
+	}
+	/* Each rank summed its own tokens: partial over the batch dims. */
+	for (int i = 0; i < ctx->mesh->ndim; i++) {
+		placements[i] =
+			m->saved_in.placements[i].kind == TPS_PLACEMENT_SHARD
+				? tps_placement_partial()
+				: tps_placement_replicate();
+	}
+	placements[ctx->tp_dim] = p->value.placements[ctx->tp_dim];
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&g, ctx->mesh, &p->value.global,
+				     placements, scatter_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		tps_dtensor_free(&p->grad);
+		p->grad = g;
+		st = tps_nn_emit_compute(
+			ctx, s->name, "embedding_backward", name,
+			s->style == TPS_STYLE_VOCAB
+				? "dW_i[id] += dy for the ids in rank i's "
+				  "rows, in token order: local, no "
+				  "communication"
+				: "dW[id] += dy for every id, in token order",
+			&p->grad, 0, err);
+	}
+	tps_dtensor_free(dy);
+	tps_module_free_saved(m);
+	return st;
+}
+
+static enum tps_status embedding_reference_forward(struct tps_module *m,
+						   struct tps_pool *pool,
+						   const struct tps_tensor *x,
+						   struct tps_tensor *y,
+						   struct tps_error *err)
+{
+	(void)pool;
+	return lookup(y, x, &m->params[WEIGHT].global, 0, err);
+}
+
+static enum tps_status embedding_reference_backward(struct tps_module *m,
+						    struct tps_pool *pool,
+						    const struct tps_tensor *dy,
+						    struct tps_tensor *dx,
+						    struct tps_error *err)
+{
+	struct tps_param *p = &m->params[WEIGHT];
+	struct tps_tensor dw = {0};
+	enum tps_status st = scatter_add(&dw, &p->global.shape,
+					 &m->ref_saved_in, dy, 0, err);
+	(void)pool;
+	(void)dx;
+	if (st == TPS_OK) {
+		tps_tensor_move(&p->ref_grad, &dw);
+	}
+	tps_tensor_free(&m->ref_saved_in);
+	return st;
+}
+
+static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
+				struct tps_param_spec *out)
+{
+	int64_t dims[2] = {s->in_features, s->out_features};
+	(void)tp_dim;
+	/* nn.Embedding draws N(0, 1): fan_in 1 makes the init's a = 1. */
+	out[WEIGHT] = (struct tps_param_spec){
+		"weight", tps_shape_make(2, dims), 1, TPS_INIT_NORMAL,
+		s->style == TPS_STYLE_VOCAB ? tps_placement_shard(0)
+					    : tps_placement_replicate()};
+	return 1;
+}
+
+static int64_t embedding_memory_estimate(const struct tps_module_spec *s,
+					 const struct tps_memory_context *mc)
+{
+	int64_t w = tps_sat_mul(s->in_features, s->out_features);
+	int64_t copies =
+		s->style == TPS_STYLE_VOCAB ? mc->world / mc->tp : mc->world;
+	int64_t bytes = tps_sat_mul(tps_sat_mul(w, copies + 1), 4);
+	return mc->training
+		       ? tps_sat_mul(bytes, 2 + (int64_t)mc->optimizer_states)
+		       : bytes;
+}
+
+const struct tps_module_ops tps_embedding_ops = {
+	.forward = embedding_forward,
+	.backward = embedding_backward,
+	.reference_forward = embedding_reference_forward,
+	.reference_backward = embedding_reference_backward,
+	.parameters = embedding_parameters,
+	.memory_estimate = embedding_memory_estimate,
+};

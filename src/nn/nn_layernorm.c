@@ -1,0 +1,435 @@
+/*
+ * layernorm: nn.LayerNorm(dim, eps) over the last dim. Per row x (dim
+ * values):
+ *
+ *   mean = sum(x) / dim, var = sum((x - mean)^2) / dim   (double, in order)
+ *   rstd = 1 / sqrt(var + eps)
+ *   xhat = (float)((x - mean) * rstd)
+ *   y    = xhat * w + b                                 (float)
+ *
+ * Rows are independent, so a rank holding whole rows computes exactly what
+ * the reference does for them. The styles:
+ *
+ *   replicate  the input gathered to replicate on tp; every rank computes
+ *              every row, and the weight gradient is whole on every rank.
+ *   sequence   (SequenceParallel) each rank normalizes its sequence shard
+ *              (the input's declared shard, shard(1) of (batch, seq, dim)
+ *              by default); the weight is replicated, so each rank's
+ *              weight gradient covers its own rows only: partial over tp,
+ *              all-reduced in backward (Megatron all-reduces these
+ *              "sequence parallel" gradients before the optimizer step).
+ *
+ * Backward, per row, with g = dy * w:
+ *
+ *   dx = rstd * (g - sum(g) / dim - xhat * sum(g * xhat) / dim)
+ *   dw += dy * xhat, db += dy       (float, rows in ascending order)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+
+enum { WEIGHT, BIAS };
+
+/* One row's mean and 1 / sqrt(var + eps). */
+static void row_stats(const float *x, int64_t n, double eps, double *mean,
+		      double *rstd)
+{
+	double sum = 0.0, sq = 0.0;
+	for (int64_t j = 0; j < n; j++) {
+		sum += x[j];
+	}
+	*mean = n ? sum / (double)n : 0.0;
+	for (int64_t j = 0; j < n; j++) {
+		double d = x[j] - *mean;
+		sq += d * d;
+	}
+	*rstd = 1.0 / sqrt((n ? sq / (double)n : 0.0) + eps);
+}
+
+/* y = layernorm(x) with w, b (b may be NULL), for ranks and reference. */
+static enum tps_status norm_forward(struct tps_tensor *y,
+				    const struct tps_tensor *x,
+				    const struct tps_tensor *w,
+				    const struct tps_tensor *b, double eps,
+				    struct tps_error *err)
+{
+	int64_t n = w->shape.dim[0];
+	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
+	enum tps_status st;
+	if (x->shape.ndim < 1 || x->shape.dim[x->shape.ndim - 1] != n) {
+		char xs[128];
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "layernorm: input %s does not end in its "
+				     "dim %lld",
+				     tps_shape_format(&x->shape, xs, sizeof xs),
+				     (long long)n);
+	}
+	st = tps_tensor_init_like(y, &x->shape, x, err);
+	for (int64_t r = 0; st == TPS_OK && y->data && r < rows; r++) {
+		const float *xr = x->data + r * n;
+		float *yr = y->data + r * n;
+		double mean, rstd;
+		row_stats(xr, n, eps, &mean, &rstd);
+		for (int64_t j = 0; j < n; j++) {
+			float xhat = (float)((xr[j] - mean) * rstd);
+			yr[j] = xhat * w->data[j] + (b ? b->data[j] : 0.0f);
+		}
+	}
+	return st;
+}
+
+/* dx (NULL: not wanted), dw and db (NULL: no bias) from dy and the saved
+ * x, over x's rows. */
+static enum tps_status
+norm_backward(struct tps_tensor *dx, struct tps_tensor *dw,
+	      struct tps_tensor *db, const struct tps_tensor *dy,
+	      const struct tps_tensor *x, const struct tps_tensor *w,
+	      double eps, struct tps_error *err)
+{
+	int64_t n = w->shape.dim[0];
+	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
+	/* Meta tensors (tpsim comm) carry shapes only. */
+	enum tps_status st = tps_tensor_init_like(dw, &w->shape, dy, err);
+	if (st == TPS_OK && db) {
+		st = tps_tensor_init_like(db, &w->shape, dy, err);
+	}
+	if (st == TPS_OK && dx) {
+		st = tps_tensor_init_like(dx, &x->shape, x, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(dw);
+		if (db) {
+			tps_tensor_free(db);
+		}
+		return st;
+	}
+	for (int64_t r = 0; dw->data && r < rows; r++) {
+		const float *xr = x->data + r * n, *gr = dy->data + r * n;
+		double mean, rstd, sum_g = 0.0, sum_gx = 0.0;
+		row_stats(xr, n, eps, &mean, &rstd);
+		for (int64_t j = 0; j < n; j++) {
+			float xhat = (float)((xr[j] - mean) * rstd);
+			float g = gr[j] * w->data[j];
+			sum_g += g;
+			sum_gx += (double)g * xhat;
+			dw->data[j] += gr[j] * xhat;
+			if (db) {
+				db->data[j] += gr[j];
+			}
+		}
+		for (int64_t j = 0; dx && j < n; j++) {
+			float xhat = (float)((xr[j] - mean) * rstd);
+			double g = (double)gr[j] * w->data[j];
+			dx->data[r * n + j] =
+				(float)(rstd * (g - sum_g / (double)n -
+						xhat * sum_gx / (double)n));
+		}
+	}
+	return TPS_OK;
+}
+
+static const struct tps_tensor *bias_of(const struct tps_module *m, int r)
+{
+	return m->spec->bias ? &m->params[BIAS].value.locals[r] : NULL;
+}
+
+struct forward_job {
+	const struct tps_module *m;
+	const struct tps_dtensor *x;
+};
+
+static enum tps_status forward_rank(void *opaque, int r, struct tps_tensor *out,
+				    struct tps_error *err)
+{
+	const struct forward_job *job = opaque;
+	const struct tps_module *m = job->m;
+	return norm_forward(out, &job->x->locals[r],
+			    &m->params[WEIGHT].value.locals[r], bias_of(m, r),
+			    m->spec->eps, err);
+}
+
+/* The tp layout a style computes on: sequence, its declared shard (of a
+ * dim that is not the normalized one); replicate, replicate. */
+static enum tps_status compute_layout(const struct tps_nn_context *ctx,
+				      const struct tps_module *m,
+				      const struct tps_dtensor *x,
+				      struct tps_placement *out,
+				      struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	int ndim = x->global.ndim;
+	*out = tps_placement_replicate();
+	if (s->style != TPS_STYLE_SEQUENCE) {
+		return TPS_OK;
+	}
+	*out = tps_nn_normalized(s->input, ndim);
+	if (out->kind != TPS_PLACEMENT_SHARD || out->dim == ndim - 1) {
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"%s: sequence parallel needs its input sharded on a "
+			"dim other than the normalized last one (a %d-dim "
+			"input, declared %s)",
+			s->plan_pointer, ndim,
+			out->kind == TPS_PLACEMENT_SHARD ? "its last dim"
+							 : "replicate");
+	}
+	(void)ctx;
+	return TPS_OK;
+}
+
+static enum tps_status layernorm_forward(const struct tps_nn_context *ctx,
+					 struct tps_module *m,
+					 struct tps_dtensor *x,
+					 struct tps_dtensor *y,
+					 struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct forward_job job = {m, x};
+	struct tps_placement want;
+	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
+	bool sequence = s->style == TPS_STYLE_SEQUENCE;
+	enum tps_status st = compute_layout(ctx, m, x, &want, err);
+
+	snprintf(in_name, sizeof in_name, "%s.in", s->name);
+	snprintf(out_name, sizeof out_name, "%s.out", s->name);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (ctx->save) {
+		tps_module_free_saved(m);
+		tps_layout_chain_start(&m->in_chain, ctx, x);
+	}
+	st = tps_nn_to_layout_chained(
+		ctx, x, want, ctx->save ? &m->in_chain : NULL, s->name, in_name,
+		sequence ? "sequence parallel: each rank normalizes its own "
+			   "tokens"
+			 : "a replicated layernorm needs every row whole on "
+			   "every rank",
+		err);
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(y, ctx->mesh, &x->global, x->placements,
+				     forward_rank, &job, err);
+	}
+	if (st != TPS_OK) {
+		tps_module_free_saved(m);
+		return st;
+	}
+	st = tps_nn_emit_compute(
+		ctx, s->name, "layernorm", out_name,
+		sequence ? "y = (x - mean) / sqrt(var + eps) w + b over the "
+			   "last dim, on each rank's sequence shard: rows are "
+			   "independent, no communication"
+			 : "y = (x - mean) / sqrt(var + eps) w + b over the "
+			   "last dim, every row on every rank",
+		y, 0, err);
+	if (st != TPS_OK) {
+		tps_dtensor_free(y);
+		tps_module_free_saved(m);
+		return st;
+	}
+	if (ctx->save) {
+		m->saved_in = *x;
+		memset(x, 0, sizeof *x);
+	}
+	return TPS_OK;
+}
+
+struct backward_job {
+	const struct tps_module *m;
+	const struct tps_dtensor *dy;
+	struct tps_tensor *dw, *db; /* per rank */
+};
+
+static enum tps_status backward_rank(void *opaque, int r,
+				     struct tps_tensor *out,
+				     struct tps_error *err)
+{
+	const struct backward_job *job = opaque;
+	const struct tps_module *m = job->m;
+	return norm_backward(
+		out, &job->dw[r], m->spec->bias ? &job->db[r] : NULL,
+		&job->dy->locals[r], &m->saved_in.locals[r],
+		&m->params[WEIGHT].value.locals[r], m->spec->eps, err);
+}
+
+/* Hands the ranks' gradients of parameter i to p->grad (placements: the
+ * batch dims' partial, and on tp partial for sequence), emits it, and for
+ * sequence all-reduces it over tp. */
+static enum tps_status param_grad(const struct tps_nn_context *ctx,
+				  struct tps_module *m, int i,
+				  struct tps_tensor *locals,
+				  struct tps_error *err)
+{
+	struct tps_param *p = &m->params[i];
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	bool sequence = m->spec->style == TPS_STYLE_SEQUENCE;
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st;
+
+	for (int d = 0; d < ctx->mesh->ndim; d++) {
+		placements[d] =
+			m->saved_in.placements[d].kind == TPS_PLACEMENT_SHARD
+				? tps_placement_partial()
+				: tps_placement_replicate();
+	}
+	placements[ctx->tp_dim] =
+		sequence ? tps_placement_partial() : tps_placement_replicate();
+	tps_dtensor_free(&p->grad);
+	tps_dtensor_wrap(&p->grad, ctx->mesh, &p->value.global, placements,
+			 locals);
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	st = tps_nn_emit_compute(
+		ctx, m->spec->name, i == WEIGHT ? "layernorm_dw" : "sum", name,
+		i == WEIGHT ? (sequence ? "dw = sum over this rank's rows of "
+					  "dy xhat: partial over tp"
+					: "dw = sum over the rows of dy xhat")
+			    : (sequence ? "db = sum over this rank's rows of "
+					  "dy: partial over tp"
+					: "db = sum over the rows of dy"),
+		&p->grad, 0, err);
+	if (st == TPS_OK && sequence) {
+		st = tps_nn_to_layout(ctx, &p->grad, tps_placement_replicate(),
+				      m->spec->name, name,
+				      i == WEIGHT
+					      ? "sequence parallel: the "
+						"replicated weight's gradient "
+						"is summed over the tp ranks' "
+						"tokens"
+					      : "sequence parallel: the "
+						"replicated bias's gradient is "
+						"summed over the tp ranks' "
+						"tokens",
+				      err);
+	}
+	return st;
+}
+
+static enum tps_status layernorm_backward(const struct tps_nn_context *ctx,
+					  struct tps_module *m,
+					  struct tps_dtensor *dy,
+					  struct tps_dtensor *dx,
+					  struct tps_error *err)
+{
+	int world = ctx->mesh->world_size;
+	struct tps_tensor *dw = calloc((size_t)world, sizeof *dw);
+	struct tps_tensor *db = calloc((size_t)world, sizeof *db);
+	struct backward_job job = {m, dy, dw, db};
+	struct tps_dtensor g = {0};
+	enum tps_status st = TPS_OK;
+
+	if (!dw || !db) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	/* dx comes with the parameter gradients; dropped if not wanted. */
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&g, ctx->mesh, &dy->global, dy->placements,
+				     backward_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		st = param_grad(ctx, m, WEIGHT, dw, err);
+		dw = NULL;
+	}
+	if (st == TPS_OK && m->spec->bias) {
+		st = param_grad(ctx, m, BIAS, db, err);
+		db = NULL;
+	}
+	if (st == TPS_OK && dx) {
+		st = tps_nn_input_grad(ctx, m, &g, "layernorm_backward",
+				       "dx = rstd (g - mean(g) - xhat "
+				       "mean(g xhat)), g = dy w: row by row, "
+				       "the layout is kept",
+				       0, dx, err);
+	} else {
+		tps_dtensor_free(&g);
+	}
+	for (int r = 0; r < world; r++) {
+		if (dw) {
+			tps_tensor_free(&dw[r]);
+		}
+		if (db) {
+			tps_tensor_free(&db[r]);
+		}
+	}
+	free(dw);
+	free(db);
+	tps_dtensor_free(dy);
+	tps_module_free_saved(m);
+	return st;
+}
+
+static enum tps_status layernorm_reference_forward(struct tps_module *m,
+						   struct tps_pool *pool,
+						   const struct tps_tensor *x,
+						   struct tps_tensor *y,
+						   struct tps_error *err)
+{
+	(void)pool;
+	return norm_forward(y, x, &m->params[WEIGHT].global,
+			    m->spec->bias ? &m->params[BIAS].global : NULL,
+			    m->spec->eps, err);
+}
+
+static enum tps_status layernorm_reference_backward(struct tps_module *m,
+						    struct tps_pool *pool,
+						    const struct tps_tensor *dy,
+						    struct tps_tensor *dx,
+						    struct tps_error *err)
+{
+	struct tps_tensor dw = {0}, db = {0};
+	enum tps_status st;
+	(void)pool;
+	st = norm_backward(dx, &dw, m->spec->bias ? &db : NULL, dy,
+			   &m->ref_saved_in, &m->params[WEIGHT].global,
+			   m->spec->eps, err);
+	if (st == TPS_OK) {
+		tps_tensor_move(&m->params[WEIGHT].ref_grad, &dw);
+		if (m->spec->bias) {
+			tps_tensor_move(&m->params[BIAS].ref_grad, &db);
+		}
+	}
+	tps_tensor_free(&m->ref_saved_in);
+	return st;
+}
+
+static int layernorm_parameters(const struct tps_module_spec *s, int tp_dim,
+				struct tps_param_spec *out)
+{
+	int64_t dim = s->in_features;
+	(void)tp_dim;
+	/* Replicated in both styles. nn.LayerNorm starts at ones and zeros
+	 * (model.c: so do "uniform" and "normal"); fan_in dim for the
+	 * methods that draw. */
+	out[WEIGHT] = (struct tps_param_spec){"weight", tps_shape_make(1, &dim),
+					      dim, TPS_INIT_ONES,
+					      tps_placement_replicate()};
+	if (!s->bias) {
+		return 1;
+	}
+	out[BIAS] = (struct tps_param_spec){"bias", tps_shape_make(1, &dim),
+					    dim, TPS_INIT_ZEROS,
+					    tps_placement_replicate()};
+	return 2;
+}
+
+static int64_t layernorm_memory_estimate(const struct tps_module_spec *s,
+					 const struct tps_memory_context *mc)
+{
+	/* w and b: a global copy and every rank's. */
+	int64_t bytes =
+		tps_sat_mul(tps_sat_mul(2 * s->in_features, mc->world + 1), 4);
+	return mc->training
+		       ? tps_sat_mul(bytes, 2 + (int64_t)mc->optimizer_states)
+		       : bytes;
+}
+
+const struct tps_module_ops tps_layernorm_ops = {
+	.forward = layernorm_forward,
+	.backward = layernorm_backward,
+	.reference_forward = layernorm_reference_forward,
+	.reference_backward = layernorm_reference_backward,
+	.parameters = layernorm_parameters,
+	.memory_estimate = layernorm_memory_estimate,
+};

@@ -1,0 +1,283 @@
+/*
+ * Sequences of modules (nn.h): the model's list and a residual's body are
+ * both a range [begin, end) of the pre-order module array. Forward runs the
+ * top-level modules in order; backward runs them last first, each getting
+ * an input gradient only if something before it trains or the sequence's
+ * own input wants one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+
+struct tps_module *tps_module_next(struct tps_module *m)
+{
+	return m + 1 + m->spec->n_descendants;
+}
+
+bool tps_module_trains(const struct tps_module *m)
+{
+	for (int i = 0; i <= m->spec->n_descendants; i++) {
+		if (m[i].n_params > 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Frees what every module of [begin, end) (descendants too) saved. */
+static void free_saved(struct tps_module *begin, struct tps_module *end)
+{
+	for (struct tps_module *m = begin; m < end; m++) {
+		tps_module_free_saved(m);
+	}
+}
+
+/* The index of the first module of list[0..n) that trains, or n. */
+static int first_trainer_of(struct tps_module **list, int n)
+{
+	int i = 0;
+	while (i < n && !tps_module_trains(list[i])) {
+		i++;
+	}
+	return i;
+}
+
+/* The top-level modules of [begin, end), in order, into a new array. */
+static struct tps_module **top_level(struct tps_module *begin,
+				     struct tps_module *end, int *n)
+{
+	struct tps_module **list;
+	int k = 0;
+	for (struct tps_module *m = begin; m < end; m = tps_module_next(m)) {
+		k++;
+	}
+	list = malloc((size_t)(k > 0 ? k : 1) * sizeof *list);
+	*n = k;
+	k = 0;
+	for (struct tps_module *m = begin; list && m < end;
+	     m = tps_module_next(m)) {
+		list[k++] = m;
+	}
+	return list;
+}
+
+/*
+ * prepare_input (before m's forward, on its input) or prepare_output (after
+ * it, on its output): x must arrive in the declared layout (PyTorch's
+ * input_layouts: a DTensor in another is an error) and is brought to the
+ * desired one, the steps kept in m->prep_chain for backward.
+ */
+static enum tps_status prepare(const struct tps_nn_context *ctx,
+			       struct tps_module *m, struct tps_dtensor *x,
+			       bool input, struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	int ndim = x->global.ndim;
+	struct tps_placement expect =
+		tps_nn_normalized(input ? s->input : s->output, ndim);
+	struct tps_placement desired =
+		input ? s->desired_input : s->desired_output;
+	char name[TPS_NAME_MAX + 8], a[32], b[32];
+	if (!tps_placement_equal(x->placements[ctx->tp_dim], expect)) {
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"%s: %s expects %s's %s %s on tp, and it arrives %s",
+			s->plan_pointer, tps_style_names[s->style], s->name,
+			input ? "input" : "output",
+			tps_placement_format(expect, a, sizeof a),
+			tps_placement_format(x->placements[ctx->tp_dim], b,
+					     sizeof b));
+	}
+	snprintf(name, sizeof name, "%s.%s", s->name, input ? "in" : "out");
+	if (ctx->save) {
+		tps_layout_chain_start(&m->prep_chain, ctx, x);
+	}
+	return tps_nn_to_layout_chained(
+		ctx, x, desired, ctx->save ? &m->prep_chain : NULL, s->name,
+		name,
+		input ? "PrepareModuleInput: the input brought to the layout "
+			"the module wants"
+		      : "PrepareModuleOutput: the output brought to the "
+			"layout the next module wants",
+		err);
+}
+
+enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
+				   struct tps_module *begin,
+				   struct tps_module *end,
+				   struct tps_dtensor *x, struct tps_dtensor *y,
+				   struct tps_error *err)
+{
+	struct tps_dtensor cur = *x;
+	enum tps_status st = TPS_OK;
+	memset(x, 0, sizeof *x);
+	for (struct tps_module *m = begin; m < end && st == TPS_OK;
+	     m = tps_module_next(m)) {
+		struct tps_dtensor out = {0};
+		if (m->spec->style == TPS_STYLE_PREPARE_INPUT) {
+			st = prepare(ctx, m, &cur, true, err);
+		}
+		if (st == TPS_OK) {
+			st = m->ops->forward(ctx, m, &cur, &out, err);
+		}
+		if (st == TPS_OK) {
+			tps_dtensor_free(&cur);
+			cur = out;
+		}
+		if (st == TPS_OK &&
+		    m->spec->style == TPS_STYLE_PREPARE_OUTPUT) {
+			st = prepare(ctx, m, &cur, false, err);
+		}
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&cur);
+		return st;
+	}
+	*y = cur;
+	return TPS_OK;
+}
+
+/* m's backward, with its prepare_input or prepare_output walked back. */
+static enum tps_status backward_one(const struct tps_nn_context *ctx,
+				    struct tps_module *m,
+				    struct tps_dtensor *dy,
+				    struct tps_dtensor *dx,
+				    struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st = TPS_OK;
+	if (s->style == TPS_STYLE_PREPARE_OUTPUT) {
+		snprintf(name, sizeof name, "%s.out.grad", s->name);
+		st = tps_nn_grad_through(ctx, dy, &m->prep_chain, s->name, name,
+					 err);
+		if (st != TPS_OK) {
+			tps_dtensor_free(dy);
+			tps_module_free_saved(m);
+			return st;
+		}
+	}
+	/* Under prepare_input, a partial input gradient is reduced by the
+	 * prepared layouts' walk, once (a reduce_scatter back into sequence
+	 * shards, as PyTorch's autograd does), not first to replicate. */
+	m->keep_partial_dx = s->style == TPS_STYLE_PREPARE_INPUT;
+	st = m->ops->backward(ctx, m, dy, dx, err);
+	m->keep_partial_dx = false;
+	if (st == TPS_OK && dx && s->style == TPS_STYLE_PREPARE_INPUT) {
+		snprintf(name, sizeof name, "%s.in.grad", s->name);
+		st = tps_nn_grad_through(ctx, dx, &m->prep_chain, s->name, name,
+					 err);
+		if (st != TPS_OK) {
+			tps_dtensor_free(dx);
+		}
+	}
+	return st;
+}
+
+enum tps_status
+tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
+		    struct tps_module *end, struct tps_dtensor *dy,
+		    struct tps_dtensor *dx, struct tps_error *err)
+{
+	struct tps_dtensor g = *dy;
+	int n, i, first_trainer;
+	struct tps_module **list = top_level(begin, end, &n);
+	enum tps_status st = TPS_OK;
+
+	memset(dy, 0, sizeof *dy);
+	if (!list) {
+		tps_dtensor_free(&g);
+		free_saved(begin, end);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	first_trainer = first_trainer_of(list, n);
+	for (i = n - 1; i >= 0 && st == TPS_OK; i--) {
+		struct tps_dtensor d = {0};
+		/* The input gradient is wanted when the sequence's is, or
+		 * when a module before this one trains. */
+		bool want = dx != NULL || first_trainer < i;
+		if (!want && first_trainer != i) {
+			break; /* nothing before it trains */
+		}
+		st = backward_one(ctx, list[i], &g, want ? &d : NULL, err);
+		g = d;
+	}
+	/* Whatever did not run backward still holds its saved input. */
+	free_saved(begin, i >= 0 ? tps_module_next(list[i]) : begin);
+	free(list);
+	if (st == TPS_OK && dx) {
+		*dx = g;
+	} else {
+		tps_dtensor_free(&g);
+	}
+	return st;
+}
+
+enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
+					     struct tps_module *end,
+					     struct tps_pool *pool, bool save,
+					     const struct tps_tensor *x,
+					     struct tps_tensor *y,
+					     struct tps_error *err)
+{
+	struct tps_tensor cur = {0}, out = {0};
+	enum tps_status st = tps_tensor_copy(&cur, x, err);
+	for (struct tps_module *m = begin; m < end && st == TPS_OK;
+	     m = tps_module_next(m)) {
+		st = m->ops->reference_forward(m, pool, &cur, &out, err);
+		/* Every module's backward needs its input: keep it. */
+		if (st == TPS_OK && save) {
+			tps_tensor_move(&m->ref_saved_in, &cur);
+		}
+		if (st == TPS_OK) {
+			tps_tensor_move(&cur, &out);
+		}
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&cur);
+		return st;
+	}
+	*y = cur;
+	return TPS_OK;
+}
+
+enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
+					      struct tps_module *end,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *dy,
+					      struct tps_tensor *dx,
+					      struct tps_error *err)
+{
+	struct tps_tensor g = {0};
+	int n, i, first_trainer;
+	struct tps_module **list = top_level(begin, end, &n);
+	enum tps_status st =
+		list ? tps_tensor_copy(&g, dy, err)
+		     : tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+
+	first_trainer = list ? first_trainer_of(list, n) : 0;
+	for (i = n - 1; i >= 0 && st == TPS_OK; i--) {
+		struct tps_tensor d = {0};
+		/* The input gradient is wanted when the sequence's is, or
+		 * when a module before this one trains. */
+		bool want = dx != NULL || first_trainer < i;
+		if (!want && first_trainer != i) {
+			break;
+		}
+		st = list[i]->ops->reference_backward(list[i], pool, &g,
+						      want ? &d : NULL, err);
+		tps_tensor_move(&g, &d);
+	}
+	for (struct tps_module *m = begin;
+	     list && m < (i >= 0 ? tps_module_next(list[i]) : begin); m++) {
+		tps_tensor_free(&m->ref_saved_in);
+	}
+	free(list);
+	if (st == TPS_OK && dx) {
+		tps_tensor_move(dx, &g);
+	}
+	tps_tensor_free(&g);
+	return st;
+}

@@ -1,0 +1,344 @@
+/*
+ * The run spec: what a validated config says, as plain structs. The config
+ * module (config.h) makes it from JSON; the model (model.h) runs it; nothing
+ * here knows JSON.
+ *
+ * Every enum has exactly one name table, NULL-terminated and indexed by the
+ * enum's values. The config reads names through it and the trace writes
+ * them from it, so the two cannot disagree:
+ *
+ *   tps_style_names[TPS_STYLE_ROWWISE]                  -> "rowwise"
+ *   tps_name_index(tps_style_names, "rowwise")          -> TPS_STYLE_ROWWISE
+ */
+#ifndef TPSIM_SPEC_H
+#define TPSIM_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtensor.h"
+#include "mesh.h"
+#include "optim.h"
+#include "tensor.h"
+
+#define TPS_NAME_MAX	128
+#define TPS_MAX_MODULES 4096 /* in a model, descendants included */
+#define TPS_POINTER_MAX 192
+
+/* Index of name in a NULL-terminated name table, or -1. */
+int tps_name_index(const char *const *table, const char *name);
+
+struct tps_module_spec;
+/* Whether the module has a width (in_features, out_features): a linear
+ * changes it, a layernorm needs it, an embedding makes it; the others keep
+ * whatever arrives. */
+bool tps_module_has_width(const struct tps_module_spec *m);
+
+struct tps_model_spec;
+/* Whether the model starts with an embedding, so that its input holds
+ * token ids. */
+bool tps_model_takes_tokens(const struct tps_model_spec *spec);
+/* The dims of the activations: the input's, one more after an
+ * embedding. */
+int tps_model_activation_ndim(const struct tps_model_spec *spec);
+/* The model's output shape: the input's, with an embedding's dim added
+ * and each width the modules set in turn as its last dim. */
+struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec);
+/* The first module that sets the width (tps_module_has_width) whose global
+ * output, the input's rows by its width, has more than `limit` elements,
+ * or -1; *shape gets that output's shape. Element counts only: nothing is
+ * allocated, and a meta run and a values run each pass their own limit
+ * (TPS_MAX_META_ELEMENTS, TPS_MAX_ELEMENTS). */
+int tps_model_spec_output_over(const struct tps_model_spec *spec, int64_t limit,
+			       struct tps_shape *shape);
+
+enum tps_module_type {
+	TPS_MODULE_LINEAR,
+	TPS_MODULE_RELU,
+	TPS_MODULE_GELU,
+	TPS_MODULE_LAYERNORM, /* over the last dim, as nn.LayerNorm(dim) */
+	TPS_MODULE_RESIDUAL,  /* x + body(x): its descendants are the body */
+	/* nn.Embedding(num_embeddings, embedding_dim): token ids -> rows of
+	 * its weight. First in the model, whose input is then token ids. */
+	TPS_MODULE_EMBEDDING,
+	/* Multi-head self-attention: its four descendants are the linears
+	 * q, k, v and o ("<name>.q", ...), (embed_dim, embed_dim) each. */
+	TPS_MODULE_ATTENTION,
+};
+/* The number of module types (a define, not a member, so that switches
+ * over the type need no case for it). */
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_ATTENTION + 1)
+extern const char *const tps_module_type_names[];
+
+/* How a module's weights are split over tp (docs/design.md section 2). A module
+ * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
+enum tps_style {
+	TPS_STYLE_COLWISE,   /* ColumnParallelLinear: W shard(0) */
+	TPS_STYLE_ROWWISE,   /* RowParallelLinear: W shard(1) */
+	TPS_STYLE_REPLICATE, /* every rank computes the whole module */
+	/* SequenceParallel: a layernorm on the ranks' sequence shards, its
+	 * weight replicated and its weight gradient all-reduced over tp. */
+	TPS_STYLE_SEQUENCE,
+	/* VocabParallelEmbedding: the weight's rows (the vocabulary) split
+	 * over tp; ids outside a rank's rows give zeros, then an all_reduce
+	 * (or a reduce_scatter into sequence shards). */
+	TPS_STYLE_VOCAB,
+	/* PrepareModuleInput / PrepareModuleOutput: the module's input (or
+	 * output) must arrive in `input` (`output`) and is redistributed to
+	 * `desired_input` (`desired_output`); nothing else changes. */
+	TPS_STYLE_PREPARE_INPUT,
+	TPS_STYLE_PREPARE_OUTPUT,
+};
+extern const char *const tps_style_names[];
+
+/* Where a rowwise layer adds its (replicated) bias. */
+enum tps_bias_mode {
+	TPS_BIAS_AFTER_REDUCE,	/* once, after the all_reduce (Megatron) */
+	TPS_BIAS_PARTIAL_SPLIT, /* b/N on every rank, before it (DTensor) */
+	TPS_BIAS_RANK0,		/* local rank 0 adds b before it (nanotron) */
+};
+extern const char *const tps_bias_mode_names[];
+
+enum tps_uneven {
+	TPS_UNEVEN_CHUNK,     /* torch.chunk: ceil(n/k), trailing short */
+	TPS_UNEVEN_DIVISIBLE, /* Megatron: n % k != 0 is an error */
+};
+extern const char *const tps_uneven_names[];
+
+enum tps_init_method {
+	TPS_INIT_ARANGE, /* 1, 2, 3, ... row-major */
+	TPS_INIT_ONES,
+	TPS_INIT_ZEROS,
+	TPS_INIT_UNIFORM, /* U(-a, a) */
+	TPS_INIT_NORMAL,  /* N(0, a^2) */
+	TPS_INIT_TOKENS,  /* integer ids, uniform in [0, a) */
+	/* Parameters only: each parameter's PyTorch default (nn.h's
+	 * tps_param_spec.torch). */
+	TPS_INIT_TORCH,
+};
+extern const char *const tps_init_method_names[];
+
+/* How the batch (dim 0 of the input) is split over the dp ranks: dp rank
+ * r is r in the flattened dp group (row-major over the dp dims in mesh
+ * order, as mesh["dp", "cp"]._flatten()). */
+enum tps_sampler {
+	/* torch.chunk over the flattened group: contiguous chunks, the
+	 * chunk rule once (5 rows over 4 dp ranks: 2, 2, 1, 0). */
+	TPS_SAMPLER_CHUNK,
+	TPS_SAMPLER_DISTRIBUTED, /* DistributedSampler, shuffle=False:
+				    dp rank r takes samples r, r+dp, ... */
+	/* DTensor's Shard(0) on each dp dim in mesh order: the chunk rule
+	 * dim by dim, a chunk of a chunk (5 rows over (2, 2): 2, 1, 1, 1).
+	 * The same as chunk over a single dp dim. */
+	TPS_SAMPLER_CHUNK_OF_CHUNKS,
+};
+extern const char *const tps_sampler_names[];
+
+/* A classic mistake the simulation can make on purpose ("inject"), so that
+ * its symptom can be seen and named: seed 000's pitfalls and seed 003's
+ * claim. */
+enum tps_mistake {
+	/* Rowwise: every rank adds the whole bias before the all_reduce, so
+	 * the output carries (tp - 1) extra copies of it. */
+	TPS_MISTAKE_BIAS_EVERY_RANK,
+	/* Rowwise: each rank takes its partial sum for the output; the
+	 * all_reduce that adds them never happens. */
+	TPS_MISTAKE_SKIP_ALL_REDUCE,
+	/* Colwise with a replicated output (gather_output): each rank returns
+	 * its local shard [..., out_r]; the all_gather never happens. */
+	TPS_MISTAKE_SKIP_GATHER,
+	/* Colwise or rowwise: the weight is sharded on the other dim (rows
+	 * and columns swapped), so the local matmul's shapes do not fit. */
+	TPS_MISTAKE_WRONG_SHARD_DIM,
+	/* Training (seed 003's claim): every tp-sharded parameter's gradient
+	 * is all-reduced over tp, so each rank's shard becomes the sum of
+	 * every rank's different shard. */
+	TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD,
+};
+extern const char *const tps_mistake_names[];
+#define TPS_MISTAKE_BIT(m) (1u << (m))
+
+enum tps_mode {
+	TPS_MODE_INFERENCE, /* one forward pass */
+	TPS_MODE_TRAINING,  /* forward, loss, backward, optimizer; `steps` */
+};
+extern const char *const tps_mode_names[];
+
+/* Losses over the global batch (docs/design.md section 2). */
+enum tps_loss {
+	TPS_LOSS_MSE, /* mean over all elements of (y - target)^2 */
+	TPS_LOSS_SUM, /* sum of all output elements (seed 004's output.sum()) */
+	/* mean over the rows of logsumexp(y) - y[target]: the last dim holds
+	 * the logits of its classes, the target a class id per row. */
+	TPS_LOSS_CROSS_ENTROPY,
+};
+extern const char *const tps_loss_names[];
+
+/* What the dp average of the gradients means. */
+enum tps_dp_grad {
+	/* Each dp rank scales its loss so the average is the gradient of the
+	 * loss over the global batch. */
+	TPS_DP_GRAD_GLOBAL,
+	/* As DDP: the average of the gradients of the unscaled local
+	 * losses; the run's loss is the mean of the local losses. */
+	TPS_DP_GRAD_DDP,
+};
+extern const char *const tps_dp_grad_names[];
+
+/* Where the input batch is loaded. */
+enum tps_input_source {
+	TPS_INPUT_EVERY_RANK, /* every rank's data loader yields its dp part */
+	TPS_INPUT_TP_ROOT,    /* local rank 0 of each tp group loads it and
+				 broadcasts it over tp (seed 004's script) */
+};
+extern const char *const tps_input_source_names[];
+
+/* How much of each tensor the trace writes ("trace": {"values": ...}). */
+enum tps_trace_values {
+	TPS_TRACE_VALUES_FULL,
+	TPS_TRACE_VALUES_SUMMARY,
+	TPS_TRACE_VALUES_NONE,
+};
+extern const char *const tps_trace_values_names[];
+
+/* What a run computes ("compute"): values (the default), or shapes,
+ * placements and collectives only, on meta tensors (docs/symbolic.md). */
+enum tps_compute {
+	TPS_COMPUTE_VALUES,
+	TPS_COMPUTE_SYMBOLIC,
+};
+extern const char *const tps_compute_names[];
+
+struct tps_init_spec {
+	enum tps_init_method method;
+	uint64_t seed;
+};
+
+struct tps_module_spec {
+	char name[TPS_NAME_MAX]; /* dotted path: "block.fc1" */
+	enum tps_module_type type;
+	/* The modules are listed in pre-order: a composite module (residual)
+	 * is followed by its n_descendants descendants, its body, which it
+	 * runs itself. 0 for a leaf. */
+	int n_descendants;
+	/* linear: the weight's (out, in); layernorm: both the normalized
+	 * (last) dim, which it keeps; embedding: (embedding_dim,
+	 * num_embeddings). Other types keep the width: 0. */
+	int64_t in_features, out_features;
+	bool bias;  /* linear and layernorm */
+	double eps; /* layernorm: added to the variance */
+	/* attention: its heads (in_features = out_features = embed_dim) and
+	 * whether position i attends to positions after it. */
+	int64_t num_heads;
+	bool causal;
+	/* A linear of an attention: its tp shards are whole heads of this
+	 * many features (shard(d,block=head_dim)); 0 or 1 otherwise. */
+	int64_t shard_block;
+	bool planned; /* a plan key matched it */
+	enum tps_style style;
+	enum tps_bias_mode bias_mode; /* rowwise only */
+	/* Declared tp layouts of the input and output, as the plan says them:
+	 * a shard dim may be negative (from the end), unlike a DTensor's. */
+	struct tps_placement input;
+	struct tps_placement output;
+	/* prepare_input / prepare_output: where it is brought. */
+	struct tps_placement desired_input, desired_output;
+	/* "/plan/fc2" when planned, else "/model/2": messages about the
+	 * module's plan start with it. */
+	char plan_pointer[TPS_POINTER_MAX];
+	/* The config key its output width comes from, for messages about
+	 * sizes: "/model/2/out_features", "/model/0/embed_dim" (an
+	 * attention and its linears), "/model/1/hidden" (a block's fc1);
+	 * "" for a type that keeps the width. */
+	char width_pointer[TPS_POINTER_MAX];
+};
+
+/* An explicit global value for one parameter ("params" in the config). */
+struct tps_param_override {
+	char name[TPS_NAME_MAX + 8]; /* "fc1.bias" */
+	struct tps_tensor value;     /* the parameter's global shape */
+};
+
+struct tps_model_spec {
+	struct tps_mesh mesh;
+	int tp_dim;	  /* mesh dim index */
+	unsigned dp_mask; /* mesh dims the batch is split over; 0: none */
+	/* TP on a mesh dim that is not the innermost: PyTorch's error rather
+	 * than tpsim's warning. */
+	bool strict_tp_innermost;
+	struct tps_module_spec *modules;
+	int n_modules;
+	struct tps_shape input_shape;
+	struct tps_init_spec input_init;
+	/* "input": {"values": ...}: the batch given value by value (then
+	 * input_init is unused). */
+	bool input_explicit;
+	struct tps_tensor input_values;
+	enum tps_input_source input_source;
+	bool input_requires_grad; /* training only */
+	unsigned inject;	  /* TPS_MISTAKE_BIT()s; 0: none */
+	struct tps_init_spec param_init;
+	struct tps_param_override *overrides;
+	int n_overrides;
+	enum tps_uneven uneven;
+	enum tps_sampler sampler;
+	enum tps_mode mode;
+	/* Training only (the config refuses these keys in inference). */
+	int steps;
+	enum tps_loss loss;
+	struct tps_init_spec target_init; /* mse and cross_entropy */
+	/* "target": {"values": ...}: given value by value (then target_init
+	 * is unused); cross_entropy's are class ids. */
+	bool target_explicit;
+	struct tps_tensor target_values;
+	/* cross_entropy over logits left sharded on their classes (PyTorch's
+	 * loss_parallel): three all_reduces, no gather of the logits. */
+	bool loss_parallel;
+	struct tps_optimizer_spec optimizer;
+	enum tps_dp_grad dp_grad;
+};
+
+/* Frees what the spec owns (modules, overrides); NULL is a no-op. */
+void tps_model_spec_free(struct tps_model_spec *spec);
+
+/*
+ * The alpha-beta cost model of `tpsim comm`: a collective of `steps` ring
+ * steps sending B bytes per rank over a link takes steps * latency + B /
+ * bandwidth; a matmul of F flops takes F / device FLOP/s.
+ */
+struct tps_link_spec {
+	double gbps;	   /* GB/s (10^9 bytes) each rank sends at */
+	double latency_us; /* per ring step */
+};
+
+struct tps_cost_spec {
+	struct tps_link_spec links[TPS_MAX_MESH_DIMS]; /* per mesh dim */
+	double tflops;				       /* per device */
+};
+
+/*
+ * The module mistake m happens in: the first linear with what it needs
+ * (bias_every_rank: rowwise with a bias; skip_all_reduce: rowwise with a
+ * replicated output; skip_gather: colwise with a replicated output;
+ * wrong_shard_dim and tp_allreduce_weight_grad: colwise or rowwise), on a
+ * tp group of 2 or more; -1 when the model has none. The config refuses a
+ * mistake without a site; the run injects it and diagnoses it there.
+ * tp_allreduce_weight_grad happens in every tp-sharded linear.
+ */
+int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m);
+
+/* Whether the batch is split over the dp dims as one flattened group, a
+ * shard(0,flat) on each (dtensor.h): two or more dp dims, and a sampler
+ * other than chunk_of_chunks. */
+bool tps_dp_split_flat(const struct tps_model_spec *spec);
+
+/* The positions [*start, *start + *rows) of the sampler's order of the
+ * batch that dp rank r (in the flattened dp group) holds. */
+void tps_dp_split_range(const struct tps_model_spec *spec, int r,
+			int64_t *start, int64_t *rows);
+
+/* Whether m is made in the backward pass (training) rather than in the
+ * forward (inference). */
+bool tps_mistake_in_backward(enum tps_mistake m);
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * One `tpsim run`: config -> model -> trace, checked against the reference.
+ *
+ * The trace goes through the one output writer (outfile.h): to a temporary
+ * file first, renamed onto the output path (or copied to the given stream)
+ * only when the whole run succeeded, so a failed run never leaves a partial
+ * trace and an existing output file is only replaced on success. An output
+ * that is the config file itself is refused.
+ */
+#ifndef TPSIM_RUN_H
+#define TPSIM_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "model.h"
+#include "outfile.h"
+
+/* Default trace budget of a run (`--max-trace`): tpsim's own readers
+ * (explain, check, view, ...) take traces of at most 1 GiB. */
+#define TPS_DEFAULT_MAX_TRACE ((int64_t)1 << 30)
+
+struct tps_run_options {
+	const char *config_path; /* "-" is stdin */
+	const char *output_path; /* NULL: write to `stream` */
+	int64_t max_memory;	 /* bytes; refuse larger runs */
+	/* bytes; refuse runs whose trace is estimated larger
+	 * (tps_run_estimate) */
+	int64_t max_trace;
+	/* Config variables set from outside ("--set"); see config.h. */
+	const struct tps_config_var *overrides;
+	int n_overrides;
+	/* Threads the ranks and the reference run on; 0: the machine's
+	 * cores. The trace is the same bytes for every count. */
+	int threads;
+	/* "--symbolic": run as if the config said "compute": "symbolic". */
+	bool symbolic;
+	/* NULL, or where the name of the temporary trace is published while
+	 * it exists, for a signal handler to remove (outfile.h). */
+	struct tps_outfile_pending *pending;
+};
+
+/* Where a run's time and memory went (`tpsim run --stats`). Seconds are
+ * wall-clock; the trace's writing is taken out of the phase it happened
+ * in. */
+struct tps_run_stats {
+	int threads;
+	double init_s;	    /* config, parameters, their distribution, input */
+	double tp_s;	    /* the simulated ranks' steps */
+	double reference_s; /* the single-device reference */
+	double trace_s;	    /* formatting and writing the trace */
+	double total_s;
+	int64_t trace_bytes;
+	int64_t tensor_peak_bytes; /* the most tensor values held at once */
+	int64_t peak_rss_bytes;	   /* the process's (getrusage), 0 unknown */
+};
+
+/* TP off the innermost dim, up to 3 idle mesh dims, unequal dp parts, a
+ * symbolic run's unwritten values, a redistribution the next undoes: 7. */
+#define TPS_RUN_MAX_WARNINGS 8
+
+/*
+ * What a run will write and compute, found before it starts: the engine
+ * runs its setup and first two steps on meta tensors into the trace
+ * writer, counting bytes instead of writing them (tps_trace_init_estimate),
+ * and every later step is taken to be the second one.
+ */
+struct tps_run_estimate {
+	/* An upper bound of the trace's size. The text around the values is
+	 * counted exactly, but for the digits of later seqs, steps and comm
+	 * counts, each taken at its most; each value is counted at its
+	 * longest, TPS_NUMFMT_FLOAT_LEN_MAX bytes (docs/trace.md, "How large
+	 * a trace is"). */
+	int64_t trace_bytes;
+	int64_t events; /* exactly */
+	int steps;	/* training: steps; inference, or a run an injected
+			 * mistake stops: 1 */
+	/* The simulated ranks' arithmetic, at most: each compute event's
+	 * flops on its busiest rank times the world size, over every step
+	 * (the reference does the model's arithmetic once more, on one
+	 * device). */
+	int64_t flops;
+};
+
+/* The estimate of a parsed spec's run (after tps_config_make_symbolic, if
+ * any). On error (those the run itself would report: the plan's, the dp
+ * split's) *out is untouched. */
+enum tps_status tps_run_estimate(const struct tps_run_spec *spec,
+				 struct tps_run_estimate *out,
+				 struct tps_error *err);
+
+/* What the one-line summary says. */
+struct tps_run_summary {
+	char mesh[128]; /* "(2, 2) dp x tp" */
+	int world_size;
+	int n_modules;
+	int64_t events;
+	int64_t collectives;
+	int64_t bytes_per_rank;
+	float max_abs_diff;
+	bool match;
+	/* The tensors compared (output; in training also every loss,
+	 * gradient and parameter after), and how many of them exactly
+	 * (tps_model_exactness); the rest within the tolerance. */
+	int compared, exact;
+	/* The injected mistake the run carried out ("" if none): then match
+	 * is false; mistake_hidden when the numbers alone were within the
+	 * tolerance. */
+	char mistake[64];
+	bool mistake_hidden;
+	/* Training: the steps run and the last step's loss, both ways. */
+	int steps;
+	float loss, reference_loss;
+	/* What the trace's "warnings" hold, for stderr too. */
+	int n_warnings;
+	char warnings[TPS_RUN_MAX_WARNINGS][1024];
+	/* With "inject": what the mistake did, read from its symptom, and
+	 * the shape error it stopped the simulation at ("" if none). */
+	char diagnosis[1024];
+	char stopped[TPS_ERROR_MESSAGE_MAX];
+	/* A symbolic run: no values and no reference (match is true); what
+	 * each rank holds, and the collective bytes per rank by phase. */
+	bool symbolic;
+	int optimizer_states;
+	struct tps_model_footprint footprint;
+	int64_t phase_bytes[TPS_PHASE_COUNT];
+	struct tps_run_stats stats;
+	struct tps_run_estimate estimate; /* made before the run */
+};
+
+/*
+ * Runs the config, unless its tensors need more than opts->max_memory or
+ * its trace would take more than opts->max_trace (TPS_ERR_LIMIT, saying
+ * both figures). On TPS_OK the trace is complete and *summary filled;
+ * summary->match tells whether TP agreed with the reference (a symbolic
+ * run has none to agree with: match is true). On error
+ * nothing was written (the temporary file is removed).
+ */
+enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
+			struct tps_run_summary *summary, struct tps_error *err);
+
+/*
+ * The warnings a spec earns, at most TPS_RUN_MAX_WARNINGS, into
+ * summary->warnings: TP off the innermost mesh dim; each mesh dim of size 2
+ * or more that is neither tp_dim nor a dp dim (its ranks repeat each other's
+ * work; a name like "dp" gets the hint that dp_dim would split the batch);
+ * with a mean loss, dp ranks holding unequal parts of the batch (dp_grad
+ * global: what DDP would weight differently; ddp: that the step is not the
+ * global-batch gradient).
+ */
+void tps_run_warnings(const struct tps_model_spec *spec,
+		      const int64_t *dp_counts, int dp,
+		      struct tps_run_summary *summary);
+
+/*
+ * max |a - b| over all elements (shapes must be equal, else *match is false
+ * and *max_abs_diff is +inf), and whether it is within atol + rtol * max|b|.
+ */
+void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
+		     double atol, double rtol, float *max_abs_diff,
+		     bool *match);
+
+/* Compares two outcomes (the simulation's and the reference's): the
+ * output, and in training every step's loss, every gradient and every
+ * parameter after the last step; the max over all of max |a - b|, and
+ * whether each matches: exactly (every element equal) where b->exact says
+ * so, else within atol + rtol * its largest reference value. */
+void tps_run_compare_outcomes(const struct tps_model_outcome *a,
+			      const struct tps_model_outcome *b, double atol,
+			      double rtol, float *max_abs_diff, bool *match);
+
+/* How many tensors tps_run_compare_outcomes compares against ref, and how
+ * many of them exactly. */
+void tps_run_count_exact(const struct tps_model_outcome *ref, int *exact,
+			 int *compared);
+
+#endif

@@ -1,0 +1,706 @@
+#include "tensor.h"
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+struct tps_shape tps_shape_make(int ndim, const int64_t *dims)
+{
+	struct tps_shape s = {0};
+	assert(ndim >= 0 && ndim <= TPS_MAX_DIMS);
+	s.ndim = ndim;
+	for (int i = 0; i < ndim; i++) {
+		s.dim[i] = dims[i];
+	}
+	return s;
+}
+
+bool tps_shape_equal(const struct tps_shape *a, const struct tps_shape *b)
+{
+	if (a->ndim != b->ndim) {
+		return false;
+	}
+	for (int i = 0; i < a->ndim; i++) {
+		if (a->dim[i] != b->dim[i]) {
+			return false;
+		}
+	}
+	return true;
+}
+
+char *tps_shape_format(const struct tps_shape *shape, char *buf, size_t size)
+{
+	size_t used = 0;
+	int n = snprintf(buf, size, "(");
+	used = n > 0 ? (size_t)n : 0;
+	for (int i = 0; i < shape->ndim && used < size; i++) {
+		n = snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+			     (long long)shape->dim[i]);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	if (used < size) {
+		snprintf(buf + used, size - used, ")");
+	}
+	return buf;
+}
+
+enum tps_status tps_shape_numel(const struct tps_shape *shape, int64_t *numel,
+				struct tps_error *err)
+{
+	int64_t n = 1;
+	char buf[128];
+	for (int i = 0; i < shape->ndim; i++) {
+		if (shape->dim[i] < 0 ||
+		    __builtin_mul_overflow(n, shape->dim[i], &n) ||
+		    n > TPS_MAX_ELEMENTS) {
+			return tps_error_set(
+				err, TPS_ERR_LIMIT,
+				"tensor of shape %s has more than 2^31 "
+				"elements",
+				tps_shape_format(shape, buf, sizeof buf));
+		}
+	}
+	*numel = n;
+	return TPS_OK;
+}
+
+int tps_dim_normalize(int dim, int ndim)
+{
+	if (dim < 0) {
+		dim += ndim;
+	}
+	return dim >= 0 && dim < ndim ? dim : -1;
+}
+
+void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length)
+{
+	int64_t chunk = (n + k - 1) / k;
+	int64_t s = chunk * i;
+	assert(k > 0 && i >= 0 && i < k);
+	if (s > n) {
+		s = n;
+	}
+	*start = s;
+	*length = n - s < chunk ? n - s : chunk;
+}
+
+void tps_chunk_range_blocks(int64_t n, int64_t block, int k, int i,
+			    int64_t *start, int64_t *length)
+{
+	int64_t s, len;
+	assert(block >= 1 && n % block == 0);
+	tps_chunk_range(n / block, k, i, &s, &len);
+	*start = s * block;
+	*length = len * block;
+}
+
+/* Bytes of tensor data allocated and not yet freed, and the most there has
+ * been: the statistics of `tpsim run --stats`. Process-wide, since a
+ * tensor does not know its run; atomic, since ranks allocate concurrently.
+ * They never influence what is computed. */
+static atomic_int_least64_t live_bytes, peak_bytes;
+
+static void count_alloc(int64_t bytes)
+{
+	int64_t live = atomic_fetch_add(&live_bytes, bytes) + bytes;
+	int64_t peak = atomic_load(&peak_bytes);
+	while (live > peak &&
+	       !atomic_compare_exchange_weak(&peak_bytes, &peak, live)) {
+	}
+}
+
+/* Tensor values: zeroed, in huge pages where the kernel gives them
+ * (memory.h says why). */
+static float *alloc_zeroed(int64_t numel)
+{
+	return tps_memory_calloc((size_t)numel, sizeof(float));
+}
+
+static void release(struct tps_tensor *t)
+{
+	if (t->data) {
+		atomic_fetch_sub(&live_bytes,
+				 tps_tensor_numel(t) * (int64_t)sizeof(float));
+		free(t->data);
+	}
+}
+
+void tps_tensor_memory(int64_t *live, int64_t *peak)
+{
+	*live = atomic_load(&live_bytes);
+	*peak = atomic_load(&peak_bytes);
+}
+
+void tps_tensor_memory_reset_peak(void)
+{
+	atomic_store(&peak_bytes, atomic_load(&live_bytes));
+}
+
+/* A tensor of shape, zeroed or not: a result that the caller writes in
+ * full (a matmul, a copy, an elementwise op) need not be zeroed first;
+ * zeroing it would touch its memory twice. */
+static enum tps_status init_values(struct tps_tensor *t,
+				   const struct tps_shape *shape, bool zeroed,
+				   struct tps_error *err)
+{
+	int64_t numel;
+	float *data = NULL;
+	enum tps_status st = tps_shape_numel(shape, &numel, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (numel > 0) {
+		data = zeroed ? alloc_zeroed(numel)
+			      : tps_memory_malloc((size_t)numel * sizeof *data);
+		if (!data) {
+			return tps_error_set(
+				err, TPS_ERR_NOMEM,
+				"out of memory allocating %lld floats",
+				(long long)numel);
+		}
+		count_alloc(numel * (int64_t)sizeof(float));
+	}
+	t->shape = *shape;
+	t->data = data;
+	t->meta = false;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_init(struct tps_tensor *t,
+				const struct tps_shape *shape,
+				struct tps_error *err)
+{
+	return init_values(t, shape, true, err);
+}
+
+enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     struct tps_error *err)
+{
+	/* Nothing is allocated: the limit is TPS_MAX_META_ELEMENTS. */
+	int64_t n = 1;
+	char buf[128];
+	for (int i = 0; i < shape->ndim; i++) {
+		if (shape->dim[i] < 0 ||
+		    __builtin_mul_overflow(n, shape->dim[i], &n) ||
+		    n > TPS_MAX_META_ELEMENTS) {
+			return tps_error_set(
+				err, TPS_ERR_LIMIT,
+				"meta tensor of shape %s has more than 2^48 "
+				"elements",
+				tps_shape_format(shape, buf, sizeof buf));
+		}
+	}
+	t->shape = *shape;
+	t->data = NULL;
+	t->meta = true;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_init_like(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     const struct tps_tensor *like,
+				     struct tps_error *err)
+{
+	return like->meta ? tps_tensor_init_meta(t, shape, err)
+			  : tps_tensor_init(t, shape, err);
+}
+
+/* tps_tensor_init_like for a result the caller writes in full. */
+static enum tps_status init_for_overwrite(struct tps_tensor *t,
+					  const struct tps_shape *shape,
+					  const struct tps_tensor *like,
+					  struct tps_error *err)
+{
+	return like->meta ? tps_tensor_init_meta(t, shape, err)
+			  : init_values(t, shape, false, err);
+}
+
+void tps_tensor_free(struct tps_tensor *t)
+{
+	if (!t) {
+		return;
+	}
+	release(t);
+	memset(t, 0, sizeof *t);
+}
+
+int64_t tps_tensor_numel(const struct tps_tensor *t)
+{
+	int64_t n = 1;
+	for (int i = 0; i < t->shape.ndim; i++) {
+		n *= t->shape.dim[i];
+	}
+	return n;
+}
+
+enum tps_status tps_tensor_copy(struct tps_tensor *dst,
+				const struct tps_tensor *src,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = init_for_overwrite(&t, &src->shape, src, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		memcpy(t.data, src->data,
+		       (size_t)tps_tensor_numel(src) * sizeof(float));
+	}
+	*dst = t;
+	return TPS_OK;
+}
+
+void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src)
+{
+	release(dst);
+	*dst = *src;
+	memset(src, 0, sizeof *src);
+}
+
+/* Views a row-major tensor as (outer, dim, inner) around one dim. */
+static void split_around(const struct tps_shape *s, int dim, int64_t *outer,
+			 int64_t *inner)
+{
+	*outer = 1;
+	*inner = 1;
+	for (int i = 0; i < dim; i++) {
+		*outer *= s->dim[i];
+	}
+	for (int i = dim + 1; i < s->ndim; i++) {
+		*inner *= s->dim[i];
+	}
+}
+
+enum tps_status tps_tensor_narrow(struct tps_tensor *out,
+				  const struct tps_tensor *src, int dim,
+				  int64_t start, int64_t length,
+				  struct tps_error *err)
+{
+	struct tps_shape shape = src->shape;
+	struct tps_tensor t;
+	int64_t outer, inner;
+	enum tps_status st;
+
+	assert(dim >= 0 && dim < src->shape.ndim);
+	assert(start >= 0 && length >= 0 &&
+	       start + length <= src->shape.dim[dim]);
+	shape.dim[dim] = length;
+	st = init_for_overwrite(&t, &shape, src, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	split_around(&src->shape, dim, &outer, &inner);
+	if (t.data) {
+		/* (outer, n, inner) -> (outer, length, inner) */
+		int64_t n = src->shape.dim[dim];
+		for (int64_t o = 0; o < outer; o++) {
+			memcpy(t.data + o * length * inner,
+			       src->data + (o * n + start) * inner,
+			       (size_t)(length * inner) * sizeof(float));
+		}
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+/* Copies the box of src at offset, of sizes length, into dst (contiguous,
+ * of sizes length): one memcpy per run of the last dim, dims d.. */
+static void copy_box(float *dst, const float *src, const struct tps_shape *s,
+		     const int64_t *offset, const int64_t *length, int d,
+		     int64_t *copied)
+{
+	int64_t stride = 1;
+	for (int i = d + 1; i < s->ndim; i++) {
+		stride *= s->dim[i];
+	}
+	if (d == s->ndim - 1) {
+		memcpy(dst + *copied, src + offset[d],
+		       (size_t)length[d] * sizeof(float));
+		*copied += length[d];
+		return;
+	}
+	for (int64_t i = 0; i < length[d]; i++) {
+		copy_box(dst, src + (offset[d] + i) * stride, s, offset, length,
+			 d + 1, copied);
+	}
+}
+
+enum tps_status tps_tensor_region(struct tps_tensor *out,
+				  const struct tps_tensor *src,
+				  const int64_t *offset, const int64_t *length,
+				  struct tps_error *err)
+{
+	struct tps_shape shape = src->shape;
+	struct tps_tensor t;
+	int64_t copied = 0;
+	enum tps_status st;
+
+	for (int d = 0; d < shape.ndim; d++) {
+		assert(offset[d] >= 0 && length[d] >= 0 &&
+		       offset[d] + length[d] <= src->shape.dim[d]);
+		shape.dim[d] = length[d];
+	}
+	st = init_for_overwrite(&t, &shape, src, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		if (shape.ndim == 0) {
+			t.data[0] = src->data[0];
+		} else {
+			copy_box(t.data, src->data, &src->shape, offset, length,
+				 0, &copied);
+		}
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_concat(struct tps_tensor *out,
+				  const struct tps_tensor *parts, int n,
+				  int dim, struct tps_error *err)
+{
+	struct tps_shape shape;
+	struct tps_tensor t;
+	int64_t outer, inner, total = 0, offset = 0;
+	enum tps_status st;
+	char a[128], b[128];
+
+	assert(n > 0 && dim >= 0 && dim < parts[0].shape.ndim);
+	shape = parts[0].shape;
+	for (int p = 0; p < n; p++) {
+		struct tps_shape other = parts[p].shape;
+		other.dim[dim] = shape.dim[dim];
+		if (!tps_shape_equal(&other, &shape)) {
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
+				"cannot concatenate %s and %s along dim %d",
+				tps_shape_format(&parts[0].shape, a, sizeof a),
+				tps_shape_format(&parts[p].shape, b, sizeof b),
+				dim);
+		}
+		total += parts[p].shape.dim[dim];
+	}
+	shape.dim[dim] = total;
+	st = init_for_overwrite(&t, &shape, &parts[0], err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	split_around(&shape, dim, &outer, &inner);
+	for (int p = 0; p < n && t.data; p++) {
+		int64_t len = parts[p].shape.dim[dim];
+		for (int64_t o = 0; o < outer && len > 0; o++) {
+			memcpy(t.data + (o * total + offset) * inner,
+			       parts[p].data + o * len * inner,
+			       (size_t)(len * inner) * sizeof(float));
+		}
+		offset += len;
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+/* Rows and the last dim of a tensor of >= 1 dims: (rows, last). */
+static void rows_and_last(const struct tps_tensor *t, int64_t *rows,
+			  int64_t *last)
+{
+	*last = t->shape.dim[t->shape.ndim - 1];
+	*rows = 1;
+	for (int d = 0; d + 1 < t->shape.ndim; d++) {
+		*rows *= t->shape.dim[d];
+	}
+}
+
+/* *out = a new tensor of `shape` (meta when `like` is) holding
+ * op(A) op(B) of the (m, k) x (k, n) product, per tps_matmul. */
+static enum tps_status
+matmul_into(struct tps_tensor *out, const struct tps_shape *shape,
+	    const struct tps_tensor *like, const float *a, const float *b,
+	    int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+	    struct tps_pool *pool, struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = init_for_overwrite(&t, shape, like, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (t.data) {
+		tps_matmul_on(pool, t.data, a, b, m, n, k, trans_a, trans_b);
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_linear(struct tps_tensor *y,
+				  const struct tps_tensor *x,
+				  const struct tps_tensor *w,
+				  const struct tps_tensor *b,
+				  struct tps_pool *pool, struct tps_error *err)
+{
+	struct tps_shape shape;
+	struct tps_tensor t;
+	int64_t k, n, rows;
+	enum tps_status st;
+	char xs[128], ws[128];
+
+	if (x->shape.ndim < 1 || w->shape.ndim != 2 ||
+	    x->shape.dim[x->shape.ndim - 1] != w->shape.dim[1] ||
+	    (b && (b->shape.ndim != 1 || b->shape.dim[0] != w->shape.dim[0]))) {
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
+			"linear: input %s does not fit weight %s",
+			tps_shape_format(&x->shape, xs, sizeof xs),
+			tps_shape_format(&w->shape, ws, sizeof ws));
+	}
+	rows_and_last(x, &rows, &k);
+	n = w->shape.dim[0];
+	shape = x->shape;
+	shape.dim[shape.ndim - 1] = n;
+	/* (rows, k) (n, k)^T: k order the input features. */
+	st = matmul_into(&t, &shape, x, x->data, w->data, rows, n, k, false,
+			 true, pool, err);
+	if (st == TPS_OK && b) {
+		tps_tensor_add_bias(&t, b, 1.0f);
+	}
+	if (st == TPS_OK) {
+		*y = t;
+	}
+	return st;
+}
+
+enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
+						 const struct tps_tensor *dy,
+						 const struct tps_tensor *w,
+						 struct tps_pool *pool,
+						 struct tps_error *err)
+{
+	struct tps_shape shape;
+	int64_t rows, n, k;
+	char a[128], b[128];
+
+	if (dy->shape.ndim < 1 || w->shape.ndim != 2 ||
+	    dy->shape.dim[dy->shape.ndim - 1] != w->shape.dim[0]) {
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
+			"linear backward: gradient %s does not fit weight %s",
+			tps_shape_format(&dy->shape, a, sizeof a),
+			tps_shape_format(&w->shape, b, sizeof b));
+	}
+	rows_and_last(dy, &rows, &n);
+	k = w->shape.dim[1];
+	shape = dy->shape;
+	shape.dim[shape.ndim - 1] = k;
+	/* (rows, n) (n, k): k order n, the output features. */
+	return matmul_into(dx, &shape, dy, dy->data, w->data, rows, k, n, false,
+			   false, pool, err);
+}
+
+enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
+						  const struct tps_tensor *dy,
+						  const struct tps_tensor *x,
+						  struct tps_pool *pool,
+						  struct tps_error *err)
+{
+	int64_t rows, xrows, n, k, dims[2];
+	struct tps_shape shape;
+	char a[128], b[128];
+	bool fit = dy->shape.ndim >= 1 && dy->shape.ndim == x->shape.ndim;
+
+	for (int d = 0; fit && d + 1 < dy->shape.ndim; d++) {
+		fit = dy->shape.dim[d] == x->shape.dim[d];
+	}
+	if (!fit) {
+		return tps_error_set(
+			err, TPS_ERR_SHAPE,
+			"linear backward: gradient %s does not fit input %s",
+			tps_shape_format(&dy->shape, a, sizeof a),
+			tps_shape_format(&x->shape, b, sizeof b));
+	}
+	rows_and_last(dy, &rows, &n);
+	rows_and_last(x, &xrows, &k);
+	dims[0] = n;
+	dims[1] = k;
+	shape = tps_shape_make(2, dims);
+	/* (rows, n)^T (rows, k): k order the rows, in row order. */
+	return matmul_into(dw, &shape, dy, dy->data, x->data, n, k, rows, true,
+			   false, pool, err);
+}
+
+enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
+				    const struct tps_tensor *dy,
+				    struct tps_error *err)
+{
+	struct tps_tensor t;
+	int64_t rows, n;
+	struct tps_shape shape;
+	enum tps_status st;
+
+	assert(dy->shape.ndim >= 1);
+	rows_and_last(dy, &rows, &n);
+	shape = tps_shape_make(1, &n);
+	st = tps_tensor_init_like(&t, &shape, dy, err); /* zeroed */
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t r = 0; r < rows && t.data; r++) {
+		for (int64_t j = 0; j < n; j++) {
+			t.data[j] += dy->data[r * n + j];
+		}
+	}
+	*db = t;
+	return TPS_OK;
+}
+
+void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
+			 float scale)
+{
+	int64_t n = b->shape.dim[0];
+	int64_t rows;
+	assert(b->shape.ndim == 1 && y->shape.ndim >= 1 &&
+	       y->shape.dim[y->shape.ndim - 1] == n);
+	if (n == 0 || !y->data) {
+		return;
+	}
+	rows = tps_tensor_numel(y) / n;
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < n; j++) {
+			float add = b->data[j];
+			if (scale != 1.0f) {
+				add = add * scale;
+			}
+			y->data[r * n + j] += add;
+		}
+	}
+}
+
+void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
+{
+	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
+	assert(tps_shape_equal(&dst->shape, &src->shape));
+	for (int64_t i = 0; i < n; i++) {
+		dst->data[i] += src->data[i];
+	}
+}
+
+void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
+{
+	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
+	assert(tps_shape_equal(&dst->shape, &src->shape));
+	for (int64_t i = 0; i < n; i++) {
+		if (src->data[i] > dst->data[i]) {
+			dst->data[i] = src->data[i];
+		}
+	}
+}
+
+void tps_tensor_scale(struct tps_tensor *t, float scale)
+{
+	int64_t n = t->data ? tps_tensor_numel(t) : 0; /* 0: meta */
+	for (int64_t i = 0; i < n; i++) {
+		t->data[i] *= scale;
+	}
+}
+
+enum tps_status tps_tensor_relu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = init_for_overwrite(&t, &x->shape, x, err);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		t.data[i] = x->data[i] > 0.0f ? x->data[i] : 0.0f;
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_gelu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = init_for_overwrite(&t, &x->shape, x, err);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* gelu(v) = v/2 (1 + erf(v / sqrt 2)), evaluated in double and rounded
+	 * once, so it does not depend on the float math library's rounding. */
+	for (int64_t i = 0; i < n; i++) {
+		double v = x->data[i];
+		t.data[i] = (float)(0.5 * v *
+				    (1.0 + erf(v * 0.70710678118654752440)));
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
+	assert(tps_shape_equal(&dy->shape, &x->shape));
+	st = init_for_overwrite(&t, &x->shape, x, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		t.data[i] = x->data[i] > 0.0f ? dy->data[i] : 0.0f;
+	}
+	*dx = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
+	assert(tps_shape_equal(&dy->shape, &x->shape));
+	st = init_for_overwrite(&t, &x->shape, x, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* d/dv [v Phi(v)] = Phi(v) + v phi(v), Phi(v) = (1 + erf(v/sqrt 2))/2,
+	 * phi(v) = exp(-v^2/2) / sqrt(2 pi). */
+	for (int64_t i = 0; i < n; i++) {
+		double v = x->data[i];
+		double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+		double pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
+		float g = (float)(cdf + v * pdf);
+		t.data[i] = dy->data[i] * g;
+	}
+	*dx = t;
+	return TPS_OK;
+}
+
+bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
+{
+	int64_t n = t->meta ? 0 : tps_tensor_numel(t);
+	for (int64_t i = 0; i < n; i++) {
+		if (!isfinite(t->data[i])) {
+			if (first_bad) {
+				*first_bad = i;
+			}
+			return false;
+		}
+	}
+	return true;
+}

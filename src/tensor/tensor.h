@@ -1,0 +1,295 @@
+/*
+ * tpsim tensors: dense, row-major, contiguous float32 arrays of 0..4 dims.
+ *
+ * A struct tps_tensor owns its data (tps_tensor_init / tps_tensor_free).
+ * An empty tensor (a dim of size 0, e.g. the (0, 4) shard of an uneven
+ * split) keeps its full shape and has data == NULL.
+ *
+ * Numerics (the contract of docs/design.md section 3):
+ *  - tps_tensor_linear sums each output element over k in ascending order,
+ *    starting from 0.0f, then adds the bias (if any) once, after the sum.
+ *  - Element-wise ops are one float operation per element; nothing is fused
+ *    (the build uses -ffp-contract=off).
+ *
+ * Example: y = x W^T + b with x (2, 4), W (3, 4), b (3) gives y (2, 3).
+ *
+ * Every op that makes a tensor makes a meta one from meta inputs, and ops
+ * that change a tensor in place leave a meta one as it is.
+ */
+#ifndef TPSIM_TENSOR_H
+#define TPSIM_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "pool.h"
+
+#define TPS_MAX_DIMS 4
+/* No tensor may hold more elements than this (docs/design.md section 8). */
+#define TPS_MAX_ELEMENTS ((int64_t)1 << 31)
+/* A meta tensor allocates nothing, so its global shape may be larger: the
+ * logits of a large model's whole batch, (64, 2048, 50257), are 6.6e9
+ * elements. 2^48 keeps bytes and flops far inside int64_t. */
+#define TPS_MAX_META_ELEMENTS ((int64_t)1 << 48)
+
+struct tps_shape {
+	int ndim;		   /* 0..TPS_MAX_DIMS */
+	int64_t dim[TPS_MAX_DIMS]; /* sizes, each >= 0; unused entries 0 */
+};
+
+struct tps_tensor {
+	struct tps_shape shape;
+	float *data; /* numel floats, row-major; NULL if empty or meta */
+	/* A meta tensor has a shape and no values (PyTorch's meta device):
+	 * every op on it makes a meta result without computing, so the
+	 * engine can count a run's collectives and flops at any size
+	 * (`tpsim comm`). */
+	bool meta;
+};
+
+/* Builds a shape from ndim sizes. Asserts ndim <= TPS_MAX_DIMS. */
+struct tps_shape tps_shape_make(int ndim, const int64_t *dims);
+bool tps_shape_equal(const struct tps_shape *a, const struct tps_shape *b);
+
+/* Number of elements, overflow-checked against TPS_MAX_ELEMENTS.
+ * On error TPS_ERR_LIMIT naming the shape; *numel untouched. */
+enum tps_status tps_shape_numel(const struct tps_shape *shape, int64_t *numel,
+				struct tps_error *err);
+
+/* Formats "(2, 4)" into buf (always NUL-terminated). Returns buf. */
+char *tps_shape_format(const struct tps_shape *shape, char *buf, size_t size);
+
+/* Normalises a possibly negative dim index (-1 = last) against ndim.
+ * Returns -1 if it is out of range. */
+int tps_dim_normalize(int dim, int ndim);
+
+/*
+ * The torch.chunk / DTensor split rule: n elements over k shards give shards
+ * of ceil(n/k), the trailing ones short or empty (13 over 6: 3,3,3,3,1,0).
+ * Sets the start and length of shard i (0 <= i < k).
+ */
+void tps_chunk_range(int64_t n, int k, int i, int64_t *start, int64_t *length);
+
+/*
+ * The chunk rule in whole blocks of `block` elements (attention heads of
+ * head_dim features): the n / block blocks are chunked over k shards by
+ * tps_chunk_range, and start and length are in elements. 5 heads of 2 over
+ * 2 shards: blocks 3,2 -> elements [0,6) and [6,10); 2 blocks of 3 over 3:
+ * 3,3,0. block 1 is tps_chunk_range. Asserts block >= 1 and n a multiple of
+ * block (callers with user input check first).
+ */
+void tps_chunk_range_blocks(int64_t n, int64_t block, int k, int i,
+			    int64_t *start, int64_t *length);
+
+/* Allocates a zero-filled tensor. On error (limit, memory) *t is untouched. */
+enum tps_status tps_tensor_init(struct tps_tensor *t,
+				const struct tps_shape *shape,
+				struct tps_error *err);
+/* A meta tensor of the shape (no values), of at most TPS_MAX_META_ELEMENTS
+ * elements. On error (limit) *t untouched. */
+enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     struct tps_error *err);
+/* tps_tensor_init, or tps_tensor_init_meta when `like` is meta. */
+enum tps_status tps_tensor_init_like(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     const struct tps_tensor *like,
+				     struct tps_error *err);
+/* Frees the data and resets t to an empty 0-dim shape. NULL is a no-op. */
+void tps_tensor_free(struct tps_tensor *t);
+/* Element count of a valid tensor (validated at init, cannot overflow). */
+int64_t tps_tensor_numel(const struct tps_tensor *t);
+
+/* Bytes of tensor values allocated now and at most since the last reset,
+ * over the whole process (`tpsim run --stats`; thread-safe). */
+void tps_tensor_memory(int64_t *live, int64_t *peak);
+void tps_tensor_memory_reset_peak(void);
+/* dst = a new copy of src. */
+enum tps_status tps_tensor_copy(struct tps_tensor *dst,
+				const struct tps_tensor *src,
+				struct tps_error *err);
+/* Replaces dst's contents by src's, freeing dst's old data; src is left empty.
+ * Never fails. */
+void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src);
+
+/* out = a copy of the box src[offset[0]:offset[0]+length[0], ...], one
+ * offset and length per dim (each within src's size). */
+enum tps_status tps_tensor_region(struct tps_tensor *out,
+				  const struct tps_tensor *src,
+				  const int64_t *offset, const int64_t *length,
+				  struct tps_error *err);
+
+/* out = a copy of src[..., start:start+length, ...] along dim. */
+enum tps_status tps_tensor_narrow(struct tps_tensor *out,
+				  const struct tps_tensor *src, int dim,
+				  int64_t start, int64_t length,
+				  struct tps_error *err);
+/* out = concatenation of parts[0..n) along dim (other dims must agree). */
+enum tps_status tps_tensor_concat(struct tps_tensor *out,
+				  const struct tps_tensor *parts, int n,
+				  int dim, struct tps_error *err);
+
+/*
+ * The GEMM, one kernel for every matmul tpsim does:
+ *
+ *   C (m, n) = op(A) op(B),  op(X) = X, or X^T when its trans flag is set
+ *   trans_a false: A is (m, k), row-major;  true: A is (k, m)
+ *   trans_b false: B is (k, n);             true: B is (n, k)
+ *
+ * The contract (docs/design.md section 3): every C[i][j] starts from 0.0f and
+ * adds op(A)[i][p] * op(B)[p][j] for p = 0, 1, ..., k-1 in ascending order,
+ * one rounded product and one rounded sum at a time (no FMA). The k of
+ * each use, so the order is plain:
+ *
+ *   forward  y  = x W^T   A = x (rows, in),    B = W (out, in), trans_b
+ *                         k = in features
+ *   input    dx = dy W    A = dy (rows, out),  B = W (out, in)
+ *                         k = out features
+ *   weight   dW = dy^T x  A = dy (rows, out), trans_a, B = x (rows, in)
+ *                         k = rows: the batch (and seq) in row order
+ *
+ * tps_matmul_naive computes the same sums one element at a time; the
+ * kernels are tested against it bit for bit. c must not overlap a or b.
+ *
+ * tps_matmul (src/tensor/tensor_gemm.c, src/tensor/tensor_gemm_kernel.c) is blocked for
+ * the caches and registers and vectorised across output elements, never
+ * across k, so each lane does the naive sequence. It is compiled once per
+ * instruction set (the variants below) and uses the best one the CPU
+ * runs, or the one the environment variable TPSIM_GEMM names (generic,
+ * avx2, avx512) if the CPU runs it. Every variant gives the same bits,
+ * for all four flag combinations (trans_a && trans_b, unused in tpsim so
+ * far, included). Calls share no buffer (only the variant choice is
+ * cached, atomically), so threads may call it at once: packing buffers
+ * are allocated per call, and if that fails the naive loop runs instead.
+ */
+void tps_matmul(float *c, const float *a, const float *b, int64_t m, int64_t n,
+		int64_t k, bool trans_a, bool trans_b);
+void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
+		      int64_t n, int64_t k, bool trans_a, bool trans_b);
+
+/*
+ * tps_matmul on the pool's threads: C is cut into blocks of rows or of
+ * columns, each computed by one thread as an ordinary tps_matmul, so every
+ * element's sum is the same as tps_matmul's (same order, one thread). NULL
+ * pool, small products, or a call from inside a pool item: tps_matmul.
+ */
+void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
+		   const float *b, int64_t m, int64_t n, int64_t k,
+		   bool trans_a, bool trans_b);
+
+/*
+ * The GEMM's variants, for tests and benchmarks. Index i is 0..count-1 in
+ * the order generic, avx2, avx512 on every build; a variant this build did
+ * not compile (not x86) runs nowhere.
+ */
+#define TPS_MATMUL_CPU_AVX2    1u /* features, as tps_matmul_cpu_features */
+#define TPS_MATMUL_CPU_AVX512F 2u
+int tps_matmul_variant_count(void);
+/* "generic", "avx2", "avx512"; NULL when i is out of range. */
+const char *tps_matmul_variant_name(int i);
+/* The TPS_MATMUL_CPU_* features of this CPU and OS. */
+unsigned tps_matmul_cpu_features(void);
+/* Whether variant i is compiled in and needs no more than `features`
+ * (false when i is out of range). */
+bool tps_matmul_variant_runs_on(int i, unsigned features);
+/* tps_matmul_variant_runs_on(i, tps_matmul_cpu_features()). */
+bool tps_matmul_variant_supported(int i);
+/* The variant tps_matmul uses for a TPSIM_GEMM value (NULL: unset) on a
+ * CPU with `features`: the one named if it runs there, else the last
+ * (fastest) one that runs. */
+int tps_matmul_variant_pick(const char *request, unsigned features);
+/* The variant tps_matmul uses in this process (TPSIM_GEMM is read once). */
+int tps_matmul_variant_active(void);
+/* tps_matmul with variant i, which must be supported (asserted). */
+void tps_matmul_variant(int i, float *c, const float *a, const float *b,
+			int64_t m, int64_t n, int64_t k, bool trans_a,
+			bool trans_b);
+
+/* A variant's blocking, so tests can reach every edge of it, in terms of
+ * the kernels' D = X Y (D is C, or C^T for a batch-sized m; see
+ * tensor_gemm_kernel.c): vectors of `lanes` floats; register tiles of mr
+ * rows by nr columns; p in blocks of kc (split evenly), X in blocks of mc
+ * rows, Y in blocks of nc columns; p blocks of kc_single when all of D's
+ * columns fit one tile (<= nr); B's rows read unpacked when m <= small_m
+ * and B is not transposed. */
+struct tps_matmul_blocking {
+	int lanes, mr, nr, small_m;
+	int64_t kc, mc, nc, kc_single;
+};
+/* Fills *blocking for variant i (compiled in, asserted). */
+void tps_matmul_variant_blocking(int i, struct tps_matmul_blocking *blocking);
+
+/*
+ * y = x W^T (+ b).  x: (..., k), W: (n, k), b: (n) or NULL -> y: (..., n).
+ * y[r, j] = (sum over i = 0..k-1 ascending of x[r, i] * W[j, i]) + b[j].
+ * TPS_ERR_SHAPE when the shapes do not fit. The matmuls here and below run
+ * on pool (tps_matmul_on; NULL: the caller's thread), the same bytes.
+ */
+enum tps_status tps_tensor_linear(struct tps_tensor *y,
+				  const struct tps_tensor *x,
+				  const struct tps_tensor *w,
+				  const struct tps_tensor *b,
+				  struct tps_pool *pool, struct tps_error *err);
+
+/*
+ * The backward of y = x W^T + b (tps_matmul's "input" and "weight" uses):
+ *   dx = dy W     dy (..., n), W (n, k) -> dx (..., k); sums over n
+ *   dW = dy^T x   dy (..., n), x (..., k), same leading dims -> (n, k);
+ *                 sums over the rows (leading dims flattened) in order
+ *   db = sum_rows dy   (..., n) -> (n): db[j] = sum over rows r
+ *                 ascending of dy[r, j], from 0.0f
+ * TPS_ERR_SHAPE when the shapes do not fit.
+ */
+enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
+						 const struct tps_tensor *dy,
+						 const struct tps_tensor *w,
+						 struct tps_pool *pool,
+						 struct tps_error *err);
+enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
+						  const struct tps_tensor *dy,
+						  const struct tps_tensor *x,
+						  struct tps_pool *pool,
+						  struct tps_error *err);
+enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
+				    const struct tps_tensor *dy,
+				    struct tps_error *err);
+
+/* y[..., j] += scale * b[j] for a (..., n) tensor and an (n) bias. With scale
+ * 1 this is the bias add; partial_split uses 1/N. Shapes are asserted. */
+void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
+			 float scale);
+/* dst += src, same shape (asserted). */
+void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src);
+/* dst = max(dst, src) element-wise, same shape (asserted). */
+void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src);
+/* t *= scale. */
+void tps_tensor_scale(struct tps_tensor *t, float scale);
+
+/* out = relu(x) / gelu(x) (the erf form, as torch's default), same shape. */
+enum tps_status tps_tensor_relu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err);
+enum tps_status tps_tensor_gelu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err);
+
+/*
+ * The backward of the activations, element-wise, same shape (asserted):
+ *   relu  dx = dy where x > 0, else 0 (PyTorch's threshold_backward)
+ *   gelu  dx = dy * g, g = Phi(x) + x phi(x) (the erf form's derivative)
+ *         evaluated in double and rounded once to float
+ */
+enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err);
+enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err);
+
+/* True when every element is finite; else sets *first_bad to its index. */
+bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);
+
+#endif

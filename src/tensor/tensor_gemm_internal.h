@@ -1,0 +1,27 @@
+/* What tensor_gemm.c shares with tensor_gemm_kernel.c, which meson compiles
+ * once per instruction set (generic, avx2, avx512). Not installed. */
+#ifndef TPSIM_TENSOR_GEMM_INTERNAL_H
+#define TPSIM_TENSOR_GEMM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+/* One variant's tps_matmul: the same contract and arguments. Only the
+ * variants meson built (TPS_GEMM_HAVE_<ISA>) are defined. */
+typedef void tps_gemm_run_fn(float *c, const float *a, const float *b,
+			     int64_t m, int64_t n, int64_t k, bool trans_a,
+			     bool trans_b);
+
+void tps_gemm_run_generic(float *c, const float *a, const float *b, int64_t m,
+			  int64_t n, int64_t k, bool trans_a, bool trans_b);
+void tps_gemm_blocking_generic(struct tps_matmul_blocking *blocking);
+void tps_gemm_run_avx2(float *c, const float *a, const float *b, int64_t m,
+		       int64_t n, int64_t k, bool trans_a, bool trans_b);
+void tps_gemm_blocking_avx2(struct tps_matmul_blocking *blocking);
+void tps_gemm_run_avx512(float *c, const float *a, const float *b, int64_t m,
+			 int64_t n, int64_t k, bool trans_a, bool trans_b);
+void tps_gemm_blocking_avx512(struct tps_matmul_blocking *blocking);
+
+#endif

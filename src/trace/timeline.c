@@ -1,0 +1,931 @@
+/*
+ * Timelines: a trace's step events laid out in time per rank (the model
+ * is at the top of timeline.h), and their Chrome Trace Event Format.
+ */
+#include "timeline.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costs.h"
+#include "dtensor.h"
+#include "jsonio.h"
+#include "arith.h"
+#include "numfmt.h"
+#include "trace.h"
+#include "tps_version.h"
+
+/* The forward matmul flops of one module, per rank: its backward dW and
+ * dX cost the same (nn_linear.c). */
+struct module_flops {
+	const char *module; /* borrowed from the trace */
+	int64_t *per_rank;  /* world_size entries */
+};
+
+struct builder {
+	const cJSON *trace;
+	const char *name; /* the trace's file name */
+	struct tps_error *err;
+	struct tps_json_path p;
+	struct tps_timeline tl;
+	size_t cap_slices;
+	int64_t *clock; /* per rank, ns */
+	int *group_of;	/* per rank: its group in the current collective */
+	int64_t *flops; /* per rank: the current compute event's */
+	struct module_flops *mods;
+	int n_mods, cap_mods;
+};
+
+/* "t.json: /events/3/groups: <what>" at the builder's path. */
+static enum tps_status fail(struct builder *b, enum tps_status code,
+			    const char *what)
+{
+	char esc[256];
+	return tps_error_set(
+		b->err, code, "%s: %s: %s",
+		tps_json_escape_for_message(b->name, esc, sizeof esc),
+		tps_json_path_str(&b->p), what);
+}
+
+static enum tps_status no_memory(struct builder *b)
+{
+	return tps_error_set(b->err, TPS_ERR_NOMEM, "out of memory");
+}
+
+/* A whole number in [lo, hi], as the trace writes sizes. */
+static bool whole_in(const cJSON *v, double lo, double hi, int64_t *out)
+{
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+	    v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
+	    v->valuedouble > hi) {
+		return false;
+	}
+	*out = (int64_t)v->valuedouble;
+	return true;
+}
+
+static const cJSON *member(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static enum tps_status read_mesh(struct builder *b)
+{
+	const cJSON *m = member(b->trace, "mesh");
+	const cJSON *shape = member(m, "shape");
+	const cJSON *names = member(m, "dim_names");
+	int sizes[TPS_MAX_MESH_DIMS];
+	const char *name_of[TPS_MAX_MESH_DIMS];
+	int n = cJSON_GetArraySize(shape);
+	enum tps_status st;
+
+	tps_json_path_init(&b->p);
+	tps_json_path_push_key(&b->p, "mesh");
+	tps_json_path_push_key(&b->p, "shape");
+	if (!cJSON_IsArray(shape) || n < 1 || n > TPS_MAX_MESH_DIMS) {
+		return fail(b, TPS_ERR_INPUT, "expected 1 to 4 mesh sizes");
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t v;
+		if (!whole_in(cJSON_GetArrayItem(shape, i), 1, TPS_MAX_WORLD,
+			      &v)) {
+			tps_json_path_push_index(&b->p, (size_t)i);
+			return fail(b, TPS_ERR_INPUT,
+				    "expected a mesh size from 1 to 4096");
+		}
+		sizes[i] = (int)v;
+	}
+	tps_json_path_init(&b->p);
+	tps_json_path_push_key(&b->p, "mesh");
+	tps_json_path_push_key(&b->p, "dim_names");
+	if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) != n) {
+		return fail(b, TPS_ERR_INPUT, "expected one name per mesh dim");
+	}
+	for (int i = 0; i < n; i++) {
+		const cJSON *v = cJSON_GetArrayItem(names, i);
+		name_of[i] = cJSON_IsString(v) ? v->valuestring : "";
+	}
+	st = tps_mesh_init(&b->tl.mesh, n, sizes, name_of, b->err);
+	if (st != TPS_OK) {
+		char esc[256];
+		tps_error_prefix(
+			b->err, "%s: /mesh",
+			tps_json_escape_for_message(b->name, esc, sizeof esc));
+	}
+	return st;
+}
+
+/* A finite number > 0 (or >= 0 when zero_ok) at key of o; the path ends
+ * at o. */
+static enum tps_status read_rate(struct builder *b, const cJSON *o,
+				 const char *key, bool zero_ok, double *out)
+{
+	const cJSON *v = member(o, key);
+	tps_json_path_push_key(&b->p, key);
+	if (!v) {
+		return fail(b, TPS_ERR_INPUT,
+			    "missing (the timeline times events with the "
+			    "config's links and device)");
+	}
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+	    v->valuedouble < 0 || (!zero_ok && v->valuedouble == 0)) {
+		return fail(b, TPS_ERR_INPUT,
+			    zero_ok ? "expected a number >= 0"
+				    : "expected a number > 0");
+	}
+	*out = v->valuedouble;
+	return TPS_OK;
+}
+
+/* /config/links/<dim>/{GBps,latency_us} for every mesh dim, and
+ * /config/device/TFLOPS: the normalised config always has them. */
+static enum tps_status read_cost(struct builder *b)
+{
+	const cJSON *config = member(b->trace, "config");
+	const cJSON *links = member(config, "links");
+	const cJSON *device = member(config, "device");
+	enum tps_status st = TPS_OK;
+
+	for (int i = 0; st == TPS_OK && i < b->tl.mesh.ndim; i++) {
+		const char *dim = b->tl.mesh.dim_names[i];
+		const cJSON *link = member(links, dim);
+		tps_json_path_init(&b->p);
+		tps_json_path_push_key(&b->p, "config");
+		tps_json_path_push_key(&b->p, "links");
+		tps_json_path_push_key(&b->p, dim);
+		if (!cJSON_IsObject(link)) {
+			return fail(b, TPS_ERR_INPUT,
+				    link ? "expected an object"
+					 : "missing (the timeline times "
+					   "collectives with the config's "
+					   "links)");
+		}
+		size_t at = b->p.len;
+		st = read_rate(b, link, "GBps", false,
+			       &b->tl.cost.links[i].gbps);
+		tps_json_path_pop(&b->p, at);
+		if (st == TPS_OK) {
+			st = read_rate(b, link, "latency_us", true,
+				       &b->tl.cost.links[i].latency_us);
+		}
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_json_path_init(&b->p);
+	tps_json_path_push_key(&b->p, "config");
+	tps_json_path_push_key(&b->p, "device");
+	if (!cJSON_IsObject(device)) {
+		return fail(b, TPS_ERR_INPUT,
+			    device ? "expected an object"
+				   : "missing (the timeline times compute "
+				     "with the config's device)");
+	}
+	return read_rate(b, device, "TFLOPS", false, &b->tl.cost.tflops);
+}
+
+/* The mesh dims a group named as tps_mesh_mask_name names it spans
+ * ("tp", "dp_cp"); 0 when no set of dims has that name. */
+static unsigned mask_of(const struct tps_mesh *mesh, const char *name)
+{
+	for (unsigned mask = 1; mask < (1u << mesh->ndim); mask++) {
+		char buf[TPS_MAX_MESH_DIMS * TPS_MESH_NAME_MAX];
+		if (strcmp(tps_mesh_mask_name(mesh, mask, buf, sizeof buf),
+			   name) == 0) {
+			return mask;
+		}
+	}
+	return 0;
+}
+
+/* o's shape (at shape_key: an event's "global_shape", a parameter's
+ * "shape") and "placements" (one per mesh dim, valid for the shape); the
+ * path ends at o. */
+static enum tps_status read_layout(struct builder *b, const cJSON *o,
+				   const char *shape_key,
+				   struct tps_shape *shape,
+				   struct tps_placement *placements)
+{
+	const cJSON *dims = member(o, shape_key);
+	const cJSON *ps = member(o, "placements");
+	size_t at = b->p.len;
+	struct tps_error why = {0};
+	int n = cJSON_GetArraySize(dims);
+
+	tps_json_path_push_key(&b->p, shape_key);
+	if (!cJSON_IsArray(dims) || n > TPS_MAX_DIMS) {
+		return fail(b, TPS_ERR_INPUT, "expected 0 to 4 sizes");
+	}
+	shape->ndim = n;
+	for (int d = 0; d < n; d++) {
+		/* Symbolic traces hold tensors over 2^31 elements. */
+		if (!whole_in(cJSON_GetArrayItem(dims, d), 0, 9e15,
+			      &shape->dim[d])) {
+			tps_json_path_push_index(&b->p, (size_t)d);
+			return fail(b, TPS_ERR_INPUT,
+				    "expected a size from 0 to 9e15");
+		}
+	}
+	tps_json_path_pop(&b->p, at);
+	tps_json_path_push_key(&b->p, "placements");
+	if (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) != b->tl.mesh.ndim) {
+		char what[96];
+		snprintf(what, sizeof what,
+			 "expected one placement per mesh dim (%d)",
+			 b->tl.mesh.ndim);
+		return fail(b, TPS_ERR_INPUT, what);
+	}
+	for (int i = 0; i < b->tl.mesh.ndim; i++) {
+		const cJSON *s = cJSON_GetArrayItem(ps, i);
+		if (!cJSON_IsString(s) ||
+		    !tps_placement_parse(s->valuestring, n, &placements[i])) {
+			tps_json_path_push_index(&b->p, (size_t)i);
+			return fail(b, TPS_ERR_INPUT,
+				    "expected " TPS_PLACEMENT_FORMS);
+		}
+	}
+	/* tps_dtensor_local_region asserts on blocks that do not divide. */
+	if (tps_dtensor_check_placements(&b->tl.mesh, shape, placements,
+					 &why) != TPS_OK) {
+		return fail(b, TPS_ERR_INPUT, why.message);
+	}
+	tps_json_path_pop(&b->p, at);
+	return TPS_OK;
+}
+
+/* The number of elements rank holds of a tensor laid out so, in *n;
+ * fails at the event's global_shape (b->p is the event's path) when it
+ * passes int64_t: the trace's sizes go up to 9e15 each. */
+static enum tps_status local_numel(struct builder *b,
+				   const struct tps_shape *shape,
+				   const struct tps_placement *placements,
+				   int rank, int64_t *n)
+{
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	char what[160], buf[128];
+	tps_dtensor_local_region(&b->tl.mesh, shape, placements, rank, offset,
+				 length);
+	*n = 1;
+	for (int d = 0; d < shape->ndim; d++) {
+		if (__builtin_mul_overflow(*n, length[d], n)) {
+			tps_json_path_push_key(&b->p, "global_shape");
+			snprintf(what, sizeof what,
+				 "rank %d's block of %s has more than 2^63 "
+				 "elements",
+				 rank,
+				 tps_shape_format(shape, buf, sizeof buf));
+			return fail(b, TPS_ERR_LIMIT, what);
+		}
+	}
+	return TPS_OK;
+}
+
+static struct module_flops *find_module(struct builder *b, const char *module)
+{
+	for (int i = 0; i < b->n_mods; i++) {
+		if (strcmp(b->mods[i].module, module) == 0) {
+			return &b->mods[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A forward matmul's flops on each rank into b->flops and the module's
+ * record: Y_r = X_r W_r^T with W_r (out_r, k_r) costs 2 numel(Y_r) k_r
+ * (nn_linear.c's count). The path is the event's.
+ */
+static enum tps_status forward_matmul_flops(struct builder *b, const cJSON *ev,
+					    const char *module)
+{
+	const struct tps_mesh *mesh = &b->tl.mesh;
+	struct tps_json_path at = b->p;
+	char key[TPS_NAME_MAX + 16];
+	const cJSON *w;
+	struct tps_shape y_shape, w_shape;
+	struct tps_placement y_pl[TPS_MAX_MESH_DIMS], w_pl[TPS_MAX_MESH_DIMS];
+	struct module_flops *mod;
+	enum tps_status st = read_layout(b, ev, "global_shape", &y_shape, y_pl);
+
+	if (st != TPS_OK) {
+		return st;
+	}
+	snprintf(key, sizeof key, "%s.weight", module);
+	w = member(member(b->trace, "params"), key);
+	tps_json_path_init(&b->p);
+	tps_json_path_push_key(&b->p, "params");
+	tps_json_path_push_key(&b->p, key);
+	if (!cJSON_IsObject(w)) {
+		return fail(b, TPS_ERR_INPUT,
+			    "missing (a matmul's flops need its module's "
+			    "weight)");
+	}
+	st = read_layout(b, w, "shape", &w_shape, w_pl);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (w_shape.ndim != 2) {
+		tps_json_path_push_key(&b->p, "shape");
+		return fail(b, TPS_ERR_INPUT,
+			    "expected a weight's (out_features, "
+			    "in_features)");
+	}
+	mod = find_module(b, module);
+	if (!mod) {
+		if (b->n_mods == b->cap_mods) {
+			int cap = b->cap_mods ? 2 * b->cap_mods : 16;
+			struct module_flops *grown =
+				realloc(b->mods, (size_t)cap * sizeof *grown);
+			if (!grown) {
+				return no_memory(b);
+			}
+			b->mods = grown;
+			b->cap_mods = cap;
+		}
+		mod = &b->mods[b->n_mods];
+		mod->module = module;
+		mod->per_rank =
+			calloc((size_t)mesh->world_size, sizeof *mod->per_rank);
+		if (!mod->per_rank) {
+			return no_memory(b);
+		}
+		b->n_mods++;
+	}
+	b->p = at;
+	for (int r = 0; r < mesh->world_size; r++) {
+		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS], numel;
+		tps_dtensor_local_region(mesh, &w_shape, w_pl, r, offset,
+					 length);
+		st = local_numel(b, &y_shape, y_pl, r, &numel);
+		if (st != TPS_OK) {
+			return st;
+		}
+		if (__builtin_mul_overflow(numel, length[1], &b->flops[r]) ||
+		    __builtin_mul_overflow(b->flops[r], 2, &b->flops[r])) {
+			char what[TPS_NAME_MAX + 160];
+			tps_json_path_push_key(&b->p, "global_shape");
+			snprintf(what, sizeof what,
+				 "rank %d's matmul flops, 2 x %" PRId64
+				 " elements x %" PRId64
+				 " (its shard of /params/%s's in_features), "
+				 "pass 2^63",
+				 r, numel, length[1], key);
+			return fail(b, TPS_ERR_LIMIT, what);
+		}
+		mod->per_rank[r] = b->flops[r];
+	}
+	return TPS_OK;
+}
+
+/* Whole nanoseconds of seconds, at least the least slice. */
+static enum tps_status to_ns(struct builder *b, double seconds, int64_t *ns)
+{
+	double v = seconds * 1e9;
+	if (!isfinite(v) || v > 1e18) {
+		return fail(b, TPS_ERR_LIMIT,
+			    "the event would last over 10^9 seconds");
+	}
+	*ns = (int64_t)llround(v);
+	if (*ns < TPS_TIMELINE_MIN_NS) {
+		*ns = TPS_TIMELINE_MIN_NS;
+	}
+	return TPS_OK;
+}
+
+/* Rank r's clock to start + dur, failing at the event's path when that
+ * passes int64_t nanoseconds (each event lasts up to 10^18 ns). */
+static enum tps_status advance_clock(struct builder *b, int r, int64_t start,
+				     int64_t dur)
+{
+	char what[96];
+	if (__builtin_add_overflow(start, dur, &b->clock[r])) {
+		snprintf(what, sizeof what,
+			 "rank %d's clock passes 2^63 ns (292 years) at this "
+			 "event",
+			 r);
+		return fail(b, TPS_ERR_LIMIT, what);
+	}
+	return TPS_OK;
+}
+
+static enum tps_status add_slice(struct builder *b,
+				 const struct tps_timeline_slice *s)
+{
+	if (b->tl.n_slices == b->cap_slices) {
+		size_t cap = b->cap_slices ? 2 * b->cap_slices : 1024;
+		struct tps_timeline_slice *grown =
+			realloc(b->tl.slices, cap * sizeof *grown);
+		if (!grown) {
+			return no_memory(b);
+		}
+		b->tl.slices = grown;
+		b->cap_slices = cap;
+	}
+	b->tl.slices[b->tl.n_slices++] = *s;
+	return TPS_OK;
+}
+
+/* A compute or layout event: every rank, on its own clock. */
+static enum tps_status lay_local(struct builder *b, int index, const cJSON *ev,
+				 const char *phase, const char *op,
+				 const char *module)
+{
+	struct tps_timeline_event *e = &b->tl.events[index];
+	struct tps_json_path at = b->p;
+	enum tps_status st = TPS_OK;
+
+	memset(b->flops, 0, (size_t)b->tl.mesh.world_size * sizeof *b->flops);
+	if (e->kind == TPS_EVENT_COMPUTE && strcmp(op, "matmul") == 0) {
+		if (strcmp(phase, "forward") == 0) {
+			st = forward_matmul_flops(b, ev, module);
+			b->p = at; /* it reads /params */
+		} else {
+			const struct module_flops *mod = find_module(b, module);
+			if (!mod) {
+				tps_json_path_push_key(&b->p, "op");
+				return fail(b, TPS_ERR_INPUT,
+					    "a backward matmul with no "
+					    "forward matmul of its module "
+					    "before it (it costs what the "
+					    "forward did)");
+			}
+			memcpy(b->flops, mod->per_rank,
+			       (size_t)b->tl.mesh.world_size *
+				       sizeof *b->flops);
+		}
+	}
+	for (int r = 0; st == TPS_OK && r < b->tl.mesh.world_size; r++) {
+		struct tps_timeline_slice s = {
+			index, r, -1, b->clock[r], 0, b->flops[r], 0, 0};
+		st = to_ns(b, (double)s.flops / (b->tl.cost.tflops * 1e12),
+			   &s.dur_ns);
+		if (st == TPS_OK) {
+			st = advance_clock(b, r, s.ts_ns, s.dur_ns);
+		}
+		if (st == TPS_OK) {
+			st = add_slice(b, &s);
+		}
+	}
+	return st;
+}
+
+/*
+ * Elements in and out per rank of a collective, as PyTorch's profiler
+ * records the buffers DTensor hands to NCCL: all_gather in c, out n c;
+ * reduce_scatter in n c, out c (c: the padded shard, bytes_per_rank /
+ * 4 (n - 1)); all_to_all n c both ways (c: the largest block); broadcast
+ * the buffer; all_reduce the rank's tensor both ways.
+ */
+static void nelems(const char *op, int n, int64_t bytes, int64_t local,
+		   int64_t *in, int64_t *out)
+{
+	int64_t c = n > 1 ? bytes / 4 / (n - 1) : 0;
+	if (strcmp(op, "all_gather") == 0) {
+		*in = c;
+		*out = c * n;
+	} else if (strcmp(op, "reduce_scatter") == 0) {
+		*in = c * n;
+		*out = c;
+	} else if (strcmp(op, "all_to_all") == 0) {
+		*in = *out = c * n;
+	} else if (strcmp(op, "broadcast") == 0) {
+		*in = *out = bytes / 4;
+	} else {
+		*in = *out = local;
+	}
+}
+
+/* A collective: each group starts when its last member arrives. */
+static enum tps_status lay_collective(struct builder *b, int index,
+				      const cJSON *ev, const char *op)
+{
+	const struct tps_mesh *mesh = &b->tl.mesh;
+	const cJSON *dim = member(ev, "mesh_dim");
+	const cJSON *groups = member(ev, "groups");
+	const cJSON *g;
+	struct tps_shape shape;
+	struct tps_placement pl[TPS_MAX_MESH_DIMS];
+	struct tps_link_spec link;
+	int64_t bytes, local, *start, *dur;
+	size_t at = b->p.len, groups_at;
+	unsigned mask;
+	int n_groups = cJSON_GetArraySize(groups), gi = 0;
+	enum tps_status st;
+
+	tps_json_path_push_key(&b->p, "mesh_dim");
+	if (!cJSON_IsString(dim) || !(mask = mask_of(mesh, dim->valuestring))) {
+		return fail(b, TPS_ERR_INPUT,
+			    "expected a mesh dim's name, or dims' joined by "
+			    "'_'");
+	}
+	tps_json_path_pop(&b->p, at);
+	tps_json_path_push_key(&b->p, "bytes_per_rank");
+	if (!whole_in(member(ev, "bytes_per_rank"), 0, 9e15, &bytes)) {
+		return fail(b, TPS_ERR_INPUT, "expected a whole number from 0");
+	}
+	tps_json_path_pop(&b->p, at);
+	st = read_layout(b, ev, "global_shape", &shape, pl);
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_json_path_push_key(&b->p, "groups");
+	groups_at = b->p.len;
+	if (!cJSON_IsArray(groups) || n_groups < 1 ||
+	    n_groups > mesh->world_size) {
+		return fail(b, TPS_ERR_INPUT, "expected groups of ranks");
+	}
+	for (int r = 0; r < mesh->world_size; r++) {
+		b->group_of[r] = -1;
+	}
+	start = calloc((size_t)n_groups, sizeof *start);
+	dur = calloc((size_t)n_groups, sizeof *dur);
+	if (!start || !dur) {
+		free(start);
+		free(dur);
+		return no_memory(b);
+	}
+	link = tps_cost_link_of(&b->tl.cost, mesh, mask);
+	cJSON_ArrayForEach(g, groups)
+	{
+		const cJSON *m;
+		int n = cJSON_GetArraySize(g), mi = 0;
+		tps_json_path_push_index(&b->p, (size_t)gi);
+		if (!cJSON_IsArray(g) || n < 1) {
+			st = fail(b, TPS_ERR_INPUT,
+				  "expected a group: an array of ranks");
+			goto out;
+		}
+		cJSON_ArrayForEach(m, g)
+		{
+			int64_t r;
+			if (!whole_in(m, 0, mesh->world_size - 1, &r) ||
+			    b->group_of[r] >= 0) {
+				char what[96];
+				tps_json_path_push_index(&b->p, (size_t)mi);
+				snprintf(what, sizeof what,
+					 "expected a rank from 0 to %d in no "
+					 "other group",
+					 mesh->world_size - 1);
+				st = fail(b, TPS_ERR_INPUT, what);
+				goto out;
+			}
+			b->group_of[r] = gi;
+			start[gi] = b->clock[r] > start[gi] ? b->clock[r]
+							    : start[gi];
+			mi++;
+		}
+		st = to_ns(b, tps_cost_collective_seconds(op, n, bytes, link),
+			   &dur[gi]);
+		if (st != TPS_OK) {
+			goto out;
+		}
+		if (n > b->tl.events[index].group_size) {
+			b->tl.events[index].group_size = n;
+		}
+		tps_json_path_pop(&b->p, groups_at);
+		gi++;
+	}
+	for (int r = 0; r < mesh->world_size; r++) {
+		int grp = b->group_of[r];
+		struct tps_timeline_slice s = {index, r, grp, 0, 0, 0, 0, 0};
+		if (grp < 0) {
+			continue;
+		}
+		s.ts_ns = start[grp];
+		s.dur_ns = dur[grp];
+		tps_json_path_pop(&b->p, at);
+		st = local_numel(b, &shape, pl, r, &local);
+		if (st == TPS_OK) {
+			nelems(op,
+			       cJSON_GetArraySize(
+				       cJSON_GetArrayItem(groups, grp)),
+			       bytes, local, &s.in_nelems, &s.out_nelems);
+			st = advance_clock(b, r, s.ts_ns, s.dur_ns);
+		}
+		if (st == TPS_OK) {
+			st = add_slice(b, &s);
+		}
+		if (st != TPS_OK) {
+			goto out;
+		}
+	}
+out:
+	free(start);
+	free(dur);
+	return st;
+}
+
+/* A string member of ev shorter than max bytes, or NULL after failing. */
+static const char *read_name(struct builder *b, const cJSON *ev,
+			     const char *key, size_t max)
+{
+	const cJSON *v = member(ev, key);
+	size_t at = b->p.len;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= max) {
+		char what[96];
+		tps_json_path_push_key(&b->p, key);
+		snprintf(what, sizeof what,
+			 "expected a string of under %zu bytes", max);
+		fail(b, TPS_ERR_INPUT, what);
+		tps_json_path_pop(&b->p, at);
+		return NULL;
+	}
+	return v->valuestring;
+}
+
+/* One event of the trace; setup events (no "step") are skipped. */
+static enum tps_status lay_event(struct builder *b, const cJSON *ev)
+{
+	struct tps_timeline_event *e = &b->tl.events[b->tl.n_events];
+	const cJSON *step = member(ev, "step");
+	const char *kind, *phase, *module, *op;
+	size_t at = b->p.len;
+	int64_t v;
+	enum tps_status st;
+
+	if (!cJSON_IsObject(ev)) {
+		return fail(b, TPS_ERR_INPUT, "expected an event object");
+	}
+	if (!step) {
+		return TPS_OK;
+	}
+	tps_json_path_push_key(&b->p, "step");
+	if (!whole_in(step, 0, 1e6, &v)) {
+		return fail(b, TPS_ERR_INPUT,
+			    "expected a whole number from 0 to 10^6");
+	}
+	tps_json_path_pop(&b->p, at);
+	e->step = (int)v;
+	tps_json_path_push_key(&b->p, "seq");
+	if (!whole_in(member(ev, "seq"), 0, 9e15, &v)) {
+		return fail(b, TPS_ERR_INPUT, "expected a whole number from 0");
+	}
+	tps_json_path_pop(&b->p, at);
+	if (!(kind = read_name(b, ev, "kind", 32)) ||
+	    !(phase = read_name(b, ev, "phase", 32)) ||
+	    !(module = read_name(b, ev, "module", TPS_NAME_MAX)) ||
+	    !(op = read_name(b, ev, "op", 64)) ||
+	    !read_name(b, ev, "tensor", TPS_NAME_MAX + 16)) {
+		return TPS_ERR_INPUT;
+	}
+	e->json = ev;
+	e->group_size = 0;
+	if (strcmp(kind, "compute") == 0) {
+		e->kind = TPS_EVENT_COMPUTE;
+	} else if (strcmp(kind, "collective") == 0) {
+		e->kind = TPS_EVENT_COLLECTIVE;
+	} else if (strcmp(kind, "layout") == 0) {
+		e->kind = TPS_EVENT_LAYOUT;
+	} else {
+		tps_json_path_push_key(&b->p, "kind");
+		return fail(b, TPS_ERR_INPUT,
+			    "expected compute, collective or layout");
+	}
+	st = e->kind == TPS_EVENT_COLLECTIVE
+		     ? lay_collective(b, b->tl.n_events, ev, op)
+		     : lay_local(b, b->tl.n_events, ev, phase, op, module);
+	if (st == TPS_OK) {
+		b->tl.n_events++;
+		if (e->step + 1 > b->tl.n_steps) {
+			b->tl.n_steps = e->step + 1;
+		}
+	}
+	return st;
+}
+
+enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
+				   const char *trace_name,
+				   struct tps_error *err)
+{
+	struct builder b = {0};
+	const cJSON *events = member(trace, "events"), *ev;
+	size_t world, i = 0;
+	enum tps_status st;
+
+	b.trace = trace;
+	b.name = trace_name;
+	b.err = err;
+	st = read_mesh(&b);
+	if (st == TPS_OK) {
+		st = read_cost(&b);
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_json_path_init(&b.p);
+	tps_json_path_push_key(&b.p, "events");
+	if (!cJSON_IsArray(events)) {
+		return fail(&b, TPS_ERR_INPUT, "expected an array of events");
+	}
+	world = (size_t)b.tl.mesh.world_size;
+	b.tl.events = calloc((size_t)cJSON_GetArraySize(events) + 1,
+			     sizeof *b.tl.events);
+	b.clock = calloc(world, sizeof *b.clock);
+	b.group_of = calloc(world, sizeof *b.group_of);
+	b.flops = calloc(world, sizeof *b.flops);
+	if (!b.tl.events || !b.clock || !b.group_of || !b.flops) {
+		st = no_memory(&b);
+	}
+	cJSON_ArrayForEach(ev, events)
+	{
+		if (st != TPS_OK) {
+			break;
+		}
+		tps_json_path_init(&b.p);
+		tps_json_path_push_key(&b.p, "events");
+		tps_json_path_push_index(&b.p, i++);
+		st = lay_event(&b, ev);
+	}
+	free(b.clock);
+	free(b.group_of);
+	free(b.flops);
+	for (int m = 0; m < b.n_mods; m++) {
+		free(b.mods[m].per_rank);
+	}
+	free(b.mods);
+	if (st != TPS_OK) {
+		tps_timeline_free(&b.tl);
+		return st;
+	}
+	*tl = b.tl;
+	return TPS_OK;
+}
+
+void tps_timeline_free(struct tps_timeline *tl)
+{
+	if (!tl) {
+		return;
+	}
+	free(tl->events);
+	free(tl->slices);
+	memset(tl, 0, sizeof *tl);
+}
+
+/* PyTorch's ProcessGroupNCCL names (its RECORD_PARAM_COMMS_DATA calls):
+ * docs/timeline.md. */
+const char *tps_timeline_collective_name(const char *op)
+{
+	static const char *const names[][2] = {
+		{"all_reduce", "allreduce"},
+		{"all_gather", "all_gather"},
+		{"reduce_scatter", "reduce_scatter"},
+		{"all_to_all", "all_to_all"},
+		{"broadcast", "broadcast"},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (strcmp(op, names[i][0]) == 0) {
+			return names[i][1];
+		}
+	}
+	return op;
+}
+
+/* Microseconds, the format's unit, from whole ns: "12.345". */
+static void write_us(FILE *out, int64_t ns)
+{
+	fprintf(out, "%" PRId64 ".%03d", ns / 1000, (int)(ns % 1000));
+}
+
+static void write_metadata(FILE *out, const struct tps_timeline *tl)
+{
+	const struct tps_mesh *mesh = &tl->mesh;
+	for (int s = 0; s < tl->n_steps; s++) {
+		fprintf(out,
+			"%s{\"name\":\"process_name\",\"ph\":\"M\","
+			"\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"step "
+			"%d\"}}",
+			s ? ",\n" : "", s + 1, s);
+		fprintf(out,
+			",\n{\"name\":\"process_sort_index\",\"ph\":\"M\","
+			"\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
+			s + 1, s + 1);
+		for (int r = 0; r < mesh->world_size; r++) {
+			char name[TPS_MAX_MESH_DIMS * (TPS_MESH_NAME_MAX + 16) +
+				  32];
+			int coord[TPS_MAX_MESH_DIMS];
+			size_t len;
+			tps_mesh_coord_of(mesh, r, coord);
+			len = (size_t)snprintf(name, sizeof name, "rank %d (",
+					       r);
+			for (int d = 0; d < mesh->ndim; d++) {
+				len += (size_t)snprintf(
+					name + len, sizeof name - len,
+					"%s%s=%d", d ? ", " : "",
+					mesh->dim_names[d], coord[d]);
+			}
+			snprintf(name + len, sizeof name - len, ")");
+			fprintf(out,
+				",\n{\"name\":\"thread_name\",\"ph\":\"M\","
+				"\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+				s + 1, r);
+			tps_json_write_string(out, name);
+			fprintf(out,
+				"}},\n{\"name\":\"thread_sort_index\","
+				"\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":"
+				"{\"sort_index\":%d}}",
+				s + 1, r, r);
+		}
+	}
+}
+
+/* ,"key":<the event's value>, when the event has one. */
+static void copy_member(FILE *out, const cJSON *ev, const char *key)
+{
+	const cJSON *v = member(ev, key);
+	if (v) {
+		fprintf(out, ",\"%s\":", key);
+		tps_json_write_value(out, v);
+	}
+}
+
+static void write_slice(FILE *out, const struct tps_timeline *tl,
+			const struct tps_timeline_slice *s)
+{
+	const struct tps_timeline_event *e = &tl->events[s->event];
+	const cJSON *ev = e->json;
+	const char *module = member(ev, "module")->valuestring;
+	const char *op = member(ev, "op")->valuestring;
+	char name[TPS_NAME_MAX + 72];
+
+	snprintf(name, sizeof name, "%s %s", module, op);
+	fputs("{\"name\":", out);
+	tps_json_write_string(out, name);
+	fputs(",\"cat\":", out);
+	tps_json_write_string(out, member(ev, "phase")->valuestring);
+	fprintf(out, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", e->step + 1,
+		s->rank);
+	write_us(out, s->ts_ns);
+	fputs(",\"dur\":", out);
+	write_us(out, s->dur_ns);
+	fputs(",\"args\":{", out);
+	fprintf(out, "\"seq\":%" PRId64 ",\"kind\":\"%s\"",
+		(int64_t)member(ev, "seq")->valuedouble,
+		tps_event_kind_names[e->kind]);
+	copy_member(out, ev, "module");
+	copy_member(out, ev, "op");
+	copy_member(out, ev, "tensor");
+	copy_member(out, ev, "mesh_dim");
+	copy_member(out, ev, "placements");
+	copy_member(out, ev, "global_shape");
+	if (e->kind == TPS_EVENT_COMPUTE) {
+		fprintf(out, ",\"flops\":%" PRId64, s->flops);
+	}
+	if (e->kind == TPS_EVENT_COLLECTIVE) {
+		const cJSON *group =
+			cJSON_GetArrayItem(member(ev, "groups"), s->group);
+		const cJSON *m;
+		bool first = true;
+		copy_member(out, ev, "bytes_per_rank");
+		fputs(",\"Collective name\":", out);
+		tps_json_write_string(out, tps_timeline_collective_name(op));
+		fprintf(out,
+			",\"Group size\":%d,\"In msg nelems\":%" PRId64
+			",\"Out msg nelems\":%" PRId64
+			",\"dtype\":\"Float\",\"Process Group Ranks\":\"[",
+			cJSON_GetArraySize(group), s->in_nelems, s->out_nelems);
+		cJSON_ArrayForEach(m, group)
+		{
+			fprintf(out, "%s%d", first ? "" : ", ",
+				(int)m->valuedouble);
+			first = false;
+		}
+		fputs("]\"", out);
+	}
+	copy_member(out, ev, "mistake");
+	copy_member(out, ev, "note");
+	fputs("}}", out);
+}
+
+void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
+{
+	char num[TPS_NUMFMT_MAX];
+	fputs("{\"traceEvents\":[\n", out);
+	write_metadata(out, tl);
+	for (size_t i = 0; i < tl->n_slices; i++) {
+		fputs(",\n", out); /* after the metadata: a step has slices */
+		write_slice(out, tl, &tl->slices[i]);
+	}
+	fputs("\n],\n", out);
+	fputs("\"displayTimeUnit\":\"ns\",\n", out);
+	fputs("\"otherData\":{\"generator\":\"tpsim " TPS_VERSION "\"", out);
+	fputs(",\"time_model\":\"alpha-beta, per-rank clocks: a compute "
+	      "event takes its flops / device FLOP/s (at least 1 ns), a "
+	      "collective starts when its group's last rank arrives and "
+	      "takes ring steps * latency + bytes per rank / bandwidth; "
+	      "nothing overlaps\"",
+	      out);
+	fputs(",\"links\":{", out);
+	for (int d = 0; d < tl->mesh.ndim; d++) {
+		fputs(d ? "," : "", out);
+		tps_json_write_string(out, tl->mesh.dim_names[d]);
+		tps_format_double(tl->cost.links[d].gbps, num);
+		fprintf(out, ":{\"GBps\":%s", num);
+		tps_format_double(tl->cost.links[d].latency_us, num);
+		fprintf(out, ",\"latency_us\":%s}", num);
+	}
+	tps_format_double(tl->cost.tflops, num);
+	fprintf(out, "},\"device\":{\"TFLOPS\":%s}}\n}\n", num);
+}

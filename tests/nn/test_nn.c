@@ -1,0 +1,375 @@
+/*
+ * nn: the modules under their styles, one event per step.
+ *
+ * These tests drive nn directly (no config, no model): they check which
+ * events each style emits, in which layout each output lands, and that
+ * errors keep their status.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "nn.h"
+
+/* A sink that logs "module op tensor [tp placement]" per event. */
+struct recorder {
+	char log[4096];
+	size_t used;
+};
+
+static enum tps_status record(void *ctx, const struct tps_event *ev,
+			      struct tps_error *err)
+{
+	struct recorder *r = ctx;
+	char p[32];
+	(void)err;
+	r->used += (size_t)snprintf(
+		r->log + r->used, sizeof r->log - r->used, "%s %s %s [%s]\n",
+		ev->module, ev->op, ev->tensor,
+		tps_placement_format(ev->value->placements[0], p, sizeof p));
+	return TPS_OK;
+}
+
+static struct tps_mesh tp_mesh(int n)
+{
+	struct tps_mesh m;
+	const char *names[1] = {"tp"};
+	ck_assert_int_eq(tps_mesh_init(&m, 1, &n, names, NULL), TPS_OK);
+	return m;
+}
+
+/* A (rows, cols) tensor of 1, 2, 3, ... */
+static struct tps_tensor arange(int64_t rows, int64_t cols)
+{
+	struct tps_tensor t;
+	int64_t dims[2] = {rows, cols};
+	struct tps_shape s = tps_shape_make(2, dims);
+	ck_assert_int_eq(tps_tensor_init(&t, &s, NULL), TPS_OK);
+	for (int64_t i = 0; i < rows * cols; i++) {
+		t.data[i] = (float)(i + 1);
+	}
+	return t;
+}
+
+START_TEST(redistribute_keeps_its_status_without_err)
+{
+	/* replicate -> partial is not a redistribution tpsim does: the status
+	 * is TPS_ERR_UNSUPPORTED with or without an error to fill. */
+	struct tps_mesh m = tp_mesh(2);
+	struct tps_tensor g = arange(2, 4);
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_placement part = tps_placement_partial();
+	struct tps_dtensor x;
+	struct tps_nn_context ctx = {
+		&m, 0, {NULL, NULL}, 0, TPS_PHASE_FORWARD, false, 0, NULL};
+	struct tps_error err = {0};
+
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(
+		tps_nn_redistribute(&ctx, &x, &part, "fc", "fc.in", NULL, NULL),
+		TPS_ERR_UNSUPPORTED);
+	ck_assert_int_eq(
+		tps_nn_redistribute(&ctx, &x, &part, "fc", "fc.in", NULL, &err),
+		TPS_ERR_UNSUPPORTED);
+	ck_assert_str_eq(err.message,
+			 "fc: fc.in: redistribute replicate -> partial on "
+			 "mesh dim \"tp\" is not supported");
+	/* The model output is module "output", tensor "output": named once
+	 * (issue 15 item 11 had "output: output: ..."). */
+	err = (struct tps_error){0};
+	ck_assert_int_eq(tps_nn_redistribute(&ctx, &x, &part, "output",
+					     "output", NULL, &err),
+			 TPS_ERR_UNSUPPORTED);
+	ck_assert_str_eq(err.message,
+			 "output: redistribute replicate -> partial on "
+			 "mesh dim \"tp\" is not supported");
+	tps_dtensor_free(&x);
+	tps_tensor_free(&g);
+}
+END_TEST
+
+START_TEST(every_module_type_has_a_complete_ops_table)
+{
+	for (int t = 0; tps_module_type_names[t]; t++) {
+		const struct tps_module_ops *ops =
+			tps_module_ops_of((enum tps_module_type)t);
+		ck_assert_msg(ops && ops->forward && ops->reference_forward &&
+				      ops->parameters && ops->memory_estimate,
+			      "%s", tps_module_type_names[t]);
+	}
+}
+END_TEST
+
+/* A linear module "fc" of W = arange (out, in), no bias, under a style. */
+struct linear_fixture {
+	struct tps_mesh mesh;
+	struct tps_module_spec spec;
+	struct tps_param weight;
+	struct tps_module module;
+};
+
+static void linear_fixture_init(struct linear_fixture *f, int tp,
+				enum tps_style style, int64_t in, int64_t out,
+				struct tps_placement output)
+{
+	struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
+	memset(f, 0, sizeof *f);
+	f->mesh = tp_mesh(tp);
+	snprintf(f->spec.name, sizeof f->spec.name, "fc");
+	f->spec.type = TPS_MODULE_LINEAR;
+	f->spec.in_features = in;
+	f->spec.out_features = out;
+	f->spec.style = style;
+	f->spec.planned = true;
+	f->spec.input = style == TPS_STYLE_ROWWISE ? tps_placement_shard(-1)
+						   : tps_placement_replicate();
+	f->spec.output = output;
+	f->module.spec = &f->spec;
+	f->module.ops = tps_module_ops_of(TPS_MODULE_LINEAR);
+	ck_assert_int_eq(f->module.ops->parameters(&f->spec, 0, ps), 1);
+	snprintf(f->weight.name, sizeof f->weight.name, "fc.weight");
+	f->weight.module = f->spec.name;
+	f->weight.global = arange(out, in);
+	ck_assert_int_eq(tps_dtensor_distribute(&f->weight.value, &f->mesh,
+						&f->weight.global, &ps[0].tp,
+						NULL),
+			 TPS_OK);
+	f->module.params = &f->weight;
+	f->module.n_params = 1;
+}
+
+static void linear_fixture_free(struct linear_fixture *f)
+{
+	tps_tensor_free(&f->weight.global);
+	tps_dtensor_free(&f->weight.value);
+}
+
+START_TEST(colwise_gather_output_is_a_matmul_then_an_all_gather)
+{
+	/* ColumnParallelLinear(gather_output=True): each rank computes its
+	 * output columns, then one all_gather along the last dim. */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4), full;
+	struct tps_dtensor x, y;
+	struct tps_nn_context ctx;
+	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
+	ctx = (struct tps_nn_context){
+		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD, false, 0, NULL};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(rec.log, "fc matmul fc.out [shard(1)]\n"
+				  "fc all_gather fc.out [replicate]\n");
+	/* 3 columns over 2 ranks: 2 and 1. */
+	ck_assert_int_eq(y.locals[0].shape.dim[1], 3);
+	ck_assert_int_eq(tps_dtensor_full_tensor(&y, &full, NULL), TPS_OK);
+	/* x row 0 = [1,2,3,4], W row 2 = [9,10,11,12]: 9+20+33+48 = 110. */
+	ck_assert_float_eq(full.data[2], 110.0f);
+	tps_tensor_free(&full);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(rowwise_of_a_replicated_input_splits_it_locally)
+{
+	/* RowParallelLinear(input_is_parallel=False): the input is split
+	 * without communication, partial sums are all-reduced. */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4);
+	struct tps_dtensor x, y;
+	struct tps_nn_context ctx;
+	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
+	ctx = (struct tps_nn_context){
+		&f.mesh, 0, {record, &rec}, 0, TPS_PHASE_FORWARD, false, 0, NULL};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(rec.log, "fc split fc.in [shard(1)]\n"
+				  "fc matmul fc.out [partial]\n"
+				  "fc all_reduce fc.out [replicate]\n");
+	/* The seed's hand check: [[30,70],[70,174]] on both ranks. */
+	ck_assert_float_eq(y.locals[1].data[3], 174.0f);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(activation_of_a_partial_input_reduces_first)
+{
+	/* relu(a + b) != relu(a) + relu(b): a partial input is all-reduced
+	 * before relu, and relu keeps the replicated layout. */
+	struct tps_mesh m = tp_mesh(2);
+	struct recorder rec = {0};
+	struct tps_placement part = tps_placement_partial();
+	struct tps_module_spec spec = {0};
+	struct tps_module mod = {0};
+	struct tps_tensor g = arange(1, 2);
+	struct tps_dtensor x, y;
+	struct tps_nn_context ctx = {
+		&m, 0, {record, &rec}, 0, TPS_PHASE_FORWARD, false, 0, NULL};
+	snprintf(spec.name, sizeof spec.name, "act");
+	spec.type = TPS_MODULE_RELU;
+	mod.spec = &spec;
+	mod.ops = tps_module_ops_of(TPS_MODULE_RELU);
+	/* rank 0 holds [1, 2], rank 1 zeros: the sum is [1, 2]; make rank
+	 * 1 hold [-3, 5] so the partial sum is [-2, 7]. */
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &part, NULL),
+			 TPS_OK);
+	x.locals[1].data[0] = -3.0f;
+	x.locals[1].data[1] = 5.0f;
+	ck_assert_int_eq(mod.ops->forward(&ctx, &mod, &x, &y, NULL), TPS_OK);
+	ck_assert_str_eq(rec.log, "act all_reduce act.in [replicate]\n"
+				  "act relu act.out [replicate]\n");
+	ck_assert_float_eq(y.locals[0].data[0], 0.0f);
+	ck_assert_float_eq(y.locals[0].data[1], 7.0f);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&g);
+}
+END_TEST
+
+/* A dtensor of ones of shape (rows, cols) with the given tp placement. */
+static struct tps_dtensor ones(const struct tps_mesh *m, int64_t rows,
+			       int64_t cols, struct tps_placement p)
+{
+	struct tps_tensor g = arange(rows, cols);
+	struct tps_dtensor d;
+	for (int64_t i = 0; i < rows * cols; i++) {
+		g.data[i] = 1.0f;
+	}
+	ck_assert_int_eq(tps_dtensor_distribute(&d, m, &g, &p, NULL), TPS_OK);
+	tps_tensor_free(&g);
+	return d;
+}
+
+START_TEST(colwise_backward_reduces_the_partial_input_gradient)
+{
+	/* ColumnParallelLinear(gather_output=True), trained: the output's
+	 * gradient is split back without communication; dW_i = dY_i^T X is
+	 * local; dX = sum_i dY_i W_i is partial, and all_reduce makes it the
+	 * input's (Megatron's f in backward). With x = arange (2, 4), W =
+	 * arange (3, 4) and dY all ones: dW rows = [6, 8, 10, 12] (column
+	 * sums of x), dX rows = [15, 18, 21, 24] (column sums of W). */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4), dw, dxg;
+	struct tps_dtensor x, y, dy, dx;
+	struct tps_nn_context ctx;
+	const float want_dw[4] = {6, 8, 10, 12}, want_dx[4] = {15, 18, 21, 24};
+	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
+	ctx = (struct tps_nn_context){&f.mesh,		 0,   {record, &rec}, 0,
+				      TPS_PHASE_FORWARD, true, 0, NULL};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	rec.used = 0;
+	rec.log[0] = '\0';
+	ctx.phase = TPS_PHASE_BACKWARD;
+	dy = ones(&f.mesh, 2, 3, rep);
+	ck_assert_int_eq(
+		f.module.ops->backward(&ctx, &f.module, &dy, &dx, NULL),
+		TPS_OK);
+	ck_assert_str_eq(rec.log, "fc split fc.out.grad [shard(1)]\n"
+				  "fc matmul fc.weight.grad [shard(0)]\n"
+				  "fc matmul fc.in.grad [partial]\n"
+				  "fc all_reduce fc.in.grad [replicate]\n");
+	ck_assert_int_eq(tps_dtensor_full_tensor(&f.weight.grad, &dw, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_dtensor_full_tensor(&dx, &dxg, NULL), TPS_OK);
+	for (int j = 0; j < 3; j++) {
+		ck_assert_mem_eq(dw.data + 4 * j, want_dw, sizeof want_dw);
+	}
+	for (int r = 0; r < 2; r++) {
+		ck_assert_mem_eq(dxg.data + 4 * r, want_dx, sizeof want_dx);
+	}
+	/* backward freed what forward saved. */
+	ck_assert_ptr_null(f.module.saved_in.locals);
+	tps_tensor_free(&dw);
+	tps_tensor_free(&dxg);
+	tps_dtensor_free(&dx);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_dtensor_free(&f.weight.grad);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+START_TEST(rowwise_backward_gathers_a_locally_split_input)
+{
+	/* RowParallelLinear of a replicated input, trained: nothing for the
+	 * all_reduced output; dW_i = dY^T X_i local; dX_i = dY W_i is the
+	 * input's features split as X was; a locally split input gathers
+	 * its gradient back. */
+	struct linear_fixture f;
+	struct recorder rec = {0};
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor g = arange(2, 4);
+	struct tps_dtensor x, y, dy, dx;
+	struct tps_nn_context ctx;
+	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
+	ctx = (struct tps_nn_context){&f.mesh,		 0,   {record, &rec}, 0,
+				      TPS_PHASE_FORWARD, true, 0, NULL};
+	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
+			 TPS_OK);
+	rec.used = 0;
+	rec.log[0] = '\0';
+	ctx.phase = TPS_PHASE_BACKWARD;
+	dy = ones(&f.mesh, 2, 2, rep);
+	ck_assert_int_eq(
+		f.module.ops->backward(&ctx, &f.module, &dy, &dx, NULL),
+		TPS_OK);
+	ck_assert_str_eq(rec.log, "fc matmul fc.weight.grad [shard(1)]\n"
+				  "fc matmul fc.in.grad [shard(1)]\n"
+				  "fc all_gather fc.in.grad [replicate]\n");
+	tps_dtensor_free(&dx);
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_dtensor_free(&f.weight.grad);
+	tps_tensor_free(&g);
+	linear_fixture_free(&f);
+}
+END_TEST
+
+static Suite *nn_suite(void)
+{
+	Suite *s = suite_create("nn");
+	TCase *layout = tcase_create("layout");
+	TCase *modules = tcase_create("modules");
+	tcase_add_test(layout, redistribute_keeps_its_status_without_err);
+	tcase_add_test(modules, every_module_type_has_a_complete_ops_table);
+	tcase_add_test(modules,
+		       colwise_gather_output_is_a_matmul_then_an_all_gather);
+	tcase_add_test(modules,
+		       rowwise_of_a_replicated_input_splits_it_locally);
+	tcase_add_test(modules, activation_of_a_partial_input_reduces_first);
+	tcase_add_test(modules,
+		       colwise_backward_reduces_the_partial_input_gradient);
+	tcase_add_test(modules, rowwise_backward_gathers_a_locally_split_input);
+	suite_add_tcase(s, layout);
+	suite_add_tcase(s, modules);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(nn_suite());
+}
