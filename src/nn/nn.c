@@ -11,8 +11,8 @@ const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
 	/* No default: -Wswitch names a type without its ops. */
 	switch (type) {
 	case TPS_MODULE_LINEAR: return &tps_linear_ops;
-	case TPS_MODULE_RELU:
-	case TPS_MODULE_GELU: return &tps_elementwise_ops;
+	case TPS_MODULE_RELU: return &tps_relu_ops;
+	case TPS_MODULE_GELU: return &tps_gelu_ops;
 	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
 	case TPS_MODULE_RESIDUAL: return &tps_residual_ops;
 	case TPS_MODULE_EMBEDDING: return &tps_embedding_ops;

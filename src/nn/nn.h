@@ -353,10 +353,11 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
 
-/* The families' ops tables (nn_linear.c, nn_elementwise.c,
- * nn_layernorm.c). */
+/* Each type's ops table, in its family's file (nn_linear.c,
+ * nn_elementwise.c, ...). */
 extern const struct tps_module_ops tps_linear_ops;
-extern const struct tps_module_ops tps_elementwise_ops;
+extern const struct tps_module_ops tps_relu_ops;
+extern const struct tps_module_ops tps_gelu_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
 extern const struct tps_module_ops tps_embedding_ops;

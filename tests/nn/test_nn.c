@@ -103,6 +103,22 @@ START_TEST(every_module_type_has_a_complete_ops_table)
 }
 END_TEST
 
+/* Each type has an ops table of its own (relu and gelu once shared one,
+ * which switched on the type inside). */
+START_TEST(every_module_type_has_an_ops_table_of_its_own)
+{
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		for (int u = 0; u < t; u++) {
+			ck_assert_msg(tps_module_ops_of((enum tps_module_type)t) !=
+					      tps_module_ops_of(
+						      (enum tps_module_type)u),
+				      "types %d and %d share an ops table", u,
+				      t);
+		}
+	}
+}
+END_TEST
+
 /* A linear module "fc" of W = arange (out, in), no bias, under a style. */
 struct linear_fixture {
 	struct tps_mesh mesh;
@@ -356,6 +372,7 @@ static Suite *nn_suite(void)
 	TCase *modules = tcase_create("modules");
 	tcase_add_test(layout, redistribute_keeps_its_status_without_err);
 	tcase_add_test(modules, every_module_type_has_a_complete_ops_table);
+	tcase_add_test(modules, every_module_type_has_an_ops_table_of_its_own);
 	tcase_add_test(modules,
 		       colwise_gather_output_is_a_matmul_then_an_all_gather);
 	tcase_add_test(modules,
