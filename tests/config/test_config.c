@@ -2417,6 +2417,93 @@ START_TEST(normalized_config_parses_to_itself)
 }
 END_TEST
 
+/*
+ * One config per module type, its module "m" giving every key the type
+ * has, each optional one away from its default: the normalised config
+ * must hold the module exactly as written (every key, in the type's
+ * order: none dropped, none added), and must parse back to itself.
+ */
+static const struct {
+	const char *type;
+	const char *config;
+} every_key[] = {
+	{"linear", HDR "'model':[{'name':'m','type':'linear','in_features':4,"
+		       "'out_features':6,'bias':false}]," INPUT "}"},
+	{"relu", HDR "'model':[{'name':'m','type':'relu'}]," INPUT "}"},
+	{"gelu", HDR "'model':[{'name':'m','type':'gelu'}]," INPUT "}"},
+	{"layernorm", HDR "'model':[{'name':'m','type':'layernorm','dim':4,"
+			  "'eps':0.001,'bias':false}]," INPUT "}"},
+	{"residual", HDR "'model':[{'name':'m','type':'residual','body':[{"
+			 "'name':'fc','type':'linear','in_features':4,"
+			 "'out_features':4,'bias':false}]}]," INPUT "}"},
+	{"embedding", HDR "'model':[{'name':'m','type':'embedding',"
+			  "'num_embeddings':6,'embedding_dim':4}],'input':{"
+			  "'shape':[2,3],'init':'tokens'}}"},
+	{"attention",
+	 HDR "'model':[{'name':'m','type':'attention',"
+	     "'embed_dim':4,'num_heads':2,'causal':true,'bias':false"
+	     "}],'input':{'shape':[2,3,4]}}"},
+};
+
+/* The top-level module "m" of a parsed config (a '-quoted one, or a
+ * normalised one), as compact JSON (caller frees). */
+static char *module_m_text(const cJSON *root)
+{
+	const cJSON *m;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "model"))
+	{
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
+		if (cJSON_IsString(name) &&
+		    strcmp(name->valuestring, "m") == 0) {
+			char *s = cJSON_PrintUnformatted(m);
+			ck_assert_ptr_nonnull(s);
+			return s;
+		}
+	}
+	ck_abort_msg("no module \"m\"");
+	return NULL;
+}
+
+START_TEST(every_module_type_keeps_every_key_through_normalisation)
+{
+	size_t n = sizeof every_key / sizeof every_key[0];
+	ck_assert_uint_eq(n, TPS_MODULE_TYPE_COUNT);
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		struct tps_run_spec a = {0}, b = {0};
+		struct tps_error err = {0};
+		cJSON *root = NULL;
+		char *given, *kept, *ta, *tb;
+		size_t k = 0;
+
+		while (k < n && strcmp(every_key[k].type,
+				       tps_module_type_names[t]) != 0) {
+			k++;
+		}
+		ck_assert_msg(k < n, "no config for type %s",
+			      tps_module_type_names[t]);
+		ck_assert_int_eq(parse_json(every_key[k].config, &root, &err),
+				 TPS_OK);
+		given = module_m_text(root);
+		cJSON_Delete(root);
+		parse_ok(every_key[k].config, &a);
+		kept = module_m_text(a.normalized);
+		ck_assert_str_eq(kept, given);
+		ta = normalized_text(&a);
+		ck_assert_msg(parse_text(ta, &b, &err) == TPS_OK,
+			      "%s: normalised config rejected: %s",
+			      every_key[k].type, err.message);
+		tb = normalized_text(&b);
+		ck_assert_str_eq(tb, ta);
+		free(given);
+		free(kept);
+		free(ta);
+		free(tb);
+		tps_run_spec_free(&a);
+		tps_run_spec_free(&b);
+	}
+}
+END_TEST
+
 START_TEST(free_accepts_null_and_zeroed_spec)
 {
 	struct tps_run_spec spec = {0};
@@ -3025,6 +3112,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, design_example_normalizes_in_documented_order);
 	tcase_add_test(tc, repeat_names_each_copy_under_its_index);
 	tcase_add_test(tc, normalized_config_parses_to_itself);
+	tcase_add_test(tc,
+		       every_module_type_keeps_every_key_through_normalisation);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("training");
