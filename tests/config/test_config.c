@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "config_internal.h"
+#include "module_type.h"
 #include "testutil.h"
 #include "jsonio.h"
 #include "model.h"
@@ -1588,13 +1589,13 @@ START_TEST(module_type_messages_list_every_type_of_the_table)
 		ck_assert_ptr_nonnull(name);
 		if (type >= 0) {
 			ck_assert_int_lt(type, TPS_MODULE_TYPE_COUNT);
-			ck_assert_str_eq(name, tps_module_type_names[type]);
+			ck_assert_str_eq(name, tps_module_types[type].name);
 			seen[type] = true;
 		}
 	}
 	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
 		ck_assert_msg(seen[t], "type %s is not in the table",
-			      tps_module_type_names[t]);
+			      tps_module_types[t].name);
 	}
 	for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
 		struct tps_error err = {0};
@@ -2464,6 +2465,49 @@ static char *module_m_text(const cJSON *root)
 	return NULL;
 }
 
+/* The module "m" of a normalised config holds "name", "type" and every
+ * key of type t's descriptor, in its order; each optional one away from
+ * its default, so that the config above shows it is read. */
+static void check_keys_of_type(const cJSON *root, enum tps_module_type t)
+{
+	const struct tps_module_type_desc *d = &tps_module_types[t];
+	const cJSON *m, *v;
+	int k = 0;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "model"))
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(m, "name")
+				   ->valuestring,
+			   "m") == 0) {
+			break;
+		}
+	}
+	ck_assert_ptr_nonnull(m);
+	v = m->child;
+	ck_assert_str_eq(v->string, "name");
+	v = v->next;
+	ck_assert_str_eq(v->string, "type");
+	ck_assert_str_eq(v->valuestring, d->name);
+	for (v = v->next; v; v = v->next, k++) {
+		const struct tps_module_key *key = &d->keys[k];
+		ck_assert_int_lt(k, TPS_MODULE_MAX_KEYS);
+		ck_assert_msg(key->name != NULL, "%s: extra key %s", d->name,
+			      v->string);
+		ck_assert_str_eq(v->string, key->name);
+		if (key->kind == TPS_KEY_BOOL) {
+			ck_assert_msg(cJSON_IsTrue(v) != (key->fallback != 0),
+				      "%s: %s is its default", d->name,
+				      key->name);
+		} else if (!key->required) {
+			ck_assert_msg(v->valuedouble != key->fallback,
+				      "%s: %s is its default", d->name,
+				      key->name);
+		}
+	}
+	ck_assert_msg(k == TPS_MODULE_MAX_KEYS || !d->keys[k].name,
+		      "%s: key %s not in the normalised config", d->name,
+		      d->keys[k].name);
+}
+
 START_TEST(every_module_type_keeps_every_key_through_normalisation)
 {
 	size_t n = sizeof every_key / sizeof every_key[0];
@@ -2476,11 +2520,11 @@ START_TEST(every_module_type_keeps_every_key_through_normalisation)
 		size_t k = 0;
 
 		while (k < n && strcmp(every_key[k].type,
-				       tps_module_type_names[t]) != 0) {
+				       tps_module_types[t].name) != 0) {
 			k++;
 		}
 		ck_assert_msg(k < n, "no config for type %s",
-			      tps_module_type_names[t]);
+			      tps_module_types[t].name);
 		ck_assert_int_eq(parse_json(every_key[k].config, &root, &err),
 				 TPS_OK);
 		given = module_m_text(root);
@@ -2488,6 +2532,7 @@ START_TEST(every_module_type_keeps_every_key_through_normalisation)
 		parse_ok(every_key[k].config, &a);
 		kept = module_m_text(a.normalized);
 		ck_assert_str_eq(kept, given);
+		check_keys_of_type(a.normalized, (enum tps_module_type)t);
 		ta = normalized_text(&a);
 		ck_assert_msg(parse_text(ta, &b, &err) == TPS_OK,
 			      "%s: normalised config rejected: %s",
