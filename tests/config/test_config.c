@@ -933,6 +933,24 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /input/values: token id 6 (value 1 in row-major order) "
 	    "is not an integer in [0, 6), the vocabulary of /model/0"),
+	/* Each type's own limits (its descriptor's), which the schema
+	 * states too. */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':"
+		"16777217,'embedding_dim':4}],'input':{'shape':[2,3],'init':"
+		"'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_embeddings: out of range (expected 1 to "
+	    "16777216, got 16777217)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':"
+		"1048577,'num_heads':1}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/embed_dim: out of range (expected 1 to "
+	    "1048576, got 1048577)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':1048577}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_heads: out of range (expected 1 to "
+	    "1048576, got 1048577)"),
 	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
 		"'embedding_dim':4}],'input':{'values':[[0,1.5]]}}",
 	    TPS_ERR_INPUT,
@@ -1619,8 +1637,6 @@ START_TEST(module_type_messages_list_every_type_of_the_table)
 }
 END_TEST
 
-/* The same rows with err NULL: the status alone, and no crash (the
- * message helpers must not read through a NULL err). */
 /*
  * The bad-config table for tests/schema_check.py: with
  * TPSIM_DUMP_BAD_CONFIGS=FILE, one JSON line per row that is valid JSON,
@@ -1668,6 +1684,96 @@ START_TEST(bad_configs_are_dumped_for_the_schema_check)
 	if (out) {
 		ck_assert_int_eq(fclose(out), 0);
 	}
+}
+END_TEST
+
+/* The same rows with err NULL: the status alone, and no crash (the
+ * message helpers must not read through a NULL err). */
+/* One descriptor key as JSON: {"name", "kind", "required", and "min",
+ * "max" for a size, "default" for an optional key}. */
+static cJSON *key_json(const struct tps_module_key *key)
+{
+	static const char *const kinds[] = {
+		[TPS_KEY_SIZE] = "size",
+		[TPS_KEY_POSITIVE] = "positive",
+		[TPS_KEY_BOOL] = "bool",
+		[TPS_KEY_MODULES] = "modules",
+	};
+	cJSON *o = cJSON_CreateObject();
+	ck_assert_ptr_nonnull(o);
+	cJSON_AddStringToObject(o, "name", key->name);
+	cJSON_AddStringToObject(o, "kind", kinds[key->kind]);
+	cJSON_AddBoolToObject(o, "required", key->required);
+	if (key->kind == TPS_KEY_SIZE) {
+		cJSON_AddNumberToObject(o, "min", (double)key->min);
+		cJSON_AddNumberToObject(o, "max", (double)key->max);
+	}
+	if (!key->required && key->kind == TPS_KEY_BOOL) {
+		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
+	} else if (!key->required) {
+		cJSON_AddNumberToObject(o, "default", key->fallback);
+	}
+	return o;
+}
+
+/*
+ * The module types for tests/schema_check.py, which compares them with
+ * the schema's: with TPSIM_DUMP_MODULE_TYPES=FILE, {"types": [{"name",
+ * "keys": [...]}, ...], "shorthands": [{"name", "keys": [names]}]}, the
+ * keys besides "name" and "type" (key_json), every type by its enum.
+ */
+START_TEST(module_types_are_dumped_for_the_schema_check)
+{
+	const char *path = getenv("TPSIM_DUMP_MODULE_TYPES");
+	cJSON *root = cJSON_CreateObject();
+	cJSON *types = cJSON_AddArrayToObject(root, "types");
+	cJSON *shorthands = cJSON_AddArrayToObject(root, "shorthands");
+	char *text;
+	int type;
+
+	ck_assert_ptr_nonnull(shorthands);
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		const struct tps_module_type_desc *d = &tps_module_types[t];
+		cJSON *o = cJSON_CreateObject();
+		cJSON *keys = cJSON_AddArrayToObject(o, "keys");
+		ck_assert_ptr_nonnull(keys);
+		cJSON_AddStringToObject(o, "name", d->name);
+		for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name;
+		     k++) {
+			cJSON_AddItemToArray(keys, key_json(&d->keys[k]));
+		}
+		cJSON_AddItemToArray(types, o);
+	}
+	for (size_t i = TPS_MODULE_TYPE_COUNT; i < cfg_module_type_count();
+	     i++) {
+		const char *const *names = cfg_shorthand_keys(i);
+		cJSON *o = cJSON_CreateObject();
+		cJSON *keys = cJSON_AddArrayToObject(o, "keys");
+		ck_assert_ptr_nonnull(names);
+		cJSON_AddStringToObject(o, "name",
+					cfg_module_type_name(i, &type));
+		ck_assert_int_eq(type, -1);
+		for (int k = 0; names[k]; k++) {
+			if (strcmp(names[k], "name") != 0 &&
+			    strcmp(names[k], "type") != 0) {
+				cJSON_AddItemToArray(
+					keys, cJSON_CreateString(names[k]));
+			}
+		}
+		cJSON_AddItemToArray(shorthands, o);
+	}
+	ck_assert_int_eq(cJSON_GetArraySize(types), TPS_MODULE_TYPE_COUNT);
+	ck_assert_int_gt(cJSON_GetArraySize(shorthands), 0);
+	text = cJSON_Print(root);
+	ck_assert_ptr_nonnull(text);
+	if (path) {
+		FILE *out = fopen(path, "w");
+		ck_assert_ptr_nonnull(out);
+		fprintf(out, "%s\n", text);
+		ck_assert_int_eq(fclose(out), 0);
+	}
+	free(text);
+	cJSON_Delete(root);
 }
 END_TEST
 
@@ -2429,21 +2535,20 @@ static const struct {
 	const char *config;
 } every_key[] = {
 	{"linear", HDR "'model':[{'name':'m','type':'linear','in_features':4,"
-		       "'out_features':6,'bias':false}]," INPUT "}"},
+		   "'out_features':6,'bias':false}]," INPUT "}"},
 	{"relu", HDR "'model':[{'name':'m','type':'relu'}]," INPUT "}"},
 	{"gelu", HDR "'model':[{'name':'m','type':'gelu'}]," INPUT "}"},
 	{"layernorm", HDR "'model':[{'name':'m','type':'layernorm','dim':4,"
-			  "'eps':0.001,'bias':false}]," INPUT "}"},
+		      "'eps':0.001,'bias':false}]," INPUT "}"},
 	{"residual", HDR "'model':[{'name':'m','type':'residual','body':[{"
-			 "'name':'fc','type':'linear','in_features':4,"
-			 "'out_features':4,'bias':false}]}]," INPUT "}"},
+		     "'name':'fc','type':'linear','in_features':4,"
+		     "'out_features':4,'bias':false}]}]," INPUT "}"},
 	{"embedding", HDR "'model':[{'name':'m','type':'embedding',"
-			  "'num_embeddings':6,'embedding_dim':4}],'input':{"
-			  "'shape':[2,3],'init':'tokens'}}"},
-	{"attention",
-	 HDR "'model':[{'name':'m','type':'attention',"
-	     "'embed_dim':4,'num_heads':2,'causal':true,'bias':false"
-	     "}],'input':{'shape':[2,3,4]}}"},
+		      "'num_embeddings':6,'embedding_dim':4}],'input':{"
+		      "'shape':[2,3],'init':'tokens'}}"},
+	{"attention", HDR "'model':[{'name':'m','type':'attention',"
+		      "'embed_dim':4,'num_heads':2,'causal':true,'bias':false"
+		      "}],'input':{'shape':[2,3,4]}}"},
 };
 
 /* The top-level module "m" of a parsed config (a '-quoted one, or a
@@ -2454,8 +2559,7 @@ static char *module_m_text(const cJSON *root)
 	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "model"))
 	{
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
-		if (cJSON_IsString(name) &&
-		    strcmp(name->valuestring, "m") == 0) {
+		if (cJSON_IsString(name) && strcmp(name->valuestring, "m") == 0) {
 			char *s = cJSON_PrintUnformatted(m);
 			ck_assert_ptr_nonnull(s);
 			return s;
@@ -3201,6 +3305,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("dump");
 	tcase_add_test(tc, bad_configs_are_dumped_for_the_schema_check);
+	tcase_add_test(tc, module_types_are_dumped_for_the_schema_check);
 	suite_add_tcase(s, tc);
 	return s;
 }
