@@ -498,8 +498,8 @@ static const struct bad_config bad_configs[] = {
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
 		"'num_heads':2}],'input':{'shape':[2,3,6]}}",
 	    TPS_ERR_INPUT,
-	    "cfg.json: /input/shape/2: expected 8, the in_features of "
-	    "/model/0, got 6"),
+	    "cfg.json: /input/shape/2: expected 8, the embed_dim of /model/0, "
+	    "got 6"),
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
 		"'num_heads':2},{'name':'attn.q','type':'relu'}],"
 		"'input':{'shape':[2,3,8]}}",
@@ -721,6 +721,22 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /input/shape/1: expected 4, the in_features of "
 	    "/model/1, got 8"),
+	/* The first module with a width names its own key, at its own
+	 * pointer (a body's module is not /model/<its index in the list>). */
+	BAD(HDR "'model':[{'name':'ln','type':'layernorm','dim':4}],'input':{"
+		"'shape':[2,3]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/1: expected 4, the dim of /model/0, got 3"),
+	BAD(HDR "'model':[{'name':'r','type':'residual','body':[" FC1 ","
+		"{'name':'fc2','type':'linear','in_features':8,"
+		"'out_features':4}]}],'input':{'shape':[2,3]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/1: expected 4, the in_features of "
+	    "/model/0/body/0, got 3"),
+	BAD(HDR "'model':[" ACT "," FC1 "],'input':{'values':[[1,2,3]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: expected rows of 4 values, the "
+	    "in_features of /model/1, got 3"),
 
 	/* The input. */
 	BAD(HDR MODEL "}", TPS_ERR_INPUT, "cfg.json: /input: missing"),
