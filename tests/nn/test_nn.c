@@ -124,6 +124,15 @@ START_TEST(every_module_type_has_a_complete_descriptor)
 			      "%s: incomplete ops", d->name);
 		ck_assert_msg(d->styles != 0 && d->why_not != NULL,
 			      "%s: no styles", d->name);
+		/* A style the message names ("rowwise") is one it takes. */
+		for (int st = 0; tps_style_names[st]; st++) {
+			char quoted[32];
+			snprintf(quoted, sizeof quoted, "\"%s\"",
+				 tps_style_names[st]);
+			ck_assert_msg(!strstr(d->why_not, quoted) ||
+					      (d->styles & TPS_STYLE_BIT(st)),
+				      "%s: names %s", d->name, quoted);
+		}
 		for (; k < TPS_MODULE_MAX_KEYS && d->keys[k].name; k++) {
 			const struct tps_module_key *key = &d->keys[k];
 			ck_assert_msg(
