@@ -12,6 +12,10 @@ bad-config table (tests/config/test_config.c).
    message is about a key, a type, a choice or a plain range, and whose
    config uses no variables. The other rows (cross-field rules, limits,
    expressions) are left to tpsim; the counts are printed.
+3. The module types, dumped by test_config (TPSIM_DUMP_MODULE_TYPES) from
+   their descriptors (src/nn/module_type.c) and the config's shorthands,
+   must be the schema's: the "type" enum, in order; per type, the keys it
+   allows and requires, and per key its kind, its range and its default.
 """
 import glob
 import json
@@ -44,7 +48,108 @@ EXPRESSIBLE = (
     ": unknown optimizer",
     ": unknown module type",
     ": unsupported config version",
+    ": out of range (expected",
 )
+
+
+def resolve(schema, node):
+    """node with a local $ref followed (one level is all the schema has)."""
+    ref = node.get("$ref")
+    if ref is None:
+        return node
+    assert ref.startswith("#/$defs/"), ref
+    return schema["$defs"][ref[len("#/$defs/"):]]
+
+
+def number_branch(node):
+    """The number or integer branch of a size or positive ({"anyOf":
+    [number, expression]})."""
+    for branch in node.get("anyOf", [node]):
+        if branch.get("type") in ("integer", "number"):
+            return branch
+    return {}
+
+
+def type_branch(fields, name):
+    """The allOf branch of module_fields whose "if" is about type `name`."""
+    hits = []
+    for branch in fields.get("allOf", []):
+        cond = branch["if"]["properties"]["type"]
+        if cond.get("const") == name or name in cond.get("enum", []):
+            hits.append(branch["then"])
+    return hits
+
+
+def check_module_types(schema, dump):
+    """The schema's module keys against the descriptors; a list of what
+    disagrees."""
+    problems = []
+    fields = schema["$defs"]["module_fields"]
+    props = fields["properties"]
+    names = [t["name"] for t in dump["types"] + dump["shorthands"]]
+    if props["type"].get("enum") != names:
+        problems.append("type enum %s, the descriptors and shorthands %s"
+                        % (props["type"].get("enum"), names))
+    every_key = set(props) - {"name", "type"}
+    for t in dump["types"] + dump["shorthands"]:
+        name = t["name"]
+        keys = [k if isinstance(k, dict) else {"name": k} for k in t["keys"]]
+        branches = type_branch(fields, name)
+        if len(branches) != 1:
+            problems.append("%s: %d branches of module_fields' allOf"
+                            % (name, len(branches)))
+            continue
+        then = branches[0]
+        forbidden = {r for alt in then.get("not", {}).get("anyOf", [])
+                     for r in alt["required"]}
+        allowed = every_key - forbidden
+        want = {k["name"] for k in keys}
+        if allowed != want:
+            problems.append("%s: the schema allows %s, tpsim %s"
+                            % (name, sorted(allowed), sorted(want)))
+        if name in [s["name"] for s in dump["shorthands"]]:
+            continue  # expand_block reads its keys: no descriptor
+        required = set(then.get("required", []))
+        want = {k["name"] for k in keys if k["required"]}
+        if required != want:
+            problems.append("%s: the schema requires %s, tpsim %s"
+                            % (name, sorted(required), sorted(want)))
+        for k in keys:
+            shared = props.get(k["name"], {})
+            own = then.get("properties", {}).get(k["name"], {})
+            where = "%s.%s" % (name, k["name"])
+            if k["kind"] == "size":
+                if shared.get("$ref") != "#/$defs/size":
+                    problems.append("%s: not a size" % where)
+                num = number_branch(resolve(schema, shared))
+                lo = own.get("minimum", num.get("minimum"))
+                hi = own.get("maximum", num.get("maximum"))
+                if (lo, hi) != (k["min"], k["max"]):
+                    problems.append("%s: the schema's range [%s, %s], "
+                                    "tpsim's [%s, %s]" % (
+                                        where, lo, hi, k["min"], k["max"]))
+            elif k["kind"] == "positive":
+                if shared.get("$ref") != "#/$defs/positive":
+                    problems.append("%s: not a positive number" % where)
+            elif k["kind"] == "bool":
+                if shared.get("type") != "boolean":
+                    problems.append("%s: not a boolean" % where)
+            elif k["kind"] == "modules":
+                if (shared.get("type") != "array"
+                        or shared.get("minItems") != 1
+                        or shared.get("items") != {"$ref": "#/$defs/item"}):
+                    problems.append("%s: not a list of modules" % where)
+            else:
+                problems.append("%s: unknown kind %s" % (where, k["kind"]))
+            default = own.get("default", shared.get("default"))
+            if k["required"] and default is not None:
+                problems.append("%s: required, with a default" % where)
+            elif (not k["required"]
+                  and (default != k["default"]
+                       or type(default) is not type(k["default"]))):
+                problems.append("%s: the schema's default %r, tpsim's %r"
+                                % (where, default, k["default"]))
+    return problems
 
 
 def main():
@@ -72,11 +177,22 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "bad.jsonl")
+        types = os.path.join(tmp, "types.json")
         env = dict(os.environ, TPSIM_DUMP_BAD_CONFIGS=dump,
+                   TPSIM_DUMP_MODULE_TYPES=types,
                    CK_RUN_CASE="dump", CK_VERBOSITY="silent")
         subprocess.run([test_config], env=env, check=True)
         with open(dump) as f:
             rows = [json.loads(line) for line in f]
+        with open(types) as f:
+            module_types = json.load(f)
+    problems = check_module_types(schema, module_types)
+    for p in problems:
+        print("module types: " + p)
+    print("%d module types and %d shorthands against the schema: %d "
+          "disagreements" % (len(module_types["types"]),
+                             len(module_types["shorthands"]),
+                             len(problems)))
     expressible = accepted = 0
     for row in rows:
         if not any(m in row["message"] for m in EXPRESSIBLE):
@@ -101,7 +217,7 @@ def main():
     if not rows or expressible == 0:
         print("no bad-config rows to check")
         return 1
-    return 1 if bad_good or accepted else 0
+    return 1 if bad_good or accepted or problems else 0
 
 
 if __name__ == "__main__":

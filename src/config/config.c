@@ -12,6 +12,7 @@
 
 #include "config_internal.h"
 #include "jsonio.h"
+#include "module_type.h"
 
 /* ---- mesh ------------------------------------------------------------- */
 
@@ -263,8 +264,9 @@ static void check_input_tokens(struct cfg *c, const cJSON *input,
 	}
 }
 
-/* The first linear's in_features must be the input's last dim; reported
- * at the input, the later field. */
+/* The input width of the first module that has one (a linear's
+ * in_features, a layernorm's dim) must be the input's last dim; reported at
+ * the input, the later field, naming that module's key. */
 static void check_input_width(struct cfg *c, const cJSON *input,
 			      const struct tps_model_spec *spec)
 {
@@ -283,22 +285,29 @@ static void check_input_width(struct cfg *c, const cJSON *input,
 	}
 	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
 		const struct tps_module_spec *m = &spec->modules[i];
+		/* The plan is read after the input: still the module's own
+		 * pointer ("/model/0/body/1"). */
+		const char *at = m->plan_pointer;
+		const struct tps_module_type_desc *d =
+			&tps_module_types[m->type];
+		/* A type that makes the width is first, and reads ids. */
+		const char *key = d->in_key ? d->in_key : d->out_key;
 		if (!tps_module_has_width(m)) {
 			continue;
 		}
 		if (m->in_features != s->dim[s->ndim - 1] && rows) {
 			cfg_fail_at(c, "values", TPS_ERR_INPUT,
-				    "expected rows of %lld values, the "
-				    "in_features of /model/%d, got %lld",
-				    (long long)m->in_features, i,
+				    "expected rows of %lld values, the %s of "
+				    "%s, got %lld",
+				    (long long)m->in_features, key, at,
 				    (long long)s->dim[s->ndim - 1]);
 		} else if (m->in_features != s->dim[s->ndim - 1]) {
-			cfg_fail_at_item(c, "shape", (size_t)(s->ndim - 1),
-					 TPS_ERR_INPUT,
-					 "expected %lld, the in_features of "
-					 "/model/%d, got %lld",
-					 (long long)m->in_features, i,
-					 (long long)s->dim[s->ndim - 1]);
+			cfg_fail_at_item(
+				c, "shape", (size_t)(s->ndim - 1),
+				TPS_ERR_INPUT,
+				"expected %lld, the %s of %s, got %lld",
+				(long long)m->in_features, key, at,
+				(long long)s->dim[s->ndim - 1]);
 		}
 		break;
 	}

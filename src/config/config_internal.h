@@ -183,12 +183,15 @@ void cfg_parse_model(struct cfg *c, const cJSON *root,
 void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		    struct tps_model_spec *spec);
 /* The module types a config may write, in the order its messages list
- * them: every enum tps_module_type, then the shorthands
- * (transformer_block). cfg_module_type_name returns row i's name (NULL
- * past the end) and sets *type to its enum tps_module_type, or -1 for a
- * shorthand. */
+ * them: every enum tps_module_type (module_type.h's descriptors), then the
+ * shorthands (transformer_block), which expand into modules of those
+ * types. cfg_module_type_name returns row i's name (NULL past the end)
+ * and sets *type to its enum tps_module_type, or -1 for a shorthand;
+ * cfg_shorthand_keys, a shorthand's keys (NULL-terminated; NULL for a
+ * type, whose descriptor lists its keys). */
 size_t cfg_module_type_count(void);
 const char *cfg_module_type_name(size_t i, int *type);
+const char *const *cfg_shorthand_keys(size_t i);
 void cfg_parse_params(struct cfg *c, const cJSON *root,
 		      struct tps_model_spec *spec);
 /* Explicit values, nested arrays in shape, each a finite float32, read at

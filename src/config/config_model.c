@@ -1,5 +1,6 @@
 /* "model", "plan" and "params" of the config (docs/design.md section 4). */
 #include "config_internal.h"
+#include "module_type.h"
 #include "nn.h"
 
 #include <assert.h>
@@ -61,147 +62,105 @@ static const char *misnomer_advice(const char *name)
 	return NULL;
 }
 
-/* ---- what each module type allows ------------------------------------- */
-
-static void parse_linear(struct cfg *c, const cJSON *m,
-			 struct tps_module_spec *ms);
-static void parse_layernorm(struct cfg *c, const cJSON *m,
-			    struct tps_module_spec *ms);
-static void parse_embedding(struct cfg *c, const cJSON *m,
-			    struct tps_module_spec *ms);
-static void parse_attention(struct cfg *c, const cJSON *m,
-			    struct tps_module_spec *ms);
-
-#define STYLE_BIT(s) (1u << (s))
-/* Replicated, or only redistributing its input or output. */
-#define PREPARE_BITS                                                           \
-	(STYLE_BIT(TPS_STYLE_REPLICATE) | STYLE_BIT(TPS_STYLE_PREPARE_INPUT) | \
-	 STYLE_BIT(TPS_STYLE_PREPARE_OUTPUT))
-
-static const char *const linear_keys[] = {"name",	  "type", "in_features",
-					  "out_features", "bias", NULL};
-static const char *const elementwise_keys[] = {"name", "type", NULL};
-static const char *const layernorm_keys[] = {"name", "type", "dim",
-					     "eps",  "bias", NULL};
-static const char *const residual_keys[] = {"name", "type", "body", NULL};
-static const char *const attention_keys[] = {
-	"name", "type", "embed_dim", "num_heads", "causal", "bias", NULL};
-static const char *const embedding_keys[] = {"name", "type", "num_embeddings",
-					     "embedding_dim", NULL};
+/* ---- the types a config may write ------------------------------------- */
 
 struct model_ctx;
 static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
 
+static const char *const block_keys[] = {"name",      "type",	"dim",
+					 "num_heads", "hidden", "causal",
+					 "bias",      "eps",	NULL};
+
 /*
- * The module types a config may write: one row per enum tps_module_type
- * (indexed by it, named as tps_module_type_names names it), then the
- * shorthands that expand into several modules of those types. The type
- * is read, and the list of types in its messages made, from this table
- * alone (test_config checks both against the enum).
+ * A config's "type" is a module type (module_type.h, whose descriptors say
+ * what each one's object holds) or a shorthand: a config-level expansion
+ * into several modules of those types (transformer_block, see
+ * expand_block), which nothing past the config sees. Messages list the
+ * types, then the shorthands. A repeat ({"repeat": N, ...}) is the other
+ * expansion; it has no "type".
  */
-static const struct module_kind {
-	const char *name; /* "type" in the config */
-	/* The modules one config object of this type makes, itself and
-	 * its parts (a residual's body is counted apart). */
-	int modules;
-	/* A shorthand: makes its modules at x->next; the fields below are
-	 * then unused. */
+static const struct shorthand {
+	const char *name;
+	int modules; /* the modules it makes */
 	void (*expand)(struct cfg *c, const cJSON *m, struct model_ctx *x);
 	const char *const *keys; /* what its config object may hold */
-	unsigned styles;	 /* STYLE_BIT(enum tps_style) a plan may give */
-	/* Why the other styles cannot apply, for the message. */
-	const char *why_not;
-	void (*parse)(struct cfg *c, const cJSON *m,
-		      struct tps_module_spec *ms); /* NULL: nothing more */
-} module_kinds[] = {
-	[TPS_MODULE_LINEAR] = {"linear", 1, NULL, linear_keys,
-			       STYLE_BIT(TPS_STYLE_COLWISE) |
-				       STYLE_BIT(TPS_STYLE_ROWWISE) |
-				       STYLE_BIT(TPS_STYLE_REPLICATE),
-			       "a linear is split \"colwise\" or "
-			       "\"rowwise\", or replicated",
-			       parse_linear},
-	[TPS_MODULE_RELU] = {"relu", 1, NULL, elementwise_keys, PREPARE_BITS,
-			     "it has no weight to shard", NULL},
-	[TPS_MODULE_GELU] = {"gelu", 1, NULL, elementwise_keys, PREPARE_BITS,
-			     "it has no weight to shard", NULL},
-	[TPS_MODULE_LAYERNORM] = {"layernorm", 1, NULL, layernorm_keys,
-				  STYLE_BIT(TPS_STYLE_REPLICATE) |
-					  STYLE_BIT(TPS_STYLE_SEQUENCE),
-				  "its weight is replicated: it runs "
-				  "\"sequence\" or \"replicate\"",
-				  parse_layernorm},
-	[TPS_MODULE_RESIDUAL] = {"residual", 1, NULL, residual_keys,
-				 PREPARE_BITS,
-				 "it adds its body's output to its input; plan "
-				 "the body's modules",
-				 NULL},
-	[TPS_MODULE_EMBEDDING] = {"embedding", 1, NULL, embedding_keys,
-				  STYLE_BIT(TPS_STYLE_REPLICATE) |
-					  STYLE_BIT(TPS_STYLE_VOCAB),
-				  "an embedding splits its vocabulary, "
-				  "\"vocab\", or is replicated",
-				  parse_embedding},
-	/* and its linears q, k, v, o */
-	[TPS_MODULE_ATTENTION] =
-		{"attention", 5, NULL, attention_keys, PREPARE_BITS,
-		 "its heads are split by planning its linears: "
-		 "\"<name>.q\", \".k\", \".v\" colwise and "
-		 "\".o\" rowwise",
-		 parse_attention},
-	/* see expand_block */
-	[TPS_MODULE_TYPE_COUNT] = {"transformer_block", 12, expand_block, NULL,
-				   0, NULL, NULL},
+} shorthands[] = {
+	{"transformer_block", 12, expand_block, block_keys},
 };
-#define N_MODULE_KINDS (sizeof module_kinds / sizeof module_kinds[0])
-
-static const struct module_kind *kind_of(enum tps_module_type type)
-{
-	/* A type added to spec.h without a row here is tpsim's bug. */
-	assert((size_t)type < TPS_MODULE_TYPE_COUNT && module_kinds[type].keys);
-	return &module_kinds[type];
-}
-
-/* The row named `name`, or NULL. */
-static const struct module_kind *kind_named(const char *name)
-{
-	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
-		if (strcmp(module_kinds[i].name, name) == 0) {
-			return &module_kinds[i];
-		}
-	}
-	return NULL;
-}
-
-/* The row a module object's "type" names, or NULL (no object, no string,
- * or no such type: reported when the module is read). */
-static const struct module_kind *kind_of_object(const cJSON *m)
-{
-	const cJSON *type = cJSON_IsObject(m) ? cfg_get(m, "type") : NULL;
-	return cJSON_IsString(type) ? kind_named(type->valuestring) : NULL;
-}
+#define N_SHORTHANDS (sizeof shorthands / sizeof shorthands[0])
 
 size_t cfg_module_type_count(void)
 {
-	return N_MODULE_KINDS;
+	return TPS_MODULE_TYPE_COUNT + N_SHORTHANDS;
 }
 
 const char *cfg_module_type_name(size_t i, int *type)
 {
 	*type = i < TPS_MODULE_TYPE_COUNT ? (int)i : -1;
-	return i < N_MODULE_KINDS ? module_kinds[i].name : NULL;
+	if (i < TPS_MODULE_TYPE_COUNT) {
+		return tps_module_types[i].name;
+	}
+	return i < cfg_module_type_count()
+		       ? shorthands[i - TPS_MODULE_TYPE_COUNT].name
+		       : NULL;
 }
 
-/* Every type of the table, "linear, relu, ..." with `last` before the
+const char *const *cfg_shorthand_keys(size_t i)
+{
+	return i >= TPS_MODULE_TYPE_COUNT && i < cfg_module_type_count()
+		       ? shorthands[i - TPS_MODULE_TYPE_COUNT].keys
+		       : NULL;
+}
+
+/* The "type" string of a module object, or NULL (no object, no string:
+ * reported when the module is read). */
+static const char *type_of_object(const cJSON *m)
+{
+	const cJSON *type = cJSON_IsObject(m) ? cfg_get(m, "type") : NULL;
+	return cJSON_IsString(type) ? type->valuestring : NULL;
+}
+
+/* The shorthand a module object's "type" names, or NULL. */
+static const struct shorthand *shorthand_of_object(const cJSON *m)
+{
+	const char *type = type_of_object(m);
+	for (size_t i = 0; type && i < N_SHORTHANDS; i++) {
+		if (strcmp(shorthands[i].name, type) == 0) {
+			return &shorthands[i];
+		}
+	}
+	return NULL;
+}
+
+/* Every type and shorthand, "linear, relu, ..." with `last` before the
  * final one. Returns buf. */
 static const char *kind_list(const char *last, char *buf, size_t size)
 {
-	const char *names[N_MODULE_KINDS + 1];
-	for (size_t i = 0; i < N_MODULE_KINDS; i++) {
-		names[i] = module_kinds[i].name;
+	const char *names[TPS_MODULE_TYPE_COUNT + N_SHORTHANDS + 1];
+	int type;
+	for (size_t i = 0; i <= cfg_module_type_count(); i++) {
+		names[i] = cfg_module_type_name(i, &type);
 	}
-	names[N_MODULE_KINDS] = NULL;
 	return cfg_join(names, last, buf, size);
+}
+
+/* The key of type d that holds its descendants (a residual's "body"), or
+ * NULL. */
+static const struct tps_module_key *
+modules_key(const struct tps_module_type_desc *d)
+{
+	for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name; k++) {
+		if (d->keys[k].kind == TPS_KEY_MODULES) {
+			return &d->keys[k];
+		}
+	}
+	return NULL;
+}
+
+/* The key a module's input width is read from, for messages. */
+static const char *width_in_key(const struct tps_module_type_desc *d)
+{
+	return d->in_key ? d->in_key : d->out_key;
 }
 
 /* ---- model ------------------------------------------------------------ */
@@ -223,20 +182,6 @@ static bool valid_module_name(const char *name)
 	return true;
 }
 
-/* A weight of (rows, cols) within the element limit; reported at key. */
-static void check_weight_size(struct cfg *c, const char *key, int64_t rows,
-			      int64_t cols)
-{
-	int64_t numel;
-	if (cfg_ok(c) && (__builtin_mul_overflow(rows, cols, &numel) ||
-			  numel > TPS_MAX_ELEMENTS)) {
-		cfg_fail_at(c, key, TPS_ERR_LIMIT,
-			    "the weight (%lld, %lld) has more than 2^31 "
-			    "elements",
-			    (long long)rows, (long long)cols);
-	}
-}
-
 /* ms->width_pointer: `key` of the module or shorthand being read. */
 static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
 			  const char *key)
@@ -245,65 +190,100 @@ static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
 		 cfg_pointer(c), key);
 }
 
-static void parse_linear(struct cfg *c, const cJSON *m,
-			 struct tps_module_spec *ms)
+/* Module m's keys as its type's descriptor lists them, into the fields
+ * it names, in its order (the first bad key is the one reported); an
+ * absent optional key gets its fallback. Descendants (TPS_KEY_MODULES)
+ * are read after the module, by model_item. */
+static void read_module_keys(struct cfg *c, const cJSON *m,
+			     const struct tps_module_type_desc *d,
+			     struct tps_module_spec *ms)
 {
-	cfg_int(c, m, "in_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
-		&ms->in_features);
-	cfg_int(c, m, "out_features", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
-		&ms->out_features);
-	ms->bias = true; /* as nn.Linear */
-	cfg_bool(c, m, "bias", &ms->bias);
-	check_weight_size(c, "out_features", ms->out_features, ms->in_features);
-	set_width_key(c, ms, "out_features");
+	for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name; k++) {
+		const struct tps_module_key *key = &d->keys[k];
+		char *field = (char *)ms + key->offset;
+		enum cfg_need need =
+			key->required ? CFG_REQUIRED : CFG_OPTIONAL;
+		switch (key->kind) {
+		case TPS_KEY_SIZE:
+			*(int64_t *)(void *)field = (int64_t)key->fallback;
+			cfg_int(c, m, key->name, need, key->min, key->max,
+				(int64_t *)(void *)field);
+			break;
+		case TPS_KEY_POSITIVE:
+			*(double *)(void *)field = key->fallback;
+			cfg_number(c, m, key->name, need, CFG_POSITIVE,
+				   (double *)(void *)field);
+			break;
+		case TPS_KEY_BOOL:
+			*(bool *)(void *)field = key->fallback != 0;
+			cfg_bool(c, m, key->name, (bool *)(void *)field);
+			break;
+		case TPS_KEY_MODULES: break;
+		}
+	}
 }
 
-/* nn.LayerNorm(dim, eps=1e-5, bias=True). */
-static void parse_layernorm(struct cfg *c, const cJSON *m,
-			    struct tps_module_spec *ms)
+/* Each parameter the module will have within the element limit; reported
+ * at the key of its output width (a weight's rows or columns), or at the
+ * module. */
+static void check_param_sizes(struct cfg *c,
+			      const struct tps_module_type_desc *d,
+			      const struct tps_module_spec *ms, int tp_dim)
 {
-	cfg_int(c, m, "dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
-		&ms->in_features);
-	ms->out_features = ms->in_features;
-	set_width_key(c, ms, "dim");
-	ms->eps = 1e-5;
-	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &ms->eps);
-	ms->bias = true;
-	cfg_bool(c, m, "bias", &ms->bias);
+	struct tps_param_spec ps[TPS_MODULE_MAX_PARAMS];
+	int n = cfg_ok(c) ? d->ops->parameters(ms, tp_dim, ps) : 0;
+	for (int k = 0; k < n && cfg_ok(c); k++) {
+		char shape[96];
+		int64_t numel = 1;
+		bool over = false;
+		for (int i = 0; i < ps[k].shape.ndim; i++) {
+			over = over ||
+			       __builtin_mul_overflow(numel, ps[k].shape.dim[i],
+						      &numel);
+		}
+		if (!over && numel <= TPS_MAX_ELEMENTS) {
+			continue;
+		}
+		tps_shape_format(&ps[k].shape, shape, sizeof shape);
+		if (d->out_key) {
+			cfg_fail_at(c, d->out_key, TPS_ERR_LIMIT,
+				    "the %s %s has more than 2^31 elements",
+				    ps[k].suffix, shape);
+		} else {
+			cfg_fail(c, TPS_ERR_LIMIT,
+				 "the %s %s has more than 2^31 elements",
+				 ps[k].suffix, shape);
+		}
+	}
 }
 
-/* nn.Embedding(num_embeddings, embedding_dim). */
-static void parse_embedding(struct cfg *c, const cJSON *m,
-			    struct tps_module_spec *ms)
+/* What the keys of module m say besides their values: the width a type
+ * that needs it gives back, where its width comes from, its parameters'
+ * sizes and the type's own rules (its ops' check). */
+static void finish_module_keys(struct cfg *c,
+			       const struct tps_module_type_desc *d,
+			       struct tps_module_spec *ms, int tp_dim)
 {
-	cfg_int(c, m, "num_embeddings", CFG_REQUIRED, 1, 1 << 24,
-		&ms->in_features);
-	cfg_int(c, m, "embedding_dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
-		&ms->out_features);
-	check_weight_size(c, "embedding_dim", ms->in_features,
-			  ms->out_features);
-	set_width_key(c, ms, "embedding_dim");
-}
-
-/* Multi-head self-attention: embed_dim split into num_heads heads. */
-static void parse_attention(struct cfg *c, const cJSON *m,
-			    struct tps_module_spec *ms)
-{
-	cfg_int(c, m, "embed_dim", CFG_REQUIRED, 1, 1 << 20, &ms->in_features);
-	ms->out_features = ms->in_features;
-	set_width_key(c, ms, "embed_dim");
-	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &ms->num_heads);
-	ms->causal = false;
-	cfg_bool(c, m, "causal", &ms->causal);
-	ms->bias = true;
-	cfg_bool(c, m, "bias", &ms->bias);
-	if (cfg_ok(c) && ms->in_features % ms->num_heads != 0) {
-		cfg_fail_at(c, "num_heads", TPS_ERR_INPUT,
-			    "embed_dim %lld is not a multiple of num_heads "
-			    "%lld (each head takes embed_dim / num_heads "
-			    "features)",
-			    (long long)ms->in_features,
-			    (long long)ms->num_heads);
+	const char *key = NULL;
+	struct tps_error sub;
+	if (!cfg_ok(c)) {
+		return;
+	}
+	if (d->width == TPS_WIDTH_NEEDS) {
+		ms->out_features = ms->in_features;
+	}
+	if (d->out_key) {
+		set_width_key(c, ms, d->out_key);
+	}
+	check_param_sizes(c, d, ms, tp_dim);
+	if (!cfg_ok(c) || !d->ops->check ||
+	    d->ops->check(ms, &key, &sub) == TPS_OK) {
+		return;
+	}
+	if (key) {
+		cfg_fail_at(c, key, sub.status, "%s", sub.message);
+	} else {
+		cfg_fail(c, sub.status, "%s", sub.message);
 	}
 }
 
@@ -419,20 +399,20 @@ static void module_name(struct cfg *c, const cJSON *m, struct module_ctx *x)
 	}
 }
 
-/* /model/.../type: a type of module_kinds that is not a shorthand (those
- * are expanded before a module is read). */
+/* /model/.../type: a module type (shorthands are expanded before a module
+ * is read). */
 static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
 {
 	struct module_ctx *x = ctx;
-	const struct module_kind *kind;
 	char list[256], esc[96];
 	if (!cfg_expect(c, type, cJSON_IsString, "a string")) {
 		return;
 	}
-	kind = kind_named(type->valuestring);
-	if (kind && !kind->expand) {
-		x->type = (int)(kind - module_kinds);
-	} else if (tps_name_index(later_types, type->valuestring) >= 0) {
+	x->type = tps_module_type_named(type->valuestring);
+	if (x->type >= 0) {
+		return;
+	}
+	if (tps_name_index(later_types, type->valuestring) >= 0) {
 		cfg_fail(c, TPS_ERR_UNSUPPORTED,
 			 "module type \"%s\" is not supported by " LATER_VERSION
 			 " (expected %s)",
@@ -447,6 +427,17 @@ static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
 	}
 }
 
+/* obj's keys are "name", "type" and those of type d. */
+static bool check_module_keys(struct cfg *c, const cJSON *obj,
+			      const struct tps_module_type_desc *d)
+{
+	const char *allowed[2 + TPS_MODULE_MAX_KEYS + 1] = {"name", "type"};
+	for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name; k++) {
+		allowed[2 + k] = d->keys[k].name;
+	}
+	return cfg_check_keys(c, obj, allowed);
+}
+
 /* Reads one module at /model/<index>: name and type first, since the type
  * says which other keys it may have. */
 static void parse_module(struct cfg *c, const cJSON *m, int index,
@@ -455,7 +446,7 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	struct tps_model_spec *spec = mx->spec;
 	struct tps_module_spec *ms = &spec->modules[index];
 	struct module_ctx x = {mx, index, 0, ""};
-	const struct module_kind *kind;
+	const struct tps_module_type_desc *d;
 
 	/* Counted before it is read, so that a failure frees what it holds. */
 	spec->n_modules = index + 1;
@@ -475,9 +466,10 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	ms->output = tps_placement_replicate();
 	snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
 		 cfg_pointer(c));
-	kind = kind_of(ms->type);
-	if (cfg_check_keys(c, m, kind->keys) && kind->parse) {
-		kind->parse(c, m, ms);
+	d = &tps_module_types[ms->type];
+	if (check_module_keys(c, m, d)) {
+		read_module_keys(c, m, d, ms);
+		finish_module_keys(c, d, ms, spec->tp_dim);
 	}
 }
 
@@ -504,8 +496,12 @@ static bool is_repeat(const cJSON *m)
  * and is reported when it is read. Saturates past TPS_MAX_MODULES. */
 static int count_modules(const cJSON *m)
 {
-	const struct module_kind *kind = kind_of_object(m);
-	const cJSON *body = cfg_get(m, "body");
+	const struct shorthand *sh = shorthand_of_object(m);
+	const char *name = type_of_object(m);
+	int type = name ? tps_module_type_named(name) : -1;
+	const struct tps_module_key *key =
+		type >= 0 ? modules_key(&tps_module_types[type]) : NULL;
+	const cJSON *body = key ? cfg_get(m, key->name) : NULL;
 	const cJSON *item;
 	int64_t n = 1;
 	if (is_repeat(m)) {
@@ -529,9 +525,14 @@ static int count_modules(const cJSON *m)
 		n = count * (each > 0 ? each : 1);
 		return n > TPS_MAX_MODULES ? TPS_MAX_MODULES + 1 : (int)n;
 	}
-	if (kind != &module_kinds[TPS_MODULE_RESIDUAL] ||
-	    !cJSON_IsArray(body)) {
-		return kind ? kind->modules : 1;
+	if (sh) {
+		return sh->modules;
+	}
+	if (type >= 0) {
+		n += tps_module_part_count((enum tps_module_type)type);
+	}
+	if (!cJSON_IsArray(body)) {
+		return (int)n;
 	}
 	cJSON_ArrayForEach(item, body)
 	{
@@ -546,49 +547,52 @@ static int count_modules(const cJSON *m)
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx);
 static void read_repeat(struct cfg *c, const cJSON *m, struct model_ctx *x);
 
-/* An attention's four linears, "<name>.q", ".k", ".v", ".o", after it in
- * the list: (embed_dim, embed_dim), with its bias; replicated until the
- * plan says otherwise. */
-static void add_attention_linears(struct cfg *c, struct model_ctx *x, int at)
+/* The parts of the module at `at` (an attention's linears q, k, v, o),
+ * after it in the list: "<name>.<part>", each of its type's part_type and
+ * as wide as it, with its bias; replicated until the plan says otherwise. */
+static void add_parts(struct cfg *c, struct model_ctx *x, int at)
 {
-	static const char *const parts[] = {"q", "k", "v", "o"};
-	struct tps_module_spec *attn = &x->spec->modules[at];
-	for (int k = 0; k < 4 && cfg_ok(c); k++) {
+	struct tps_module_spec *whole = &x->spec->modules[at];
+	const struct tps_module_type_desc *d = &tps_module_types[whole->type];
+	const char *part_type = tps_module_types[d->part_type].name;
+	int n = tps_module_part_count(whole->type);
+	size_t len = strlen(whole->name);
+	for (int k = 0; k < n && cfg_ok(c); k++) {
 		int i = x->next++;
 		struct tps_module_spec *ms = &x->spec->modules[i];
+		size_t plen = strlen(d->parts[k]);
 		x->spec->n_modules = i + 1;
-		if (strlen(attn->name) + 3 > sizeof ms->name) {
+		if (len + 1 + plen >= sizeof ms->name) {
 			cfg_fail_at(c, "name", TPS_ERR_INPUT,
-				    "the name is too long for its linears' "
-				    "names (\"<name>.q\", ...)");
+				    "the name is too long for its %ss' names "
+				    "(\"<name>.%s\", ...)",
+				    part_type, d->parts[0]);
 			return;
 		}
-		/* "<name>.q": fits, checked above. */
-		memcpy(ms->name, attn->name, strlen(attn->name));
-		memcpy(ms->name + strlen(attn->name), ".", 1);
-		memcpy(ms->name + strlen(attn->name) + 1, parts[k], 2);
+		/* "<name>.<part>": fits, checked above. */
+		memcpy(ms->name, whole->name, len);
+		ms->name[len] = '.';
+		memcpy(ms->name + len + 1, d->parts[k], plen + 1);
 		for (int j = 0; j < i; j++) {
 			if (strcmp(x->spec->modules[j].name, ms->name) == 0) {
 				cfg_fail_at(c, "name", TPS_ERR_INPUT,
-					    "its linear \"%s\" has the name of "
-					    "%s",
-					    ms->name,
+					    "its %s \"%s\" has the name of %s",
+					    part_type, ms->name,
 					    x->spec->modules[j].plan_pointer);
 				return;
 			}
 		}
-		ms->type = TPS_MODULE_LINEAR;
-		ms->in_features = ms->out_features = attn->in_features;
-		memcpy(ms->width_pointer, attn->width_pointer,
+		ms->type = d->part_type;
+		ms->in_features = ms->out_features = whole->in_features;
+		memcpy(ms->width_pointer, whole->width_pointer,
 		       sizeof ms->width_pointer);
-		ms->bias = attn->bias;
+		ms->bias = whole->bias;
 		ms->style = TPS_STYLE_REPLICATE;
 		ms->input = ms->output = tps_placement_replicate();
 		snprintf(ms->plan_pointer, sizeof ms->plan_pointer, "%s",
-			 attn->plan_pointer);
+			 whole->plan_pointer);
 	}
-	attn->n_descendants = 4;
-	x->last_width = at;
+	whole->n_descendants = x->next - at - 1;
 }
 
 /* ms's input width (its `key`) against the width the module before it in
@@ -597,19 +601,13 @@ static void check_width(struct cfg *c, const struct model_ctx *x,
 			const struct tps_module_spec *ms, const char *key)
 {
 	const struct tps_module_spec *prev;
-	static const char *const what[] = {
-		[TPS_MODULE_LINEAR] = "out_features",
-		[TPS_MODULE_RELU] = "width",
-		[TPS_MODULE_GELU] = "width",
-		[TPS_MODULE_LAYERNORM] = "dim",
-		[TPS_MODULE_RESIDUAL] = "width",
-		[TPS_MODULE_EMBEDDING] = "embedding_dim",
-		[TPS_MODULE_ATTENTION] = "embed_dim",
-	};
+	const char *what;
 	if (x->last_width < 0) {
 		return;
 	}
 	prev = &x->spec->modules[x->last_width];
+	/* The key prev's width comes from (it has one: it set the width). */
+	what = tps_module_types[prev->type].out_key;
 	if (ms->in_features != prev->out_features &&
 	    strcmp(prev->plan_pointer, ms->plan_pointer) == 0) {
 		/* Two repetitions of one repeated module. */
@@ -617,13 +615,12 @@ static void check_width(struct cfg *c, const struct model_ctx *x,
 			    "expected %lld, the %s of %s, the repetition "
 			    "before (%s), got %lld: a repeated module must "
 			    "keep the width",
-			    (long long)prev->out_features, what[prev->type],
-			    prev->name, prev->plan_pointer,
-			    (long long)ms->in_features);
+			    (long long)prev->out_features, what, prev->name,
+			    prev->plan_pointer, (long long)ms->in_features);
 	} else if (ms->in_features != prev->out_features) {
 		cfg_fail_at(c, key, TPS_ERR_INPUT,
 			    "expected %lld, the %s of %s, got %lld",
-			    (long long)prev->out_features, what[prev->type],
+			    (long long)prev->out_features, what,
 			    prev->plan_pointer, (long long)ms->in_features);
 	}
 }
@@ -632,16 +629,6 @@ static void check_width(struct cfg *c, const struct model_ctx *x,
  * the width, since x + body(x) adds them. */
 static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 {
-	/* The key that gives a module's input width. */
-	static const char *const in_key[] = {
-		[TPS_MODULE_LINEAR] = "in_features",
-		[TPS_MODULE_RELU] = "width",
-		[TPS_MODULE_GELU] = "width",
-		[TPS_MODULE_LAYERNORM] = "dim",
-		[TPS_MODULE_RESIDUAL] = "width",
-		[TPS_MODULE_EMBEDDING] = "num_embeddings",
-		[TPS_MODULE_ATTENTION] = "embed_dim",
-	};
 	struct model_ctx *x = ctx;
 	int width_in = x->last_width, first = x->next;
 	const struct tps_module_spec *in, *out;
@@ -681,7 +668,8 @@ static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 			 "the body ends with width %lld (%s), but x + body(x) "
 			 "needs the input's, %lld (the %s of %s)",
 			 (long long)out->out_features, out->plan_pointer,
-			 (long long)in->in_features, in_key[in->type],
+			 (long long)in->in_features,
+			 width_in_key(&tps_module_types[in->type]),
 			 in->plan_pointer);
 	}
 }
@@ -734,9 +722,6 @@ static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
  */
 static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 {
-	static const char *const keys[] = {"name",	"type",	  "dim",
-					   "num_heads", "hidden", "causal",
-					   "bias",	"eps",	  NULL};
 	struct module_ctx mx = {x, x->next, 0, ""};
 	int64_t dim = 0, heads = 0, hidden = 0;
 	bool causal = true, bias = true;
@@ -744,7 +729,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	const char *name;
 	struct tps_module_spec *r, *ln, *a, *l;
 
-	if (!cfg_check_keys(c, m, keys)) {
+	if (!cfg_check_keys(c, m, block_keys)) {
 		return;
 	}
 	module_name(c, m, &mx);
@@ -782,7 +767,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	a->causal = causal;
 	a->bias = bias;
 	if (cfg_ok(c)) {
-		add_attention_linears(c, x, x->next - 1);
+		add_parts(c, x, x->next - 1);
 	}
 	/* x + mlp(ln2(x)) */
 	r = new_module(c, x, name, ".mlp_residual", TPS_MODULE_RESIDUAL);
@@ -945,7 +930,9 @@ static void read_repeat(struct cfg *c, const cJSON *m, struct model_ctx *x)
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 {
 	struct model_ctx *x = ctx;
-	const struct module_kind *kind = kind_of_object(m);
+	const struct shorthand *sh = shorthand_of_object(m);
+	const struct tps_module_type_desc *d;
+	const struct tps_module_key *body;
 	int i;
 	struct tps_module_spec *ms;
 	(void)index;
@@ -953,36 +940,36 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 		read_repeat(c, m, x);
 		return;
 	}
+	if (sh) {
+		sh->expand(c, m, x);
+		return;
+	}
 	i = x->next++;
 	ms = &x->spec->modules[i];
-	if (kind && kind->expand) {
-		x->next--;
-		kind->expand(c, m, x);
-		return;
-	}
 	parse_module(c, m, i, x);
-	if (cfg_ok(c) && ms->type == TPS_MODULE_ATTENTION) {
-		check_width(c, x, ms, "embed_dim");
-		add_attention_linears(c, x, i);
+	if (!cfg_ok(c)) {
 		return;
 	}
-	if (cfg_ok(c) && ms->type == TPS_MODULE_RESIDUAL) {
-		cfg_value(c, m, "body", CFG_REQUIRED, read_body, x);
-		ms->n_descendants = x->next - i - 1;
-		return;
-	}
-	if (!cfg_ok(c) || !tps_module_has_width(ms)) {
-		return;
-	}
-	if (ms->type == TPS_MODULE_EMBEDDING && i != 0) {
+	d = &tps_module_types[ms->type];
+	if (d->width == TPS_WIDTH_MAKES && i != 0) {
 		cfg_fail(c, TPS_ERR_INPUT,
-			 "an embedding reads the model's input token ids: "
-			 "it must be the first module");
+			 "%s %s reads the model's input token ids: it must be "
+			 "the first module",
+			 strchr("aeiou", d->name[0]) ? "an" : "a", d->name);
 		return;
 	}
-	check_width(c, x, ms,
-		    ms->type == TPS_MODULE_LINEAR ? "in_features" : "dim");
-	x->last_width = i;
+	if (d->in_key) {
+		check_width(c, x, ms, d->in_key);
+	}
+	add_parts(c, x, i);
+	body = modules_key(d);
+	if (body) {
+		cfg_value(c, m, body->name, CFG_REQUIRED, read_body, x);
+		ms->n_descendants = x->next - i - 1;
+	}
+	if (d->width != TPS_WIDTH_KEEPS) {
+		x->last_width = i;
+	}
 }
 
 /* The model counts over TPS_MAX_MODULES: reported at the repeat that
@@ -1189,7 +1176,7 @@ struct style_ctx {
 static void read_style(struct cfg *c, const cJSON *style, void *ctx)
 {
 	struct style_ctx *x = ctx;
-	const struct module_kind *kind = kind_of(x->ms->type);
+	const struct tps_module_type_desc *d = &tps_module_types[x->ms->type];
 	const char *advice = cJSON_IsString(style)
 				     ? misnomer_advice(style->valuestring)
 				     : NULL;
@@ -1201,12 +1188,11 @@ static void read_style(struct cfg *c, const cJSON *style, void *ctx)
 			 advice);
 	}
 	if (cfg_read_choice(c, style, "style", tps_style_names, &x->style) &&
-	    !(kind->styles & STYLE_BIT(x->style))) {
+	    !(d->styles & TPS_STYLE_BIT(x->style))) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "%s cannot apply to %s module \"%s\" (%s)",
-			 tps_style_names[x->style],
-			 tps_module_type_names[x->ms->type], x->ms->name,
-			 kind->why_not);
+			 tps_style_names[x->style], d->name, x->ms->name,
+			 d->why_not);
 	}
 }
 
@@ -1252,7 +1238,7 @@ static void apply_plan_entry(struct cfg *c, const cJSON *entry,
 		{"style", "output", "desired_output", NULL}};
 	struct style_ctx sx = {ms, 0};
 	/* An embedding's input is the token ids, a dim fewer. */
-	bool ids = ms->type == TPS_MODULE_EMBEDDING;
+	bool ids = tps_module_types[ms->type].width == TPS_WIDTH_MAKES;
 	struct layout_ctx input = {ids ? ndim - 1 : ndim,
 				   ids ? "token ids" : "activations",
 				   &ms->input};

@@ -14,6 +14,7 @@
  *   device, trace, tolerance.
  */
 #include "config_internal.h"
+#include "module_type.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -95,39 +96,52 @@ static void put_mesh(struct builder *b, cJSON *n, const struct tps_mesh *mesh)
 	}
 }
 
+static void put_modules(struct builder *b, cJSON *a,
+			const struct tps_module_spec *begin,
+			const struct tps_module_spec *end);
+
+/* Module m's value of `key`, a key of its type. */
+static void put_module_key(struct builder *b, cJSON *e,
+			   const struct tps_module_spec *m,
+			   const struct tps_module_key *key)
+{
+	const char *field = (const char *)m + key->offset;
+	switch (key->kind) {
+	case TPS_KEY_SIZE:
+		put_number(b, e, key->name,
+			   (double)*(const int64_t *)(const void *)field);
+		break;
+	case TPS_KEY_POSITIVE:
+		put_number(b, e, key->name,
+			   *(const double *)(const void *)field);
+		break;
+	case TPS_KEY_BOOL:
+		put_bool(b, e, key->name, *(const bool *)(const void *)field);
+		break;
+	case TPS_KEY_MODULES:
+		put_modules(b, put_array(b, e, key->name), m + 1,
+			    m + 1 + m->n_descendants);
+		break;
+	}
+}
+
 /* Modules [begin, end) of the pre-order list into array a: the top-level
- * ones, each composite with its body nested. */
+ * ones, each with every key of its type (module_type.h), in its order, a
+ * composite's body nested. */
 static void put_modules(struct builder *b, cJSON *a,
 			const struct tps_module_spec *begin,
 			const struct tps_module_spec *end)
 {
 	for (const struct tps_module_spec *m = begin; m < end;
 	     m += 1 + m->n_descendants) {
+		const struct tps_module_type_desc *d =
+			&tps_module_types[m->type];
 		cJSON *e = put_object(b, a, NULL);
 		put_string(b, e, "name", m->name);
-		put_string(b, e, "type", tps_module_type_names[m->type]);
-		if (m->type == TPS_MODULE_LINEAR) {
-			put_number(b, e, "in_features", (double)m->in_features);
-			put_number(b, e, "out_features",
-				   (double)m->out_features);
-			put_bool(b, e, "bias", m->bias);
-		} else if (m->type == TPS_MODULE_LAYERNORM) {
-			put_number(b, e, "dim", (double)m->in_features);
-			put_number(b, e, "eps", m->eps);
-			put_bool(b, e, "bias", m->bias);
-		} else if (m->type == TPS_MODULE_EMBEDDING) {
-			put_number(b, e, "num_embeddings",
-				   (double)m->in_features);
-			put_number(b, e, "embedding_dim",
-				   (double)m->out_features);
-		} else if (m->type == TPS_MODULE_ATTENTION) {
-			put_number(b, e, "embed_dim", (double)m->in_features);
-			put_number(b, e, "num_heads", (double)m->num_heads);
-			put_bool(b, e, "causal", m->causal);
-			put_bool(b, e, "bias", m->bias);
-		} else if (m->type == TPS_MODULE_RESIDUAL) {
-			put_modules(b, put_array(b, e, "body"), m + 1,
-				    m + 1 + m->n_descendants);
+		put_string(b, e, "type", d->name);
+		for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name;
+		     k++) {
+			put_module_key(b, e, m, &d->keys[k]);
 		}
 	}
 }

@@ -1,25 +1,10 @@
-/* What every module uses: its ops table, events, layouts. */
+/* What every module uses: events, layouts. */
 #include "nn.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type)
-{
-	/* No default: -Wswitch names a type without its ops. */
-	switch (type) {
-	case TPS_MODULE_LINEAR: return &tps_linear_ops;
-	case TPS_MODULE_RELU:
-	case TPS_MODULE_GELU: return &tps_elementwise_ops;
-	case TPS_MODULE_LAYERNORM: return &tps_layernorm_ops;
-	case TPS_MODULE_RESIDUAL: return &tps_residual_ops;
-	case TPS_MODULE_EMBEDDING: return &tps_embedding_ops;
-	case TPS_MODULE_ATTENTION: return &tps_attention_ops;
-	}
-	return NULL;
-}
 
 static enum tps_status emit(const struct tps_nn_context *ctx,
 			    struct tps_event *ev, struct tps_error *err)

@@ -9,8 +9,8 @@
  * A module is an interface: an ops table (struct tps_module_ops) of its
  * parallel forward and backward, its single-device reference (forward and
  * backward), its parameters and its memory estimate. Each family has its own
- * file (nn_linear.c, nn_elementwise.c); tps_module_ops_of picks the table by
- * type with a switch that has no default, so -Wswitch names a type left out.
+ * file (nn_linear.c, nn_elementwise.c), and each type its own table, which
+ * its descriptor in module_type.h's table points at (tps_module_ops_of).
  *
  * Styles (docs/design.md section 2), for y = x W^T + b with W (out, in):
  *
@@ -172,6 +172,12 @@ struct tps_module_ops {
 	 * gradients and for each optimizer state. Saturates at INT64_MAX. */
 	int64_t (*memory_estimate)(const struct tps_module_spec *spec,
 				   const struct tps_memory_context *mc);
+	/* Rules across the module's own keys that their ranges cannot
+	 * state (attention: embed_dim a multiple of num_heads), on the spec
+	 * the config has just read: on failure *key gets the key the
+	 * message is about. NULL: none. */
+	enum tps_status (*check)(const struct tps_module_spec *spec,
+				 const char **key, struct tps_error *err);
 };
 
 /* A module as it runs. */
@@ -243,7 +249,7 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 					      struct tps_tensor *dx,
 					      struct tps_error *err);
 
-/* The ops table of a module type. */
+/* The ops table of a module type: its descriptor's (module_type.h). */
 const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type);
 
 /*
@@ -353,10 +359,11 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
 
-/* The families' ops tables (nn_linear.c, nn_elementwise.c,
- * nn_layernorm.c). */
+/* Each type's ops table, in its family's file (nn_linear.c,
+ * nn_elementwise.c, ...), for its descriptor (module_type.c). */
 extern const struct tps_module_ops tps_linear_ops;
-extern const struct tps_module_ops tps_elementwise_ops;
+extern const struct tps_module_ops tps_relu_ops;
+extern const struct tps_module_ops tps_gelu_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
 extern const struct tps_module_ops tps_embedding_ops;

@@ -524,6 +524,22 @@ static int64_t attention_memory_estimate(const struct tps_module_spec *s,
 	return 0;
 }
 
+/* Whole heads: embed_dim splits into num_heads heads of head_dim. */
+static enum tps_status attention_check(const struct tps_module_spec *s,
+				       const char **key, struct tps_error *err)
+{
+	if (s->in_features % s->num_heads == 0) {
+		return TPS_OK;
+	}
+	*key = "num_heads";
+	return tps_error_set(err, TPS_ERR_INPUT,
+			     "embed_dim %lld is not a multiple of num_heads "
+			     "%lld (each head takes embed_dim / num_heads "
+			     "features)",
+			     (long long)s->in_features,
+			     (long long)s->num_heads);
+}
+
 const struct tps_module_ops tps_attention_ops = {
 	.forward = attention_forward,
 	.backward = attention_backward,
@@ -531,4 +547,5 @@ const struct tps_module_ops tps_attention_ops = {
 	.reference_backward = attention_reference_backward,
 	.parameters = attention_parameters,
 	.memory_estimate = attention_memory_estimate,
+	.check = attention_check,
 };

@@ -3,32 +3,38 @@
  * parameters. Exact on any shard, so each rank applies f to its local
  * values and the layout is kept; only a partial input is reduced first,
  * since f(a + b) != f(a) + f(b).
+ *
+ * Each has its ops table (tps_relu_ops, tps_gelu_ops): the same steps
+ * below, given its function (struct activation).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "nn.h"
 
-/* f on one tensor, for the parallel ranks and the reference alike. */
-static enum tps_status apply(enum tps_module_type type, struct tps_tensor *y,
-			     const struct tps_tensor *x, struct tps_error *err)
-{
-	switch (type) {
-	case TPS_MODULE_RELU: return tps_tensor_relu(y, x, err);
-	case TPS_MODULE_GELU: return tps_tensor_gelu(y, x, err);
-	case TPS_MODULE_LINEAR:
-	case TPS_MODULE_LAYERNORM:
-	case TPS_MODULE_RESIDUAL:
-	case TPS_MODULE_EMBEDDING:
-	case TPS_MODULE_ATTENTION: break;
-	}
-	return tps_error_set(err, TPS_ERR_UNSUPPORTED,
-			     "%s is not an element-wise module",
-			     tps_module_type_names[type]);
-}
+/* An element-wise function, its derivative and what its events say. */
+struct activation {
+	/* The op of forward's compute event; backward's is "<op>_backward". */
+	const char *op;
+	enum tps_status (*f)(struct tps_tensor *y, const struct tps_tensor *x,
+			     struct tps_error *err);
+	/* dx = f'(x) dy */
+	enum tps_status (*df)(struct tps_tensor *dx,
+			      const struct tps_tensor *dy,
+			      const struct tps_tensor *x,
+			      struct tps_error *err);
+	const char *backward_note;
+};
+
+static const struct activation relu = {
+	"relu", tps_tensor_relu, tps_tensor_relu_backward,
+	"dX = dY where X > 0, else 0: element-wise, the layout is kept"};
+static const struct activation gelu = {
+	"gelu", tps_tensor_gelu, tps_tensor_gelu_backward,
+	"dX = dY gelu'(X): element-wise, the layout is kept"};
 
 struct apply_job {
-	enum tps_module_type type;
+	const struct activation *fn;
 	const struct tps_dtensor *x;
 };
 
@@ -36,17 +42,18 @@ static enum tps_status apply_rank(void *opaque, int r, struct tps_tensor *out,
 				  struct tps_error *err)
 {
 	const struct apply_job *job = opaque;
-	return apply(job->type, out, &job->x->locals[r], err);
+	return job->fn->f(out, &job->x->locals[r], err);
 }
 
-static enum tps_status elementwise_forward(const struct tps_nn_context *ctx,
-					   struct tps_module *m,
-					   struct tps_dtensor *x,
-					   struct tps_dtensor *y,
-					   struct tps_error *err)
+static enum tps_status activation_forward(const struct activation *fn,
+					  const struct tps_nn_context *ctx,
+					  struct tps_module *m,
+					  struct tps_dtensor *x,
+					  struct tps_dtensor *y,
+					  struct tps_error *err)
 {
 	const struct tps_module_spec *s = m->spec;
-	struct apply_job job = {s->type, x};
+	struct apply_job job = {fn, x};
 	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
 	enum tps_status st = TPS_OK;
 
@@ -70,8 +77,7 @@ static enum tps_status elementwise_forward(const struct tps_nn_context *ctx,
 	if (st != TPS_OK) {
 		return st;
 	}
-	st = tps_nn_emit_compute(ctx, s->name, tps_module_type_names[s->type],
-				 out_name,
+	st = tps_nn_emit_compute(ctx, s->name, fn->op, out_name,
 				 "element-wise on each rank's local "
 				 "values: the layout is kept",
 				 y, 0, err);
@@ -88,29 +94,8 @@ static enum tps_status elementwise_forward(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
-/* f' applied to dy, on one tensor. */
-static enum tps_status apply_backward(enum tps_module_type type,
-				      struct tps_tensor *dx,
-				      const struct tps_tensor *dy,
-				      const struct tps_tensor *x,
-				      struct tps_error *err)
-{
-	switch (type) {
-	case TPS_MODULE_RELU: return tps_tensor_relu_backward(dx, dy, x, err);
-	case TPS_MODULE_GELU: return tps_tensor_gelu_backward(dx, dy, x, err);
-	case TPS_MODULE_LINEAR:
-	case TPS_MODULE_LAYERNORM:
-	case TPS_MODULE_RESIDUAL:
-	case TPS_MODULE_EMBEDDING:
-	case TPS_MODULE_ATTENTION: break;
-	}
-	return tps_error_set(err, TPS_ERR_UNSUPPORTED,
-			     "%s is not an element-wise module",
-			     tps_module_type_names[type]);
-}
-
 struct backward_job {
-	enum tps_module_type type;
+	const struct activation *fn;
 	const struct tps_dtensor *dy, *x;
 };
 
@@ -119,36 +104,29 @@ static enum tps_status backward_rank(void *opaque, int r,
 				     struct tps_error *err)
 {
 	const struct backward_job *job = opaque;
-	return apply_backward(job->type, out, &job->dy->locals[r],
-			      &job->x->locals[r], err);
+	return job->fn->df(out, &job->dy->locals[r], &job->x->locals[r], err);
 }
 
-static enum tps_status elementwise_backward(const struct tps_nn_context *ctx,
-					    struct tps_module *m,
-					    struct tps_dtensor *dy,
-					    struct tps_dtensor *dx,
-					    struct tps_error *err)
+static enum tps_status activation_backward(const struct activation *fn,
+					   const struct tps_nn_context *ctx,
+					   struct tps_module *m,
+					   struct tps_dtensor *dy,
+					   struct tps_dtensor *dx,
+					   struct tps_error *err)
 {
-	const struct tps_module_spec *s = m->spec;
-	struct backward_job job = {s->type, dy, &m->saved_in};
+	struct backward_job job = {fn, dy, &m->saved_in};
 	char op[TPS_NAME_MAX];
 	struct tps_dtensor g = {0};
 	enum tps_status st = TPS_OK;
 
-	snprintf(op, sizeof op, "%s_backward", tps_module_type_names[s->type]);
+	snprintf(op, sizeof op, "%s_backward", fn->op);
 	/* No parameters: without an input gradient there is nothing to do. */
 	if (dx) {
 		st = tps_dtensor_map(&g, ctx->mesh, &dy->global, dy->placements,
 				     backward_rank, &job, err);
 		if (st == TPS_OK) {
-			st = tps_nn_input_grad(
-				ctx, m, &g, op,
-				s->type == TPS_MODULE_RELU
-					? "dX = dY where X > 0, else 0: "
-					  "element-wise, the layout is kept"
-					: "dX = dY gelu'(X): element-wise, the "
-					  "layout is kept",
-				0, dx, err);
+			st = tps_nn_input_grad(ctx, m, &g, op,
+					       fn->backward_note, 0, dx, err);
 		}
 	}
 	tps_dtensor_free(dy);
@@ -156,31 +134,21 @@ static enum tps_status elementwise_backward(const struct tps_nn_context *ctx,
 	return st;
 }
 
-static enum tps_status elementwise_reference_forward(struct tps_module *m,
-						     struct tps_pool *pool,
-						     const struct tps_tensor *x,
-						     struct tps_tensor *y,
-						     struct tps_error *err)
-{
-	return apply(m->spec->type, y, x, err);
-}
-
 static enum tps_status
-elementwise_reference_backward(struct tps_module *m, struct tps_pool *pool,
-			       const struct tps_tensor *dy,
-			       struct tps_tensor *dx, struct tps_error *err)
+activation_reference_backward(const struct activation *fn, struct tps_module *m,
+			      const struct tps_tensor *dy,
+			      struct tps_tensor *dx, struct tps_error *err)
 {
 	enum tps_status st = TPS_OK;
 	if (dx) {
-		st = apply_backward(m->spec->type, dx, dy, &m->ref_saved_in,
-				    err);
+		st = fn->df(dx, dy, &m->ref_saved_in, err);
 	}
 	tps_tensor_free(&m->ref_saved_in);
 	return st;
 }
 
-static int elementwise_parameters(const struct tps_module_spec *s, int tp_dim,
-				  struct tps_param_spec *out)
+static int no_parameters(const struct tps_module_spec *s, int tp_dim,
+			 struct tps_param_spec *out)
 {
 	(void)s;
 	(void)tp_dim;
@@ -188,8 +156,8 @@ static int elementwise_parameters(const struct tps_module_spec *s, int tp_dim,
 	return 0;
 }
 
-static int64_t elementwise_memory_estimate(const struct tps_module_spec *s,
-					   const struct tps_memory_context *mc)
+static int64_t no_memory(const struct tps_module_spec *s,
+			 const struct tps_memory_context *mc)
 {
 	/* No parameters; activations are counted by the model. */
 	(void)s;
@@ -197,11 +165,98 @@ static int64_t elementwise_memory_estimate(const struct tps_module_spec *s,
 	return 0;
 }
 
-const struct tps_module_ops tps_elementwise_ops = {
-	.forward = elementwise_forward,
-	.backward = elementwise_backward,
-	.reference_forward = elementwise_reference_forward,
-	.reference_backward = elementwise_reference_backward,
-	.parameters = elementwise_parameters,
-	.memory_estimate = elementwise_memory_estimate,
+/* Each activation's ops: the functions above with its f. */
+
+static enum tps_status relu_forward(const struct tps_nn_context *ctx,
+				    struct tps_module *m, struct tps_dtensor *x,
+				    struct tps_dtensor *y,
+				    struct tps_error *err)
+{
+	return activation_forward(&relu, ctx, m, x, y, err);
+}
+
+static enum tps_status relu_backward(const struct tps_nn_context *ctx,
+				     struct tps_module *m,
+				     struct tps_dtensor *dy,
+				     struct tps_dtensor *dx,
+				     struct tps_error *err)
+{
+	return activation_backward(&relu, ctx, m, dy, dx, err);
+}
+
+static enum tps_status relu_reference_forward(struct tps_module *m,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *x,
+					      struct tps_tensor *y,
+					      struct tps_error *err)
+{
+	(void)m;
+	(void)pool;
+	return tps_tensor_relu(y, x, err);
+}
+
+static enum tps_status relu_reference_backward(struct tps_module *m,
+					       struct tps_pool *pool,
+					       const struct tps_tensor *dy,
+					       struct tps_tensor *dx,
+					       struct tps_error *err)
+{
+	(void)pool;
+	return activation_reference_backward(&relu, m, dy, dx, err);
+}
+
+const struct tps_module_ops tps_relu_ops = {
+	.forward = relu_forward,
+	.backward = relu_backward,
+	.reference_forward = relu_reference_forward,
+	.reference_backward = relu_reference_backward,
+	.parameters = no_parameters,
+	.memory_estimate = no_memory,
+};
+
+static enum tps_status gelu_forward(const struct tps_nn_context *ctx,
+				    struct tps_module *m, struct tps_dtensor *x,
+				    struct tps_dtensor *y,
+				    struct tps_error *err)
+{
+	return activation_forward(&gelu, ctx, m, x, y, err);
+}
+
+static enum tps_status gelu_backward(const struct tps_nn_context *ctx,
+				     struct tps_module *m,
+				     struct tps_dtensor *dy,
+				     struct tps_dtensor *dx,
+				     struct tps_error *err)
+{
+	return activation_backward(&gelu, ctx, m, dy, dx, err);
+}
+
+static enum tps_status gelu_reference_forward(struct tps_module *m,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *x,
+					      struct tps_tensor *y,
+					      struct tps_error *err)
+{
+	(void)m;
+	(void)pool;
+	return tps_tensor_gelu(y, x, err);
+}
+
+static enum tps_status gelu_reference_backward(struct tps_module *m,
+					       struct tps_pool *pool,
+					       const struct tps_tensor *dy,
+					       struct tps_tensor *dx,
+					       struct tps_error *err)
+{
+	(void)pool;
+	return activation_reference_backward(&gelu, m, dy, dx, err);
+}
+
+const struct tps_module_ops tps_gelu_ops = {
+	.forward = gelu_forward,
+	.backward = gelu_backward,
+	.reference_forward = gelu_reference_forward,
+	.reference_backward = gelu_reference_backward,
+	.parameters = no_parameters,
+	.memory_estimate = no_memory,
 };

@@ -1,14 +1,10 @@
 #include "spec.h"
 
+#include "module_type.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-const char *const tps_module_type_names[] = {
-	"linear",   "relu",	 "gelu",      "layernorm",
-	"residual", "embedding", "attention", NULL};
-_Static_assert(sizeof tps_module_type_names / sizeof tps_module_type_names[0] ==
-		       TPS_MODULE_TYPE_COUNT + 1,
-	       "one name per enum tps_module_type, then NULL");
 const char *const tps_style_names[] = {
 	"colwise", "rowwise",	    "replicate",      "sequence",
 	"vocab",   "prepare_input", "prepare_output", NULL};
@@ -134,16 +130,13 @@ bool tps_mistake_in_backward(enum tps_mistake m)
 
 bool tps_module_has_width(const struct tps_module_spec *m)
 {
-	return m->type == TPS_MODULE_LINEAR ||
-	       m->type == TPS_MODULE_LAYERNORM ||
-	       m->type == TPS_MODULE_EMBEDDING ||
-	       m->type == TPS_MODULE_ATTENTION;
+	return tps_module_types[m->type].width != TPS_WIDTH_KEEPS;
 }
 
 bool tps_model_takes_tokens(const struct tps_model_spec *spec)
 {
 	return spec->n_modules > 0 &&
-	       spec->modules[0].type == TPS_MODULE_EMBEDDING;
+	       tps_module_types[spec->modules[0].type].width == TPS_WIDTH_MAKES;
 }
 
 int tps_model_activation_ndim(const struct tps_model_spec *spec)

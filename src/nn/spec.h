@@ -9,6 +9,9 @@
  *
  *   tps_style_names[TPS_STYLE_ROWWISE]                  -> "rowwise"
  *   tps_name_index(tps_style_names, "rowwise")          -> TPS_STYLE_ROWWISE
+ *
+ * The module types' names are in their descriptors (module_type.h), with
+ * everything else about each type.
  */
 #ifndef TPSIM_SPEC_H
 #define TPSIM_SPEC_H
@@ -31,12 +34,12 @@ int tps_name_index(const char *const *table, const char *name);
 struct tps_module_spec;
 /* Whether the module has a width (in_features, out_features): a linear
  * changes it, a layernorm needs it, an embedding makes it; the others keep
- * whatever arrives. */
+ * whatever arrives (its type's width rule, module_type.h). */
 bool tps_module_has_width(const struct tps_module_spec *m);
 
 struct tps_model_spec;
-/* Whether the model starts with an embedding, so that its input holds
- * token ids. */
+/* Whether the model starts with a module that makes the width (an
+ * embedding), so that its input holds token ids. */
 bool tps_model_takes_tokens(const struct tps_model_spec *spec);
 /* The dims of the activations: the input's, one more after an
  * embedding. */
@@ -66,9 +69,9 @@ enum tps_module_type {
 	TPS_MODULE_ATTENTION,
 };
 /* The number of module types (a define, not a member, so that switches
- * over the type need no case for it). */
+ * over the type need no case for it): the length of module_type.h's
+ * table of descriptors, which has one per type. */
 #define TPS_MODULE_TYPE_COUNT (TPS_MODULE_ATTENTION + 1)
-extern const char *const tps_module_type_names[];
 
 /* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "config_internal.h"
+#include "module_type.h"
 #include "testutil.h"
 #include "jsonio.h"
 #include "model.h"
@@ -497,8 +498,8 @@ static const struct bad_config bad_configs[] = {
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
 		"'num_heads':2}],'input':{'shape':[2,3,6]}}",
 	    TPS_ERR_INPUT,
-	    "cfg.json: /input/shape/2: expected 8, the in_features of "
-	    "/model/0, got 6"),
+	    "cfg.json: /input/shape/2: expected 8, the embed_dim of /model/0, "
+	    "got 6"),
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
 		"'num_heads':2},{'name':'attn.q','type':'relu'}],"
 		"'input':{'shape':[2,3,8]}}",
@@ -720,6 +721,22 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /input/shape/1: expected 4, the in_features of "
 	    "/model/1, got 8"),
+	/* The first module with a width names its own key, at its own
+	 * pointer (a body's module is not /model/<its index in the list>). */
+	BAD(HDR "'model':[{'name':'ln','type':'layernorm','dim':4}],'input':{"
+		"'shape':[2,3]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/1: expected 4, the dim of /model/0, got 3"),
+	BAD(HDR "'model':[{'name':'r','type':'residual','body':[" FC1 ","
+		"{'name':'fc2','type':'linear','in_features':8,"
+		"'out_features':4}]}],'input':{'shape':[2,3]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/shape/1: expected 4, the in_features of "
+	    "/model/0/body/0, got 3"),
+	BAD(HDR "'model':[" ACT "," FC1 "],'input':{'values':[[1,2,3]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: expected rows of 4 values, the "
+	    "in_features of /model/1, got 3"),
 
 	/* The input. */
 	BAD(HDR MODEL "}", TPS_ERR_INPUT, "cfg.json: /input: missing"),
@@ -932,6 +949,24 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /input/values: token id 6 (value 1 in row-major order) "
 	    "is not an integer in [0, 6), the vocabulary of /model/0"),
+	/* Each type's own limits (its descriptor's), which the schema
+	 * states too. */
+	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':"
+		"16777217,'embedding_dim':4}],'input':{'shape':[2,3],'init':"
+		"'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_embeddings: out of range (expected 1 to "
+	    "16777216, got 16777217)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':"
+		"1048577,'num_heads':1}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/embed_dim: out of range (expected 1 to "
+	    "1048576, got 1048577)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':1048577}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_heads: out of range (expected 1 to "
+	    "1048576, got 1048577)"),
 	BAD(HDR "'model':[{'name':'emb','type':'embedding','num_embeddings':6,"
 		"'embedding_dim':4}],'input':{'values':[[0,1.5]]}}",
 	    TPS_ERR_INPUT,
@@ -1588,13 +1623,13 @@ START_TEST(module_type_messages_list_every_type_of_the_table)
 		ck_assert_ptr_nonnull(name);
 		if (type >= 0) {
 			ck_assert_int_lt(type, TPS_MODULE_TYPE_COUNT);
-			ck_assert_str_eq(name, tps_module_type_names[type]);
+			ck_assert_str_eq(name, tps_module_types[type].name);
 			seen[type] = true;
 		}
 	}
 	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
 		ck_assert_msg(seen[t], "type %s is not in the table",
-			      tps_module_type_names[t]);
+			      tps_module_types[t].name);
 	}
 	for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
 		struct tps_error err = {0};
@@ -1618,8 +1653,6 @@ START_TEST(module_type_messages_list_every_type_of_the_table)
 }
 END_TEST
 
-/* The same rows with err NULL: the status alone, and no crash (the
- * message helpers must not read through a NULL err). */
 /*
  * The bad-config table for tests/schema_check.py: with
  * TPSIM_DUMP_BAD_CONFIGS=FILE, one JSON line per row that is valid JSON,
@@ -1667,6 +1700,96 @@ START_TEST(bad_configs_are_dumped_for_the_schema_check)
 	if (out) {
 		ck_assert_int_eq(fclose(out), 0);
 	}
+}
+END_TEST
+
+/* The same rows with err NULL: the status alone, and no crash (the
+ * message helpers must not read through a NULL err). */
+/* One descriptor key as JSON: {"name", "kind", "required", and "min",
+ * "max" for a size, "default" for an optional key}. */
+static cJSON *key_json(const struct tps_module_key *key)
+{
+	static const char *const kinds[] = {
+		[TPS_KEY_SIZE] = "size",
+		[TPS_KEY_POSITIVE] = "positive",
+		[TPS_KEY_BOOL] = "bool",
+		[TPS_KEY_MODULES] = "modules",
+	};
+	cJSON *o = cJSON_CreateObject();
+	ck_assert_ptr_nonnull(o);
+	cJSON_AddStringToObject(o, "name", key->name);
+	cJSON_AddStringToObject(o, "kind", kinds[key->kind]);
+	cJSON_AddBoolToObject(o, "required", key->required);
+	if (key->kind == TPS_KEY_SIZE) {
+		cJSON_AddNumberToObject(o, "min", (double)key->min);
+		cJSON_AddNumberToObject(o, "max", (double)key->max);
+	}
+	if (!key->required && key->kind == TPS_KEY_BOOL) {
+		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
+	} else if (!key->required) {
+		cJSON_AddNumberToObject(o, "default", key->fallback);
+	}
+	return o;
+}
+
+/*
+ * The module types for tests/schema_check.py, which compares them with
+ * the schema's: with TPSIM_DUMP_MODULE_TYPES=FILE, {"types": [{"name",
+ * "keys": [...]}, ...], "shorthands": [{"name", "keys": [names]}]}, the
+ * keys besides "name" and "type" (key_json), every type by its enum.
+ */
+START_TEST(module_types_are_dumped_for_the_schema_check)
+{
+	const char *path = getenv("TPSIM_DUMP_MODULE_TYPES");
+	cJSON *root = cJSON_CreateObject();
+	cJSON *types = cJSON_AddArrayToObject(root, "types");
+	cJSON *shorthands = cJSON_AddArrayToObject(root, "shorthands");
+	char *text;
+	int type;
+
+	ck_assert_ptr_nonnull(shorthands);
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		const struct tps_module_type_desc *d = &tps_module_types[t];
+		cJSON *o = cJSON_CreateObject();
+		cJSON *keys = cJSON_AddArrayToObject(o, "keys");
+		ck_assert_ptr_nonnull(keys);
+		cJSON_AddStringToObject(o, "name", d->name);
+		for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name;
+		     k++) {
+			cJSON_AddItemToArray(keys, key_json(&d->keys[k]));
+		}
+		cJSON_AddItemToArray(types, o);
+	}
+	for (size_t i = TPS_MODULE_TYPE_COUNT; i < cfg_module_type_count();
+	     i++) {
+		const char *const *names = cfg_shorthand_keys(i);
+		cJSON *o = cJSON_CreateObject();
+		cJSON *keys = cJSON_AddArrayToObject(o, "keys");
+		ck_assert_ptr_nonnull(names);
+		cJSON_AddStringToObject(o, "name",
+					cfg_module_type_name(i, &type));
+		ck_assert_int_eq(type, -1);
+		for (int k = 0; names[k]; k++) {
+			if (strcmp(names[k], "name") != 0 &&
+			    strcmp(names[k], "type") != 0) {
+				cJSON_AddItemToArray(
+					keys, cJSON_CreateString(names[k]));
+			}
+		}
+		cJSON_AddItemToArray(shorthands, o);
+	}
+	ck_assert_int_eq(cJSON_GetArraySize(types), TPS_MODULE_TYPE_COUNT);
+	ck_assert_int_gt(cJSON_GetArraySize(shorthands), 0);
+	text = cJSON_Print(root);
+	ck_assert_ptr_nonnull(text);
+	if (path) {
+		FILE *out = fopen(path, "w");
+		ck_assert_ptr_nonnull(out);
+		fprintf(out, "%s\n", text);
+		ck_assert_int_eq(fclose(out), 0);
+	}
+	free(text);
+	cJSON_Delete(root);
 }
 END_TEST
 
@@ -2417,6 +2540,135 @@ START_TEST(normalized_config_parses_to_itself)
 }
 END_TEST
 
+/*
+ * One config per module type, its module "m" giving every key the type
+ * has, each optional one away from its default: the normalised config
+ * must hold the module exactly as written (every key, in the type's
+ * order: none dropped, none added), and must parse back to itself.
+ */
+static const struct {
+	const char *type;
+	const char *config;
+} every_key[] = {
+	{"linear", HDR "'model':[{'name':'m','type':'linear','in_features':4,"
+		   "'out_features':6,'bias':false}]," INPUT "}"},
+	{"relu", HDR "'model':[{'name':'m','type':'relu'}]," INPUT "}"},
+	{"gelu", HDR "'model':[{'name':'m','type':'gelu'}]," INPUT "}"},
+	{"layernorm", HDR "'model':[{'name':'m','type':'layernorm','dim':4,"
+		      "'eps':0.001,'bias':false}]," INPUT "}"},
+	{"residual", HDR "'model':[{'name':'m','type':'residual','body':[{"
+		     "'name':'fc','type':'linear','in_features':4,"
+		     "'out_features':4,'bias':false}]}]," INPUT "}"},
+	{"embedding", HDR "'model':[{'name':'m','type':'embedding',"
+		      "'num_embeddings':6,'embedding_dim':4}],'input':{"
+		      "'shape':[2,3],'init':'tokens'}}"},
+	{"attention", HDR "'model':[{'name':'m','type':'attention',"
+		      "'embed_dim':4,'num_heads':2,'causal':true,'bias':false"
+		      "}],'input':{'shape':[2,3,4]}}"},
+};
+
+/* The top-level module "m" of a parsed config (a '-quoted one, or a
+ * normalised one), as compact JSON (caller frees). */
+static char *module_m_text(const cJSON *root)
+{
+	const cJSON *m;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "model"))
+	{
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
+		if (cJSON_IsString(name) && strcmp(name->valuestring, "m") == 0) {
+			char *s = cJSON_PrintUnformatted(m);
+			ck_assert_ptr_nonnull(s);
+			return s;
+		}
+	}
+	ck_abort_msg("no module \"m\"");
+	return NULL;
+}
+
+/* The module "m" of a normalised config holds "name", "type" and every
+ * key of type t's descriptor, in its order; each optional one away from
+ * its default, so that the config above shows it is read. */
+static void check_keys_of_type(const cJSON *root, enum tps_module_type t)
+{
+	const struct tps_module_type_desc *d = &tps_module_types[t];
+	const cJSON *m, *v;
+	int k = 0;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "model"))
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(m, "name")
+				   ->valuestring,
+			   "m") == 0) {
+			break;
+		}
+	}
+	ck_assert_ptr_nonnull(m);
+	v = m->child;
+	ck_assert_str_eq(v->string, "name");
+	v = v->next;
+	ck_assert_str_eq(v->string, "type");
+	ck_assert_str_eq(v->valuestring, d->name);
+	for (v = v->next; v; v = v->next, k++) {
+		const struct tps_module_key *key = &d->keys[k];
+		ck_assert_int_lt(k, TPS_MODULE_MAX_KEYS);
+		ck_assert_msg(key->name != NULL, "%s: extra key %s", d->name,
+			      v->string);
+		ck_assert_str_eq(v->string, key->name);
+		if (key->kind == TPS_KEY_BOOL) {
+			ck_assert_msg(cJSON_IsTrue(v) != (key->fallback != 0),
+				      "%s: %s is its default", d->name,
+				      key->name);
+		} else if (!key->required) {
+			ck_assert_msg(v->valuedouble != key->fallback,
+				      "%s: %s is its default", d->name,
+				      key->name);
+		}
+	}
+	ck_assert_msg(k == TPS_MODULE_MAX_KEYS || !d->keys[k].name,
+		      "%s: key %s not in the normalised config", d->name,
+		      d->keys[k].name);
+}
+
+START_TEST(every_module_type_keeps_every_key_through_normalisation)
+{
+	size_t n = sizeof every_key / sizeof every_key[0];
+	ck_assert_uint_eq(n, TPS_MODULE_TYPE_COUNT);
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		struct tps_run_spec a = {0}, b = {0};
+		struct tps_error err = {0};
+		cJSON *root = NULL;
+		char *given, *kept, *ta, *tb;
+		size_t k = 0;
+
+		while (k < n && strcmp(every_key[k].type,
+				       tps_module_types[t].name) != 0) {
+			k++;
+		}
+		ck_assert_msg(k < n, "no config for type %s",
+			      tps_module_types[t].name);
+		ck_assert_int_eq(parse_json(every_key[k].config, &root, &err),
+				 TPS_OK);
+		given = module_m_text(root);
+		cJSON_Delete(root);
+		parse_ok(every_key[k].config, &a);
+		kept = module_m_text(a.normalized);
+		ck_assert_str_eq(kept, given);
+		check_keys_of_type(a.normalized, (enum tps_module_type)t);
+		ta = normalized_text(&a);
+		ck_assert_msg(parse_text(ta, &b, &err) == TPS_OK,
+			      "%s: normalised config rejected: %s",
+			      every_key[k].type, err.message);
+		tb = normalized_text(&b);
+		ck_assert_str_eq(tb, ta);
+		free(given);
+		free(kept);
+		free(ta);
+		free(tb);
+		tps_run_spec_free(&a);
+		tps_run_spec_free(&b);
+	}
+}
+END_TEST
+
 START_TEST(free_accepts_null_and_zeroed_spec)
 {
 	struct tps_run_spec spec = {0};
@@ -3025,6 +3277,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, design_example_normalizes_in_documented_order);
 	tcase_add_test(tc, repeat_names_each_copy_under_its_index);
 	tcase_add_test(tc, normalized_config_parses_to_itself);
+	tcase_add_test(tc,
+		       every_module_type_keeps_every_key_through_normalisation);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("training");
@@ -3067,6 +3321,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("dump");
 	tcase_add_test(tc, bad_configs_are_dumped_for_the_schema_check);
+	tcase_add_test(tc, module_types_are_dumped_for_the_schema_check);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,11 +6,14 @@
  * errors keep their status.
  */
 #include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "module_type.h"
 #include "nn.h"
 
 /* A sink that logs "module op tensor [tp placement]" per event. */
@@ -91,14 +94,111 @@ START_TEST(redistribute_keeps_its_status_without_err)
 }
 END_TEST
 
-START_TEST(every_module_type_has_a_complete_ops_table)
+/* Whether key is a size read into the module spec's field at offset. */
+static bool fills(const struct tps_module_key *key, size_t offset)
 {
-	for (int t = 0; tps_module_type_names[t]; t++) {
-		const struct tps_module_ops *ops =
-			tps_module_ops_of((enum tps_module_type)t);
-		ck_assert_msg(ops && ops->forward && ops->reference_forward &&
+	return key && key->kind == TPS_KEY_SIZE && key->offset == offset;
+}
+#define IN  offsetof(struct tps_module_spec, in_features)
+#define OUT offsetof(struct tps_module_spec, out_features)
+
+/* The descriptor table has a complete row for every type, to
+ * TPS_MODULE_TYPE_COUNT (not to a NULL that a missing row would put
+ * early), and each row agrees with itself. */
+START_TEST(every_module_type_has_a_complete_descriptor)
+{
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		const struct tps_module_type_desc *d = &tps_module_types[t];
+		const struct tps_module_ops *ops = d->ops;
+		const struct tps_module_key *in, *out;
+		int k = 0;
+
+		ck_assert_msg(d->name != NULL, "type %d has no descriptor", t);
+		ck_assert_int_eq(tps_module_type_named(d->name), t);
+		ck_assert_ptr_eq(tps_module_ops_of((enum tps_module_type)t),
+				 ops);
+		ck_assert_msg(ops && ops->forward && ops->backward &&
+				      ops->reference_forward &&
+				      ops->reference_backward &&
 				      ops->parameters && ops->memory_estimate,
-			      "%s", tps_module_type_names[t]);
+			      "%s: incomplete ops", d->name);
+		ck_assert_msg(d->styles != 0 && d->why_not != NULL,
+			      "%s: no styles", d->name);
+		/* A style the message names ("rowwise") is one it takes. */
+		for (int st = 0; tps_style_names[st]; st++) {
+			char quoted[32];
+			snprintf(quoted, sizeof quoted, "\"%s\"",
+				 tps_style_names[st]);
+			ck_assert_msg(!strstr(d->why_not, quoted) ||
+					      (d->styles & TPS_STYLE_BIT(st)),
+				      "%s: names %s", d->name, quoted);
+		}
+		for (; k < TPS_MODULE_MAX_KEYS && d->keys[k].name; k++) {
+			const struct tps_module_key *key = &d->keys[k];
+			ck_assert_msg(
+				key->kind != TPS_KEY_SIZE ||
+					(key->min >= 1 && key->max >= key->min),
+				"%s: %s", d->name, key->name);
+			/* cfg_bool has no "missing". */
+			ck_assert_msg(key->kind != TPS_KEY_BOOL ||
+					      !key->required,
+				      "%s: %s", d->name, key->name);
+			ck_assert_ptr_eq(
+				tps_module_key_named((enum tps_module_type)t,
+						     key->name),
+				key);
+		}
+		for (; k < TPS_MODULE_MAX_KEYS; k++) {
+			ck_assert_ptr_null(d->keys[k].name);
+		}
+		/* The width rule against the keys it names: in_key fills
+		 * in_features and out_key out_features (one key, both, for
+		 * a type that needs the width). */
+		in = d->in_key ? tps_module_key_named((enum tps_module_type)t,
+						      d->in_key)
+			       : NULL;
+		out = d->out_key ? tps_module_key_named((enum tps_module_type)t,
+							d->out_key)
+				 : NULL;
+		ck_assert_msg(!d->in_key || fills(in, IN), "%s", d->name);
+		switch (d->width) {
+		case TPS_WIDTH_KEEPS:
+			ck_assert_msg(!in && !out, "%s", d->name);
+			break;
+		case TPS_WIDTH_CHANGES:
+			ck_assert_msg(in && fills(out, OUT), "%s", d->name);
+			break;
+		case TPS_WIDTH_NEEDS:
+			ck_assert_msg(in && out == in, "%s", d->name);
+			break;
+		case TPS_WIDTH_MAKES:
+			ck_assert_msg(!in && fills(out, OUT), "%s", d->name);
+			break;
+		}
+		/* Parts are of a type made of none. */
+		if (tps_module_part_count((enum tps_module_type)t) > 0) {
+			ck_assert_int_lt(d->part_type, TPS_MODULE_TYPE_COUNT);
+			ck_assert_int_eq(tps_module_part_count(d->part_type),
+					 0);
+		}
+	}
+	ck_assert_int_eq(tps_module_type_named("transformer_block"), -1);
+	ck_assert_int_eq(tps_module_type_named("dropout"), -1);
+}
+END_TEST
+
+/* Each type has an ops table of its own (relu and gelu once shared one,
+ * which switched on the type inside). */
+START_TEST(every_module_type_has_an_ops_table_of_its_own)
+{
+	for (int t = 0; t < TPS_MODULE_TYPE_COUNT; t++) {
+		for (int u = 0; u < t; u++) {
+			ck_assert_msg(tps_module_ops_of((enum tps_module_type)t) !=
+					      tps_module_ops_of(
+						      (enum tps_module_type)u),
+				      "types %d and %d share an ops table", u,
+				      t);
+		}
 	}
 }
 END_TEST
@@ -355,7 +455,8 @@ static Suite *nn_suite(void)
 	TCase *layout = tcase_create("layout");
 	TCase *modules = tcase_create("modules");
 	tcase_add_test(layout, redistribute_keeps_its_status_without_err);
-	tcase_add_test(modules, every_module_type_has_a_complete_ops_table);
+	tcase_add_test(modules, every_module_type_has_a_complete_descriptor);
+	tcase_add_test(modules, every_module_type_has_an_ops_table_of_its_own);
 	tcase_add_test(modules,
 		       colwise_gather_output_is_a_matmul_then_an_all_gather);
 	tcase_add_test(modules,
