@@ -353,6 +353,31 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
 
+/*
+ * Cross-entropy over class-sharded logits, PyTorch's loss_parallel
+ * (nn_loss_parallel.c). y: the logits (..., C), shard(-1) on ctx's tp dim;
+ * target: a class id per row of y, laid out as y's rows and whole on tp.
+ * Per row, from each rank's own classes, M the max, S the sum of
+ * exp(z - M) and Z the target's logit, each completed by an all_reduce
+ * over tp (max, sum, sum); then on every rank
+ *   loss_r = scale[r] * sum over its rows of (M + log S - Z)
+ *   dz     = scale[r] * (exp(z - M) / S - onehot(target)), its own classes
+ * with no backward collective. scale: one row weight per rank (world
+ * size entries); partial_mask: the mesh dims the losses are partial sums
+ * over (dp). Emits the statistics, their all_reduces and the loss in
+ * ctx's phase, the gradient in the backward phase. On success *loss is
+ * each rank's loss (a scalar, partial on partial_mask's dims, replicate
+ * on the others), losses[r] the same in double, and *dy the gradient of
+ * y, laid out as y. On error *loss and *dy are untouched.
+ */
+enum tps_status tps_nn_loss_parallel(const struct tps_nn_context *ctx,
+				     const struct tps_dtensor *y,
+				     const struct tps_dtensor *target,
+				     const double *scale, unsigned partial_mask,
+				     struct tps_dtensor *loss, double *losses,
+				     struct tps_dtensor *dy,
+				     struct tps_error *err);
+
 /* The families' ops tables (nn_linear.c, nn_elementwise.c,
  * nn_layernorm.c). */
 extern const struct tps_module_ops tps_linear_ops;

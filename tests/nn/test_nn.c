@@ -6,6 +6,7 @@
  * errors keep their status.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +350,84 @@ START_TEST(rowwise_backward_gathers_a_locally_split_input)
 }
 END_TEST
 
+/*
+ * loss_parallel's cross-entropy is an nn operation: driven here without a
+ * model. Logits (2 rows, 4 classes) over tp = 2, rank 0 holding classes
+ * 0-1 and rank 1 classes 2-3; row 0 is [0, 0, 0, 0] with target 2, row 1
+ * [1, 0, 0, 0] with target 0; each row weighs 1/2 (the mean). By hand:
+ *   row 0: M = 0, S = 4, Z = 0: loss log 4
+ *   row 1: M = 1, S = 1 + 3/e, Z = 1: loss log(1 + 3/e)
+ *   loss = (log 4 + log(1 + 3/e)) / 2 = 1.06498137
+ *   dz row 0 = ([1, 1, 1, 1] / 4 - onehot(2)) / 2
+ *            = [0.125, 0.125, -0.375, 0.125]
+ *   dz row 1 = ([1, 1/e, 1/e, 1/e] / S - onehot(0)) / 2
+ *            = [-0.26231656, 0.08743885, 0.08743885, 0.08743885]
+ * on every rank, each on its own classes; three all_reduces, no backward
+ * collective.
+ */
+START_TEST(loss_parallel_reduces_three_statistics_and_no_gradient)
+{
+	struct tps_mesh m = tp_mesh(2);
+	struct recorder rec = {0};
+	struct tps_placement shard = tps_placement_shard(1);
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor logits = arange(2, 4), ids = arange(1, 2);
+	struct tps_dtensor y, t, loss = {0}, dy = {0};
+	struct tps_nn_context ctx = {
+		&m, 0, {record, &rec}, 3, TPS_PHASE_FORWARD, false, 0, NULL};
+	const double scale[2] = {0.5, 0.5};
+	const float want[2][4] = {{0.125f, 0.125f, -0.375f, 0.125f},
+				  {-0.26231656f, 0.08743885f, 0.08743885f,
+				   0.08743885f}};
+	double losses[2] = {0, 0};
+	struct tps_error err = {0};
+	float most = 0.0f;
+
+	for (int i = 0; i < 8; i++) {
+		logits.data[i] = i == 4 ? 1.0f : 0.0f;
+	}
+	ids.data[0] = 2.0f;
+	ids.data[1] = 0.0f;
+	ck_assert_int_eq(tps_dtensor_distribute(&y, &m, &logits, &shard, NULL),
+			 TPS_OK);
+	ids.shape = tps_shape_make(1, (int64_t[]){2});
+	ck_assert_int_eq(tps_dtensor_distribute(&t, &m, &ids, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_nn_loss_parallel(&ctx, &y, &t, scale, 0u, &loss,
+					      losses, &dy, &err),
+			 TPS_OK);
+	ck_assert_str_eq(rec.log,
+			 "loss all_reduce loss.max [replicate]\n"
+			 "loss sum_exp loss.sum_exp [partial]\n"
+			 "loss all_reduce loss.sum_exp [replicate]\n"
+			 "loss target_logit loss.target_logit [partial]\n"
+			 "loss all_reduce loss.target_logit [replicate]\n"
+			 "loss cross_entropy loss [replicate]\n"
+			 "loss cross_entropy_backward output.grad "
+			 "[shard(1)]\n");
+	for (int r = 0; r < 2; r++) {
+		ck_assert(fabs(losses[r] - 1.0649813708742848) < 1e-6);
+		ck_assert(fabsf(loss.locals[r].data[0] - 1.06498137f) < 1e-6f);
+		for (int i = 0; i < 2; i++) {
+			for (int j = 0; j < 2; j++) {
+				float got = dy.locals[r].data[i * 2 + j];
+				float d = fabsf(got - want[i][2 * r + j]);
+				most = d > most ? d : most;
+			}
+		}
+	}
+	printf("loss_parallel: max difference of dz %g\n", (double)most);
+	ck_assert(most < 1e-6f);
+	ck_assert(tps_placement_equal(dy.placements[0], shard));
+	tps_dtensor_free(&y);
+	tps_dtensor_free(&t);
+	tps_dtensor_free(&loss);
+	tps_dtensor_free(&dy);
+	tps_tensor_free(&logits);
+	tps_tensor_free(&ids);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -364,6 +443,8 @@ static Suite *nn_suite(void)
 	tcase_add_test(modules,
 		       colwise_backward_reduces_the_partial_input_gradient);
 	tcase_add_test(modules, rowwise_backward_gathers_a_locally_split_input);
+	tcase_add_test(modules,
+		       loss_parallel_reduces_three_statistics_and_no_gradient);
 	suite_add_tcase(s, layout);
 	suite_add_tcase(s, modules);
 	return s;
