@@ -143,6 +143,38 @@ void tps_module_free_saved(struct tps_module *m)
 	m->prep_chain.n = 0;
 }
 
+void tps_nn_forward_begin(const struct tps_nn_context *ctx,
+			  struct tps_module *m)
+{
+	if (ctx->save) {
+		tps_module_free_saved(m);
+	}
+}
+
+enum tps_status tps_nn_forward_end(const struct tps_nn_context *ctx,
+				   struct tps_module *m, struct tps_dtensor *x,
+				   struct tps_dtensor *out,
+				   struct tps_dtensor *y, enum tps_status st)
+{
+	if (st != TPS_OK) {
+		/* Its descendants ran inside it: what they saved is of no
+		 * use either. */
+		tps_dtensor_free(out);
+		for (struct tps_module *d = m; d < tps_module_next(m); d++) {
+			tps_module_free_saved(d);
+		}
+		return st;
+	}
+	if (ctx->save && x) {
+		tps_dtensor_free(&m->saved_in);
+		m->saved_in = *x;
+		memset(x, 0, sizeof *x);
+	}
+	*y = *out;
+	memset(out, 0, sizeof *out);
+	return TPS_OK;
+}
+
 void tps_layout_chain_start(struct tps_layout_chain *chain,
 			    const struct tps_nn_context *ctx,
 			    const struct tps_dtensor *x)

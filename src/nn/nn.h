@@ -207,6 +207,28 @@ struct tps_module {
 void tps_module_free_saved(struct tps_module *m);
 
 /*
+ * The start and the end of every module type's forward, so that what a
+ * forward keeps for backward is kept, and forgotten, in one way.
+ *
+ * tps_nn_forward_begin: in training (ctx->save), forgets what m saved at
+ * the step before (its input, its layout chains): each step starts afresh.
+ *
+ * tps_nn_forward_end, given forward's status st: on success hands *out
+ * over as *y and, in training, keeps *x (the input as the computation
+ * consumed it, after its redistributions; NULL for a module that keeps
+ * none: attention, residual) as m->saved_in for backward, freeing any
+ * input saved before; on failure frees *out and everything m and its
+ * descendants saved, so that a failed forward leaves them holding
+ * nothing. Returns st.
+ */
+void tps_nn_forward_begin(const struct tps_nn_context *ctx,
+			  struct tps_module *m);
+enum tps_status tps_nn_forward_end(const struct tps_nn_context *ctx,
+				   struct tps_module *m, struct tps_dtensor *x,
+				   struct tps_dtensor *out,
+				   struct tps_dtensor *y, enum tps_status st);
+
+/*
  * Sequences of modules: [begin, end) of a pre-order module array, whose
  * top-level modules run in order (a composite runs its descendants
  * itself). The model's whole list is one; a residual's body is another.
@@ -332,7 +354,6 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
-
 
 /*
  * Losses (nn_loss.c), on plain tensors: the ranks' local outputs and the

@@ -195,28 +195,6 @@ static void start_out_chain(const struct tps_nn_context *ctx,
 	}
 }
 
-/* On success hands out over as *y and, when saving, keeps x (as the
- * matmul consumed it) for backward; on failure frees out. */
-static enum tps_status finish_forward(const struct tps_nn_context *ctx,
-				      struct tps_module *m,
-				      struct tps_dtensor *x,
-				      struct tps_dtensor *out,
-				      struct tps_dtensor *y, enum tps_status st)
-{
-	if (st != TPS_OK) {
-		tps_dtensor_free(out);
-		tps_module_free_saved(m);
-		return st;
-	}
-	if (ctx->save) {
-		tps_dtensor_free(&m->saved_in);
-		m->saved_in = *x;
-		memset(x, 0, sizeof *x);
-	}
-	*y = *out;
-	return TPS_OK;
-}
-
 /* Whether ctx's injected mistake happens in this module. */
 static bool mistaken_here(const struct tps_nn_context *ctx,
 			  const struct tps_module *m, enum tps_mistake which)
@@ -351,7 +329,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 		st = sharded_matmul(ctx, m, x, feature_shard(s, -1), &out, err);
 	}
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
@@ -375,7 +353,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 					      out_chain(ctx, m), s->name, n.out,
 					      NULL, err);
 	}
-	return finish_forward(ctx, m, x, &out, y, st);
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
@@ -411,7 +389,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 				    err);
 	}
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
@@ -471,7 +449,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 				&out, 0, err);
 		}
 	}
-	return finish_forward(ctx, m, x, &out, y, st);
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
@@ -495,7 +473,7 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 				  tps_placement_replicate(), &out, err);
 	}
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
@@ -508,7 +486,7 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 						 n.out, NULL, &out, 0, err);
 		}
 	}
-	return finish_forward(ctx, m, x, &out, y, st);
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status linear_forward(const struct tps_nn_context *ctx,
@@ -517,9 +495,7 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 				      struct tps_dtensor *y,
 				      struct tps_error *err)
 {
-	if (ctx->save) {
-		tps_module_free_saved(m); /* a new step starts afresh */
-	}
+	tps_nn_forward_begin(ctx, m);
 	switch (m->spec->style) {
 	case TPS_STYLE_COLWISE: return colwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
@@ -822,15 +798,15 @@ static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
 	/* nn.Linear draws W and b from U(-a, a), a = 1/sqrt(in_features). */
 	/* nn.Linear: kaiming_uniform_(a=sqrt(5)) is U(-1/sqrt(in), ...),
 	 * and the bias U(-1/sqrt(in), 1/sqrt(in)). */
-	out[WEIGHT] = (struct tps_param_spec){"weight", tps_shape_make(2, wdims),
-					      s->in_features, TPS_INIT_UNIFORM,
-					      w};
+	out[WEIGHT] =
+		(struct tps_param_spec){"weight", tps_shape_make(2, wdims),
+					s->in_features, TPS_INIT_UNIFORM, w};
 	if (!s->bias) {
 		return 1;
 	}
-	out[BIAS] = (struct tps_param_spec){"bias", tps_shape_make(1, wdims),
-					    s->in_features, TPS_INIT_UNIFORM,
-					    b};
+	out[BIAS] =
+		(struct tps_param_spec){"bias", tps_shape_make(1, wdims),
+					s->in_features, TPS_INIT_UNIFORM, b};
 	return 2;
 }
 

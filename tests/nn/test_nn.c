@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "config.h"
+#include "model.h"
 #include "nn.h"
 
 /* A sink that logs "module op tensor [tp placement]" per event. */
@@ -428,6 +430,129 @@ START_TEST(loss_parallel_reduces_three_statistics_and_no_gradient)
 }
 END_TEST
 
+/* A sink that fails at its event number `fail_at`, remembering that
+ * event's module and phase. */
+struct failing_sink {
+	int seen, fail_at;
+	char module[TPS_NAME_MAX];
+	enum tps_phase phase;
+};
+
+static enum tps_status fail_at(void *ctx, const struct tps_event *ev,
+			       struct tps_error *err)
+{
+	struct failing_sink *f = ctx;
+	if (f->seen++ < f->fail_at) {
+		return TPS_OK;
+	}
+	snprintf(f->module, sizeof f->module, "%s", ev->module);
+	f->phase = ev->phase;
+	return tps_error_set(err, TPS_ERR_IO, "the sink fails at event %d",
+			     f->fail_at);
+}
+
+/* Whether a module holds nothing a forward saves: no input, no layout
+ * chains, nothing more (attention's q, k, v). */
+static bool holds_nothing(const struct tps_module *m)
+{
+	bool empty = !m->saved_in.locals && m->in_chain.n == 0 &&
+		     m->out_chain.n == 0 && m->prep_chain.n == 0;
+	for (int i = 0; i < 3; i++) {
+		empty = empty && !m->saved_more[i].locals;
+	}
+	return empty;
+}
+
+/*
+ * The forward epilogue is one function (tps_nn_forward_end): a forward
+ * that fails leaves its module and every module inside it holding nothing
+ * saved, whatever its type and wherever it fails. Every module type
+ * (embedding, a transformer block's residuals, layernorms, attention,
+ * linears and gelu, relu) is run in training, two steps, with the sink
+ * failing at each event in turn; after a failure in a module's forward,
+ * the top-level module that contains it and every module after it hold
+ * nothing (the modules before it keep what they saved for backward, until
+ * the model is freed).
+ */
+START_TEST(a_failed_forward_leaves_its_modules_holding_nothing)
+{
+	static const char config[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": ["
+		"{\"name\": \"tok\", \"type\": \"embedding\", "
+		"\"num_embeddings\": 8, \"embedding_dim\": 4},"
+		"{\"name\": \"blk\", \"type\": \"transformer_block\", \"dim\": "
+		"4, \"num_heads\": 2, \"hidden\": 8},"
+		"{\"name\": \"act\", \"type\": \"relu\"},"
+		"{\"name\": \"norm\", \"type\": \"layernorm\", \"dim\": 4},"
+		"{\"name\": \"out\", \"type\": \"linear\", \"in_features\": 4, "
+		"\"out_features\": 8}],"
+		"\"plan\": {\"tok\": \"vocab\", \"blk.attn.[qkv]\": "
+		"\"colwise\", \"blk.attn.o\": \"rowwise\", \"blk.mlp.fc1\": "
+		"\"colwise\", \"blk.mlp.fc2\": \"rowwise\", \"out\": "
+		"\"colwise\"},"
+		"\"input\": {\"shape\": [2, 3], \"init\": \"tokens\", \"seed\": "
+		"1}, \"mode\": \"training\", \"steps\": 2, \"loss\": "
+		"\"cross_entropy\"}";
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root = cJSON_Parse(config);
+	int failures = 0;
+	bool done = false;
+
+	ck_assert_ptr_nonnull(root);
+	ck_assert_msg(tps_config_parse(root, "c.json", &spec, &err) == TPS_OK,
+		      "%s", err.message);
+	for (int k = 0; !done; k++) {
+		const struct tps_model_spec *ms = &spec.model;
+		struct failing_sink f = {0, k, "", TPS_PHASE_SETUP};
+		struct tps_event_sink sink = {fail_at, &f};
+		struct tps_model model = {0};
+		struct tps_tensor input = {0}, target = {0};
+		struct tps_model_outcome out = {0};
+		int top = -1;
+		enum tps_status st;
+
+		ck_assert_int_eq(tps_model_init(&model, ms, &err), TPS_OK);
+		ck_assert_int_eq(tps_model_make_input(ms, &input, &err),
+				 TPS_OK);
+		ck_assert_int_eq(tps_model_make_target(ms, &target, &err),
+				 TPS_OK);
+		st = tps_model_run(&model, &input, &target, sink, &out, &err);
+		done = st == TPS_OK;
+		/* The top-level module whose forward the failing event is
+		 * part of (none for the input, the output, the loss). */
+		for (int i = 0; !done && f.phase == TPS_PHASE_FORWARD &&
+				i < ms->n_modules;
+		     i = (int)(tps_module_next(&model.modules[i]) -
+			       model.modules)) {
+			struct tps_module *m = &model.modules[i];
+			for (struct tps_module *d = m; d < tps_module_next(m);
+			     d++) {
+				if (strcmp(d->spec->name, f.module) == 0) {
+					top = i;
+				}
+			}
+		}
+		for (int i = top; top >= 0 && i < ms->n_modules; i++) {
+			ck_assert_msg(holds_nothing(&model.modules[i]),
+				      "failing at event %d (%s's forward): "
+				      "%s still holds what it saved",
+				      k, f.module, model.modules[i].spec->name);
+		}
+		failures += top >= 0;
+		tps_model_outcome_free(&out);
+		tps_tensor_free(&input);
+		tps_tensor_free(&target);
+		tps_model_free(&model);
+	}
+	printf("forward failures checked: %d\n", failures);
+	ck_assert_int_gt(failures, 40);
+	tps_run_spec_free(&spec);
+	cJSON_Delete(root);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -445,6 +570,8 @@ static Suite *nn_suite(void)
 	tcase_add_test(modules, rowwise_backward_gathers_a_locally_split_input);
 	tcase_add_test(modules,
 		       loss_parallel_reduces_three_statistics_and_no_gradient);
+	tcase_add_test(modules,
+		       a_failed_forward_leaves_its_modules_holding_nothing);
 	suite_add_tcase(s, layout);
 	suite_add_tcase(s, modules);
 	return s;
