@@ -277,10 +277,10 @@ static void parse_embedding(struct cfg *c, const cJSON *m,
 			    struct tps_module_spec *ms)
 {
 	cfg_int(c, m, "num_embeddings", CFG_REQUIRED, 1, 1 << 24,
-		&ms->in_features);
+		&ms->num_embeddings);
 	cfg_int(c, m, "embedding_dim", CFG_REQUIRED, 1, TPS_MAX_ELEMENTS,
 		&ms->out_features);
-	check_weight_size(c, "embedding_dim", ms->in_features,
+	check_weight_size(c, "embedding_dim", ms->num_embeddings,
 			  ms->out_features);
 	set_width_key(c, ms, "embedding_dim");
 }

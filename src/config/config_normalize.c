@@ -117,7 +117,7 @@ static void put_modules(struct builder *b, cJSON *a,
 			put_bool(b, e, "bias", m->bias);
 		} else if (m->type == TPS_MODULE_EMBEDDING) {
 			put_number(b, e, "num_embeddings",
-				   (double)m->in_features);
+				   (double)m->num_embeddings);
 			put_number(b, e, "embedding_dim",
 				   (double)m->out_features);
 		} else if (m->type == TPS_MODULE_ATTENTION) {

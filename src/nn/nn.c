@@ -46,19 +46,20 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 	return emit(ctx, &ev, err);
 }
 
-enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
-				     struct tps_event *ev,
-				     struct tps_error *err)
+enum tps_status tps_nn_emit_mistaken_event(const struct tps_nn_context *ctx,
+					   struct tps_event *ev,
+					   struct tps_error *err)
 {
 	ev->mistake = tps_mistake_names[ctx->mistake];
 	return emit(ctx, ev, err);
 }
 
-enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
-				    const char *module, const char *op,
-				    const char *tensor, const char *note,
-				    const struct tps_dtensor *value,
-				    struct tps_error *err)
+enum tps_status tps_nn_emit_mistaken_compute(const struct tps_nn_context *ctx,
+					     const char *module, const char *op,
+					     const char *tensor,
+					     const char *note,
+					     const struct tps_dtensor *value,
+					     struct tps_error *err)
 {
 	struct tps_event ev = {0};
 	ev.module = module;
@@ -66,9 +67,8 @@ enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
 	ev.op = op;
 	ev.tensor = tensor;
 	ev.note = note;
-	ev.mistake = tps_mistake_names[ctx->mistake];
 	ev.value = value;
-	return emit(ctx, &ev, err);
+	return tps_nn_emit_mistaken_event(ctx, &ev, err);
 }
 
 struct layout_observer {

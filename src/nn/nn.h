@@ -334,23 +334,22 @@ enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
 
 /* Emits a compute event for `value` (every rank), with the step and phase
  * of ctx. flops: the most any one rank did (0 where not counted). */
-/* Emits ev (any kind), made by ctx's injected mistake: it carries the
- * mistake's name. */
-enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
-				     struct tps_event *ev,
-				     struct tps_error *err);
-/* tps_nn_emit_compute for the event ctx's injected mistake made: the
- * event carries the mistake's name. */
-enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
-				    const char *module, const char *op,
-				    const char *tensor, const char *note,
-				    const struct tps_dtensor *value,
-				    struct tps_error *err);
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 				    const char *module, const char *op,
 				    const char *tensor, const char *note,
 				    const struct tps_dtensor *value,
 				    int64_t flops, struct tps_error *err);
+/* Events that ctx's injected mistake made: they carry the mistake's name.
+ * tps_nn_emit_mistaken_event emits ev, of any kind, with the step and
+ * phase of ctx; tps_nn_emit_mistaken_compute is tps_nn_emit_compute's
+ * (flops not counted). */
+enum tps_status tps_nn_emit_mistaken_event(const struct tps_nn_context *ctx,
+					   struct tps_event *ev,
+					   struct tps_error *err);
+enum tps_status tps_nn_emit_mistaken_compute(
+	const struct tps_nn_context *ctx, const char *module, const char *op,
+	const char *tensor, const char *note, const struct tps_dtensor *value,
+	struct tps_error *err);
 
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
@@ -399,8 +398,9 @@ enum tps_status tps_nn_loss_parallel(const struct tps_nn_context *ctx,
 				     struct tps_dtensor *dy,
 				     struct tps_error *err);
 
-/* The families' ops tables (nn_linear.c, nn_elementwise.c,
- * nn_layernorm.c). */
+/* The families' ops tables, one per file: nn_linear.c, nn_elementwise.c
+ * (relu and gelu), nn_layernorm.c, nn_residual.c, nn_embedding.c,
+ * nn_attention.c. */
 extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_elementwise_ops;
 extern const struct tps_module_ops tps_layernorm_ops;

@@ -241,7 +241,7 @@ static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
 			       "where rowwise splits its columns (input "
 			       "features)";
 	ev.value = wrong;
-	st = tps_nn_emit_mistaken(ctx, &ev, err);
+	st = tps_nn_emit_mistaken_event(ctx, &ev, err);
 	if (st != TPS_OK) {
 		tps_dtensor_free(wrong);
 	}
@@ -284,12 +284,13 @@ static enum tps_status skip_gather(const struct tps_nn_context *ctx,
 	enum tps_status st;
 	out->placements[ctx->tp_dim] = tps_placement_replicate();
 	out->global = *first;
-	st = tps_nn_emit_mistake(ctx, m->spec->name, "skip_all_gather",
-				 io_names_of(m->spec->name).out,
-				 "MISTAKE (inject skip_gather): each rank "
-				 "returns its local shard of the output "
-				 "features as the whole output; no all_gather",
-				 out, err);
+	st = tps_nn_emit_mistaken_compute(
+		ctx, m->spec->name, "skip_all_gather",
+		io_names_of(m->spec->name).out,
+		"MISTAKE (inject skip_gather): each rank "
+		"returns its local shard of the output "
+		"features as the whole output; no all_gather",
+		out, err);
 	for (int r = 1; st == TPS_OK && r < ctx->mesh->world_size; r++) {
 		const struct tps_shape *other = &out->locals[r].shape;
 		if (!tps_shape_equal(other, first)) {
@@ -398,7 +399,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	if (st == TPS_OK && every_rank) {
 		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
 		if (st == TPS_OK) {
-			st = tps_nn_emit_mistake(
+			st = tps_nn_emit_mistaken_compute(
 				ctx, s->name, "add_bias", n.out,
 				"MISTAKE (inject bias_every_rank): every rank "
 				"adds the whole bias before the reduction",
@@ -426,7 +427,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK && skip_reduce) {
 		out.placements[ctx->tp_dim] = tps_placement_replicate();
-		st = tps_nn_emit_mistake(
+		st = tps_nn_emit_mistaken_compute(
 			ctx, s->name, "skip_all_reduce", n.out,
 			"MISTAKE (inject skip_all_reduce): each rank takes its "
 			"partial sum for the whole output; no all_reduce",
@@ -655,7 +656,7 @@ static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
 		ev.note = "MISTAKE (inject tp_allreduce_weight_grad): the "
 			  "sharded gradient is to be summed over tp, but the "
 			  "ranks' blocks differ in size, so it cannot be";
-		st = tps_nn_emit_mistaken(ctx, &ev, err);
+		st = tps_nn_emit_mistaken_event(ctx, &ev, err);
 	} else {
 		st = TPS_OK;
 	}
@@ -674,7 +675,7 @@ static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
 	ev.note = "MISTAKE (inject tp_allreduce_weight_grad): the sharded "
 		  "gradient is summed over tp, every rank's different block "
 		  "added together";
-	return tps_nn_emit_mistaken(ctx, &ev, err);
+	return tps_nn_emit_mistaken_event(ctx, &ev, err);
 }
 
 static enum tps_status linear_backward(const struct tps_nn_context *ctx,

@@ -553,6 +553,77 @@ START_TEST(a_failed_forward_leaves_its_modules_holding_nothing)
 }
 END_TEST
 
+/* The last event a sink saw: its kind, op, step, phase and mistake. */
+struct last_event {
+	enum tps_event_kind kind;
+	char op[32], mistake[64];
+	int step;
+	enum tps_phase phase;
+};
+
+static enum tps_status keep_last(void *ctx, const struct tps_event *ev,
+				 struct tps_error *err)
+{
+	struct last_event *l = ctx;
+	(void)err;
+	l->kind = ev->kind;
+	snprintf(l->op, sizeof l->op, "%s", ev->op);
+	snprintf(l->mistake, sizeof l->mistake, "%s",
+		 ev->mistake ? ev->mistake : "(none)");
+	l->step = ev->step;
+	l->phase = ev->phase;
+	return TPS_OK;
+}
+
+/* The two ways a mistake emits (one any event, one a compute event, as
+ * tps_nn_emit_compute does) both carry the mistake's name, ctx's step and
+ * phase; an ordinary compute event carries none. */
+START_TEST(mistaken_events_carry_the_mistakes_name)
+{
+	struct tps_mesh m = tp_mesh(2);
+	struct last_event last = {0};
+	struct tps_tensor g = arange(1, 2);
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_dtensor v;
+	struct tps_nn_context ctx = {&m,
+				     0,
+				     {keep_last, &last},
+				     2,
+				     TPS_PHASE_BACKWARD,
+				     false,
+				     TPS_MISTAKE_SKIP_GATHER,
+				     NULL};
+	struct tps_event ev = {0};
+
+	ck_assert_int_eq(tps_dtensor_distribute(&v, &m, &g, &rep, NULL),
+			 TPS_OK);
+	ev.module = "fc";
+	ev.kind = TPS_EVENT_LAYOUT;
+	ev.op = "split";
+	ev.tensor = "fc.out";
+	ev.value = &v;
+	ck_assert_int_eq(tps_nn_emit_mistaken_event(&ctx, &ev, NULL), TPS_OK);
+	ck_assert_int_eq(last.kind, TPS_EVENT_LAYOUT);
+	ck_assert_str_eq(last.op, "split");
+	ck_assert_str_eq(last.mistake, "skip_gather");
+	ck_assert_int_eq(last.step, 2);
+	ck_assert_int_eq(last.phase, TPS_PHASE_BACKWARD);
+	ck_assert_int_eq(tps_nn_emit_mistaken_compute(&ctx, "fc",
+						      "skip_all_gather",
+						      "fc.out", NULL, &v, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(last.kind, TPS_EVENT_COMPUTE);
+	ck_assert_str_eq(last.op, "skip_all_gather");
+	ck_assert_str_eq(last.mistake, "skip_gather");
+	ck_assert_int_eq(tps_nn_emit_compute(&ctx, "fc", "matmul", "fc.out",
+					     NULL, &v, 0, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(last.mistake, "(none)");
+	tps_dtensor_free(&v);
+	tps_tensor_free(&g);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -572,6 +643,7 @@ static Suite *nn_suite(void)
 		       loss_parallel_reduces_three_statistics_and_no_gradient);
 	tcase_add_test(modules,
 		       a_failed_forward_leaves_its_modules_holding_nothing);
+	tcase_add_test(modules, mistaken_events_carry_the_mistakes_name);
 	suite_add_tcase(s, layout);
 	suite_add_tcase(s, modules);
 	return s;
