@@ -8,7 +8,6 @@
 #include "explain.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +353,92 @@ static void elision_ends(size_t max_values, char *buf, size_t size)
 	}
 }
 
+/* Text from a config or a trace (module names, notes) as a format writes
+ * it: as it is (plain_text), or as Markdown that shows it literally
+ * (md_text: every character GitHub or MkDocs could read as markup is
+ * escaped). */
+typedef void (*write_text_fn)(FILE *out, const char *s);
+
+static void plain_text(FILE *out, const char *s)
+{
+	fputs(s, out);
+}
+
+static void md_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("\\`*_{}[]<>#|~", *s)) {
+			fputc('\\', out);
+		}
+		fputc(*s, out);
+	}
+}
+
+/* A symbolic figure's bytes, and the ranks when they differ: "1.5 KiB
+ * (1536 bytes) on rank 0 (rank 3: 1 KiB (1024 bytes))". */
+static void print_figure(FILE *out, const struct symbolic_figure_view *f)
+{
+	print_size_exact(out, f->bytes);
+	if (f->min_bytes) {
+		fputs(" on rank ", out);
+		print_number(out, f->rank);
+		fputs(" (rank ", out);
+		print_number(out, f->min_rank);
+		fputs(": ", out);
+		print_size_exact(out, f->min_bytes);
+		fputc(')', out);
+	}
+}
+
+/* A symbolic run's collective bytes per rank by phase: " forward 16
+ * bytes, backward 32 bytes". */
+static void print_phase_bytes(FILE *out, const cJSON *by_phase,
+			      write_text_fn text)
+{
+	const cJSON *phase;
+	cJSON_ArrayForEach(phase, by_phase)
+	{
+		fputs(phase == by_phase->child ? " " : ", ", out);
+		text(out, phase->string);
+		fputc(' ', out);
+		print_size_exact(out, phase);
+	}
+}
+
+/* The result's max_abs_diff and how the tensors were compared, or that
+ * the shapes differ. */
+static void print_difference(FILE *out, const struct result_view *v)
+{
+	if (!v->max_abs_diff) {
+		fputs("none: the shapes differ", out);
+		return;
+	}
+	print_number(out, v->max_abs_diff);
+	if (v->comparison[0]) {
+		fprintf(out, ", %s", v->comparison);
+	}
+}
+
+/* The collectives shown and their bytes, in all and by op: "3
+ * collectives, 48 bytes per rank; all_reduce x2; all_gather x1". */
+static void print_comm_total(FILE *out, const cJSON *comm, write_text_fn text)
+{
+	const cJSON *n = get(comm, "collectives");
+	const cJSON *op;
+	print_number(out, n);
+	fprintf(out, " collective%s, ",
+		cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
+	print_size(out, get(comm, "bytes_per_rank"));
+	fputs(" per rank", out);
+	cJSON_ArrayForEach(op, get(comm, "by_op"))
+	{
+		fputs("; ", out);
+		text(out, op->string);
+		fputs(" x", out);
+		print_number(out, get(op, "count"));
+	}
+}
+
 /* The training part of a result, the same in both formats: the loss at
  * each step, both ways, and what else was compared. */
 static void print_training(FILE *out, const struct result_view *v)
@@ -531,42 +616,20 @@ static void text_none_shown(const struct explainer *x)
 	fputs("(no event matches --step, --module and --phase)\n", x->out);
 }
 
-static void text_symbolic_figure(FILE *out,
-				 const struct symbolic_figure_view *f)
-{
-	fprintf(out, "  %s ", f->what);
-	print_size_exact(out, f->bytes);
-	if (f->min_bytes) {
-		fputs(" on rank ", out);
-		print_number(out, f->rank);
-		fputs(" (rank ", out);
-		print_number(out, f->min_rank);
-		fputs(": ", out);
-		print_size_exact(out, f->min_bytes);
-		fputc(')', out);
-	}
-	fputc('\n', out);
-}
-
 static void text_symbolic(const struct explainer *x,
 			  const struct symbolic_view *v)
 {
 	FILE *out = x->out;
-	const cJSON *phase;
 	fputs("result: symbolic: no values, no reference; output ", out);
 	print_shape(out, v->output_shape);
 	fputs("; per rank, float32, the largest over ranks:\n", out);
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
-		text_symbolic_figure(out, &v->figures[i]);
+		fprintf(out, "  %s ", v->figures[i].what);
+		print_figure(out, &v->figures[i]);
+		fputc('\n', out);
 	}
 	fputs("  collectives per rank", out);
-	cJSON_ArrayForEach(phase, v->comm_by_phase)
-	{
-		fprintf(out, "%s%s ",
-			phase == v->comm_by_phase->child ? " " : ", ",
-			phase->string);
-		print_size_exact(out, phase);
-	}
+	print_phase_bytes(out, v->comm_by_phase, plain_text);
 	fputc('\n', out);
 }
 
@@ -594,14 +657,7 @@ static void text_result(const struct explainer *x, const struct result_view *v)
 			v->match ? "matches" : "DIFFERS from",
 			x->color ? PLAIN : "");
 		fputs(" (max_abs_diff ", out);
-		if (!v->max_abs_diff) {
-			fputs("none: the shapes differ", out);
-		} else {
-			print_number(out, v->max_abs_diff);
-			if (v->comparison[0]) {
-				fprintf(out, ", %s", v->comparison);
-			}
-		}
+		print_difference(out, v);
 		fputs(")\n", out);
 	}
 	if (v->diagnosis) {
@@ -622,22 +678,12 @@ static void text_result(const struct explainer *x, const struct result_view *v)
 static void text_comm(const struct explainer *x, const struct comm_view *v)
 {
 	FILE *out = x->out;
-	const cJSON *n = get(v->comm, "collectives");
 	const cJSON *by = get(v->comm, "by_module");
-	const cJSON *op, *m;
+	const cJSON *m;
 	int width = 0, count_width = 0;
 
 	fprintf(out, "comm%s", v->filtered ? " of the events shown: " : ": ");
-	print_number(out, n);
-	fprintf(out, " collective%s, ",
-		cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
-	print_size(out, get(v->comm, "bytes_per_rank"));
-	fputs(" per rank", out);
-	cJSON_ArrayForEach(op, get(v->comm, "by_op"))
-	{
-		fprintf(out, "; %s x", op->string);
-		print_number(out, get(op, "count"));
-	}
+	print_comm_total(out, v->comm, plain_text);
 	fputc('\n', out);
 	if (!by || !by->child) {
 		return;
@@ -663,19 +709,6 @@ static void text_comm(const struct explainer *x, const struct comm_view *v)
 }
 
 /* ---- Markdown --------------------------------------------------------- */
-
-/* Text from a config or a trace (module names, notes) as Markdown that
- * shows it literally: every character GitHub or MkDocs could read as
- * markup is escaped. */
-static void md_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		if (strchr("\\`*_{}[]<>#|~", *s)) {
-			fputc('\\', out);
-		}
-		fputc(*s, out);
-	}
-}
 
 /* "## ": a heading `below` levels under the title's (1 to 6 in all). */
 static void md_heading(const struct explainer *x, int below)
@@ -835,34 +868,17 @@ static void md_symbolic(const struct explainer *x,
 			const struct symbolic_view *v)
 {
 	FILE *out = x->out;
-	const cJSON *phase;
 	md_heading(x, 1);
 	fputs("Result\n\nSymbolic: no values, no reference. Output ", out);
 	print_shape(out, v->output_shape);
 	fputs(". Per rank, float32, the largest over ranks:\n\n", out);
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
-		const struct symbolic_figure_view *f = &v->figures[i];
-		fprintf(out, "- %s: ", f->what);
-		print_size_exact(out, f->bytes);
-		if (f->min_bytes) {
-			fputs(" on rank ", out);
-			print_number(out, f->rank);
-			fputs(" (rank ", out);
-			print_number(out, f->min_rank);
-			fputs(": ", out);
-			print_size_exact(out, f->min_bytes);
-			fputc(')', out);
-		}
+		fprintf(out, "- %s: ", v->figures[i].what);
+		print_figure(out, &v->figures[i]);
 		fputc('\n', out);
 	}
 	fputs("- collectives per rank:", out);
-	cJSON_ArrayForEach(phase, v->comm_by_phase)
-	{
-		fputs(phase == v->comm_by_phase->child ? " " : ", ", out);
-		md_text(out, phase->string);
-		fputc(' ', out);
-		print_size_exact(out, phase);
-	}
+	print_phase_bytes(out, v->comm_by_phase, md_text);
 	fputs("\n\n", out);
 }
 
@@ -886,14 +902,7 @@ static void md_result(const struct explainer *x, const struct result_view *v)
 		fprintf(out, " %s the single-device reference",
 			v->match ? "**matches**" : "**differs from**");
 		fputs(" (`max_abs_diff` ", out);
-		if (!v->max_abs_diff) {
-			fputs("none: the shapes differ", out);
-		} else {
-			print_number(out, v->max_abs_diff);
-			if (v->comparison[0]) {
-				fprintf(out, ", %s", v->comparison);
-			}
-		}
+		print_difference(out, v);
 		fputs(").\n\n", out);
 	}
 	if (v->diagnosis) {
@@ -920,24 +929,12 @@ static void md_result(const struct explainer *x, const struct result_view *v)
 static void md_comm(const struct explainer *x, const struct comm_view *v)
 {
 	FILE *out = x->out;
-	const cJSON *n = get(v->comm, "collectives");
 	const cJSON *by = get(v->comm, "by_module");
-	const cJSON *op, *m;
+	const cJSON *m;
 
 	fprintf(out, "Communication%s",
 		v->filtered ? " of the events shown: " : ": ");
-	print_number(out, n);
-	fprintf(out, " collective%s, ",
-		cJSON_IsNumber(n) && n->valuedouble == 1 ? "" : "s");
-	print_size(out, get(v->comm, "bytes_per_rank"));
-	fputs(" per rank", out);
-	cJSON_ArrayForEach(op, get(v->comm, "by_op"))
-	{
-		fputs("; ", out);
-		md_text(out, op->string);
-		fputs(" x", out);
-		print_number(out, get(op, "count"));
-	}
+	print_comm_total(out, v->comm, md_text);
 	fputc('\n', out);
 	if (!by || !by->child) {
 		return;
@@ -1462,23 +1459,6 @@ static bool contains(int closeness_score)
 
 #define EXPLAIN_CLOSEST 3
 
-/* Appends to buf (of size, holding *used bytes), truncating. */
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	if (*used >= size) {
-		return;
-	}
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *used, size - *used, fmt, ap);
-	va_end(ap);
-	*used += n > 0 ? (size_t)n : 0;
-}
-
 /*
  * Whether `asked` names a module of the trace's events. If not,
  * TPS_ERR_USAGE naming the closest names: at most EXPLAIN_CLOSEST of the
@@ -1496,8 +1476,9 @@ static enum tps_status check_module(const cJSON *trace, const char *name,
 	int *score =
 		calloc((size_t)cJSON_GetArraySize(events) + 1, sizeof *score);
 	int n = 0, pick[EXPLAIN_CLOSEST], n_pick = 0, more = 0;
-	char esc[256], message[TPS_ERROR_MESSAGE_MAX];
-	size_t used = 0;
+	char esc[256], *message = NULL;
+	size_t len = 0;
+	FILE *mem = NULL;
 	enum tps_status st = TPS_ERR_USAGE;
 
 	if (!names || !score) {
@@ -1549,25 +1530,31 @@ static enum tps_status check_module(const cJSON *trace, const char *name,
 	}
 	more -= n_pick;
 	/* Every name in the message escaped. */
-	append(message, sizeof message, &used,
-	       "--module '%s' names no module of ",
-	       tps_json_escape_for_message(asked, esc, sizeof esc));
-	append(message, sizeof message, &used, "%s",
-	       tps_json_escape_for_message(name, esc, sizeof esc));
+	mem = open_memstream(&message, &len);
+	if (!mem) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	fprintf(mem, "--module '%s' names no module of ",
+		tps_json_escape_for_message(asked, esc, sizeof esc));
+	fputs(tps_json_escape_for_message(name, esc, sizeof esc), mem);
 	for (int j = 0; j < n_pick; j++) {
-		append(message, sizeof message, &used, "%s'%s'",
-		       j == 0 ? "; the closest: " : ", ",
-		       tps_json_escape_for_message(names[pick[j]], esc,
-						   sizeof esc));
+		fprintf(mem, "%s'%s'", j == 0 ? "; the closest: " : ", ",
+			tps_json_escape_for_message(names[pick[j]], esc,
+						    sizeof esc));
 	}
 	if (more > 0) {
-		append(message, sizeof message, &used, " (and %d more %s)",
-		       more,
-		       contains(score[pick[0]]) ? "that contain it"
-						: "as close");
+		fprintf(mem, " (and %d more %s)", more,
+			contains(score[pick[0]]) ? "that contain it"
+						 : "as close");
 	}
-	tps_error_set(err, TPS_ERR_USAGE, "%s", message);
+	if (fclose(mem) != 0) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	} else {
+		tps_error_set(err, TPS_ERR_USAGE, "%s", message);
+	}
 out:
+	free(message);
 	free(names);
 	free(score);
 	return st;
