@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "explain.h"
 #include "fixture_check.h"
 #include "jsonio.h"
 #include "mesh.h"
@@ -127,21 +128,6 @@ int tps_cli_trouble(FILE *err, const struct tps_error *e)
 {
 	fprintf(err, "tpsim: %s\n", e->message);
 	return TPS_EXIT_TROUBLE;
-}
-
-void tps_cli_describe_comparison(int exact, int compared, char *buf,
-				 size_t size)
-{
-	if (exact == compared) {
-		snprintf(buf, size, "exact comparison");
-	} else if (exact == 0) {
-		snprintf(buf, size, "tolerance comparison");
-	} else {
-		snprintf(buf, size,
-			 "exact comparison of %d of %d tensors, tolerance for "
-			 "the rest",
-			 exact, compared);
-	}
 }
 
 /* "8G", "512M", "1048576" -> bytes; false if malformed or too large. */
@@ -465,7 +451,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		char how[96], paren[128] = "";
 		/* Shapes that differ were not compared at all. */
 		if (isfinite(s.max_abs_diff)) {
-			tps_cli_describe_comparison(s.exact, s.compared, how,
+			tps_explain_comparison(s.exact, s.compared, how,
 						    sizeof how);
 			snprintf(paren, sizeof paren, " (%s)", how);
 		}

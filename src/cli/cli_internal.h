@@ -20,13 +20,6 @@ int tps_cli_usage_error(FILE *err, const char *fmt, const char *arg);
 /* Trouble: "tpsim: <message>". Returns the trouble exit code. */
 int tps_cli_trouble(FILE *err, const struct tps_error *e);
 
-/* How a run's tensors were compared with the reference, for the summary
- * and explain: "exact comparison" (all of them), "tolerance comparison"
- * (none exactly), or "exact comparison of 5 of 9 tensors, tolerance for
- * the rest". */
-void tps_cli_describe_comparison(int exact, int compared, char *buf,
-				 size_t size);
-
 /* The most values one --set may list (tpsim comm sweeps them). */
 #define TPS_CLI_MAX_SET_VALUES 64
 
@@ -73,13 +66,6 @@ enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
 /* Where the library publishes the temporary output it is writing, for the
  * signal handler (cli_output.c; outfile.h). */
 struct tps_outfile_pending *tps_cli_pending(void);
-
-/* The sharding picture of events[event_index] as text or Markdown, for
- * explain --pictures; out NULL only checks that it can be drawn. Returns
- * the exit code (trouble, printed on err, for a trace it cannot draw). */
-int tps_cli_explain_picture(FILE *out, const cJSON *trace,
-			    const char *trace_name, int event_index, bool md,
-			    FILE *err);
 
 /* tpsim view TRACE [-o FILE.html] */
 int tps_cli_view(int argc, char **argv, FILE *out, FILE *err);

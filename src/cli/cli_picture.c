@@ -1,6 +1,7 @@
 /*
- * tpsim picture: one tensor's sharding picture as a standalone SVG; and
- * the pictures `tpsim explain --pictures` prints under each event.
+ * tpsim picture: one tensor's sharding picture as a standalone SVG
+ * (`tpsim explain --pictures` prints its text form under each event:
+ * explain.c).
  */
 #include "cli_internal.h"
 #include "cli.h"
@@ -24,23 +25,6 @@ static int trouble(FILE *err, const char *trace_name, const char *pointer,
 		tps_json_escape_for_message(trace_name, name, sizeof name),
 		pointer, what);
 	return tps_cli_trouble(err, &e);
-}
-
-int tps_cli_explain_picture(FILE *out, const cJSON *trace,
-			    const char *trace_name, int event_index, bool md,
-			    FILE *err)
-{
-	struct tps_picture pic = {0};
-	struct tps_error e = {0};
-	if (tps_picture_from_event(&pic, trace, trace_name, event_index, &e) !=
-	    TPS_OK) {
-		return tps_cli_trouble(err, &e);
-	}
-	if (out) {
-		tps_picture_write_text(out, &pic, md);
-	}
-	tps_picture_free(&pic);
-	return TPS_EXIT_OK;
 }
 
 /* --event SEQ: a whole number from 0. */

@@ -236,7 +236,7 @@ static void parse_dims(struct cfg *c, const cJSON *root,
 static void check_input_tokens(struct cfg *c, const cJSON *input,
 			       const struct tps_model_spec *spec)
 {
-	int64_t vocab = spec->modules[0].in_features;
+	int64_t vocab = spec->modules[0].num_embeddings;
 	const struct tps_tensor *v = &spec->input_values;
 	if (spec->input_requires_grad) {
 		cfg_fail_at(c, "requires_grad", TPS_ERR_INPUT,

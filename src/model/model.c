@@ -87,7 +87,7 @@ static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
 				m->in_features / block, err);
 		} else if (m->style == TPS_STYLE_VOCAB) {
 			st = check_divisible(spec, m, "num_embeddings",
-					     m->in_features, err);
+					     m->num_embeddings, err);
 		}
 		/* Sequence-parallel layouts split an activation dim other
 		 * than the last, whose size is the input's. */
@@ -373,7 +373,7 @@ enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 	}
 	/* Token ids range over the embedding's vocabulary. */
 	float a = tps_model_takes_tokens(spec)
-			  ? (float)spec->modules[0].in_features
+			  ? (float)spec->modules[0].num_embeddings
 			  : 1.0f;
 	return tps_model_init_tensor(input, &spec->input_shape,
 				     spec->input_init, a, "input", err);

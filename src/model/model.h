@@ -98,8 +98,10 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 				     struct tps_event_sink sink,
 				     struct tps_error *err);
 
-/* The shape of the model's output: the input's, with the last dim made
- * the last linear's out_features. */
+/* The shape of the model's output (tps_model_spec_output_shape): the
+ * input's, with an embedding's dim added and each width the modules set
+ * in turn (a linear's out_features, an embedding's embedding_dim, ...) as
+ * its last dim. */
 struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec);
 
 /* The global model input, from spec->input_init with a = 1. */

@@ -81,7 +81,7 @@ const struct tps_module_type_desc tps_module_types[] = {
 	[TPS_MODULE_EMBEDDING] =
 		{
 			.name = "embedding",
-			.keys = {TPS_SIZE_KEY("num_embeddings", in_features, 1,
+			.keys = {TPS_SIZE_KEY("num_embeddings", num_embeddings, 1,
 					      (int64_t)1 << 24),
 				 TPS_SIZE_KEY("embedding_dim", out_features, 1,
 					      TPS_MAX_ELEMENTS)},

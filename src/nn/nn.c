@@ -31,19 +31,20 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 	return emit(ctx, &ev, err);
 }
 
-enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
-				     struct tps_event *ev,
-				     struct tps_error *err)
+enum tps_status tps_nn_emit_mistaken_event(const struct tps_nn_context *ctx,
+					   struct tps_event *ev,
+					   struct tps_error *err)
 {
 	ev->mistake = tps_mistake_names[ctx->mistake];
 	return emit(ctx, ev, err);
 }
 
-enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
-				    const char *module, const char *op,
-				    const char *tensor, const char *note,
-				    const struct tps_dtensor *value,
-				    struct tps_error *err)
+enum tps_status tps_nn_emit_mistaken_compute(const struct tps_nn_context *ctx,
+					     const char *module, const char *op,
+					     const char *tensor,
+					     const char *note,
+					     const struct tps_dtensor *value,
+					     struct tps_error *err)
 {
 	struct tps_event ev = {0};
 	ev.module = module;
@@ -51,9 +52,8 @@ enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
 	ev.op = op;
 	ev.tensor = tensor;
 	ev.note = note;
-	ev.mistake = tps_mistake_names[ctx->mistake];
 	ev.value = value;
-	return emit(ctx, &ev, err);
+	return tps_nn_emit_mistaken_event(ctx, &ev, err);
 }
 
 struct layout_observer {
@@ -126,6 +126,38 @@ void tps_module_free_saved(struct tps_module *m)
 	m->in_chain.n = 0;
 	m->out_chain.n = 0;
 	m->prep_chain.n = 0;
+}
+
+void tps_nn_forward_begin(const struct tps_nn_context *ctx,
+			  struct tps_module *m)
+{
+	if (ctx->save) {
+		tps_module_free_saved(m);
+	}
+}
+
+enum tps_status tps_nn_forward_end(const struct tps_nn_context *ctx,
+				   struct tps_module *m, struct tps_dtensor *x,
+				   struct tps_dtensor *out,
+				   struct tps_dtensor *y, enum tps_status st)
+{
+	if (st != TPS_OK) {
+		/* Its descendants ran inside it: what they saved is of no
+		 * use either. */
+		tps_dtensor_free(out);
+		for (struct tps_module *d = m; d < tps_module_next(m); d++) {
+			tps_module_free_saved(d);
+		}
+		return st;
+	}
+	if (ctx->save && x) {
+		tps_dtensor_free(&m->saved_in);
+		m->saved_in = *x;
+		memset(x, 0, sizeof *x);
+	}
+	*y = *out;
+	memset(out, 0, sizeof *out);
+	return TPS_OK;
 }
 
 void tps_layout_chain_start(struct tps_layout_chain *chain,

@@ -213,6 +213,28 @@ struct tps_module {
 void tps_module_free_saved(struct tps_module *m);
 
 /*
+ * The start and the end of every module type's forward, so that what a
+ * forward keeps for backward is kept, and forgotten, in one way.
+ *
+ * tps_nn_forward_begin: in training (ctx->save), forgets what m saved at
+ * the step before (its input, its layout chains): each step starts afresh.
+ *
+ * tps_nn_forward_end, given forward's status st: on success hands *out
+ * over as *y and, in training, keeps *x (the input as the computation
+ * consumed it, after its redistributions; NULL for a module that keeps
+ * none: attention, residual) as m->saved_in for backward, freeing any
+ * input saved before; on failure frees *out and everything m and its
+ * descendants saved, so that a failed forward leaves them holding
+ * nothing. Returns st.
+ */
+void tps_nn_forward_begin(const struct tps_nn_context *ctx,
+			  struct tps_module *m);
+enum tps_status tps_nn_forward_end(const struct tps_nn_context *ctx,
+				   struct tps_module *m, struct tps_dtensor *x,
+				   struct tps_dtensor *out,
+				   struct tps_dtensor *y, enum tps_status st);
+
+/*
  * Sequences of modules: [begin, end) of a pre-order module array, whose
  * top-level modules run in order (a composite runs its descendants
  * itself). The model's whole list is one; a residual's body is another.
@@ -318,27 +340,25 @@ enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
 
 /* Emits a compute event for `value` (every rank), with the step and phase
  * of ctx. flops: the most any one rank did (0 where not counted). */
-/* Emits ev (any kind), made by ctx's injected mistake: it carries the
- * mistake's name. */
-enum tps_status tps_nn_emit_mistaken(const struct tps_nn_context *ctx,
-				     struct tps_event *ev,
-				     struct tps_error *err);
-/* tps_nn_emit_compute for the event ctx's injected mistake made: the
- * event carries the mistake's name. */
-enum tps_status tps_nn_emit_mistake(const struct tps_nn_context *ctx,
-				    const char *module, const char *op,
-				    const char *tensor, const char *note,
-				    const struct tps_dtensor *value,
-				    struct tps_error *err);
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 				    const char *module, const char *op,
 				    const char *tensor, const char *note,
 				    const struct tps_dtensor *value,
 				    int64_t flops, struct tps_error *err);
+/* Events that ctx's injected mistake made: they carry the mistake's name.
+ * tps_nn_emit_mistaken_event emits ev, of any kind, with the step and
+ * phase of ctx; tps_nn_emit_mistaken_compute is tps_nn_emit_compute's
+ * (flops not counted). */
+enum tps_status tps_nn_emit_mistaken_event(const struct tps_nn_context *ctx,
+					   struct tps_event *ev,
+					   struct tps_error *err);
+enum tps_status tps_nn_emit_mistaken_compute(
+	const struct tps_nn_context *ctx, const char *module, const char *op,
+	const char *tensor, const char *note, const struct tps_dtensor *value,
+	struct tps_error *err);
 
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
-
 
 /*
  * Losses (nn_loss.c), on plain tensors: the ranks' local outputs and the
@@ -358,6 +378,31 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const struct tps_tensor *t,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
+
+/*
+ * Cross-entropy over class-sharded logits, PyTorch's loss_parallel
+ * (nn_loss_parallel.c). y: the logits (..., C), shard(-1) on ctx's tp dim;
+ * target: a class id per row of y, laid out as y's rows and whole on tp.
+ * Per row, from each rank's own classes, M the max, S the sum of
+ * exp(z - M) and Z the target's logit, each completed by an all_reduce
+ * over tp (max, sum, sum); then on every rank
+ *   loss_r = scale[r] * sum over its rows of (M + log S - Z)
+ *   dz     = scale[r] * (exp(z - M) / S - onehot(target)), its own classes
+ * with no backward collective. scale: one row weight per rank (world
+ * size entries); partial_mask: the mesh dims the losses are partial sums
+ * over (dp). Emits the statistics, their all_reduces and the loss in
+ * ctx's phase, the gradient in the backward phase. On success *loss is
+ * each rank's loss (a scalar, partial on partial_mask's dims, replicate
+ * on the others), losses[r] the same in double, and *dy the gradient of
+ * y, laid out as y. On error *loss and *dy are untouched.
+ */
+enum tps_status tps_nn_loss_parallel(const struct tps_nn_context *ctx,
+				     const struct tps_dtensor *y,
+				     const struct tps_dtensor *target,
+				     const double *scale, unsigned partial_mask,
+				     struct tps_dtensor *loss, double *losses,
+				     struct tps_dtensor *dy,
+				     struct tps_error *err);
 
 /* Each type's ops table, in its family's file (nn_linear.c,
  * nn_elementwise.c, ...), for its descriptor (module_type.c). */

@@ -241,15 +241,15 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 {
 	const struct tps_module_spec *s = m->spec;
 	char in_name[TPS_NAME_MAX + 8], core_name[TPS_NAME_MAX + 16];
-	struct tps_dtensor qkv[3] = {{0}}, a = {0};
+	struct tps_dtensor qkv[3] = {{0}}, a = {0}, out = {0};
 	struct core_job job = {m, qkv, NULL, NULL};
 	enum tps_status st = TPS_OK;
 	char note[160];
 
 	snprintf(in_name, sizeof in_name, "%s.in", s->name);
 	snprintf(core_name, sizeof core_name, "%s.heads", s->name);
+	tps_nn_forward_begin(ctx, m);
 	if (ctx->save) {
-		tps_module_free_saved(m);
 		tps_layout_chain_start(&m->in_chain, ctx, x);
 	}
 	/* Every head needs every position: the whole sequence, once. */
@@ -287,8 +287,9 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);
-		st = o->ops->forward(ctx, o, &a, y, err);
+		st = o->ops->forward(ctx, o, &a, &out, err);
 	}
+	/* Its input is its children's: what it keeps is q, k and v. */
 	if (st == TPS_OK && ctx->save) {
 		for (int i = Q; i <= V; i++) {
 			m->saved_more[i] = qkv[i];
@@ -299,10 +300,7 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 		tps_dtensor_free(&qkv[i]);
 	}
 	tps_dtensor_free(&a);
-	if (st != TPS_OK) {
-		tps_module_free_saved(m);
-	}
-	return st;
+	return tps_nn_forward_end(ctx, m, NULL, &out, y, st);
 }
 
 static enum tps_status core_backward_rank(void *opaque, int r,

@@ -55,12 +55,13 @@ static enum tps_status activation_forward(const struct activation *fn,
 	const struct tps_module_spec *s = m->spec;
 	struct apply_job job = {fn, x};
 	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
+	struct tps_dtensor out = {0};
 	enum tps_status st = TPS_OK;
 
 	snprintf(in_name, sizeof in_name, "%s.in", s->name);
 	snprintf(out_name, sizeof out_name, "%s.out", s->name);
+	tps_nn_forward_begin(ctx, m);
 	if (ctx->save) {
-		tps_module_free_saved(m);
 		tps_layout_chain_start(&m->in_chain, ctx, x);
 	}
 	if (x->placements[ctx->tp_dim].kind == TPS_PLACEMENT_PARTIAL) {
@@ -71,27 +72,18 @@ static enum tps_status activation_forward(const struct activation *fn,
 			err);
 	}
 	if (st == TPS_OK) {
-		st = tps_dtensor_map(y, ctx->mesh, &x->global, x->placements,
+		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
 				     apply_rank, &job, err);
 	}
-	if (st != TPS_OK) {
-		return st;
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, s->name, fn->op, out_name,
+			"element-wise on each rank's local values: the layout "
+			"is kept",
+			&out, 0, err);
 	}
-	st = tps_nn_emit_compute(ctx, s->name, fn->op, out_name,
-				 "element-wise on each rank's local "
-				 "values: the layout is kept",
-				 y, 0, err);
-	if (st != TPS_OK) {
-		tps_dtensor_free(y);
-		tps_module_free_saved(m);
-		return st;
-	}
-	if (ctx->save) {
-		/* f'(x) needs x, as the ranks applied f to it. */
-		m->saved_in = *x;
-		memset(x, 0, sizeof *x);
-	}
-	return TPS_OK;
+	/* f'(x) needs x, as the ranks applied f to it. */
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 struct backward_job {

@@ -108,36 +108,32 @@ static enum tps_status embedding_forward(const struct tps_nn_context *ctx,
 
 	snprintf(in_name, sizeof in_name, "%s.in", s->name);
 	snprintf(out_name, sizeof out_name, "%s.out", s->name);
-	if (ctx->save) {
-		tps_module_free_saved(m);
-	}
+	tps_nn_forward_begin(ctx, m);
 	/* The ids, whole on every tp rank. */
 	st = tps_nn_to_layout(ctx, x, tps_placement_replicate(), s->name,
 			      in_name, "every rank needs every token id", err);
-	if (st != TPS_OK) {
-		return st;
-	}
 	global.dim[global.ndim++] = s->out_features;
 	for (int i = 0; i < ctx->mesh->ndim; i++) {
 		placements[i] = x->placements[i];
 	}
 	placements[ctx->tp_dim] =
 		vocab ? tps_placement_partial() : tps_placement_replicate();
-	st = tps_dtensor_map(&out, ctx->mesh, &global, placements, lookup_rank,
-			     &job, err);
-	if (st != TPS_OK) {
-		return st;
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&out, ctx->mesh, &global, placements,
+				     lookup_rank, &job, err);
 	}
-	if (ctx->save) {
+	if (st == TPS_OK && ctx->save) {
 		tps_layout_chain_start(&m->out_chain, ctx, &out);
 	}
-	st = tps_nn_emit_compute(
-		ctx, s->name, "embedding", out_name,
-		vocab ? "y_i = W_i[id] for the ids in rank i's rows of the "
-			"vocabulary, zeros for the others: partial sums, one "
-			"nonzero term per token"
-		      : "y = W[id]: every rank looks up every id",
-		&out, 0, err);
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, s->name, "embedding", out_name,
+			vocab ? "y_i = W_i[id] for the ids in rank i's rows of "
+				"the vocabulary, zeros for the others: partial "
+				"sums, one nonzero term per token"
+			      : "y = W[id]: every rank looks up every id",
+			&out, 0, err);
+	}
 	if (st == TPS_OK && vocab) {
 		st = tps_nn_to_layout_chained(
 			ctx, &out, s->output, ctx->save ? &m->out_chain : NULL,
@@ -146,17 +142,8 @@ static enum tps_status embedding_forward(const struct tps_nn_context *ctx,
 			"from the one rank that holds it",
 			err);
 	}
-	if (st != TPS_OK) {
-		tps_dtensor_free(&out);
-		tps_module_free_saved(m);
-		return st;
-	}
-	if (ctx->save) {
-		m->saved_in = *x;
-		memset(x, 0, sizeof *x);
-	}
-	*y = out;
-	return TPS_OK;
+	/* Backward scatters dy into the rows of the ids it keeps. */
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 struct scatter_job {
@@ -255,7 +242,7 @@ static enum tps_status embedding_reference_backward(struct tps_module *m,
 static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
 				struct tps_param_spec *out)
 {
-	int64_t dims[2] = {s->in_features, s->out_features};
+	int64_t dims[2] = {s->num_embeddings, s->out_features};
 	(void)tp_dim;
 	/* nn.Embedding draws N(0, 1): fan_in 1 makes the init's a = 1. */
 	out[WEIGHT] = (struct tps_param_spec){
@@ -268,7 +255,7 @@ static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
 static int64_t embedding_memory_estimate(const struct tps_module_spec *s,
 					 const struct tps_memory_context *mc)
 {
-	int64_t w = tps_sat_mul(s->in_features, s->out_features);
+	int64_t w = tps_sat_mul(s->num_embeddings, s->out_features);
 	int64_t copies =
 		s->style == TPS_STYLE_VOCAB ? mc->world / mc->tp : mc->world;
 	int64_t bytes = tps_sat_mul(tps_sat_mul(w, copies + 1), 4);

@@ -191,15 +191,17 @@ static enum tps_status layernorm_forward(const struct tps_nn_context *ctx,
 	struct tps_placement want;
 	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
 	bool sequence = s->style == TPS_STYLE_SEQUENCE;
-	enum tps_status st = compute_layout(ctx, m, x, &want, err);
+	struct tps_dtensor out = {0};
+	enum tps_status st;
 
 	snprintf(in_name, sizeof in_name, "%s.in", s->name);
 	snprintf(out_name, sizeof out_name, "%s.out", s->name);
+	tps_nn_forward_begin(ctx, m);
+	st = compute_layout(ctx, m, x, &want, err);
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	if (ctx->save) {
-		tps_module_free_saved(m);
 		tps_layout_chain_start(&m->in_chain, ctx, x);
 	}
 	st = tps_nn_to_layout_chained(
@@ -210,31 +212,21 @@ static enum tps_status layernorm_forward(const struct tps_nn_context *ctx,
 			   "every rank",
 		err);
 	if (st == TPS_OK) {
-		st = tps_dtensor_map(y, ctx->mesh, &x->global, x->placements,
+		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
 				     forward_rank, &job, err);
 	}
-	if (st != TPS_OK) {
-		tps_module_free_saved(m);
-		return st;
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, s->name, "layernorm", out_name,
+			sequence ? "y = (x - mean) / sqrt(var + eps) w + b "
+				   "over the last dim, on each rank's sequence "
+				   "shard: rows are independent, no "
+				   "communication"
+				 : "y = (x - mean) / sqrt(var + eps) w + b "
+				   "over the last dim, every row on every rank",
+			&out, 0, err);
 	}
-	st = tps_nn_emit_compute(
-		ctx, s->name, "layernorm", out_name,
-		sequence ? "y = (x - mean) / sqrt(var + eps) w + b over the "
-			   "last dim, on each rank's sequence shard: rows are "
-			   "independent, no communication"
-			 : "y = (x - mean) / sqrt(var + eps) w + b over the "
-			   "last dim, every row on every rank",
-		y, 0, err);
-	if (st != TPS_OK) {
-		tps_dtensor_free(y);
-		tps_module_free_saved(m);
-		return st;
-	}
-	if (ctx->save) {
-		m->saved_in = *x;
-		memset(x, 0, sizeof *x);
-	}
-	return TPS_OK;
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 struct backward_job {

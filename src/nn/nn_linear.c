@@ -195,28 +195,6 @@ static void start_out_chain(const struct tps_nn_context *ctx,
 	}
 }
 
-/* On success hands out over as *y and, when saving, keeps x (as the
- * matmul consumed it) for backward; on failure frees out. */
-static enum tps_status finish_forward(const struct tps_nn_context *ctx,
-				      struct tps_module *m,
-				      struct tps_dtensor *x,
-				      struct tps_dtensor *out,
-				      struct tps_dtensor *y, enum tps_status st)
-{
-	if (st != TPS_OK) {
-		tps_dtensor_free(out);
-		tps_module_free_saved(m);
-		return st;
-	}
-	if (ctx->save) {
-		tps_dtensor_free(&m->saved_in);
-		m->saved_in = *x;
-		memset(x, 0, sizeof *x);
-	}
-	*y = *out;
-	return TPS_OK;
-}
-
 /* Whether ctx's injected mistake happens in this module. */
 static bool mistaken_here(const struct tps_nn_context *ctx,
 			  const struct tps_module *m, enum tps_mistake which)
@@ -263,7 +241,7 @@ static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
 			       "where rowwise splits its columns (input "
 			       "features)";
 	ev.value = wrong;
-	st = tps_nn_emit_mistaken(ctx, &ev, err);
+	st = tps_nn_emit_mistaken_event(ctx, &ev, err);
 	if (st != TPS_OK) {
 		tps_dtensor_free(wrong);
 	}
@@ -306,12 +284,13 @@ static enum tps_status skip_gather(const struct tps_nn_context *ctx,
 	enum tps_status st;
 	out->placements[ctx->tp_dim] = tps_placement_replicate();
 	out->global = *first;
-	st = tps_nn_emit_mistake(ctx, m->spec->name, "skip_all_gather",
-				 io_names_of(m->spec->name).out,
-				 "MISTAKE (inject skip_gather): each rank "
-				 "returns its local shard of the output "
-				 "features as the whole output; no all_gather",
-				 out, err);
+	st = tps_nn_emit_mistaken_compute(
+		ctx, m->spec->name, "skip_all_gather",
+		io_names_of(m->spec->name).out,
+		"MISTAKE (inject skip_gather): each rank "
+		"returns its local shard of the output "
+		"features as the whole output; no all_gather",
+		out, err);
 	for (int r = 1; st == TPS_OK && r < ctx->mesh->world_size; r++) {
 		const struct tps_shape *other = &out->locals[r].shape;
 		if (!tps_shape_equal(other, first)) {
@@ -351,7 +330,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 		st = sharded_matmul(ctx, m, x, feature_shard(s, -1), &out, err);
 	}
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
@@ -375,7 +354,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 					      out_chain(ctx, m), s->name, n.out,
 					      NULL, err);
 	}
-	return finish_forward(ctx, m, x, &out, y, st);
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
@@ -411,7 +390,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 				    err);
 	}
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
@@ -420,7 +399,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	if (st == TPS_OK && every_rank) {
 		st = add_bias(ctx, m, &out, false, 1.0f, false, err);
 		if (st == TPS_OK) {
-			st = tps_nn_emit_mistake(
+			st = tps_nn_emit_mistaken_compute(
 				ctx, s->name, "add_bias", n.out,
 				"MISTAKE (inject bias_every_rank): every rank "
 				"adds the whole bias before the reduction",
@@ -448,7 +427,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK && skip_reduce) {
 		out.placements[ctx->tp_dim] = tps_placement_replicate();
-		st = tps_nn_emit_mistake(
+		st = tps_nn_emit_mistaken_compute(
 			ctx, s->name, "skip_all_reduce", n.out,
 			"MISTAKE (inject skip_all_reduce): each rank takes its "
 			"partial sum for the whole output; no all_reduce",
@@ -471,7 +450,7 @@ static enum tps_status rowwise_forward(const struct tps_nn_context *ctx,
 				&out, 0, err);
 		}
 	}
-	return finish_forward(ctx, m, x, &out, y, st);
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
@@ -495,7 +474,7 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 				  tps_placement_replicate(), &out, err);
 	}
 	if (st != TPS_OK) {
-		return st;
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
 	st = tps_nn_emit_compute(ctx, s->name, "matmul", n.out,
@@ -508,7 +487,7 @@ static enum tps_status replicated_forward(const struct tps_nn_context *ctx,
 						 n.out, NULL, &out, 0, err);
 		}
 	}
-	return finish_forward(ctx, m, x, &out, y, st);
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
 
 static enum tps_status linear_forward(const struct tps_nn_context *ctx,
@@ -517,9 +496,7 @@ static enum tps_status linear_forward(const struct tps_nn_context *ctx,
 				      struct tps_dtensor *y,
 				      struct tps_error *err)
 {
-	if (ctx->save) {
-		tps_module_free_saved(m); /* a new step starts afresh */
-	}
+	tps_nn_forward_begin(ctx, m);
 	switch (m->spec->style) {
 	case TPS_STYLE_COLWISE: return colwise_forward(ctx, m, x, y, err);
 	case TPS_STYLE_ROWWISE: return rowwise_forward(ctx, m, x, y, err);
@@ -679,7 +656,7 @@ static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
 		ev.note = "MISTAKE (inject tp_allreduce_weight_grad): the "
 			  "sharded gradient is to be summed over tp, but the "
 			  "ranks' blocks differ in size, so it cannot be";
-		st = tps_nn_emit_mistaken(ctx, &ev, err);
+		st = tps_nn_emit_mistaken_event(ctx, &ev, err);
 	} else {
 		st = TPS_OK;
 	}
@@ -698,7 +675,7 @@ static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
 	ev.note = "MISTAKE (inject tp_allreduce_weight_grad): the sharded "
 		  "gradient is summed over tp, every rank's different block "
 		  "added together";
-	return tps_nn_emit_mistaken(ctx, &ev, err);
+	return tps_nn_emit_mistaken_event(ctx, &ev, err);
 }
 
 static enum tps_status linear_backward(const struct tps_nn_context *ctx,
@@ -822,15 +799,15 @@ static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
 	/* nn.Linear draws W and b from U(-a, a), a = 1/sqrt(in_features). */
 	/* nn.Linear: kaiming_uniform_(a=sqrt(5)) is U(-1/sqrt(in), ...),
 	 * and the bias U(-1/sqrt(in), 1/sqrt(in)). */
-	out[WEIGHT] = (struct tps_param_spec){"weight", tps_shape_make(2, wdims),
-					      s->in_features, TPS_INIT_UNIFORM,
-					      w};
+	out[WEIGHT] =
+		(struct tps_param_spec){"weight", tps_shape_make(2, wdims),
+					s->in_features, TPS_INIT_UNIFORM, w};
 	if (!s->bias) {
 		return 1;
 	}
-	out[BIAS] = (struct tps_param_spec){"bias", tps_shape_make(1, wdims),
-					    s->in_features, TPS_INIT_UNIFORM,
-					    b};
+	out[BIAS] =
+		(struct tps_param_spec){"bias", tps_shape_make(1, wdims),
+					s->in_features, TPS_INIT_UNIFORM, b};
 	return 2;
 }
 

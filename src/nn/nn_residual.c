@@ -74,15 +74,13 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 {
 	const char *name = m->spec->name;
 	char body_out[TPS_NAME_MAX + 16], out_name[TPS_NAME_MAX + 8];
-	struct tps_dtensor xb = {0}, h = {0};
+	struct tps_dtensor xb = {0}, h = {0}, out = {0};
 	struct sum_job job = {x, &h};
 	enum tps_status st;
 
 	snprintf(body_out, sizeof body_out, "%s.body.out", name);
 	snprintf(out_name, sizeof out_name, "%s.out", name);
-	if (ctx->save) {
-		tps_module_free_saved(m);
-	}
+	tps_nn_forward_begin(ctx, m);
 	/* The body consumes (and may redistribute) its own copy of x. */
 	st = tps_dtensor_copy(&xb, x, err);
 	if (st == TPS_OK) {
@@ -95,7 +93,9 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 		st = check_sum_shapes(name, &h.global, &x->global, err);
 	}
 	if (st == TPS_OK) {
-		tps_layout_chain_start(&m->out_chain, ctx, &h);
+		if (ctx->save) {
+			tps_layout_chain_start(&m->out_chain, ctx, &h);
+		}
 		st = tps_nn_to_layout_chained(
 			ctx, &h, x->placements[ctx->tp_dim],
 			ctx->save ? &m->out_chain : NULL, name, body_out,
@@ -110,7 +110,7 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 				   name);
 	}
 	if (st == TPS_OK) {
-		st = tps_dtensor_map(y, ctx->mesh, &x->global, x->placements,
+		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
 				     sum_rank, &job, err);
 	}
 	tps_dtensor_free(&xb);
@@ -119,15 +119,10 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 		st = tps_nn_emit_compute(ctx, name, "add", out_name,
 					 "y = x + body(x): each rank adds its "
 					 "local values, no communication",
-					 y, 0, err);
-		if (st != TPS_OK) {
-			tps_dtensor_free(y);
-		}
+					 &out, 0, err);
 	}
-	if (st != TPS_OK) {
-		tps_module_free_saved(m);
-	}
-	return st;
+	/* Backward needs no input: only the chain back to x's layout. */
+	return tps_nn_forward_end(ctx, m, NULL, &out, y, st);
 }
 
 static enum tps_status residual_backward(const struct tps_nn_context *ctx,

@@ -32,9 +32,10 @@
 int tps_name_index(const char *const *table, const char *name);
 
 struct tps_module_spec;
-/* Whether the module has a width (in_features, out_features): a linear
- * changes it, a layernorm needs it, an embedding makes it; the others keep
- * whatever arrives (its type's width rule, module_type.h). */
+/* Whether the module has a width (out_features, and in_features but for
+ * an embedding): a linear changes it, a layernorm needs it, an embedding
+ * makes it; the others keep whatever arrives (its type's width rule,
+ * module_type.h). */
 bool tps_module_has_width(const struct tps_module_spec *m);
 
 struct tps_model_spec;
@@ -224,10 +225,15 @@ struct tps_module_spec {
 	 * is followed by its n_descendants descendants, its body, which it
 	 * runs itself. 0 for a leaf. */
 	int n_descendants;
-	/* linear: the weight's (out, in); layernorm: both the normalized
-	 * (last) dim, which it keeps; embedding: (embedding_dim,
-	 * num_embeddings). Other types keep the width: 0. */
+	/* The widths (last dims) of the input and the output: a linear's
+	 * in_features and out_features (its weight is (out, in)); a
+	 * layernorm's and an attention's dim, both; an embedding's output,
+	 * embedding_dim (its input is token ids: in_features 0). Types that
+	 * keep the width: 0. */
 	int64_t in_features, out_features;
+	/* embedding: the vocabulary, the rows of its weight
+	 * (num_embeddings, embedding_dim); 0 for the other types. */
+	int64_t num_embeddings;
 	bool bias;  /* linear and layernorm */
 	double eps; /* layernorm: added to the variance */
 	/* attention: its heads (in_features = out_features = embed_dim) and

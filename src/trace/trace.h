@@ -11,9 +11,10 @@
  *
  * Values mode:
  *   full     "values": nested arrays in the tensor's shape ([] when empty)
- *   summary  instead of "values": "min", "max", "mean" (omitted when empty)
- *            and "hash" (XXH3-64, seed 0, of the little-endian float32 bytes,
- * 16 hex digits) none     shapes only
+ *   summary  instead of "values": "min", "max", "mean" (omitted when
+ *            empty) and "hash" (XXH3-64, seed 0, of the little-endian
+ *            float32 bytes, 16 hex digits)
+ *   none     shapes only
  *
  * Use: tps_trace_init, tps_trace_begin, tps_trace_write_params,
  * tps_trace_write_inputs, tps_trace_begin_events, events through

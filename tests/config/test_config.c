@@ -2180,6 +2180,48 @@ START_TEST(integral_floats_are_accepted_as_sizes)
 }
 END_TEST
 
+/*
+ * Each size lands in the field named for what it holds, for every module
+ * type: in_features is the input's width (a linear's in_features, a
+ * layernorm's and an attention's dim), out_features the output's; an
+ * embedding takes token ids, not features: its vocabulary is
+ * num_embeddings (in_features held it once).
+ */
+START_TEST(module_sizes_land_in_the_fields_that_name_them)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_module_spec *m;
+
+	parse_ok("{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},"
+		 "'model':[{'name':'tok','type':'embedding',"
+		 "'num_embeddings':50,'embedding_dim':16},"
+		 "{'name':'ln','type':'layernorm','dim':16},"
+		 "{'name':'attn','type':'attention','embed_dim':16,"
+		 "'num_heads':4},"
+		 "{'name':'out','type':'linear','in_features':16,"
+		 "'out_features':50}],"
+		 "'input':{'shape':[2,8],'init':'tokens'}}",
+		 &spec);
+	m = spec.model.modules;
+	ck_assert_str_eq(m[0].name, "tok");
+	ck_assert_int_eq(m[0].num_embeddings, 50);
+	ck_assert_int_eq(m[0].in_features, 0);
+	ck_assert_int_eq(m[0].out_features, 16);
+	ck_assert_str_eq(m[1].name, "ln");
+	ck_assert_int_eq(m[1].in_features, 16);
+	ck_assert_int_eq(m[1].out_features, 16);
+	ck_assert_int_eq(m[1].num_embeddings, 0);
+	ck_assert_str_eq(m[2].name, "attn");
+	ck_assert_int_eq(m[2].in_features, 16);
+	ck_assert_int_eq(m[2].out_features, 16);
+	ck_assert_str_eq(m[7].name, "out");
+	ck_assert_int_eq(m[7].in_features, 16);
+	ck_assert_int_eq(m[7].out_features, 50);
+	ck_assert_int_eq(m[7].num_embeddings, 0);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(sizes_at_the_limits_are_accepted)
 {
 	struct tps_run_spec spec = {0};
@@ -3255,6 +3297,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, rowwise_bias_defaults_to_after_reduce);
 	tcase_add_test(tc, explicit_settings_override_defaults);
 	tcase_add_test(tc, integral_floats_are_accepted_as_sizes);
+	tcase_add_test(tc, module_sizes_land_in_the_fields_that_name_them);
 	tcase_add_test(tc, sizes_at_the_limits_are_accepted);
 	tcase_add_test(tc, free_accepts_null_and_zeroed_spec);
 	suite_add_tcase(s, tc);

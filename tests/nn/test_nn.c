@@ -8,12 +8,15 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
 #include "module_type.h"
+#include "config.h"
+#include "model.h"
 #include "nn.h"
 
 /* A sink that logs "module op tensor [tp placement]" per event. */
@@ -449,6 +452,278 @@ START_TEST(rowwise_backward_gathers_a_locally_split_input)
 }
 END_TEST
 
+/*
+ * loss_parallel's cross-entropy is an nn operation: driven here without a
+ * model. Logits (2 rows, 4 classes) over tp = 2, rank 0 holding classes
+ * 0-1 and rank 1 classes 2-3; row 0 is [0, 0, 0, 0] with target 2, row 1
+ * [1, 0, 0, 0] with target 0; each row weighs 1/2 (the mean). By hand:
+ *   row 0: M = 0, S = 4, Z = 0: loss log 4
+ *   row 1: M = 1, S = 1 + 3/e, Z = 1: loss log(1 + 3/e)
+ *   loss = (log 4 + log(1 + 3/e)) / 2 = 1.06498137
+ *   dz row 0 = ([1, 1, 1, 1] / 4 - onehot(2)) / 2
+ *            = [0.125, 0.125, -0.375, 0.125]
+ *   dz row 1 = ([1, 1/e, 1/e, 1/e] / S - onehot(0)) / 2
+ *            = [-0.26231656, 0.08743885, 0.08743885, 0.08743885]
+ * on every rank, each on its own classes; three all_reduces, no backward
+ * collective.
+ */
+START_TEST(loss_parallel_reduces_three_statistics_and_no_gradient)
+{
+	struct tps_mesh m = tp_mesh(2);
+	struct recorder rec = {0};
+	struct tps_placement shard = tps_placement_shard(1);
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_tensor logits = arange(2, 4), ids = arange(1, 2);
+	struct tps_dtensor y, t, loss = {0}, dy = {0};
+	struct tps_nn_context ctx = {
+		&m, 0, {record, &rec}, 3, TPS_PHASE_FORWARD, false, 0, NULL};
+	const double scale[2] = {0.5, 0.5};
+	const float want[2][4] = {{0.125f, 0.125f, -0.375f, 0.125f},
+				  {-0.26231656f, 0.08743885f, 0.08743885f,
+				   0.08743885f}};
+	double losses[2] = {0, 0};
+	struct tps_error err = {0};
+	float most = 0.0f;
+
+	for (int i = 0; i < 8; i++) {
+		logits.data[i] = i == 4 ? 1.0f : 0.0f;
+	}
+	ids.data[0] = 2.0f;
+	ids.data[1] = 0.0f;
+	ck_assert_int_eq(tps_dtensor_distribute(&y, &m, &logits, &shard, NULL),
+			 TPS_OK);
+	ids.shape = tps_shape_make(1, (int64_t[]){2});
+	ck_assert_int_eq(tps_dtensor_distribute(&t, &m, &ids, &rep, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_nn_loss_parallel(&ctx, &y, &t, scale, 0u, &loss,
+					      losses, &dy, &err),
+			 TPS_OK);
+	ck_assert_str_eq(rec.log,
+			 "loss all_reduce loss.max [replicate]\n"
+			 "loss sum_exp loss.sum_exp [partial]\n"
+			 "loss all_reduce loss.sum_exp [replicate]\n"
+			 "loss target_logit loss.target_logit [partial]\n"
+			 "loss all_reduce loss.target_logit [replicate]\n"
+			 "loss cross_entropy loss [replicate]\n"
+			 "loss cross_entropy_backward output.grad "
+			 "[shard(1)]\n");
+	for (int r = 0; r < 2; r++) {
+		ck_assert(fabs(losses[r] - 1.0649813708742848) < 1e-6);
+		ck_assert(fabsf(loss.locals[r].data[0] - 1.06498137f) < 1e-6f);
+		for (int i = 0; i < 2; i++) {
+			for (int j = 0; j < 2; j++) {
+				float got = dy.locals[r].data[i * 2 + j];
+				float d = fabsf(got - want[i][2 * r + j]);
+				most = d > most ? d : most;
+			}
+		}
+	}
+	printf("loss_parallel: max difference of dz %g\n", (double)most);
+	ck_assert(most < 1e-6f);
+	ck_assert(tps_placement_equal(dy.placements[0], shard));
+	tps_dtensor_free(&y);
+	tps_dtensor_free(&t);
+	tps_dtensor_free(&loss);
+	tps_dtensor_free(&dy);
+	tps_tensor_free(&logits);
+	tps_tensor_free(&ids);
+}
+END_TEST
+
+/* A sink that fails at its event number `fail_at`, remembering that
+ * event's module and phase. */
+struct failing_sink {
+	int seen, fail_at;
+	char module[TPS_NAME_MAX];
+	enum tps_phase phase;
+};
+
+static enum tps_status fail_at(void *ctx, const struct tps_event *ev,
+			       struct tps_error *err)
+{
+	struct failing_sink *f = ctx;
+	if (f->seen++ < f->fail_at) {
+		return TPS_OK;
+	}
+	snprintf(f->module, sizeof f->module, "%s", ev->module);
+	f->phase = ev->phase;
+	return tps_error_set(err, TPS_ERR_IO, "the sink fails at event %d",
+			     f->fail_at);
+}
+
+/* Whether a module holds nothing a forward saves: no input, no layout
+ * chains, nothing more (attention's q, k, v). */
+static bool holds_nothing(const struct tps_module *m)
+{
+	bool empty = !m->saved_in.locals && m->in_chain.n == 0 &&
+		     m->out_chain.n == 0 && m->prep_chain.n == 0;
+	for (int i = 0; i < 3; i++) {
+		empty = empty && !m->saved_more[i].locals;
+	}
+	return empty;
+}
+
+/*
+ * The forward epilogue is one function (tps_nn_forward_end): a forward
+ * that fails leaves its module and every module inside it holding nothing
+ * saved, whatever its type and wherever it fails. Every module type
+ * (embedding, a transformer block's residuals, layernorms, attention,
+ * linears and gelu, relu) is run in training, two steps, with the sink
+ * failing at each event in turn; after a failure in a module's forward,
+ * the top-level module that contains it and every module after it hold
+ * nothing (the modules before it keep what they saved for backward, until
+ * the model is freed).
+ */
+START_TEST(a_failed_forward_leaves_its_modules_holding_nothing)
+{
+	static const char config[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": ["
+		"{\"name\": \"tok\", \"type\": \"embedding\", "
+		"\"num_embeddings\": 8, \"embedding_dim\": 4},"
+		"{\"name\": \"blk\", \"type\": \"transformer_block\", \"dim\": "
+		"4, \"num_heads\": 2, \"hidden\": 8},"
+		"{\"name\": \"act\", \"type\": \"relu\"},"
+		"{\"name\": \"norm\", \"type\": \"layernorm\", \"dim\": 4},"
+		"{\"name\": \"out\", \"type\": \"linear\", \"in_features\": 4, "
+		"\"out_features\": 8}],"
+		"\"plan\": {\"tok\": \"vocab\", \"blk.attn.[qkv]\": "
+		"\"colwise\", \"blk.attn.o\": \"rowwise\", \"blk.mlp.fc1\": "
+		"\"colwise\", \"blk.mlp.fc2\": \"rowwise\", \"out\": "
+		"\"colwise\"},"
+		"\"input\": {\"shape\": [2, 3], \"init\": \"tokens\", \"seed\": "
+		"1}, \"mode\": \"training\", \"steps\": 2, \"loss\": "
+		"\"cross_entropy\"}";
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root = cJSON_Parse(config);
+	int failures = 0;
+	bool done = false;
+
+	ck_assert_ptr_nonnull(root);
+	ck_assert_msg(tps_config_parse(root, "c.json", &spec, &err) == TPS_OK,
+		      "%s", err.message);
+	for (int k = 0; !done; k++) {
+		const struct tps_model_spec *ms = &spec.model;
+		struct failing_sink f = {0, k, "", TPS_PHASE_SETUP};
+		struct tps_event_sink sink = {fail_at, &f};
+		struct tps_model model = {0};
+		struct tps_tensor input = {0}, target = {0};
+		struct tps_model_outcome out = {0};
+		int top = -1;
+		enum tps_status st;
+
+		ck_assert_int_eq(tps_model_init(&model, ms, &err), TPS_OK);
+		ck_assert_int_eq(tps_model_make_input(ms, &input, &err),
+				 TPS_OK);
+		ck_assert_int_eq(tps_model_make_target(ms, &target, &err),
+				 TPS_OK);
+		st = tps_model_run(&model, &input, &target, sink, &out, &err);
+		done = st == TPS_OK;
+		/* The top-level module whose forward the failing event is
+		 * part of (none for the input, the output, the loss). */
+		for (int i = 0; !done && f.phase == TPS_PHASE_FORWARD &&
+				i < ms->n_modules;
+		     i = (int)(tps_module_next(&model.modules[i]) -
+			       model.modules)) {
+			struct tps_module *m = &model.modules[i];
+			for (struct tps_module *d = m; d < tps_module_next(m);
+			     d++) {
+				if (strcmp(d->spec->name, f.module) == 0) {
+					top = i;
+				}
+			}
+		}
+		for (int i = top; top >= 0 && i < ms->n_modules; i++) {
+			ck_assert_msg(holds_nothing(&model.modules[i]),
+				      "failing at event %d (%s's forward): "
+				      "%s still holds what it saved",
+				      k, f.module, model.modules[i].spec->name);
+		}
+		failures += top >= 0;
+		tps_model_outcome_free(&out);
+		tps_tensor_free(&input);
+		tps_tensor_free(&target);
+		tps_model_free(&model);
+	}
+	printf("forward failures checked: %d\n", failures);
+	ck_assert_int_gt(failures, 40);
+	tps_run_spec_free(&spec);
+	cJSON_Delete(root);
+}
+END_TEST
+
+/* The last event a sink saw: its kind, op, step, phase and mistake. */
+struct last_event {
+	enum tps_event_kind kind;
+	char op[32], mistake[64];
+	int step;
+	enum tps_phase phase;
+};
+
+static enum tps_status keep_last(void *ctx, const struct tps_event *ev,
+				 struct tps_error *err)
+{
+	struct last_event *l = ctx;
+	(void)err;
+	l->kind = ev->kind;
+	snprintf(l->op, sizeof l->op, "%s", ev->op);
+	snprintf(l->mistake, sizeof l->mistake, "%s",
+		 ev->mistake ? ev->mistake : "(none)");
+	l->step = ev->step;
+	l->phase = ev->phase;
+	return TPS_OK;
+}
+
+/* The two ways a mistake emits (one any event, one a compute event, as
+ * tps_nn_emit_compute does) both carry the mistake's name, ctx's step and
+ * phase; an ordinary compute event carries none. */
+START_TEST(mistaken_events_carry_the_mistakes_name)
+{
+	struct tps_mesh m = tp_mesh(2);
+	struct last_event last = {0};
+	struct tps_tensor g = arange(1, 2);
+	struct tps_placement rep = tps_placement_replicate();
+	struct tps_dtensor v;
+	struct tps_nn_context ctx = {&m,
+				     0,
+				     {keep_last, &last},
+				     2,
+				     TPS_PHASE_BACKWARD,
+				     false,
+				     TPS_MISTAKE_SKIP_GATHER,
+				     NULL};
+	struct tps_event ev = {0};
+
+	ck_assert_int_eq(tps_dtensor_distribute(&v, &m, &g, &rep, NULL),
+			 TPS_OK);
+	ev.module = "fc";
+	ev.kind = TPS_EVENT_LAYOUT;
+	ev.op = "split";
+	ev.tensor = "fc.out";
+	ev.value = &v;
+	ck_assert_int_eq(tps_nn_emit_mistaken_event(&ctx, &ev, NULL), TPS_OK);
+	ck_assert_int_eq(last.kind, TPS_EVENT_LAYOUT);
+	ck_assert_str_eq(last.op, "split");
+	ck_assert_str_eq(last.mistake, "skip_gather");
+	ck_assert_int_eq(last.step, 2);
+	ck_assert_int_eq(last.phase, TPS_PHASE_BACKWARD);
+	ck_assert_int_eq(tps_nn_emit_mistaken_compute(&ctx, "fc",
+						      "skip_all_gather",
+						      "fc.out", NULL, &v, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(last.kind, TPS_EVENT_COMPUTE);
+	ck_assert_str_eq(last.op, "skip_all_gather");
+	ck_assert_str_eq(last.mistake, "skip_gather");
+	ck_assert_int_eq(tps_nn_emit_compute(&ctx, "fc", "matmul", "fc.out",
+					     NULL, &v, 0, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(last.mistake, "(none)");
+	tps_dtensor_free(&v);
+	tps_tensor_free(&g);
+}
+END_TEST
+
 static Suite *nn_suite(void)
 {
 	Suite *s = suite_create("nn");
@@ -465,6 +740,11 @@ static Suite *nn_suite(void)
 	tcase_add_test(modules,
 		       colwise_backward_reduces_the_partial_input_gradient);
 	tcase_add_test(modules, rowwise_backward_gathers_a_locally_split_input);
+	tcase_add_test(modules,
+		       loss_parallel_reduces_three_statistics_and_no_gradient);
+	tcase_add_test(modules,
+		       a_failed_forward_leaves_its_modules_holding_nothing);
+	tcase_add_test(modules, mistaken_events_carry_the_mistakes_name);
 	suite_add_tcase(s, layout);
 	suite_add_tcase(s, modules);
 	return s;

@@ -19,6 +19,7 @@
 #include "jsonio.h"
 #include "picture.h"
 #include "run.h"
+#include "run_internal.h"
 
 static struct tps_tensor vec(int64_t n, const float *v)
 {
@@ -1264,6 +1265,99 @@ START_TEST(trace_estimate_bounds_the_real_trace_closely)
 }
 END_TEST
 
+/*
+ * The diagnosis of an injected mistake is a step of its own
+ * (run_diagnose.c): from the model and the two outcomes alone, with no
+ * trace and no run around it, each mistake is read from its symptom.
+ */
+START_TEST(diagnosis_reads_each_mistake_from_the_outcomes_alone)
+{
+	static const struct {
+		const char *config, *diagnosis;
+	} cases[] = {
+		{"examples/mistakes/bias_every_rank.json",
+		 "output is larger than the reference by exactly (tp - 1) x "
+		 "bias = 1 x fc.bias in every row: the bias was added on every "
+		 "rank before the all_reduce (inject bias_every_rank)"},
+		{"examples/mistakes/skip_all_reduce.json",
+		 "output is rank 0's partial sum alone, x_0 W_0^T over 2 of "
+		 "the 4 input features: the all_reduce that adds the 2 ranks' "
+		 "partial sums was skipped (inject skip_all_reduce)"},
+		{"examples/mistakes/skip_gather.json",
+		 "output has shape (2, 1) where the reference has (2, 2): it "
+		 "is rank 0's local shard, the reference's column 0; fc "
+		 "returned its shard of the 2 output features and the "
+		 "all_gather was skipped (inject skip_gather)"},
+		{"examples/mistakes/wrong_shard_dim.json",
+		 "shape mismatch in the matmul (colwise fc: linear: input (2, "
+		 "4) does not fit weight (2, 2)): fc.weight [out, in] was "
+		 "split over tp by dim 1, its input features, where colwise "
+		 "splits dim 0, its output features (inject wrong_shard_dim)"},
+		{"examples/mistakes/tp_allreduce_weight_grad.json",
+		 "the loss matches but the weight gradients do not: every "
+		 "rank's block of each tp-sharded weight gradient is the sum "
+		 "of all 2 ranks' blocks, sum_s dW_s instead of dW_r"},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct tps_run_spec spec = {0};
+		struct tps_model model = {0};
+		struct tps_tensor input = {0}, target = {0};
+		struct tps_model_outcome sim = {0}, ref = {0};
+		struct tps_event_sink none = {NULL, NULL};
+		struct tps_error err = {0};
+		const struct tps_model_spec *ms;
+		char stopped[TPS_ERROR_MESSAGE_MAX] = "", buf[1024];
+		float diff = INFINITY;
+		bool match = false, with_target;
+		enum tps_status st;
+
+		ck_assert_int_eq(
+			tps_config_load_with(tu_source_path(cases[c].config),
+					     NULL, 0, &spec, &err),
+			TPS_OK);
+		ms = &spec.model;
+		with_target = ms->mode == TPS_MODE_TRAINING &&
+			      ms->loss != TPS_LOSS_SUM;
+		ck_assert_int_eq(tps_model_init(&model, ms, &err), TPS_OK);
+		ck_assert_int_eq(tps_model_make_input(ms, &input, &err),
+				 TPS_OK);
+		if (with_target) {
+			ck_assert_int_eq(
+				tps_model_make_target(ms, &target, &err),
+				TPS_OK);
+		}
+		st = tps_model_run(&model, &input, with_target ? &target : NULL,
+				   none, &sim, &err);
+		if (st == TPS_ERR_SHAPE) {
+			snprintf(stopped, sizeof stopped, "%s", err.message);
+		} else {
+			ck_assert_int_eq(st, TPS_OK);
+		}
+		ck_assert_int_eq(
+			tps_model_run_reference(&model, &input,
+						with_target ? &target : NULL,
+						&ref, &err),
+			TPS_OK);
+		if (!stopped[0]) {
+			tps_run_compare_outcomes(&sim, &ref, spec.atol,
+						 spec.rtol, &diff, &match);
+		}
+		tps_run_diagnose(&model, &input, &sim, &ref, diff,
+				 stopped[0] ? stopped : NULL, buf, sizeof buf);
+		printf("%s: %s\n", cases[c].config, buf);
+		ck_assert_msg(strncmp(buf, cases[c].diagnosis,
+				      strlen(cases[c].diagnosis)) == 0,
+			      "%s: got \"%s\"", cases[c].config, buf);
+		tps_model_outcome_free(&sim);
+		tps_model_outcome_free(&ref);
+		tps_tensor_free(&input);
+		tps_tensor_free(&target);
+		tps_model_free(&model);
+		tps_run_spec_free(&spec);
+	}
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
 	Suite *s = suite_create("run");
@@ -1273,6 +1367,13 @@ static Suite *run_suite(void)
 		cmp,
 		compare_tolerance_is_relative_to_the_largest_reference_value);
 	suite_add_tcase(s, cmp);
+	{
+		TCase *diag = tcase_create("diagnose");
+		tcase_add_test(
+			diag,
+			diagnosis_reads_each_mistake_from_the_outcomes_alone);
+		suite_add_tcase(s, diag);
+	}
 	{
 		TCase *est = tcase_create("estimate");
 		tcase_add_test(est,
