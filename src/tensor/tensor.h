@@ -101,10 +101,9 @@ void tps_tensor_free(struct tps_tensor *t);
 /* Element count of a valid tensor (validated at init, cannot overflow). */
 int64_t tps_tensor_numel(const struct tps_tensor *t);
 
-/* Bytes of tensor values allocated now and at most since the last reset,
- * over the whole process (`tpsim run --stats`; thread-safe). */
-void tps_tensor_memory(int64_t *live, int64_t *peak);
-void tps_tensor_memory_reset_peak(void);
+/* Tensor values are charged to the calling thread's memory account, the
+ * run's (memory.h: tps_memory_account_bind), when they are allocated and
+ * released when they are freed. */
 /* dst = a new copy of src. */
 enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				const struct tps_tensor *src,
