@@ -881,6 +881,31 @@ START_TEST(matmul_env_request_picks_a_variant_that_runs)
 }
 END_TEST
 
+START_TEST(matmul_variant_is_main_s_choice_never_the_environment_s)
+{
+	/* main() reads TPSIM_GEMM and hands the variant over; the library
+	 * reads no environment: set before the first matmul of this
+	 * process, it changes nothing. */
+	const int best =
+		tps_matmul_variant_pick(NULL, tps_matmul_cpu_features());
+	const int64_t dims[2] = {2, 2};
+	struct tps_tensor x = make(2, dims), w = make(2, dims), y = {0};
+	ck_assert_int_eq(setenv("TPSIM_GEMM", "generic", 1), 0);
+	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(tps_matmul_variant_name(tps_matmul_variant_active()),
+			 tps_matmul_variant_name(best));
+	tps_matmul_variant_use(0);
+	ck_assert_int_eq(tps_matmul_variant_active(), 0);
+	tps_matmul_variant_use(best);
+	ck_assert_int_eq(tps_matmul_variant_active(), best);
+	ck_assert_int_eq(unsetenv("TPSIM_GEMM"), 0);
+	tps_tensor_free(&x);
+	tps_tensor_free(&w);
+	tps_tensor_free(&y);
+}
+END_TEST
+
 START_TEST(linear_refuses_mismatched_shapes)
 {
 	const int64_t xd[2] = {1, 3}, wd[2] = {2, 4};
@@ -986,6 +1011,8 @@ static Suite *tensor_suite(void)
 		       matmul_gives_the_same_bits_from_concurrent_threads);
 	tcase_add_test(variants, matmul_variant_that_cannot_run_is_reported);
 	tcase_add_test(variants, matmul_env_request_picks_a_variant_that_runs);
+	tcase_add_test(variants,
+		       matmul_variant_is_main_s_choice_never_the_environment_s);
 	tcase_add_test(misc, activations_and_finiteness);
 	tcase_add_test(misc, rng_is_seeded_and_named);
 	suite_add_tcase(s, chunk);
