@@ -6,8 +6,11 @@
  *
  * The engine is reached through one small helper, run_config, so that
  * the test can move to the public API by changing that function alone.
+ * The process's locale is no run's either: a decimal comma changes no
+ * byte.
  */
 #include <check.h>
+#include <locale.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -181,12 +184,44 @@ START_TEST(four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone)
 }
 END_TEST
 
+START_TEST(a_run_in_a_comma_locale_writes_the_bytes_of_the_c_locale)
+{
+	/* A program embedding tpsim may set a decimal comma for the whole
+	 * process (setlocale, every thread); seed 004's normalised config
+	 * (lr 0.01, atol 0.00001) is still written as in the C locale. */
+	const char *dir = tu_tempdir();
+	const char *comma = tu_comma_locale(dir);
+	char text[16];
+	struct one_run c_run = {.threads = 2}, comma_run = {.threads = 2};
+	snprintf(c_run.path, sizeof c_run.path, "%s",
+		 tu_source_path(configs[1]));
+	snprintf(comma_run.path, sizeof comma_run.path, "%s", c_run.path);
+	run_config(&c_run);
+	ck_assert_msg(c_run.st == TPS_OK, "%s", c_run.err.message);
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, comma));
+	snprintf(text, sizeof text, "%g", 0.5);
+	run_config(&comma_run);
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, "C"));
+	ck_assert_str_eq(text, "0,5"); /* the locale was in force */
+	ck_assert_msg(comma_run.st == TPS_OK, "%s", comma_run.err.message);
+	ck_assert_msg(comma_run.len == c_run.len &&
+			      memcmp(comma_run.trace, c_run.trace, c_run.len) ==
+				      0,
+		      "%s: the trace differs in a comma locale", configs[1]);
+	free(c_run.trace);
+	free(comma_run.trace);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *concurrent_suite(void)
 {
 	Suite *s = suite_create("concurrent");
 	TCase *tc = tcase_create("runs");
 	tcase_add_test(
 		tc, four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone);
+	tcase_add_test(
+		tc, a_run_in_a_comma_locale_writes_the_bytes_of_the_c_locale);
 	/* Under ThreadSanitizer a run is several times slower. */
 	tcase_set_timeout(tc, 600);
 	suite_add_tcase(s, tc);
