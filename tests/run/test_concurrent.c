@@ -36,6 +36,7 @@ static const char *const configs[] = {
 /* One run's result: its trace in memory and its tensors at peak. */
 struct one_run {
 	char path[4096];
+	char output[4096]; /* "": the trace goes to a stream */
 	int threads;
 	enum tps_status st;
 	struct tps_error err;
@@ -44,12 +45,14 @@ struct one_run {
 	int64_t tensor_peak;
 };
 
-/* Runs r->path on r->threads threads, the trace into r->trace (malloc'd,
- * the caller frees it). The only call into the engine. */
+/* Runs r->path on r->threads threads, the trace to r->output or to a
+ * stream, then into r->trace (malloc'd, the caller frees it). The only
+ * call into the engine. */
 static void run_config(struct one_run *r)
 {
 	struct tps_run_options opts = {
 		.config_path = r->path,
+		.output_path = r->output[0] ? r->output : NULL,
 		.max_memory = TPS_DEFAULT_MAX_MEMORY,
 		.max_trace = TPS_DEFAULT_MAX_TRACE,
 		.threads = r->threads,
@@ -65,6 +68,11 @@ static void run_config(struct one_run *r)
 	}
 	if (f) {
 		fclose(f);
+	}
+	if (r->st == TPS_OK && r->output[0]) {
+		free(r->trace);
+		r->trace = tu_read_file(r->output, &r->len);
+		r->st = r->trace ? TPS_OK : TPS_ERR_IO;
 	}
 	free(s);
 }
@@ -121,6 +129,7 @@ START_TEST(four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone)
 	struct worker workers[N_CONFIGS];
 	pthread_t tid[N_CONFIGS];
 	struct start start;
+	const char *dir;
 	double t0;
 
 	/* Alone: one thread (the trace's reference bytes), and two (the
@@ -140,8 +149,15 @@ START_TEST(four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone)
 	printf("alone, 1 and 2 threads, one after another: %.2f s\n",
 	       seconds() - t0);
 
-	/* Together: the four at once, on two threads each. */
+	/* Together: the four at once, on two threads each; two write their
+	 * trace to a file (each through its own temporary, renamed), two to
+	 * a stream. */
 	init_runs(together, 2);
+	dir = tu_tempdir();
+	for (int i = 1; i < N_CONFIGS; i += 2) {
+		snprintf(together[i].output, sizeof together[i].output,
+			 "%s/%d.json", dir, i);
+	}
 	ck_assert_int_eq(pthread_barrier_init(&start.barrier, NULL, N_CONFIGS),
 			 0);
 	t0 = seconds();
@@ -181,6 +197,7 @@ START_TEST(four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone)
 	free_runs(alone1);
 	free_runs(alone2);
 	free_runs(together);
+	tu_rmtree(dir);
 }
 END_TEST
 
