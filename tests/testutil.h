@@ -27,7 +27,8 @@ void tu_rmtree(const char *path);
 /* A locale whose decimal point is a comma, as a program embedding tpsim
  * may set (de_DE's): "tpsimcomma", LC_NUMERIC alone, compiled by libc's
  * own localedef into dir, which LOCPATH then names for the rest of the
- * process (newlocale and setlocale find it there). Fails the test when
+ * process, for setlocale(LC_NUMERIC, ...) to find it there (glibc's
+ * newlocale would leak LOCPATH's copy at each call). Fails the test when
  * localedef cannot make it. Returns its name. */
 const char *tu_comma_locale(const char *dir);
 
