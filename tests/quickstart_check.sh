@@ -4,7 +4,9 @@
 #   - demo installs the main job's packages only (no test tool, no
 #     browser, no clang), test installs the rest;
 #   - test after demo still configures the build dir with --werror (and
-#     -Dtests=enabled), rather than keeping demo's options.
+#     -Dtests=enabled), rather than keeping demo's options;
+#   - tsan installs the test packages and runs the suite in its own
+#     ThreadSanitizer build dir, with --werror.
 #   quickstart_check.sh SOURCE_ROOT
 set -eu
 
@@ -81,5 +83,22 @@ echo "$setup" | grep -q -- '--werror' ||
 echo "$setup" | grep -q -- '-Dtests=enabled' ||
 	fail "test after demo may drop the Check suites: $setup"
 grep -q '^meson test -C build' "$log" || fail "test ran no tests"
+
+: >"$log"
+run tsan || fail "tsan failed: $(cat "$log")"
+installed=$(grep '^apt-get install' "$log") ||
+	fail "tsan installed nothing: $(cat "$log")"
+for p in check python3-jsonschema cmark-gfm chromium nodejs clang; do
+	echo "$installed" | grep -q " $p\( \|$\)" ||
+		fail "tsan does not install $p: $installed"
+done
+setup=$(grep '^meson setup' "$log") || fail "tsan did not configure"
+for opt in build-tsan --werror -Dtests=enabled -Db_sanitize=thread; do
+	echo "$setup" | grep -q -- " $opt\( \|$\)" ||
+		fail "tsan does not set up with $opt: $setup"
+done
+grep -q '^meson test -C build-tsan' "$log" ||
+	fail "tsan ran no tests: $(cat "$log")"
 echo "quickstart_check: demo installs the main job's packages; test the" \
-	"rest, and configures build with --werror after demo"
+	"rest, and configures build with --werror after demo; tsan runs the" \
+	"suite under ThreadSanitizer"

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,32 @@ void tu_rmtree(const char *path)
 	/* Test-only clean-up of a directory this suite created. */
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
 	ck_assert_int_eq(system(cmd), 0);
+}
+
+const char *tu_comma_locale(const char *dir)
+{
+	static const char source[] = "LC_NUMERIC\n"
+				     "decimal_point \",\"\n"
+				     "thousands_sep \"\"\n"
+				     "grouping -1\n"
+				     "END LC_NUMERIC\n";
+	char src[PATH_MAX], cmd[3 * PATH_MAX], before[256];
+	const char *loaded;
+	snprintf(src, sizeof src, "%s/tpsimcomma.src", dir);
+	tu_write_file(src, source, strlen(source));
+	/* -c: the other categories are missing on purpose (warnings, exit
+	 * status 1); what counts is whether the locale loads. */
+	snprintf(cmd, sizeof cmd,
+		 "localedef -c -i '%s' '%s/tpsimcomma' >/dev/null 2>&1", src,
+		 dir);
+	(void)system(cmd);
+	ck_assert_int_eq(setenv("LOCPATH", dir, 1), 0);
+	snprintf(before, sizeof before, "%s", setlocale(LC_NUMERIC, NULL));
+	loaded = setlocale(LC_NUMERIC, "tpsimcomma");
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, before));
+	ck_assert_msg(loaded != NULL,
+		      "localedef made no locale tpsimcomma in %s", dir);
+	return "tpsimcomma";
 }
 
 struct tu_result tu_cli(int argc, ...)

@@ -24,6 +24,14 @@ char *tu_read_file(const char *path, size_t *len);
 /* Removes a directory tree created by tu_tempdir(). */
 void tu_rmtree(const char *path);
 
+/* A locale whose decimal point is a comma, as a program embedding tpsim
+ * may set (de_DE's): "tpsimcomma", LC_NUMERIC alone, compiled by libc's
+ * own localedef into dir, which LOCPATH then names for the rest of the
+ * process, for setlocale(LC_NUMERIC, ...) to find it there (glibc's
+ * newlocale would leak LOCPATH's copy at each call). Fails the test when
+ * localedef cannot make it. Returns its name. */
+const char *tu_comma_locale(const char *dir);
+
 /* What one tps_cli_main call printed and returned. */
 struct tu_result {
 	int rc;

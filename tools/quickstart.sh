@@ -3,6 +3,7 @@
 #   tools/quickstart.sh demo      run the 2x4 example (the main job)
 #   tools/quickstart.sh test      run the whole test suite, warnings as errors
 #   tools/quickstart.sh sanitize  run the suite under address,undefined
+#   tools/quickstart.sh tsan      run the suite under ThreadSanitizer
 #   tools/quickstart.sh oom       out of memory at every allocation point
 #   tools/quickstart.sh packages JOB   print what JOB installs, and stop
 # Works on a fresh Debian 12 machine, as root or with sudo. Each job
@@ -26,7 +27,7 @@ oom_packages="$main_packages"
 packages_of() {
 	case $1 in
 	demo) echo "$main_packages" ;;
-	test | sanitize) echo "$test_packages" ;;
+	test | sanitize | tsan) echo "$test_packages" ;;
 	oom) echo "$oom_packages" ;;
 	*) return 1 ;;
 	esac
@@ -78,7 +79,7 @@ browser_deps() {
 }
 
 usage() {
-	echo "usage: tools/quickstart.sh [demo|test|sanitize|oom|packages JOB]" >&2
+	echo "usage: tools/quickstart.sh [demo|test|sanitize|tsan|oom|packages JOB]" >&2
 	exit 2
 }
 
@@ -117,6 +118,22 @@ sanitize)
 	CK_FORK=no ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
+	;;
+tsan)
+	# ThreadSanitizer (docs/reliability.md): every suite, above all
+	# `concurrent` (four runs at once in one process) and those whose
+	# ranks run on the pool. Optimised, or the slowdown (5-15x) would
+	# pass the tests' time limits; halt and abort at the first report, so
+	# that a race fails the test whose process it is in. test_numfmt's
+	# oracle sample runs on one thread: a tenth of it, as under ASan.
+	build build-tsan --werror -Dtests=enabled \
+		--buildtype=debugoptimized -Db_sanitize=thread \
+		-Db_lundef=false
+	browser_deps
+	TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1 \
+		TPSIM_NUMFMT_SAMPLES=200000 \
+		meson test -C build-tsan --print-errorlogs \
+		--timeout-multiplier 3
 	;;
 oom)
 	# Out of memory at every allocation point of five whole runs, in a

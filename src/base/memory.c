@@ -74,6 +74,50 @@ void *tps_memory_malloc(size_t size)
 	return advised(malloc(size), size);
 }
 
+/* The account of the run this thread works for (memory.h). Per thread, so
+ * concurrent runs never share one. */
+static _Thread_local struct tps_memory_account *bound_account;
+
+void tps_memory_account_init(struct tps_memory_account *account)
+{
+	atomic_init(&account->live, 0);
+	atomic_init(&account->peak, 0);
+}
+
+struct tps_memory_account *
+tps_memory_account_bind(struct tps_memory_account *account)
+{
+	struct tps_memory_account *previous = bound_account;
+	bound_account = account;
+	return previous;
+}
+
+struct tps_memory_account *tps_memory_account_bound(void)
+{
+	return bound_account;
+}
+
+void tps_memory_account_charge(int64_t bytes)
+{
+	struct tps_memory_account *a = bound_account;
+	int64_t live, peak;
+	if (!a) {
+		return;
+	}
+	live = atomic_fetch_add(&a->live, bytes) + bytes;
+	peak = atomic_load(&a->peak);
+	while (live > peak &&
+	       !atomic_compare_exchange_weak(&a->peak, &peak, live)) {
+	}
+}
+
+void tps_memory_account_read(struct tps_memory_account *account, int64_t *live,
+			     int64_t *peak)
+{
+	*live = atomic_load(&account->live);
+	*peak = atomic_load(&account->peak);
+}
+
 void tps_memory_tune_process(void)
 {
 	cJSON_Hooks hooks = {tps_memory_malloc, free};

@@ -14,7 +14,23 @@
 
 #include "numfmt_internal.h"
 
-/* A foreign LC_NUMERIC may print "0,5"; JSON needs "0.5". */
+void tps_c_locale_enter(struct tps_c_locale *l)
+{
+	l->c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	l->saved = l->c ? uselocale(l->c) : (locale_t)0;
+}
+
+void tps_c_locale_leave(struct tps_c_locale *l)
+{
+	if (l->c) {
+		uselocale(l->saved);
+		freelocale(l->c);
+		l->c = (locale_t)0;
+	}
+}
+
+/* Only where newlocale failed (not glibc) can a foreign LC_NUMERIC still
+ * print "0,5"; JSON needs "0.5". */
 static void fix_decimal_point(char *buf)
 {
 	for (char *p = buf; *p; p++) {
@@ -122,8 +138,8 @@ static int double_digits_up_to_15(double value)
 	return last_nonzero;
 }
 
-static size_t format_shortest(double value, int max_digits, int max_plain,
-			      bool is_float, bool search_only, char *buf)
+static size_t format_shortest_c(double value, int max_digits, int max_plain,
+				bool is_float, bool search_only, char *buf)
 {
 	char sci[TPS_NUMFMT_MAX];
 	const char *e;
@@ -172,6 +188,19 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 	return exponent >= -5 && exponent < max_plain
 		       ? write_plain(sci, e, exponent, buf)
 		       : write_exponent(sci, e, exponent, buf);
+}
+
+/* format_shortest_c in the C locale, whatever the process's (numfmt.h). */
+static size_t format_shortest(double value, int max_digits, int max_plain,
+			      bool is_float, bool search_only, char *buf)
+{
+	struct tps_c_locale l;
+	size_t n;
+	tps_c_locale_enter(&l);
+	n = format_shortest_c(value, max_digits, max_plain, is_float,
+			      search_only, buf);
+	tps_c_locale_leave(&l);
+	return n;
 }
 
 size_t tps_format_float_exact(float value, char *buf)

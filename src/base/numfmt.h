@@ -6,12 +6,15 @@
  * 1.0f -> "1", 16777216.0f -> "16777216", 1e-45f -> "1e-45".
  * tps_format_double does the same for doubles (at most 17 digits).
  * The value must be finite (asserted): the trace never holds NaN or Inf.
- * The output is valid JSON; a decimal comma from a foreign LC_NUMERIC is
- * turned back into a point.
+ * The output is valid JSON and the same bytes whatever locale the process
+ * runs in: tps_format_double's snprintf and strtod run in the C locale
+ * (tps_c_locale_enter), so a program that embeds tpsim and sets a
+ * decimal comma (LC_NUMERIC) gets the digits every other program gets.
  */
 #ifndef TPSIM_NUMFMT_H
 #define TPSIM_NUMFMT_H
 
+#include <locale.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +50,19 @@ size_t tps_format_bytes_digits(int64_t bytes, int digits, char *buf);
  * TPS_NUMFMT_BYTES_MAX bytes; returns the length. */
 #define TPS_NUMFMT_BYTES_MAX 64
 size_t tps_format_bytes_exact(int64_t bytes, char *buf);
+
+/*
+ * snprintf and strtod take their decimal point from LC_NUMERIC, which is
+ * the process's: a program that embeds tpsim may have set one that writes
+ * 0.5 as "0,5" and reads "0.5" as 0. Between enter and leave the calling
+ * thread is in the C locale; uselocale is per thread, so no other thread
+ * sees it. On glibc the whole C locale is a static object: no allocation,
+ * no failure (elsewhere a failed newlocale leaves the locale as it was).
+ */
+struct tps_c_locale {
+	locale_t c, saved;
+};
+void tps_c_locale_enter(struct tps_c_locale *l);
+void tps_c_locale_leave(struct tps_c_locale *l);
 
 #endif

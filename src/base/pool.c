@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "memory.h"
+
 /*
  * One job at a time: the caller publishes (fn, ctx, n) under `lock`, bumps
  * `generation` and wakes the workers; every thread, the caller included,
@@ -27,6 +29,10 @@ struct tps_pool {
 	int64_t n;
 	atomic_int_fast64_t next;
 	int busy; /* workers not yet finished with this generation */
+	/* The submitting thread's memory account, which every thread binds
+	 * while it runs the job's items: a worker's tensors are charged to
+	 * the run that handed it the work (memory.h). */
+	struct tps_memory_account *account;
 };
 
 /* Set while a thread runs an item: a nested tps_pool_for runs inline. */
@@ -34,12 +40,14 @@ static _Thread_local bool in_item;
 
 static void run_items(struct tps_pool *pool)
 {
+	struct tps_memory_account *own = tps_memory_account_bind(pool->account);
 	int64_t i;
 	in_item = true;
 	while ((i = atomic_fetch_add(&pool->next, 1)) < pool->n) {
 		pool->fn(pool->ctx, i);
 	}
 	in_item = false;
+	tps_memory_account_bind(own);
 }
 
 static void *worker_main(void *opaque)
@@ -180,6 +188,7 @@ void tps_pool_for(struct tps_pool *pool, int64_t n, tps_pool_fn fn, void *ctx)
 	pool->fn = fn;
 	pool->ctx = ctx;
 	pool->n = n;
+	pool->account = tps_memory_account_bound();
 	atomic_store(&pool->next, 0);
 	pool->busy = pool->n_workers;
 	pool->generation++;

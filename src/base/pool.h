@@ -10,6 +10,10 @@
  *
  * tps_pool_for on a NULL pool, on a pool of one thread, or from inside an
  * item (nested) runs the items on the calling thread in ascending order.
+ *
+ * Every thread runs a call's items with the calling thread's memory
+ * account bound (memory.h), so the tensors a worker makes are charged to
+ * the run that handed it the work.
  */
 #ifndef TPSIM_POOL_H
 #define TPSIM_POOL_H

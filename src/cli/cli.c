@@ -17,6 +17,7 @@
 #include "numfmt.h"
 #include "pool.h"
 #include "run.h"
+#include "tensor.h"
 #include "trace.h"
 #include "tps_version.h"
 
@@ -221,7 +222,9 @@ static void print_bytes(FILE *err, int64_t bytes)
 /* --stats: where the time and the memory went, after the summary line. */
 static void print_stats(FILE *err, const struct tps_run_stats *st)
 {
-	fprintf(err, "tpsim: stats: threads %d\n", st->threads);
+	/* The GEMM variant is the process's (main() picks it). */
+	fprintf(err, "tpsim: stats: threads %d, GEMM %s\n", st->threads,
+		tps_matmul_variant_name(tps_matmul_variant_active()));
 	fprintf(err,
 		"tpsim: stats: seconds: init %.3f, tp steps %.3f, reference "
 		"%.3f, trace writing %.3f, total %.3f\n",

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "jsonio.h"
+#include "memory.h"
 #include "numfmt.h"
 #include "optim.h"
 #include "outfile.h"
@@ -269,6 +270,9 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	struct tps_trace trace;
 	struct tps_outfile out = {0};
 	struct tps_pool *pool = NULL;
+	/* This run's tensor bytes, charged by its thread and its pool's
+	 * (memory.h): concurrent runs count their own. */
+	struct tps_memory_account memory, *caller_memory;
 	char esc[256];
 	int64_t live;
 	int steps;
@@ -276,11 +280,12 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	double start = now_seconds();
 	enum tps_status st;
 
-	tps_tensor_memory_reset_peak();
+	tps_memory_account_init(&memory);
+	caller_memory = tps_memory_account_bind(&memory);
 	st = tps_config_load_with(opts->config_path, opts->overrides,
 				  opts->n_overrides, &spec, err);
 	if (st != TPS_OK) {
-		return st;
+		goto out;
 	}
 	s.stats.init_s = now_seconds() - start;
 	tps_json_escape_for_message(opts->config_path, esc, sizeof esc);
@@ -372,12 +377,14 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		s.world_size = spec.model.mesh.world_size;
 		s.n_modules = spec.model.n_modules;
 		s.stats.total_s = now_seconds() - start;
-		tps_tensor_memory(&live, &s.stats.tensor_peak_bytes);
+		tps_memory_account_read(&memory, &live,
+					&s.stats.tensor_peak_bytes);
 		s.stats.peak_rss_bytes = peak_rss_bytes();
 		*summary = s;
 	}
 out:
 	tps_pool_free(pool);
 	tps_run_spec_free(&spec);
+	tps_memory_account_bind(caller_memory);
 	return st;
 }

@@ -1,7 +1,6 @@
 #include "tensor.h"
 
 #include <assert.h>
-#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,21 +98,6 @@ void tps_chunk_range_blocks(int64_t n, int64_t block, int k, int i,
 	*length = len * block;
 }
 
-/* Bytes of tensor data allocated and not yet freed, and the most there has
- * been: the statistics of `tpsim run --stats`. Process-wide, since a
- * tensor does not know its run; atomic, since ranks allocate concurrently.
- * They never influence what is computed. */
-static atomic_int_least64_t live_bytes, peak_bytes;
-
-static void count_alloc(int64_t bytes)
-{
-	int64_t live = atomic_fetch_add(&live_bytes, bytes) + bytes;
-	int64_t peak = atomic_load(&peak_bytes);
-	while (live > peak &&
-	       !atomic_compare_exchange_weak(&peak_bytes, &peak, live)) {
-	}
-}
-
 /* Tensor values: zeroed, in huge pages where the kernel gives them
  * (memory.h says why). */
 static float *alloc_zeroed(int64_t numel)
@@ -124,21 +108,11 @@ static float *alloc_zeroed(int64_t numel)
 static void release(struct tps_tensor *t)
 {
 	if (t->data) {
-		atomic_fetch_sub(&live_bytes,
-				 tps_tensor_numel(t) * (int64_t)sizeof(float));
+		/* Released from the run's account (memory.h). */
+		tps_memory_account_charge(-tps_tensor_numel(t) *
+					  (int64_t)sizeof(float));
 		free(t->data);
 	}
-}
-
-void tps_tensor_memory(int64_t *live, int64_t *peak)
-{
-	*live = atomic_load(&live_bytes);
-	*peak = atomic_load(&peak_bytes);
-}
-
-void tps_tensor_memory_reset_peak(void)
-{
-	atomic_store(&peak_bytes, atomic_load(&live_bytes));
 }
 
 /* A tensor of shape, zeroed or not: a result that the caller writes in
@@ -163,7 +137,9 @@ static enum tps_status init_values(struct tps_tensor *t,
 				"out of memory allocating %lld floats",
 				(long long)numel);
 		}
-		count_alloc(numel * (int64_t)sizeof(float));
+		/* `tpsim run --stats`: charged to the account of the run
+		 * this thread works for (memory.h), not to the process. */
+		tps_memory_account_charge(numel * (int64_t)sizeof(float));
 	}
 	t->shape = *shape;
 	t->data = data;

@@ -101,10 +101,9 @@ void tps_tensor_free(struct tps_tensor *t);
 /* Element count of a valid tensor (validated at init, cannot overflow). */
 int64_t tps_tensor_numel(const struct tps_tensor *t);
 
-/* Bytes of tensor values allocated now and at most since the last reset,
- * over the whole process (`tpsim run --stats`; thread-safe). */
-void tps_tensor_memory(int64_t *live, int64_t *peak);
-void tps_tensor_memory_reset_peak(void);
+/* Tensor values are charged to the calling thread's memory account, the
+ * run's (memory.h: tps_memory_account_bind), when they are allocated and
+ * released when they are freed. */
 /* dst = a new copy of src. */
 enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				const struct tps_tensor *src,
@@ -156,8 +155,9 @@ enum tps_status tps_tensor_concat(struct tps_tensor *out,
  * the caches and registers and vectorised across output elements, never
  * across k, so each lane does the naive sequence. It is compiled once per
  * instruction set (the variants below) and uses the best one the CPU
- * runs, or the one the environment variable TPSIM_GEMM names (generic,
- * avx2, avx512) if the CPU runs it. Every variant gives the same bits,
+ * runs, or the one tps_matmul_variant_use chose (main() does, from the
+ * environment variable TPSIM_GEMM; the library reads no environment).
+ * Every variant gives the same bits,
  * for all four flag combinations (trans_a && trans_b, unused in tpsim so
  * far, included). Calls share no buffer (only the variant choice is
  * cached, atomically), so threads may call it at once: packing buffers
@@ -195,12 +195,20 @@ unsigned tps_matmul_cpu_features(void);
 bool tps_matmul_variant_runs_on(int i, unsigned features);
 /* tps_matmul_variant_runs_on(i, tps_matmul_cpu_features()). */
 bool tps_matmul_variant_supported(int i);
-/* The variant tps_matmul uses for a TPSIM_GEMM value (NULL: unset) on a
- * CPU with `features`: the one named if it runs there, else the last
+/* The variant named `request` (a TPSIM_GEMM value; NULL: none) on a CPU
+ * with `features`: the one named if it runs there, else the last
  * (fastest) one that runs. */
 int tps_matmul_variant_pick(const char *request, unsigned features);
-/* The variant tps_matmul uses in this process (TPSIM_GEMM is read once). */
+/* The variant tps_matmul uses in this process: the one last given to
+ * tps_matmul_variant_use, else tps_matmul_variant_pick(NULL, this CPU's
+ * features). */
 int tps_matmul_variant_active(void);
+/* Makes tps_matmul use variant i, which must be supported (asserted),
+ * from now on in the whole process: a process-level choice, for main() to
+ * make once (from TPSIM_GEMM) before any run starts. Since every variant
+ * gives the same bits, a run that is going on when it changes writes the
+ * same trace. */
+void tps_matmul_variant_use(int i);
 /* tps_matmul with variant i, which must be supported (asserted). */
 void tps_matmul_variant(int i, float *c, const float *a, const float *b,
 			int64_t m, int64_t n, int64_t k, bool trans_a,

@@ -7,7 +7,6 @@
 #include <assert.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 struct gemm_variant {
@@ -88,18 +87,28 @@ int tps_matmul_variant_pick(const char *request, unsigned features)
 	return best;
 }
 
+/* The variant tps_matmul runs: -1 until chosen, by tps_matmul_variant_use
+ * (main(), from TPSIM_GEMM) or by the first matmul (the fastest the CPU
+ * runs; racing first calls store the same value). A process-wide choice,
+ * the one the library keeps: every variant computes the same bits, so
+ * which one runs is the process's tuning, like malloc's, never a run's
+ * result (tensor.h). */
+static atomic_int active = -1;
+
 int tps_matmul_variant_active(void)
 {
-	/* -1 until the first call; racing first calls store the same
-	 * value. */
-	static atomic_int active = -1;
 	int i = atomic_load_explicit(&active, memory_order_relaxed);
 	if (i < 0) {
-		i = tps_matmul_variant_pick(getenv("TPSIM_GEMM"),
-					    tps_matmul_cpu_features());
+		i = tps_matmul_variant_pick(NULL, tps_matmul_cpu_features());
 		atomic_store_explicit(&active, i, memory_order_relaxed);
 	}
 	return i;
+}
+
+void tps_matmul_variant_use(int i)
+{
+	assert(tps_matmul_variant_supported(i));
+	atomic_store_explicit(&active, i, memory_order_relaxed);
 }
 
 void tps_matmul_variant(int i, float *c, const float *a, const float *b,

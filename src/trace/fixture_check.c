@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "jsonio.h"
+#include "numfmt.h"
 
 /* Objects and arrays echoed in a line are cut to this many characters. */
 #define CHECK_CUT_CHARS 60
@@ -51,13 +52,16 @@ struct checker {
 
 /*
  * Shortest decimal that reads back to the same double: %.17g trimmed, so
- * with an exponent only where %.17g has one (70, not 7e+01).
+ * with an exponent only where %.17g has one (70, not 7e+01). In the C
+ * locale, whatever the process's (numfmt.h).
  */
 static void format_number(double d, char *out, size_t out_size)
 {
 	char full[CHECK_NUMBER_MAX];
 	bool exponent;
+	struct tps_c_locale l;
 
+	tps_c_locale_enter(&l);
 	if (isnan(d)) {
 		snprintf(out, out_size, "NaN");
 	} else if (isinf(d)) {
@@ -77,6 +81,7 @@ static void format_number(double d, char *out, size_t out_size)
 			}
 		}
 	}
+	tps_c_locale_leave(&l);
 }
 
 /* A bounded text buffer; text past `cap` is dropped and `cut` set. */

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <float.h>
+#include <locale.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -470,6 +471,38 @@ START_TEST(doubles_round_trip)
 }
 END_TEST
 
+START_TEST(doubles_print_alike_in_a_comma_locale)
+{
+	/* A program embedding tpsim may set LC_NUMERIC to a decimal comma;
+	 * the trace's doubles (the normalised config's lr, atol, ...) must
+	 * not change with it. It printed 0.01 as 0.010000000000000000208:
+	 * strtod read back "0.01" as 0 and the search ran to 17 digits. */
+	static const double values[] = {0.01,	 1e-5,	 0.1,	  -0.5,
+					2.5e-7,	 1e21,	 123.456, 1.0 / 3.0,
+					DBL_MAX, 5e-324, 3e-310,  100.0};
+	enum { N = sizeof values / sizeof values[0] };
+	char c_text[N][TPS_NUMFMT_MAX], buf[TPS_NUMFMT_MAX];
+	const char *dir = tu_tempdir();
+	const char *comma = tu_comma_locale(dir);
+	for (int i = 0; i < N; i++) {
+		tps_format_double(values[i], c_text[i]);
+	}
+	/* The whole process's, as setlocale sets it. */
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, comma));
+	snprintf(buf, sizeof buf, "%g", 0.5);
+	ck_assert_str_eq(buf, "0,5"); /* the locale is in force */
+	for (int i = 0; i < N; i++) {
+		tps_format_double(values[i], buf);
+		ck_assert_str_eq(buf, c_text[i]);
+	}
+	/* The thread's own locale is given back. */
+	snprintf(buf, sizeof buf, "%g", 0.5);
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, "C"));
+	ck_assert_str_eq(buf, "0,5");
+	tu_rmtree(dir);
+}
+END_TEST
+
 /*
  * Exact arithmetic for the Schubfach helpers: a 512-bit unsigned integer
  * in 32-bit limbs, least significant first, with just what the checks need.
@@ -640,6 +673,7 @@ static Suite *numfmt_suite(void)
 	tcase_add_test(tc, ties_between_shortest_decimals_go_to_the_even_digit);
 	tcase_add_test(tc, random_floats_round_trip_in_at_most_9_digits);
 	tcase_add_test(tc, doubles_round_trip);
+	tcase_add_test(tc, doubles_print_alike_in_a_comma_locale);
 	tcase_add_test(tc, sizes_print_in_binary_units_with_three_digits);
 	tcase_add_test(tc, no_float_text_is_longer_than_the_stated_maximum);
 	tcase_add_test(tc, sizes_read_in_binary_units);

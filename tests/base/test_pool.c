@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "testutil.h"
+#include "memory.h"
 #include "mesh.h"
 #include "pool.h"
 
@@ -120,6 +121,72 @@ START_TEST(pool_nested_call_runs_inline_in_order)
 }
 END_TEST
 
+/* Items that charge the memory account of the thread running them and
+ * sleep, so that they spread over the workers: each records whether its
+ * thread had the submitter's account bound. */
+struct charging {
+	struct tps_memory_account *expected;
+	atomic_int wrong_account;
+	pthread_t who[64];
+};
+
+static void charging_item(void *opaque, int64_t i)
+{
+	struct charging *c = opaque;
+	struct timespec ms = {0, 1000000};
+	if (tps_memory_account_bound() != c->expected) {
+		atomic_fetch_add(&c->wrong_account, 1);
+	}
+	tps_memory_account_charge(i + 1);
+	c->who[i] = pthread_self();
+	nanosleep(&ms, NULL);
+}
+
+START_TEST(pool_items_charge_the_submitters_memory_account)
+{
+	/* A run's ranks charge the run's account, whichever thread runs
+	 * them (memory.h); the next call's submitter its own; none bound,
+	 * none charged. */
+	struct tps_memory_account a, b, *before;
+	struct tps_pool *pool = NULL;
+	static struct charging c;
+	int64_t live, peak;
+	bool spread = false;
+
+	ck_assert_int_eq(tps_pool_new(&pool, 4, NULL), TPS_OK);
+	tps_memory_account_init(&a);
+	tps_memory_account_init(&b);
+	memset(&c, 0, sizeof c);
+	before = tps_memory_account_bind(&a);
+	c.expected = &a;
+	tps_pool_for(pool, 64, charging_item, &c);
+	for (int i = 1; i < 64; i++) {
+		spread |= !pthread_equal(c.who[i], c.who[0]);
+	}
+	ck_assert(spread);
+	tps_memory_account_read(&a, &live, &peak);
+	ck_assert_int_eq(live, 64 * 65 / 2);
+
+	tps_memory_account_bind(&b);
+	c.expected = &b;
+	tps_pool_for(pool, 64, charging_item, &c);
+	tps_memory_account_read(&b, &live, &peak);
+	ck_assert_int_eq(live, 64 * 65 / 2);
+
+	tps_memory_account_bind(NULL);
+	c.expected = NULL;
+	tps_pool_for(pool, 64, charging_item, &c);
+	tps_memory_account_read(&a, &live, &peak);
+	ck_assert_int_eq(live, 64 * 65 / 2);
+	tps_memory_account_read(&b, &live, &peak);
+	ck_assert_int_eq(live, 64 * 65 / 2);
+	ck_assert_int_eq(atomic_load(&c.wrong_account), 0);
+
+	tps_memory_account_bind(before);
+	tps_pool_free(pool);
+}
+END_TEST
+
 /* Items that sleep: with 4 threads they spread over more than one. */
 struct spread {
 	pthread_t who[64];
@@ -224,6 +291,7 @@ static Suite *pool_suite(void)
 		       pool_null_runs_items_in_ascending_order_on_the_caller);
 	tcase_add_test(items, pool_nested_call_runs_inline_in_order);
 	tcase_add_test(items, pool_runs_items_on_several_threads);
+	tcase_add_test(items, pool_items_charge_the_submitters_memory_account);
 	tcase_add_test(items, pool_refuses_thread_counts_out_of_range);
 	tcase_add_test(
 		ranks,

@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
 #include "cli.h"
 #include "jsonio.h"
+#include "tensor.h"
 
 static void write_text(const char *path, const char *text)
 {
@@ -2111,6 +2114,66 @@ START_TEST(inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom)
 }
 END_TEST
 
+/* The tpsim binary (TPSIM_EXE, main() included) with TPSIM_GEMM set to
+ * gemm (NULL: unset); what it printed on stderr (the caller frees). */
+static char *exe_stderr_with_gemm(const char *dir, const char *gemm,
+				  const char *const *argv)
+{
+	char err_path[512];
+	int status = 0;
+	pid_t pid;
+	snprintf(err_path, sizeof err_path, "%s/exe.stderr", dir);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 2) < 0 ||
+		    (gemm ? setenv("TPSIM_GEMM", gemm, 1)
+			  : unsetenv("TPSIM_GEMM")) != 0) {
+			_exit(127);
+		}
+		execv(getenv("TPSIM_EXE"), (char *const *)argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "%s: status %d", getenv("TPSIM_EXE"), status);
+	return tu_read_file(err_path, NULL);
+}
+
+START_TEST(run_stats_name_the_gemm_variant_main_took_from_the_environment)
+{
+	/* main() reads TPSIM_GEMM once and hands it to the library
+	 * (docs/performance.md); --stats says which variant ran. */
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	const char *const argv[] = {"tpsim", "run",	  cfg, "--stats",
+				    "-o",    "/dev/null", NULL};
+	const char *best = tps_matmul_variant_name(
+		tps_matmul_variant_pick(NULL, tps_matmul_cpu_features()));
+	char want[64], *err;
+
+	err = exe_stderr_with_gemm(dir, "generic", argv);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(err, "tpsim: stats: threads ") &&
+			      strstr(err, ", GEMM generic\n"),
+		      "%s", err);
+	free(err);
+	snprintf(want, sizeof want, ", GEMM %s\n", best);
+	err = exe_stderr_with_gemm(dir, NULL, argv);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(err, want), "want \"%s\" in %s", want, err);
+	free(err);
+	/* A variant the CPU cannot run, or no variant at all: the best. */
+	err = exe_stderr_with_gemm(dir, "bogus", argv);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(err, want), "want \"%s\" in %s", want, err);
+	free(err);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(run_threads_and_stats_options)
 {
 	const char *dir = tu_tempdir();
@@ -2134,7 +2197,7 @@ START_TEST(run_threads_and_stats_options)
 	ck_assert_ptr_nonnull(
 		strstr(r.err, "tpsim: stats: estimated before the run: trace "
 			      "at most "));
-	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: stats: threads 3\n"));
+	ck_assert_ptr_nonnull(strstr(r.err, "tpsim: stats: threads 3, GEMM "));
 	ck_assert_ptr_nonnull(strstr(r.err, "seconds: init "));
 	ck_assert_ptr_nonnull(strstr(r.err, ", tp steps "));
 	ck_assert_ptr_nonnull(strstr(r.err, ", reference "));
@@ -3563,6 +3626,9 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, output_naming_an_input_is_refused_by_every_verb);
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
 	tcase_add_test(run, run_threads_and_stats_options);
+	tcase_add_test(
+		run,
+		run_stats_name_the_gemm_variant_main_took_from_the_environment);
 	tcase_add_test(run, explicit_input_values_run_as_their_init_would);
 	tcase_add_test(run,
 		       inject_bias_every_rank_is_diagnosed_from_its_symptom);

@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 #include "rng.h"
+#include "memory.h"
 #include "tensor.h"
 
 static struct tps_tensor make(int ndim, const int64_t *dims)
@@ -218,25 +219,78 @@ END_TEST
 
 START_TEST(memory_counts_live_and_peak_tensor_bytes)
 {
+	/* Into the calling thread's account (memory.h); none bound, none
+	 * counted. */
 	const int64_t small[1] = {10}, big[2] = {1024, 1024};
-	struct tps_tensor a, b;
-	int64_t live0, peak0, live, peak;
-	tps_tensor_memory_reset_peak();
-	tps_tensor_memory(&live0, &peak0);
-	ck_assert_int_eq(peak0, live0);
+	struct tps_memory_account account, *before;
+	struct tps_tensor a, b, uncounted;
+	int64_t live, peak;
+	tps_memory_account_init(&account);
+	before = tps_memory_account_bind(&account);
+	ck_assert_ptr_eq(tps_memory_account_bound(), &account);
 	a = make(1, small);
 	b = make(2, big); /* 4 MiB: the huge-page path */
-	tps_tensor_memory(&live, &peak);
-	ck_assert_int_eq(live - live0, 40 + (4 << 20));
+	tps_memory_account_read(&account, &live, &peak);
+	ck_assert_int_eq(live, 40 + (4 << 20));
 	ck_assert_int_eq(peak, live);
 	for (int64_t e = 0; e < tps_tensor_numel(&b); e++) {
 		ck_assert(b.data[e] == 0.0f);
 	}
 	tps_tensor_free(&b);
 	tps_tensor_move(&a, &b); /* frees a's 40 bytes */
-	tps_tensor_memory(&live, &peak);
-	ck_assert_int_eq(live, live0);
-	ck_assert_int_eq(peak - live0, 40 + (4 << 20));
+	tps_memory_account_read(&account, &live, &peak);
+	ck_assert_int_eq(live, 0);
+	ck_assert_int_eq(peak, 40 + (4 << 20));
+	ck_assert_ptr_eq(tps_memory_account_bind(before), &account);
+	uncounted = make(1, small);
+	tps_tensor_free(&uncounted);
+	tps_memory_account_read(&account, &live, &peak);
+	ck_assert_int_eq(live, 0);
+	ck_assert_int_eq(peak, 40 + (4 << 20));
+}
+END_TEST
+
+/* Two threads, each with its own account, allocating at once: each
+ * account sees its own thread's tensors only. */
+struct account_thread {
+	int64_t floats;
+	struct tps_memory_account account;
+	int64_t live, peak;
+};
+
+static void *allocate_in_own_account(void *opaque)
+{
+	struct account_thread *at = opaque;
+	const int64_t dims[1] = {at->floats};
+	struct tps_tensor t[8];
+	tps_memory_account_init(&at->account);
+	tps_memory_account_bind(&at->account);
+	for (int i = 0; i < 8; i++) {
+		t[i] = make(1, dims);
+	}
+	for (int i = 0; i < 8; i++) {
+		tps_tensor_free(&t[i]);
+	}
+	tps_memory_account_read(&at->account, &at->live, &at->peak);
+	tps_memory_account_bind(NULL);
+	return NULL;
+}
+
+START_TEST(memory_accounts_of_two_threads_are_their_own)
+{
+	struct account_thread at[2] = {{.floats = 1000}, {.floats = 3000}};
+	pthread_t tid[2];
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_create(&tid[i], NULL,
+						allocate_in_own_account,
+						&at[i]),
+				 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_join(tid[i], NULL), 0);
+		ck_assert_int_eq(at[i].live, 0);
+		ck_assert_int_eq(at[i].peak, 8 * 4 * at[i].floats);
+	}
 }
 END_TEST
 
@@ -827,6 +881,31 @@ START_TEST(matmul_env_request_picks_a_variant_that_runs)
 }
 END_TEST
 
+START_TEST(matmul_variant_is_main_s_choice_never_the_environment_s)
+{
+	/* main() reads TPSIM_GEMM and hands the variant over; the library
+	 * reads no environment: set before the first matmul of this
+	 * process, it changes nothing. */
+	const int best =
+		tps_matmul_variant_pick(NULL, tps_matmul_cpu_features());
+	const int64_t dims[2] = {2, 2};
+	struct tps_tensor x = make(2, dims), w = make(2, dims), y = {0};
+	ck_assert_int_eq(setenv("TPSIM_GEMM", "generic", 1), 0);
+	ck_assert_int_eq(tps_tensor_linear(&y, &x, &w, NULL, NULL, NULL),
+			 TPS_OK);
+	ck_assert_str_eq(tps_matmul_variant_name(tps_matmul_variant_active()),
+			 tps_matmul_variant_name(best));
+	tps_matmul_variant_use(0);
+	ck_assert_int_eq(tps_matmul_variant_active(), 0);
+	tps_matmul_variant_use(best);
+	ck_assert_int_eq(tps_matmul_variant_active(), best);
+	ck_assert_int_eq(unsetenv("TPSIM_GEMM"), 0);
+	tps_tensor_free(&x);
+	tps_tensor_free(&w);
+	tps_tensor_free(&y);
+}
+END_TEST
+
 START_TEST(linear_refuses_mismatched_shapes)
 {
 	const int64_t xd[2] = {1, 3}, wd[2] = {2, 4};
@@ -909,6 +988,7 @@ static Suite *tensor_suite(void)
 	tcase_add_test(copy, narrow_picks_the_right_columns);
 	tcase_add_test(copy, region_equals_narrowing_each_dim_in_turn);
 	tcase_add_test(shape, memory_counts_live_and_peak_tensor_bytes);
+	tcase_add_test(shape, memory_accounts_of_two_threads_are_their_own);
 	tcase_add_test(copy, concat_refuses_mismatched_shapes);
 	tcase_add_test(gemm, linear_matches_the_seed_hand_check);
 	tcase_add_test(gemm, linear_kernel_is_bit_identical_to_naive);
@@ -931,6 +1011,8 @@ static Suite *tensor_suite(void)
 		       matmul_gives_the_same_bits_from_concurrent_threads);
 	tcase_add_test(variants, matmul_variant_that_cannot_run_is_reported);
 	tcase_add_test(variants, matmul_env_request_picks_a_variant_that_runs);
+	tcase_add_test(variants,
+		       matmul_variant_is_main_s_choice_never_the_environment_s);
 	tcase_add_test(misc, activations_and_finiteness);
 	tcase_add_test(misc, rng_is_seeded_and_named);
 	suite_add_tcase(s, chunk);

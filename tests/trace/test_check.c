@@ -8,6 +8,7 @@
 #include "fixture_check.h"
 
 #include <check.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,22 @@ START_TEST(numbers_print_shortest_round_trip)
 		   "/result/output/0/0: expected 0.1, got 0.5");
 	expect_one(TRACE, "{'result':{'output':[[0.5,-2.2500001]]}}",
 		   "/result/output/0/1: expected -2.2500001, got -2.25");
+}
+END_TEST
+
+START_TEST(numbers_print_alike_in_a_comma_locale)
+{
+	/* A decimal comma set by a program embedding tpsim does not reach
+	 * the mismatch lines: "0.1", never "0,1". */
+	const char *dir = tu_tempdir();
+	struct outcome o;
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, tu_comma_locale(dir)));
+	run_texts(TRACE, "{'result':{'output':[[0.1,-2.25]]}}", &o);
+	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, "C"));
+	expect_count(&o, 1);
+	expect_line(&o, 0, "/result/output/0/0: expected 0.1, got 0.5");
+	outcome_free(&o);
+	tu_rmtree(dir);
 }
 END_TEST
 
@@ -891,6 +908,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, every_mismatch_is_reported_in_fixture_order);
 	tcase_add_test(tc, numbers_compare_as_doubles);
 	tcase_add_test(tc, numbers_print_shortest_round_trip);
+	tcase_add_test(tc, numbers_print_alike_in_a_comma_locale);
 	tcase_add_test(tc, nan_never_matches);
 	suite_add_tcase(s, tc);
 
