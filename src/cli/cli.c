@@ -497,12 +497,13 @@ struct check_printer {
 	const char *fixture;
 };
 
-static void print_mismatch(void *ctx, const char *line)
+static void print_mismatch(void *ctx, const struct tps_check_mismatch *m)
 {
 	struct check_printer *p = ctx;
 	char esc[256];
 	fprintf(p->out, "%s: %s\n",
-		tps_json_escape_for_message(p->fixture, esc, sizeof esc), line);
+		tps_json_escape_for_message(p->fixture, esc, sizeof esc),
+		m->line);
 }
 
 static int cmd_check(int argc, char **argv, FILE *out, FILE *err)

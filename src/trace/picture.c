@@ -16,11 +16,8 @@ static enum tps_status bad_input(struct tps_error *err, const char *trace_name,
 				 const struct tps_json_path *p,
 				 const char *what)
 {
-	char esc[256];
-	return tps_error_set(
-		err, TPS_ERR_INPUT, "%s: %s: %s",
-		tps_json_escape_for_message(trace_name, esc, sizeof esc),
-		tps_json_path_str(p), what);
+	return tps_error_set_at(err, TPS_ERR_INPUT, trace_name, p->text, "%s",
+				what);
 }
 
 /* A whole number in [lo, hi], as the trace writes sizes. */
