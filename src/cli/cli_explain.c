@@ -1157,7 +1157,7 @@ static void print_comparison(FILE *out, const cJSON *comparison)
 	char how[96];
 	count_comparison(comparison, &exact, &all);
 	if (all > 0) {
-		tps_cli_describe_comparison(exact, all, how, sizeof how);
+		tps_trace_describe_comparison(exact, all, how, sizeof how);
 		fprintf(out, ", %s", how);
 	}
 }

@@ -20,13 +20,6 @@ int tps_cli_usage_error(FILE *err, const char *fmt, const char *arg);
 /* Trouble: "tpsim: <message>". Returns the trouble exit code. */
 int tps_cli_trouble(FILE *err, const struct tps_error *e);
 
-/* How a run's tensors were compared with the reference, for the summary
- * and explain: "exact comparison" (all of them), "tolerance comparison"
- * (none exactly), or "exact comparison of 5 of 9 tensors, tolerance for
- * the rest". */
-void tps_cli_describe_comparison(int exact, int compared, char *buf,
-				 size_t size);
-
 /* The most values one --set may list (tpsim comm sweeps them). */
 #define TPS_CLI_MAX_SET_VALUES 64
 
