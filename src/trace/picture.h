@@ -41,7 +41,7 @@
  * One colour scheme and one legend for every picture of a tensor's blocks:
  * the text and Markdown pictures (their legend lines), the SVG (fills,
  * borders, the legend's swatches), and tpsim view's block map, rank cards
- * and legend (src/cli/viewer/viewer.css and viewer.js hold the same colours
+ * and legend (src/trace/viewer/viewer.css and viewer.js hold the same colours
  * and words; test_picture checks that they do). A picture is of one kind:
  * partial when a mesh dim (of more than one rank) holds partial sums,
  * else shard when it has more than one block, else replicate. Its legend
