@@ -1286,29 +1286,21 @@ static void explain_result(FILE *out, const cJSON *result,
 	}
 }
 
-int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
+/* Explains a read trace (path names it) with the filter: the verb after
+ * its options and its reading; tps_explain_write's bridge too. */
+static int explain_trace(FILE *out, const cJSON *trace, const char *path,
+			 struct explain_filter filter, FILE *err)
 {
-	cJSON *trace = NULL, *comm = NULL;
+	cJSON *comm = NULL;
 	const cJSON *ev, *result, *mesh;
 	struct tps_error e = {0};
-	const char *phase = NULL, *path = NULL;
-	struct explain_filter filter = {-1, NULL,  NULL,  16,
-					1,  false, false, false};
-	int step = -2, shown = 0, index = -1;
+	const char *phase = NULL;
+	int step = -2, shown = 0, index = -1, rc;
 	struct columns cols;
 	struct placements_seen seen = {.step = -1};
-	int rc = explain_options(argc, argv, &filter, &path, err);
 
-	if (rc != TPS_EXIT_OK) {
-		return rc;
-	}
-	filter.color = !filter.md && want_color(out);
-	if (tps_trace_read(path, &trace, NULL, NULL, &e) != TPS_OK) {
-		return tps_cli_trouble(err, &e);
-	}
 	if (filter.module && (rc = check_module(trace, path, filter.module,
 						err)) != TPS_EXIT_OK) {
-		cJSON_Delete(trace);
 		return rc;
 	}
 	/* Every picture is checked before anything is printed: a trace that
@@ -1320,7 +1312,6 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		if (filter.pictures && explain_wants(&filter, ev) &&
 		    (rc = tps_cli_explain_picture(NULL, trace, path, index,
 						  false, err)) != TPS_EXIT_OK) {
-			cJSON_Delete(trace);
 			return rc;
 		}
 	}
@@ -1340,7 +1331,6 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 		free(seen.placements);
 		free(seen.at_setup);
 		cJSON_Delete(comm);
-		cJSON_Delete(trace);
 		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
 		return tps_cli_trouble(err, &e);
 	}
@@ -1433,6 +1423,26 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	free(seen.placements);
 	free(seen.at_setup);
 	cJSON_Delete(comm);
-	cJSON_Delete(trace);
 	return TPS_EXIT_OK;
+}
+
+int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
+{
+	cJSON *trace = NULL;
+	struct tps_error e = {0};
+	const char *path = NULL;
+	struct explain_filter filter = {-1, NULL,  NULL,  16,
+					1,  false, false, false};
+	int rc = explain_options(argc, argv, &filter, &path, err);
+
+	if (rc != TPS_EXIT_OK) {
+		return rc;
+	}
+	filter.color = !filter.md && want_color(out);
+	if (tps_trace_read(path, &trace, NULL, NULL, &e) != TPS_OK) {
+		return tps_cli_trouble(err, &e);
+	}
+	rc = explain_trace(out, trace, path, filter, err);
+	cJSON_Delete(trace);
+	return rc;
 }

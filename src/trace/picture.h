@@ -125,6 +125,18 @@ int tps_picture_first_event(const cJSON *trace, const char *tensor);
 int tps_picture_event_of_seq(const cJSON *trace, long long seq);
 
 /*
+ * The event `tpsim picture --tensor T [--event SEQ]` draws, into
+ * *event_index: with seq < 0 the first event of the tensor, else the
+ * event with that seq, which must produce the tensor. On error
+ * (TPS_ERR_INPUT at /events or the event's tensor: "no event produces the
+ * tensor \"x\"", "no event has seq 9 (--event)", "event 3 produces
+ * \"fc1.out\", not \"x\" (--tensor)") *event_index is untouched.
+ */
+enum tps_status tps_picture_select(const cJSON *trace, const char *trace_name,
+				   const char *tensor, long long seq,
+				   int *event_index, struct tps_error *err);
+
+/*
  * Text (md false, indented to sit under an explain event) or Markdown (md
  * true): "sharding of fc1.weight, 2 blocks:", a character map of each
  * panel where every cell shows its block's name (a partial block's name
