@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "explain_bridge.h"
 #include "fixture_check.h"
 #include "nn_event.h"
 #include "jsonio.h"
@@ -1445,4 +1446,44 @@ int tps_cli_explain(int argc, char **argv, FILE *out, FILE *err)
 	rc = explain_trace(out, trace, path, filter, err);
 	cJSON_Delete(trace);
 	return rc;
+}
+
+/* TEMPORARY (issue 16): the public API's explain (explain_bridge.h), the
+ * verb on a read trace, its trouble turned from the line it prints into an
+ * error. */
+enum tps_status tps_explain_write(FILE *out, const cJSON *trace,
+				  const char *trace_name,
+				  const struct tps_explain_options *opts,
+				  struct tps_error *err)
+{
+	struct explain_filter filter = {
+		opts->step,	  opts->module, opts->phase,
+		opts->max_values, opts->heading, opts->md,
+		opts->color && !opts->md, opts->pictures};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *trouble = open_memstream(&text, &len);
+	int rc;
+
+	if (!trouble) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	rc = explain_trace(out, trace, trace_name, filter, trouble);
+	if (fclose(trouble) != 0 || !text) {
+		free(text);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	if (rc != TPS_EXIT_OK) {
+		const char *line = strncmp(text, "tpsim: ", 7) == 0 ? text + 7
+								  : text;
+		size_t n = strcspn(line, "\n");
+		enum tps_status st =
+			strstr(text, "out of memory") ? TPS_ERR_NOMEM
+						      : TPS_ERR_INPUT;
+		tps_error_set(err, st, "%.*s", (int)n, line);
+		free(text);
+		return st;
+	}
+	free(text);
+	return TPS_OK;
 }
