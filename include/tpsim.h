@@ -95,10 +95,10 @@
  *    with the one-line message `tpsim` prints.
  *  - Output goes through a tpsim_write_fn, called as many times as it
  *    takes; the bytes are those the verb writes to its file or stdout.
- *  - No function prints, exits, installs a signal handler or reads the
- *    environment; there is no global state: distinct handles may be used
- *    on distinct threads at once, and a const handle (a config, a trace)
- *    by several threads at once.
+ *  - No function prints, exits or installs a signal handler. Handles
+ *    are not locked: use a handle from one thread at a time, except a
+ *    config or a trace, which never change and may be used from several
+ *    at once.
  *  - Strings are NUL-terminated UTF-8. Sizes are size_t, byte counts
  *    int64_t.
  *
