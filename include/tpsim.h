@@ -55,16 +55,16 @@
  *           }
  *           printf("%s\n", tpsim_result_verdict(res));
  *           for (size_t i = 0; i < tpsim_trace_event_count(trace); i++) {
- *                   const struct tpsim_event *ev = tpsim_trace_event(trace, i);
- *                   if (strcmp(tpsim_event_op(ev), "all_reduce") != 0)
- *                           continue;
- *                   for (size_t r = 0; r < tpsim_event_rank_count(ev); r++) {
- *                           const struct tpsim_tensor *t = tpsim_event_rank(ev, r);
- *                           float v[64];
- *                           size_t n = 0;
- *                           tpsim_tensor_values(t, v, 64, &n, NULL);
- *                           ...   // n values, row-major in t's shape
- *                   }
+ *               const struct tpsim_event *ev = tpsim_trace_event(trace, i);
+ *               if (strcmp(tpsim_event_op(ev), "all_reduce") != 0)
+ *                   continue;
+ *               for (size_t r = 0; r < tpsim_event_rank_count(ev); r++) {
+ *                   float v[64];
+ *                   size_t n = 0;
+ *                   tpsim_tensor_values(tpsim_event_rank(ev, r), v, 64,
+ *                                       &n, NULL);
+ *                   ...   // n values, row-major in the rank's shape
+ *               }
  *           }
  *           tpsim_trace_free(trace);
  *           tpsim_result_free(res);
@@ -204,11 +204,9 @@ struct tpsim_var {
  * "c.json: /plan/fc2/style: unknown style \"rowise\" (expected one of
  * colwise, rowwise, ...)"; an unknown variable is reported at /vars.
  */
-TPS_API enum tpsim_status tpsim_config_load(const char *path,
-					    const struct tpsim_var *vars,
-					    size_t n_vars,
-					    struct tpsim_config **config,
-					    struct tpsim_error **error);
+TPS_API enum tpsim_status
+tpsim_config_load(const char *path, const struct tpsim_var *vars, size_t n_vars,
+		  struct tpsim_config **config, struct tpsim_error **error);
 
 /* The same from len bytes of text (copied; at most 16 MiB), named `name`
  * in messages and in the error's file. */
@@ -272,10 +270,10 @@ TPS_API enum tpsim_status tpsim_run(const struct tpsim_config *config,
  * (TPSIM_ERR_USAGE). The library installs no signal handler: a process
  * killed mid-run may leave the temporary.
  */
-TPS_API enum tpsim_status tpsim_run_to_file(
-	const struct tpsim_config *config,
-	const struct tpsim_run_options *options, const char *path,
-	struct tpsim_result **result, struct tpsim_error **error);
+TPS_API enum tpsim_status
+tpsim_run_to_file(const struct tpsim_config *config,
+		  const struct tpsim_run_options *options, const char *path,
+		  struct tpsim_result **result, struct tpsim_error **error);
 
 /* Nonzero when the run agreed with its reference (a symbolic run has none
  * to agree with: nonzero). A run that carried out an injected mistake
@@ -453,8 +451,8 @@ TPS_API enum tpsim_status tpsim_tensor_values(const struct tpsim_tensor *tensor,
  * NULL arguments.
  */
 TPS_API const struct tpsim_tensor *
-tpsim_trace_result_tensor(const struct tpsim_trace *trace,
-			  const char *section, const char *name);
+tpsim_trace_result_tensor(const struct tpsim_trace *trace, const char *section,
+			  const char *name);
 
 /* The names of a section's tensors, in the trace's order: count, and
  * name i (NULL out of range). 0 for "output" and the like. */
@@ -503,17 +501,17 @@ TPS_API enum tpsim_status tpsim_check(const struct tpsim_trace *trace,
 
 /* The same with the fixture's text (len bytes), named `name`. */
 TPS_API enum tpsim_status
-tpsim_check_parse(const struct tpsim_trace *trace, const char *text,
-		  size_t len, const char *name, tpsim_mismatch_fn report,
-		  void *ctx, size_t *mismatches, struct tpsim_error **error);
+tpsim_check_parse(const struct tpsim_trace *trace, const char *text, size_t len,
+		  const char *name, tpsim_mismatch_fn report, void *ctx,
+		  size_t *mismatches, struct tpsim_error **error);
 
 /* ---- what the other verbs write --------------------------------------- */
 
 /* `tpsim explain`'s options. Set every field with
  * tpsim_explain_options_init, then change what you need. */
 struct tpsim_explain_options {
-	int markdown;	   /* nonzero: --format md; 0: text */
-	int64_t step;	   /* --step N; -1 (default): every step */
+	int markdown;	    /* nonzero: --format md; 0: text */
+	int64_t step;	    /* --step N; -1 (default): every step */
 	const char *module; /* --module NAME; NULL: every module */
 	const char *phase;  /* --phase P; NULL: every phase */
 	/* --max-values N: more values than this are shown as the first and
@@ -573,10 +571,10 @@ enum tpsim_comm_format {
  * collectives and bytes per rank of one inference and one training step,
  * counted on meta tensors, and the alpha-beta step time. n is 1 to 4096.
  */
-TPS_API enum tpsim_status
-tpsim_comm(const struct tpsim_config *const *configs, size_t n,
-	   enum tpsim_comm_format format, tpsim_write_fn write, void *ctx,
-	   struct tpsim_error **error);
+TPS_API enum tpsim_status tpsim_comm(const struct tpsim_config *const *configs,
+				     size_t n, enum tpsim_comm_format format,
+				     tpsim_write_fn write, void *ctx,
+				     struct tpsim_error **error);
 
 #ifdef __cplusplus
 }

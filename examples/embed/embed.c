@@ -84,15 +84,14 @@ int main(int argc, char **argv)
 
 	tpsim_run_options_init(&options);
 	if (tpsim_config_load(path, NULL, 0, &config, &error) != TPSIM_OK ||
-	    tpsim_run(config, &options, append, &trace_text, &result,
-		      &error) != TPSIM_OK ||
+	    tpsim_run(config, &options, append, &trace_text, &result, &error) !=
+		    TPSIM_OK ||
 	    tpsim_trace_parse(trace_text.data, trace_text.len, path, &trace,
 			      &error) != TPSIM_OK) {
 		fprintf(stderr, "embed: %s\n", tpsim_error_message(error));
 		goto out;
 	}
-	printf("tpsim %s: %s\n", tpsim_version(),
-	       tpsim_result_verdict(result));
+	printf("tpsim %s: %s\n", tpsim_version(), tpsim_result_verdict(result));
 	for (size_t i = 0; i < tpsim_trace_event_count(trace); i++) {
 		const struct tpsim_event *ev = tpsim_trace_event(trace, i);
 		if (strcmp(tpsim_event_op(ev), "all_reduce") != 0) {

@@ -7,7 +7,6 @@
 #include "api_internal.h"
 
 #include <assert.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +20,7 @@ static_assert((int)TPSIM_ERR_SHAPE == (int)TPS_ERR_SHAPE, "status");
 static_assert((int)TPSIM_ERR_LIMIT == (int)TPS_ERR_LIMIT, "status");
 static_assert((int)TPSIM_ERR_NOMEM == (int)TPS_ERR_NOMEM, "status");
 static_assert((int)TPSIM_ERR_NUMERIC == (int)TPS_ERR_NUMERIC, "status");
-static_assert((int)TPSIM_ERR_UNSUPPORTED == (int)TPS_ERR_UNSUPPORTED,
-	      "status");
+static_assert((int)TPSIM_ERR_UNSUPPORTED == (int)TPS_ERR_UNSUPPORTED, "status");
 static_assert((int)TPSIM_ERR_USAGE == (int)TPS_ERR_USAGE, "status");
 
 struct tpsim_error {

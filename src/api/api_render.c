@@ -79,7 +79,8 @@ enum tpsim_status tpsim_explain(const struct tpsim_trace *trace,
 			      options->heading_level);
 		return tps_api_fail(error, &err);
 	}
-	if (options->phase && tps_name_index(tps_phase_names, options->phase) < 0) {
+	if (options->phase &&
+	    tps_name_index(tps_phase_names, options->phase) < 0) {
 		char esc[64];
 		tps_error_set(&err, TPS_ERR_USAGE,
 			      "explain: phase '%s' (expected setup, forward, "
@@ -114,9 +115,8 @@ static enum tps_status render_picture(FILE *out, const void *arg,
 	const struct picture_arg *a = arg;
 	struct tps_picture pic = {0};
 	int index = -1;
-	enum tps_status st =
-		tps_picture_select(a->trace->tree, a->trace->name, a->tensor,
-				   a->seq, &index, err);
+	enum tps_status st = tps_picture_select(a->trace->tree, a->trace->name,
+						a->tensor, a->seq, &index, err);
 	if (st == TPS_OK) {
 		st = tps_picture_from_event(&pic, a->trace->tree,
 					    a->trace->name, index, err);
@@ -137,7 +137,7 @@ enum tpsim_status tpsim_picture_svg(const struct tpsim_trace *trace,
 
 	if (!trace || !tensor || !write) {
 		return tps_api_misuse(error, "tpsim_picture_svg",
-				      !trace    ? "trace"
+				      !trace	? "trace"
 				      : !tensor ? "tensor"
 						: "write");
 	}

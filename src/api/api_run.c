@@ -54,12 +54,10 @@ static enum tps_status copy_vars(struct tpsim_config *c,
 
 /* Takes text (owned from here on), parses and validates it into a new
  * config. */
-static enum tpsim_status make_config(char *text, size_t len, const char *name,
-				     bool from_file,
-				     const struct tpsim_var *vars,
-				     size_t n_vars,
-				     struct tpsim_config **config,
-				     struct tpsim_error **error)
+static enum tpsim_status
+make_config(char *text, size_t len, const char *name, bool from_file,
+	    const struct tpsim_var *vars, size_t n_vars,
+	    struct tpsim_config **config, struct tpsim_error **error)
 {
 	struct tps_error err = {0};
 	struct tpsim_config *c = calloc(1, sizeof *c);
@@ -104,7 +102,7 @@ enum tpsim_status tpsim_config_load(const char *path,
 
 	if (!path || !config || (!vars && n_vars)) {
 		return tps_api_misuse(error, "tpsim_config_load",
-				      !path     ? "path"
+				      !path	? "path"
 				      : !config ? "config"
 						: "vars");
 	}
@@ -115,31 +113,29 @@ enum tpsim_status tpsim_config_load(const char *path,
 	return make_config(text, len, path, true, vars, n_vars, config, error);
 }
 
-enum tpsim_status tpsim_config_parse(const char *text, size_t len,
-				     const char *name,
-				     const struct tpsim_var *vars,
-				     size_t n_vars,
-				     struct tpsim_config **config,
-				     struct tpsim_error **error)
+enum tpsim_status
+tpsim_config_parse(const char *text, size_t len, const char *name,
+		   const struct tpsim_var *vars, size_t n_vars,
+		   struct tpsim_config **config, struct tpsim_error **error)
 {
 	struct tps_error err = {0};
 	char *copy;
 
 	if (!text || !name || !config || (!vars && n_vars)) {
 		return tps_api_misuse(error, "tpsim_config_parse",
-				      !text     ? "text"
-				      : !name   ? "name"
+				      !text	? "text"
+				      : !name	? "name"
 				      : !config ? "config"
 						: "vars");
 	}
 	if (len > TPS_JSON_MAX_INPUT_BYTES) {
 		char esc[256];
-		tps_error_set(&err, TPS_ERR_LIMIT,
-			      "%s: %zu bytes, over the limit of 16 MiB for a "
-			      "config",
-			      tps_json_escape_for_message(name, esc,
-							  sizeof esc),
-			      len);
+		tps_error_set(
+			&err, TPS_ERR_LIMIT,
+			"%s: %zu bytes, over the limit of 16 MiB for a "
+			"config",
+			tps_json_escape_for_message(name, esc, sizeof esc),
+			len);
 		return tps_api_fail(error, &err);
 	}
 	copy = malloc(len ? len : 1);
@@ -148,8 +144,7 @@ enum tpsim_status tpsim_config_parse(const char *text, size_t len,
 		return tps_api_fail(error, &err);
 	}
 	memcpy(copy, text, len);
-	return make_config(copy, len, name, false, vars, n_vars, config,
-			   error);
+	return make_config(copy, len, name, false, vars, n_vars, config, error);
 }
 
 void tpsim_config_free(struct tpsim_config *config)
@@ -303,8 +298,7 @@ double tpsim_result_max_abs_diff(const struct tpsim_result *result)
 	return result->summary.max_abs_diff;
 }
 
-enum tpsim_comparison
-tpsim_result_comparison(const struct tpsim_result *result)
+enum tpsim_comparison tpsim_result_comparison(const struct tpsim_result *result)
 {
 	const struct tps_run_summary *s = result ? &result->summary : NULL;
 	if (!s || s->symbolic || s->stopped[0] || s->compared == 0 ||
@@ -353,8 +347,8 @@ double tpsim_result_loss(const struct tpsim_result *result, size_t step)
 double tpsim_result_reference_loss(const struct tpsim_result *result,
 				   size_t step)
 {
-	return loss_at(result,
-		       result ? result->summary.reference_losses : NULL, step);
+	return loss_at(result, result ? result->summary.reference_losses : NULL,
+		       step);
 }
 
 int tpsim_result_symbolic(const struct tpsim_result *result)

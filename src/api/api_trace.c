@@ -55,8 +55,7 @@ static enum tpsim_status make_trace(char *text, size_t len, cJSON *tree,
 	return TPSIM_OK;
 }
 
-enum tpsim_status tpsim_trace_load(const char *path,
-				   struct tpsim_trace **trace,
+enum tpsim_status tpsim_trace_load(const char *path, struct tpsim_trace **trace,
 				   struct tpsim_error **error)
 {
 	struct tps_error err = {0};
@@ -91,12 +90,12 @@ enum tpsim_status tpsim_trace_parse(const char *text, size_t len,
 	}
 	if (len > TPS_JSON_MAX_TRACE_BYTES) {
 		char esc[256];
-		tps_error_set(&err, TPS_ERR_LIMIT,
-			      "%s: %zu bytes, over the limit of 1 GiB for a "
-			      "trace",
-			      tps_json_escape_for_message(name, esc,
-							  sizeof esc),
-			      len);
+		tps_error_set(
+			&err, TPS_ERR_LIMIT,
+			"%s: %zu bytes, over the limit of 1 GiB for a "
+			"trace",
+			tps_json_escape_for_message(name, esc, sizeof esc),
+			len);
 		return tps_api_fail(error, &err);
 	}
 	copy = malloc(len ? len : 1);
@@ -255,8 +254,8 @@ static size_t shape_of(const cJSON *dims, int64_t shape[TPSIM_MAX_DIMS])
 			break;
 		}
 		if (shape) {
-			shape[n] = cJSON_IsNumber(d) ? (int64_t)d->valuedouble
-						     : 0;
+			shape[n] =
+				cJSON_IsNumber(d) ? (int64_t)d->valuedouble : 0;
 		}
 		n++;
 	}
@@ -338,8 +337,8 @@ static size_t flatten(const cJSON *v, float *out, size_t at)
 }
 
 enum tpsim_status tpsim_tensor_values(const struct tpsim_tensor *tensor,
-				      float *values, size_t capacity,
-				      size_t *n, struct tpsim_error **error)
+				      float *values, size_t capacity, size_t *n,
+				      struct tpsim_error **error)
 {
 	struct tps_error err = {0};
 	size_t numel;
@@ -375,9 +374,9 @@ static const cJSON *section_of(const struct tpsim_trace *trace,
 			       const char *section, bool *named)
 {
 	static const char *const outputs[] = {"output", "reference_output"};
-	static const char *const named_sections[] = {
-		"grads", "reference_grads", "params_after",
-		"reference_params_after"};
+	static const char *const named_sections[] = {"grads", "reference_grads",
+						     "params_after",
+						     "reference_params_after"};
 	if (!trace || !section) {
 		return NULL;
 	}
@@ -444,8 +443,8 @@ struct reporter {
 static void report_mismatch(void *ctx, const struct tps_check_mismatch *m)
 {
 	struct reporter *r = ctx;
-	struct tpsim_mismatch pm = {m->pointer, m->expected, m->got,
-				    (int64_t)m->seq, m->what, m->line};
+	struct tpsim_mismatch pm = {m->pointer,	     m->expected, m->got,
+				    (int64_t)m->seq, m->what,	  m->line};
 	r->report(r->ctx, &pm);
 }
 
@@ -457,10 +456,9 @@ static enum tpsim_status check(const struct tpsim_trace *trace, cJSON *fixture,
 {
 	struct tps_error err = {0};
 	struct reporter r = {report, ctx};
-	enum tps_status st =
-		tps_check_fixture(trace->tree, trace->name, fixture,
-				  fixture_name, report ? report_mismatch : NULL,
-				  &r, mismatches, &err);
+	enum tps_status st = tps_check_fixture(
+		trace->tree, trace->name, fixture, fixture_name,
+		report ? report_mismatch : NULL, &r, mismatches, &err);
 	cJSON_Delete(fixture);
 	return st == TPS_OK ? TPSIM_OK : tps_api_fail(error, &err);
 }
@@ -489,9 +487,8 @@ enum tpsim_status tpsim_check(const struct tpsim_trace *trace,
 
 enum tpsim_status tpsim_check_parse(const struct tpsim_trace *trace,
 				    const char *text, size_t len,
-				    const char *name,
-				    tpsim_mismatch_fn report, void *ctx,
-				    size_t *mismatches,
+				    const char *name, tpsim_mismatch_fn report,
+				    void *ctx, size_t *mismatches,
 				    struct tpsim_error **error)
 {
 	struct tps_error err = {0};
@@ -506,12 +503,12 @@ enum tpsim_status tpsim_check_parse(const struct tpsim_trace *trace,
 	}
 	if (len > TPS_JSON_MAX_INPUT_BYTES) {
 		char esc[256];
-		tps_error_set(&err, TPS_ERR_LIMIT,
-			      "%s: %zu bytes, over the limit of 16 MiB for a "
-			      "fixture",
-			      tps_json_escape_for_message(name, esc,
-							  sizeof esc),
-			      len);
+		tps_error_set(
+			&err, TPS_ERR_LIMIT,
+			"%s: %zu bytes, over the limit of 16 MiB for a "
+			"fixture",
+			tps_json_escape_for_message(name, esc, sizeof esc),
+			len);
 		return tps_api_fail(error, &err);
 	}
 	if (tps_json_parse_strict(name, text, len, &fixture, &err) != TPS_OK) {

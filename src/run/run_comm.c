@@ -220,7 +220,8 @@ out:
 }
 
 /* The names of every variable of the points, in first-seen order. */
-static int var_columns(const struct tps_comm_point *points, int n, const char **names)
+static int var_columns(const struct tps_comm_point *points, int n,
+		       const char **names)
 {
 	int k = 0;
 	for (int i = 0; i < n; i++) {
@@ -239,8 +240,8 @@ static int var_columns(const struct tps_comm_point *points, int n, const char **
 	return k;
 }
 
-enum tps_status tps_comm_write_sweep(FILE *out, const struct tps_comm_point *points,
-				     int n)
+enum tps_status tps_comm_write_sweep(FILE *out,
+				     const struct tps_comm_point *points, int n)
 {
 	const char *names[TPS_CONFIG_MAX_VARS];
 	int k = var_columns(points, n, names);
@@ -365,8 +366,7 @@ void tps_comm_write_json(FILE *out, const struct tps_comm_point *points, int n)
 			const struct tps_cost_row *row = &r->rows[k];
 			fputs(k ? "," : "", out);
 			fputs("{\"phase\":", out);
-			tps_json_write_string(out,
-					       tps_phase_names[row->phase]);
+			tps_json_write_string(out, tps_phase_names[row->phase]);
 			fputs(",\"op\":", out);
 			tps_json_write_string(out, row->op);
 			fputs(",\"module\":", out);
@@ -403,7 +403,6 @@ void tps_comm_write_json(FILE *out, const struct tps_comm_point *points, int n)
 	}
 	fputs("]}\n", out);
 }
-
 
 void tps_comm_points_free(struct tps_comm_point *points, int n)
 {

@@ -40,7 +40,7 @@ enum tps_status tps_comm_point_make(const struct tps_run_spec *spec,
 void tps_comm_points_free(struct tps_comm_point *points, int n);
 
 enum tps_comm_format {
-	TPS_COMM_TABLES, /* each point's table, then the sweep's (n > 1) */
+	TPS_COMM_TABLES,  /* each point's table, then the sweep's (n > 1) */
 	TPS_COMM_SUMMARY, /* --summary: the sweep's table alone */
 	TPS_COMM_JSON,	  /* --json: "tpsim.comm" version 1 */
 };
@@ -53,12 +53,9 @@ enum tps_status tps_comm_write(FILE *out, const struct tps_comm_point *points,
 
 /* One point's table; the sweep's table; the JSON (tps_comm_write's
  * parts). */
-enum tps_status tps_comm_write_point(FILE *out,
-				     const struct tps_comm_point *p);
-enum tps_status tps_comm_write_sweep(FILE *out,
-				     const struct tps_comm_point *points,
-				     int n);
-void tps_comm_write_json(FILE *out, const struct tps_comm_point *points,
-			 int n);
+enum tps_status tps_comm_write_point(FILE *out, const struct tps_comm_point *p);
+enum tps_status
+tps_comm_write_sweep(FILE *out, const struct tps_comm_point *points, int n);
+void tps_comm_write_json(FILE *out, const struct tps_comm_point *points, int n);
 
 #endif

@@ -56,8 +56,7 @@ void tps_run_write_verdict(FILE *out, const struct tps_run_summary *s)
 		/* Shapes that differ were not compared at all. */
 		fputs("max_abs_diff none (the shapes differ): ", out);
 	}
-	fputs(s->match ? "matches the reference"
-		       : "DIFFERS from the reference",
+	fputs(s->match ? "matches the reference" : "DIFFERS from the reference",
 	      out);
 	if (s->mistake_hidden) {
 		fprintf(out,

@@ -151,7 +151,10 @@ static int append(void *ctx, const char *data, size_t len)
 	return 0;
 }
 
-#define BUFFER_INIT {NULL, 0, 0, -1}
+#define BUFFER_INIT                                                            \
+	{                                                                      \
+		NULL, 0, 0, -1                                                 \
+	}
 
 static void buffer_free(struct buffer *b)
 {
@@ -194,8 +197,8 @@ static struct tpsim_result *run_config(const char *path,
 	struct tpsim_config *c = load_config(path);
 	struct tpsim_result *r = NULL;
 	struct tpsim_error *e = NULL;
-	ck_assert_msg(tpsim_run(c, o, append, trace, &r, &e) == TPSIM_OK,
-		      "%s", tpsim_error_message(e));
+	ck_assert_msg(tpsim_run(c, o, append, trace, &r, &e) == TPSIM_OK, "%s",
+		      tpsim_error_message(e));
 	tpsim_config_free(c);
 	return r;
 }
@@ -256,18 +259,23 @@ END_TEST
 
 START_TEST(status_names_cover_every_status)
 {
-	static const char *const want[] = {
-		"ok",	       "bad input",	   "I/O error",
-		"shape error", "limit exceeded",   "out of memory",
-		"non-finite value", "unsupported", "usage error",
-		"API misuse"};
+	static const char *const want[] = {"ok",
+					   "bad input",
+					   "I/O error",
+					   "shape error",
+					   "limit exceeded",
+					   "out of memory",
+					   "non-finite value",
+					   "unsupported",
+					   "usage error",
+					   "API misuse"};
 	for (int s = TPSIM_OK; s <= TPSIM_ERR_MISUSE; s++) {
 		ck_assert_str_eq(tpsim_status_name((enum tpsim_status)s),
 				 want[s]);
 	}
 	ck_assert_str_eq(tpsim_status_name((enum tpsim_status)42),
 			 "unknown status");
-	ck_assert_str_eq(tpsim_status_name((enum tpsim_status)-1),
+	ck_assert_str_eq(tpsim_status_name((enum tpsim_status) - 1),
 			 "unknown status");
 }
 END_TEST
@@ -300,14 +308,13 @@ struct bad_api_config {
 };
 
 #define GOOD_MODEL                                                             \
-	"\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"]},"                   \
+	"\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"]},"                     \
 	"\"model\":[{\"name\":\"fc\",\"type\":\"linear\",\"in_features\":4,"   \
 	"\"out_features\":2}],\"input\":{\"shape\":[2,4]}"
 
 static const struct bad_api_config bad_api_configs[] = {
 	{"{" GOOD_MODEL "}", TPSIM_ERR_INPUT, "/tpsim", "missing"},
-	{"[1]", TPSIM_ERR_INPUT, "",
-	 "expected a config object, got an array"},
+	{"[1]", TPSIM_ERR_INPUT, "", "expected a config object, got an array"},
 	{"{\"tpsim\":1," GOOD_MODEL ",\"plan\":{\"fc\":\"rowise\"}}",
 	 TPSIM_ERR_INPUT, "/plan/fc", "unknown style \"rowise\""},
 	{"{\"tpsim\":1,\"tpsim\":1}", TPSIM_ERR_INPUT, "/tpsim",
@@ -354,8 +361,8 @@ START_TEST(bad_config_gives_file_pointer_and_what)
 			 tpsim_error_what(e));
 		ck_assert_str_eq(tpsim_error_message(e), line);
 	} else {
-		ck_assert_ptr_nonnull(strstr(tpsim_error_message(e),
-					     "cfg.json"));
+		ck_assert_ptr_nonnull(
+			strstr(tpsim_error_message(e), "cfg.json"));
 	}
 	tpsim_error_free(e);
 }
@@ -372,9 +379,9 @@ START_TEST(config_errors_without_a_place_have_none)
 	struct tpsim_var nan_value = {"h", NAN};
 
 	make_tmp();
-	ck_assert_int_eq(tpsim_config_load(tmp("missing.json"), NULL, 0, &c,
-					   &e),
-			 TPSIM_ERR_IO);
+	ck_assert_int_eq(
+		tpsim_config_load(tmp("missing.json"), NULL, 0, &c, &e),
+		TPSIM_ERR_IO);
 	ck_assert_ptr_null(c);
 	ck_assert_ptr_null(tpsim_error_file(e));
 	ck_assert_ptr_null(tpsim_error_pointer(e));
@@ -414,15 +421,15 @@ START_TEST(variables_are_set_as_with_set)
 	struct tpsim_trace *t;
 	int64_t shape[TPSIM_MAX_DIMS];
 
-	ck_assert_int_eq(tpsim_config_parse(cfg, sizeof cfg - 1, "v.json",
-					    &var, 1, &c, NULL),
+	ck_assert_int_eq(tpsim_config_parse(cfg, sizeof cfg - 1, "v.json", &var,
+					    1, &c, NULL),
 			 TPSIM_OK);
 	ck_assert_int_eq(tpsim_run(c, NULL, append, &b, &r, NULL), TPSIM_OK);
 	t = parse_trace(&b);
-	ck_assert_uint_eq(tpsim_tensor_shape(tpsim_trace_result_tensor(
-							 t, "output", NULL),
-						 shape),
-			  2);
+	ck_assert_uint_eq(
+		tpsim_tensor_shape(tpsim_trace_result_tensor(t, "output", NULL),
+				   shape),
+		2);
 	ck_assert_int_eq(shape[1], 6);
 	tpsim_trace_free(t);
 	tpsim_result_free(r);
@@ -470,9 +477,9 @@ START_TEST(run_writes_tpsim_run_s_bytes)
 				 TPSIM_OK);
 		tpsim_result_free(r);
 		assert_same_bytes(&bb, tmp("cli.json"));
-		ck_assert_int_eq(tpsim_run_to_file(c, NULL, tmp("api.json"),
-						   &r, &e),
-				 TPSIM_OK);
+		ck_assert_int_eq(
+			tpsim_run_to_file(c, NULL, tmp("api.json"), &r, &e),
+			TPSIM_OK);
 		tpsim_result_free(r);
 		buffer_free(&bb);
 		bb.data = slurp(tmp("api.json"), &bb.len);
@@ -568,10 +575,9 @@ START_TEST(result_losses_are_the_trace_s)
 	size_t steps = tpsim_result_steps(r);
 
 	ck_assert_uint_eq(steps, 3);
-	ck_assert_int_eq(
-		cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result,
-								    "loss")),
-		(int)steps);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+				 result, "loss")),
+			 (int)steps);
 	for (size_t s = 0; s < steps; s++) {
 		ck_assert((float)tpsim_result_loss(r, s) ==
 			  result_number(result, "loss", (int)s));
@@ -660,8 +666,7 @@ START_TEST(refused_run_writes_nothing)
 	make_tmp();
 	tpsim_run_options_init(&o);
 	o.max_memory = 16;
-	ck_assert_int_eq(tpsim_run(c, &o, append, &b, &r, &e),
-			 TPSIM_ERR_LIMIT);
+	ck_assert_int_eq(tpsim_run(c, &o, append, &b, &r, &e), TPSIM_ERR_LIMIT);
 	ck_assert_ptr_eq(r, untouched);
 	ck_assert_int_eq(b.calls, 0);
 	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e), "--max-memory"));
@@ -763,7 +768,8 @@ START_TEST(trace_events_of_the_2x4_example)
 
 	ck_assert_int_eq(
 		tpsim_trace_load(
-			src("tests/golden/seed_2x4_rowwise_after_reduce.trace.json"),
+			src("tests/golden/"
+			    "seed_2x4_rowwise_after_reduce.trace.json"),
 			&t, &e),
 		TPSIM_OK);
 	ev = event_of_op(t, "all_reduce");
@@ -804,12 +810,9 @@ START_TEST(trace_events_of_the_2x4_example)
 	/* A setup event has no step; a compute event no mesh dim. */
 	ck_assert_int_eq(tpsim_event_step(tpsim_trace_event(t, 0)), -1);
 	ck_assert_str_eq(tpsim_event_phase(tpsim_trace_event(t, 0)), "setup");
-	ck_assert_ptr_null(
-		tpsim_event_mesh_dim(event_of_op(t, "matmul")));
-	ck_assert_uint_eq(tpsim_event_group_count(event_of_op(t, "matmul")),
-			  0);
-	ck_assert_ptr_null(
-		tpsim_trace_event(t, tpsim_trace_event_count(t)));
+	ck_assert_ptr_null(tpsim_event_mesh_dim(event_of_op(t, "matmul")));
+	ck_assert_uint_eq(tpsim_event_group_count(event_of_op(t, "matmul")), 0);
+	ck_assert_ptr_null(tpsim_trace_event(t, tpsim_trace_event_count(t)));
 	/* Inference has no grads. */
 	ck_assert_ptr_null(tpsim_trace_result_tensor(t, "grads", "fc.weight"));
 	ck_assert_uint_eq(tpsim_trace_result_count(t, "grads"), 0);
@@ -855,9 +858,9 @@ START_TEST(trace_result_tensors_by_name)
 			tt = tpsim_trace_result_tensor(t, sections[s],
 						       w->string);
 			ck_assert_ptr_nonnull(tt);
-			ck_assert_int_eq(tpsim_tensor_values(tt, got, 256, &n,
-							     NULL),
-					 TPSIM_OK);
+			ck_assert_int_eq(
+				tpsim_tensor_values(tt, got, 256, &n, NULL),
+				TPSIM_OK);
 			/* Nested rows, flattened in order. */
 			cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(
 						      w, "values"))
@@ -896,13 +899,15 @@ START_TEST(tensor_values_need_room_and_values)
 		"{\"tpsim\":1,\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"]},"
 		"\"model\":[{\"name\":\"fc\",\"type\":\"linear\","
 		"\"in_features\":4,\"out_features\":2}],"
-		"\"input\":{\"shape\":[2,4]},\"trace\":{\"values\":\"summary\"}}";
+		"\"input\":{\"shape\":[2,4]},\"trace\":{\"values\":\"summary\"}"
+		"}";
 	struct tpsim_config *c = NULL;
 	struct tpsim_result *r = NULL;
 
 	ck_assert_int_eq(
 		tpsim_trace_load(
-			src("tests/golden/seed_2x4_rowwise_after_reduce.trace.json"),
+			src("tests/golden/"
+			    "seed_2x4_rowwise_after_reduce.trace.json"),
 			&t, NULL),
 		TPSIM_OK);
 	out = tpsim_trace_result_tensor(t, "output", NULL);
@@ -935,14 +940,13 @@ END_TEST
 /* A bad trace is refused by the one reader, at its pointer. */
 START_TEST(bad_trace_gives_file_and_pointer)
 {
-	static const char bad[] =
-		"{\"format\":\"tpsim.trace\",\"version\":2}";
+	static const char bad[] = "{\"format\":\"tpsim.trace\",\"version\":2}";
 	struct tpsim_trace *t = NULL;
 	struct tpsim_error *e = NULL;
 
-	ck_assert_int_eq(tpsim_trace_parse(bad, sizeof bad - 1, "t.json", &t,
-					   &e),
-			 TPSIM_ERR_INPUT);
+	ck_assert_int_eq(
+		tpsim_trace_parse(bad, sizeof bad - 1, "t.json", &t, &e),
+		TPSIM_ERR_INPUT);
 	ck_assert_ptr_null(t);
 	ck_assert_str_eq(tpsim_error_file(e), "t.json");
 	ck_assert_str_eq(tpsim_error_pointer(e), "/version");
@@ -992,7 +996,8 @@ START_TEST(check_reports_each_mismatch_apart)
 
 	ck_assert_int_eq(
 		tpsim_trace_load(
-			src("tests/golden/seed_2x4_rowwise_after_reduce.trace.json"),
+			src("tests/golden/"
+			    "seed_2x4_rowwise_after_reduce.trace.json"),
 			&t, NULL),
 		TPSIM_OK);
 	ck_assert_int_eq(tpsim_check(t, src(EXAMPLE "/fixture.json"), collect,
@@ -1079,8 +1084,8 @@ START_TEST(explain_writes_tpsim_explain_s_bytes)
 	tpsim_explain_options_init(&o);
 	o.module = "fc1";
 	ck_assert_int_eq(tpsim_explain(t, &o, append, &b, NULL), TPSIM_OK);
-	ck_assert_int_eq(tpsim_cli(tmp("x"), NULL, "explain", trace,
-				   "--module", "fc1", NULL),
+	ck_assert_int_eq(tpsim_cli(tmp("x"), NULL, "explain", trace, "--module",
+				   "fc1", NULL),
 			 0);
 	assert_same_bytes(&b, tmp("x"));
 	buffer_free(&b);
@@ -1115,8 +1120,7 @@ START_TEST(explain_refuses_bad_options)
 			 TPSIM_ERR_USAGE);
 	tpsim_explain_options_init(&o);
 	o.module = "fc3";
-	ck_assert_int_eq(tpsim_explain(t, &o, append, &b, &e),
-			 TPSIM_ERR_INPUT);
+	ck_assert_int_eq(tpsim_explain(t, &o, append, &b, &e), TPSIM_ERR_INPUT);
 	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e), "'fc3'"));
 	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e), "closest"));
 	ck_assert_ptr_null(strchr(tpsim_error_message(e), '\n'));
@@ -1134,9 +1138,9 @@ START_TEST(picture_timeline_view_write_the_verbs_bytes)
 	struct tpsim_error *e = NULL;
 
 	make_tmp();
-	ck_assert_int_eq(tpsim_picture_svg(t, "fc1.weight", -1, append, &b,
-					   NULL),
-			 TPSIM_OK);
+	ck_assert_int_eq(
+		tpsim_picture_svg(t, "fc1.weight", -1, append, &b, NULL),
+		TPSIM_OK);
 	ck_assert_int_eq(tpsim_cli(NULL, NULL, "picture", trace, "--tensor",
 				   "fc1.weight", "-o", tmp("p.svg"), NULL),
 			 0);
@@ -1161,9 +1165,9 @@ START_TEST(picture_timeline_view_write_the_verbs_bytes)
 	assert_same_bytes(&b, tmp("tl.json"));
 	buffer_free(&b);
 	ck_assert_int_eq(tpsim_view(t, append, &b, NULL), TPSIM_OK);
-	ck_assert_int_eq(tpsim_cli(NULL, NULL, "view", trace, "-o",
-				   tmp("v.html"), NULL),
-			 0);
+	ck_assert_int_eq(
+		tpsim_cli(NULL, NULL, "view", trace, "-o", tmp("v.html"), NULL),
+		0);
 	assert_same_bytes(&b, tmp("v.html"));
 	buffer_free(&b);
 	tpsim_trace_free(t);
@@ -1184,9 +1188,8 @@ START_TEST(comm_writes_tpsim_comm_s_bytes)
 	make_tmp();
 	ck_assert_int_eq(tpsim_comm(cs, 2, TPSIM_COMM_TABLES, append, &b, NULL),
 			 TPSIM_OK);
-	ck_assert_int_eq(tpsim_cli(tmp("c"), NULL, "comm", paths[0], paths[1],
-				   NULL),
-			 0);
+	ck_assert_int_eq(
+		tpsim_cli(tmp("c"), NULL, "comm", paths[0], paths[1], NULL), 0);
 	assert_same_bytes(&b, tmp("c"));
 	buffer_free(&b);
 	ck_assert_int_eq(tpsim_comm(cs, 2, TPSIM_COMM_JSON, append, &b, NULL),
@@ -1196,19 +1199,19 @@ START_TEST(comm_writes_tpsim_comm_s_bytes)
 			 0);
 	assert_same_bytes(&b, tmp("c"));
 	buffer_free(&b);
-	ck_assert_int_eq(tpsim_comm(cs, 1, TPSIM_COMM_SUMMARY, append, &b,
-				    NULL),
-			 TPSIM_OK);
-	ck_assert_int_eq(tpsim_cli(tmp("c"), NULL, "comm", paths[0],
-				   "--summary", NULL),
-			 0);
+	ck_assert_int_eq(
+		tpsim_comm(cs, 1, TPSIM_COMM_SUMMARY, append, &b, NULL),
+		TPSIM_OK);
+	ck_assert_int_eq(
+		tpsim_cli(tmp("c"), NULL, "comm", paths[0], "--summary", NULL),
+		0);
 	assert_same_bytes(&b, tmp("c"));
 	buffer_free(&b);
 	ck_assert_int_eq(tpsim_comm(cs, 0, TPSIM_COMM_JSON, append, &b, NULL),
 			 TPSIM_ERR_USAGE);
-	ck_assert_int_eq(tpsim_comm(cs, 1, (enum tpsim_comm_format)7, append,
-				    &b, NULL),
-			 TPSIM_ERR_USAGE);
+	ck_assert_int_eq(
+		tpsim_comm(cs, 1, (enum tpsim_comm_format)7, append, &b, NULL),
+		TPSIM_ERR_USAGE);
 	tpsim_config_free(c[0]);
 	tpsim_config_free(c[1]);
 	remove_tmp();
@@ -1240,12 +1243,12 @@ START_TEST(null_arguments_are_misuse)
 			 TPSIM_ERR_MISUSE);
 	ck_assert_int_eq(tpsim_config_load("x", NULL, 0, NULL, NULL),
 			 TPSIM_ERR_MISUSE);
-	ck_assert_int_eq(tpsim_config_parse(NULL, 0, "x", NULL, 0, &out_c,
-					    NULL),
-			 TPSIM_ERR_MISUSE);
-	ck_assert_int_eq(tpsim_config_parse("{}", 2, NULL, NULL, 0, &out_c,
-					    NULL),
-			 TPSIM_ERR_MISUSE);
+	ck_assert_int_eq(
+		tpsim_config_parse(NULL, 0, "x", NULL, 0, &out_c, NULL),
+		TPSIM_ERR_MISUSE);
+	ck_assert_int_eq(
+		tpsim_config_parse("{}", 2, NULL, NULL, 0, &out_c, NULL),
+		TPSIM_ERR_MISUSE);
 	ck_assert_int_eq(tpsim_run(NULL, NULL, append, &b, &r, NULL),
 			 TPSIM_ERR_MISUSE);
 	ck_assert_int_eq(tpsim_run(c, NULL, NULL, &b, &r, NULL),
@@ -1261,9 +1264,9 @@ START_TEST(null_arguments_are_misuse)
 			 TPSIM_ERR_MISUSE);
 	ck_assert_int_eq(tpsim_check(t, "f", NULL, NULL, NULL, NULL),
 			 TPSIM_ERR_MISUSE);
-	ck_assert_int_eq(tpsim_check_parse(t, NULL, 0, "f", NULL, NULL, &n,
-					   NULL),
-			 TPSIM_ERR_MISUSE);
+	ck_assert_int_eq(
+		tpsim_check_parse(t, NULL, 0, "f", NULL, NULL, &n, NULL),
+		TPSIM_ERR_MISUSE);
 	ck_assert_int_eq(tpsim_explain(NULL, NULL, append, &b, NULL),
 			 TPSIM_ERR_MISUSE);
 	ck_assert_int_eq(tpsim_explain(t, NULL, NULL, &b, NULL),
