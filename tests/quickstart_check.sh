@@ -2,7 +2,7 @@
 # tools/quickstart.sh's logic, with fake apt-get, dpkg-query, meson,
 # ninja and npm first on PATH, on a copy of the script in a scratch tree:
 #   - demo installs the main job's packages only (no test tool, no
-#     browser, no clang), test installs the rest;
+#     browser, no clang, no help2man or g++), test installs the rest;
 #   - test after demo still configures the build dir with --werror (and
 #     -Dtests=enabled), rather than keeping demo's options;
 #   - tsan installs the test packages and runs the suite in its own
@@ -61,7 +61,8 @@ for p in gcc meson libcjson-dev libxxhash-dev; do
 	echo "$installed" | grep -q " $p\( \|$\)" ||
 		fail "demo does not install $p: $installed"
 done
-for p in check python3-jsonschema cmark-gfm chromium nodejs npm clang; do
+for p in check python3-jsonschema cmark-gfm chromium nodejs npm clang \
+	help2man g++; do
 	echo "$installed" | grep -q " $p\( \|$\)" &&
 		fail "demo installs $p, which only the tests need: $installed"
 done
@@ -73,7 +74,8 @@ run test || fail "test failed: $(cat "$log")"
 installed=$(grep '^apt-get install' "$log") ||
 	fail "test installed nothing: $(cat "$log")"
 # (npm is not asked for: the fake npm on PATH stands for one installed.)
-for p in check python3-jsonschema cmark-gfm chromium nodejs clang; do
+for p in check python3-jsonschema cmark-gfm chromium nodejs clang help2man \
+	g++; do
 	echo "$installed" | grep -q " $p\( \|$\)" ||
 		fail "test does not install $p: $installed"
 done

@@ -16,10 +16,11 @@ cd "$(dirname "$0")/.."
 main_packages="gcc meson ninja-build pkg-config libcjson-dev libxxhash-dev"
 # The test suite: Check (the C suites), python3-jsonschema (the schema
 # test), cmark-gfm (md_tables: every Markdown table renders), Debian's
-# chromium, node and npm (tpsim view's browser test), and clang's
-# libFuzzer (tools/fuzz.sh, which CI runs after the suite).
+# chromium, node and npm (tpsim view's browser test), clang's libFuzzer
+# (tools/fuzz.sh, which CI runs after the suite), help2man (tpsim(1),
+# which the install test checks) and g++ (tpsim.h as C++17).
 test_packages="$main_packages check python3-jsonschema cmark-gfm"
-test_packages="$test_packages chromium nodejs npm clang"
+test_packages="$test_packages chromium nodejs npm clang help2man g++"
 # The out-of-memory sweep builds without the Check suites.
 oom_packages="$main_packages"
 

@@ -4,6 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonio.h"
+
+static void clear_place(struct tps_error *err)
+{
+	err->at = false;
+	err->file[0] = '\0';
+	err->pointer[0] = '\0';
+	err->what = 0;
+}
+
 enum tps_status tps_error_set(struct tps_error *err, enum tps_status status,
 			      const char *fmt, ...)
 {
@@ -13,7 +23,42 @@ enum tps_status tps_error_set(struct tps_error *err, enum tps_status status,
 		err->status = status;
 		vsnprintf(err->message, sizeof err->message, fmt, ap);
 		va_end(ap);
+		clear_place(err);
 	}
+	return status;
+}
+
+enum tps_status tps_error_set_at(struct tps_error *err, enum tps_status status,
+				 const char *file, const char *pointer,
+				 const char *fmt, ...)
+{
+	char what[TPS_ERROR_MESSAGE_MAX];
+	char file_esc[TPS_ERROR_FILE_MAX], ptr_esc[TPS_ERROR_POINTER_MAX];
+	va_list ap;
+	int head;
+
+	if (!err) {
+		return status;
+	}
+	/* Formatted apart first: the arguments may point into err. */
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	tps_json_escape_for_message(file, file_esc, sizeof file_esc);
+	tps_json_escape_for_message(pointer[0] ? pointer : "(root)", ptr_esc,
+				    sizeof ptr_esc);
+	head = snprintf(err->message, sizeof err->message, "%s: %s: ",
+			file_esc, ptr_esc);
+	if (head < 0 || (size_t)head >= sizeof err->message) {
+		head = (int)strlen(err->message);
+	}
+	snprintf(err->message + head, sizeof err->message - (size_t)head, "%s",
+		 what);
+	err->status = status;
+	err->at = true;
+	snprintf(err->file, sizeof err->file, "%s", file);
+	snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
+	err->what = (size_t)head;
 	return status;
 }
 
@@ -34,6 +79,13 @@ void tps_error_prefix(struct tps_error *err, const char *fmt, ...)
 	snprintf(joined, sizeof joined, "%s: %s", prefix, err->message);
 	memcpy(err->message, joined, sizeof err->message - 1);
 	err->message[sizeof err->message - 1] = '\0';
+	if (err->at) {
+		/* The words after the place moved right with the text. */
+		err->what += strlen(prefix) + 2;
+		if (err->what > strlen(err->message)) {
+			err->what = strlen(err->message);
+		}
+	}
 }
 
 const char *tps_status_name(enum tps_status status)

@@ -13,6 +13,7 @@
 #ifndef TPSIM_ERROR_H
 #define TPSIM_ERROR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum tps_status {
@@ -28,10 +29,24 @@ enum tps_status {
 };
 
 #define TPS_ERROR_MESSAGE_MAX 1024
+#define TPS_ERROR_FILE_MAX 256
+#define TPS_ERROR_POINTER_MAX 512
 
 struct tps_error {
 	enum tps_status status;
+	/* One line: "cfg.json: /model/0/in_features: expected 8, got 6". */
 	char message[TPS_ERROR_MESSAGE_MAX];
+	/* Set by tps_error_set_at, for an error at a place in a JSON
+	 * document (a config, a trace, a fixture): the document's name and
+	 * the JSON Pointer of the value as given, not escaped ("" is the
+	 * whole document), each cut to fit; and where in message the words
+	 * after them start ("expected 8, got 6"), for callers that show the
+	 * three apart (the public API's error). tps_error_set clears them:
+	 * at is false, file and pointer "", what 0. */
+	bool at;
+	char file[TPS_ERROR_FILE_MAX];
+	char pointer[TPS_ERROR_POINTER_MAX];
+	size_t what;
 };
 
 /* Sets err (if not NULL) and returns status, so callers can
@@ -41,7 +56,18 @@ enum tps_status tps_error_set(struct tps_error *err, enum tps_status status,
 			      const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Prepends "<prefix>: " to err's message; the status is kept. */
+/* An error at a place in a JSON document: the message is
+ * "<file>: <pointer>: <what>", the file and the pointer escaped
+ * (tps_json_escape_for_message's rules: control characters, quotes and
+ * backslashes, so the line stays one line) and the empty pointer written
+ * "(root)"; err's file, pointer and what say where the parts are. */
+enum tps_status tps_error_set_at(struct tps_error *err, enum tps_status status,
+				 const char *file, const char *pointer,
+				 const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Prepends "<prefix>: " to err's message; the status and the place (file,
+ * pointer; what moves with the text) are kept. */
 void tps_error_prefix(struct tps_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

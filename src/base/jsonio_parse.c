@@ -52,7 +52,8 @@ struct frame {
 };
 
 struct scanner {
-	const char *name; /* escaped for messages */
+	const char *name;     /* escaped for messages */
+	const char *raw_name; /* as given (tps_error_set_at escapes it) */
 	const unsigned char *s;
 	size_t len;
 	size_t pos;
@@ -134,7 +135,6 @@ static enum tps_status scan_fail(struct scanner *sc, const char *fmt, ...)
 static enum tps_status scan_fail(struct scanner *sc, const char *fmt, ...)
 {
 	struct tps_json_path p;
-	char ptr[TPS_JSON_PATH_MAX];
 	char what[512];
 	va_list ap;
 
@@ -142,10 +142,10 @@ static enum tps_status scan_fail(struct scanner *sc, const char *fmt, ...)
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	scan_pointer(sc, &p);
-	/* Keys may hold control characters; the line must stay one line. */
-	tps_json_escape_for_message(tps_json_path_str(&p), ptr, sizeof ptr);
-	return tps_error_set(sc->err, TPS_ERR_INPUT, "%s: %s: %s", sc->name,
-			     ptr, what);
+	/* Keys may hold control characters: tps_error_set_at escapes them,
+	 * so that the line stays one line. */
+	return tps_error_set_at(sc->err, TPS_ERR_INPUT, sc->raw_name, p.text,
+				"%s", what);
 }
 
 /* "invalid JSON at line L, column C: <what>" for the byte at `at`. */
@@ -1182,6 +1182,7 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 	}
 	memset(&sc, 0, sizeof sc);
 	sc.name = tps_json_escape_for_message(name, shown, sizeof shown);
+	sc.raw_name = name;
 	sc.s = (const unsigned char *)text;
 	sc.len = len;
 	sc.err = err;

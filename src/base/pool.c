@@ -219,7 +219,7 @@ struct try_job {
 static void try_item(void *opaque, int64_t i)
 {
 	struct try_job *job = opaque;
-	struct tps_error err = {TPS_OK, ""};
+	struct tps_error err = {0};
 	enum tps_status st;
 	bool later;
 

@@ -285,24 +285,12 @@ static void print_figure(FILE *err, const char *what,
 	}
 }
 
-/* The symbolic run's summary: the run line, then what each rank holds
- * and sends. */
+/* The symbolic run's summary after its verdict: what each rank holds and
+ * sends. */
 static void print_symbolic(FILE *err, const char *config,
 			   const struct tps_run_summary *s)
 {
 	const struct tps_model_footprint *fp = &s->footprint;
-	char sent[TPS_NUMFMT_MAX];
-	if (s->steps > 0) {
-		fprintf(err, "%d training step%s, ", s->steps,
-			s->steps == 1 ? "" : "s");
-	}
-	tps_format_bytes(s->bytes_per_rank, sent);
-	fprintf(err,
-		"%lld event%s, %lld collective%s (%s/rank); "
-		"symbolic: no values, no reference\n",
-		(long long)s->events, s->events == 1 ? "" : "s",
-		(long long)s->collectives, s->collectives == 1 ? "" : "s",
-		sent);
 	fprintf(err,
 		"tpsim: %s: symbolic, per rank (the largest over ranks, "
 		"float32): ",
@@ -341,7 +329,6 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
-	char diff[TPS_NUMFMT_MAX], sent[TPS_NUMFMT_MAX];
 
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "-o") == 0 ||
@@ -421,14 +408,9 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "tpsim: warning: %s: %s\n", opts.config_path,
 			s.warnings[i]);
 	}
-	if (isfinite(s.max_abs_diff)) {
-		tps_format_float(s.max_abs_diff, diff);
-	} else {
-		snprintf(diff, sizeof diff, "none (the shapes differ)");
-	}
-	fprintf(err, "tpsim: %s: mesh %s (world %d), %d module%s, ",
-		opts.config_path, s.mesh, s.world_size, s.n_modules,
-		s.n_modules == 1 ? "" : "s");
+	fprintf(err, "tpsim: %s: ", opts.config_path);
+	tps_run_write_verdict(err, &s);
+	fputc('\n', err);
 	if (s.symbolic) {
 		print_symbolic(err, opts.config_path, &s);
 		if (stats) {
@@ -436,39 +418,6 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			print_estimate(err, &s.estimate, s.stats.trace_bytes);
 		}
 		return TPS_EXIT_OK;
-	}
-	if (s.steps > 0) {
-		char loss[TPS_NUMFMT_MAX], ref[TPS_NUMFMT_MAX];
-		tps_format_float(s.loss, loss);
-		tps_format_float(s.reference_loss, ref);
-		fprintf(err, "%d training step%s, loss %s (reference %s), ",
-			s.steps, s.steps == 1 ? "" : "s", loss, ref);
-	}
-	tps_format_bytes(s.bytes_per_rank, sent);
-	fprintf(err, "%lld event%s, %lld collective%s (%s/rank), ",
-		(long long)s.events, s.events == 1 ? "" : "s",
-		(long long)s.collectives, s.collectives == 1 ? "" : "s", sent);
-	if (s.stopped[0]) {
-		fprintf(err, "STOPPED by a shape error: %s\n", s.stopped);
-	} else {
-		char how[96], paren[128] = "";
-		/* Shapes that differ were not compared at all. */
-		if (isfinite(s.max_abs_diff)) {
-			tps_explain_comparison(s.exact, s.compared, how,
-						    sizeof how);
-			snprintf(paren, sizeof paren, " (%s)", how);
-		}
-		fprintf(err, "max_abs_diff %s%s: %s", diff, paren,
-			s.match ? "matches the reference"
-				: "DIFFERS from the reference");
-		if (s.mistake_hidden) {
-			fprintf(err,
-				", by the injected mistake %s, which the run "
-				"carried out (its numbers are within the "
-				"tolerance)",
-				s.mistake);
-		}
-		fputc('\n', err);
 	}
 	if (s.diagnosis[0]) {
 		fprintf(err, "tpsim: %s: diagnosis: %s\n", opts.config_path,
@@ -486,12 +435,13 @@ struct check_printer {
 	const char *fixture;
 };
 
-static void print_mismatch(void *ctx, const char *line)
+static void print_mismatch(void *ctx, const struct tps_check_mismatch *m)
 {
 	struct check_printer *p = ctx;
 	char esc[256];
 	fprintf(p->out, "%s: %s\n",
-		tps_json_escape_for_message(p->fixture, esc, sizeof esc), line);
+		tps_json_escape_for_message(p->fixture, esc, sizeof esc),
+		m->line);
 }
 
 static int cmd_check(int argc, char **argv, FILE *out, FILE *err)

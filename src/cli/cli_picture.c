@@ -1,7 +1,6 @@
 /*
- * tpsim picture: one tensor's sharding picture as a standalone SVG
- * (`tpsim explain --pictures` prints its text form under each event:
- * explain.c).
+ * tpsim picture: one tensor's sharding picture as a standalone SVG; and
+ * the pictures `tpsim explain --pictures` prints under each event.
  */
 #include "cli_internal.h"
 #include "cli.h"
@@ -13,19 +12,6 @@
 #include "trace.h"
 #include "jsonio.h"
 #include "picture.h"
-
-/* "t.json: <pointer>: <what>"; user text in what is escaped already. */
-static int trouble(FILE *err, const char *trace_name, const char *pointer,
-		   const char *what)
-{
-	struct tps_error e = {0};
-	char name[256];
-	tps_error_set(
-		&e, TPS_ERR_INPUT, "%s: %s: %s",
-		tps_json_escape_for_message(trace_name, name, sizeof name),
-		pointer, what);
-	return tps_cli_trouble(err, &e);
-}
 
 /* --event SEQ: a whole number from 0. */
 static bool parse_seq(const char *text, long long *seq)
@@ -111,7 +97,6 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 	char *svg = NULL;
 	size_t svg_len = 0;
 	FILE *mem = NULL;
-	char tensor[256], what[768];
 	int index, rc = picture_options(argc, argv, &a, err);
 
 	if (rc != TPS_EXIT_OK) {
@@ -121,47 +106,10 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err)
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	tps_json_escape_for_message(a.tensor, tensor, sizeof tensor);
-	if (a.seq < 0) {
-		index = tps_picture_first_event(trace, a.tensor);
-		if (index < 0) {
-			snprintf(what, sizeof what,
-				 "no event produces the tensor \"%s\"", tensor);
-			rc = trouble(err, a.trace, "/events", what);
-			goto out;
-		}
-	} else {
-		const cJSON *t;
-		index = tps_picture_event_of_seq(trace, a.seq);
-		if (index < 0) {
-			snprintf(what, sizeof what,
-				 "no event has seq %lld (--event)", a.seq);
-			rc = trouble(err, a.trace, "/events", what);
-			goto out;
-		}
-		t = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-						   trace, "events"),
-					   index),
-			"tensor");
-		if (!cJSON_IsString(t) ||
-		    strcmp(t->valuestring, a.tensor) != 0) {
-			char pointer[64], got[256];
-			snprintf(pointer, sizeof pointer, "/events/%d/tensor",
-				 index);
-			snprintf(what, sizeof what,
-				 "event %lld produces \"%s\", not \"%s\" "
-				 "(--tensor)",
-				 a.seq,
-				 cJSON_IsString(t)
-					 ? tps_json_escape_for_message(
-						   t->valuestring, got,
-						   sizeof got)
-					 : "no tensor",
-				 tensor);
-			rc = trouble(err, a.trace, pointer, what);
-			goto out;
-		}
+	if (tps_picture_select(trace, a.trace, a.tensor, a.seq, &index, &e) !=
+	    TPS_OK) {
+		rc = tps_cli_trouble(err, &e);
+		goto out;
 	}
 	if (tps_picture_from_event(&pic, trace, a.trace, index, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);

@@ -1,26 +1,17 @@
 /*
- * tpsim view: a trace as one self-contained HTML page (docs/viewer.md).
- *
- * The page is src/cli/viewer/viewer.html with viewer.css and viewer.js
- * inlined, turned into two byte arrays at build time by
- * src/cli/viewer/embed.py (viewer_assets.h): everything before the trace and
- * everything after it. Between them goes the trace file's own bytes, as
- * the text of a <script type="application/json">, with every "<" written
- * \u003c so that no "</script" or "<!--" can occur in it. In valid JSON a
- * "<" can only stand inside a string, where \u003c reads back as the same
- * character, so the page's JSON.parse gives the trace unchanged.
- *
- * No name, date or path goes in: the same trace gives the same bytes.
+ * tpsim view TRACE [-o FILE.html]: the page of view.h, published through
+ * the one output writer.
  */
 #include "cli_internal.h"
 #include "cli.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
 #include "jsonio.h"
-#include "viewer_assets.h"
+#include "trace.h"
+#include "view.h"
 
 struct view_args {
 	const char *trace, *output; /* output NULL: stdout */
@@ -58,44 +49,15 @@ static int view_options(int argc, char **argv, struct view_args *a, FILE *err)
 	return TPS_EXIT_OK;
 }
 
-/* The page: head, the trace with "<" as \u003c, tail. NULL when out of
- * memory. */
-static char *page_of(const char *trace, size_t trace_len, size_t *page_len)
-{
-	size_t n = tps_viewer_head_len + tps_viewer_tail_len, lt = 0;
-	char *page, *p;
-	for (size_t i = 0; i < trace_len; i++) {
-		lt += trace[i] == '<';
-	}
-	/* "<" grows to 6 bytes; a trace is at most 1 GiB, so no overflow. */
-	n += trace_len + 5 * lt;
-	page = malloc(n);
-	if (!page) {
-		return NULL;
-	}
-	p = page;
-	memcpy(p, tps_viewer_head, tps_viewer_head_len);
-	p += tps_viewer_head_len;
-	for (size_t i = 0; i < trace_len; i++) {
-		if (trace[i] == '<') {
-			memcpy(p, "\\u003c", 6);
-			p += 6;
-		} else {
-			*p++ = trace[i];
-		}
-	}
-	memcpy(p, tps_viewer_tail, tps_viewer_tail_len);
-	*page_len = n;
-	return page;
-}
-
 int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct view_args a = {NULL, NULL};
 	struct tps_error e = {0};
 	cJSON *tree = NULL;
 	char *text = NULL, *page = NULL;
-	size_t text_len = 0, page_len = 0, skip = 0;
+	size_t text_len = 0, page_len = 0;
+	FILE *mem = NULL;
+	bool written = false;
 	int rc = view_options(argc, argv, &a, err);
 
 	if (rc != TPS_EXIT_OK) {
@@ -109,12 +71,15 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 	}
 	cJSON_Delete(tree);
 	tree = NULL;
-	/* A leading UTF-8 BOM, which the parser skips, is not JSON.parse's. */
-	if (text_len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
-		skip = 3;
+	mem = open_memstream(&page, &page_len);
+	if (mem) {
+		tps_view_write(mem, text, text_len);
+		/* fclose, whatever ferror says: it owns the stream. */
+		written = !ferror(mem);
+		written = fclose(mem) == 0 && written;
 	}
-	page = page_of(text + skip, text_len - skip, &page_len);
-	if (!page) {
+	if (!written) {
+		/* open_memstream's stream fails only for want of memory. */
 		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
 		rc = tps_cli_trouble(err, &e);
 		goto out;

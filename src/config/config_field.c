@@ -51,20 +51,15 @@ static void vfail(struct cfg *c, enum tps_status st, const char *fmt,
 		  va_list ap)
 {
 	char msg[TPS_ERROR_MESSAGE_MAX];
-	char file[256], ptr[TPS_JSON_PATH_MAX];
 
 	if (!cfg_ok(c)) {
 		return;
 	}
 	/* Formatted apart first: fmt's arguments may point into c->err. */
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	/* Keys may hold control characters; the line must stay one line. */
-	c->st = tps_error_set(
-		c->err, st, "%s: %s: %s",
-		tps_json_escape_for_message(c->file, file, sizeof file),
-		tps_json_escape_for_message(tps_json_path_str(&c->path), ptr,
-					    sizeof ptr),
-		msg);
+	/* Keys may hold control characters: tps_error_set_at escapes them,
+	 * so that the line stays one line. */
+	c->st = tps_error_set_at(c->err, st, c->file, c->path.text, "%s", msg);
 }
 
 void cfg_fail(struct cfg *c, enum tps_status st, const char *fmt, ...)
@@ -129,7 +124,12 @@ void cfg_nomem(struct cfg *c)
 void cfg_adopt(struct cfg *c, enum tps_status st, const struct tps_error *sub)
 {
 	if (cfg_ok(c) && st != TPS_OK) {
-		c->st = tps_error_set(c->err, st, "%s", sub->message);
+		/* The whole error: its place too, when it has one. */
+		if (c->err != sub) {
+			*c->err = *sub;
+		}
+		c->err->status = st;
+		c->st = st;
 	}
 }
 

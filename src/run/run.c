@@ -93,7 +93,7 @@ enum tps_status tps_run_meta_inputs(const struct tps_model_spec *ms,
 
 /* The simulation proper, writing into an open trace. */
 static enum tps_status simulate(const struct tps_run_spec *spec,
-				struct tps_trace *trace,
+				struct tps_trace *trace, bool keep_losses,
 				struct tps_run_summary *summary,
 				struct tps_error *err)
 {
@@ -253,6 +253,12 @@ finish:
 		if (sim.steps > 0 && !result.stopped && !symbolic) {
 			summary->loss = sim.loss[sim.steps - 1];
 			summary->reference_loss = ref.loss[ref.steps - 1];
+			if (keep_losses) {
+				summary->losses = sim.loss;
+				summary->reference_losses = ref.loss;
+				sim.loss = NULL;
+				ref.loss = NULL;
+			}
 		}
 	}
 	tps_model_outcome_free(&sim);
@@ -262,6 +268,41 @@ finish:
 	tps_model_free(&model);
 	return st;
 }
+
+/* The config of a run: its text when given, else its file. */
+static enum tps_status load_config(const struct tps_run_options *opts,
+				   struct tps_run_spec *spec,
+				   struct tps_error *err)
+{
+	cJSON *root = NULL;
+	enum tps_status st;
+
+	if (!opts->config_text) {
+		return tps_config_load_with(opts->config_path, opts->overrides,
+					    opts->n_overrides, spec, err);
+	}
+	st = tps_json_parse_strict(opts->config_path, opts->config_text,
+				   opts->config_len, &root, err);
+	if (st == TPS_OK) {
+		st = tps_config_parse_with(root, opts->config_path,
+					   opts->overrides, opts->n_overrides,
+					   spec, err);
+	}
+	cJSON_Delete(root);
+	return st;
+}
+
+void tps_run_summary_free(struct tps_run_summary *summary)
+{
+	if (!summary) {
+		return;
+	}
+	free(summary->losses);
+	free(summary->reference_losses);
+	summary->losses = NULL;
+	summary->reference_losses = NULL;
+}
+
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err)
 {
@@ -282,8 +323,7 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 
 	tps_memory_account_init(&memory);
 	caller_memory = tps_memory_account_bind(&memory);
-	st = tps_config_load_with(opts->config_path, opts->overrides,
-				  opts->n_overrides, &spec, err);
+	st = load_config(opts, &spec, err);
 	if (st != TPS_OK) {
 		goto out;
 	}
@@ -330,7 +370,11 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	}
 	spec.model.mesh.pool = pool;
 	st = tps_outfile_open(&out, opts->output_path, stream, "trace",
-			      &opts->config_path, 1, opts->pending, err);
+			      &opts->config_path,
+			      !opts->config_text || opts->config_read_from_path
+				      ? 1
+				      : 0,
+			      opts->pending, err);
 	if (st != TPS_OK) {
 		goto out;
 	}
@@ -338,7 +382,7 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	if (guarded) {
 		tps_trace_set_budget(&trace, opts->max_trace, false);
 	}
-	st = simulate(&spec, &trace, &s, err);
+	st = simulate(&spec, &trace, opts->keep_losses, &s, err);
 	s.stats.trace_bytes = ftell(out.f);
 	if (st == TPS_OK && guarded) {
 		/* Its estimate is what it wrote and counted. */
@@ -383,6 +427,9 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		*summary = s;
 	}
 out:
+	if (st != TPS_OK) {
+		tps_run_summary_free(&s);
+	}
 	tps_pool_free(pool);
 	tps_run_spec_free(&spec);
 	tps_memory_account_bind(caller_memory);

@@ -23,7 +23,17 @@
 #define TPS_DEFAULT_MAX_TRACE ((int64_t)1 << 30)
 
 struct tps_run_options {
-	const char *config_path; /* "-" is stdin */
+	/* The config's file ("-" is stdin), or with config_text its name in
+	 * messages. */
+	const char *config_path;
+	/* NULL, or the config's text (config_len bytes), parsed instead of
+	 * reading config_path: the public API keeps a parsed config's text
+	 * and runs it as often as it is asked. config_read_from_path: the
+	 * text was read from config_path, which the output may then not
+	 * be, as without config_text. */
+	const char *config_text;
+	size_t config_len;
+	bool config_read_from_path;
 	const char *output_path; /* NULL: write to `stream` */
 	int64_t max_memory;	 /* bytes; refuse larger runs */
 	/* bytes; refuse runs whose trace is estimated larger
@@ -40,6 +50,9 @@ struct tps_run_options {
 	/* NULL, or where the name of the temporary trace is published while
 	 * it exists, for a signal handler to remove (outfile.h). */
 	struct tps_outfile_pending *pending;
+	/* Keep every step's loss in the summary (losses, reference_losses),
+	 * which tps_run_summary_free then frees. */
+	bool keep_losses;
 };
 
 /* Where a run's time and memory went (`tpsim run --stats`). Seconds are
@@ -113,6 +126,10 @@ struct tps_run_summary {
 	/* Training: the steps run and the last step's loss, both ways. */
 	int steps;
 	float loss, reference_loss;
+	/* With opts->keep_losses, a values run's loss at each of the steps,
+	 * both ways (owned; NULL otherwise, and when a shape error stopped
+	 * the simulation). */
+	float *losses, *reference_losses;
 	/* What the trace's "warnings" hold, for stderr too. */
 	int n_warnings;
 	char warnings[TPS_RUN_MAX_WARNINGS][1024];
@@ -140,6 +157,15 @@ struct tps_run_summary {
  */
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err);
+
+/* The run's verdict, one line without its newline: "mesh tp=2 (world 2),
+ * 2 modules, 5 events, 1 collective (32 bytes/rank), max_abs_diff 0
+ * (exact comparison): matches the reference" (run_verdict.c). */
+void tps_run_write_verdict(FILE *out, const struct tps_run_summary *s);
+
+/* Frees what a summary owns (the losses kept with keep_losses); NULL and
+ * a summary without them are no-ops. */
+void tps_run_summary_free(struct tps_run_summary *summary);
 
 /*
  * The warnings a spec earns, at most TPS_RUN_MAX_WARNINGS, into

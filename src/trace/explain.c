@@ -17,6 +17,7 @@
 #include "numfmt.h"
 #include "picture.h"
 #include "spec.h"
+#include "trace.h"
 
 /* ---- reading the trace ------------------------------------------------ */
 
@@ -1274,20 +1275,6 @@ static void count_comparison(const cJSON *c, int *exact, int *all)
 	}
 }
 
-void tps_explain_comparison(int exact, int compared, char *buf, size_t size)
-{
-	if (exact == compared) {
-		snprintf(buf, size, "exact comparison");
-	} else if (exact == 0) {
-		snprintf(buf, size, "tolerance comparison");
-	} else {
-		snprintf(buf, size,
-			 "exact comparison of %d of %d tensors, tolerance for "
-			 "the rest",
-			 exact, compared);
-	}
-}
-
 static void symbolic_view_of(struct symbolic_view *v, const cJSON *result)
 {
 	static const char *const keys[SYMBOLIC_FIGURES][2] = {
@@ -1333,7 +1320,7 @@ static void result_view_of(struct result_view *v, const cJSON *result,
 			count_comparison(get(result, "comparison"), &exact,
 					 &all);
 			if (all > 0) {
-				tps_explain_comparison(exact, all,
+				tps_trace_describe_comparison(exact, all,
 						       v->comparison,
 						       sizeof v->comparison);
 			}

@@ -93,10 +93,5 @@ enum tps_status tps_explain(FILE *out, const cJSON *trace,
 			    const struct tps_explain_options *opts,
 			    struct tps_error *err);
 
-/* How a run's tensors were compared with the reference, for explain and
- * the run's summary: "exact comparison" (all of them), "tolerance
- * comparison" (none exactly), or "exact comparison of 5 of 9 tensors,
- * tolerance for the rest". */
-void tps_explain_comparison(int exact, int compared, char *buf, size_t size);
 
 #endif

@@ -213,16 +213,22 @@ static void describe_event(const cJSON *ev, size_t index, char *out,
 	}
 }
 
-/* Counts a mismatch; reports "<pointer>: <what>[ (trace event seq N)]". */
-static void emit(struct checker *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* Counts a mismatch; reports "<pointer>: <what>[ (trace event seq N)]",
+ * and its parts: expected and got (NULL when it is not a difference of
+ * two values) as the line writes them. */
+static void emit_vals(struct checker *c, const char *expected,
+		      const char *got, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-static void emit(struct checker *c, const char *fmt, ...)
+static void emit_vals(struct checker *c, const char *expected,
+		      const char *got, const char *fmt, ...)
 {
 	char body[CHECK_LINE_MAX / 2];
 	char ptr[CHECK_LINE_MAX / 4];
 	char desc[CHECK_NUMBER_MAX + 16];
 	char line[CHECK_LINE_MAX];
+	struct tps_check_mismatch m = {0};
+	const cJSON *seq;
 	va_list ap;
 
 	c->count++;
@@ -236,15 +242,31 @@ static void emit(struct checker *c, const char *fmt, ...)
 	/* Fixture keys are user text: keep the line one line. */
 	tps_json_escape_for_message(tps_json_path_str(&c->path), ptr,
 				    sizeof ptr);
+	m.seq = -1;
 	if (c->event) {
 		describe_event(c->event, c->event_index, desc, sizeof desc);
 		snprintf(line, sizeof line, "%s: %s (trace event %s)", ptr,
 			 body, desc);
+		seq = cJSON_IsObject(c->event)
+			      ? cJSON_GetObjectItemCaseSensitive(c->event,
+								 "seq")
+			      : NULL;
+		if (cJSON_IsNumber(seq) && seq->valuedouble >= 0 &&
+		    seq->valuedouble < 9e15) {
+			m.seq = (long long)seq->valuedouble;
+		}
 	} else {
 		snprintf(line, sizeof line, "%s: %s", ptr, body);
 	}
-	c->report(c->ctx, line);
+	m.pointer = c->path.text;
+	m.expected = expected;
+	m.got = got;
+	m.what = body;
+	m.line = line;
+	c->report(c->ctx, &m);
 }
+
+#define emit(c, ...) emit_vals(c, NULL, NULL, __VA_ARGS__)
 
 static void emit_values(struct checker *c, const cJSON *f, const cJSON *t)
 {
@@ -253,7 +275,7 @@ static void emit_values(struct checker *c, const cJSON *f, const cJSON *t)
 
 	format_value(f, fs, sizeof fs);
 	format_value(t, ts, sizeof ts);
-	emit(c, "expected %s, got %s", fs, ts);
+	emit_vals(c, fs, ts, "expected %s, got %s", fs, ts);
 }
 
 static bool number_within(double f, double t, const struct check_tol *tol)
@@ -347,10 +369,11 @@ static void compare_number(struct checker *c, double f, double t,
 		/* With a tolerance in force, say by how much it was missed. */
 		format_number(diff, ds, sizeof ds);
 		format_number(tol->atol + tol->rtol * fabs(f), as, sizeof as);
-		emit(c, "expected %s, got %s (|diff| %s > %s allowed)", fs, ts,
-		     ds, as);
+		emit_vals(c, fs, ts,
+			  "expected %s, got %s (|diff| %s > %s allowed)", fs,
+			  ts, ds, as);
 	} else {
-		emit(c, "expected %s, got %s", fs, ts);
+		emit_vals(c, fs, ts, "expected %s, got %s", fs, ts);
 	}
 }
 
@@ -367,8 +390,8 @@ static void compare_array(struct checker *c, const cJSON *f, const cJSON *t,
 	if (nf != nt) {
 		format_value(f, fs, sizeof fs);
 		format_value(t, ts, sizeof ts);
-		emit(c, "expected %zu element%s %s, got %zu %s", nf,
-		     nf == 1 ? "" : "s", fs, nt, ts);
+		emit_vals(c, fs, ts, "expected %zu element%s %s, got %zu %s",
+			  nf, nf == 1 ? "" : "s", fs, nt, ts);
 		return;
 	}
 	for (size_t i = 0; fc && tc; fc = fc->next, tc = tc->next, i++) {
@@ -480,7 +503,9 @@ static void compare_members(struct checker *c, const cJSON *f, const cJSON *t,
 		tc = cJSON_GetObjectItemCaseSensitive(t, key);
 		tps_json_path_push_key(&c->path, key);
 		if (!tc) {
-			emit(c, "missing in trace");
+			char fs[CHECK_VALUE_MAX];
+			format_value(fc, fs, sizeof fs);
+			emit_vals(c, fs, NULL, "missing in trace");
 		} else if (scope == CHECK_SCOPE_TOP &&
 			   strcmp(key, "events") == 0 && cJSON_IsArray(fc) &&
 			   cJSON_IsArray(tc)) {
@@ -595,17 +620,12 @@ static enum tps_status input_error(struct tps_error *err, const char *name,
 				   const char *fmt, ...)
 {
 	char body[TPS_ERROR_MESSAGE_MAX];
-	char ptr[TPS_JSON_PATH_MAX];
-	char esc_name[TPS_JSON_PATH_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(body, sizeof body, fmt, ap);
 	va_end(ap);
-	tps_json_escape_for_message(name, esc_name, sizeof esc_name);
-	tps_json_escape_for_message(tps_json_path_str(p), ptr, sizeof ptr);
-	return tps_error_set(err, TPS_ERR_INPUT, "%s: %s: %s", esc_name, ptr,
-			     body);
+	return tps_error_set_at(err, TPS_ERR_INPUT, name, p->text, "%s", body);
 }
 
 /* A config or a fixture where a trace belongs: what it is, and what to do
@@ -864,10 +884,14 @@ enum tps_status tps_check_fixture(const cJSON *trace, const char *trace_name,
 	compare_members(&c, fixture, trace, &tol, CHECK_SCOPE_TOP);
 	if (c.count > TPS_CHECK_MAX_LINES && report) {
 		size_t more = c.count - TPS_CHECK_MAX_LINES;
+		struct tps_check_mismatch m = {0};
 
 		snprintf(line, sizeof line, "... %zu more mismatch%s", more,
 			 more == 1 ? "" : "es");
-		report(ctx, line);
+		m.seq = -1;
+		m.what = line;
+		m.line = line;
+		report(ctx, &m);
 	}
 	*mismatches = c.count;
 out:

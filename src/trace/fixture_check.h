@@ -47,8 +47,25 @@
 /* Mismatch lines reported before the rest are summed up in one line. */
 #define TPS_CHECK_MAX_LINES 100
 
-/* Receives each mismatch line (without newline); ctx is passed through. */
-typedef void (*tps_check_report_fn)(void *ctx, const char *line);
+/* One mismatch, its line and the line's parts; valid during the call. */
+struct tps_check_mismatch {
+	/* The fixture's JSON Pointer, unescaped ("" is the whole fixture);
+	 * NULL for the closing "... N more mismatches". */
+	const char *pointer;
+	/* The fixture's and the trace's values as the line writes them
+	 * (numbers shortest, strings quoted, arrays and objects cut at 60
+	 * characters); NULL where the mismatch is not two values: got is
+	 * NULL for a key missing in the trace, both for an event or a rank
+	 * the trace lacks. */
+	const char *expected, *got;
+	long long seq;	  /* the trace event's seq; -1 outside events */
+	const char *what; /* the words after the pointer, without the seq */
+	const char *line; /* the whole line, as `tpsim check` prints it */
+};
+
+/* Receives each mismatch (m->line has no newline); ctx is passed through. */
+typedef void (*tps_check_report_fn)(void *ctx,
+				    const struct tps_check_mismatch *m);
 
 /*
  * Compares `trace` against `fixture` (both strictly parsed trees).

@@ -16,11 +16,8 @@ static enum tps_status bad_input(struct tps_error *err, const char *trace_name,
 				 const struct tps_json_path *p,
 				 const char *what)
 {
-	char esc[256];
-	return tps_error_set(
-		err, TPS_ERR_INPUT, "%s: %s: %s",
-		tps_json_escape_for_message(trace_name, esc, sizeof esc),
-		tps_json_path_str(p), what);
+	return tps_error_set_at(err, TPS_ERR_INPUT, trace_name, p->text, "%s",
+				what);
 }
 
 /* A whole number in [lo, hi], as the trace writes sizes. */
@@ -464,4 +461,50 @@ int tps_picture_event_of_seq(const cJSON *trace, long long seq)
 		i++;
 	}
 	return -1;
+}
+
+enum tps_status tps_picture_select(const cJSON *trace, const char *trace_name,
+				   const char *tensor, long long seq,
+				   int *event_index, struct tps_error *err)
+{
+	char esc[256], got[256];
+	const cJSON *t;
+	int index;
+
+	tps_json_escape_for_message(tensor, esc, sizeof esc);
+	if (seq < 0) {
+		index = tps_picture_first_event(trace, tensor);
+		if (index < 0) {
+			return tps_error_set_at(
+				err, TPS_ERR_INPUT, trace_name, "/events",
+				"no event produces the tensor \"%s\"", esc);
+		}
+		*event_index = index;
+		return TPS_OK;
+	}
+	index = tps_picture_event_of_seq(trace, seq);
+	if (index < 0) {
+		return tps_error_set_at(err, TPS_ERR_INPUT, trace_name,
+					"/events",
+					"no event has seq %lld (--event)", seq);
+	}
+	t = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(trace, "events"),
+			index),
+		"tensor");
+	if (!cJSON_IsString(t) || strcmp(t->valuestring, tensor) != 0) {
+		char pointer[64];
+		snprintf(pointer, sizeof pointer, "/events/%d/tensor", index);
+		return tps_error_set_at(
+			err, TPS_ERR_INPUT, trace_name, pointer,
+			"event %lld produces \"%s\", not \"%s\" (--tensor)", seq,
+			cJSON_IsString(t)
+				? tps_json_escape_for_message(t->valuestring,
+							      got, sizeof got)
+				: "no tensor",
+			esc);
+	}
+	*event_index = index;
+	return TPS_OK;
 }

@@ -41,7 +41,7 @@
  * One colour scheme and one legend for every picture of a tensor's blocks:
  * the text and Markdown pictures (their legend lines), the SVG (fills,
  * borders, the legend's swatches), and tpsim view's block map, rank cards
- * and legend (src/cli/viewer/viewer.css and viewer.js hold the same colours
+ * and legend (src/trace/viewer/viewer.css and viewer.js hold the same colours
  * and words; test_picture checks that they do). A picture is of one kind:
  * partial when a mesh dim (of more than one rank) holds partial sums,
  * else shard when it has more than one block, else replicate. Its legend
@@ -123,6 +123,18 @@ int tps_picture_first_event(const cJSON *trace, const char *tensor);
 
 /* The index of the event with that seq, or -1. */
 int tps_picture_event_of_seq(const cJSON *trace, long long seq);
+
+/*
+ * The event `tpsim picture --tensor T [--event SEQ]` draws, into
+ * *event_index: with seq < 0 the first event of the tensor, else the
+ * event with that seq, which must produce the tensor. On error
+ * (TPS_ERR_INPUT at /events or the event's tensor: "no event produces the
+ * tensor \"x\"", "no event has seq 9 (--event)", "event 3 produces
+ * \"fc1.out\", not \"x\" (--tensor)") *event_index is untouched.
+ */
+enum tps_status tps_picture_select(const cJSON *trace, const char *trace_name,
+				   const char *tensor, long long seq,
+				   int *event_index, struct tps_error *err);
 
 /*
  * Text (md false, indented to sit under an explain event) or Markdown (md

@@ -43,11 +43,7 @@ struct builder {
 static enum tps_status fail(struct builder *b, enum tps_status code,
 			    const char *what)
 {
-	char esc[256];
-	return tps_error_set(
-		b->err, code, "%s: %s: %s",
-		tps_json_escape_for_message(b->name, esc, sizeof esc),
-		tps_json_path_str(&b->p), what);
+	return tps_error_set_at(b->err, code, b->name, b->p.text, "%s", what);
 }
 
 static enum tps_status no_memory(struct builder *b)

@@ -993,3 +993,18 @@ enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
 	}
 	return TPS_OK;
 }
+
+void tps_trace_describe_comparison(int exact, int compared, char *buf,
+				   size_t size)
+{
+	if (exact == compared) {
+		snprintf(buf, size, "exact comparison");
+	} else if (exact == 0) {
+		snprintf(buf, size, "tolerance comparison");
+	} else {
+		snprintf(buf, size,
+			 "exact comparison of %d of %d tensors, tolerance for "
+			 "the rest",
+			 exact, compared);
+	}
+}

@@ -204,6 +204,13 @@ enum tps_status tps_trace_validate(const cJSON *trace, const char *name,
 enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 			       size_t *text_len, struct tps_error *err);
 
+/* How a run's tensors were compared with the reference (the trace's
+ * result.comparison), for `tpsim run`'s verdict and explain: "exact
+ * comparison" (all of them), "tolerance comparison" (none exactly), or
+ * "exact comparison of 5 of 9 tensors, tolerance for the rest". */
+void tps_trace_describe_comparison(int exact, int compared, char *buf,
+				   size_t size);
+
 /* Writes the mesh's "shape", "dim_names", "world_size" and "groups" (per
  * dim name, every group) as members of an enclosing object. */
 void tps_trace_write_mesh_fields(FILE *out, const struct tps_mesh *mesh);

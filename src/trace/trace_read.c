@@ -43,17 +43,13 @@ static enum tps_status bad(struct reader *r, const char *fmt, ...)
 /* "<file>: <pointer>: <what>", at the reader's path. */
 static enum tps_status bad(struct reader *r, const char *fmt, ...)
 {
-	char body[TPS_ERROR_MESSAGE_MAX], name[256], ptr[TPS_JSON_PATH_MAX];
+	char body[TPS_ERROR_MESSAGE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(body, sizeof body, fmt, ap);
 	va_end(ap);
-	return tps_error_set(
-		r->err, TPS_ERR_INPUT, "%s: %s: %s",
-		tps_json_escape_for_message(r->name, name, sizeof name),
-		tps_json_escape_for_message(tps_json_path_str(&r->p), ptr,
-					    sizeof ptr),
-		body);
+	return tps_error_set_at(r->err, TPS_ERR_INPUT, r->name, r->p.text, "%s",
+				body);
 }
 
 /* A value as a message quotes it: a number as written, a string quoted

@@ -1545,6 +1545,39 @@ static const struct bad_config bad_configs[] = {
 
 #define N_BAD_CONFIGS ((int)(sizeof bad_configs / sizeof bad_configs[0]))
 
+/*
+ * The error's place apart from its words (tps_error_set_at; the public
+ * API's tpsim_error_file, _pointer and _what): where the row's message
+ * names the file and a pointer ("cfg.json: /model/0/type: ..."), the
+ * error holds the file as given, the pointer (escaped as the message
+ * writes it; "(root)" is ""), and the words after them.
+ */
+static void check_place(int row, const char *want, const struct tps_error *err)
+{
+	const char *ptr = want + strlen("cfg.json: ");
+	const char *end = strstr(ptr, ": ");
+	char esc[TPS_ERROR_POINTER_MAX];
+
+	if (strncmp(want, "cfg.json: ", 10) != 0 || !end ||
+	    (ptr[0] != '/' && strncmp(ptr, "(root)", 6) != 0)) {
+		return;
+	}
+	ck_assert_msg(err->at, "row %d: no place in \"%s\"", row,
+		      err->message);
+	ck_assert_str_eq(err->file, "cfg.json");
+	tps_json_escape_for_message(err->pointer[0] ? err->pointer : "(root)",
+				    esc, sizeof esc);
+	ck_assert_msg(strlen(esc) == (size_t)(end - ptr) &&
+			      strncmp(esc, ptr, (size_t)(end - ptr)) == 0,
+		      "row %d: pointer \"%s\", want the one of \"%s\"", row,
+		      err->pointer, want);
+	ck_assert_msg(err->what < sizeof err->message &&
+			      strncmp(err->message + err->what, end + 2,
+				      strlen(end + 2)) == 0,
+		      "row %d: words \"%s\", want \"%s\"", row,
+		      err->message + err->what, end + 2);
+}
+
 START_TEST(bad_config_is_rejected_at_its_pointer)
 {
 	const struct bad_config *bc = &bad_configs[_i];
@@ -1585,6 +1618,7 @@ START_TEST(bad_config_is_rejected_at_its_pointer)
 		      bc->msg);
 	ck_assert_msg(strchr(err.message, '\n') == NULL,
 		      "row %d: message spans lines: \"%s\"", _i, err.message);
+	check_place(_i, bc->msg, &err);
 }
 END_TEST
 

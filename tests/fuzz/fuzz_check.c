@@ -104,9 +104,10 @@ struct lines {
 	size_t n;
 };
 
-static void count_line(void *ctx, const char *line)
+static void count_line(void *ctx, const struct tps_check_mismatch *m)
 {
 	struct lines *l = ctx;
+	const char *line = m->line;
 	for (const char *p = line; *p; p++) {
 		if ((unsigned char)*p < 0x20) {
 			fprintf(stderr, "fuzz: line: %s\n", line);
@@ -118,9 +119,9 @@ static void count_line(void *ctx, const char *line)
 	l->n++;
 }
 
-static void print_line(void *ctx, const char *line)
+static void print_line(void *ctx, const struct tps_check_mismatch *m)
 {
-	fprintf(stderr, "fuzz: fixed fixture: %s\n", line);
+	fprintf(stderr, "fuzz: fixed fixture: %s\n", m->line);
 }
 
 static void check(const cJSON *t, const char *tname, const cJSON *fx,

@@ -42,6 +42,8 @@ static const char *const TRACE =
 struct lines {
 	size_t n;
 	char *v[MAX_LINES];
+	/* Each mismatch's parts: "pointer|expected|got|seq", "-" for NULL. */
+	char *parts[MAX_LINES];
 };
 
 struct outcome {
@@ -51,13 +53,19 @@ struct outcome {
 	struct tps_error err;
 };
 
-static void collect(void *ctx, const char *line)
+static void collect(void *ctx, const struct tps_check_mismatch *m)
 {
 	struct lines *l = ctx;
+	char parts[1024];
 
 	ck_assert_uint_lt(l->n, MAX_LINES);
-	l->v[l->n] = strdup(line);
+	l->v[l->n] = strdup(m->line);
 	ck_assert_ptr_nonnull(l->v[l->n]);
+	snprintf(parts, sizeof parts, "%s|%s|%s|%lld",
+		 m->pointer ? m->pointer : "-", m->expected ? m->expected : "-",
+		 m->got ? m->got : "-", m->seq);
+	l->parts[l->n] = strdup(parts);
+	ck_assert_ptr_nonnull(l->parts[l->n]);
 	l->n++;
 }
 
@@ -65,6 +73,7 @@ static void outcome_free(struct outcome *o)
 {
 	for (size_t i = 0; i < o->lines.n; i++) {
 		free(o->lines.v[i]);
+		free(o->lines.parts[i]);
 	}
 	o->lines.n = 0;
 }
@@ -194,6 +203,37 @@ START_TEST(one_wrong_number_names_pointer_values_and_seq)
 	expect_one(TRACE, fixture,
 		   "/events/0/ranks/0/values/0/1: expected 71, got 70 "
 		   "(trace event seq 0)");
+	free(fixture);
+}
+END_TEST
+
+/* The public API's check reports a mismatch's parts apart (tpsim.h):
+ * the fixture's pointer unescaped, both values as the line writes them,
+ * the trace event's seq. */
+START_TEST(mismatch_parts_are_reported_apart)
+{
+	char *fixture = replace_once(TRACE, "[[30,70]]", "[[30,71]]");
+	struct outcome o;
+
+	run_texts(TRACE, fixture, &o);
+	expect_count(&o, 1);
+	ck_assert_str_eq(o.lines.parts[0],
+			 "/events/0/ranks/0/values/0/1|71|70|0");
+	outcome_free(&o);
+	run_texts(TRACE,
+		  "{'events':[{'match':{'seq':3},'bias':'after_reduce'}],"
+		  "'comm':{'a~b/c':1}}",
+		  &o);
+	expect_count(&o, 2);
+	ck_assert_str_eq(o.lines.parts[0],
+			 "/events/0/bias|\"after_reduce\"|-|3");
+	ck_assert_str_eq(o.lines.parts[1], "/comm|{\"a~b/c\":1}|-|-1");
+	outcome_free(&o);
+	run_texts("{'format':'tpsim.trace','version':1,'comm':{'a~b/c':2}}",
+		  "{'comm':{'a~b/c':1}}", &o);
+	expect_count(&o, 1);
+	ck_assert_str_eq(o.lines.parts[0], "/comm/a~0b~1c|1|2|-1");
+	outcome_free(&o);
 	free(fixture);
 }
 END_TEST
@@ -905,6 +945,7 @@ static Suite *check_suite(void)
 
 	tc = tcase_create("numbers");
 	tcase_add_test(tc, one_wrong_number_names_pointer_values_and_seq);
+	tcase_add_test(tc, mismatch_parts_are_reported_apart);
 	tcase_add_test(tc, every_mismatch_is_reported_in_fixture_order);
 	tcase_add_test(tc, numbers_compare_as_doubles);
 	tcase_add_test(tc, numbers_print_shortest_round_trip);

@@ -217,11 +217,11 @@ END_TEST
 START_TEST(comparison_is_described_in_three_ways)
 {
 	char buf[96];
-	tps_explain_comparison(9, 9, buf, sizeof buf);
+	tps_trace_describe_comparison(9, 9, buf, sizeof buf);
 	ck_assert_str_eq(buf, "exact comparison");
-	tps_explain_comparison(0, 9, buf, sizeof buf);
+	tps_trace_describe_comparison(0, 9, buf, sizeof buf);
 	ck_assert_str_eq(buf, "tolerance comparison");
-	tps_explain_comparison(5, 9, buf, sizeof buf);
+	tps_trace_describe_comparison(5, 9, buf, sizeof buf);
 	ck_assert_str_eq(buf, "exact comparison of 5 of 9 tensors, tolerance "
 			      "for the rest");
 }

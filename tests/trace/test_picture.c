@@ -775,8 +775,8 @@ START_TEST(viewer_uses_the_pictures_colours_and_legend)
 		[TPS_PICTURE_REPLICATE] = "replicate",
 		[TPS_PICTURE_PARTIAL] = "partial",
 	};
-	char *css = tu_read_file(tu_source_path("src/cli/viewer/viewer.css"), NULL);
-	char *js = tu_read_file(tu_source_path("src/cli/viewer/viewer.js"), NULL);
+	char *css = tu_read_file(tu_source_path("src/trace/viewer/viewer.css"), NULL);
+	char *js = tu_read_file(tu_source_path("src/trace/viewer/viewer.js"), NULL);
 	ck_assert_ptr_nonnull(css);
 	ck_assert_ptr_nonnull(js);
 	for (int k = 0; k < TPS_PICTURE_KINDS; k++) {

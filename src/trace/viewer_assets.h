@@ -1,6 +1,6 @@
 /*
  * The viewer page of `tpsim view`, made at build time by
- * src/cli/viewer/embed.py from src/cli/viewer/viewer.html, viewer.css and
+ * src/trace/viewer/embed.py from src/trace/viewer/viewer.html, viewer.css and
  * viewer.js (the stylesheet and script inlined): the bytes before the
  * trace's JSON and those after it. Not NUL-terminated. Not installed.
  */
