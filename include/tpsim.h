@@ -312,6 +312,12 @@ TPS_API double tpsim_result_reference_loss(const struct tpsim_result *result,
 /* Nonzero for a symbolic run (no values, no reference). */
 TPS_API int tpsim_result_symbolic(const struct tpsim_result *result);
 
+/* The most bytes of tensor values the run held at once (`tpsim run
+ * --stats`' "tensors at peak"): the run's own, whatever other runs share
+ * the process. 0 for NULL. */
+TPS_API int64_t
+tpsim_result_tensor_peak_bytes(const struct tpsim_result *result);
+
 /* The trace's events, its collectives, and their bytes per rank. */
 TPS_API int64_t tpsim_result_events(const struct tpsim_result *result);
 TPS_API int64_t tpsim_result_collectives(const struct tpsim_result *result);

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
 
 int tu_run_suite(Suite *suite)
 {
@@ -119,32 +118,6 @@ const char *tu_comma_locale(const char *dir)
 	ck_assert_msg(loaded != NULL,
 		      "localedef made no locale tpsimcomma in %s", dir);
 	return "tpsimcomma";
-}
-
-struct tu_result tu_cli(int argc, ...)
-{
-	struct tu_result r = {0};
-	char *argv[16] = {"tpsim"};
-	FILE *out, *err;
-	va_list ap;
-	ck_assert_int_lt(argc, 16);
-	va_start(ap, argc);
-	for (int i = 1; i < argc; i++) {
-		argv[i] = va_arg(ap, char *);
-	}
-	va_end(ap);
-	out = open_memstream(&r.out, &r.out_len);
-	err = open_memstream(&r.err, &r.err_len);
-	r.rc = tps_cli_main(argc, argv, out, err);
-	fclose(out);
-	fclose(err);
-	return r;
-}
-
-void tu_result_free(struct tu_result *r)
-{
-	free(r->out);
-	free(r->err);
 }
 
 int tu_count_lines(const char *s)

@@ -371,6 +371,11 @@ int64_t tpsim_result_bytes_per_rank(const struct tpsim_result *result)
 	return result ? result->summary.bytes_per_rank : 0;
 }
 
+int64_t tpsim_result_tensor_peak_bytes(const struct tpsim_result *result)
+{
+	return result ? result->summary.stats.tensor_peak_bytes : 0;
+}
+
 const char *tpsim_result_verdict(const struct tpsim_result *result)
 {
 	return result ? result->verdict : "";

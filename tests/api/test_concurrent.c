@@ -4,8 +4,8 @@
  * threads each write the trace they write alone, byte for byte, and each
  * run's statistics (the tensors at peak) are its own.
  *
- * The engine is reached through one small helper, run_config, so that
- * the test can move to the public API by changing that function alone.
+ * It runs through the public API alone (include/tpsim.h, libtpsim.so),
+ * as a program embedding tpsim would, in one small helper, run_config.
  * The process's locale is no run's either: a decimal comma changes no
  * byte.
  */
@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "testutil.h"
-#include "run.h"
+#include "tpsim.h"
 
 /* Configs that keep the pool busy in different ways: the 1024-wide MLP
  * of tools/bench (ranks, and the reference's matmuls cut into blocks on
@@ -38,43 +38,59 @@ struct one_run {
 	char path[4096];
 	char output[4096]; /* "": the trace goes to a stream */
 	int threads;
-	enum tps_status st;
-	struct tps_error err;
+	enum tpsim_status st;
+	char err[1024]; /* the error's message, when st is not TPSIM_OK */
 	char *trace;
 	size_t len;
 	int64_t tensor_peak;
 };
 
+/* The write callback of tpsim_run: appends to a memstream. */
+static int append(void *ctx, const char *data, size_t len)
+{
+	return fwrite(data, 1, len, ctx) == len ? 0 : -1;
+}
+
 /* Runs r->path on r->threads threads, the trace to r->output or to a
  * stream, then into r->trace (malloc'd, the caller frees it). The only
- * call into the engine. */
+ * calls into tpsim. */
 static void run_config(struct one_run *r)
 {
-	struct tps_run_options opts = {
-		.config_path = r->path,
-		.output_path = r->output[0] ? r->output : NULL,
-		.max_memory = TPS_DEFAULT_MAX_MEMORY,
-		.max_trace = TPS_DEFAULT_MAX_TRACE,
-		.threads = r->threads,
-	};
-	struct tps_run_summary *s = calloc(1, sizeof *s);
-	FILE *f = open_memstream(&r->trace, &r->len);
+	struct tpsim_config *config = NULL;
+	struct tpsim_result *result = NULL;
+	struct tpsim_error *error = NULL;
+	struct tpsim_run_options opts;
+	FILE *f = NULL;
 
-	r->err = (struct tps_error){0};
-	r->st = TPS_ERR_NOMEM;
-	if (s && f) {
-		r->st = tps_run(&opts, f, s, &r->err);
-		r->tensor_peak = s->stats.tensor_peak_bytes;
+	tpsim_run_options_init(&opts);
+	opts.threads = r->threads;
+	r->err[0] = '\0';
+	r->st = tpsim_config_load(r->path, NULL, 0, &config, &error);
+	if (r->st == TPSIM_OK && r->output[0]) {
+		r->st = tpsim_run_to_file(config, &opts, r->output, &result,
+					  &error);
+	} else if (r->st == TPSIM_OK) {
+		f = open_memstream(&r->trace, &r->len);
+		r->st = f ? tpsim_run(config, &opts, append, f, &result, &error)
+			  : TPSIM_ERR_NOMEM;
+		if (f) {
+			fclose(f);
+		}
 	}
-	if (f) {
-		fclose(f);
+	if (r->st == TPSIM_OK) {
+		r->tensor_peak = tpsim_result_tensor_peak_bytes(result);
 	}
-	if (r->st == TPS_OK && r->output[0]) {
-		free(r->trace);
+	if (r->st == TPSIM_OK && r->output[0]) {
 		r->trace = tu_read_file(r->output, &r->len);
-		r->st = r->trace ? TPS_OK : TPS_ERR_IO;
+		r->st = r->trace ? TPSIM_OK : TPSIM_ERR_IO;
 	}
-	free(s);
+	if (error) {
+		snprintf(r->err, sizeof r->err, "%s",
+			 tpsim_error_message(error));
+	}
+	tpsim_error_free(error);
+	tpsim_result_free(result);
+	tpsim_config_free(config);
 }
 
 struct start {
@@ -139,11 +155,11 @@ START_TEST(four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone)
 	t0 = seconds();
 	for (int i = 0; i < N_CONFIGS; i++) {
 		run_config(&alone1[i]);
-		ck_assert_msg(alone1[i].st == TPS_OK, "%s alone: %s",
-			      configs[i], alone1[i].err.message);
+		ck_assert_msg(alone1[i].st == TPSIM_OK, "%s alone: %s",
+			      configs[i], alone1[i].err);
 		run_config(&alone2[i]);
-		ck_assert_msg(alone2[i].st == TPS_OK, "%s alone: %s",
-			      configs[i], alone2[i].err.message);
+		ck_assert_msg(alone2[i].st == TPSIM_OK, "%s alone: %s",
+			      configs[i], alone2[i].err);
 		ck_assert_int_gt(alone1[i].tensor_peak, 0);
 	}
 	printf("alone, 1 and 2 threads, one after another: %.2f s\n",
@@ -174,8 +190,8 @@ START_TEST(four_runs_at_once_write_the_bytes_and_peaks_of_runs_alone)
 	pthread_barrier_destroy(&start.barrier);
 
 	for (int i = 0; i < N_CONFIGS; i++) {
-		ck_assert_msg(together[i].st == TPS_OK, "%s together: %s",
-			      configs[i], together[i].err.message);
+		ck_assert_msg(together[i].st == TPSIM_OK, "%s together: %s",
+			      configs[i], together[i].err);
 		printf("%s: %zu trace bytes, tensors at peak %lld bytes\n",
 		       configs[i], together[i].len,
 		       (long long)together[i].tensor_peak);
@@ -214,13 +230,13 @@ START_TEST(a_run_in_a_comma_locale_writes_the_bytes_of_the_c_locale)
 		 tu_source_path(configs[1]));
 	snprintf(comma_run.path, sizeof comma_run.path, "%s", c_run.path);
 	run_config(&c_run);
-	ck_assert_msg(c_run.st == TPS_OK, "%s", c_run.err.message);
+	ck_assert_msg(c_run.st == TPSIM_OK, "%s", c_run.err);
 	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, comma));
 	snprintf(text, sizeof text, "%g", 0.5);
 	run_config(&comma_run);
 	ck_assert_ptr_nonnull(setlocale(LC_NUMERIC, "C"));
 	ck_assert_str_eq(text, "0,5"); /* the locale was in force */
-	ck_assert_msg(comma_run.st == TPS_OK, "%s", comma_run.err.message);
+	ck_assert_msg(comma_run.st == TPSIM_OK, "%s", comma_run.err);
 	ck_assert_msg(comma_run.len == c_run.len &&
 			      memcmp(comma_run.trace, c_run.trace, c_run.len) ==
 				      0,
