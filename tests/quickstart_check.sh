@@ -62,7 +62,7 @@ for p in gcc meson libcjson-dev libxxhash-dev; do
 		fail "demo does not install $p: $installed"
 done
 for p in check python3-jsonschema cmark-gfm chromium nodejs npm clang \
-	help2man g++; do
+	help2man g++ locales; do
 	echo "$installed" | grep -q " $p\( \|$\)" &&
 		fail "demo installs $p, which only the tests need: $installed"
 done
@@ -75,7 +75,7 @@ installed=$(grep '^apt-get install' "$log") ||
 	fail "test installed nothing: $(cat "$log")"
 # (npm is not asked for: the fake npm on PATH stands for one installed.)
 for p in check python3-jsonschema cmark-gfm chromium nodejs clang help2man \
-	g++; do
+	g++ locales; do
 	echo "$installed" | grep -q " $p\( \|$\)" ||
 		fail "test does not install $p: $installed"
 done

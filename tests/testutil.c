@@ -120,6 +120,29 @@ const char *tu_comma_locale(const char *dir)
 	return "tpsimcomma";
 }
 
+const char *tu_latin1_locale(const char *dir)
+{
+	char cmd[2 * PATH_MAX], before[256];
+	const char *loaded;
+	/* en_US in ISO-8859-1: its LC_CTYPE calls 0xaa (ª) and 0xc2 (Â)
+	 * letters, bytes a UTF-8 "ª" is made of. Needs Debian's locales
+	 * package (the quick start's test job installs it). */
+	snprintf(cmd, sizeof cmd,
+		 "localedef -c -i en_US -f ISO-8859-1 '%s/tpsimlatin1' "
+		 ">/dev/null 2>&1",
+		 dir);
+	(void)system(cmd);
+	ck_assert_int_eq(setenv("LOCPATH", dir, 1), 0);
+	snprintf(before, sizeof before, "%s", setlocale(LC_CTYPE, NULL));
+	loaded = setlocale(LC_CTYPE, "tpsimlatin1");
+	ck_assert_ptr_nonnull(setlocale(LC_CTYPE, before));
+	ck_assert_msg(loaded != NULL,
+		      "localedef made no locale tpsimlatin1 in %s (is the "
+		      "locales package installed?)",
+		      dir);
+	return "tpsimlatin1";
+}
+
 int tu_count_lines(const char *s)
 {
 	int n = 0;

@@ -31,6 +31,9 @@ void tu_rmtree(const char *path);
  * newlocale would leak LOCPATH's copy at each call). Fails the test when
  * localedef cannot make it. Returns its name. */
 const char *tu_comma_locale(const char *dir);
+/* The same for LC_CTYPE: an 8-bit locale (en_US, ISO-8859-1) whose
+ * isalpha takes bytes of UTF-8 letters such as "ª" (c2 aa). */
+const char *tu_latin1_locale(const char *dir);
 
 /* What one tps_cli_main call printed and returned. */
 struct tu_result {

@@ -18,9 +18,11 @@ main_packages="gcc meson ninja-build pkg-config libcjson-dev libxxhash-dev"
 # test), cmark-gfm (md_tables: every Markdown table renders), Debian's
 # chromium, node and npm (tpsim view's browser test), clang's libFuzzer
 # (tools/fuzz.sh, which CI runs after the suite), help2man (tpsim(1),
-# which the install test checks) and g++ (tpsim.h as C++17).
+# which the install test checks), g++ (tpsim.h as C++17) and locales (an
+# 8-bit locale the config test builds with localedef).
 test_packages="$main_packages check python3-jsonschema cmark-gfm"
 test_packages="$test_packages chromium nodejs npm clang help2man g++"
+test_packages="$test_packages locales"
 # The out-of-memory sweep builds without the Check suites.
 oom_packages="$main_packages"
 

@@ -14,7 +14,6 @@
  */
 #include "config_internal.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,15 +21,32 @@
 
 /* ---- "vars" and the overrides ----------------------------------------- */
 
+/* [A-Za-z_] and [A-Za-z0-9_], in ASCII whatever the process's locale
+ * (isalpha would take Latin-1's letters under an 8-bit locale). */
+static bool name_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static bool name_char(char c)
+{
+	return name_start(c) || (c >= '0' && c <= '9');
+}
+
+static bool digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
 static bool valid_var_name(const char *name)
 {
 	size_t len = strlen(name);
 	if (len == 0 || len >= sizeof((struct tps_config_var *)0)->name ||
-	    !(isalpha((unsigned char)name[0]) || name[0] == '_')) {
+	    !name_start(name[0])) {
 		return false;
 	}
 	for (const char *p = name; *p; p++) {
-		if (!(isalnum((unsigned char)*p) || *p == '_')) {
+		if (!name_char(*p)) {
 			return false;
 		}
 	}
@@ -176,12 +192,12 @@ static bool factor(struct expr *e, double *out)
 		char name[sizeof e->run->vars[0].name];
 		const char *start = ++e->p;
 		int k;
-		while (isalnum((unsigned char)*e->p) || *e->p == '_') {
+		while (name_char(*e->p)) {
 			e->p++;
 		}
 		len = (size_t)(e->p - start);
 		if (len == 0 ||
-		    !(isalpha((unsigned char)*start) || *start == '_')) {
+		    !name_start(*start)) {
 			e->p = start;
 			syntax_error(e, "expected a variable name after '$'");
 			return false;
@@ -209,9 +225,9 @@ static bool factor(struct expr *e, double *out)
 		e->p += len;
 		return true;
 	}
-	if (isdigit((unsigned char)*e->p) ||
+	if (digit(*e->p) ||
 	    ((*e->p == '-' || *e->p == '+' || *e->p == '.') &&
-	     isdigit((unsigned char)e->p[1]))) {
+	     digit(e->p[1]))) {
 		syntax_error(e, "expected a number as JSON writes one");
 		return false;
 	}

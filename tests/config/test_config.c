@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <check.h>
+#include <ctype.h>
+#include <locale.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1897,6 +1899,32 @@ static enum tps_status parse_text(const char *text, struct tps_run_spec *spec,
 	return st;
 }
 
+/* Variable names are ASCII ([A-Za-z_][A-Za-z0-9_]*) in every locale: under
+ * an 8-bit one, isalpha took the bytes of a UTF-8 "ª" (c2 aa) for
+ * letters, and "xª" was a name. */
+START_TEST(var_names_are_ascii_whatever_the_locale)
+{
+	const char *dir = tu_tempdir();
+	const char *latin1 = tu_latin1_locale(dir);
+	struct tps_error err = {0};
+	struct tps_run_spec spec = {0};
+	enum tps_status st;
+	ck_assert_ptr_nonnull(setlocale(LC_CTYPE, latin1));
+	ck_assert(isalpha(0xaa)); /* the locale is in force */
+	st = parse_text("{\"tpsim\": 1, \"vars\": {\"x\u00aa\": 4},"
+			" \"mesh\": {\"shape\": [1], \"dim_names\": "
+			"[\"tp\"]}, \"model\": [{\"name\": \"act\", "
+			"\"type\": \"relu\"}], \"input\": {\"shape\": [2, 4]}}",
+			&spec, &err);
+	ck_assert_ptr_nonnull(setlocale(LC_CTYPE, "C"));
+	ck_assert_int_eq(st, TPS_ERR_INPUT);
+	ck_assert_msg(strstr(err.message, "invalid variable name") != NULL,
+		      "%s", err.message);
+	tps_run_spec_free(&spec);
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(model_with_4097_modules_is_refused_as_a_limit)
 {
 	struct tps_error err = {0};
@@ -3380,6 +3408,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, overrides_replace_var_values);
 	tcase_add_test(tc, override_of_an_undefined_var_is_an_error_at_vars);
 	tcase_add_test(tc, more_than_32_vars_is_a_limit);
+	tcase_add_test(tc, var_names_are_ascii_whatever_the_locale);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");
