@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "numfmt_internal.h"
 
 void tps_c_locale_enter(struct tps_c_locale *l)
@@ -40,10 +41,20 @@ static void fix_decimal_point(char *buf)
 	}
 }
 
-static bool reads_back(const char *text, double value, bool is_float)
+/* How a trace's decimal is read back: as a double (strtod, correctly
+ * rounded), then rounded once to the dtype; TPS_DTYPE_COUNT means a
+ * double itself. */
+static bool reads_back(const char *text, double value, int dtype)
 {
-	return is_float ? strtof(text, NULL) == (float)value
-			: strtod(text, NULL) == value;
+	double d = strtod(text, NULL);
+	if (dtype == TPS_DTYPE_F32) {
+		return strtof(text, NULL) == (float)value;
+	}
+	if (dtype == TPS_DTYPE_COUNT) {
+		return d == value;
+	}
+	return tps_dtype_round_double(d, (enum tps_dtype)dtype) ==
+	       (float)value;
 }
 
 /* The p significant digits of "-1.2345e+03" (sign dropped) into digits. */
@@ -125,7 +136,7 @@ static int double_digits_up_to_15(double value)
 
 	snprintf(sci, sizeof sci, "%.14e", value);
 	fix_decimal_point(sci);
-	if (!reads_back(sci, value, false)) {
+	if (!reads_back(sci, value, TPS_DTYPE_COUNT)) {
 		return 0;
 	}
 	e = strchr(sci, 'e');
@@ -139,7 +150,7 @@ static int double_digits_up_to_15(double value)
 }
 
 static size_t format_shortest_c(double value, int max_digits, int max_plain,
-				bool is_float, bool search_only, char *buf)
+				int dtype, bool search_only, char *buf)
 {
 	char sci[TPS_NUMFMT_MAX];
 	const char *e;
@@ -152,19 +163,24 @@ static size_t format_shortest_c(double value, int max_digits, int max_plain,
 		return (size_t)snprintf(buf, TPS_NUMFMT_MAX, "%s",
 					signbit(value) ? "-0" : "0");
 	}
-	/* Below 2^24 (float) or 2^53 (double) every integer is its own
-	 * value and its plain digits are the shortest: one call, for the most
-	 * common values in teaching traces (arange). Larger integers may need
-	 * fewer digits (123456792f is "123456790") and take the search. */
+	/* Below 2^p (p significand bits: 2^24 for a float, 2^53 for a
+	 * double, 2^8 for bfloat16) every integer is its own value and its
+	 * plain digits are the shortest: one call, for the most common values
+	 * in teaching traces (arange). Larger integers may need fewer digits
+	 * (123456792f is "123456790") and take the search. */
 	if (value == floor(value) &&
-	    fabs(value) < (is_float ? 16777216.0 : 9007199254740992.0)) {
+	    fabs(value) < (dtype == TPS_DTYPE_COUNT
+				   ? 9007199254740992.0
+				   : 1.0 / tps_dtype_unit_roundoff(
+						   (enum tps_dtype)dtype))) {
 		return (size_t)snprintf(buf, TPS_NUMFMT_MAX, "%.0f", value);
 	}
 	/* If p digits read back, so do p + 1 (conversions round correctly):
 	 * binary search for the smallest p. */
 	{
 		int lo = 1, hi = max_digits;
-		if (!is_float && !search_only && fabs(value) >= DBL_MIN) {
+		if (dtype == TPS_DTYPE_COUNT && !search_only &&
+		    fabs(value) >= DBL_MIN) {
 			int p15 = double_digits_up_to_15(value);
 			lo = p15 ? p15 : 16;
 			hi = p15 ? p15 : hi;
@@ -173,7 +189,7 @@ static size_t format_shortest_c(double value, int max_digits, int max_plain,
 			int mid = (lo + hi) / 2;
 			snprintf(sci, sizeof sci, "%.*e", mid - 1, value);
 			fix_decimal_point(sci);
-			if (reads_back(sci, value, is_float)) {
+			if (reads_back(sci, value, dtype)) {
 				hi = mid;
 			} else {
 				lo = mid + 1;
@@ -192,12 +208,12 @@ static size_t format_shortest_c(double value, int max_digits, int max_plain,
 
 /* format_shortest_c in the C locale, whatever the process's (numfmt.h). */
 static size_t format_shortest(double value, int max_digits, int max_plain,
-			      bool is_float, bool search_only, char *buf)
+			      int dtype, bool search_only, char *buf)
 {
 	struct tps_c_locale l;
 	size_t n;
 	tps_c_locale_enter(&l);
-	n = format_shortest_c(value, max_digits, max_plain, is_float,
+	n = format_shortest_c(value, max_digits, max_plain, dtype,
 			      search_only, buf);
 	tps_c_locale_leave(&l);
 	return n;
@@ -205,15 +221,23 @@ static size_t format_shortest(double value, int max_digits, int max_plain,
 
 size_t tps_format_float_exact(float value, char *buf)
 {
-	return format_shortest((double)value, 9, 9, true, true, buf);
+	return format_shortest((double)value, 9, 9, TPS_DTYPE_F32, true, buf);
+}
+
+size_t tps_format_dtype(float value, enum tps_dtype d, char *buf)
+{
+	if (d == TPS_DTYPE_F32) {
+		return tps_format_float(value, buf);
+	}
+	return format_shortest((double)value, 9, 9, (int)d, true, buf);
 }
 
 size_t tps_format_double(double value, char *buf)
 {
-	return format_shortest(value, 17, 17, false, false, buf);
+	return format_shortest(value, 17, 17, TPS_DTYPE_COUNT, false, buf);
 }
 
 size_t tps_format_double_exact(double value, char *buf)
 {
-	return format_shortest(value, 17, 17, false, true, buf);
+	return format_shortest(value, 17, 17, TPS_DTYPE_COUNT, true, buf);
 }

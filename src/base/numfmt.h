@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
+
 #define TPS_NUMFMT_MAX 32
 /* The longest text tps_format_float writes: "-0.0000" and 9 digits (the
  * exponent form, "-1.17549435e-38", is 15). The trace size estimate
@@ -27,6 +29,10 @@
 /* buf must hold TPS_NUMFMT_MAX bytes. Returns the length written. */
 size_t tps_format_float(float value, char *buf);
 size_t tps_format_double(double value, char *buf);
+/* A value of dtype d (dtype.h) as the shortest decimal that reads back to
+ * it, read as a double and rounded once to d: bfloat16 0.10009765625 is
+ * "0.1", 33024 is "33000". Float32 is tps_format_float. */
+size_t tps_format_dtype(float value, enum tps_dtype d, char *buf);
 
 /*
  * A size for people, the one form tpsim prints sizes in (tables, summaries,
