@@ -538,6 +538,8 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 	run->rtol = 1e-5;
 	cfg_object(c, root, "tolerance", CFG_OPTIONAL, tol_keys, tolerance_body,
 		   run);
+	run->atol_given = cfg_get(cfg_get(root, "tolerance"), "atol") != NULL;
+	run->rtol_given = cfg_get(cfg_get(root, "tolerance"), "rtol") != NULL;
 }
 
 /* ---- "inject": the classic mistakes, switched on --------------------- */

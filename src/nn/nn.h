@@ -61,6 +61,7 @@
 #include <stdint.h>
 
 #include "arith.h"
+#include "bound.h"
 #include "dtensor.h"
 #include "nn_event.h"
 #include "spec.h"
@@ -104,6 +105,10 @@ struct tps_param {
 	struct tps_dtensor state[2];
 	struct tps_tensor ref_grad;
 	struct tps_tensor ref_state[2];
+	/* The reference's error bounds (bound.h, docs/numerics.md) of its
+	 * global value (zero at setup, then carried through each update),
+	 * of ref_grad and of ref_state. */
+	struct tps_bound ref_bound, ref_grad_bound, ref_state_bound[2];
 };
 
 #define TPS_MODULE_MAX_PARAMS 2
@@ -130,6 +135,56 @@ struct tps_memory_context {
 };
 
 struct tps_module;
+
+/*
+ * The error-bound pass (docs/numerics.md): the reference run again, each
+ * tensor carrying its bound (bound.h). Every tensor it bounds is reported
+ * to a bound sink under the name its trace events have, with the step
+ * and phase, so that a tool can align bounds with events: "<m>.out"
+ * (forward), "loss" (forward), "output.grad", "<m>.in.grad" and
+ * "<param>.grad" (backward), "<param>" after its update (optimizer).
+ */
+struct tps_bound_event {
+	int step;
+	enum tps_phase phase;
+	const char *tensor;
+	const struct tps_tensor *value; /* the reference's */
+	const struct tps_bound *bound;
+};
+
+struct tps_bound_sink {
+	enum tps_status (*emit)(void *ctx, const struct tps_bound_event *ev,
+				struct tps_error *err);
+	void *ctx; /* emit NULL: no sink */
+};
+
+/* What a module's bound rules need to know of the run. */
+struct tps_bound_ctx {
+	struct tps_pool *pool; /* the reference's matmuls' */
+	/* Unit roundoffs (bound.h): a matmul's accumulation, and each
+	 * stored activation and gradient. float32's 2^-24 each for now;
+	 * storage dtypes give their own (tps_dtype_unit_roundoff). */
+	double u_acc, u_act, u_grad;
+	/* The tp group's size (rowwise partial_split adds b / tp on each
+	 * rank), and the factor between the simulation's backward values
+	 * and the reference's: each dp rank's loss is scaled so that the
+	 * dp average gives the global gradient, so its gradients are dp
+	 * times the reference's until the average, and integers stay exact
+	 * only while grad_scale times their sums stays below 2^24. */
+	int tp;
+	double grad_scale;
+	int step;
+	enum tps_phase phase;
+	struct tps_bound_sink sink;
+};
+
+/* Reports a bound to bc's sink under bc's step and phase (no sink: a
+ * no-op). */
+enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
+			       const char *tensor,
+			       const struct tps_tensor *value,
+			       const struct tps_bound *bound,
+			       struct tps_error *err);
 
 struct tps_module_ops {
 	/* The parallel forward: x (redistributed in place as the style needs)
@@ -163,6 +218,31 @@ struct tps_module_ops {
 					      const struct tps_tensor *dy,
 					      struct tps_tensor *dx,
 					      struct tps_error *err);
+	/* The reference with its error bounds (docs/numerics.md has each
+	 * type's rules). bound_forward: *y the bytes reference_forward
+	 * makes, and *ey its bound from x's, ex (on any error both
+	 * untouched); a composite runs its descendants through
+	 * tps_nn_bound_forward_seq. The sequence keeps x and ex in
+	 * ref_saved_in and ref_saved_bound for training. bound_backward:
+	 * reference_backward's dx (NULL: not needed) with its bound *edx,
+	 * and each parameter's ref_grad with its ref_grad_bound, from dy
+	 * and its bound edy. A bound that is "none" gives "none" onward.
+	 * NULL (a type without rules): the sequence runs the reference's
+	 * ops and gives what they make no bound. */
+	enum tps_status (*bound_forward)(struct tps_module *m,
+					 const struct tps_bound_ctx *bc,
+					 const struct tps_tensor *x,
+					 const struct tps_bound *ex,
+					 struct tps_tensor *y,
+					 struct tps_bound *ey,
+					 struct tps_error *err);
+	enum tps_status (*bound_backward)(struct tps_module *m,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *dy,
+					  const struct tps_bound *edy,
+					  struct tps_tensor *dx,
+					  struct tps_bound *edx,
+					  struct tps_error *err);
 	/* Fills out[0..n) with the module's parameters (at most
 	 * TPS_MODULE_MAX_PARAMS), weight first, and returns n. */
 	int (*parameters)(const struct tps_module_spec *spec, int tp_dim,
@@ -196,6 +276,8 @@ struct tps_module {
 	 * brought the module's input (output) through. */
 	struct tps_layout_chain prep_chain;
 	struct tps_tensor ref_saved_in;
+	/* The bound pass's: ref_saved_in's bound (bound_forward). */
+	struct tps_bound ref_saved_bound;
 	/* What a composite keeps besides its input (attention: its q, k
 	 * and v, as the ranks and the reference computed them). */
 	struct tps_dtensor saved_more[3];
@@ -270,6 +352,26 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 					      const struct tps_tensor *dy,
 					      struct tps_tensor *dx,
 					      struct tps_error *err);
+/* The same with error bounds (bound_forward, bound_backward): the values
+ * are the reference's bytes, each with its bound; each module's output
+ * (and in backward each input gradient and parameter gradient) is
+ * reported to bc's sink. */
+enum tps_status tps_nn_bound_forward_seq(struct tps_module *begin,
+					 struct tps_module *end,
+					 const struct tps_bound_ctx *bc,
+					 bool save, const struct tps_tensor *x,
+					 const struct tps_bound *ex,
+					 struct tps_tensor *y,
+					 struct tps_bound *ey,
+					 struct tps_error *err);
+enum tps_status tps_nn_bound_backward_seq(struct tps_module *begin,
+					  struct tps_module *end,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *dy,
+					  const struct tps_bound *edy,
+					  struct tps_tensor *dx,
+					  struct tps_bound *edx,
+					  struct tps_error *err);
 
 /* The ops table of a module type: its descriptor's (module_type.h). */
 const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type);
@@ -378,6 +480,25 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const struct tps_tensor *t,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
+
+/*
+ * The error bounds (bound.h, docs/numerics.md) of tps_loss_value's loss
+ * (the run's, a float) and of tps_loss_grad's dy, from y's bound ey, as
+ * the reference computes them with row_scale: *eloss (a scalar) and *edy
+ * (y's shape). sim_scale: the row weights the simulation uses, which are
+ * dp times row_scale (each dp rank's loss scaled for the dp average);
+ * loss: the reference's loss; u: the gradient's unit roundoff.
+ * cross_entropy has no rule here (no bound). On error the outputs are
+ * untouched.
+ */
+enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
+			       const struct tps_bound *ey,
+			       const struct tps_tensor *t,
+			       const double *row_scale,
+			       const double *sim_scale, int dp, double loss,
+			       const struct tps_tensor *dy, double u,
+			       struct tps_bound *eloss, struct tps_bound *edy,
+			       struct tps_error *err);
 
 /*
  * Cross-entropy over class-sharded logits, PyTorch's loss_parallel
