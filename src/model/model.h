@@ -93,6 +93,20 @@ enum tps_status tps_model_init_meta(struct tps_model *model,
 				    struct tps_error *err);
 void tps_model_free(struct tps_model *model);
 
+/*
+ * One optimizer step of one parameter's values p (a rank's shard, or the
+ * reference's global value) from grad and its state arrays, in the dtypes
+ * dt (spec.h): with master (the master_params copy; NULL when none is
+ * kept) the step updates master, stored in master_params, and p becomes
+ * its rounding to params; without, it updates p, stored in params. The
+ * state is stored in optimizer_state. p, master and grad have the same
+ * number of elements; the ranks and the reference share this code.
+ */
+void tps_model_update(const struct tps_optimizer_spec *opt, int64_t t,
+		      const struct tps_dtypes *dt, struct tps_tensor *p,
+		      struct tps_tensor *master, const float *grad,
+		      float *const *state);
+
 /* Emits one setup event per parameter, in module order. */
 enum tps_status tps_model_emit_setup(const struct tps_model *model,
 				     struct tps_event_sink sink,

@@ -103,7 +103,7 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(6, 2, vals);
 	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep, NULL),
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, &rep, NULL),
 		TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? sum1 : sum0, 2);
@@ -113,7 +113,7 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	free_all(l, 6);
 	l = vectors(6, 2, vals);
 	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_AVG, NULL, NULL),
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_AVG, TPS_COMM_F32, NULL, NULL),
 		TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? avg1 : avg0, 2);
@@ -121,7 +121,7 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	free_all(l, 6);
 	l = vectors(6, 2, vals);
 	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_MAX, NULL, NULL),
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_MAX, TPS_COMM_F32, NULL, NULL),
 		TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? max1 : max0, 2);
@@ -140,7 +140,7 @@ START_TEST(all_reduce_sums_in_ascending_group_order)
 	const float want[1] = {1.0f};
 	struct tps_tensor *l = vectors(3, 1, vals);
 	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, NULL),
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, NULL, NULL),
 		TPS_OK);
 	for (int r = 0; r < 3; r++) {
 		assert_vec(&l[r], want, 1);
@@ -172,7 +172,7 @@ START_TEST(all_reduce_on_a_pool_keeps_the_ascending_order_per_element)
 			ck_assert_int_eq(tps_pool_new(&pool, counts[c], NULL),
 					 TPS_OK);
 			m.pool = pool;
-			ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, ops[o],
+			ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, ops[o], TPS_COMM_F32,
 							     NULL, NULL),
 					 TPS_OK);
 			for (int r = 0; r < 3; r++) {
@@ -213,7 +213,7 @@ START_TEST(reduce_scatter_keeps_chunk_i)
 		}
 	}
 	l = vectors(6, 5, vals);
-	ck_assert_int_eq(tps_comm_reduce_scatter(&m, 2, l, TPS_REDUCE_SUM, 0,
+	ck_assert_int_eq(tps_comm_reduce_scatter(&m, 2, l, TPS_REDUCE_SUM, TPS_COMM_F32, 0,
 						 &rep, NULL),
 			 TPS_OK);
 	assert_vec(&l[0], g0_0, 3);
@@ -308,7 +308,7 @@ START_TEST(reduce_scatter_in_blocks_keeps_blocks_whole)
 	}
 	l = vectors(2, 10, vals);
 	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
-				 &m, 1, l, TPS_REDUCE_SUM, 0, 2, &rep, NULL),
+				 &m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, 0, 2, &rep, NULL),
 			 TPS_OK);
 	assert_vec(&l[0], r0, 6);
 	assert_vec(&l[1], r1, 4);
@@ -333,7 +333,7 @@ START_TEST(reduce_scatter_in_blocks_leaves_trailing_ranks_empty)
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(3, 6, vals);
 	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
-				 &m, 1, l, TPS_REDUCE_SUM, 0, 3, &rep, NULL),
+				 &m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, 0, 3, &rep, NULL),
 			 TPS_OK);
 	assert_vec(&l[0], r0, 3);
 	assert_vec(&l[1], r1, 3);
@@ -421,7 +421,7 @@ START_TEST(blocks_that_do_not_divide_the_dim_fail_and_leave_buffers)
 	struct tps_error err = {0};
 	struct tps_tensor *l = vectors(2, 5, vals);
 	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
-				 &m, 1, l, TPS_REDUCE_SUM, 0, 2, NULL, &err),
+				 &m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, 0, 2, NULL, &err),
 			 TPS_ERR_SHAPE);
 	ck_assert_msg(strstr(err.message, "5 elements, not a whole number "
 					  "of blocks of 2") != NULL,
@@ -444,7 +444,7 @@ START_TEST(group_of_one_moves_nothing)
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(1, 2, vals);
 	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep, NULL),
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, &rep, NULL),
 		TPS_OK);
 	assert_vec(&l[0], vals, 2);
 	ck_assert_int_eq(rep.bytes_per_rank, 0);
@@ -463,7 +463,7 @@ START_TEST(mismatched_shapes_fail_and_leave_buffers)
 	ck_assert_int_eq(tps_tensor_init(&l[1], &sb, NULL), TPS_OK);
 	l[0].data[0] = 7;
 	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, &err),
+		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, TPS_COMM_F32, NULL, &err),
 		TPS_ERR_SHAPE);
 	ck_assert_ptr_nonnull(strstr(err.message, "(2)"));
 	ck_assert_int_eq(l[0].shape.dim[0], 2);
