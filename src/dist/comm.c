@@ -210,8 +210,7 @@ static void sum_chunk(void *opaque, int64_t chunk)
 	enum tps_dtype sum = job->dt.sum;
 	if (sum == TPS_DTYPE_F32) {
 		for (int i = 0; i < job->run->n; i++) {
-			const float *x =
-				job->locals[job->run->members[i]].data;
+			const float *x = job->locals[job->run->members[i]].data;
 			for (int64_t e = lo; e < hi; e++) {
 				acc[e] += x[e];
 			}
@@ -220,8 +219,7 @@ static void sum_chunk(void *opaque, int64_t chunk)
 		/* Each value as the sum's dtype holds it, each partial sum
 		 * rounded (comm.h). */
 		for (int i = 0; i < job->run->n; i++) {
-			const float *x =
-				job->locals[job->run->members[i]].data;
+			const float *x = job->locals[job->run->members[i]].data;
 			for (int64_t e = lo; e < hi; e++) {
 				acc[e] = tps_dtype_round(
 					acc[e] + tps_dtype_round(x[e], sum),
@@ -238,12 +236,10 @@ static void sum_chunk(void *opaque, int64_t chunk)
 	tps_dtype_round_array(acc + lo, hi - lo, job->dt.store);
 }
 
-static enum tps_status reduce_group(const struct comm_run *run,
-				    const struct tps_tensor *locals,
-				    enum tps_reduce_op op,
-				    struct tps_comm_dtypes dt,
-				    struct tps_tensor *out,
-				    struct tps_error *err)
+static enum tps_status
+reduce_group(const struct comm_run *run, const struct tps_tensor *locals,
+	     enum tps_reduce_op op, struct tps_comm_dtypes dt,
+	     struct tps_tensor *out, struct tps_error *err)
 {
 	const struct tps_tensor *first = &locals[run->members[0]];
 	struct tps_tensor acc;
@@ -275,8 +271,9 @@ static enum tps_status reduce_group(const struct comm_run *run,
 		/* zeroed */
 		st = tps_tensor_init_like(&acc, &first->shape, first, err);
 		if (st == TPS_OK && acc.data) {
-			struct sum_job job = {run, locals, &acc, op, dt,
-					      tps_tensor_numel(&acc)};
+			struct sum_job job = {run,  locals,
+					      &acc, op,
+					      dt,   tps_tensor_numel(&acc)};
 			tps_pool_for(run->mesh->pool,
 				     (job.numel + SUM_CHUNK - 1) / SUM_CHUNK,
 				     sum_chunk, &job);
@@ -340,14 +337,11 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 	return run_end(&run, locals, st, TPS_COMM_ALL_REDUCE, report);
 }
 
-enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
-					unsigned mask,
-					struct tps_tensor *locals,
-					enum tps_reduce_op op,
-					struct tps_comm_dtypes dt,
-					int tensor_dim,
-					struct tps_comm_report *report,
-					struct tps_error *err)
+enum tps_status
+tps_comm_reduce_scatter(const struct tps_mesh *mesh, unsigned mask,
+			struct tps_tensor *locals, enum tps_reduce_op op,
+			struct tps_comm_dtypes dt, int tensor_dim,
+			struct tps_comm_report *report, struct tps_error *err)
 {
 	return tps_comm_reduce_scatter_blocks(mesh, mask, locals, op, dt,
 					      tensor_dim, 1, report, err);

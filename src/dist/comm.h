@@ -96,14 +96,11 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 
 /* Reduces as all_reduce, then local rank i keeps chunk i along tensor_dim
  * (the tps_chunk_range rule). */
-enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
-					unsigned mask,
-					struct tps_tensor *locals,
-					enum tps_reduce_op op,
-					struct tps_comm_dtypes dt,
-					int tensor_dim,
-					struct tps_comm_report *report,
-					struct tps_error *err);
+enum tps_status
+tps_comm_reduce_scatter(const struct tps_mesh *mesh, unsigned mask,
+			struct tps_tensor *locals, enum tps_reduce_op op,
+			struct tps_comm_dtypes dt, int tensor_dim,
+			struct tps_comm_report *report, struct tps_error *err);
 /* The same with the chunks in whole blocks of `block` elements along
  * tensor_dim (tps_chunk_range_blocks: shard(d,block=b)); block 1 is the call
  * above. TPS_ERR_SHAPE when the dim is not a multiple of block. */

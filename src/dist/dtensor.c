@@ -545,7 +545,9 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 		 * chunks of chunks. Gather, then split in the new blocks. */
 		st = step(dt, i, tps_placement_replicate(), dtypes, observer,
 			  ctx, err);
-		return st == TPS_OK ? step(dt, i, to, dtypes, observer, ctx, err) : st;
+		return st == TPS_OK
+			       ? step(dt, i, to, dtypes, observer, ctx, err)
+			       : st;
 	}
 	if (from.kind == TPS_PLACEMENT_PARTIAL) {
 		st = to.kind == TPS_PLACEMENT_REPLICATE
@@ -592,14 +594,12 @@ enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 			dt->placements[i].kind == TPS_PLACEMENT_REPLICATE;
 		if (!tps_placement_equal(dt->placements[i], target[i]) &&
 		    !local_split) {
-			st = step(dt, i, target[i], dtypes, observer, ctx,
-				  err);
+			st = step(dt, i, target[i], dtypes, observer, ctx, err);
 		}
 	}
 	for (int i = 0; i < mesh->ndim && st == TPS_OK; i++) {
 		if (!tps_placement_equal(dt->placements[i], target[i])) {
-			st = step(dt, i, target[i], dtypes, observer, ctx,
-				  err);
+			st = step(dt, i, target[i], dtypes, observer, ctx, err);
 		}
 	}
 	return st;

@@ -393,8 +393,21 @@ struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
 	return tps_model_spec_output_shape(spec);
 }
 
-/* An input or a target, as the ranks' data loaders hand it over: in the
- * activations dtype (token ids and class ids stay whole numbers). */
+enum tps_dtype tps_model_input_dtype(const struct tps_model_spec *spec)
+{
+	return tps_model_takes_tokens(spec)
+		       ? TPS_DTYPE_F32
+		       : spec->dtypes.of[TPS_ROLE_ACTIVATIONS];
+}
+
+enum tps_dtype tps_model_target_dtype(const struct tps_model_spec *spec)
+{
+	return spec->loss == TPS_LOSS_CROSS_ENTROPY
+		       ? TPS_DTYPE_F32
+		       : spec->dtypes.of[TPS_ROLE_ACTIVATIONS];
+}
+
+/* An input or a target, as the ranks' data loaders hand it over. */
 static void round_stored(struct tps_tensor *t, enum tps_dtype d)
 {
 	if (t->data) {
@@ -415,8 +428,8 @@ enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 			: tps_model_init_tensor(input, &spec->input_shape,
 						spec->input_init, a, "input",
 						err);
-	if (st == TPS_OK && !tokens) {
-		round_stored(input, spec->dtypes.of[TPS_ROLE_ACTIVATIONS]);
+	if (st == TPS_OK) {
+		round_stored(input, tps_model_input_dtype(spec));
 	}
 	return st;
 }
@@ -437,8 +450,8 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 		     ? tps_tensor_copy(target, &spec->target_values, err)
 		     : tps_model_init_tensor(target, &shape, spec->target_init,
 					     a, "target", err);
-	if (st == TPS_OK && !ids) {
-		round_stored(target, spec->dtypes.of[TPS_ROLE_ACTIVATIONS]);
+	if (st == TPS_OK) {
+		round_stored(target, tps_model_target_dtype(spec));
 	}
 	return st;
 }

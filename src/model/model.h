@@ -118,7 +118,13 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
  * its last dim. */
 struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec);
 
-/* The global model input, from spec->input_init with a = 1. */
+/* The dtype the input and the target are stored in: the activations',
+ * but float32 for token ids and class ids (whole numbers up to 2^24). */
+enum tps_dtype tps_model_input_dtype(const struct tps_model_spec *spec);
+enum tps_dtype tps_model_target_dtype(const struct tps_model_spec *spec);
+
+/* The global model input, from spec->input_init with a = 1, in
+ * tps_model_input_dtype. */
 enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 				     struct tps_tensor *input,
 				     struct tps_error *err);

@@ -154,9 +154,8 @@ static enum tps_status train_step(struct tps_model *model,
 	}
 	if (st == TPS_OK && dy.data) {
 		/* Stored as the ranks store their output.grad. */
-		tps_dtype_round_array(
-			dy.data, tps_tensor_numel(&dy),
-			model->spec->dtypes.of[TPS_ROLE_GRADS]);
+		tps_dtype_round_array(dy.data, tps_tensor_numel(&dy),
+				      model->spec->dtypes.of[TPS_ROLE_GRADS]);
 	}
 	free(scale);
 	if (st == TPS_OK) {

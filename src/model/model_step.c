@@ -15,9 +15,9 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
-				     phase,	  false,	0,    NULL,
-				     spec->dtypes};
+	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink,
+				     step,	  phase,	false,
+				     0,		  NULL,		spec->dtypes};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
 	/* One mistake at a time (config.c): the lowest set bit. */
 	for (int m = 0; tps_mistake_names[m]; m++) {
@@ -551,9 +551,9 @@ static enum tps_status dp_average(const struct tps_nn_context *ctx,
 	 * and stored in the grads dtype. */
 	struct tps_comm_dtypes dt = {ctx->dtypes.of[TPS_ROLE_REDUCE],
 				     ctx->dtypes.of[TPS_ROLE_GRADS]};
-	enum tps_status st = tps_comm_all_reduce(
-		ctx->mesh, mask, p->grad.locals, TPS_REDUCE_AVG, dt, &report,
-		err);
+	enum tps_status st =
+		tps_comm_all_reduce(ctx->mesh, mask, p->grad.locals,
+				    TPS_REDUCE_AVG, dt, &report, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -606,8 +606,7 @@ static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
 	for (int k = 0; k < job->states; k++) {
 		state[k] = p->state[k].locals[r].data;
 	}
-	tps_model_update(job->opt, job->t, job->dtypes,
-			 &p->value.locals[r],
+	tps_model_update(job->opt, job->t, job->dtypes, &p->value.locals[r],
 			 p->master.locals ? &p->master.locals[r] : NULL,
 			 p->grad.locals[r].data, state);
 	return TPS_OK;
@@ -651,10 +650,9 @@ static enum tps_status optimizer(struct tps_model *model,
 		}
 		/* The master copy, from the parameter at the first step. */
 		if (st == TPS_OK && master && !p->master.locals) {
-			st = tps_dtensor_map(&p->master, ctx.mesh,
-					     &p->value.global,
-					     p->value.placements, copy_rank,
-					     &p->value, err);
+			st = tps_dtensor_map(
+				&p->master, ctx.mesh, &p->value.global,
+				p->value.placements, copy_rank, &p->value, err);
 		}
 		job.p = p;
 		if (st == TPS_OK) {
@@ -726,8 +724,14 @@ static enum tps_status collect_training(const struct tps_model *model,
 		 * gradient is the assembled one over dp. */
 		st = assembled(model, dinput, &out->grads[n], err);
 		if (st == TPS_OK && model->dp > 1) {
-			tps_tensor_scale(&out->grads[n],
-					 1.0f / (float)model->dp);
+			struct tps_tensor *g = &out->grads[n];
+			tps_tensor_scale(g, 1.0f / (float)model->dp);
+			/* A gradient: stored in the grads dtype. */
+			if (g->data) {
+				tps_dtype_round_array(
+					g->data, tps_tensor_numel(g),
+					model->spec->dtypes.of[TPS_ROLE_GRADS]);
+			}
 		}
 	}
 	return st;

@@ -135,9 +135,8 @@ enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
 				    const char *note, struct tps_error *err)
 {
 	struct layout_observer o = {ctx, module, tensor, note, false};
-	enum tps_status st =
-		tps_dtensor_redistribute(x, target, tps_nn_comm_dtypes(ctx),
-					 on_step, &o, err);
+	enum tps_status st = tps_dtensor_redistribute(
+		x, target, tps_nn_comm_dtypes(ctx), on_step, &o, err);
 	/* dtensor's own messages lack the place; the sink's name it. The
 	 * model output's module is "output" too: named once. */
 	if (st != TPS_OK && !o.sink_failed) {

@@ -396,10 +396,12 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 enum tps_status tps_nn_emit_mistaken_event(const struct tps_nn_context *ctx,
 					   struct tps_event *ev,
 					   struct tps_error *err);
-enum tps_status tps_nn_emit_mistaken_compute(
-	const struct tps_nn_context *ctx, const char *module, const char *op,
-	const char *tensor, const char *note, struct tps_dtensor *value,
-	struct tps_error *err);
+enum tps_status tps_nn_emit_mistaken_compute(const struct tps_nn_context *ctx,
+					     const char *module, const char *op,
+					     const char *tensor,
+					     const char *note,
+					     struct tps_dtensor *value,
+					     struct tps_error *err);
 
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);

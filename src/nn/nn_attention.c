@@ -449,8 +449,9 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 	}
 	if (st == TPS_OK && a.data) {
 		/* Stored as the ranks store their heads' event. */
-		tps_dtype_round_array(a.data, tps_tensor_numel(&a),
-				      tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+		tps_dtype_round_array(
+			a.data, tps_tensor_numel(&a),
+			tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
 	}
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);

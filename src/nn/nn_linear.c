@@ -754,10 +754,10 @@ static enum tps_status linear_reference_forward(struct tps_module *m,
 	enum tps_dtype act = tps_module_dtype(m, TPS_ROLE_ACTIVATIONS);
 	enum tps_status st;
 	if (act == TPS_DTYPE_F32 || !m->spec->bias) {
-		return tps_tensor_linear(
-			y, x, &m->params[WEIGHT].global,
-			m->spec->bias ? &m->params[BIAS].global : NULL, pool,
-			err);
+		return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
+					 m->spec->bias ? &m->params[BIAS].global
+						       : NULL,
+					 pool, err);
 	}
 	/* The ranks store the matmul, then add the bias and store again
 	 * (nn.h): two roundings, the same here. */

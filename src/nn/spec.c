@@ -26,8 +26,8 @@ const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
 const char *const tps_trace_values_names[] = {"full", "summary", "none", NULL};
 const char *const tps_compute_names[] = {"values", "symbolic", NULL};
 const char *const tps_dtype_role_names[] = {
-	"params", "master_params",   "activations",
-	"grads",  "optimizer_state", "reduce",	    NULL};
+	"params",	   "master_params", "activations", "grads",
+	"optimizer_state", "reduce",	    NULL};
 static_assert(sizeof tps_dtype_role_names / sizeof *tps_dtype_role_names ==
 		      TPS_DTYPE_ROLE_COUNT + 1,
 	      "a name for every dtype role");
@@ -44,8 +44,9 @@ bool tps_dtypes_all_f32(const struct tps_dtypes *d)
 
 int tps_dtypes_exact_bits(const struct tps_dtypes *d)
 {
-	static const int bits[TPS_DTYPE_COUNT] = {
-		[TPS_DTYPE_F32] = 24, [TPS_DTYPE_BF16] = 8, [TPS_DTYPE_F16] = 11};
+	static const int bits[TPS_DTYPE_COUNT] = {[TPS_DTYPE_F32] = 24,
+						  [TPS_DTYPE_BF16] = 8,
+						  [TPS_DTYPE_F16] = 11};
 	int least = 24;
 	for (int i = 0; i < TPS_DTYPE_ROLE_COUNT; i++) {
 		least = bits[d->of[i]] < least ? bits[d->of[i]] : least;

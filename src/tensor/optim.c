@@ -16,8 +16,8 @@ int tps_optim_state_count(const struct tps_optimizer_spec *o)
 }
 
 static void sgd_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
-		     const float *grad, float *buf, int64_t n, enum tps_dtype pd,
-		     enum tps_dtype sd)
+		     const float *grad, float *buf, int64_t n,
+		     enum tps_dtype pd, enum tps_dtype sd)
 {
 	const float wd = (float)o->weight_decay;
 	const float momentum = (float)o->momentum;
@@ -58,7 +58,8 @@ static void adamw_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 			q = q * decay;
 		}
 		m[i] = tps_dtype_round(m[i] + w1 * (grad[i] - m[i]), sd);
-		v[i] = tps_dtype_round(v[i] * b2 + (w2 * grad[i]) * grad[i], sd);
+		v[i] = tps_dtype_round(v[i] * b2 + (w2 * grad[i]) * grad[i],
+				       sd);
 		denom = sqrtf(v[i]) / bc2_sqrt + eps;
 		p[i] = tps_dtype_round(q + (neg_step * m[i]) / denom, pd);
 	}
@@ -70,8 +71,8 @@ void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 {
 	switch (o->type) {
 	case TPS_OPTIMIZER_SGD:
-		sgd_step(o, t, p, grad, o->momentum != 0.0 ? state[0] : NULL,
-			 n, p_dtype, state_dtype);
+		sgd_step(o, t, p, grad, o->momentum != 0.0 ? state[0] : NULL, n,
+			 p_dtype, state_dtype);
 		return;
 	case TPS_OPTIMIZER_ADAMW:
 		adamw_step(o, t, p, grad, state[0], state[1], n, p_dtype,
