@@ -856,6 +856,12 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		{{{"\"step\":0,", "\"step\":-3,"}},
 		 1,
 		 "/events/1/step: expected a step number from 0, got -3"},
+		/* An event's dtype (issue 17). */
+		{{{"\"tensor\":\"fc.in\",", "\"tensor\":\"fc.in\",\"dtype\":"
+						"\"bf16\","}},
+		 1,
+		 "/events/1/dtype: expected float32, bfloat16 or float16, got "
+		 "\"bf16\""},
 		/* The mesh every rank is checked against. */
 		{{{"\"world_size\":2", "\"world_size\":3"}},
 		 1,
