@@ -11,7 +11,8 @@
  *   sampler, mode, then in training only: steps, loss, target (mse only:
  *   init, seed), optimizer (type and every field of that type), dp_grad;
  *   then inject (when given), links (every mesh dim, in mesh order),
- *   device, trace, tolerance.
+ *   device, trace, tolerance, dtype (every role, when any is not
+ *   float32).
  */
 #include "config_internal.h"
 #include "module_type.h"
@@ -350,6 +351,15 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 	o = put_object(&b, n, "tolerance");
 	put_number(&b, o, "atol", run->atol);
 	put_number(&b, o, "rtol", run->rtol);
+	if (!tps_dtypes_all_f32(&s->dtypes)) {
+		/* Every role, when any is not float32: a float32 run's
+		 * config stays as it was before dtypes. */
+		o = put_object(&b, n, "dtype");
+		for (int r = 0; r < TPS_DTYPE_ROLE_COUNT; r++) {
+			put_string(&b, o, tps_dtype_role_names[r],
+				   tps_dtype_names[s->dtypes.of[r]]);
+		}
+	}
 	if (b.oom) {
 		cJSON_Delete(n);
 		return NULL;

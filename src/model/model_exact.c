@@ -52,8 +52,10 @@
 
 #include "model.h"
 
-/* Integers are exact in float32 below this magnitude. */
-#define EXACT_LIMIT 16777216.0f /* 2^24 */
+/* Integers are exact in float32 below 2^24; a run with a narrower dtype
+ * (spec.h) stores and sums them exactly below 2^bits of the narrowest
+ * (2^8 with a bfloat16 role, 2^11 with a float16 one): that is its
+ * limit (tps_dtypes_exact_bits). */
 
 /* A value as the proof sees it: exact, with its bound, or not. */
 struct bound {
@@ -72,6 +74,7 @@ struct exact_run {
 	/* Per parameter: this step's gradient is exact. */
 	bool *grad_ok;
 	bool training;
+	float limit; /* 2^24, or less with narrower dtypes (above) */
 };
 
 static void bound_free(struct bound *b)
@@ -87,8 +90,8 @@ static struct bound inexact(void)
 	return b;
 }
 
-/* Every element of t is an integer of magnitude below 2^24. */
-static bool integral(const struct tps_tensor *t)
+/* Every element of t is an integer of magnitude below the limit. */
+static bool integral(const struct tps_tensor *t, float limit)
 {
 	int64_t n = tps_tensor_numel(t);
 	if (t->meta) {
@@ -96,19 +99,19 @@ static bool integral(const struct tps_tensor *t)
 	}
 	for (int64_t i = 0; i < n; i++) {
 		float v = t->data[i];
-		if (!(fabsf(v) < EXACT_LIMIT) || v != truncf(v)) {
+		if (!(fabsf(v) < limit) || v != truncf(v)) {
 			return false;
 		}
 	}
 	return true;
 }
 
-/* Every element of a bound is below 2^24. */
-static bool below_limit(const struct tps_tensor *t)
+/* Every element of a bound is below the limit. */
+static bool below_limit(const struct tps_tensor *t, float limit)
 {
 	int64_t n = tps_tensor_numel(t);
 	for (int64_t i = 0; i < n; i++) {
-		if (!(t->data[i] < EXACT_LIMIT)) {
+		if (!(t->data[i] < limit)) {
 			return false;
 		}
 	}
@@ -140,10 +143,11 @@ static enum tps_status bound_copy(struct bound *b, const struct bound *a,
 }
 
 /* Settles *b from a computed bound: exact when its computation succeeded
- * and every element is below 2^24. */
-static void settle(struct bound *b, enum tps_status st)
+ * and every element is below r's limit. */
+static void settle(const struct exact_run *r, struct bound *b,
+		   enum tps_status st)
 {
-	b->exact = st == TPS_OK && below_limit(&b->t);
+	b->exact = st == TPS_OK && below_limit(&b->t, r->limit);
 	if (!b->exact) {
 		tps_tensor_free(&b->t);
 	}
@@ -200,7 +204,7 @@ static enum tps_status linear_forward(const struct exact_run *r,
 	}
 	tps_tensor_free(&w);
 	tps_tensor_free(&b);
-	settle(y, st);
+	settle(r, y, st);
 	return st;
 }
 
@@ -228,7 +232,7 @@ static enum tps_status embedding_forward(const struct exact_run *r,
 				fabsf(w->data[id * width + j]);
 		}
 	}
-	settle(y, st);
+	settle(r, y, st);
 	return st;
 }
 
@@ -249,7 +253,7 @@ static enum tps_status residual_forward(struct exact_run *r,
 		if (st == TPS_OK) {
 			tps_tensor_add(&y->t, &h.t);
 		}
-		settle(y, st);
+		settle(r, y, st);
 	}
 	bound_free(&xb);
 	bound_free(&h);
@@ -325,13 +329,13 @@ static enum tps_status linear_backward(struct exact_run *r,
 	if (x->exact) {
 		st = tps_tensor_linear_backward_weight(&g.t, &dy->t, &x->t,
 						       r->pool, err);
-		settle(&g, st);
+		settle(r, &g, st);
 		r->grad_ok[param_index(r, m, 0)] = g.exact;
 		bound_free(&g);
 	}
 	if (st == TPS_OK && m->spec->bias) {
 		st = tps_tensor_sum_rows(&g.t, &dy->t, err);
-		settle(&g, st);
+		settle(r, &g, st);
 		r->grad_ok[param_index(r, m, 1)] = g.exact;
 		bound_free(&g);
 	}
@@ -341,7 +345,7 @@ static enum tps_status linear_backward(struct exact_run *r,
 			st = tps_tensor_linear_backward_input(&dx->t, &dy->t,
 							      &w, r->pool, err);
 		}
-		settle(dx, st);
+		settle(r, dx, st);
 	}
 	tps_tensor_free(&w);
 	return st;
@@ -369,7 +373,7 @@ static enum tps_status embedding_backward(struct exact_run *r,
 			g.t.data[id * width + j] += dy->t.data[i * width + j];
 		}
 	}
-	settle(&g, st);
+	settle(r, &g, st);
 	r->grad_ok[param_index(r, m, 0)] = g.exact;
 	bound_free(&g);
 	return st;
@@ -392,7 +396,7 @@ static enum tps_status residual_backward(struct exact_run *r,
 		if (st == TPS_OK) {
 			tps_tensor_add(&dx->t, &dh.t);
 		}
-		settle(dx, st);
+		settle(r, dx, st);
 	}
 	bound_free(&db);
 	bound_free(&dh);
@@ -483,8 +487,14 @@ enum tps_status tps_model_exact_step(struct tps_model *model,
 	const struct tps_model_spec *spec = model->spec;
 	bool training = spec->mode == TPS_MODE_TRAINING;
 	int n = model->n_params;
-	struct exact_run r = {model, spec->mesh.pool, NULL,
-			      NULL,  grad_ok,	      training};
+	struct exact_run r = {
+		model,
+		spec->mesh.pool,
+		NULL,
+		NULL,
+		grad_ok,
+		training,
+		ldexpf(1.0f, tps_dtypes_exact_bits(&spec->dtypes))};
 	struct bound x = inexact(), y = inexact(), dy = inexact(),
 		     dx = inexact();
 	bool *ok = calloc((size_t)(n > 0 ? n : 1), sizeof *ok);
@@ -497,11 +507,12 @@ enum tps_status tps_model_exact_step(struct tps_model *model,
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		ok[i] = param_equal[i] && integral(&model->params[i].global);
+		ok[i] = param_equal[i] &&
+			integral(&model->params[i].global, r.limit);
 		grad_ok[i] = false;
 	}
 	r.param_ok = ok;
-	if (integral(input)) {
+	if (integral(input, r.limit)) {
 		st = abs_of(&x.t, input, err);
 		x.exact = st == TPS_OK;
 	}

@@ -88,7 +88,9 @@ static enum tps_status optimizer(struct tps_model *model, int step,
 				 struct tps_error *err)
 {
 	const struct tps_optimizer_spec *opt = &model->spec->optimizer;
+	const struct tps_dtypes *dt = &model->spec->dtypes;
 	int states = tps_optim_state_count(opt);
+	bool master = dt->of[TPS_ROLE_MASTER_PARAMS] != dt->of[TPS_ROLE_PARAMS];
 	enum tps_status st = TPS_OK;
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
 		struct tps_param *p = &model->params[i];
@@ -101,10 +103,14 @@ static enum tps_status optimizer(struct tps_model *model, int step,
 			}
 			state[k] = p->ref_state[k].data;
 		}
+		/* The master copy, as the ranks make theirs. */
+		if (st == TPS_OK && master && !p->ref_master.data) {
+			st = tps_tensor_copy(&p->ref_master, &p->global, err);
+		}
 		if (st == TPS_OK) {
-			tps_optim_step(opt, step + 1, p->global.data,
-				       p->ref_grad.data, state,
-				       tps_tensor_numel(&p->global));
+			tps_model_update(opt, step + 1, dt, &p->global,
+					 master ? &p->ref_master : NULL,
+					 p->ref_grad.data, state);
 		}
 	}
 	return st;
@@ -145,6 +151,11 @@ static enum tps_status train_step(struct tps_model *model,
 						  scale);
 		st = tps_loss_grad(model->spec->loss, y, target, scale, &dy,
 				   err);
+	}
+	if (st == TPS_OK && dy.data) {
+		/* Stored as the ranks store their output.grad. */
+		tps_dtype_round_array(dy.data, tps_tensor_numel(&dy),
+				      model->spec->dtypes.of[TPS_ROLE_GRADS]);
 	}
 	free(scale);
 	if (st == TPS_OK) {

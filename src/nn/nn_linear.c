@@ -215,6 +215,7 @@ static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
 {
 	const struct tps_param *w = &m->params[WEIGHT];
 	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_nn_context pctx = *ctx;
 	struct tps_event ev = {0};
 	enum tps_status st;
 	int right = w->value.placements[ctx->tp_dim].dim;
@@ -241,7 +242,9 @@ static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
 			       "where rowwise splits its columns (input "
 			       "features)";
 	ev.value = wrong;
-	st = tps_nn_emit_mistaken_event(ctx, &ev, err);
+	/* A weight in the forward phase: its dtype is the params'. */
+	pctx.dtypes.of[TPS_ROLE_ACTIVATIONS] = ctx->dtypes.of[TPS_ROLE_PARAMS];
+	st = tps_nn_emit_mistaken_event(&pctx, &ev, err);
 	if (st != TPS_OK) {
 		tps_dtensor_free(wrong);
 	}
@@ -663,7 +666,7 @@ static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
 	if (st == TPS_OK) {
 		st = tps_comm_all_reduce(ctx->mesh, 1u << ctx->tp_dim,
 					 p->grad.locals, TPS_REDUCE_SUM,
-					 &report, err);
+					 tps_nn_comm_dtypes(ctx), &report, err);
 		if (st != TPS_OK) {
 			tps_error_prefix(err, "%s: all_reduce over tp", name);
 		}
@@ -748,9 +751,23 @@ static enum tps_status linear_reference_forward(struct tps_module *m,
 						struct tps_tensor *y,
 						struct tps_error *err)
 {
-	return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
-				 m->spec->bias ? &m->params[BIAS].global : NULL,
-				 pool, err);
+	enum tps_dtype act = tps_module_dtype(m, TPS_ROLE_ACTIVATIONS);
+	enum tps_status st;
+	if (act == TPS_DTYPE_F32 || !m->spec->bias) {
+		return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
+					 m->spec->bias ? &m->params[BIAS].global
+						       : NULL,
+					 pool, err);
+	}
+	/* The ranks store the matmul, then add the bias and store again
+	 * (nn.h): two roundings, the same here. */
+	st = tps_tensor_linear(y, x, &m->params[WEIGHT].global, NULL, pool,
+			       err);
+	if (st == TPS_OK && y->data) {
+		tps_dtype_round_array(y->data, tps_tensor_numel(y), act);
+		tps_tensor_add_bias(y, &m->params[BIAS].global, 1.0f);
+	}
+	return st;
 }
 
 static enum tps_status linear_reference_backward(struct tps_module *m,

@@ -215,6 +215,49 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 	return st;
 }
 
+enum tps_dtype tps_module_dtype(const struct tps_module *m,
+				enum tps_dtype_role r)
+{
+	return m->dtypes ? m->dtypes->of[r] : TPS_DTYPE_F32;
+}
+
+static void round_tensor(struct tps_tensor *t, enum tps_dtype d)
+{
+	if (t->data) {
+		tps_dtype_round_array(t->data, tps_tensor_numel(t), d);
+	}
+}
+
+enum tps_status tps_nn_reference_forward(struct tps_module *m,
+					 struct tps_pool *pool,
+					 const struct tps_tensor *x,
+					 struct tps_tensor *y,
+					 struct tps_error *err)
+{
+	enum tps_status st = m->ops->reference_forward(m, pool, x, y, err);
+	if (st == TPS_OK) {
+		round_tensor(y, tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+	}
+	return st;
+}
+
+enum tps_status tps_nn_reference_backward(struct tps_module *m,
+					  struct tps_pool *pool,
+					  const struct tps_tensor *dy,
+					  struct tps_tensor *dx,
+					  struct tps_error *err)
+{
+	enum tps_dtype g = tps_module_dtype(m, TPS_ROLE_GRADS);
+	enum tps_status st = m->ops->reference_backward(m, pool, dy, dx, err);
+	if (st == TPS_OK && dx) {
+		round_tensor(dx, g);
+	}
+	for (int i = 0; st == TPS_OK && i < m->n_params; i++) {
+		round_tensor(&m->params[i].ref_grad, g);
+	}
+	return st;
+}
+
 enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
 					     struct tps_module *end,
 					     struct tps_pool *pool, bool save,
@@ -226,7 +269,7 @@ enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
 	enum tps_status st = tps_tensor_copy(&cur, x, err);
 	for (struct tps_module *m = begin; m < end && st == TPS_OK;
 	     m = tps_module_next(m)) {
-		st = m->ops->reference_forward(m, pool, &cur, &out, err);
+		st = tps_nn_reference_forward(m, pool, &cur, &out, err);
 		/* Every module's backward needs its input: keep it. */
 		if (st == TPS_OK && save) {
 			tps_tensor_move(&m->ref_saved_in, &cur);
@@ -266,8 +309,8 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 		if (!want && first_trainer != i) {
 			break;
 		}
-		st = list[i]->ops->reference_backward(list[i], pool, &g,
-						      want ? &d : NULL, err);
+		st = tps_nn_reference_backward(list[i], pool, &g,
+					       want ? &d : NULL, err);
 		tps_tensor_move(&g, &d);
 	}
 	for (struct tps_module *m = begin;
