@@ -1,0 +1,1306 @@
+/*
+ * nn_bounds: the error bounds of layer norm, softmax, the attention core
+ * and the cross-entropy losses hold, and are not loose.
+ *
+ * For each function, on seeded random inputs x0 with bounds e: the exact
+ * result is computed in long double from x0; the inputs are perturbed
+ * within their bounds (none, random corners, uniform inside) and the
+ * function is evaluated as the code does it (float32 and double where
+ * the code has them) in several summation orders: forward and reverse,
+ * split into 1 to 8 chunks added in either order, the stored results
+ * rounded to the store dtype. Every evaluation must be within the bound
+ * (computed from one perturbed "reference" input) of the exact result;
+ * where a bound is 0 the evaluation must be exact. Each test prints the
+ * largest |error| / bound it saw, with random perturbations and with
+ * adversarial ones (each input pushed to the end of its bound that moves
+ * one output element away from its exact value), and fails when the
+ * largest is below 1e-3: a bound never approached is too loose to be
+ * useful.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "nn_bounds.h"
+#include "rng.h"
+#include "tensor.h"
+
+/* ---- summation orders ------------------------------------------------- */
+
+/* A sum of n terms: the chunks of tps_chunk_range, each summed from 0
+ * forward or in reverse, the chunk sums added in ascending or descending
+ * chunk order. {false, 1, false} is the code's own order. */
+struct order {
+	bool reverse;
+	int chunks;
+	bool chunks_reverse;
+};
+
+static const struct order orders[] = {
+	{false, 1, false}, {true, 1, false}, {false, 2, false},
+	{true, 2, true},   {false, 3, true}, {true, 5, false},
+	{false, 8, true},  {true, 8, false},
+};
+#define N_ORDERS  ((int)(sizeof orders / sizeof orders[0]))
+#define MAX_PARTS 8
+
+/* The sum in float, each part stored in dtype and the parts added in
+ * dtype (a collective in the reduction dtype) when there are several. */
+static float sum_f(const float *t, int64_t n, const struct order *o,
+		   enum tps_dtype dtype)
+{
+	float total = 0.0f;
+	for (int ci = 0; ci < o->chunks; ci++) {
+		int c = o->chunks_reverse ? o->chunks - 1 - ci : ci;
+		int64_t start, len;
+		float part = 0.0f;
+		tps_chunk_range(n, o->chunks, c, &start, &len);
+		for (int64_t i = 0; i < len; i++) {
+			part += t[o->reverse ? start + len - 1 - i : start + i];
+		}
+		if (o->chunks > 1) {
+			part = tps_dtype_round(part, dtype);
+			total = tps_dtype_round(total + part, dtype);
+		} else {
+			total = part;
+		}
+	}
+	return total;
+}
+
+static double sum_d(const double *t, int64_t n, const struct order *o)
+{
+	double total = 0.0;
+	for (int ci = 0; ci < o->chunks; ci++) {
+		int c = o->chunks_reverse ? o->chunks - 1 - ci : ci;
+		int64_t start, len;
+		double part = 0.0;
+		tps_chunk_range(n, o->chunks, c, &start, &len);
+		for (int64_t i = 0; i < len; i++) {
+			part += t[o->reverse ? start + len - 1 - i : start + i];
+		}
+		total += part;
+	}
+	return total;
+}
+
+/* ---- the driver ------------------------------------------------------- */
+
+/*
+ * One function under test, its inputs and outputs flattened: exact (long
+ * double), eval (the code's arithmetic in an order, outputs rounded to
+ * the store dtype), bound (through nn_bounds.h).
+ */
+struct fcase {
+	const char *name;
+	int64_t n_in, n_out;
+	const void *ctx;
+	void (*exact)(const void *ctx, const long double *in, long double *out);
+	void (*eval)(const void *ctx, const float *in, const struct order *o,
+		     enum tps_dtype dtype, float *out);
+	void (*bound)(const void *ctx, const float *in, const float *e_in,
+		      const struct tps_bound_dtypes *dt, float *out);
+	bool adversarial; /* small enough for n_in exact runs per element */
+};
+
+struct stats {
+	/* the input bounds' scale: 1 as random_bounds makes them, 0 for
+	 * exact inputs (the bound is the evaluation's rounding alone) */
+	double e_scale;
+	double max_ratio, max_adversarial;
+	double per_dtype[TPS_DTYPE_COUNT]; /* random and adversarial */
+	int64_t elements, zero_bounds;
+	char worst[160];
+};
+
+/* x within e of x0, a float: x0 + frac e, pulled back towards x0 when the
+ * rounding to float took it past e. */
+static float perturb1(float x0, float e, double frac)
+{
+	float c = (float)((double)x0 + frac * (double)e);
+	while (fabs((double)c - (double)x0) > (double)e) {
+		c = nextafterf(c, x0);
+	}
+	return c;
+}
+
+enum perturbation { P_NONE, P_CORNER, P_UNIFORM };
+
+static void perturb(float *out, const float *x0, const float *e, int64_t n,
+		    struct tps_rng *rng, enum perturbation mode)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double u = tps_rng_unit(rng);
+		double frac = mode == P_NONE	 ? 0.0
+			      : mode == P_CORNER ? (u < 0.5 ? -1.0 : 1.0)
+						 : 2.0 * u - 1.0;
+		out[i] = perturb1(x0[i], e[i], frac);
+	}
+}
+
+static void check_within(struct stats *st, const struct fcase *fc,
+			 const float *got, const long double *exact,
+			 const float *bound, enum tps_dtype dtype,
+			 bool adversarial, const char *how)
+{
+	for (int64_t i = 0; i < fc->n_out; i++) {
+		long double err = fabsl((long double)got[i] - exact[i]);
+		double ratio;
+		st->elements++;
+		if (bound[i] == 0.0f) {
+			st->zero_bounds++;
+			ck_assert_msg(err == 0.0L,
+				      "%s[%lld] (%s): bound 0 but |error| %Lg "
+				      "(got %.9g, exact %.12Lg)",
+				      fc->name, (long long)i, how, err,
+				      (double)got[i], exact[i]);
+			continue;
+		}
+		ratio = (double)(err / (long double)bound[i]);
+		ck_assert_msg(ratio <= 1.0,
+			      "%s[%lld] (%s): |error| %Lg > bound %g (got "
+			      "%.9g, exact %.12Lg)",
+			      fc->name, (long long)i, how, err,
+			      (double)bound[i], (double)got[i], exact[i]);
+		st->per_dtype[dtype] = fmax(st->per_dtype[dtype], ratio);
+		if (adversarial && ratio > st->max_adversarial) {
+			st->max_adversarial = ratio;
+		}
+		if (!adversarial && ratio > st->max_ratio) {
+			st->max_ratio = ratio;
+			snprintf(st->worst, sizeof st->worst,
+				 "%s[%lld] (%s): |error| %.3Lg, bound %.3g",
+				 fc->name, (long long)i, how, err,
+				 (double)bound[i]);
+		}
+	}
+}
+
+/*
+ * Each input pushed to the end of its bound that moves output j away
+ * from its exact value: the sign of exact(x0 + e_k) - exact(x0 - e_k),
+ * input by input.
+ */
+static void adversarial_input(const struct fcase *fc, const float *x0,
+			      const float *e, int64_t j, float *out)
+{
+	long double *in = malloc((size_t)fc->n_in * sizeof *in);
+	long double *y = malloc((size_t)fc->n_out * sizeof *y);
+	long double *base = malloc((size_t)fc->n_out * sizeof *base);
+	ck_assert(in && y && base);
+	for (int64_t k = 0; k < fc->n_in; k++) {
+		in[k] = x0[k];
+	}
+	fc->exact(fc->ctx, in, base);
+	for (int64_t k = 0; k < fc->n_in; k++) {
+		long double up, down;
+		if (e[k] == 0.0f) {
+			out[k] = x0[k];
+			continue;
+		}
+		in[k] = (long double)x0[k] + e[k];
+		fc->exact(fc->ctx, in, y);
+		up = y[j];
+		in[k] = (long double)x0[k] - e[k];
+		fc->exact(fc->ctx, in, y);
+		down = y[j];
+		in[k] = x0[k];
+		/* away from the exact value: the side of the larger move */
+		out[k] = perturb1(x0[k], e[k],
+				  fabsl(up - base[j]) >= fabsl(down - base[j])
+					  ? 1.0
+					  : -1.0);
+	}
+	free(in);
+	free(y);
+	free(base);
+}
+
+static void run_case(const struct fcase *fc, const float *x0, const float *e,
+		     enum tps_dtype dtype, uint64_t seed, struct stats *st)
+{
+	static const enum perturbation modes[] = {P_NONE, P_CORNER, P_CORNER,
+						  P_UNIFORM};
+	struct tps_bound_dtypes dt = {dtype, TPS_DTYPE_F32, dtype};
+	long double *in = malloc((size_t)fc->n_in * sizeof *in);
+	long double *exact = malloc((size_t)fc->n_out * sizeof *exact);
+	float *xr = malloc((size_t)fc->n_in * sizeof *xr);
+	float *bound = malloc((size_t)fc->n_out * sizeof *bound);
+	float *got = malloc((size_t)fc->n_out * sizeof *got);
+	struct tps_rng rng;
+	char how[64];
+
+	ck_assert(in && exact && xr && bound && got);
+	tps_rng_seed(&rng, seed);
+	for (int64_t k = 0; k < fc->n_in; k++) {
+		in[k] = x0[k];
+	}
+	fc->exact(fc->ctx, in, exact);
+	/* The reference had inputs somewhere within their bounds. */
+	perturb(xr, x0, e, fc->n_in, &rng, P_CORNER);
+	fc->bound(fc->ctx, xr, e, &dt, bound);
+	for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+		for (int o = 0; o < N_ORDERS; o++) {
+			perturb(xr, x0, e, fc->n_in, &rng, modes[m]);
+			fc->eval(fc->ctx, xr, &orders[o], dtype, got);
+			snprintf(how, sizeof how,
+				 "%s, perturbation %zu, order %d",
+				 tps_dtype_names[dtype], m, o);
+			check_within(st, fc, got, exact, bound, dtype, false,
+				     how);
+		}
+	}
+	if (fc->adversarial) {
+		int64_t picks[3] = {0, fc->n_out / 2, fc->n_out - 1};
+		for (int i = 0; i < 3; i++) {
+			adversarial_input(fc, x0, e, picks[i], xr);
+			fc->eval(fc->ctx, xr, &orders[0], dtype, got);
+			snprintf(how, sizeof how, "%s, adversarial for %lld",
+				 tps_dtype_names[dtype], (long long)picks[i]);
+			check_within(st, fc, got, exact, bound, dtype, true,
+				     how);
+		}
+	}
+	free(in);
+	free(exact);
+	free(xr);
+	free(bound);
+	free(got);
+}
+
+static void report(const char *what, const struct stats *st)
+{
+	printf("%s: max |error| / bound %.3g random, %.3g adversarial "
+	       "(float32 %.3g, bfloat16 %.3g, float16 %.3g), over %lld "
+	       "elements (%lld with bound 0); worst: %s\n",
+	       what, st->max_ratio, st->max_adversarial,
+	       st->per_dtype[TPS_DTYPE_F32], st->per_dtype[TPS_DTYPE_BF16],
+	       st->per_dtype[TPS_DTYPE_F16], (long long)st->elements,
+	       (long long)st->zero_bounds, st->worst);
+	fflush(stdout);
+	ck_assert_msg(fmax(st->max_ratio, st->max_adversarial) >= 1e-3,
+		      "%s: the bound is never approached (max ratio %g)", what,
+		      fmax(st->max_ratio, st->max_adversarial));
+}
+
+/* Input bounds: a few ulps of each value, some 0 (exact inputs), scaled
+ * by `scale`. */
+static void random_bounds(float *e, const float *x, int64_t n,
+			  struct tps_rng *rng, double scale)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double u = tps_rng_unit(rng);
+		e[i] = u < 0.2 ? 0.0f
+			       : (float)(scale * fabs((double)x[i]) * 0x1p-24 *
+					 8.0 * tps_rng_unit(rng));
+	}
+}
+
+/* A tensor of `ndim` dims from flat values (copied). */
+static struct tps_tensor tensor_of(const float *v, int ndim,
+				   const int64_t *dims)
+{
+	struct tps_tensor t;
+	struct tps_shape s = tps_shape_make(ndim, dims);
+	ck_assert_int_eq(tps_tensor_init(&t, &s, NULL), TPS_OK);
+	if (t.data) {
+		memcpy(t.data, v, (size_t)tps_tensor_numel(&t) * sizeof *v);
+	}
+	return t;
+}
+
+static void copy_out(float *out, struct tps_tensor *t)
+{
+	if (t->data) {
+		memcpy(out, t->data, (size_t)tps_tensor_numel(t) * sizeof *out);
+	}
+	tps_tensor_free(t);
+}
+
+/* ---- layer norm -------------------------------------------------------- */
+
+/* in: x (rows, n), w (n), b (n), then backward's dy (rows, n). */
+struct ln_ctx {
+	int64_t rows, n;
+	double eps;
+	bool backward;
+};
+
+static void ln_stats_l(const long double *x, int64_t n, double eps,
+		       long double *mean, long double *r)
+{
+	long double s = 0, q = 0;
+	for (int64_t j = 0; j < n; j++) {
+		s += x[j];
+	}
+	*mean = s / n;
+	for (int64_t j = 0; j < n; j++) {
+		q += (x[j] - *mean) * (x[j] - *mean);
+	}
+	*r = 1.0L / sqrtl(q / n + (long double)eps);
+}
+
+static void ln_exact(const void *opaque, const long double *in,
+		     long double *out)
+{
+	const struct ln_ctx *c = opaque;
+	int64_t n = c->n, rows = c->rows;
+	const long double *x = in, *w = in + rows * n, *b = w + n;
+	const long double *dy = b + n;
+	long double *dx = out, *dw = out + rows * n, *db = dw + n;
+	if (c->backward) {
+		for (int64_t j = 0; j < n; j++) {
+			dw[j] = db[j] = 0;
+		}
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		const long double *xr = x + r * n;
+		long double mean, rs, a = 0, bb = 0;
+		ln_stats_l(xr, n, c->eps, &mean, &rs);
+		if (!c->backward) {
+			for (int64_t j = 0; j < n; j++) {
+				out[r * n + j] =
+					(xr[j] - mean) * rs * w[j] + b[j];
+			}
+			continue;
+		}
+		for (int64_t j = 0; j < n; j++) {
+			long double xh = (xr[j] - mean) * rs;
+			long double g = dy[r * n + j] * w[j];
+			a += g;
+			bb += g * xh;
+			dw[j] += dy[r * n + j] * xh;
+			db[j] += dy[r * n + j];
+		}
+		for (int64_t j = 0; j < n; j++) {
+			long double xh = (xr[j] - mean) * rs;
+			long double g = dy[r * n + j] * w[j];
+			dx[r * n + j] = rs * (g - a / n - xh * bb / n);
+		}
+	}
+}
+
+/* nn_layernorm.c's row_stats with its sums in order o. */
+static void ln_stats_f(const float *x, int64_t n, double eps,
+		       const struct order *o, double *mean, double *r,
+		       double *tmp)
+{
+	for (int64_t j = 0; j < n; j++) {
+		tmp[j] = x[j];
+	}
+	*mean = sum_d(tmp, n, o) / (double)n;
+	for (int64_t j = 0; j < n; j++) {
+		double d = x[j] - *mean;
+		tmp[j] = d * d;
+	}
+	*r = 1.0 / sqrt(sum_d(tmp, n, o) / (double)n + eps);
+}
+
+static void ln_eval(const void *opaque, const float *in, const struct order *o,
+		    enum tps_dtype dtype, float *out)
+{
+	const struct ln_ctx *c = opaque;
+	int64_t n = c->n, rows = c->rows;
+	const float *x = in, *w = in + rows * n, *b = w + n, *dy = b + n;
+	double *tmp = malloc((size_t)n * sizeof *tmp);
+	double *tmp2 = malloc((size_t)n * sizeof *tmp2);
+	float *terms =
+		malloc((size_t)(rows > 0 ? rows : 1) * 2 * n * sizeof *terms);
+	ck_assert(tmp && tmp2 && terms);
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * n;
+		double mean, rs, sg, sgx;
+		ln_stats_f(xr, n, c->eps, o, &mean, &rs, tmp);
+		if (!c->backward) {
+			for (int64_t j = 0; j < n; j++) {
+				float xh = (float)((xr[j] - mean) * rs);
+				out[r * n + j] = tps_dtype_round(
+					xh * w[j] + b[j], dtype);
+			}
+			continue;
+		}
+		for (int64_t j = 0; j < n; j++) {
+			float xh = (float)((xr[j] - mean) * rs);
+			float g = dy[r * n + j] * w[j];
+			tmp[j] = g;
+			tmp2[j] = (double)g * xh;
+			/* dw's and db's terms, column-major by row */
+			terms[j * rows + r] = dy[r * n + j] * xh;
+			terms[(n + j) * rows + r] = dy[r * n + j];
+		}
+		sg = sum_d(tmp, n, o);
+		sgx = sum_d(tmp2, n, o);
+		for (int64_t j = 0; j < n; j++) {
+			float xh = (float)((xr[j] - mean) * rs);
+			double g = (double)dy[r * n + j] * w[j];
+			out[r * n + j] = tps_dtype_round(
+				(float)(rs * (g - sg / (double)n -
+					      xh * sgx / (double)n)),
+				dtype);
+		}
+	}
+	for (int64_t j = 0; c->backward && j < n; j++) {
+		out[rows * n + j] = tps_dtype_round(
+			sum_f(terms + j * rows, rows, o, dtype), dtype);
+		out[rows * n + n + j] = tps_dtype_round(
+			sum_f(terms + (n + j) * rows, rows, o, dtype), dtype);
+	}
+	free(tmp);
+	free(tmp2);
+	free(terms);
+}
+
+static void ln_bound(const void *opaque, const float *in, const float *e_in,
+		     const struct tps_bound_dtypes *dt, float *out)
+{
+	const struct ln_ctx *c = opaque;
+	int64_t n = c->n, rows = c->rows, xd[2] = {rows, n};
+	struct tps_tensor x = tensor_of(in, 2, xd), ex = tensor_of(e_in, 2, xd);
+	struct tps_tensor w = tensor_of(in + rows * n, 1, &n);
+	struct tps_tensor ew = tensor_of(e_in + rows * n, 1, &n);
+	struct tps_tensor b = tensor_of(in + rows * n + n, 1, &n);
+	struct tps_tensor eb = tensor_of(e_in + rows * n + n, 1, &n);
+	struct tps_bound_layernorm ln = {&x, &ex, &w,	  &ew,
+					 &b, &eb, c->eps, MAX_PARTS};
+	struct tps_error err = {0};
+	if (!c->backward) {
+		struct tps_tensor ey;
+		ck_assert_int_eq(
+			tps_bound_layernorm_forward(&ln, dt, &ey, &err),
+			TPS_OK);
+		copy_out(out, &ey);
+	} else {
+		struct tps_tensor dy = tensor_of(in + rows * n + 2 * n, 2, xd);
+		struct tps_tensor edy =
+			tensor_of(e_in + rows * n + 2 * n, 2, xd);
+		struct tps_tensor edx, edw, edb;
+		ck_assert_int_eq(tps_bound_layernorm_backward(&ln, &dy, &edy,
+							      dt, &edx, &edw,
+							      &edb, &err),
+				 TPS_OK);
+		copy_out(out, &edx);
+		copy_out(out + rows * n, &edw);
+		copy_out(out + rows * n + n, &edb);
+		tps_tensor_free(&dy);
+		tps_tensor_free(&edy);
+	}
+	tps_tensor_free(&x);
+	tps_tensor_free(&ex);
+	tps_tensor_free(&w);
+	tps_tensor_free(&ew);
+	tps_tensor_free(&b);
+	tps_tensor_free(&eb);
+}
+
+/* The rows of a layer norm case. */
+enum ln_rows {
+	LN_NORMAL,	  /* N(0, 1) */
+	LN_NEAR_CONSTANT, /* c + a few ulps of noise */
+	LN_TWO_CLOSE,	  /* 2 features 1e-3 apart (sqrt(eps) for 1e-6) */
+	LN_TWO_EQUAL,	  /* 2 equal features: xhat 0 */
+};
+
+static void ln_case(enum ln_rows kind, int64_t rows, int64_t n, double eps,
+		    bool backward, bool integer_dy, enum tps_dtype dtype,
+		    uint64_t seed, struct stats *st)
+{
+	struct ln_ctx c = {rows, n, eps, backward};
+	int64_t n_in = rows * n + 2 * n + (backward ? rows * n : 0);
+	float *x0 = malloc((size_t)n_in * sizeof *x0);
+	float *e = malloc((size_t)n_in * sizeof *e);
+	struct fcase fc = {backward ? "layernorm backward"
+				    : "layernorm forward",
+			   n_in,
+			   backward ? rows * n + 2 * n : rows * n,
+			   &c,
+			   ln_exact,
+			   ln_eval,
+			   ln_bound,
+			   n_in <= 96};
+	struct tps_rng rng;
+	ck_assert(x0 && e);
+	tps_rng_seed(&rng, seed);
+	for (int64_t r = 0; r < rows; r++) {
+		float base = tps_rng_normal(&rng, 4.0f);
+		for (int64_t j = 0; j < n; j++) {
+			float *x = &x0[r * n + j];
+			switch (kind) {
+			case LN_NORMAL: *x = tps_rng_normal(&rng, 1.0f); break;
+			case LN_NEAR_CONSTANT:
+				*x = base *
+				     (1.0f +
+				      0x1p-20f * tps_rng_uniform(&rng, 1.0f));
+				break;
+			case LN_TWO_CLOSE:
+				*x = base + (j ? 1e-3f : 0.0f) *
+						    (1.0f + tps_rng_unit(&rng));
+				break;
+			case LN_TWO_EQUAL: *x = base; break;
+			}
+		}
+	}
+	for (int64_t j = 0; j < n; j++) {
+		x0[rows * n + j] = 1.0f + tps_rng_uniform(&rng, 0.5f);
+		x0[rows * n + n + j] = tps_rng_uniform(&rng, 1.0f);
+	}
+	for (int64_t i = rows * n + 2 * n; i < n_in; i++) {
+		x0[i] = integer_dy ? (float)(int)tps_rng_uniform(&rng, 4.0f)
+				   : tps_rng_normal(&rng, 1.0f);
+	}
+	random_bounds(e, x0, n_in, &rng, st->e_scale);
+	if (integer_dy) {
+		/* dy exact, as a `sum` loss makes it */
+		for (int64_t i = rows * n + 2 * n; i < n_in; i++) {
+			e[i] = 0.0f;
+		}
+	}
+	run_case(&fc, x0, e, dtype, seed + 1, st);
+	free(x0);
+	free(e);
+}
+
+static void layernorm_forward_cases(struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int d = 0; d < 3; d++) {
+		ln_case(LN_NORMAL, 6, 16, 1e-5, false, false, dtypes[d], 1, st);
+		ln_case(LN_NORMAL, 3, 5, 1e-5, false, false, dtypes[d], 2, st);
+		ln_case(LN_NEAR_CONSTANT, 4, 16, 1e-5, false, false, dtypes[d],
+			3, st);
+		ln_case(LN_TWO_CLOSE, 8, 2, 1e-6, false, false, dtypes[d], 4,
+			st);
+		ln_case(LN_TWO_EQUAL, 4, 2, 1e-6, false, false, dtypes[d], 5,
+			st);
+	}
+	ln_case(LN_NORMAL, 4, 256, 1e-5, false, false, TPS_DTYPE_F32, 6, st);
+}
+
+START_TEST(layernorm_forward_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	layernorm_forward_cases(&st);
+	report("layernorm forward", &st);
+	layernorm_forward_cases(&exact);
+	report("layernorm forward, exact inputs", &exact);
+}
+END_TEST
+
+static void layernorm_backward_cases(struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int d = 0; d < 3; d++) {
+		ln_case(LN_NORMAL, 6, 16, 1e-5, true, false, dtypes[d], 11, st);
+		ln_case(LN_NORMAL, 3, 5, 1e-5, true, false, dtypes[d], 12, st);
+		ln_case(LN_NEAR_CONSTANT, 4, 16, 1e-5, true, false, dtypes[d],
+			13, st);
+		ln_case(LN_TWO_CLOSE, 8, 2, 1e-6, true, false, dtypes[d], 14,
+			st);
+		ln_case(LN_TWO_CLOSE, 8, 2, 1e-6, true, true, dtypes[d], 15,
+			st);
+		ln_case(LN_TWO_EQUAL, 4, 2, 1e-6, true, false, dtypes[d], 16,
+			st);
+	}
+	ln_case(LN_NORMAL, 4, 256, 1e-5, true, false, TPS_DTYPE_F32, 17, st);
+	ln_case(LN_NORMAL, 64, 4, 1e-5, true, true, TPS_DTYPE_F32, 18, st);
+}
+
+START_TEST(layernorm_backward_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	layernorm_backward_cases(&st);
+	report("layernorm backward", &st);
+	layernorm_backward_cases(&exact);
+	report("layernorm backward, exact inputs", &exact);
+}
+END_TEST
+
+/* ---- softmax ----------------------------------------------------------- */
+
+struct sm_ctx {
+	int64_t rows, n;
+};
+
+static void sm_exact(const void *opaque, const long double *in,
+		     long double *out)
+{
+	const struct sm_ctx *c = opaque;
+	for (int64_t r = 0; r < c->rows; r++) {
+		const long double *s = in + r * c->n;
+		long double max = s[0], sum = 0;
+		for (int64_t j = 1; j < c->n; j++) {
+			max = s[j] > max ? s[j] : max;
+		}
+		for (int64_t j = 0; j < c->n; j++) {
+			sum += expl(s[j] - max);
+		}
+		for (int64_t j = 0; j < c->n; j++) {
+			out[r * c->n + j] = expl(s[j] - max) / sum;
+		}
+	}
+}
+
+/* nn_attention.c's row_probs from its scores, the sum in order o. */
+static void probs_eval(const float *s, int64_t last, int64_t n,
+		       const struct order *o, float *p, double *tmp)
+{
+	float max = -INFINITY;
+	double sum;
+	for (int64_t j = 0; j <= last; j++) {
+		max = s[j] > max ? s[j] : max;
+	}
+	for (int64_t j = 0; j <= last; j++) {
+		tmp[j] = exp((double)s[j] - max);
+	}
+	sum = sum_d(tmp, last + 1, o);
+	for (int64_t j = 0; j < n; j++) {
+		p[j] = j <= last ? (float)(exp((double)s[j] - max) / sum)
+				 : 0.0f;
+	}
+}
+
+static void sm_eval(const void *opaque, const float *in, const struct order *o,
+		    enum tps_dtype dtype, float *out)
+{
+	const struct sm_ctx *c = opaque;
+	double *tmp = malloc((size_t)c->n * sizeof *tmp);
+	ck_assert(tmp);
+	for (int64_t r = 0; r < c->rows; r++) {
+		probs_eval(in + r * c->n, c->n - 1, c->n, o, out + r * c->n,
+			   tmp);
+		tps_dtype_round_array(out + r * c->n, c->n, dtype);
+	}
+	free(tmp);
+}
+
+static void sm_bound(const void *opaque, const float *in, const float *e_in,
+		     const struct tps_bound_dtypes *dt, float *out)
+{
+	const struct sm_ctx *c = opaque;
+	int64_t dims[2] = {c->rows, c->n};
+	struct tps_tensor s = tensor_of(in, 2, dims),
+			  es = tensor_of(e_in, 2, dims);
+	struct tps_tensor ep;
+	struct tps_error err = {0};
+	ck_assert_int_eq(tps_bound_softmax(&s, &es, dt, &ep, &err), TPS_OK);
+	copy_out(out, &ep);
+	tps_tensor_free(&s);
+	tps_tensor_free(&es);
+}
+
+enum sm_rows { SM_NORMAL, SM_DOMINANT, SM_EQUAL };
+
+static void sm_case(enum sm_rows kind, int64_t rows, int64_t n,
+		    enum tps_dtype dtype, uint64_t seed, struct stats *st)
+{
+	struct sm_ctx c = {rows, n};
+	float *x0 = malloc((size_t)(rows * n) * sizeof *x0);
+	float *e = malloc((size_t)(rows * n) * sizeof *e);
+	struct fcase fc = {"softmax", rows * n, rows * n, &c,
+			   sm_exact,  sm_eval,	sm_bound, rows * n <= 128};
+	struct tps_rng rng;
+	ck_assert(x0 && e);
+	tps_rng_seed(&rng, seed);
+	for (int64_t i = 0; i < rows * n; i++) {
+		x0[i] = kind == SM_EQUAL ? 0.5f : tps_rng_normal(&rng, 2.0f);
+		if (kind == SM_DOMINANT && i % n == 0) {
+			x0[i] = 30.0f;
+		}
+	}
+	random_bounds(e, x0, rows * n, &rng, 4.0 * st->e_scale);
+	run_case(&fc, x0, e, dtype, seed + 1, st);
+	free(x0);
+	free(e);
+}
+
+static void softmax_cases(struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int d = 0; d < 3; d++) {
+		sm_case(SM_NORMAL, 4, 16, dtypes[d], 21, st);
+		sm_case(SM_DOMINANT, 3, 12, dtypes[d], 22, st);
+		sm_case(SM_EQUAL, 2, 8, dtypes[d], 23, st);
+	}
+	sm_case(SM_NORMAL, 2, 512, TPS_DTYPE_F32, 24, st);
+}
+
+START_TEST(softmax_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	softmax_cases(&st);
+	report("softmax", &st);
+	softmax_cases(&exact);
+	report("softmax, exact inputs", &exact);
+}
+END_TEST
+
+/* ---- attention --------------------------------------------------------- */
+
+/* in: q, k, v (B, S, F), then backward's da (B, S, F). */
+struct att_ctx {
+	int64_t B, S, F, d;
+	bool causal, backward;
+};
+
+static int64_t att_numel(const struct att_ctx *c)
+{
+	return c->B * c->S * c->F;
+}
+
+static void att_exact(const void *opaque, const long double *in,
+		      long double *out)
+{
+	const struct att_ctx *c = opaque;
+	int64_t S = c->S, F = c->F, d = c->d, m = att_numel(c);
+	const long double *q = in, *k = in + m, *v = in + 2 * m,
+			  *da = in + 3 * m;
+	long double *p = malloc((size_t)(S * S) * sizeof *p);
+	long double *ds = malloc((size_t)(S * S) * sizeof *ds);
+	long double rs = 1.0L / sqrtl((long double)d);
+	ck_assert(p && ds);
+	for (int64_t b = 0; b < c->B; b++) {
+		for (int64_t h = 0; h < F / d; h++) {
+			int64_t base = b * S * F + h * d;
+			for (int64_t i = 0; i < S; i++) {
+				int64_t last = c->causal ? i : S - 1;
+				long double max = -INFINITY, sum = 0, rho = 0;
+				for (int64_t j = 0; j < S; j++) {
+					long double s = 0;
+					for (int64_t cc = 0; cc < d; cc++) {
+						s += q[base + i * F + cc] *
+						     k[base + j * F + cc];
+					}
+					p[i * S + j] = s * rs;
+					if (j <= last && p[i * S + j] > max) {
+						max = p[i * S + j];
+					}
+				}
+				for (int64_t j = 0; j <= last; j++) {
+					sum += expl(p[i * S + j] - max);
+				}
+				for (int64_t j = 0; j < S; j++) {
+					p[i * S + j] =
+						j <= last ? expl(p[i * S + j] -
+								 max) /
+								    sum
+							  : 0;
+				}
+				if (!c->backward) {
+					for (int64_t cc = 0; cc < d; cc++) {
+						long double a = 0;
+						for (int64_t j = 0; j < S;
+						     j++) {
+							a += p[i * S + j] *
+							     v[base + j * F +
+							       cc];
+						}
+						out[base + i * F + cc] = a;
+					}
+					continue;
+				}
+				for (int64_t j = 0; j < S; j++) {
+					long double dp = 0;
+					for (int64_t cc = 0; cc < d; cc++) {
+						dp += da[base + i * F + cc] *
+						      v[base + j * F + cc];
+					}
+					ds[i * S + j] = dp;
+					rho += p[i * S + j] * dp;
+				}
+				for (int64_t j = 0; j < S; j++) {
+					ds[i * S + j] = p[i * S + j] *
+							(ds[i * S + j] - rho);
+				}
+			}
+			for (int64_t x = 0; c->backward && x < S; x++) {
+				for (int64_t cc = 0; cc < d; cc++) {
+					long double dq = 0, dk = 0, dv = 0;
+					for (int64_t y = 0; y < S; y++) {
+						dq += ds[x * S + y] *
+						      k[base + y * F + cc];
+						dk += ds[y * S + x] *
+						      q[base + y * F + cc];
+						dv += p[y * S + x] *
+						      da[base + y * F + cc];
+					}
+					out[base + x * F + cc] = dq * rs;
+					out[m + base + x * F + cc] = dk * rs;
+					out[2 * m + base + x * F + cc] = dv;
+				}
+			}
+		}
+	}
+	free(p);
+	free(ds);
+}
+
+static void att_eval(const void *opaque, const float *in, const struct order *o,
+		     enum tps_dtype dtype, float *out)
+{
+	const struct att_ctx *c = opaque;
+	int64_t S = c->S, F = c->F, d = c->d, m = att_numel(c);
+	const float *q = in, *k = in + m, *v = in + 2 * m, *da = in + 3 * m;
+	float scale = 1.0f / sqrtf((float)d);
+	float *p = malloc((size_t)(S * S) * sizeof *p);
+	float *t = malloc((size_t)(S > d ? S : d) * sizeof *t);
+	float *dp = malloc((size_t)S * sizeof *dp);
+	double *tmp = malloc((size_t)S * sizeof *tmp);
+	ck_assert(p && t && dp && tmp);
+	for (int64_t b = 0; b < c->B; b++) {
+		for (int64_t h = 0; h < F / d; h++) {
+			int64_t base = b * S * F + h * d;
+			for (int64_t i = 0; i < S; i++) {
+				int64_t last = c->causal ? i : S - 1;
+				float *s = p + i * S;
+				for (int64_t j = 0; j <= last; j++) {
+					for (int64_t cc = 0; cc < d; cc++) {
+						t[cc] = q[base + i * F + cc] *
+							k[base + j * F + cc];
+					}
+					s[j] = sum_f(t, d, o, TPS_DTYPE_F32) *
+					       scale;
+				}
+				probs_eval(s, last, S, o, s, tmp);
+			}
+			for (int64_t i = 0; !c->backward && i < S; i++) {
+				for (int64_t cc = 0; cc < d; cc++) {
+					for (int64_t j = 0; j < S; j++) {
+						t[j] = p[i * S + j] *
+						       v[base + j * F + cc];
+					}
+					out[base + i * F + cc] =
+						tps_dtype_round(
+							sum_f(t, S, o,
+							      TPS_DTYPE_F32),
+							dtype);
+				}
+			}
+			if (!c->backward) {
+				continue;
+			}
+			for (int64_t j = 0; j < S; j++) {
+				for (int64_t cc = 0; cc < d; cc++) {
+					for (int64_t i = 0; i < S; i++) {
+						t[i] = p[i * S + j] *
+						       da[base + i * F + cc];
+					}
+					out[2 * m + base + j * F + cc] =
+						tps_dtype_round(
+							sum_f(t, S, o,
+							      TPS_DTYPE_F32),
+							dtype);
+				}
+			}
+			for (int64_t i = 0; i < S; i++) {
+				double rho;
+				for (int64_t j = 0; j < S; j++) {
+					for (int64_t cc = 0; cc < d; cc++) {
+						t[cc] = da[base + i * F + cc] *
+							v[base + j * F + cc];
+					}
+					dp[j] = sum_f(t, d, o, TPS_DTYPE_F32);
+					tmp[j] = (double)p[i * S + j] * dp[j];
+				}
+				rho = sum_d(tmp, S, o);
+				for (int64_t j = 0; j < S; j++) {
+					p[i * S + j] = (float)(p[i * S + j] *
+							       (dp[j] - rho));
+				}
+			}
+			for (int64_t x = 0; x < S; x++) {
+				for (int64_t cc = 0; cc < d; cc++) {
+					for (int64_t y = 0; y < S; y++) {
+						t[y] = p[x * S + y] *
+						       k[base + y * F + cc];
+					}
+					out[base + x * F + cc] =
+						tps_dtype_round(
+							sum_f(t, S, o,
+							      TPS_DTYPE_F32) *
+								scale,
+							dtype);
+					for (int64_t y = 0; y < S; y++) {
+						t[y] = p[y * S + x] *
+						       q[base + y * F + cc];
+					}
+					out[m + base + x * F + cc] =
+						tps_dtype_round(
+							sum_f(t, S, o,
+							      TPS_DTYPE_F32) *
+								scale,
+							dtype);
+				}
+			}
+		}
+	}
+	free(p);
+	free(t);
+	free(dp);
+	free(tmp);
+}
+
+static void att_bound(const void *opaque, const float *in, const float *e_in,
+		      const struct tps_bound_dtypes *dt, float *out)
+{
+	const struct att_ctx *c = opaque;
+	int64_t m = att_numel(c), dims[3] = {c->B, c->S, c->F};
+	struct tps_tensor t[8];
+	struct tps_error err = {0};
+	for (int i = 0; i < 4; i++) {
+		t[i] = tensor_of(in + i * m, 3, dims);
+		t[4 + i] = tensor_of(e_in + i * m, 3, dims);
+	}
+	struct tps_bound_attention att = {&t[0], &t[1], &t[2], &t[4],
+					  &t[5], &t[6], c->d,  c->causal};
+	if (!c->backward) {
+		struct tps_tensor ea;
+		ck_assert_int_eq(
+			tps_bound_attention_forward(&att, dt, &ea, &err),
+			TPS_OK);
+		copy_out(out, &ea);
+	} else {
+		struct tps_tensor edq, edk, edv;
+		ck_assert_int_eq(tps_bound_attention_backward(&att, &t[3],
+							      &t[7], dt, &edq,
+							      &edk, &edv, &err),
+				 TPS_OK);
+		copy_out(out, &edq);
+		copy_out(out + m, &edk);
+		copy_out(out + 2 * m, &edv);
+	}
+	for (int i = 0; i < 8; i++) {
+		tps_tensor_free(&t[i]);
+	}
+}
+
+static void att_case(int64_t B, int64_t S, int64_t F, int64_t d, bool causal,
+		     bool backward, float spread, enum tps_dtype dtype,
+		     uint64_t seed, struct stats *st)
+{
+	struct att_ctx c = {B, S, F, d, causal, backward};
+	int64_t m = att_numel(&c), n_in = (backward ? 4 : 3) * m;
+	float *x0 = malloc((size_t)(4 * m) * sizeof *x0);
+	float *e = malloc((size_t)(4 * m) * sizeof *e);
+	struct fcase fc = {backward ? "attention backward"
+				    : "attention forward",
+			   n_in,
+			   backward ? 3 * m : m,
+			   &c,
+			   att_exact,
+			   att_eval,
+			   att_bound,
+			   n_in <= 200};
+	struct tps_rng rng;
+	ck_assert(x0 && e);
+	tps_rng_seed(&rng, seed);
+	for (int64_t i = 0; i < 4 * m; i++) {
+		x0[i] = tps_rng_normal(&rng, i < 2 * m ? spread : 1.0f);
+	}
+	random_bounds(e, x0, 4 * m, &rng, st->e_scale);
+	run_case(&fc, x0, e, dtype, seed + 1, st);
+	free(x0);
+	free(e);
+}
+
+static void attention_forward_cases(struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int d = 0; d < 3; d++) {
+		att_case(2, 5, 6, 3, false, false, 1.0f, dtypes[d], 31, st);
+		att_case(1, 6, 8, 4, true, false, 1.0f, dtypes[d], 32, st);
+		/* sharp attention: one score dominates each row */
+		att_case(1, 4, 4, 2, false, false, 4.0f, dtypes[d], 33, st);
+	}
+	/* a long causal row */
+	att_case(1, 64, 8, 4, true, false, 1.0f, TPS_DTYPE_F32, 34, st);
+}
+
+START_TEST(attention_forward_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	attention_forward_cases(&st);
+	report("attention forward", &st);
+	attention_forward_cases(&exact);
+	report("attention forward, exact inputs", &exact);
+}
+END_TEST
+
+static void attention_backward_cases(struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int d = 0; d < 3; d++) {
+		att_case(2, 4, 6, 3, false, true, 1.0f, dtypes[d], 41, st);
+		att_case(1, 5, 8, 4, true, true, 1.0f, dtypes[d], 42, st);
+		att_case(1, 4, 4, 2, false, true, 4.0f, dtypes[d], 43, st);
+	}
+	att_case(1, 48, 8, 4, true, true, 1.0f, TPS_DTYPE_F32, 44, st);
+}
+
+START_TEST(attention_backward_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	attention_backward_cases(&st);
+	report("attention backward", &st);
+	attention_backward_cases(&exact);
+	report("attention backward, exact inputs", &exact);
+}
+END_TEST
+
+/* ---- cross-entropy and loss_parallel ----------------------------------- */
+
+/* in: logits (rows, n); the targets and row scales are fixed. */
+struct ce_ctx {
+	int64_t rows, n;
+	const float *target;
+	const double *scale;
+	bool grad;    /* else the loss */
+	bool sharded; /* loss_parallel's evaluation */
+};
+
+static void ce_exact(const void *opaque, const long double *in,
+		     long double *out)
+{
+	const struct ce_ctx *c = opaque;
+	long double total = 0;
+	for (int64_t r = 0; r < c->rows; r++) {
+		const long double *y = in + r * c->n;
+		int64_t t = (int64_t)c->target[r];
+		long double max = y[0], sum = 0, lse;
+		for (int64_t j = 1; j < c->n; j++) {
+			max = y[j] > max ? y[j] : max;
+		}
+		for (int64_t j = 0; j < c->n; j++) {
+			sum += expl(y[j] - max);
+		}
+		lse = max + logl(sum);
+		/* the row weights are the exact 1 / rows */
+		total += (lse - y[t]) / c->rows;
+		for (int64_t j = 0; c->grad && j < c->n; j++) {
+			out[r * c->n + j] = (expl(y[j] - max) / sum -
+					     (j == t ? 1.0L : 0.0L)) /
+					    c->rows;
+		}
+	}
+	if (!c->grad) {
+		out[0] = total;
+	}
+}
+
+/* One row's M and S: whole (nn_loss.c) or over the order's chunks as
+ * class shards (nn_loss_parallel.c: each S_r in double, stored as a
+ * float, the S_r all-reduced in the reduction dtype). */
+static void ce_stats(const struct ce_ctx *c, const float *y,
+		     const struct order *o, enum tps_dtype dtype, double *max,
+		     double *sum, double *tmp)
+{
+	*max = y[0];
+	for (int64_t j = 1; j < c->n; j++) {
+		*max = y[j] > *max ? y[j] : *max;
+	}
+	if (!c->sharded) {
+		for (int64_t j = 0; j < c->n; j++) {
+			tmp[j] = exp((double)y[j] - *max);
+		}
+		*sum = sum_d(tmp, c->n, o);
+		return;
+	}
+	float parts[MAX_PARTS];
+	for (int ci = 0; ci < o->chunks; ci++) {
+		int64_t start, len;
+		double s = 0.0;
+		tps_chunk_range(c->n, o->chunks, ci, &start, &len);
+		for (int64_t j = start; j < start + len; j++) {
+			s += exp((double)y[j] - *max);
+		}
+		parts[ci] = tps_dtype_round((float)s, dtype);
+	}
+	{
+		float s = 0.0f;
+		for (int ci = 0; ci < o->chunks; ci++) {
+			int i = o->chunks_reverse ? o->chunks - 1 - ci : ci;
+			s = o->chunks > 1 ? tps_dtype_round(s + parts[i], dtype)
+					  : parts[i];
+		}
+		*sum = s;
+	}
+}
+
+static void ce_eval(const void *opaque, const float *in, const struct order *o,
+		    enum tps_dtype dtype, float *out)
+{
+	const struct ce_ctx *c = opaque;
+	double *tmp =
+		malloc((size_t)(c->n > c->rows ? c->n : c->rows) * sizeof *tmp);
+	double *rows = malloc((size_t)c->rows * sizeof *rows);
+	ck_assert(tmp && rows);
+	for (int64_t r = 0; r < c->rows; r++) {
+		const float *y = in + r * c->n;
+		int64_t t = (int64_t)c->target[r];
+		double max, sum;
+		ce_stats(c, y, o, dtype, &max, &sum, tmp);
+		rows[r] = c->scale[r] * (max + log(sum) - y[t]);
+		for (int64_t j = 0; c->grad && j < c->n; j++) {
+			out[r * c->n + j] = tps_dtype_round(
+				(float)(c->scale[r] *
+					(exp((double)y[j] - max) / sum -
+					 (j == t ? 1.0 : 0.0))),
+				dtype);
+		}
+	}
+	if (!c->grad) {
+		out[0] = tps_dtype_round((float)sum_d(rows, c->rows, o), dtype);
+	}
+	free(tmp);
+	free(rows);
+}
+
+static void ce_bound(const void *opaque, const float *in, const float *e_in,
+		     const struct tps_bound_dtypes *dt, float *out)
+{
+	const struct ce_ctx *c = opaque;
+	int64_t dims[2] = {c->rows, c->n};
+	struct tps_tensor y = tensor_of(in, 2, dims),
+			  ey = tensor_of(e_in, 2, dims);
+	struct tps_tensor t = tensor_of(c->target, 1, &c->rows);
+	struct tps_bound_cross_entropy ce = {&y, &ey, &t, c->scale,
+					     c->sharded ? MAX_PARTS : 1};
+	struct tps_error err = {0};
+	if (c->grad) {
+		struct tps_tensor eg;
+		ck_assert_int_eq(
+			tps_bound_cross_entropy_grad(&ce, dt, &eg, &err),
+			TPS_OK);
+		copy_out(out, &eg);
+	} else {
+		double e;
+		ck_assert_int_eq(
+			tps_bound_cross_entropy_loss(&ce, dt, &e, &err),
+			TPS_OK);
+		out[0] = (float)e; /* a float already, rounded up */
+	}
+	tps_tensor_free(&y);
+	tps_tensor_free(&ey);
+	tps_tensor_free(&t);
+}
+
+enum ce_rows { CE_NORMAL, CE_DOMINANT_TARGET, CE_DOMINANT_OTHER };
+
+static void ce_case(enum ce_rows kind, int64_t rows, int64_t n, bool grad,
+		    bool sharded, enum tps_dtype dtype, uint64_t seed,
+		    struct stats *st)
+{
+	float *x0 = malloc((size_t)(rows * n) * sizeof *x0);
+	float *e = malloc((size_t)(rows * n) * sizeof *e);
+	float *target = malloc((size_t)rows * sizeof *target);
+	double *scale = malloc((size_t)rows * sizeof *scale);
+	struct ce_ctx c = {rows, n, target, scale, grad, sharded};
+	struct fcase fc = {
+		sharded ? (grad ? "loss_parallel grad" : "loss_parallel loss")
+			: (grad ? "cross_entropy grad" : "cross_entropy loss"),
+		rows * n,
+		grad ? rows * n : 1,
+		&c,
+		ce_exact,
+		ce_eval,
+		ce_bound,
+		true};
+	struct tps_rng rng;
+	ck_assert(x0 && e && target && scale);
+	tps_rng_seed(&rng, seed);
+	for (int64_t r = 0; r < rows; r++) {
+		target[r] = (float)(tps_rng_next(&rng) % (uint64_t)n);
+		scale[r] = 1.0 / (double)rows;
+		for (int64_t j = 0; j < n; j++) {
+			x0[r * n + j] = tps_rng_normal(&rng, 2.0f);
+		}
+		if (kind == CE_DOMINANT_TARGET) {
+			x0[r * n + (int64_t)target[r]] = 25.0f;
+		} else if (kind == CE_DOMINANT_OTHER) {
+			x0[r * n + ((int64_t)target[r] + 1) % n] = 25.0f;
+		}
+	}
+	random_bounds(e, x0, rows * n, &rng, 4.0 * st->e_scale);
+	run_case(&fc, x0, e, dtype, seed + 1, st);
+	free(x0);
+	free(e);
+	free(target);
+	free(scale);
+}
+
+static void ce_cases(bool grad, bool sharded, struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int d = 0; d < 3; d++) {
+		ce_case(CE_NORMAL, 4, 10, grad, sharded, dtypes[d], 51, st);
+		/* 13 classes over up to 8 shards: uneven, one empty */
+		ce_case(CE_NORMAL, 3, 13, grad, sharded, dtypes[d], 52, st);
+		ce_case(CE_DOMINANT_TARGET, 3, 7, grad, sharded, dtypes[d], 53,
+			st);
+		ce_case(CE_DOMINANT_OTHER, 3, 7, grad, sharded, dtypes[d], 54,
+			st);
+	}
+	ce_case(CE_NORMAL, 2, 300, grad, sharded, TPS_DTYPE_F32, 55, st);
+}
+
+START_TEST(cross_entropy_bounds_hold_in_every_order)
+{
+	struct stats loss = {.e_scale = 1.0}, grad = {.e_scale = 1.0},
+		     exact = {.e_scale = 0.0};
+	ce_cases(false, false, &loss);
+	report("cross_entropy loss", &loss);
+	ce_cases(true, false, &grad);
+	report("cross_entropy grad", &grad);
+	ce_cases(false, false, &exact);
+	report("cross_entropy loss, exact inputs", &exact);
+	exact = (struct stats){.e_scale = 0.0};
+	ce_cases(true, false, &exact);
+	report("cross_entropy grad, exact inputs", &exact);
+}
+END_TEST
+
+START_TEST(loss_parallel_bounds_hold_over_uneven_class_shards)
+{
+	struct stats loss = {.e_scale = 1.0}, grad = {.e_scale = 1.0},
+		     exact = {.e_scale = 0.0};
+	ce_cases(false, true, &loss);
+	report("loss_parallel loss", &loss);
+	ce_cases(true, true, &grad);
+	report("loss_parallel grad", &grad);
+	ce_cases(false, true, &exact);
+	report("loss_parallel loss, exact inputs", &exact);
+	exact = (struct stats){.e_scale = 0.0};
+	ce_cases(true, true, &exact);
+	report("loss_parallel grad, exact inputs", &exact);
+}
+END_TEST
+
+static Suite *nn_bounds_suite(void)
+{
+	Suite *s = suite_create("nn_bounds");
+	TCase *holds = tcase_create("holds");
+	tcase_set_timeout(holds, 300);
+	tcase_add_test(holds, layernorm_forward_bound_holds_in_every_order);
+	tcase_add_test(holds, layernorm_backward_bound_holds_in_every_order);
+	tcase_add_test(holds, softmax_bound_holds_in_every_order);
+	tcase_add_test(holds, attention_forward_bound_holds_in_every_order);
+	tcase_add_test(holds, attention_backward_bound_holds_in_every_order);
+	tcase_add_test(holds, cross_entropy_bounds_hold_in_every_order);
+	tcase_add_test(holds,
+		       loss_parallel_bounds_hold_over_uneven_class_shards);
+	suite_add_tcase(s, holds);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(nn_bounds_suite());
+}
