@@ -14,6 +14,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nn_bounds_internal.h"
 
@@ -25,7 +26,8 @@ static enum tps_status mismatch(const char *what, const struct tps_tensor *a,
 {
 	char as[128], bs[128];
 	return tps_error_set(err, TPS_ERR_SHAPE,
-			     "attention bound: %s %s does not match %s %s",
+			     "%s bound: %s %s does not match %s %s",
+			     strcmp(of, "s") == 0 ? "softmax" : "attention",
 			     what, tps_shape_format(&a->shape, as, sizeof as),
 			     of, tps_shape_format(&b->shape, bs, sizeof bs));
 }

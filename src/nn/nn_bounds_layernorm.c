@@ -234,13 +234,16 @@ static enum tps_status check(const struct tps_bound_layernorm *ln,
 	if (!tps_shape_equal(&ln->e_w->shape, &w->shape)) {
 		return mismatch("e_w", ln->e_w, "weight", w, err);
 	}
-	if ((ln->b == NULL) != (ln->e_b == NULL) ||
-	    (ln->b && (!tps_shape_equal(&ln->b->shape, &w->shape) ||
-		       !tps_shape_equal(&ln->e_b->shape, &w->shape)))) {
-		return ln->b ? mismatch("bias or e_b", ln->b, "weight", w, err)
-			     : tps_error_set(err, TPS_ERR_SHAPE,
-					     "layernorm bound: a bias without "
-					     "e_b, or e_b without a bias");
+	if ((ln->b == NULL) != (ln->e_b == NULL)) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "layernorm bound: a bias without e_b, or "
+				     "e_b without a bias");
+	}
+	if (ln->b && !tps_shape_equal(&ln->b->shape, &w->shape)) {
+		return mismatch("bias", ln->b, "weight", w, err);
+	}
+	if (ln->b && !tps_shape_equal(&ln->e_b->shape, &w->shape)) {
+		return mismatch("e_b", ln->e_b, "weight", w, err);
 	}
 	return TPS_OK;
 }

@@ -1283,6 +1283,298 @@ START_TEST(loss_parallel_bounds_hold_over_uneven_class_shards)
 }
 END_TEST
 
+/* ---- exact values and bad operands ------------------------------------- */
+
+static struct tps_tensor filled(int ndim, const int64_t *dims, float v)
+{
+	struct tps_tensor t;
+	struct tps_shape s = tps_shape_make(ndim, dims);
+	ck_assert_int_eq(tps_tensor_init(&t, &s, NULL), TPS_OK);
+	for (int64_t i = 0; i < tps_tensor_numel(&t); i++) {
+		t.data[i] = v;
+	}
+	return t;
+}
+
+/* db's bound for dy = `dy` everywhere over `rows` rows of 2 features, x
+ * and w exact. */
+static float db_bound(float dy, int64_t rows, int64_t parts,
+		      enum tps_dtype store)
+{
+	int64_t xd[2] = {rows, 2}, n = 2;
+	struct tps_tensor x = filled(2, xd, 0.0f), ex = filled(2, xd, 0.0f);
+	struct tps_tensor w = filled(1, &n, 1.0f), ew = filled(1, &n, 0.0f);
+	struct tps_tensor b = filled(1, &n, 0.0f), eb = filled(1, &n, 0.0f);
+	struct tps_tensor g = filled(2, xd, dy), eg = filled(2, xd, 0.0f);
+	struct tps_tensor edx, edw, edb;
+	struct tps_bound_layernorm ln = {&x, &ex, &w,	&ew,
+					 &b, &eb, 1e-5, parts};
+	struct tps_bound_dtypes dt = {store, TPS_DTYPE_F32, store};
+	struct tps_error err = {0};
+	float out;
+	for (int64_t r = 0; r < rows; r++) {
+		x.data[2 * r + 1] = (float)(r + 1); /* rows that vary */
+	}
+	ck_assert_int_eq(tps_bound_layernorm_backward(&ln, &g, &eg, &dt, &edx,
+						      &edw, &edb, &err),
+			 TPS_OK);
+	out = edb.data[0];
+	struct tps_tensor *all[] = {&x, &ex, &w,   &ew,	 &b,  &eb,
+				    &g, &eg, &edx, &edw, &edb};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		tps_tensor_free(all[i]);
+	}
+	return out;
+}
+
+START_TEST(integer_sums_below_the_limits_have_bound_zero)
+{
+	/* A `sum` loss's dy is 1: db, the sum over rows, is exact while the
+	 * rows stay below 2^24 (2^8 for a bfloat16 reduction of parts). */
+	ck_assert_float_eq(db_bound(1.0f, 64, 1, TPS_DTYPE_F32), 0.0f);
+	ck_assert_float_eq(db_bound(3.0f, 64, 8, TPS_DTYPE_F32), 0.0f);
+	ck_assert_float_eq(db_bound(3.0f, 64, 1, TPS_DTYPE_BF16), 0.0f);
+	ck_assert_float_eq(db_bound(1.0f, 64, 8, TPS_DTYPE_BF16), 0.0f);
+	/* and only then */
+	ck_assert_float_gt(db_bound(0.1f, 64, 1, TPS_DTYPE_F32), 0.0f);
+	ck_assert_float_gt(db_bound(4194304.0f, 8, 1, TPS_DTYPE_F32), 0.0f);
+	ck_assert_float_gt(db_bound(8.0f, 64, 8, TPS_DTYPE_BF16), 0.0f);
+	ck_assert_float_eq(db_bound(3.0f, 64, 1, TPS_DTYPE_F16), 0.0f);
+	/* 2049 is past float16's integers */
+	ck_assert_float_gt(db_bound(3.0f, 683, 1, TPS_DTYPE_F16), 0.0f);
+}
+END_TEST
+
+START_TEST(meta_operands_make_meta_bounds)
+{
+	int64_t xd[2] = {2, 3}, n = 3, qd[3] = {1, 2, 4};
+	struct tps_shape xs = tps_shape_make(2, xd), ws = tps_shape_make(1, &n);
+	struct tps_shape qs = tps_shape_make(3, qd);
+	struct tps_tensor x, w, q, e, edx, edw, edq, edk, edv;
+	struct tps_bound_dtypes dt = {0};
+	struct tps_error err = {0};
+	ck_assert_int_eq(tps_tensor_init_meta(&x, &xs, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_init_meta(&w, &ws, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_init_meta(&q, &qs, NULL), TPS_OK);
+	struct tps_bound_layernorm ln = {&x, &x, &w, &w, NULL, NULL, 1e-5, 1};
+	ck_assert_int_eq(tps_bound_layernorm_forward(&ln, &dt, &e, &err),
+			 TPS_OK);
+	ck_assert(e.meta && tps_shape_equal(&e.shape, &xs));
+	tps_tensor_free(&e);
+	ck_assert_int_eq(tps_bound_layernorm_backward(&ln, &x, &x, &dt, &edx,
+						      &edw, NULL, &err),
+			 TPS_OK);
+	ck_assert(edx.meta && edw.meta);
+	ck_assert(tps_shape_equal(&edw.shape, &ws));
+	tps_tensor_free(&edx);
+	tps_tensor_free(&edw);
+	struct tps_bound_attention att = {&q, &q, &q, &q, &q, &q, 2, true};
+	ck_assert_int_eq(tps_bound_attention_backward(&att, &q, &q, &dt, &edq,
+						      &edk, &edv, &err),
+			 TPS_OK);
+	ck_assert(edq.meta && edk.meta && edv.meta);
+	tps_tensor_free(&edq);
+	tps_tensor_free(&edk);
+	tps_tensor_free(&edv);
+	tps_tensor_free(&x);
+	tps_tensor_free(&w);
+	tps_tensor_free(&q);
+}
+END_TEST
+
+/* Well-formed operands of every function, one of them then broken. */
+struct operands {
+	struct tps_tensor x, ex, w, ew, b, eb, dy, edy; /* layer norm */
+	struct tps_tensor q, eq, da, eda;		/* attention */
+	struct tps_tensor y, ey, target;		/* cross_entropy */
+	int64_t head_dim;
+	double scale[2];
+};
+
+static void operands_init(struct operands *o)
+{
+	int64_t xd[2] = {2, 3}, n = 3, qd[3] = {1, 2, 4}, rows = 2;
+	o->x = filled(2, xd, 1.0f);
+	o->ex = filled(2, xd, 0.0f);
+	o->w = filled(1, &n, 1.0f);
+	o->ew = filled(1, &n, 0.0f);
+	o->b = filled(1, &n, 0.0f);
+	o->eb = filled(1, &n, 0.0f);
+	o->dy = filled(2, xd, 1.0f);
+	o->edy = filled(2, xd, 0.0f);
+	o->q = filled(3, qd, 0.5f);
+	o->eq = filled(3, qd, 0.0f);
+	o->da = filled(3, qd, 1.0f);
+	o->eda = filled(3, qd, 0.0f);
+	o->y = filled(2, xd, 0.25f);
+	o->ey = filled(2, xd, 0.0f);
+	o->target = filled(1, &rows, 1.0f);
+	o->head_dim = 2;
+	o->scale[0] = o->scale[1] = 0.5;
+}
+
+static void operands_free(struct operands *o)
+{
+	struct tps_tensor *all[] = {&o->x, &o->ex, &o->w,     &o->ew,
+				    &o->b, &o->eb, &o->dy,    &o->edy,
+				    &o->q, &o->eq, &o->da,    &o->eda,
+				    &o->y, &o->ey, &o->target};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		tps_tensor_free(all[i]);
+	}
+}
+
+/* A tensor of another shape in place of *t. */
+static void reshape(struct tps_tensor *t, int ndim, int64_t a, int64_t b,
+		    int64_t c)
+{
+	int64_t dims[3] = {a, b, c};
+	tps_tensor_free(t);
+	*t = filled(ndim, dims, 0.0f);
+}
+
+enum bad_call {
+	LN_FORWARD,
+	LN_BACKWARD,
+	SOFTMAX,
+	ATT_FORWARD,
+	ATT_BACKWARD,
+	CE_LOSS,
+	CE_GRAD
+};
+
+struct bad_operand {
+	enum bad_call call;
+	void (*breaks)(struct operands *o);
+	enum tps_status status;
+	const char *message;
+};
+
+static void bad_ex(struct operands *o)
+{
+	reshape(&o->ex, 2, 2, 4, 0);
+}
+static void bad_w(struct operands *o)
+{
+	reshape(&o->w, 1, 4, 0, 0);
+}
+static void bias_alone(struct operands *o)
+{
+	tps_tensor_free(&o->eb);
+	o->eb.shape.ndim = -1;
+}
+static void bad_dy(struct operands *o)
+{
+	reshape(&o->dy, 2, 3, 3, 0);
+}
+static void bad_ev(struct operands *o)
+{
+	reshape(&o->eq, 3, 1, 2, 2);
+}
+static void odd_heads(struct operands *o)
+{
+	o->head_dim = 3;
+}
+static void flat_q(struct operands *o)
+{
+	reshape(&o->q, 1, 4, 0, 0);
+}
+static void bad_da(struct operands *o)
+{
+	reshape(&o->da, 3, 1, 3, 4);
+}
+static void bad_target(struct operands *o)
+{
+	reshape(&o->target, 1, 3, 0, 0);
+}
+static void no_class(struct operands *o)
+{
+	o->target.data[1] = 3.0f;
+}
+
+static const struct bad_operand bad_operands[] = {
+	{LN_FORWARD, bad_ex, TPS_ERR_SHAPE,
+	 "layernorm bound: e_x (2, 4) does not match x (2, 3)"},
+	{LN_FORWARD, bad_w, TPS_ERR_SHAPE,
+	 "layernorm bound: weight (4) does not match the last dim of x (2, 3)"},
+	{LN_FORWARD, bias_alone, TPS_ERR_SHAPE,
+	 "layernorm bound: a bias without e_b, or e_b without a bias"},
+	{LN_BACKWARD, bad_dy, TPS_ERR_SHAPE,
+	 "layernorm bound: dy (3, 3) does not match x (2, 3)"},
+	{SOFTMAX, bad_ex, TPS_ERR_SHAPE,
+	 "softmax bound: e_s (2, 4) does not match s (2, 3)"},
+	{ATT_FORWARD, bad_ev, TPS_ERR_SHAPE,
+	 "attention bound: e_q (1, 2, 2) does not match q (1, 2, 4)"},
+	{ATT_FORWARD, odd_heads, TPS_ERR_SHAPE,
+	 "attention bound: head_dim 3 does not divide the 4 features"},
+	{ATT_FORWARD, flat_q, TPS_ERR_SHAPE,
+	 "attention bound: q needs (..., S, F), got 1 dims"},
+	{ATT_BACKWARD, bad_da, TPS_ERR_SHAPE,
+	 "attention bound: da (1, 3, 4) does not match q (1, 2, 4)"},
+	{CE_LOSS, bad_target, TPS_ERR_SHAPE,
+	 "cross_entropy bound: target (3) does not have one class per row of "
+	 "the logits (2, 3)"},
+	{CE_GRAD, no_class, TPS_ERR_INPUT,
+	 "cross_entropy bound: target 1 is 3, not a class id in [0, 3)"},
+};
+
+static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
+				struct tps_tensor out[3], struct tps_error *err)
+{
+	struct tps_bound_dtypes dt = {0};
+	struct tps_bound_layernorm ln = {
+		&o->x,	&o->ex, &o->w,
+		&o->ew, &o->b,	o->eb.shape.ndim < 0 ? NULL : &o->eb,
+		1e-5,	1};
+	struct tps_bound_attention att = {&o->q,  &o->q,  &o->q,       &o->eq,
+					  &o->eq, &o->eq, o->head_dim, false};
+	struct tps_bound_cross_entropy ce = {&o->y, &o->ey, &o->target,
+					     o->scale, 1};
+	double e;
+	switch (c->call) {
+	case LN_FORWARD:
+		return tps_bound_layernorm_forward(&ln, &dt, &out[0], err);
+	case LN_BACKWARD:
+		return tps_bound_layernorm_backward(&ln, &o->dy, &o->edy, &dt,
+						    &out[0], &out[1], &out[2],
+						    err);
+	case SOFTMAX:
+		return tps_bound_softmax(&o->x, &o->ex, &dt, &out[0], err);
+	case ATT_FORWARD:
+		return tps_bound_attention_forward(&att, &dt, &out[0], err);
+	case ATT_BACKWARD:
+		return tps_bound_attention_backward(&att, &o->da, &o->eda, &dt,
+						    &out[0], &out[1], &out[2],
+						    err);
+	case CE_LOSS: return tps_bound_cross_entropy_loss(&ce, &dt, &e, err);
+	case CE_GRAD:
+		return tps_bound_cross_entropy_grad(&ce, &dt, &out[0], err);
+	}
+	return TPS_OK;
+}
+
+START_TEST(bad_operands_are_refused_and_outputs_untouched)
+{
+	for (size_t i = 0; i < sizeof bad_operands / sizeof bad_operands[0];
+	     i++) {
+		const struct bad_operand *c = &bad_operands[i];
+		struct operands o;
+		struct tps_tensor out[3], before[3];
+		struct tps_error err = {0};
+		operands_init(&o);
+		c->breaks(&o);
+		memset(out, 0xab, sizeof out);
+		memcpy(before, out, sizeof out);
+		ck_assert_int_eq(call_bad(c, &o, out, &err), c->status);
+		ck_assert_msg(strcmp(err.message, c->message) == 0,
+			      "row %zu: got \"%s\", expected \"%s\"", i,
+			      err.message, c->message);
+		ck_assert(memcmp(out, before, sizeof out) == 0);
+		operands_free(&o);
+	}
+}
+END_TEST
+
 static Suite *nn_bounds_suite(void)
 {
 	Suite *s = suite_create("nn_bounds");
@@ -1297,6 +1589,11 @@ static Suite *nn_bounds_suite(void)
 	tcase_add_test(holds,
 		       loss_parallel_bounds_hold_over_uneven_class_shards);
 	suite_add_tcase(s, holds);
+	TCase *edges = tcase_create("edges");
+	tcase_add_test(edges, integer_sums_below_the_limits_have_bound_zero);
+	tcase_add_test(edges, meta_operands_make_meta_bounds);
+	tcase_add_test(edges, bad_operands_are_refused_and_outputs_untouched);
+	suite_add_tcase(s, edges);
 	return s;
 }
 
