@@ -950,9 +950,10 @@ static void att_bound(const void *opaque, const float *in, const float *e_in,
 {
 	const struct att_ctx *c = opaque;
 	int64_t m = att_numel(c), dims[3] = {c->B, c->S, c->F};
-	struct tps_tensor t[8];
+	struct tps_tensor t[8] = {0};
 	struct tps_error err = {0};
-	for (int i = 0; i < 4; i++) {
+	/* q, k, v, and da for backward */
+	for (int i = 0; i < (c->backward ? 4 : 3); i++) {
 		t[i] = tensor_of(in + i * m, 3, dims);
 		t[4 + i] = tensor_of(e_in + i * m, 3, dims);
 	}
