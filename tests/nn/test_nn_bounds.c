@@ -25,7 +25,9 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "jsonio.h"
 #include "nn_bounds.h"
+#include "nn_bounds_internal.h"
 #include "rng.h"
 #include "tensor.h"
 
@@ -1576,6 +1578,549 @@ START_TEST(bad_operands_are_refused_and_outputs_untouched)
 }
 END_TEST
 
+/* ---- issue 17's two cases ---------------------------------------------- */
+
+/*
+ * Issue 17 names two correct runs that a hand-picked tolerance flags: "a
+ * 2-feature layer norm with eps 1e-6 and a `sum` loss driven to -117
+ * over 3 steps" and "AdamW on an attention key bias". The issue gives no
+ * config; these are built as it describes them, and with today's
+ * tolerance both runs exit 1 (DIFFERS). Each test runs the config with
+ * tp and on one rank (whose values are the reference's: its run matches
+ * with max_abs_diff 0), recomputes the model in double (the exact result
+ * to ~1e-16), takes as input bounds the larger of the reference's and
+ * the simulation's actual input errors, and checks that the layer norm
+ * and attention rules bound both evaluations' output errors, so that the
+ * verdict's |sim - ref| <= 2 e holds where the tolerance failed.
+ */
+
+/* Runs `config` through `tpsim run` into dir/name.trace.json, expecting
+ * exit code rc, and returns the trace (the caller frees it). */
+static cJSON *run_trace(const char *dir, const char *name, const char *config,
+			int rc)
+{
+	char cfg[4096], out[4096];
+	struct tu_result r;
+	char *text;
+	cJSON *trace;
+	snprintf(cfg, sizeof cfg, "%s/%s.json", dir, name);
+	snprintf(out, sizeof out, "%s/%s.trace.json", dir, name);
+	tu_write_file(cfg, config, strlen(config));
+	r = tu_cli(5, "run", cfg, "-o", out);
+	ck_assert_msg(r.rc == rc, "%s: exit %d, expected %d: %s", name, r.rc,
+		      rc, r.err);
+	printf("%s", r.err);
+	tu_result_free(&r);
+	text = tu_read_file(out, NULL);
+	ck_assert(text);
+	trace = cJSON_Parse(text);
+	ck_assert(trace);
+	free(text);
+	return trace;
+}
+
+/* Nested arrays of numbers, flattened into out (at most cap). */
+static int64_t flatten(const cJSON *v, double *out, int64_t cap)
+{
+	int64_t n = 0;
+	if (cJSON_IsNumber(v)) {
+		ck_assert_int_lt(0, cap);
+		out[0] = v->valuedouble;
+		return 1;
+	}
+	for (const cJSON *c = v ? v->child : NULL; c; c = c->next) {
+		n += flatten(c, out + n, cap - n);
+	}
+	return n;
+}
+
+/* The global values of the last event of (step, phase, tensor): rank 0's,
+ * the event being replicated. */
+static int64_t event_values(const cJSON *trace, int step, const char *phase,
+			    const char *tensor, double *out, int64_t cap)
+{
+	const cJSON *last = NULL, *ev;
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "events"))
+	{
+		const cJSON *st = cJSON_GetObjectItem(ev, "step");
+		if (cJSON_IsNumber(st) && st->valueint == step &&
+		    strcmp(cJSON_GetObjectItem(ev, "phase")->valuestring,
+			   phase) == 0 &&
+		    strcmp(cJSON_GetObjectItem(ev, "tensor")->valuestring,
+			   tensor) == 0) {
+			last = ev;
+		}
+	}
+	ck_assert_msg(last, "no event %s %s at step %d", phase, tensor, step);
+	return flatten(cJSON_GetObjectItem(
+			       cJSON_GetArrayItem(
+				       cJSON_GetObjectItem(last, "ranks"), 0),
+			       "values"),
+		       out, cap);
+}
+
+static int64_t param_values(const cJSON *trace, const char *name, double *out,
+			    int64_t cap)
+{
+	return flatten(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(trace, "params"), name),
+			"values"),
+		out, cap);
+}
+
+static void to_tensor(struct tps_tensor *t, const double *v, int ndim,
+		      const int64_t *dims)
+{
+	struct tps_shape s = tps_shape_make(ndim, dims);
+	ck_assert_int_eq(tps_tensor_init(t, &s, NULL), TPS_OK);
+	for (int64_t i = 0; i < tps_tensor_numel(t); i++) {
+		t->data[i] = (float)v[i];
+	}
+}
+
+/* e_i = max(|a_i - exact_i|, |b_i - exact_i|): both evaluations' actual
+ * input errors. */
+static void actual_errors(struct tps_tensor *e, const double *a,
+			  const double *b, const double *exact, int ndim,
+			  const int64_t *dims)
+{
+	struct tps_shape s = tps_shape_make(ndim, dims);
+	ck_assert_int_eq(tps_tensor_init(e, &s, NULL), TPS_OK);
+	for (int64_t i = 0; i < tps_tensor_numel(e); i++) {
+		e->data[i] = tps_bound_up(
+			fmax(fabs(a[i] - exact[i]), fabs(b[i] - exact[i])));
+	}
+}
+
+/* Both evaluations within the bound of the exact value, element by
+ * element; returns max |sim - ref| / (2 e). */
+static double covered(const char *what, const double *sim, const double *ref,
+		      const double *exact, const float *e, int64_t n,
+		      double *max_diff, double *max_bound)
+{
+	double ratio = 0.0;
+	*max_diff = *max_bound = 0.0;
+	for (int64_t i = 0; i < n; i++) {
+		ck_assert_msg(fabs(ref[i] - exact[i]) <= e[i],
+			      "%s[%lld]: the reference is %g from exact, bound "
+			      "%g",
+			      what, (long long)i, fabs(ref[i] - exact[i]),
+			      (double)e[i]);
+		ck_assert_msg(fabs(sim[i] - exact[i]) <= e[i],
+			      "%s[%lld]: the simulation is %g from exact, "
+			      "bound %g",
+			      what, (long long)i, fabs(sim[i] - exact[i]),
+			      (double)e[i]);
+		*max_diff = fmax(*max_diff, fabs(sim[i] - ref[i]));
+		*max_bound = fmax(*max_bound, e[i]);
+		if (e[i] > 0) {
+			ratio = fmax(ratio, fabs(sim[i] - ref[i]) / (2 * e[i]));
+		}
+	}
+	return ratio;
+}
+
+#define LN_CONFIG(mesh, plan)                                                  \
+	"{\"tpsim\": 1, \"mesh\": " mesh ", \"model\": ["                      \
+	"{\"name\": \"fc1\", \"type\": \"linear\", \"in_features\": 4, "       \
+	"\"out_features\": 2}, "                                               \
+	"{\"name\": \"ln1\", \"type\": \"layernorm\", \"dim\": 2, \"eps\": "   \
+	"1e-6}, "                                                              \
+	"{\"name\": \"fc2\", \"type\": \"linear\", \"in_features\": 2, "       \
+	"\"out_features\": 4}], \"plan\": " plan ", "                          \
+	"\"input\": {\"shape\": [8, 4]}, \"mode\": \"training\", "             \
+	"\"loss\": \"sum\", \"optimizer\": {\"type\": \"sgd\", \"lr\": "       \
+	"0.0502}, \"steps\": 3}"
+
+/* The layer norm model in double, 3 sgd steps on a `sum` loss; at the
+ * last step, ln1's input x, its dy, its weight w, dx and dw. */
+struct ln_model {
+	double W1[2][4], b1[2], w[2], b[2], W2[4][2], b2[4], X[8][4];
+	double x[16], dy[16], wl[2], dx[16], dw[2], loss[3];
+};
+
+static void ln_model_train(struct ln_model *m)
+{
+	const double lr = 0.0502, eps = 1e-6;
+	for (int s = 0; s < 3; s++) {
+		double H[8][2], XH[8][2], R[8], Y[8][2], dY[8][2], dH[8][2];
+		double gW1[2][4] = {{0}}, gb1[2] = {0}, gw[2] = {0},
+		       gb[2] = {0}, gW2[4][2] = {{0}}, loss = 0;
+		for (int i = 0; i < 8; i++) {
+			double mu, var = 0;
+			for (int o = 0; o < 2; o++) {
+				H[i][o] = m->b1[o];
+				for (int k = 0; k < 4; k++) {
+					H[i][o] += m->X[i][k] * m->W1[o][k];
+				}
+			}
+			mu = (H[i][0] + H[i][1]) / 2;
+			for (int j = 0; j < 2; j++) {
+				var += (H[i][j] - mu) * (H[i][j] - mu) / 2;
+			}
+			R[i] = 1 / sqrt(var + eps);
+			for (int j = 0; j < 2; j++) {
+				XH[i][j] = (H[i][j] - mu) * R[i];
+				Y[i][j] = XH[i][j] * m->w[j] + m->b[j];
+			}
+			for (int o = 0; o < 4; o++) {
+				loss += m->b2[o] + Y[i][0] * m->W2[o][0] +
+					Y[i][1] * m->W2[o][1];
+			}
+		}
+		/* dz = 1: dY = the column sums of W2 */
+		for (int i = 0; i < 8; i++) {
+			double g[2], a, bb;
+			for (int k = 0; k < 2; k++) {
+				dY[i][k] = 0;
+				for (int o = 0; o < 4; o++) {
+					dY[i][k] += m->W2[o][k];
+					gW2[o][k] += Y[i][k];
+				}
+				g[k] = dY[i][k] * m->w[k];
+				gw[k] += dY[i][k] * XH[i][k];
+				gb[k] += dY[i][k];
+			}
+			a = (g[0] + g[1]) / 2;
+			bb = (g[0] * XH[i][0] + g[1] * XH[i][1]) / 2;
+			for (int j = 0; j < 2; j++) {
+				dH[i][j] = R[i] * (g[j] - a - XH[i][j] * bb);
+				gb1[j] += dH[i][j];
+				for (int k = 0; k < 4; k++) {
+					gW1[j][k] += dH[i][j] * m->X[i][k];
+				}
+			}
+		}
+		m->loss[s] = loss;
+		if (s == 2) {
+			for (int i = 0; i < 8; i++) {
+				for (int j = 0; j < 2; j++) {
+					m->x[i * 2 + j] = H[i][j];
+					m->dy[i * 2 + j] = dY[i][j];
+					m->dx[i * 2 + j] = dH[i][j];
+				}
+			}
+			memcpy(m->wl, m->w, sizeof m->wl);
+			memcpy(m->dw, gw, sizeof m->dw);
+		}
+		for (int j = 0; j < 2; j++) {
+			m->b1[j] -= lr * gb1[j];
+			m->w[j] -= lr * gw[j];
+			m->b[j] -= lr * gb[j];
+			for (int k = 0; k < 4; k++) {
+				m->W1[j][k] -= lr * gW1[j][k];
+			}
+		}
+		for (int o = 0; o < 4; o++) {
+			m->b2[o] -= lr * 8;
+			for (int k = 0; k < 2; k++) {
+				m->W2[o][k] -= lr * gW2[o][k];
+			}
+		}
+	}
+}
+
+START_TEST(issue17_two_feature_layer_norm_difference_is_within_the_bound)
+{
+	const char *dir = tu_tempdir();
+	/* rowwise fc1 splits k over the ranks: ln1's input differs in its
+	 * last bits, and a row of 2 features whose rstd is 64 amplifies it */
+	cJSON *sim = run_trace(dir, "tp",
+			       LN_CONFIG("{\"shape\": [2], \"dim_names\": "
+					 "[\"tp\"]}",
+					 "{\"fc1\": \"rowwise\", \"fc2\": "
+					 "\"colwise\"}"),
+			       1);
+	cJSON *ref = run_trace(
+		dir, "one_rank",
+		LN_CONFIG("{\"shape\": [1], \"dim_names\": [\"tp\"]}", "{}"),
+		0);
+	struct ln_model m;
+	double xs[16], xr[16], gs[16], gr[16], ws[2], wr[2], v[32];
+	double dxs[16], dxr[16], dws[2], dwr[2], diff, bound, ratio;
+	int64_t xd[2] = {8, 2}, n = 2;
+	struct tps_tensor x, ex, w, ew, dy, edy, edx, edw;
+	struct tps_bound_layernorm ln = {&x, &ex, &w, &ew, NULL, NULL, 1e-6, 1};
+	struct tps_bound_dtypes dt = {0};
+	struct tps_error err = {0};
+
+	ck_assert_int_eq(param_values(ref, "fc1.weight", v, 32), 8);
+	memcpy(m.W1, v, sizeof m.W1);
+	ck_assert_int_eq(param_values(ref, "fc1.bias", m.b1, 2), 2);
+	ck_assert_int_eq(param_values(ref, "ln1.weight", m.w, 2), 2);
+	ck_assert_int_eq(param_values(ref, "ln1.bias", m.b, 2), 2);
+	ck_assert_int_eq(param_values(ref, "fc2.weight", v, 32), 8);
+	memcpy(m.W2, v, sizeof m.W2);
+	ck_assert_int_eq(param_values(ref, "fc2.bias", m.b2, 4), 4);
+	ck_assert_int_eq(
+		flatten(cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(ref, "inputs"),
+					"input"),
+				"values"),
+			v, 32),
+		32);
+	memcpy(m.X, v, sizeof m.X);
+	ln_model_train(&m);
+	/* the loss is driven to -117 over the 3 steps */
+	ck_assert_double_lt(fabs(m.loss[2] + 116.789), 1e-3);
+
+	event_values(sim, 2, "forward", "fc1.out", xs, 16);
+	event_values(ref, 2, "forward", "fc1.out", xr, 16);
+	event_values(sim, 2, "backward", "fc2.in.grad", gs, 16);
+	event_values(ref, 2, "backward", "fc2.in.grad", gr, 16);
+	event_values(sim, 1, "optimizer", "ln1.weight", ws, 2);
+	event_values(ref, 1, "optimizer", "ln1.weight", wr, 2);
+	event_values(sim, 2, "backward", "ln1.in.grad", dxs, 16);
+	event_values(ref, 2, "backward", "ln1.in.grad", dxr, 16);
+	event_values(sim, 2, "backward", "ln1.weight.grad", dws, 2);
+	event_values(ref, 2, "backward", "ln1.weight.grad", dwr, 2);
+
+	to_tensor(&x, xr, 2, xd);
+	to_tensor(&w, wr, 1, &n);
+	to_tensor(&dy, gr, 2, xd);
+	actual_errors(&ex, xr, xs, m.x, 2, xd);
+	actual_errors(&ew, wr, ws, m.wl, 1, &n);
+	actual_errors(&edy, gr, gs, m.dy, 2, xd);
+	ck_assert_int_eq(tps_bound_layernorm_backward(&ln, &dy, &edy, &dt, &edx,
+						      &edw, NULL, &err),
+			 TPS_OK);
+
+	/* ln1.in.grad: the tolerance (1e-5 + 1e-5 max|ref|) fails it, and
+	 * what fc1's gradients inherit from it makes the run DIFFER */
+	ratio = covered("ln1.in.grad", dxs, dxr, m.dx, edx.data, 16, &diff,
+			&bound);
+	printf("ln1.in.grad: |sim - ref| %.3g, tolerance %.3g, bound %.3g, "
+	       "largest |sim - ref| / 2e %.3g\n",
+	       diff, 1e-5 + 1e-5 * 1.2, bound, ratio);
+	ck_assert_double_gt(diff, 1e-5 + 1e-5 * 1.2);
+	ck_assert_double_le(ratio, 1.0);
+	ratio = covered("ln1.weight.grad", dws, dwr, m.dw, edw.data, 2, &diff,
+			&bound);
+	printf("ln1.weight.grad: |sim - ref| %.3g, |ref - exact| %.3g, |sim - "
+	       "exact| %.3g, bound %.3g\n",
+	       diff, fabs(dwr[0] - m.dw[0]), fabs(dws[0] - m.dw[0]), bound);
+	ck_assert_double_le(ratio, 1.0);
+
+	struct tps_tensor *all[] = {&x, &ex, &w, &ew, &dy, &edy, &edx, &edw};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		tps_tensor_free(all[i]);
+	}
+	cJSON_Delete(sim);
+	cJSON_Delete(ref);
+	tu_rmtree(dir);
+}
+END_TEST
+
+#define ATT_CONFIG(mesh, plan)                                                 \
+	"{\"tpsim\": 1, \"mesh\": " mesh ", \"model\": [{\"name\": "           \
+	"\"attn\", \"type\": \"attention\", \"embed_dim\": 4, "                \
+	"\"num_heads\": 2}], \"plan\": " plan ", \"input\": {\"shape\": "      \
+	"[4, 3, 4]}, \"mode\": \"training\", \"loss\": \"sum\", "              \
+	"\"optimizer\": {\"type\": \"adamw\", \"lr\": 0.01}, \"steps\": 1}"
+
+/* The attention block in double: q, k, v, da (sum loss: the column sums
+ * of o's weight) and dk, at x (4, 3, 4), 2 heads of 2. */
+struct att_model {
+	double x[48], W[4][16], b[4][4]; /* q, k, v, o */
+	double q[48], k[48], v[48], da[48], dk[48];
+};
+
+static void att_model_run(struct att_model *m)
+{
+	double *qkv[3] = {m->q, m->k, m->v};
+	for (int l = 0; l < 3; l++) {
+		for (int r = 0; r < 12; r++) {
+			for (int o = 0; o < 4; o++) {
+				double s = m->b[l][o];
+				for (int c = 0; c < 4; c++) {
+					s += m->x[r * 4 + c] *
+					     m->W[l][o * 4 + c];
+				}
+				qkv[l][r * 4 + o] = s;
+			}
+		}
+	}
+	for (int r = 0; r < 12; r++) {
+		for (int c = 0; c < 4; c++) {
+			m->da[r * 4 + c] = 0;
+			for (int o = 0; o < 4; o++) {
+				m->da[r * 4 + c] += m->W[3][o * 4 + c];
+			}
+		}
+	}
+	for (int bt = 0; bt < 4; bt++) {
+		for (int h = 0; h < 2; h++) {
+			double p[3][3], ds[3][3];
+			int base = bt * 12 + h * 2;
+			for (int i = 0; i < 3; i++) {
+				double max = -INFINITY, sum = 0, rho = 0, dp[3];
+				for (int j = 0; j < 3; j++) {
+					p[i][j] = (m->q[base + i * 4] *
+							   m->k[base + j * 4] +
+						   m->q[base + i * 4 + 1] *
+							   m->k[base + j * 4 +
+								1]) /
+						  sqrt(2.0);
+					max = fmax(max, p[i][j]);
+				}
+				for (int j = 0; j < 3; j++) {
+					p[i][j] = exp(p[i][j] - max);
+					sum += p[i][j];
+				}
+				for (int j = 0; j < 3; j++) {
+					p[i][j] /= sum;
+					dp[j] = m->da[base + i * 4] *
+							m->v[base + j * 4] +
+						m->da[base + i * 4 + 1] *
+							m->v[base + j * 4 + 1];
+					rho += p[i][j] * dp[j];
+				}
+				for (int j = 0; j < 3; j++) {
+					ds[i][j] = p[i][j] * (dp[j] - rho);
+				}
+			}
+			for (int j = 0; j < 3; j++) {
+				for (int c = 0; c < 2; c++) {
+					double s = 0;
+					for (int i = 0; i < 3; i++) {
+						s += ds[i][j] *
+						     m->q[base + i * 4 + c];
+					}
+					m->dk[base + j * 4 + c] = s / sqrt(2.0);
+				}
+			}
+		}
+	}
+}
+
+START_TEST(issue17_attention_key_bias_gradient_is_all_rounding)
+{
+	const char *dir = tu_tempdir();
+	/* dp splits the rows k.bias's gradient sums over */
+	cJSON *sim = run_trace(
+		dir, "dp_tp",
+		ATT_CONFIG("{\"shape\": [2, 2], \"dim_names\": [\"dp\", "
+			   "\"tp\"]}, \"dp_dim\": \"dp\"",
+			   "{\"attn.q\": \"colwise\", \"attn.k\": \"colwise\", "
+			   "\"attn.v\": \"colwise\", \"attn.o\": \"rowwise\"}"),
+		1);
+	cJSON *ref = run_trace(
+		dir, "one_rank",
+		ATT_CONFIG("{\"shape\": [1], \"dim_names\": [\"tp\"]}", "{}"),
+		0);
+	static const char *const names[4] = {"attn.q", "attn.k", "attn.v",
+					     "attn.o"};
+	struct att_model m;
+	double q[48], k[48], v[48], da[48], dk[48], kbs[4], kbr[4], kb[4];
+	double diff = 0, bound = 0;
+	int64_t dims[3] = {4, 3, 4};
+	struct tps_tensor t[4], e[4], edq, edk, edv;
+	struct tps_bound_dtypes dt = {0};
+	struct tps_bound_units un;
+	struct tps_error err = {0};
+	char name[64];
+
+	for (int l = 0; l < 4; l++) {
+		snprintf(name, sizeof name, "%s.weight", names[l]);
+		ck_assert_int_eq(param_values(ref, name, m.W[l], 16), 16);
+		snprintf(name, sizeof name, "%s.bias", names[l]);
+		ck_assert_int_eq(param_values(ref, name, m.b[l], 4), 4);
+	}
+	ck_assert_int_eq(
+		flatten(cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(ref, "inputs"),
+					"input"),
+				"values"),
+			m.x, 48),
+		48);
+	att_model_run(&m);
+	event_values(ref, 0, "forward", "attn.q.out", q, 48);
+	event_values(ref, 0, "forward", "attn.k.out", k, 48);
+	event_values(ref, 0, "forward", "attn.v.out", v, 48);
+	event_values(ref, 0, "backward", "attn.o.in.grad", da, 48);
+	event_values(ref, 0, "backward", "attn.k.out.grad", dk, 48);
+	flatten(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(sim, "result"),
+					"grads"),
+				"attn.k.bias"),
+			"values"),
+		kbs, 4);
+	flatten(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(ref, "result"),
+					"grads"),
+				"attn.k.bias"),
+			"values"),
+		kbr, 4);
+	/* q, k, v and da are computed row by row alike on every rank
+	 * (colwise: whole sums over the input's features; o's input
+	 * gradient: whole sums over its outputs), so the reference's
+	 * errors are the simulation's too. */
+	to_tensor(&t[0], q, 3, dims);
+	to_tensor(&t[1], k, 3, dims);
+	to_tensor(&t[2], v, 3, dims);
+	to_tensor(&t[3], da, 3, dims);
+	actual_errors(&e[0], q, q, m.q, 3, dims);
+	actual_errors(&e[1], k, k, m.k, 3, dims);
+	actual_errors(&e[2], v, v, m.v, 3, dims);
+	actual_errors(&e[3], da, da, m.da, 3, dims);
+	struct tps_bound_attention att = {&t[0], &t[1], &t[2], &e[0],
+					  &e[1], &e[2], 2,     false};
+	ck_assert_int_eq(tps_bound_attention_backward(&att, &t[3], &e[3], &dt,
+						      &edq, &edk, &edv, &err),
+			 TPS_OK);
+	for (int i = 0; i < 48; i++) {
+		ck_assert_msg(fabs(dk[i] - m.dk[i]) <= edk.data[i],
+			      "attn.k.out.grad[%d]: %g from exact, bound %g", i,
+			      fabs(dk[i] - m.dk[i]), (double)edk.data[i]);
+	}
+	/* k.bias's gradient, the sum of dk over the 12 rows (2 dp parts):
+	 * the linear's bias rule, sum e_dk + gamma_11 sum |dk|. Its exact
+	 * value is 0 (a key's bias shifts a whole row of scores) */
+	tps_bound_units_init(&un, &dt);
+	for (int c = 0; c < 4; c++) {
+		double e_sum = 0, abs_sum = 0, exact = 0;
+		for (int r = 0; r < 12; r++) {
+			e_sum += edk.data[r * 4 + c];
+			abs_sum += fabs(dk[r * 4 + c]);
+			exact += m.dk[r * 4 + c];
+		}
+		kb[c] = e_sum + tps_bound_sum(&un, abs_sum, 12, 2, false);
+		ck_assert_double_lt(fabs(exact), 1e-15);
+		ck_assert_msg(fabs(kbr[c]) <= kb[c] && fabs(kbs[c]) <= kb[c],
+			      "attn.k.bias.grad[%d]: ref %g, sim %g, bound %g",
+			      c, kbr[c], kbs[c], kb[c]);
+		/* all rounding: relative error >= 1, AdamW's update of it
+		 * has no useful bound */
+		ck_assert_double_ge(kb[c], fabs(kbr[c]));
+		diff = fmax(diff, fabs(kbs[c] - kbr[c]));
+		bound = fmax(bound, kb[c]);
+	}
+	printf("attn.k.bias.grad: ref (%.3g, %.3g, %.3g, %.3g), sim (%.3g, "
+	       "%.3g, %.3g, %.3g), exact 0, |sim - ref| %.3g, bound %.3g: "
+	       "rounding alone\n",
+	       kbr[0], kbr[1], kbr[2], kbr[3], kbs[0], kbs[1], kbs[2], kbs[3],
+	       diff, bound);
+	for (int i = 0; i < 4; i++) {
+		tps_tensor_free(&t[i]);
+		tps_tensor_free(&e[i]);
+	}
+	tps_tensor_free(&edq);
+	tps_tensor_free(&edk);
+	tps_tensor_free(&edv);
+	cJSON_Delete(sim);
+	cJSON_Delete(ref);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *nn_bounds_suite(void)
 {
 	Suite *s = suite_create("nn_bounds");
@@ -1595,6 +2140,13 @@ static Suite *nn_bounds_suite(void)
 	tcase_add_test(edges, meta_operands_make_meta_bounds);
 	tcase_add_test(edges, bad_operands_are_refused_and_outputs_untouched);
 	suite_add_tcase(s, edges);
+	TCase *issue = tcase_create("issue17");
+	tcase_add_test(
+		issue,
+		issue17_two_feature_layer_norm_difference_is_within_the_bound);
+	tcase_add_test(issue,
+		       issue17_attention_key_bias_gradient_is_all_rounding);
+	suite_add_tcase(s, issue);
 	return s;
 }
 
