@@ -438,7 +438,7 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 	enum tps_status st = TPS_OK;
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		struct tps_module *c = child(m, i);
-		st = c->ops->reference_forward(c, pool, x, &qkv[i], err);
+		st = tps_nn_reference_forward(c, pool, x, &qkv[i], err);
 		if (st == TPS_OK && m->training) {
 			st = tps_tensor_copy(&c->ref_saved_in, x, err);
 		}
@@ -447,9 +447,15 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
 				  s->causal, err);
 	}
+	if (st == TPS_OK && a.data) {
+		/* Stored as the ranks store their heads' event. */
+		tps_dtype_round_array(
+			a.data, tps_tensor_numel(&a),
+			tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+	}
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);
-		st = o->ops->reference_forward(o, pool, &a, y, err);
+		st = tps_nn_reference_forward(o, pool, &a, y, err);
 		if (st == TPS_OK && m->training) {
 			tps_tensor_move(&o->ref_saved_in, &a);
 		}
@@ -473,16 +479,23 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 	const struct tps_module_spec *s = m->spec;
 	struct tps_tensor da = {0}, grads[3] = {0}, dxs[3] = {0};
 	struct tps_module *o = child(m, O);
-	enum tps_status st = o->ops->reference_backward(o, pool, dy, &da, err);
+	enum tps_status st = tps_nn_reference_backward(o, pool, dy, &da, err);
 	if (st == TPS_OK) {
 		st = core_backward(grads, &da, &m->ref_saved_more[Q],
 				   &m->ref_saved_more[K], &m->ref_saved_more[V],
 				   head_dim(s), s->causal, err);
 	}
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		if (grads[i].data) {
+			tps_dtype_round_array(
+				grads[i].data, tps_tensor_numel(&grads[i]),
+				tps_module_dtype(m, TPS_ROLE_GRADS));
+		}
+	}
 	for (int i = Q; i <= V; i++) {
 		struct tps_module *c = child(m, i);
 		if (st == TPS_OK) {
-			st = c->ops->reference_backward(
+			st = tps_nn_reference_backward(
 				c, pool, &grads[i], dx ? &dxs[i] : NULL, err);
 		} else {
 			tps_tensor_free(&c->ref_saved_in);
