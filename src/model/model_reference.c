@@ -447,7 +447,12 @@ static enum tps_status loss_and_backward(struct tps_model *model,
 	if (st == TPS_OK) {
 		st = tps_loss_bound(spec->loss, y, ey, target, scale,
 				    sim_scale, model->dp, value, &dy,
-				    bc->u_grad, eloss, &edy, err);
+				    bc->u_grad,
+				    spec->loss_parallel
+					    ? spec->mesh.shape[spec->tp_dim]
+					    : 1,
+				    spec->dtypes.of[TPS_ROLE_REDUCE], eloss,
+				    &edy, err);
 	}
 	if (st == TPS_OK) {
 		tps_bound_settle(eloss, "loss");

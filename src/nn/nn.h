@@ -332,6 +332,8 @@ struct tps_module {
 	 * and v, as the ranks and the reference computed them). */
 	struct tps_dtensor saved_more[3];
 	struct tps_tensor ref_saved_more[3];
+	/* The bound pass's: ref_saved_more's bounds. */
+	struct tps_bound ref_saved_more_bound[3];
 	/* Training: the reference keeps inputs for backward. */
 	bool training;
 	/* The run's dtypes (the spec's; NULL: float32 everywhere), for the
@@ -564,8 +566,9 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
  * (y's shape). sim_scale: the row weights the simulation uses, which are
  * dp times row_scale (each dp rank's loss scaled for the dp average);
  * loss: the reference's loss; u: the gradient's unit roundoff.
- * cross_entropy has no rule here (no bound). On error the outputs are
- * untouched.
+ * cross_entropy's rules are nn_bounds.h's, over class_parts shards of
+ * the classes (loss_parallel's tp, else 1) whose sums are all-reduced in
+ * the reduce dtype. On error the outputs are untouched.
  */
 enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const struct tps_bound *ey,
@@ -573,6 +576,7 @@ enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const double *row_scale,
 			       const double *sim_scale, int dp, double loss,
 			       const struct tps_tensor *dy, double u,
+			       int64_t class_parts, enum tps_dtype reduce,
 			       struct tps_bound *eloss, struct tps_bound *edy,
 			       struct tps_error *err);
 
