@@ -285,20 +285,70 @@ TPS_API int tpsim_result_match(const struct tpsim_result *result);
  * run and for NULL. */
 TPS_API double tpsim_result_max_abs_diff(const struct tpsim_result *result);
 
-/* How the tensors were compared (docs/design.md section 3). */
+/*
+ * How the tensors were compared (docs/design.md section 3): each within
+ * twice its error bound, what reordering the sums can explain
+ * (docs/numerics.md), exactly where that bound is 0, and within the
+ * tolerance where a tensor has no bound.
+ */
 enum tpsim_comparison {
-	TPSIM_COMPARISON_NONE = 0,	/* symbolic, stopped, or NULL */
+	TPSIM_COMPARISON_NONE = 0,	/* symbolic, stopped, shapes, NULL */
 	TPSIM_COMPARISON_EXACT = 1,	/* every tensor bit for bit */
-	TPSIM_COMPARISON_TOLERANCE = 2, /* every tensor within tolerance */
-	TPSIM_COMPARISON_MIXED = 3,	/* some exactly, the rest within it */
+	TPSIM_COMPARISON_TOLERANCE = 2, /* no tensor has a bound */
+	/* some by their bounds (or exactly), the rest within tolerance */
+	TPSIM_COMPARISON_MIXED = 3,
+	TPSIM_COMPARISON_BOUND = 4, /* every tensor by its bound */
 };
 TPS_API enum tpsim_comparison
 tpsim_result_comparison(const struct tpsim_result *result);
 
 /* The tensors compared (output; in training every loss, gradient and
- * parameter after), and how many of them exactly. 0 for NULL. */
+ * parameter after), how many of them exactly (bound 0), and how many by
+ * a bound (the exact ones too). 0 for NULL. */
 TPS_API int tpsim_result_compared(const struct tpsim_result *result);
 TPS_API int tpsim_result_exact(const struct tpsim_result *result);
+TPS_API int tpsim_result_bounded(const struct tpsim_result *result);
+
+/* The most reordering the sums can explain of any compared difference:
+ * the largest bound on |simulation - reference| (twice the error bound)
+ * over the tensors that have one. 0 when there is none, and for NULL. */
+TPS_API double tpsim_result_max_bound(const struct tpsim_result *result);
+
+/*
+ * Each compared tensor, i from 0 to tpsim_result_tensor_count - 1 in the
+ * trace's order (result.bounds: the output, each step's loss, each
+ * gradient, each parameter after the last step):
+ *   _name        as the trace's events name it: "fc2.out", "loss",
+ *                "fc1.weight.grad", "fc1.weight"
+ *   _rule        "exact", "bound" or "tolerance" (no bound: _no_bound
+ *                says why)
+ *   _match       nonzero when every element is within what its rule
+ *                allows (the injected-mistake rule aside)
+ *   _max_abs_diff, _max_bound   the largest |difference|, and the largest
+ *                bound of one (tolerance: atol + rtol max |reference|)
+ *   _ratio       the worst |difference| / bound of an element (+inf
+ *                where the bound is 0 and the element differs; 0 when
+ *                none differs)
+ *   _worst       that element, "fc2.out[0][1]" ("" when none differs)
+ * Out of range, and for NULL: 0, NaN, NULL or "" as the type has it.
+ */
+TPS_API size_t tpsim_result_tensor_count(const struct tpsim_result *result);
+TPS_API const char *tpsim_result_tensor_name(const struct tpsim_result *result,
+					     size_t i);
+TPS_API const char *tpsim_result_tensor_rule(const struct tpsim_result *result,
+					     size_t i);
+TPS_API int tpsim_result_tensor_match(const struct tpsim_result *result,
+				      size_t i);
+TPS_API double
+tpsim_result_tensor_max_abs_diff(const struct tpsim_result *result, size_t i);
+TPS_API double
+tpsim_result_tensor_max_bound(const struct tpsim_result *result, size_t i);
+TPS_API double tpsim_result_tensor_ratio(const struct tpsim_result *result,
+					 size_t i);
+TPS_API const char *
+tpsim_result_tensor_worst(const struct tpsim_result *result, size_t i);
+TPS_API const char *
+tpsim_result_tensor_no_bound(const struct tpsim_result *result, size_t i);
 
 /* Training steps run (0 in inference, and for NULL), and each step's
  * loss, the simulation's and the reference's; NaN for a step out of
@@ -324,9 +374,11 @@ TPS_API int64_t tpsim_result_collectives(const struct tpsim_result *result);
 TPS_API int64_t tpsim_result_bytes_per_rank(const struct tpsim_result *result);
 
 /* The verdict, the line `tpsim run` prints after "tpsim: CONFIG: ":
- * "mesh tp=2 (world 2), 2 modules, 5 events, 1 collective (32
- * bytes/rank), max_abs_diff 0 (exact comparison): matches the
- * reference". "" for NULL. */
+ * "mesh tp=2 (world 2), 1 module, 6 events, 1 collective (16
+ * bytes/rank), differs from the reference by at most 3.1e-06, within
+ * what reordering the sums can explain (bound 8.4e-06)", or "... differs
+ * by 2 at fc.out[0][1]; reordering can explain at most 8.5e-01: not
+ * rounding". "" for NULL. */
 TPS_API const char *tpsim_result_verdict(const struct tpsim_result *result);
 
 /* With an injected mistake ("inject"): what it did, read from its

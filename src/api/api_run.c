@@ -16,6 +16,9 @@
 struct tpsim_result {
 	struct tps_run_summary summary;
 	char *verdict;
+	/* Per compared tensor (summary.comparison.n): its worst element's
+	 * name, "" when none differs. */
+	char (*worst)[TPS_NAME_MAX + 80];
 };
 
 /* The variables, checked and copied into c. */
@@ -236,6 +239,24 @@ static enum tpsim_status run(const struct tpsim_config *config,
 		return tps_api_fail(error, &err);
 	}
 	r->verdict = verdict;
+	made = true;
+	if (r->summary.comparison.n > 0) {
+		const struct tps_comparison *c = &r->summary.comparison;
+		r->worst = calloc((size_t)c->n, sizeof *r->worst);
+		made = r->worst != NULL;
+		for (int i = 0; made && i < c->n; i++) {
+			if (c->t[i].at >= 0) {
+				tps_run_element_name(&c->t[i], c->t[i].at,
+						     r->worst[i],
+						     sizeof r->worst[i]);
+			}
+		}
+	}
+	if (!made) {
+		tpsim_result_free(r);
+		tps_error_set(&err, TPS_ERR_NOMEM, "out of memory");
+		return tps_api_fail(error, &err);
+	}
 	*result = r;
 	return TPSIM_OK;
 }
@@ -308,8 +329,91 @@ enum tpsim_comparison tpsim_result_comparison(const struct tpsim_result *result)
 	if (s->exact == s->compared) {
 		return TPSIM_COMPARISON_EXACT;
 	}
-	return s->exact == 0 ? TPSIM_COMPARISON_TOLERANCE
-			     : TPSIM_COMPARISON_MIXED;
+	if (s->bounded == s->compared) {
+		return TPSIM_COMPARISON_BOUND;
+	}
+	return s->bounded == 0 ? TPSIM_COMPARISON_TOLERANCE
+			       : TPSIM_COMPARISON_MIXED;
+}
+
+int tpsim_result_bounded(const struct tpsim_result *result)
+{
+	return result ? result->summary.bounded : 0;
+}
+
+double tpsim_result_max_bound(const struct tpsim_result *result)
+{
+	return result ? result->summary.comparison.max_bound : 0.0;
+}
+
+/* Compared tensor i, or NULL. */
+static const struct tps_compare_tensor *
+tensor_at(const struct tpsim_result *result, size_t i)
+{
+	if (!result || i >= tpsim_result_tensor_count(result)) {
+		return NULL;
+	}
+	return &result->summary.comparison.t[i];
+}
+
+size_t tpsim_result_tensor_count(const struct tpsim_result *result)
+{
+	return result && result->summary.comparison.n > 0
+		       ? (size_t)result->summary.comparison.n
+		       : 0;
+}
+
+const char *tpsim_result_tensor_name(const struct tpsim_result *result,
+				     size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t ? t->name : NULL;
+}
+
+const char *tpsim_result_tensor_rule(const struct tpsim_result *result,
+				     size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t ? tps_compare_rule_names[t->rule] : NULL;
+}
+
+int tpsim_result_tensor_match(const struct tpsim_result *result, size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t && t->match;
+}
+
+double tpsim_result_tensor_max_abs_diff(const struct tpsim_result *result,
+					size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t ? t->max_abs_diff : NAN;
+}
+
+double tpsim_result_tensor_max_bound(const struct tpsim_result *result,
+				     size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t ? t->max_bound : NAN;
+}
+
+double tpsim_result_tensor_ratio(const struct tpsim_result *result, size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t ? t->ratio : NAN;
+}
+
+const char *tpsim_result_tensor_worst(const struct tpsim_result *result,
+				      size_t i)
+{
+	return tensor_at(result, i) ? result->worst[i] : "";
+}
+
+const char *tpsim_result_tensor_no_bound(const struct tpsim_result *result,
+					 size_t i)
+{
+	const struct tps_compare_tensor *t = tensor_at(result, i);
+	return t && t->rule == TPS_COMPARE_TOLERANCE ? t->none : NULL;
 }
 
 int tpsim_result_compared(const struct tpsim_result *result)
@@ -413,5 +517,6 @@ void tpsim_result_free(struct tpsim_result *result)
 	}
 	tps_run_summary_free(&result->summary);
 	free(result->verdict);
+	free(result->worst);
 	free(result);
 }

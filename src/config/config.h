@@ -58,7 +58,11 @@ struct tps_run_spec {
 	 * replaced by none, for the run to warn about (NONE: nothing was). */
 	bool values_given;
 	enum tps_trace_values values_ignored;
-	double atol, rtol; /* TP vs reference tolerance */
+	/* TP vs reference: the tolerance's atol and rtol (1e-5 each by
+	 * default), and whether the config gave each: only what it gave
+	 * adds slack to the error bounds, and only that is normalised. */
+	double atol, rtol;
+	bool atol_given, rtol_given;
 	cJSON *normalized; /* owned; the trace's "config" */
 };
 

@@ -11,8 +11,9 @@
  *   sampler, mode, then in training only: steps, loss, target (mse only:
  *   init, seed), optimizer (type and every field of that type), dp_grad;
  *   then inject (when given), links (every mesh dim, in mesh order),
- *   device, trace, tolerance, dtype (every role, when any is not
- *   float32).
+ *   device, trace, tolerance (when given, with the keys given: the
+ *   defaults add no slack to the error bounds, docs/config.md), dtype
+ *   (every role, when any is not float32).
  */
 #include "config_internal.h"
 #include "module_type.h"
@@ -348,9 +349,17 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 	put_cost(&b, n, &s->mesh, &run->cost);
 	o = put_object(&b, n, "trace");
 	put_string(&b, o, "values", tps_trace_values_names[run->values]);
-	o = put_object(&b, n, "tolerance");
-	put_number(&b, o, "atol", run->atol);
-	put_number(&b, o, "rtol", run->rtol);
+	/* Only what the config gave: the defaults mean "no slack" to the
+	 * bounds, which a written 1e-5 would not. */
+	if (run->atol_given || run->rtol_given) {
+		o = put_object(&b, n, "tolerance");
+		if (run->atol_given) {
+			put_number(&b, o, "atol", run->atol);
+		}
+		if (run->rtol_given) {
+			put_number(&b, o, "rtol", run->rtol);
+		}
+	}
 	if (!tps_dtypes_all_f32(&s->dtypes)) {
 		/* Every role, when any is not float32: a float32 run's
 		 * config stays as it was before dtypes. */

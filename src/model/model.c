@@ -328,11 +328,15 @@ void tps_model_free(struct tps_model *model)
 		tps_dtensor_free(&p->value);
 		tps_dtensor_free(&p->grad);
 		tps_tensor_free(&p->ref_grad);
+		tps_bound_free(&p->ref_bound);
+		tps_bound_free(&p->ref_grad_bound);
+		tps_bound_free(&p->ref_master_bound);
 		tps_dtensor_free(&p->master);
 		tps_tensor_free(&p->ref_master);
 		for (int k = 0; k < 2; k++) {
 			tps_dtensor_free(&p->state[k]);
 			tps_tensor_free(&p->ref_state[k]);
+			tps_bound_free(&p->ref_state_bound[k]);
 		}
 	}
 	for (int i = 0; model->modules && i < model->spec->n_modules; i++) {
@@ -456,6 +460,9 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 	return st;
 }
 
+const char *const tps_compare_rule_names[] = {"exact", "bound", "tolerance",
+						NULL};
+
 enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
 				       const struct tps_model *model,
 				       struct tps_error *err)
@@ -474,13 +481,13 @@ enum tps_status tps_model_outcome_init(struct tps_model_outcome *out,
 	o.loss = calloc((size_t)o.steps, sizeof *o.loss);
 	o.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1), sizeof *o.grads);
 	o.params_after = calloc((size_t)(n ? n : 1), sizeof *o.params_after);
-	o.exact.loss = calloc((size_t)o.steps, sizeof *o.exact.loss);
-	o.exact.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1),
-			       sizeof *o.exact.grads);
-	o.exact.params_after =
-		calloc((size_t)(n ? n : 1), sizeof *o.exact.params_after);
-	if (!o.loss || !o.grads || !o.params_after || !o.exact.loss ||
-	    !o.exact.grads || !o.exact.params_after) {
+	o.bounds.loss = calloc((size_t)o.steps, sizeof *o.bounds.loss);
+	o.bounds.grads = calloc((size_t)(o.n_grads ? o.n_grads : 1),
+				sizeof *o.bounds.grads);
+	o.bounds.params_after =
+		calloc((size_t)(n ? n : 1), sizeof *o.bounds.params_after);
+	if (!o.loss || !o.grads || !o.params_after || !o.bounds.loss ||
+	    !o.bounds.grads || !o.bounds.params_after) {
 		tps_model_outcome_free(&o);
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
@@ -504,9 +511,19 @@ void tps_model_outcome_free(struct tps_model_outcome *out)
 		tps_tensor_free(&out->params_after[i]);
 	}
 	free(out->params_after);
-	free(out->exact.loss);
-	free(out->exact.grads);
-	free(out->exact.params_after);
+	tps_bound_free(&out->bounds.output);
+	for (int i = 0; out->bounds.loss && i < out->steps; i++) {
+		tps_bound_free(&out->bounds.loss[i]);
+	}
+	for (int i = 0; out->bounds.grads && i < out->n_grads; i++) {
+		tps_bound_free(&out->bounds.grads[i]);
+	}
+	for (int i = 0; out->bounds.params_after && i < out->n_params; i++) {
+		tps_bound_free(&out->bounds.params_after[i]);
+	}
+	free(out->bounds.loss);
+	free(out->bounds.grads);
+	free(out->bounds.params_after);
 	memset(out, 0, sizeof *out);
 }
 

@@ -135,18 +135,80 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 				      struct tps_error *err);
 
 /*
- * Which of an outcome's tensors may be compared exactly (==) rather than
- * within a tolerance: those whose every value on the way, on both sides,
- * is an integer with every partial sum below 2^24 in magnitude, so that
- * neither the simulation's order of sums nor the reference's rounds
- * (docs/design.md, numerics; model_exact.c has the rule and its proof).
- * The reference fills it; the simulation's is all false.
+ * The reference's error bounds (bound.h, docs/numerics.md) of what the
+ * run compares, laid out as the outcome's tensors: how far any evaluation
+ * that differs only in the order of its sums (the simulation's among
+ * them) may lie from a common center, element by element, so that a
+ * correct simulation differs from the reference by at most twice the
+ * bound. A bound of all zeros: every evaluation gives the same bits
+ * (exact comparison, docs/design.md section 3). The reference fills it;
+ * the simulation's is empty.
  */
-struct tps_model_exactness {
-	bool output;	    /* the compared output (the last step's) */
-	bool *loss;	    /* training: per step */
-	bool *grads;	    /* training: per gradient, as the outcome's */
-	bool *params_after; /* training: per parameter */
+struct tps_model_bounds {
+	struct tps_bound output; /* the compared output (the last step's) */
+	struct tps_bound *loss;	 /* training: per step, scalars */
+	struct tps_bound *grads; /* training: as the outcome's grads */
+	struct tps_bound *params_after; /* training: per parameter */
+};
+
+/*
+ * How each compared tensor compared with the reference (run_compare.c
+ * decides; the trace's result writes it, docs/trace.md):
+ *   exact      its bound is 0 everywhere: every evaluation gives the same
+ *              bits, so it must equal the reference's, whatever the
+ *              tolerance (docs/design.md section 3)
+ *   bound      |sim_i - ref_i| <= 2 e_i + atol + rtol |ref_i| element by
+ *              element, atol and rtol the config's tolerance where it
+ *              gives one (0 otherwise)
+ *   tolerance  no bound (a rule is missing): the tolerance rule,
+ *              max |sim - ref| <= atol + rtol max |ref|
+ */
+enum tps_compare_rule {
+	TPS_COMPARE_EXACT,
+	TPS_COMPARE_BOUND,
+	TPS_COMPARE_TOLERANCE,
+};
+extern const char *const tps_compare_rule_names[];
+
+struct tps_compare_tensor {
+	/* Where it is in the result: "output", "loss" (step), "grads" or
+	 * "params_after" (index, as the outcome's); and its name as the
+	 * trace's events name it: "fc2.out", "loss", "fc1.weight.grad",
+	 * "input.grad", "fc1.weight" (after the last update). */
+	const char *section;
+	int index;
+	char name[TPS_NAME_MAX + 16];
+	struct tps_shape shape;
+	enum tps_compare_rule rule;
+	bool match;
+	bool shapes_differ; /* nothing compared (an injected mistake's) */
+	float max_abs_diff; /* max |sim - ref| (float32, as before) */
+	/* exact, bound: the largest bound of the difference, 2 e_i; the
+	 * worst ratio |d_i| / (2 e_i) (INFINITY where 2 e_i = 0 < |d_i|, 0
+	 * when nothing differs). tolerance: atol + rtol max |ref|, and
+	 * max_abs_diff over it. */
+	double max_bound, ratio;
+	/* The element of the worst ratio (tolerance: of max |d|), -1 when
+	 * nothing differs, with its |d| and bound. */
+	int64_t at;
+	double at_diff, at_bound;
+	int64_t outside; /* elements beyond what their rule allows */
+	char none[TPS_BOUND_REASON_MAX]; /* tolerance: why no bound */
+};
+
+struct tps_comparison {
+	int n;
+	struct tps_compare_tensor *t; /* output, loss per step, grads,
+				       * params_after */
+	float max_abs_diff; /* the largest of the tensors' (INFINITY: some
+			     * shapes differ) */
+	bool match;
+	int exact, bounded; /* how many by rule exact, and exact or bound */
+	double max_bound;   /* the largest 2 e_i of the bounded tensors */
+	/* The tensor that decided: the mismatch of the worst ratio (a
+	 * bounded one before one by tolerance), or when all match the one
+	 * with the largest max_abs_diff; -1 when there is none. */
+	int worst;
 };
 
 /* What a run produced, global (assembled from the ranks by inspection). */
@@ -161,7 +223,7 @@ struct tps_model_outcome {
 	struct tps_tensor *grads;
 	int n_params;
 	struct tps_tensor *params_after;
-	struct tps_model_exactness exact;
+	struct tps_model_bounds bounds;
 };
 
 /* An outcome with its arrays made for the spec's run (training: steps
@@ -183,16 +245,30 @@ tps_model_run(struct tps_model *model, const struct tps_tensor *input,
 	      struct tps_model_outcome *out, struct tps_error *err);
 
 /*
- * The same run on one device: the reference. It updates each parameter's
- * `global` as it trains, so it runs once per model, after the trace has
- * recorded the initial parameters. out->exact says which of its tensors
- * the simulation must equal exactly. On error *out is untouched.
+ * The same run on one device: the reference, with the error bound of
+ * every tensor it computes (model_reference.c, the bound pass of
+ * docs/numerics.md), each reported to `bounds` (emit NULL: none) under
+ * its trace name, step and phase (nn.h, struct tps_bound_event). It
+ * updates each parameter's `global` (and its bound) as it trains, so it
+ * runs once per model, after the trace has recorded the initial
+ * parameters. out->bounds holds the bounds of what the run compares. On
+ * error *out is untouched.
  */
 enum tps_status tps_model_run_reference(struct tps_model *model,
 					const struct tps_tensor *input,
 					const struct tps_tensor *target,
+					struct tps_bound_sink bounds,
 					struct tps_model_outcome *out,
 					struct tps_error *err);
+
+/*
+ * The longest reason a tensor of a run of spec can give for having no
+ * error bound (tps_bound's "none": a module type without bound rules,
+ * an embedding whose ids are not the given input, a bound
+ * that outgrew float32), in bytes. For the trace's size estimate: it
+ * depends on the spec alone.
+ */
+size_t tps_model_bound_reason_max(const struct tps_model_spec *spec);
 
 /* One inference forward step on every rank (step number `step`): *output
  * receives the assembled global output. */
@@ -202,23 +278,7 @@ enum tps_status tps_model_forward(struct tps_model *model,
 				  struct tps_tensor *output,
 				  struct tps_error *err);
 
-/*
- * The exactness proof of one step (model_exact.c), on the parameters as
- * they are now (each parameter's `global`, before the step's update) and
- * the global input: exact->output (inference, or training's last step),
- * exact->loss[step] and, at the last step, exact->grads[n_params] (the
- * input's); grad_ok[i] whether parameter i's gradient of this step is
- * exact. param_equal[i]: parameter i is the same on both sides so far
- * (every gradient it was given was exact). tps_model_run_reference calls
- * it; it reads values only. On error the flags are partial.
- */
-enum tps_status tps_model_exact_step(struct tps_model *model,
-				     const struct tps_tensor *input,
-				     const bool *param_equal, int step,
-				     struct tps_model_exactness *exact,
-				     bool *grad_ok, struct tps_error *err);
-
-/* The reference's inference forward. */
+/* The reference's inference forward (no bounds). */
 enum tps_status tps_model_reference_forward(struct tps_model *model,
 					    const struct tps_tensor *input,
 					    struct tps_tensor *output,

@@ -153,9 +153,11 @@ void tps_module_free_saved(struct tps_module *m)
 {
 	tps_dtensor_free(&m->saved_in);
 	tps_tensor_free(&m->ref_saved_in);
+	tps_bound_free(&m->ref_saved_bound);
 	for (int i = 0; i < 3; i++) {
 		tps_dtensor_free(&m->saved_more[i]);
 		tps_tensor_free(&m->ref_saved_more[i]);
+		tps_bound_free(&m->ref_saved_more_bound[i]);
 	}
 	m->in_chain.n = 0;
 	m->out_chain.n = 0;

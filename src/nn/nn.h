@@ -61,6 +61,7 @@
 #include <stdint.h>
 
 #include "arith.h"
+#include "bound.h"
 #include "dtensor.h"
 #include "nn_event.h"
 #include "spec.h"
@@ -118,6 +119,12 @@ struct tps_param {
 	struct tps_dtensor state[2];
 	struct tps_tensor ref_grad;
 	struct tps_tensor ref_state[2];
+	/* The reference's error bounds (bound.h, docs/numerics.md) of its
+	 * global value (zero at setup, then carried through each update),
+	 * of ref_grad and of ref_state. */
+	struct tps_bound ref_bound, ref_grad_bound, ref_state_bound[2];
+	/* ref_master's bound, when there is a master copy. */
+	struct tps_bound ref_master_bound;
 	/* The optimizer's own copy of value (and of global), in the
 	 * master_params dtype, when it is not the params dtype (spec.h):
 	 * made at the first step from the parameter, updated in its place;
@@ -151,6 +158,84 @@ struct tps_memory_context {
 
 struct tps_module;
 
+/*
+ * The error-bound pass (docs/numerics.md): the reference run again, each
+ * tensor carrying its bound (bound.h). Every tensor it bounds is reported
+ * to a bound sink under the name its trace events have, with the step
+ * and phase, so that a tool can align bounds with events: "<m>.out"
+ * (forward), "loss" (forward), "output.grad", "<m>.in.grad" and
+ * "<param>.grad" (backward), "<param>" after its update (optimizer).
+ */
+struct tps_bound_event {
+	int step;
+	enum tps_phase phase;
+	const char *tensor;
+	const struct tps_tensor *value; /* the reference's */
+	const struct tps_bound *bound;
+};
+
+struct tps_bound_sink {
+	enum tps_status (*emit)(void *ctx, const struct tps_bound_event *ev,
+				struct tps_error *err);
+	void *ctx; /* emit NULL: no sink */
+};
+
+/* What a module's bound rules need to know of the run. */
+struct tps_bound_ctx {
+	struct tps_pool *pool; /* the reference's matmuls' */
+	/* Unit roundoffs (bound.h) of the rules' float32 arithmetic: a
+	 * matmul's accumulation (float32, as tensor cores) and each value
+	 * the rule computes. A module's output, input gradient and
+	 * parameter gradients in a narrower dtype are rounded once more
+	 * when stored: the sequence adds that rounding to the rule's
+	 * bound (nn_seq.c). */
+	double u_acc, u_act, u_grad;
+	/*
+	 * With a narrower dtype, a sum's chain of roundings gains some of
+	 * the narrow dtype inside a module: a rank's partial sum stored
+	 * before the collective, the collective's member rounding and its
+	 * additions in the reduce dtype, the matmul stored before its
+	 * bias. `narrow` is that chain's relative error,
+	 * (1 + u_store)^3 (1 + u_reduce)^(tp + dp) - 1, which every sum's
+	 * rule multiplies in (tps_bound_ctx_gamma); 0 when every role is
+	 * float32. `exact_limit`: integers stay exact through every store
+	 * and sum below it (2^24, or 2^bits of the narrowest dtype).
+	 */
+	double narrow, exact_limit;
+	/* The dtypes (reduce: the collectives' sums), for the rules that
+	 * take them whole (nn_bounds.h). */
+	struct tps_dtypes dtypes;
+	/* The tp group's size (rowwise partial_split adds b / tp on each
+	 * rank), and the factor between the simulation's backward values
+	 * and the reference's: each dp rank's loss is scaled so that the
+	 * dp average gives the global gradient, so its gradients are dp
+	 * times the reference's until the average, and integers stay exact
+	 * only while grad_scale times their sums stays below 2^24. */
+	int tp;
+	double grad_scale;
+	int step;
+	enum tps_phase phase;
+	struct tps_bound_sink sink;
+};
+
+/* gamma_n(u) (bound.h) with bc's narrow chain multiplied in:
+ * (1 + gamma_n(u)) (1 + narrow) - 1, rounded up. */
+double tps_bound_ctx_gamma(const struct tps_bound_ctx *bc, int64_t n,
+			   double u);
+
+/* t stored in dtype d (a no-op for float32): its values rounded as the
+ * reference stores them, its bound e widened by the rounding. */
+void tps_nn_bound_store(struct tps_tensor *t, struct tps_bound *e,
+			enum tps_dtype d);
+
+/* Reports a bound to bc's sink under bc's step and phase (no sink: a
+ * no-op). */
+enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
+			       const char *tensor,
+			       const struct tps_tensor *value,
+			       const struct tps_bound *bound,
+			       struct tps_error *err);
+
 struct tps_module_ops {
 	/* The parallel forward: x (redistributed in place as the style needs)
 	 * -> *y, new. Emits one event per step. On error *y is untouched. */
@@ -183,6 +268,31 @@ struct tps_module_ops {
 					      const struct tps_tensor *dy,
 					      struct tps_tensor *dx,
 					      struct tps_error *err);
+	/* The reference with its error bounds (docs/numerics.md has each
+	 * type's rules). bound_forward: *y the bytes reference_forward
+	 * makes, and *ey its bound from x's, ex (on any error both
+	 * untouched); a composite runs its descendants through
+	 * tps_nn_bound_forward_seq. The sequence keeps x and ex in
+	 * ref_saved_in and ref_saved_bound for training. bound_backward:
+	 * reference_backward's dx (NULL: not needed) with its bound *edx,
+	 * and each parameter's ref_grad with its ref_grad_bound, from dy
+	 * and its bound edy. A bound that is "none" gives "none" onward.
+	 * NULL (a type without rules): the sequence runs the reference's
+	 * ops and gives what they make no bound. */
+	enum tps_status (*bound_forward)(struct tps_module *m,
+					 const struct tps_bound_ctx *bc,
+					 const struct tps_tensor *x,
+					 const struct tps_bound *ex,
+					 struct tps_tensor *y,
+					 struct tps_bound *ey,
+					 struct tps_error *err);
+	enum tps_status (*bound_backward)(struct tps_module *m,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *dy,
+					  const struct tps_bound *edy,
+					  struct tps_tensor *dx,
+					  struct tps_bound *edx,
+					  struct tps_error *err);
 	/* Fills out[0..n) with the module's parameters (at most
 	 * TPS_MODULE_MAX_PARAMS), weight first, and returns n. */
 	int (*parameters)(const struct tps_module_spec *spec, int tp_dim,
@@ -216,10 +326,14 @@ struct tps_module {
 	 * brought the module's input (output) through. */
 	struct tps_layout_chain prep_chain;
 	struct tps_tensor ref_saved_in;
+	/* The bound pass's: ref_saved_in's bound (bound_forward). */
+	struct tps_bound ref_saved_bound;
 	/* What a composite keeps besides its input (attention: its q, k
 	 * and v, as the ranks and the reference computed them). */
 	struct tps_dtensor saved_more[3];
 	struct tps_tensor ref_saved_more[3];
+	/* The bound pass's: ref_saved_more's bounds. */
+	struct tps_bound ref_saved_more_bound[3];
 	/* Training: the reference keeps inputs for backward. */
 	bool training;
 	/* The run's dtypes (the spec's; NULL: float32 everywhere), for the
@@ -311,6 +425,26 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 					      const struct tps_tensor *dy,
 					      struct tps_tensor *dx,
 					      struct tps_error *err);
+/* The same with error bounds (bound_forward, bound_backward): the values
+ * are the reference's bytes, each with its bound; each module's output
+ * (and in backward each input gradient and parameter gradient) is
+ * reported to bc's sink. */
+enum tps_status tps_nn_bound_forward_seq(struct tps_module *begin,
+					 struct tps_module *end,
+					 const struct tps_bound_ctx *bc,
+					 bool save, const struct tps_tensor *x,
+					 const struct tps_bound *ex,
+					 struct tps_tensor *y,
+					 struct tps_bound *ey,
+					 struct tps_error *err);
+enum tps_status tps_nn_bound_backward_seq(struct tps_module *begin,
+					  struct tps_module *end,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *dy,
+					  const struct tps_bound *edy,
+					  struct tps_tensor *dx,
+					  struct tps_bound *edx,
+					  struct tps_error *err);
 
 /* The ops table of a module type: its descriptor's (module_type.h). */
 const struct tps_module_ops *tps_module_ops_of(enum tps_module_type type);
@@ -424,6 +558,27 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const struct tps_tensor *t,
 			      const double *row_scale, struct tps_tensor *dy,
 			      struct tps_error *err);
+
+/*
+ * The error bounds (bound.h, docs/numerics.md) of tps_loss_value's loss
+ * (the run's, a float) and of tps_loss_grad's dy, from y's bound ey, as
+ * the reference computes them with row_scale: *eloss (a scalar) and *edy
+ * (y's shape). sim_scale: the row weights the simulation uses, which are
+ * dp times row_scale (each dp rank's loss scaled for the dp average);
+ * loss: the reference's loss; u: the gradient's unit roundoff.
+ * cross_entropy's rules are nn_bounds.h's, over class_parts shards of
+ * the classes (loss_parallel's tp, else 1) whose sums are all-reduced in
+ * the reduce dtype. On error the outputs are untouched.
+ */
+enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
+			       const struct tps_bound *ey,
+			       const struct tps_tensor *t,
+			       const double *row_scale,
+			       const double *sim_scale, int dp, double loss,
+			       const struct tps_tensor *dy, double u,
+			       int64_t class_parts, enum tps_dtype reduce,
+			       struct tps_bound *eloss, struct tps_bound *edy,
+			       struct tps_error *err);
 
 /*
  * Cross-entropy over class-sharded logits, PyTorch's loss_parallel

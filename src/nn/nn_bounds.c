@@ -35,7 +35,7 @@ void tps_bound_units_init(struct tps_bound_units *un,
 	un->store_rounds = un->store.u > un->acc.u;
 }
 
-double tps_bound_gamma(double path)
+double tps_bound_gamma_path(double path)
 {
 	return path < 1.0 ? path / (1.0 - path) : INFINITY;
 }
@@ -85,20 +85,7 @@ double tps_bound_sum(const struct tps_bound_units *un, double abs_sum,
 		path += un->store.u;
 		extra = (double)parts * un->store.eta;
 	}
-	return tps_bound_gamma(path) * abs_sum + extra;
-}
-
-float tps_bound_up(double v)
-{
-	float f;
-	if (!(v == v) || v > FLT_MAX) {
-		return INFINITY;
-	}
-	f = (float)v;
-	if ((double)f < v) {
-		f = nextafterf(f, INFINITY);
-	}
-	return f;
+	return tps_bound_gamma_path(path) * abs_sum + extra;
 }
 
 bool tps_bound_integral(const float *x, int64_t n)
@@ -133,7 +120,7 @@ double tps_bound_softmax_row(const float *s, int64_t last, double *p,
 		rel_sum += p[j] * rel[j];
 	}
 	/* The sum of last + 1 positive terms in double, in any order. */
-	return rel_sum + tps_bound_gamma((double)last * TPS_BOUND_U_DOUBLE);
+	return rel_sum + tps_bound_gamma_path((double)last * TPS_BOUND_U_DOUBLE);
 }
 
 void tps_bound_softmax_jacobian(const double *p, const double *e_s,

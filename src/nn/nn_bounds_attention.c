@@ -204,7 +204,7 @@ static void head_init(struct head *h, const struct tps_bound_attention *att,
 static void row_scores(struct scratch *w, const struct tps_bound_units *un,
 		       const struct head *h, int64_t i, int64_t last)
 {
-	double gd = tps_bound_gamma((double)h->d * un->acc.u);
+	double gd = tps_bound_gamma_path((double)h->d * un->acc.u);
 	for (int64_t j = 0; j <= last; j++) {
 		float acc = 0.0f;
 		double prop = 0.0, mag = 0.0;
@@ -240,7 +240,7 @@ static void head_forward(struct scratch *w, const struct tps_bound_units *un,
 {
 	for (int64_t i = 0; i < h->S; i++) {
 		int64_t last = h->causal ? i : h->S - 1;
-		double gl = tps_bound_gamma((double)(last + 1) * un->acc.u);
+		double gl = tps_bound_gamma_path((double)(last + 1) * un->acc.u);
 		row_scores(w, un, h, i, last);
 		for (int64_t c = 0; c < h->d; c++) {
 			double a = 0.0, e = 0.0, mag = 0.0;
@@ -365,7 +365,7 @@ static void row_ds(struct scratch *w, const struct tps_bound_units *un,
 		   const struct head *h, const float *da, const float *eda,
 		   int64_t i, int64_t last)
 {
-	double gd = tps_bound_gamma((double)h->d * un->acc.u);
+	double gd = tps_bound_gamma_path((double)h->d * un->acc.u);
 	double rho = 0.0, rho_abs = 0.0, wsum = 0.0, vsum = 0.0, psum = 0.0;
 	for (int64_t j = 0; j <= last; j++) {
 		double dp = 0.0, e = 0.0, mag = 0.0;
@@ -393,7 +393,7 @@ static void row_ds(struct scratch *w, const struct tps_bound_units *un,
 		double p = w->p[j], dd = fabs(w->dp[j] - rho);
 		w->eds[j] += fabs(w->ds[j]) * (w->es[j] + wsum) + p * vsum +
 			     dd * w->eps_p[j] + p * psum +
-			     p * tps_bound_gamma((double)(last + 1) * U_D) *
+			     p * tps_bound_gamma_path((double)(last + 1) * U_D) *
 				     rho_abs +
 			     2 * U_D * p * dd +
 			     tps_bound_round(&un->acc, w->ds[j]);
@@ -407,7 +407,7 @@ static void row_backward(struct scratch *w, const struct tps_bound_units *un,
 			 const float *eda, int64_t i, int64_t last,
 			 struct column_sums *cs, float *edq)
 {
-	double gl = tps_bound_gamma((double)(last + 1) * un->acc.u);
+	double gl = tps_bound_gamma_path((double)(last + 1) * un->acc.u);
 	for (int64_t c = 0; c < h->d; c++) {
 		double dq = 0.0, e = 0.0, mag = 0.0;
 		double q = h->q[i * h->F + c], eq = h->eq[i * h->F + c];
@@ -441,7 +441,7 @@ static void head_columns(const struct tps_bound_units *un, const struct head *h,
 {
 	for (int64_t j = 0; j < h->S; j++) {
 		int64_t rows = h->causal ? h->S - j : h->S;
-		double gl = tps_bound_gamma((double)rows * un->acc.u);
+		double gl = tps_bound_gamma_path((double)rows * un->acc.u);
 		for (int64_t c = 0; c < h->d; c++) {
 			int64_t at = j * h->d + c;
 			double dk = h->scale * cs->dk[at], e;

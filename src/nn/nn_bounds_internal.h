@@ -7,6 +7,7 @@
 #ifndef TPSIM_NN_BOUNDS_INTERNAL_H
 #define TPSIM_NN_BOUNDS_INTERNAL_H
 
+#include "bound.h"
 #include "nn_bounds.h"
 
 /* double's unit roundoff, for the parts the code computes in double. */
@@ -35,7 +36,7 @@ void tps_bound_units_init(struct tps_bound_units *un,
 /* gamma(path) = path / (1 - path): the first-order product of the
  * roundings along a path whose unit roundoffs add to `path`; +inf when
  * path >= 1. */
-double tps_bound_gamma(double path);
+double tps_bound_gamma_path(double path);
 
 /* One operation's rounding in f, of a result v: u |v|, plus f's eta
  * when v is below its normal range. */
@@ -58,9 +59,9 @@ double tps_bound_store(const struct tps_bound_units *un, double v,
 double tps_bound_sum(const struct tps_bound_units *un, double abs_sum,
 		     int64_t terms, int64_t parts, bool integral);
 
-/* v rounded up to a float (+inf past the float range): a bound stored
- * never falls below the double it was computed in. */
-float tps_bound_up(double v);
+/* tps_bound_up (bound.h): v rounded up to a float, +inf past the float
+ * range: a bound stored never falls below the double it was computed
+ * in. */
 
 /* Whether every element of a tensor with data is an integer. */
 bool tps_bound_integral(const float *x, int64_t n);

@@ -100,8 +100,8 @@ static void row_stats(struct row *w, const struct tps_bound_units *un,
 		sq += d * d;
 	}
 	w->r = 1.0 / sqrt(sq / (double)n + eps);
-	dmu = tps_bound_gamma((double)n * U_D) * abs_sum / (double)n;
-	rel = tps_bound_gamma((double)(n + 9) * U_D);
+	dmu = tps_bound_gamma_path((double)n * U_D) * abs_sum / (double)n;
+	rel = tps_bound_gamma_path((double)(n + 9) * U_D);
 	for (int64_t j = 0; j < n; j++) {
 		w->xh[j] = (x[j] - w->mean) * w->r;
 		w->eps_xh[j] = w->r * dmu + fabs(w->xh[j]) * rel +
@@ -384,7 +384,7 @@ static void row_dx(struct row *w, const struct tps_bound_units *un)
 	double a = 0.0, b = 0.0, x1 = 0.0, d1 = 0.0;
 	double abs_g = 0.0, round_g = 0.0, abs_gx = 0.0, round_gx = 0.0;
 	double eps_gx = 0.0, da, db;
-	double rel_rstd = tps_bound_gamma((double)(n + 6) * U_D);
+	double rel_rstd = tps_bound_gamma_path((double)(n + 6) * U_D);
 	/* for the second order: sums of e_g, |g| exh, |xh| e_g, e_g exh,
 	 * |g| d2xh */
 	double s_eg = 0.0, s_gexh = 0.0, s_xheg = 0.0, s_egexh = 0.0;
@@ -416,15 +416,15 @@ static void row_dx(struct row *w, const struct tps_bound_units *un)
 		d1 += fabs(w->dx[k]) * w->ex[k];
 	}
 	kabs(w, w->eg, w->tg);
-	da = (round_g + tps_bound_gamma(nn * U_D) * abs_g) / nn;
-	db = (round_gx + eps_gx + tps_bound_gamma((nn + 1.0) * U_D) * abs_gx) /
+	da = (round_g + tps_bound_gamma_path(nn * U_D) * abs_g) / nn;
+	db = (round_gx + eps_gx + tps_bound_gamma_path((nn + 1.0) * U_D) * abs_gx) /
 	     nn;
 	for (int64_t j = 0; j < n; j++) {
 		double xh = fabs(w->xh[j]), dx = fabs(w->dx[j]), e;
 		e = r * w->tg[j] + r / nn * dx * x1 +
 		    r * r * fabs(b) * w->tx[j] + r / nn * xh * d1;
 		e += r * (fabs(b) * w->eps_xh[j] + da + xh * db +
-			  tps_bound_gamma(5.0 * U_D) *
+			  tps_bound_gamma_path(5.0 * U_D) *
 				  (fabs(w->g[j]) + fabs(a) + xh * fabs(b)));
 		e += dx * rel_rstd + tps_bound_round(&un->acc, w->dx[j]);
 		/* second order: r's change times Q's, xhat_j's times B's,

@@ -105,7 +105,7 @@ static double sharded_sum(const struct tps_bound_units *un, int64_t parts)
 		tiny += (double)parts * un->store.eta;
 	}
 	path += (double)(parts - 1) * un->reduce.u;
-	return tps_bound_gamma(path) + tiny;
+	return tps_bound_gamma_path(path) + tiny;
 }
 
 /* Row r: p, the exponentials' relative errors, e_y, and the relative
@@ -163,13 +163,13 @@ tps_bound_cross_entropy_loss(const struct tps_bound_cross_entropy *ce,
 		log_s = log(sum);
 		row = max + log_s - c.y[t];
 		er += rel_s + TPS_BOUND_U_LIBM * fabs(log_s) +
-		      tps_bound_gamma(2 * U_D) *
+		      tps_bound_gamma_path(2 * U_D) *
 			      (fabs(max) + fabs(log_s) + fabs((double)c.y[t]));
 		e += fabs(ce->row_scale[r]) * (er + U_D * fabs(row));
 		total += ce->row_scale[r] * row;
 		mag += fabs(ce->row_scale[r] * row);
 	}
-	e += tps_bound_gamma((double)(2 * c.rows + 4) * U_D) * mag +
+	e += tps_bound_gamma_path((double)(2 * c.rows + 4) * U_D) * mag +
 	     tps_bound_round(&un.acc, total);
 	e += tps_bound_store(&un, total, e);
 	rows_free(&c);

@@ -7,12 +7,14 @@
  * Each has its ops table (tps_relu_ops, tps_gelu_ops): the same steps
  * below, given its function (struct activation).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nn.h"
 
-/* An element-wise function, its derivative and what its events say. */
+/* An element-wise function, its derivative, their error bounds and what
+ * its events say. */
 struct activation {
 	/* The op of forward's compute event; backward's is "<op>_backward". */
 	const char *op;
@@ -24,14 +26,84 @@ struct activation {
 			      const struct tps_tensor *x,
 			      struct tps_error *err);
 	const char *backward_note;
+	/* The bounds of one element (docs/numerics.md), called where some
+	 * input's bound is not 0 (where all are, every evaluation computes
+	 * the same float: 0): y = f(x) from x's bound ex; dx from x, ex,
+	 * dy and its bound edy. u: the stored value's unit roundoff. */
+	double (*bound_y)(double x, double ex, double y, double u);
+	double (*bound_dx)(double x, double ex, double dy, double edy,
+			   double dx, double u);
 };
 
+/* relu is 1-Lipschitz and rounds nothing: e_y = e_x. */
+static double relu_bound_y(double x, double ex, double y, double u)
+{
+	(void)x;
+	(void)y;
+	(void)u;
+	return ex;
+}
+
+/* dx = dy where x > 0: where |x| > 2 e_x every evaluation and the center
+ * agree on the mask; elsewhere dx is dy or 0 on either side. */
+static double relu_bound_dx(double x, double ex, double dy, double edy,
+			    double dx, double u)
+{
+	(void)dx;
+	(void)u;
+	if (ex == 0.0 || fabs(x) > 2.0 * ex) {
+		return x > 0.0 ? edy : 0.0;
+	}
+	return fabs(dy) + 2.0 * edy;
+}
+
+/* |gelu''| = phi(x) |2 - x^2| <= 2 phi(0) < 0.8: gelu' is 0.8-Lipschitz,
+ * and |gelu'| within 2 e of x is at most |gelu'(x)| + 1.6 e. */
+#define GELU_D2_MAX 0.8
+
+static double gelu_d1(double v)
+{
+	double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+	double pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
+	return cdf + v * pdf;
+}
+
+/* y = gelu(x), evaluated in double and rounded once: Lipschitz times e_x,
+ * the rounding u |y|, and the double evaluation's own error (1 + erf
+ * cancels for negative x: |x| 2^-52 absolute). */
+static double gelu_bound_y(double x, double ex, double y, double u)
+{
+	double lip = fabs(gelu_d1(x)) + 2.0 * GELU_D2_MAX * ex;
+	return lip * ex + u * (fabs(y) + 2.0 * lip * ex) +
+	       fabs(x) * 0x1p-52 + fabs(y) * 0x1p-50;
+}
+
+/* dx = dy g, g = gelu'(x) in double rounded once: g's error is 0.8 e_x
+ * plus its rounding; then the product's rounding. */
+static double gelu_bound_dx(double x, double ex, double dy, double edy,
+			    double dx, double u)
+{
+	/* (1 + 2^-20): g as rounded to float may be above gelu'(x). */
+	double gmax = fabs(gelu_d1(x)) * (1.0 + 0x1p-20) + 2.0 * GELU_D2_MAX * ex;
+	double eg = ex > 0.0 ? GELU_D2_MAX * ex + u * gmax + 0x1p-50 : 0.0;
+	double prop = edy * (gmax + 2.0 * eg) + (fabs(dy) + edy) * eg;
+	return prop + u * (fabs(dx) + 2.0 * prop);
+}
+
 static const struct activation relu = {
-	"relu", tps_tensor_relu, tps_tensor_relu_backward,
-	"dX = dY where X > 0, else 0: element-wise, the layout is kept"};
+	"relu",
+	tps_tensor_relu,
+	tps_tensor_relu_backward,
+	"dX = dY where X > 0, else 0: element-wise, the layout is kept",
+	relu_bound_y,
+	relu_bound_dx};
 static const struct activation gelu = {
-	"gelu", tps_tensor_gelu, tps_tensor_gelu_backward,
-	"dX = dY gelu'(X): element-wise, the layout is kept"};
+	"gelu",
+	tps_tensor_gelu,
+	tps_tensor_gelu_backward,
+	"dX = dY gelu'(X): element-wise, the layout is kept",
+	gelu_bound_y,
+	gelu_bound_dx};
 
 struct apply_job {
 	const struct activation *fn;
@@ -139,6 +211,84 @@ activation_reference_backward(const struct activation *fn, struct tps_module *m,
 	return st;
 }
 
+/* The reference's y = f(x) with its bound, element by element. */
+static enum tps_status activation_bound_forward(const struct activation *fn,
+						const struct tps_bound_ctx *bc,
+						const struct tps_tensor *x,
+						const struct tps_bound *ex,
+						struct tps_tensor *y,
+						struct tps_bound *ey,
+						struct tps_error *err)
+{
+	struct tps_tensor out = {0};
+	struct tps_bound e = {0};
+	enum tps_status st = fn->f(&out, x, err);
+	int64_t n = tps_tensor_numel(x);
+	if (st == TPS_OK && tps_bound_is_none(ex)) {
+		tps_bound_none_like(&e, ex);
+	} else if (st == TPS_OK) {
+		st = tps_bound_zero(&e, &x->shape, err);
+		for (int64_t i = 0; st == TPS_OK && i < n; i++) {
+			double xe = ex->e.data[i];
+			e.e.data[i] = xe > 0.0 ? tps_bound_up(fn->bound_y(
+							 x->data[i], xe,
+							 out.data[i], bc->u_act))
+					       : 0.0f;
+		}
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*y = out;
+	*ey = e;
+	return TPS_OK;
+}
+
+/* The reference's dx = f'(x) dy with its bound, element by element. */
+static enum tps_status activation_bound_backward(
+	const struct activation *fn, struct tps_module *m,
+	const struct tps_bound_ctx *bc, const struct tps_tensor *dy,
+	const struct tps_bound *edy, struct tps_tensor *dx,
+	struct tps_bound *edx, struct tps_error *err)
+{
+	const struct tps_tensor *x = &m->ref_saved_in;
+	const struct tps_bound *ex = &m->ref_saved_bound;
+	const struct tps_bound *inputs[2] = {ex, edy};
+	const struct tps_bound *none = tps_bound_first_none(inputs, 2);
+	struct tps_tensor d = {0};
+	struct tps_bound e = {0};
+	int64_t n = tps_tensor_numel(x);
+	enum tps_status st = TPS_OK;
+	if (dx) {
+		st = fn->df(&d, dy, x, err);
+	}
+	if (st == TPS_OK && dx && none) {
+		tps_bound_none_like(&e, none);
+	} else if (st == TPS_OK && dx) {
+		st = tps_bound_zero(&e, &x->shape, err);
+		for (int64_t i = 0; st == TPS_OK && i < n; i++) {
+			double xe = ex->e.data[i], dye = edy->e.data[i];
+			e.e.data[i] = xe > 0.0 || dye > 0.0
+					      ? tps_bound_up(fn->bound_dx(
+							x->data[i], xe,
+							dy->data[i], dye,
+							d.data[i], bc->u_grad))
+					      : 0.0f;
+		}
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&d);
+		return st;
+	}
+	tps_tensor_free(&m->ref_saved_in);
+	if (dx) {
+		*dx = d;
+		*edx = e;
+	}
+	return TPS_OK;
+}
+
 static int no_parameters(const struct tps_module_spec *s, int tp_dim,
 			 struct tps_param_spec *out)
 {
@@ -197,11 +347,36 @@ static enum tps_status relu_reference_backward(struct tps_module *m,
 	return activation_reference_backward(&relu, m, dy, dx, err);
 }
 
+static enum tps_status relu_bound_forward(struct tps_module *m,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *x,
+					  const struct tps_bound *ex,
+					  struct tps_tensor *y,
+					  struct tps_bound *ey,
+					  struct tps_error *err)
+{
+	(void)m;
+	return activation_bound_forward(&relu, bc, x, ex, y, ey, err);
+}
+
+static enum tps_status relu_bound_backward(struct tps_module *m,
+					   const struct tps_bound_ctx *bc,
+					   const struct tps_tensor *dy,
+					   const struct tps_bound *edy,
+					   struct tps_tensor *dx,
+					   struct tps_bound *edx,
+					   struct tps_error *err)
+{
+	return activation_bound_backward(&relu, m, bc, dy, edy, dx, edx, err);
+}
+
 const struct tps_module_ops tps_relu_ops = {
 	.forward = relu_forward,
 	.backward = relu_backward,
 	.reference_forward = relu_reference_forward,
 	.reference_backward = relu_reference_backward,
+	.bound_forward = relu_bound_forward,
+	.bound_backward = relu_bound_backward,
 	.parameters = no_parameters,
 	.memory_estimate = no_memory,
 };
@@ -244,11 +419,36 @@ static enum tps_status gelu_reference_backward(struct tps_module *m,
 	return activation_reference_backward(&gelu, m, dy, dx, err);
 }
 
+static enum tps_status gelu_bound_forward(struct tps_module *m,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *x,
+					  const struct tps_bound *ex,
+					  struct tps_tensor *y,
+					  struct tps_bound *ey,
+					  struct tps_error *err)
+{
+	(void)m;
+	return activation_bound_forward(&gelu, bc, x, ex, y, ey, err);
+}
+
+static enum tps_status gelu_bound_backward(struct tps_module *m,
+					   const struct tps_bound_ctx *bc,
+					   const struct tps_tensor *dy,
+					   const struct tps_bound *edy,
+					   struct tps_tensor *dx,
+					   struct tps_bound *edx,
+					   struct tps_error *err)
+{
+	return activation_bound_backward(&gelu, m, bc, dy, edy, dx, edx, err);
+}
+
 const struct tps_module_ops tps_gelu_ops = {
 	.forward = gelu_forward,
 	.backward = gelu_backward,
 	.reference_forward = gelu_reference_forward,
 	.reference_backward = gelu_reference_backward,
+	.bound_forward = gelu_bound_forward,
+	.bound_backward = gelu_bound_backward,
 	.parameters = no_parameters,
 	.memory_estimate = no_memory,
 };

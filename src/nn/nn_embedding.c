@@ -15,6 +15,7 @@
  * order the reference does, so the gradient is exact. Ids take no
  * gradient.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,127 @@ static enum tps_status embedding_reference_backward(struct tps_module *m,
 	return st;
 }
 
+/* ---- error bounds (docs/numerics.md, "embedding") --------------------- */
+
+/* y = W[ids]: a copy, whose bound is e_W's rows at the ids (under vocab,
+ * the all_reduce adds one nonzero term to zeros: exact). Token ids are
+ * exact inputs; ids with a bound have none. */
+static enum tps_status embedding_bound_forward(struct tps_module *m,
+					       const struct tps_bound_ctx *bc,
+					       const struct tps_tensor *x,
+					       const struct tps_bound *ex,
+					       struct tps_tensor *y,
+					       struct tps_bound *ey,
+					       struct tps_error *err)
+{
+	const struct tps_param *w = &m->params[WEIGHT];
+	struct tps_tensor out = {0};
+	struct tps_bound e = {0};
+	enum tps_status st = lookup(&out, x, &w->global, 0, err);
+	(void)bc;
+	if (st == TPS_OK && tps_bound_is_none(ex)) {
+		tps_bound_none_like(&e, ex);
+	} else if (st == TPS_OK && !tps_bound_is_zero(ex)) {
+		tps_bound_set_none(&e, "%s: its token ids have an error bound",
+				   m->spec->name);
+	} else if (st == TPS_OK && tps_bound_is_none(&w->ref_bound)) {
+		tps_bound_none_like(&e, &w->ref_bound);
+	} else if (st == TPS_OK) {
+		st = lookup(&e.e, x, &w->ref_bound.e, 0, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*y = out;
+	*ey = e;
+	return TPS_OK;
+}
+
+/* dW[id] = the sum of dy's rows at id, in row order: n = how often id
+ * occurs, e = gamma_n sum (|dy| + 2 e_dy) + sum e_dy over those rows; 0
+ * where dy is exact, integral and grad_scale sum |dy| < 2^24. */
+static enum tps_status embedding_bound_backward(struct tps_module *m,
+						const struct tps_bound_ctx *bc,
+						const struct tps_tensor *dy,
+						const struct tps_bound *edy,
+						struct tps_tensor *dx,
+						struct tps_bound *edx,
+						struct tps_error *err)
+{
+	struct tps_param *p = &m->params[WEIGHT];
+	const struct tps_tensor *ids = &m->ref_saved_in;
+	int64_t rows = p->global.shape.dim[0], width = p->global.shape.dim[1];
+	int64_t n = tps_tensor_numel(ids);
+	bool exact_in = tps_bound_is_zero(edy);
+	bool integral = exact_in && tps_tensor_integral(dy);
+	int64_t *count = calloc((size_t)(rows > 0 ? rows : 1), sizeof *count);
+	struct tps_tensor a = {0};
+	struct tps_bound e = {0};
+	enum tps_status st =
+		count ? TPS_OK
+		      : tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	(void)dx;
+	(void)edx;
+	for (int64_t i = 0; st == TPS_OK && i < n; i++) {
+		int64_t id = (int64_t)ids->data[i];
+		count[id >= 0 && id < rows ? id : 0] +=
+			id >= 0 && id < rows ? 1 : 0;
+	}
+	if (st == TPS_OK && tps_bound_is_none(edy)) {
+		tps_bound_none_like(&e, edy);
+	} else if (st == TPS_OK) {
+		/* Each row's terms, g |dy| + (2 g + 1) e_dy with its id's g
+		 * (exact_in: |dy|, the sum P, scaled after). */
+		st = tps_tensor_init(&a, &dy->shape, err);
+		for (int64_t i = 0; st == TPS_OK && i < n; i++) {
+			int64_t id = (int64_t)ids->data[i];
+			double g = tps_bound_ctx_gamma(
+				bc, id >= 0 && id < rows ? count[id] : 0,
+				bc->u_acc);
+			for (int64_t j = 0; j < width; j++) {
+				int64_t k = i * width + j;
+				a.data[k] = exact_in
+						    ? fabsf(dy->data[k])
+						    : tps_bound_up(
+							      g * fabs(dy->data[k]) +
+							      (2.0 * g + 1.0) *
+								      edy->e.data[k]);
+			}
+		}
+		if (st == TPS_OK) {
+			st = scatter_add(&e.e, &p->global.shape, ids, &a, 0,
+					 err);
+		}
+		for (int64_t i = 0; st == TPS_OK && exact_in && i < rows * width;
+		     i++) {
+			double pv = e.e.data[i];
+			e.e.data[i] =
+				integral && bc->grad_scale * pv <
+						    bc->exact_limit
+					? 0.0f
+					: tps_bound_up(tps_bound_ctx_gamma(
+							       bc, count[i / width],
+							       bc->u_acc) *
+						       pv);
+		}
+		if (st == TPS_OK) {
+			tps_bound_inflate(&e, n + 3, bc->u_acc);
+		}
+	}
+	if (st == TPS_OK) {
+		st = embedding_reference_backward(m, bc->pool, dy, NULL, err);
+	}
+	free(count);
+	tps_tensor_free(&a);
+	if (st != TPS_OK) {
+		tps_bound_free(&e);
+		return st;
+	}
+	tps_bound_move(&p->ref_grad_bound, &e);
+	return TPS_OK;
+}
+
 static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
 				struct tps_param_spec *out)
 {
@@ -269,6 +391,8 @@ const struct tps_module_ops tps_embedding_ops = {
 	.backward = embedding_backward,
 	.reference_forward = embedding_reference_forward,
 	.reference_backward = embedding_reference_backward,
+	.bound_forward = embedding_bound_forward,
+	.bound_backward = embedding_bound_backward,
 	.parameters = embedding_parameters,
 	.memory_estimate = embedding_memory_estimate,
 };

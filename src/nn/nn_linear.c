@@ -7,6 +7,7 @@
  *             partial until the reduction
  *   replicate every rank holds W, b and computes y
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -800,6 +801,321 @@ static enum tps_status linear_reference_backward(struct tps_module *m,
 	return TPS_OK;
 }
 
+/* ---- error bounds (docs/numerics.md, "linear") ------------------------ */
+
+/* One of the matmuls of a linear: c = a W^T (forward), dy W (input) or
+ * dy^T x (weight), on pool. */
+typedef enum tps_status (*matmul_fn)(struct tps_tensor *c,
+				     const struct tps_tensor *a,
+				     const struct tps_tensor *b,
+				     struct tps_pool *pool,
+				     struct tps_error *err);
+
+static enum tps_status forward_matmul(struct tps_tensor *c,
+				      const struct tps_tensor *a,
+				      const struct tps_tensor *b,
+				      struct tps_pool *pool,
+				      struct tps_error *err)
+{
+	return tps_tensor_linear(c, a, b, NULL, pool, err);
+}
+
+/* What one matmul's bound is made of: C = op(A, B) (+ a bias row), each
+ * element a sum of products. */
+struct matmul_bound {
+	matmul_fn op;
+	/* Roundings in the longest chain of any evaluation (docs/numerics.md:
+	 * the terms it adds, each a rounded product). */
+	int64_t n;
+	double u;
+	/* The simulation's values are `scale` times these (the dp-scaled
+	 * gradients): integers stay exact while scale op(|A|, |B|) < 2^24. */
+	double scale;
+	/* Some term is never an integer (partial_split's b / tp): no
+	 * element is exact. */
+	bool inexact;
+	const struct tps_tensor *a, *b, *bias; /* bias NULL: none */
+	const struct tps_bound *ea, *eb, *ebias;
+};
+
+/* *out = |t| + k e, or |t| when e is all zeros (k e adds nothing). */
+static enum tps_status magnitude(struct tps_tensor *out,
+				 const struct tps_tensor *t,
+				 const struct tps_bound *e, float k,
+				 struct tps_error *err)
+{
+	return tps_bound_magnitude(out, t, tps_bound_is_zero(e) ? NULL : &e->e,
+				   k, err);
+}
+
+/*
+ * The bound of C = op(A, B) + bias (Higham 3.5, with the operands' own
+ * bounds):
+ *   e_C = op(g |A| + (2 g + 1) e_A, |B| + 2 e_B) + op(|A| + e_A, e_B)
+ *         + g (|bias| + 2 e_bias) + e_bias,        g = gamma_n(u)
+ * and 0 where every operand is exact (bound 0), every operand an integer
+ * and scale (op(|A|, |B|) + |bias|) < 2^24: every partial sum of every
+ * order is then an exact integer. On error *out is untouched.
+ */
+static enum tps_status matmul_bound(const struct matmul_bound *mb,
+				    const struct tps_bound_ctx *bc,
+				    struct tps_bound *out,
+				    struct tps_error *err)
+{
+	struct tps_pool *pool = bc->pool;
+	double g = tps_bound_ctx_gamma(bc, mb->n, mb->u);
+	float gf = tps_bound_up(g), g2 = tps_bound_up(2.0 * g + 1.0);
+	struct tps_tensor a = {0}, b = {0}, c = {0}, d = {0};
+	struct tps_bound e = {0};
+	bool exact_in = tps_bound_is_zero(mb->ea) && tps_bound_is_zero(mb->eb) &&
+			(!mb->bias || tps_bound_is_zero(mb->ebias));
+	bool integral = exact_in && !mb->inexact &&
+			tps_tensor_integral(mb->a) &&
+			tps_tensor_integral(mb->b) &&
+			(!mb->bias || tps_tensor_integral(mb->bias));
+	enum tps_status st;
+	int64_t n;
+
+	if (exact_in) {
+		/* e_C = g P, P = op(|A|, |B|) + |bias|: 0 where exact. */
+		st = tps_bound_magnitude(&a, mb->a, NULL, 0.0f, err);
+		if (st == TPS_OK) {
+			st = tps_bound_magnitude(&b, mb->b, NULL, 0.0f, err);
+		}
+	} else {
+		st = tps_bound_combine(&a, gf, mb->a, g2,
+				       tps_bound_is_zero(mb->ea) ? NULL
+								 : &mb->ea->e,
+				       err);
+		if (st == TPS_OK) {
+			st = magnitude(&b, mb->b, mb->eb, 2.0f, err);
+		}
+	}
+	if (st == TPS_OK) {
+		st = mb->op(&e.e, &a, &b, pool, err);
+	}
+	if (st == TPS_OK && !exact_in && !tps_bound_is_zero(mb->eb)) {
+		st = magnitude(&c, mb->a, mb->ea, 1.0f, err);
+		if (st == TPS_OK) {
+			st = mb->op(&d, &c, &mb->eb->e, pool, err);
+		}
+		if (st == TPS_OK) {
+			tps_tensor_add(&e.e, &d);
+		}
+	}
+	n = tps_tensor_numel(&e.e);
+	if (st == TPS_OK && mb->bias) {
+		/* Rows of the bias's width: the last dim. */
+		int64_t width = tps_tensor_numel(mb->bias);
+		for (int64_t i = 0; i < n; i++) {
+			float v = fabsf(mb->bias->data[i % width]);
+			if (!exact_in) {
+				float eb = mb->ebias->e.data[i % width];
+				v = gf * (v + 2.0f * eb) + eb;
+			}
+			e.e.data[i] += v;
+		}
+	}
+	for (int64_t i = 0; st == TPS_OK && exact_in && i < n; i++) {
+		float p = e.e.data[i];
+		e.e.data[i] = integral && mb->scale * (double)p <
+						  bc->exact_limit
+				      ? 0.0f
+				      : tps_bound_up(g * (double)p);
+	}
+	tps_tensor_free(&a);
+	tps_tensor_free(&b);
+	tps_tensor_free(&c);
+	tps_tensor_free(&d);
+	if (st != TPS_OK) {
+		tps_bound_free(&e);
+		return st;
+	}
+	/* The sums above: n + 4 roundings of non-negative terms. */
+	tps_bound_inflate(&e, mb->n + 4, mb->u);
+	*out = e;
+	return TPS_OK;
+}
+
+/* Whether the simulation adds b / tp on every rank (partial_split over
+ * two or more ranks): tp more terms, each rounded by its division, and
+ * never an integer. */
+static bool split_bias(const struct tps_module *m, const struct tps_bound_ctx *bc)
+{
+	const struct tps_module_spec *s = m->spec;
+	return s->bias && s->style == TPS_STYLE_ROWWISE &&
+	       s->bias_mode == TPS_BIAS_PARTIAL_SPLIT && bc->tp > 1;
+}
+
+/* y = x W^T + b: n = in_features products, + 1 for the bias (+ tp for
+ * partial_split's b / tp, each rounded once before it is added). */
+static enum tps_status linear_bound_forward(struct tps_module *m,
+					    const struct tps_bound_ctx *bc,
+					    const struct tps_tensor *x,
+					    const struct tps_bound *ex,
+					    struct tps_tensor *y,
+					    struct tps_bound *ey,
+					    struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	bool split = split_bias(m, bc);
+	const struct tps_bound *inputs[3] = {
+		ex, &m->params[WEIGHT].ref_bound,
+		s->bias ? &m->params[BIAS].ref_bound : NULL};
+	const struct tps_bound *none = tps_bound_first_none(inputs, 3);
+	struct matmul_bound mb = {
+		forward_matmul,
+		s->in_features + (s->bias ? (split ? bc->tp : 1) : 0),
+		bc->u_acc,
+		1.0,
+		split,
+		x,
+		&m->params[WEIGHT].global,
+		s->bias ? &m->params[BIAS].global : NULL,
+		ex,
+		&m->params[WEIGHT].ref_bound,
+		s->bias ? &m->params[BIAS].ref_bound : NULL};
+	struct tps_tensor out = {0};
+	struct tps_bound e = {0};
+	enum tps_status st = linear_reference_forward(m, bc->pool, x, &out, err);
+	if (st == TPS_OK && none) {
+		tps_bound_none_like(&e, none);
+	} else if (st == TPS_OK) {
+		st = matmul_bound(&mb, bc, &e, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*y = out;
+	*ey = e;
+	return TPS_OK;
+}
+
+/* db = the sum over rows of dy, n = rows terms:
+ *   e_db = sum_rows (g |dy| + (2 g + 1) e_dy)
+ * and 0 where dy is exact, integral, and scale sum_rows |dy| < 2^24. */
+static enum tps_status rows_bound(const struct tps_bound_ctx *bc,
+				  const struct tps_tensor *dy,
+				  const struct tps_bound *edy,
+				  struct tps_bound *out, struct tps_error *err)
+{
+	int64_t width = dy->shape.ndim ? dy->shape.dim[dy->shape.ndim - 1] : 1;
+	int64_t rows = width ? tps_tensor_numel(dy) / width : 0;
+	double g = tps_bound_ctx_gamma(bc, rows, bc->u_acc);
+	bool exact_in = tps_bound_is_zero(edy);
+	bool integral = exact_in && tps_tensor_integral(dy);
+	struct tps_tensor a = {0};
+	struct tps_bound e = {0};
+	enum tps_status st =
+		exact_in ? tps_bound_magnitude(&a, dy, NULL, 0.0f, err)
+			 : tps_bound_combine(&a, tps_bound_up(g), dy,
+					     tps_bound_up(2.0 * g + 1.0),
+					     &edy->e, err);
+	if (st == TPS_OK) {
+		st = tps_tensor_sum_rows(&e.e, &a, err);
+	}
+	for (int64_t i = 0; st == TPS_OK && exact_in && i < width; i++) {
+		float p = e.e.data[i];
+		e.e.data[i] = integral && bc->grad_scale * (double)p <
+						  bc->exact_limit
+				      ? 0.0f
+				      : tps_bound_up(g * (double)p);
+	}
+	tps_tensor_free(&a);
+	if (st != TPS_OK) {
+		tps_bound_free(&e);
+		return st;
+	}
+	tps_bound_inflate(&e, rows + 3, bc->u_acc);
+	*out = e;
+	return TPS_OK;
+}
+
+/* dx = dy W (n = out_features), dW = dy^T x and db = sum_rows dy (n = the
+ * rows, the batch over every dp rank). */
+static enum tps_status linear_bound_backward(struct tps_module *m,
+					     const struct tps_bound_ctx *bc,
+					     const struct tps_tensor *dy,
+					     const struct tps_bound *edy,
+					     struct tps_tensor *dx,
+					     struct tps_bound *edx,
+					     struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct tps_param *w = &m->params[WEIGHT];
+	struct tps_param *b = s->bias ? &m->params[BIAS] : NULL;
+	int64_t rows = s->out_features ? tps_tensor_numel(dy) / s->out_features
+				       : 0;
+	const struct tps_bound *wgrad_in[2] = {edy, &m->ref_saved_bound};
+	const struct tps_bound *dx_in[2] = {edy, &w->ref_bound};
+	const struct tps_bound *none;
+	struct matmul_bound dw = {tps_tensor_linear_backward_weight,
+				  rows,
+				  bc->u_acc,
+				  bc->grad_scale,
+				  false,
+				  dy,
+				  &m->ref_saved_in,
+				  NULL,
+				  edy,
+				  &m->ref_saved_bound,
+				  NULL};
+	struct matmul_bound din = {tps_tensor_linear_backward_input,
+				   s->out_features,
+				   bc->u_acc,
+				   bc->grad_scale,
+				   false,
+				   dy,
+				   &w->global,
+				   NULL,
+				   edy,
+				   &w->ref_bound,
+				   NULL};
+	struct tps_bound ew = {0}, eb = {0}, ed = {0};
+	struct tps_tensor d = {0};
+	enum tps_status st = TPS_OK;
+
+	none = tps_bound_first_none(wgrad_in, 2);
+	if (none) {
+		tps_bound_none_like(&ew, none);
+	} else {
+		st = matmul_bound(&dw, bc, &ew, err);
+	}
+	if (st == TPS_OK && b && tps_bound_is_none(edy)) {
+		tps_bound_none_like(&eb, edy);
+	} else if (st == TPS_OK && b) {
+		st = rows_bound(bc, dy, edy, &eb, err);
+	}
+	none = tps_bound_first_none(dx_in, 2);
+	if (st == TPS_OK && dx && none) {
+		tps_bound_none_like(&ed, none);
+	} else if (st == TPS_OK && dx) {
+		st = matmul_bound(&din, bc, &ed, err);
+	}
+	/* The values last: reference_backward frees the saved input. */
+	if (st == TPS_OK) {
+		st = linear_reference_backward(m, bc->pool, dy, dx ? &d : NULL,
+					       err);
+	}
+	if (st != TPS_OK) {
+		tps_bound_free(&ew);
+		tps_bound_free(&eb);
+		tps_bound_free(&ed);
+		tps_tensor_free(&d);
+		return st;
+	}
+	tps_bound_move(&w->ref_grad_bound, &ew);
+	if (b) {
+		tps_bound_move(&b->ref_grad_bound, &eb);
+	}
+	if (dx) {
+		*dx = d;
+		*edx = ed;
+	}
+	return TPS_OK;
+}
+
 static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
 			     struct tps_param_spec *out)
 {
@@ -850,6 +1166,8 @@ const struct tps_module_ops tps_linear_ops = {
 	.backward = linear_backward,
 	.reference_forward = linear_reference_forward,
 	.reference_backward = linear_reference_backward,
+	.bound_forward = linear_bound_forward,
+	.bound_backward = linear_bound_backward,
 	.parameters = linear_parameters,
 	.memory_estimate = linear_memory_estimate,
 };

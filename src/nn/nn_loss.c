@@ -1,8 +1,10 @@
 /* The losses, on plain tensors (see nn.h). y, t: (..., n); rows of n. A
  * meta y has loss 0 and a meta gradient. */
 #include <math.h>
+#include <stdbool.h>
 
 #include "nn.h"
+#include "nn_bounds.h"
 
 static int64_t row_length(const struct tps_tensor *y)
 {
@@ -107,5 +109,202 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 		}
 	}
 	*dy = g;
+	return TPS_OK;
+}
+
+/* ---- error bounds (docs/numerics.md, "losses") ------------------------ */
+
+/* Whether n is a power of two (1 included). */
+static bool power_of_two(int n)
+{
+	return n > 0 && (n & (n - 1)) == 0;
+}
+
+/*
+ * The loss, summed in double (u_d = 2^-53) in the reference's order or,
+ * on the simulation, per dp rank and then over the ranks (K additions at
+ * most), then rounded once to float:
+ *   e_L = sum_r s_r sum_j |f'(y)| e_y (+ its second order)
+ *         + gamma_K(u_d) sum_r s_r sum_j |f(y)| + u (|L| + ...)
+ * and 0 for a sum of exact integers (every row weight 1) that stays below
+ * 2^53 in magnitude even dp times over: every evaluation then holds the
+ * exact double and rounds it alike.
+ */
+static enum tps_status loss_value_bound(enum tps_loss type,
+					const struct tps_tensor *y,
+					const struct tps_bound *ey,
+					const struct tps_tensor *t,
+					const double *row_scale, int dp,
+					double loss, double u,
+					struct tps_bound *out,
+					struct tps_error *err)
+{
+	int64_t n = row_length(y);
+	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
+	double prop = 0.0, mag = 0.0, gd;
+	bool exact = type == TPS_LOSS_SUM && tps_bound_is_zero(ey) &&
+		     tps_tensor_integral(y);
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	enum tps_status st = tps_bound_zero(out, &scalar, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		double s = fabs(row_scale[r]), rp = 0.0, rm = 0.0;
+		exact = exact && row_scale[r] == 1.0;
+		for (int64_t j = 0; j < n; j++) {
+			int64_t k = r * n + j;
+			double v = y->data[k], e = ey->e.data[k];
+			if (type == TPS_LOSS_MSE) {
+				double d = fabs(v - (double)t->data[k]);
+				/* |a^2 - b^2| <= |a - b| (|a| + |b|) */
+				rp += e * (2.0 * d + 3.0 * e);
+				rm += d * d;
+			} else {
+				rp += e;
+				rm += fabs(v);
+			}
+		}
+		prop += s * rp;
+		mag += s * rm;
+	}
+	if (exact && mag * dp < 0x1p53) {
+		return TPS_OK;
+	}
+	/* Each term: a subtraction and a square (mse), the row weight, the
+	 * dp weight and its division; then the additions. */
+	gd = tps_bound_gamma(tps_tensor_numel(y) + 2 * (int64_t)dp + 8,
+			     0x1p-53);
+	out->e.data[0] = tps_bound_up(
+		(prop + gd * mag) * (1.0 + 0x1p-40) +
+		u * (fabs(loss) + 2.0 * (prop + gd * mag)));
+	return TPS_OK;
+}
+
+/*
+ * cross_entropy through nn_bounds.h's rules (the reference's row
+ * weights), then what the simulation's weights add: each dp rank weighs
+ * its rows by sim_scale, dp times row_scale, and the dp average divides
+ * again, so its gradient may differ by the weights' own roundings, ew
+ * relative to |p - onehot| <= 1 (plus its bound), and one more rounding
+ * of the product.
+ */
+static enum tps_status cross_entropy_bound(
+	const struct tps_tensor *y, const struct tps_bound *ey,
+	const struct tps_tensor *t, const double *row_scale,
+	const double *sim_scale, int dp, const struct tps_tensor *dy, double u,
+	int64_t class_parts, enum tps_dtype reduce, struct tps_bound *el,
+	struct tps_bound *ed, struct tps_error *err)
+{
+	struct tps_bound_cross_entropy ce = {y, &ey->e, t, row_scale,
+					     class_parts};
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32, reduce};
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	int64_t n = row_length(y);
+	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
+	double e_loss = 0.0;
+	enum tps_status st =
+		tps_bound_cross_entropy_loss(&ce, &dt, &e_loss, err);
+	if (st == TPS_OK) {
+		st = tps_bound_zero(el, &scalar, err);
+	}
+	if (st == TPS_OK) {
+		el->e.data[0] = tps_bound_up(e_loss);
+		st = tps_bound_cross_entropy_grad(&ce, &dt, &ed->e, err);
+		if (st != TPS_OK) {
+			tps_bound_free(el);
+		}
+	}
+	for (int64_t r = 0; st == TPS_OK && r < rows; r++) {
+		double w = row_scale[r];
+		double ew = fabs((double)(float)(sim_scale[r] / dp) - w) +
+			    fabs((double)(float)w - w) + fabs(w) * 0x1p-50;
+		for (int64_t j = 0; j < n; j++) {
+			int64_t k = r * n + j;
+			double e = ed->e.data[k];
+			ed->e.data[k] = tps_bound_up(
+				e + ew * (1.0 + e / fmax(fabs(w), 1e-300)) +
+				2.0 * u * (fabs(dy->data[k]) + e));
+		}
+	}
+	return st;
+}
+
+enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
+			       const struct tps_bound *ey,
+			       const struct tps_tensor *t,
+			       const double *row_scale,
+			       const double *sim_scale, int dp, double loss,
+			       const struct tps_tensor *dy, double u,
+			       int64_t class_parts, enum tps_dtype reduce,
+			       struct tps_bound *eloss, struct tps_bound *edy,
+			       struct tps_error *err)
+{
+	int64_t n = row_length(y);
+	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
+	struct tps_bound el = {0}, ed = {0};
+	enum tps_status st = TPS_OK;
+
+	if (tps_bound_is_none(ey)) {
+		tps_bound_none_like(&el, ey);
+		tps_bound_none_like(&ed, ey);
+		goto out;
+	}
+	if (type == TPS_LOSS_CROSS_ENTROPY) {
+		st = cross_entropy_bound(y, ey, t, row_scale, sim_scale, dp,
+					 dy, u, class_parts, reduce, &el, &ed,
+					 err);
+		goto out;
+	}
+	st = loss_value_bound(type, y, ey, t, row_scale, dp, loss, u, &el,
+			      err);
+	if (st == TPS_OK) {
+		st = tps_bound_zero(&ed, &dy->shape, err);
+	}
+	for (int64_t r = 0; st == TPS_OK && r < rows; r++) {
+		/* The weight as each side rounds it, 2 s (mse) or s (sum);
+		 * the simulation's is dp times the reference's. It scales
+		 * alike (the same bits, dp times) only when it is, and dp a
+		 * power of two (an exact scaling of every product). */
+		double w = type == TPS_LOSS_MSE ? 2.0 * row_scale[r]
+						: row_scale[r];
+		double ws = type == TPS_LOSS_MSE ? 2.0 * sim_scale[r]
+						 : sim_scale[r];
+		float wf = (float)w, wsf = (float)ws;
+		bool alike = (double)wsf == (double)dp * (double)wf &&
+			     (type == TPS_LOSS_SUM || power_of_two(dp));
+		/* How far either side's float weight is from w, relative. */
+		double ew = fmax(fabs((double)wf - w),
+				 fabs((double)wsf / dp - w)) +
+			    fabs(w) * 0x1p-52;
+		for (int64_t j = 0; j < n; j++) {
+			int64_t k = r * n + j;
+			double e = ey->e.data[k], v;
+			if (type == TPS_LOSS_SUM) {
+				/* dy = the weight: no y in it. */
+				ed.e.data[k] = alike ? 0.0f : tps_bound_up(ew);
+				continue;
+			}
+			if (e == 0.0 && alike) {
+				continue;
+			}
+			/* dy = fl(w) fl(y - t): the difference's bound and
+			 * rounding, the weight's, the product's. */
+			v = fabs((double)y->data[k] - (double)t->data[k]);
+			ed.e.data[k] = tps_bound_up(
+				fabs(w) * (e + u * (v + 2.0 * e)) +
+				ew * (v + 3.0 * e) +
+				u * (fabs(dy->data[k]) +
+				     2.0 * fabs(w) * (e + u * v)));
+		}
+	}
+out:
+	if (st != TPS_OK) {
+		tps_bound_free(&el);
+		tps_bound_free(&ed);
+		return st;
+	}
+	*eloss = el;
+	*edy = ed;
 	return TPS_OK;
 }

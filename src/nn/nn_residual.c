@@ -6,6 +6,7 @@
  *
  *   dx = dy + d body(x) / dx
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -224,6 +225,106 @@ static enum tps_status residual_reference_backward(struct tps_module *m,
 	return st;
 }
 
+/* ---- error bounds (docs/numerics.md, "residual") ---------------------- */
+
+/* *e = the bound of a + b (either a bound or "none"): e_a + e_b and the
+ * sum's rounding, 0 where both are 0 (the same floats added alike). */
+static enum tps_status sum_bound(const struct tps_bound_ctx *bc, double u,
+				 const struct tps_tensor *sum,
+				 const struct tps_bound *ea,
+				 const struct tps_bound *eb, struct tps_bound *e,
+				 struct tps_error *err)
+{
+	const struct tps_bound *inputs[2] = {ea, eb};
+	const struct tps_bound *none = tps_bound_first_none(inputs, 2);
+	int64_t n = tps_tensor_numel(sum);
+	enum tps_status st;
+	(void)bc;
+	if (none) {
+		tps_bound_none_like(e, none);
+		return TPS_OK;
+	}
+	st = tps_bound_zero(e, &sum->shape, err);
+	for (int64_t i = 0; st == TPS_OK && i < n; i++) {
+		double p = (double)ea->e.data[i] + (double)eb->e.data[i];
+		e->e.data[i] =
+			p > 0.0 ? tps_bound_up(p + u * (fabs(sum->data[i]) +
+							2.0 * p))
+				: 0.0f;
+	}
+	return st;
+}
+
+/* y = x + body(x): the body's bound from x's, then the sum's. */
+static enum tps_status residual_bound_forward(struct tps_module *m,
+					      const struct tps_bound_ctx *bc,
+					      const struct tps_tensor *x,
+					      const struct tps_bound *ex,
+					      struct tps_tensor *y,
+					      struct tps_bound *ey,
+					      struct tps_error *err)
+{
+	struct tps_tensor h = {0}, out = {0};
+	struct tps_bound eh = {0}, e = {0};
+	enum tps_status st = tps_nn_bound_forward_seq(
+		body_begin(m), body_end(m), bc, m->training, x, ex, &h, &eh,
+		err);
+	if (st == TPS_OK) {
+		st = check_sum_shapes(m->spec->name, &h.shape, &x->shape, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_tensor_copy(&out, x, err);
+	}
+	if (st == TPS_OK) {
+		tps_tensor_add(&out, &h);
+		st = sum_bound(bc, bc->u_act, &out, ex, &eh, &e, err);
+	}
+	tps_tensor_free(&h);
+	tps_bound_free(&eh);
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*y = out;
+	*ey = e;
+	return TPS_OK;
+}
+
+/* dx = dy + d body(x) / dx. */
+static enum tps_status residual_bound_backward(struct tps_module *m,
+					       const struct tps_bound_ctx *bc,
+					       const struct tps_tensor *dy,
+					       const struct tps_bound *edy,
+					       struct tps_tensor *dx,
+					       struct tps_bound *edx,
+					       struct tps_error *err)
+{
+	struct tps_tensor db = {0}, d = {0};
+	struct tps_bound edb = {0}, e = {0};
+	enum tps_status st = tps_nn_bound_backward_seq(
+		body_begin(m), body_end(m), bc, dy, edy, dx ? &db : NULL, &edb,
+		err);
+	if (st == TPS_OK && dx) {
+		st = tps_tensor_copy(&d, dy, err);
+		if (st == TPS_OK) {
+			tps_tensor_add(&d, &db);
+			st = sum_bound(bc, bc->u_grad, &d, edy, &edb, &e, err);
+		}
+	}
+	tps_tensor_free(&db);
+	tps_bound_free(&edb);
+	tps_tensor_free(&m->ref_saved_in);
+	if (st != TPS_OK) {
+		tps_tensor_free(&d);
+		return st;
+	}
+	if (dx) {
+		*dx = d;
+		*edx = e;
+	}
+	return TPS_OK;
+}
+
 static int residual_parameters(const struct tps_module_spec *s, int tp_dim,
 			       struct tps_param_spec *out)
 {
@@ -246,6 +347,8 @@ const struct tps_module_ops tps_residual_ops = {
 	.backward = residual_backward,
 	.reference_forward = residual_reference_forward,
 	.reference_backward = residual_reference_backward,
+	.bound_forward = residual_bound_forward,
+	.bound_backward = residual_bound_backward,
 	.parameters = residual_parameters,
 	.memory_estimate = residual_memory_estimate,
 };

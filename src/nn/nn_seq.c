@@ -5,10 +5,12 @@
  * an input gradient only if something before it trains or the sequence's
  * own input wants one.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "module_type.h"
 #include "nn.h"
 
 struct tps_module *tps_module_next(struct tps_module *m)
@@ -322,5 +324,235 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 		tps_tensor_move(dx, &g);
 	}
 	tps_tensor_free(&g);
+	return st;
+}
+
+/* ---- the bound pass ---------------------------------------------------- */
+
+enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
+			       const char *tensor,
+			       const struct tps_tensor *value,
+			       const struct tps_bound *bound,
+			       struct tps_error *err)
+{
+	struct tps_bound_event ev = {bc->step, bc->phase, tensor, value,
+				     bound};
+	if (!bc->sink.emit) {
+		return TPS_OK;
+	}
+	return bc->sink.emit(bc->sink.ctx, &ev, err);
+}
+
+double tps_bound_ctx_gamma(const struct tps_bound_ctx *bc, int64_t n,
+			   double u)
+{
+	double g = tps_bound_gamma(n, u);
+	if (bc->narrow == 0.0) {
+		return g;
+	}
+	return (double)tps_bound_up((1.0 + g) * (1.0 + bc->narrow) - 1.0);
+}
+
+/*
+ * nn.h. t stored in dtype d (float32: already): every value rounded to d
+ * (the bytes tps_nn_reference_forward and _backward make), and its bound
+ * e gains the rounding where e > 0: an evaluation z within e of the
+ * center stores fl(z), |fl(z) - z| <= u |z| <= u (|fl(t)| / (1 - u) +
+ * 2 e). Where e = 0 every evaluation rounds the same float alike.
+ */
+void tps_nn_bound_store(struct tps_tensor *t, struct tps_bound *e,
+			enum tps_dtype d)
+{
+	int64_t n = tps_tensor_numel(t);
+	double u = tps_dtype_unit_roundoff(d);
+	if (d == TPS_DTYPE_F32 || !t->data) {
+		return;
+	}
+	tps_dtype_round_array(t->data, n, d);
+	if (tps_bound_is_none(e) || !e->e.data) {
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		double v = e->e.data[i];
+		if (v > 0.0) {
+			e->e.data[i] = tps_bound_up(
+				v + u * (fabs(t->data[i]) / (1.0 - u) +
+					 2.0 * v));
+		}
+	}
+}
+
+/* The reason a type without rules gives: "<name>: <type> has no
+ * error-bound rule". */
+static void no_rule(struct tps_bound *b, const struct tps_module *m)
+{
+	tps_bound_set_none(b, "%s: %s has no error-bound rule", m->spec->name,
+			   tps_module_types[m->spec->type].name);
+}
+
+/* m's forward with its bound: its rule, or the reference's op and no
+ * bound. */
+static enum tps_status bound_forward_one(struct tps_module *m,
+					 const struct tps_bound_ctx *bc,
+					 const struct tps_tensor *x,
+					 const struct tps_bound *ex,
+					 struct tps_tensor *y,
+					 struct tps_bound *ey,
+					 struct tps_error *err)
+{
+	enum tps_status st;
+	if (m->ops->bound_forward) {
+		st = m->ops->bound_forward(m, bc, x, ex, y, ey, err);
+	} else {
+		st = m->ops->reference_forward(m, bc->pool, x, y, err);
+		if (st == TPS_OK) {
+			no_rule(ey, m);
+		}
+	}
+	if (st == TPS_OK) {
+		tps_nn_bound_store(y, ey, tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+	}
+	return st;
+}
+
+enum tps_status tps_nn_bound_forward_seq(struct tps_module *begin,
+					 struct tps_module *end,
+					 const struct tps_bound_ctx *bc,
+					 bool save, const struct tps_tensor *x,
+					 const struct tps_bound *ex,
+					 struct tps_tensor *y,
+					 struct tps_bound *ey,
+					 struct tps_error *err)
+{
+	struct tps_tensor cur = {0}, out = {0};
+	struct tps_bound ecur = {0}, eout = {0};
+	char name[TPS_NAME_MAX + 8];
+	enum tps_status st = tps_tensor_copy(&cur, x, err);
+	if (st == TPS_OK) {
+		st = tps_bound_copy(&ecur, ex, err);
+	}
+	for (struct tps_module *m = begin; m < end && st == TPS_OK;
+	     m = tps_module_next(m)) {
+		st = bound_forward_one(m, bc, &cur, &ecur, &out, &eout, err);
+		if (st == TPS_OK) {
+			snprintf(name, sizeof name, "%s.out", m->spec->name);
+			tps_bound_settle(&eout, name);
+			st = tps_bound_emit(bc, name, &out, &eout, err);
+		}
+		/* Every module's backward needs its input: keep it. */
+		if (st == TPS_OK && save) {
+			tps_tensor_move(&m->ref_saved_in, &cur);
+			tps_bound_move(&m->ref_saved_bound, &ecur);
+		}
+		tps_tensor_move(&cur, &out);
+		tps_bound_move(&ecur, &eout);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&cur);
+		tps_bound_free(&ecur);
+		return st;
+	}
+	*y = cur;
+	*ey = ecur;
+	return TPS_OK;
+}
+
+/* m's backward with its bounds: its rule, or the reference's op and no
+ * bound for dx and m's parameter gradients. */
+static enum tps_status bound_backward_one(struct tps_module *m,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *dy,
+					  const struct tps_bound *edy,
+					  struct tps_tensor *dx,
+					  struct tps_bound *edx,
+					  struct tps_error *err)
+{
+	enum tps_status st;
+	char name[TPS_NAME_MAX + 16];
+	if (m->ops->bound_backward) {
+		st = m->ops->bound_backward(m, bc, dy, edy, dx, edx, err);
+	} else {
+		st = m->ops->reference_backward(m, bc->pool, dy, dx, err);
+		for (int i = 0; st == TPS_OK && i <= m->spec->n_descendants;
+		     i++) {
+			for (int k = 0; k < m[i].n_params; k++) {
+				no_rule(&m[i].params[k].ref_grad_bound, m);
+			}
+		}
+		if (st == TPS_OK && dx) {
+			no_rule(edx, m);
+		}
+	}
+	for (int k = 0; st == TPS_OK && k < m->n_params; k++) {
+		tps_nn_bound_store(&m->params[k].ref_grad,
+			    &m->params[k].ref_grad_bound,
+			    tps_module_dtype(m, TPS_ROLE_GRADS));
+	}
+	if (st == TPS_OK && dx) {
+		tps_nn_bound_store(dx, edx, tps_module_dtype(m, TPS_ROLE_GRADS));
+	}
+	for (int k = 0; st == TPS_OK && k < m->n_params; k++) {
+		struct tps_param *p = &m->params[k];
+		snprintf(name, sizeof name, "%s.grad", p->name);
+		tps_bound_settle(&p->ref_grad_bound, name);
+		st = tps_bound_emit(bc, name, &p->ref_grad, &p->ref_grad_bound,
+				    err);
+	}
+	if (st == TPS_OK && dx) {
+		snprintf(name, sizeof name, "%s.in.grad", m->spec->name);
+		tps_bound_settle(edx, name);
+		st = tps_bound_emit(bc, name, dx, edx, err);
+	}
+	tps_bound_free(&m->ref_saved_bound);
+	return st;
+}
+
+enum tps_status tps_nn_bound_backward_seq(struct tps_module *begin,
+					  struct tps_module *end,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *dy,
+					  const struct tps_bound *edy,
+					  struct tps_tensor *dx,
+					  struct tps_bound *edx,
+					  struct tps_error *err)
+{
+	struct tps_tensor g = {0};
+	struct tps_bound eg = {0};
+	int n, i, first_trainer;
+	struct tps_module **list = top_level(begin, end, &n);
+	enum tps_status st =
+		list ? tps_tensor_copy(&g, dy, err)
+		     : tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+
+	if (st == TPS_OK) {
+		st = tps_bound_copy(&eg, edy, err);
+	}
+	first_trainer = list ? first_trainer_of(list, n) : 0;
+	for (i = n - 1; i >= 0 && st == TPS_OK; i--) {
+		struct tps_tensor d = {0};
+		struct tps_bound ed = {0};
+		/* The input gradient is wanted when the sequence's is, or
+		 * when a module before this one trains. */
+		bool want = dx != NULL || first_trainer < i;
+		if (!want && first_trainer != i) {
+			break;
+		}
+		st = bound_backward_one(list[i], bc, &g, &eg,
+					want ? &d : NULL, &ed, err);
+		tps_tensor_move(&g, &d);
+		tps_bound_move(&eg, &ed);
+	}
+	for (struct tps_module *m = begin;
+	     list && m < (i >= 0 ? tps_module_next(list[i]) : begin); m++) {
+		tps_tensor_free(&m->ref_saved_in);
+		tps_bound_free(&m->ref_saved_bound);
+	}
+	free(list);
+	if (st == TPS_OK && dx) {
+		tps_tensor_move(dx, &g);
+		tps_bound_move(edx, &eg);
+	}
+	tps_tensor_free(&g);
+	tps_bound_free(&eg);
 	return st;
 }

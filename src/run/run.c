@@ -106,9 +106,10 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	struct tps_tensor input = {0}, target = {0};
 	struct tps_model_outcome sim = {0}, ref = {0};
 	bool symbolic = spec->compute == TPS_COMPUTE_SYMBOLIC;
-	struct tps_trace_result result = {
-		&model, &sim,	 symbolic ? NULL : &ref, 0.0f, false, NULL,
-		NULL,	symbolic};
+	struct tps_trace_result result = {.model = &model,
+					  .sim = &sim,
+					  .ref = symbolic ? NULL : &ref,
+					  .symbolic = symbolic};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
@@ -197,7 +198,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	}
 	if (st == TPS_OK) {
 		st = tps_model_run_reference(&model, &input,
-					     with_target ? &target : NULL, &ref,
+					     with_target ? &target : NULL,
+					     (struct tps_bound_sink){0}, &ref,
 					     err);
 	}
 	lap(&t0, &stats->reference_s);
@@ -215,12 +217,29 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		if (result.stopped) {
 			result.max_abs_diff = INFINITY;
 		} else {
-			tps_run_compare_outcomes(
-				&sim, &ref, spec->atol, spec->rtol,
-				&result.max_abs_diff, &result.match);
-			tps_run_count_exact(&ref, &summary->exact,
-					    &summary->compared);
+			struct tps_run_tolerance tol = {
+				spec->atol, spec->rtol,
+				spec->atol_given ? spec->atol : 0.0,
+				spec->rtol_given ? spec->rtol : 0.0,
+				TPS_RUN_USEFUL_BOUND};
+			struct tps_comparison *c = &summary->comparison;
+			st = tps_run_compare_outcomes(&model, &sim, &ref, &tol,
+						      c, err);
+			if (st == TPS_OK) {
+				tps_run_describe_comparison(
+					c, summary->words,
+					sizeof summary->words);
+				result.comparison = c;
+				result.verdict = summary->words;
+			}
+			result.max_abs_diff = c->max_abs_diff;
+			result.match = c->match;
+			summary->exact = c->exact;
+			summary->bounded = c->bounded;
+			summary->compared = c->n;
 		}
+	}
+	if (st == TPS_OK) {
 		/* A mistake the run carried out is never a match, whatever
 		 * the numbers say (a tolerance can hide it). */
 		if (trace->first_mistake) {
@@ -301,6 +320,7 @@ void tps_run_summary_free(struct tps_run_summary *summary)
 	free(summary->reference_losses);
 	summary->losses = NULL;
 	summary->reference_losses = NULL;
+	tps_run_comparison_free(&summary->comparison);
 }
 
 enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,

@@ -115,9 +115,15 @@ struct tps_run_summary {
 	float max_abs_diff;
 	bool match;
 	/* The tensors compared (output; in training also every loss,
-	 * gradient and parameter after), and how many of them exactly
-	 * (tps_model_exactness); the rest within the tolerance. */
-	int compared, exact;
+	 * gradient and parameter after), how many of them exactly (their
+	 * error bound is 0) and how many by a bound (exact ones included);
+	 * the rest within the tolerance. */
+	int compared, exact, bounded;
+	/* Each compared tensor's figures (owned; none when the run was
+	 * symbolic or stopped), and what they say in words
+	 * (tps_run_describe_comparison; "" when nothing was compared). */
+	struct tps_comparison comparison;
+	char words[1024];
 	/* The injected mistake the run carried out ("" if none): then match
 	 * is false; mistake_hidden when the numbers alone were within the
 	 * tolerance. */
@@ -159,12 +165,25 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			struct tps_run_summary *summary, struct tps_error *err);
 
 /* The run's verdict, one line without its newline: "mesh tp=2 (world 2),
- * 2 modules, 5 events, 1 collective (32 bytes/rank), max_abs_diff 0
- * (exact comparison): matches the reference" (run_verdict.c). */
+ * 1 module, 6 events, 1 collective (16 bytes/rank): differs from the
+ * reference by at most 3.1e-06, within what reordering the sums can
+ * explain (bound 8.4e-06)" (run_verdict.c). */
 void tps_run_write_verdict(FILE *out, const struct tps_run_summary *s);
 
-/* Frees what a summary owns (the losses kept with keep_losses); NULL and
- * a summary without them are no-ops. */
+/*
+ * The comparison in words (run_verdict.c), the end of the verdict and the
+ * trace's result.verdict: "differs from the reference by at most 3.1e-06,
+ * within what reordering the sums can explain (bound 8.4e-06)", "differs
+ * by 2 at fc.out[0][1]; reordering can explain at most 8.5e-01: not
+ * rounding", "matches the reference bit for bit, as it must: no sum
+ * rounds (bound 0)"; where tensors have no bound, what the tolerance
+ * said of them.
+ */
+void tps_run_describe_comparison(const struct tps_comparison *c, char *buf,
+				 size_t size);
+
+/* Frees what a summary owns (the losses kept with keep_losses, the
+ * comparison); NULL and a summary without them are no-ops. */
 void tps_run_summary_free(struct tps_run_summary *summary);
 
 /*
@@ -188,18 +207,38 @@ void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 		     double atol, double rtol, float *max_abs_diff,
 		     bool *match);
 
-/* Compares two outcomes (the simulation's and the reference's): the
- * output, and in training every step's loss, every gradient and every
- * parameter after the last step; the max over all of max |a - b|, and
- * whether each matches: exactly (every element equal) where b->exact says
- * so, else within atol + rtol * its largest reference value. */
-void tps_run_compare_outcomes(const struct tps_model_outcome *a,
-			      const struct tps_model_outcome *b, double atol,
-			      double rtol, float *max_abs_diff, bool *match);
+/* What a run's tolerance says (docs/config.md): the fallback's atol and
+ * rtol (the config's, 1e-5 each by default), and the slack it adds to
+ * the bounds (the config's where it gives them, else 0). `useful`: a
+ * bound decides a tensor only while twice its largest element stays
+ * within useful times the tensor's largest |value| (docs/numerics.md,
+ * "When a bound says nothing"); past it, the tolerance decides.
+ * TPS_RUN_USEFUL_BOUND: 1, a bound as large as every value. */
+struct tps_run_tolerance {
+	double atol, rtol;
+	double slack_atol, slack_rtol;
+	double useful;
+};
+#define TPS_RUN_USEFUL_BOUND 1.0
 
-/* How many tensors tps_run_compare_outcomes compares against ref, and how
- * many of them exactly. */
-void tps_run_count_exact(const struct tps_model_outcome *ref, int *exact,
-			 int *compared);
+/*
+ * Compares two outcomes of one run (the simulation's a, the reference's
+ * b, with its bounds): the output, and in training every step's loss,
+ * every gradient and every parameter after the last step, each by its
+ * rule (model.h, enum tps_compare_rule), into *out (free with
+ * tps_run_comparison_free). On error (memory) *out is untouched.
+ */
+enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
+					 const struct tps_model_outcome *a,
+					 const struct tps_model_outcome *b,
+					 const struct tps_run_tolerance *tol,
+					 struct tps_comparison *out,
+					 struct tps_error *err);
+void tps_run_comparison_free(struct tps_comparison *c);
+
+/* An element of a compared tensor by its name and index: "fc2.out[0][1]",
+ * "fc1.weight[3][0]"; a loss by its name alone; at < 0: the tensor. */
+void tps_run_element_name(const struct tps_compare_tensor *t, int64_t at,
+			  char *buf, size_t size);
 
 #endif

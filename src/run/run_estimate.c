@@ -86,6 +86,77 @@ static void scale_comm(struct tps_trace *t, int64_t factor)
 	}
 }
 
+/* The text of a later step's loss in result.comparison and
+ * result.bounds, but for its reason and its four numbers. */
+#define LATER_LOSS_TEXT                                                       \
+	",\"tolerance\",{\"rule\":\"tolerance\",\"bound\":\"none\","         \
+	"\"reason\":\"\",\"max_abs_diff\":,\"tolerance\":,\"ratio\":,"       \
+	"\"at\":[0],\"diff_at\":,\"outside\":1}"
+
+/* One compared tensor at its longest in the trace: its last element the
+ * worst, every element outside, no bound for the longest reason. */
+static void longest_figures(struct tps_compare_tensor *c, const char *section,
+			    int index, const struct tps_shape *shape,
+			    size_t reason)
+{
+	int64_t n = 1;
+	for (int d = 0; d < shape->ndim; d++) {
+		n *= shape->dim[d];
+	}
+	c->section = section;
+	c->index = index;
+	c->shape = *shape;
+	c->rule = TPS_COMPARE_TOLERANCE;
+	memset(c->none, 'x', reason);
+	c->none[reason] = '\0';
+	c->ratio = 1.0;
+	c->at = n > 0 ? n - 1 : -1;
+	c->outside = n;
+}
+
+/* The comparison a values run writes, each tensor at its longest (the
+ * estimate's values are counted at their longest, names exactly). */
+static enum tps_status estimate_comparison(const struct tps_model *model,
+					   const struct tps_model_outcome *sim,
+					   const struct tps_shape *oshape,
+					   struct tps_comparison *out,
+					   struct tps_error *err)
+{
+	struct tps_comparison c = {0};
+	int64_t one = 1;
+	struct tps_shape scalar = tps_shape_make(1, &one);
+	size_t reason = tps_model_bound_reason_max(model->spec);
+	int k = 0;
+	c.n = 1 + sim->steps + sim->n_grads + sim->n_params;
+	c.t = calloc((size_t)c.n, sizeof *c.t);
+	if (!c.t) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	tps_run_output_name(model, c.t[k].name, sizeof c.t[k].name);
+	longest_figures(&c.t[k++], "output", 0, oshape, reason);
+	for (int i = 0; i < sim->steps; i++) {
+		longest_figures(&c.t[k++], "loss", i, &scalar, reason);
+	}
+	for (int i = 0; i < sim->n_grads; i++) {
+		snprintf(c.t[k].name, sizeof c.t[k].name, "%s.grad",
+			 i < model->n_params ? model->params[i].name
+					     : "input");
+		longest_figures(&c.t[k++], "grads", i,
+				i < model->n_params
+					? &model->params[i].global.shape
+					: &model->spec->input_shape,
+				reason);
+	}
+	for (int i = 0; i < sim->n_params; i++) {
+		snprintf(c.t[k].name, sizeof c.t[k].name, "%s",
+			 model->params[i].name);
+		longest_figures(&c.t[k++], "params_after", i,
+				&model->params[i].global.shape, reason);
+	}
+	*out = c;
+	return TPS_OK;
+}
+
 /* The result a values run writes: the simulation's outcome beside the
  * reference's (shaped as the model's output), numbers at their longest. */
 static enum tps_status write_values_result(struct tps_trace *t,
@@ -96,12 +167,39 @@ static enum tps_status write_values_result(struct tps_trace *t,
 {
 	struct tps_model_outcome ref = *sim;
 	struct tps_shape oshape = tps_model_output_shape(model->spec);
-	struct tps_trace_result result = {model, sim,  &ref,	0.0f,
-					  false, NULL, stopped, false};
+	struct tps_trace_result result = {.model = model,
+					  .sim = sim,
+					  .ref = &ref,
+					  .stopped = stopped};
+	struct tps_comparison c = {0};
+	char verdict[sizeof ((struct tps_run_summary *)0)->words];
 	enum tps_status st = tps_tensor_init_meta(&ref.output, &oshape, err);
+	if (st == TPS_OK && !stopped) {
+		st = estimate_comparison(model, sim, &oshape, &c, err);
+	}
+	if (st == TPS_OK && !stopped) {
+		/* run_verdict.c's longest sentence: 200 bytes of words and
+		 * numbers, an element and a reason. */
+		size_t n = 200 + tps_model_bound_reason_max(model->spec);
+		size_t name = 0;
+		for (int i = 0; i < c.n; i++) {
+			size_t len = strlen(c.t[i].name) + 24;
+			for (int d = 0; d < c.t[i].shape.ndim; d++) {
+				len += 2 + (size_t)digits(c.t[i].shape.dim[d]);
+			}
+			name = len > name ? len : name;
+		}
+		n += name;
+		n = n < sizeof verdict ? n : sizeof verdict - 1;
+		memset(verdict, 'x', n);
+		verdict[n] = '\0';
+		result.comparison = &c;
+		result.verdict = verdict;
+	}
 	if (st == TPS_OK) {
 		st = tps_trace_write_result(t, &result, err);
 	}
+	tps_run_comparison_free(&c);
 	tps_tensor_free(&ref.output);
 	return st;
 }
@@ -203,8 +301,10 @@ enum tps_status tps_run_estimate(const struct tps_run_spec *spec,
 		per_step = 0;
 	}
 	if (st == TPS_OK && symbolic) {
-		struct tps_trace_result result = {&model, &sim, NULL, 0.0f,
-						  true,	  NULL, NULL, true};
+		struct tps_trace_result result = {.model = &model,
+						  .sim = &sim,
+						  .match = true,
+						  .symbolic = true};
 		st = tps_trace_write_result(&trace, &result, err);
 	} else if (st == TPS_OK) {
 		st = write_values_result(&trace, &model, &sim,
@@ -224,6 +324,15 @@ enum tps_status tps_run_estimate(const struct tps_run_spec *spec,
 				e.trace_bytes,
 				tps_sat_mul(2 * later,
 					    TPS_NUMFMT_FLOAT_LEN_MAX + 1));
+			/* And each one's comparison (,"tolerance") and
+			 * figures at their longest. */
+			e.trace_bytes = tps_sat_add(
+				e.trace_bytes,
+				tps_sat_mul(later,
+					    (int64_t)strlen(LATER_LOSS_TEXT) +
+						    (int64_t)tps_model_bound_reason_max(
+							    &ms) +
+						    4 * TPS_NUMFMT_FLOAT_LEN_MAX));
 		}
 		if (ms.inject && !symbolic) {
 			/* ,"diagnosis":"..." of at most 1023 characters,

@@ -23,6 +23,11 @@ enum tps_status tps_run_meta_inputs(const struct tps_model_spec *ms,
 				    struct tps_tensor *target,
 				    struct tps_error *err);
 
+/* The name of the model's compared output (run_compare.c): its last
+ * top-level module's, "<name>.out". */
+void tps_run_output_name(const struct tps_model *model, char *buf,
+			 size_t size);
+
 /* Whether every tensor and loss of an outcome is finite (run_compare.c). */
 bool tps_run_outcome_finite(const struct tps_model_outcome *o);
 

@@ -61,6 +61,25 @@ void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 		    const float *grad, float *const *state, int64_t n,
 		    enum tps_dtype p_dtype, enum tps_dtype state_dtype);
 
+/*
+ * The error bounds (bound.h, docs/numerics.md) of one tps_optim_step on
+ * the same values, called before it: on entry ep, egrad and estate[i]
+ * bound p, grad and state[i] (estate zero before step 1), on return ep
+ * and estate bound the values the step makes. u: the unit roundoff of
+ * the parameter and its state as stored. Each element's bounds follow
+ * its operations in the step's order; where every input of an operation
+ * has bound 0 its result has bound 0 (the same float operation on the
+ * same floats on every side). AdamW's m / (sqrt(v) / c + eps) is bounded
+ * as a quotient of intervals, and never by more than twice the most a
+ * step can move (|m| / sqrt(v) is bounded for any gradients, by
+ * Cauchy-Schwarz): where rounding may flip a gradient's sign, that is
+ * the bound.
+ */
+void tps_optim_bound_step(const struct tps_optimizer_spec *o, int64_t t,
+			  const float *p, const float *grad,
+			  const float *const *state, int64_t n, double u,
+			  float *ep, const float *egrad, float *const *estate);
+
 /* One line on what a step does, for the trace's notes. */
 const char *tps_optim_note(const struct tps_optimizer_spec *o);
 

@@ -199,6 +199,9 @@ struct result_view {
 	bool training, match;
 	const cJSON *max_abs_diff; /* NULL: the shapes differ */
 	char comparison[96];	   /* "": the trace has none */
+	/* The comparison in words (result.verdict, since tpsim 0.4), or
+	 * NULL: then max_abs_diff and comparison say it. */
+	const char *verdict;
 	const char *diagnosis;	   /* NULL: none */
 	const cJSON *reference_shape;
 	struct values_view reference;
@@ -653,13 +656,23 @@ static void text_result(const struct explainer *x, const struct result_view *v)
 				    "parameters, the run"
 				  : "",
 		      out);
-		fprintf(out, " %s%s%s the single-device reference",
-			x->color ? (v->match ? GREEN : RED) : "",
-			v->match ? "matches" : "DIFFERS from",
-			x->color ? PLAIN : "");
-		fputs(" (max_abs_diff ", out);
-		print_difference(out, v);
-		fputs(")\n", out);
+		if (v->verdict) {
+			fprintf(out, "%s %s%s%s", v->training ? "" : ";",
+				x->color ? (v->match ? GREEN : RED) : "",
+				v->verdict, x->color ? PLAIN : "");
+			fputs(v->match ? "\n"
+				       : " (no match with the single-device "
+					 "reference)\n",
+			      out);
+		} else {
+			fprintf(out, " %s%s%s the single-device reference",
+				x->color ? (v->match ? GREEN : RED) : "",
+				v->match ? "matches" : "DIFFERS from",
+				x->color ? PLAIN : "");
+			fputs(" (max_abs_diff ", out);
+			print_difference(out, v);
+			fputs(")\n", out);
+		}
 	}
 	if (v->diagnosis) {
 		fprintf(out, "  diagnosis: %s\n", v->diagnosis);
@@ -900,11 +913,20 @@ static void md_result(const struct explainer *x, const struct result_view *v)
 				    "parameters, the run"
 				  : "",
 		      out);
-		fprintf(out, " %s the single-device reference",
-			v->match ? "**matches**" : "**differs from**");
-		fputs(" (`max_abs_diff` ", out);
-		print_difference(out, v);
-		fputs(").\n\n", out);
+		if (v->verdict) {
+			fputs(v->training ? " **" : "; **", out);
+			md_text(out, v->verdict);
+			fputs(v->match ? "**.\n\n"
+				       : "** (no match with the single-device "
+					 "reference).\n\n",
+			      out);
+		} else {
+			fprintf(out, " %s the single-device reference",
+				v->match ? "**matches**" : "**differs from**");
+			fputs(" (`max_abs_diff` ", out);
+			print_difference(out, v);
+			fputs(").\n\n", out);
+		}
 	}
 	if (v->diagnosis) {
 		fputs("**Diagnosis:** ", out);
@@ -1259,19 +1281,22 @@ static void explain_globals(const struct explainer *x,
 	}
 }
 
-/* Counts the "exact" leaves of a result's "comparison" and all of its
- * leaves. */
-static void count_comparison(const cJSON *c, int *exact, int *all)
+/* Counts the "exact" leaves of a result's "comparison", those "exact" or
+ * "bound", and all of its leaves. */
+static void count_comparison(const cJSON *c, int *exact, int *bounded,
+			     int *all)
 {
 	const cJSON *e;
 	if (cJSON_IsString(c)) {
 		*exact += strcmp(c->valuestring, "exact") == 0;
+		*bounded += strcmp(c->valuestring, "exact") == 0 ||
+			    strcmp(c->valuestring, "bound") == 0;
 		*all += 1;
 		return;
 	}
 	cJSON_ArrayForEach(e, c)
 	{
-		count_comparison(e, exact, all);
+		count_comparison(e, exact, bounded, all);
 	}
 }
 
@@ -1316,14 +1341,17 @@ static void result_view_of(struct result_view *v, const cJSON *result,
 		v->match = cJSON_IsTrue(get(result, "match"));
 		v->max_abs_diff = get(result, "max_abs_diff");
 		if (v->max_abs_diff) {
-			int exact = 0, all = 0;
+			int exact = 0, bounded = 0, all = 0;
 			count_comparison(get(result, "comparison"), &exact,
-					 &all);
+					 &bounded, &all);
 			if (all > 0) {
-				tps_trace_describe_comparison(exact, all,
-						       v->comparison,
-						       sizeof v->comparison);
+				tps_trace_describe_comparison(
+					exact, bounded, all, v->comparison,
+					sizeof v->comparison);
 			}
+		}
+		if (cJSON_IsString(get(result, "verdict"))) {
+			v->verdict = get(result, "verdict")->valuestring;
 		}
 	}
 	v->diagnosis =

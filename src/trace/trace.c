@@ -799,46 +799,125 @@ static void write_named(struct tps_trace *t, const char *key,
 	fputc('}', t->out);
 }
 
-/* How one compared tensor was compared. */
-static const char *comparison_of(bool exact)
+/* Writes the members of c's tensors of one section ("loss": an array of
+ * the steps', the others an object by name), each by `one`. */
+static void write_section(struct tps_trace *t,
+			  const struct tps_comparison *c, const char *section,
+			  void (*one)(struct tps_trace *t,
+				      const struct tps_compare_tensor *x))
 {
-	return exact ? "\"exact\"" : "\"tolerance\"";
+	bool array = strcmp(section, "loss") == 0, first = true;
+	FILE *out = t->out;
+	fprintf(out, ",\"%s\":%c", section, array ? '[' : '{');
+	for (int i = 0; i < c->n; i++) {
+		const struct tps_compare_tensor *x = &c->t[i];
+		if (strcmp(x->section, section) != 0) {
+			continue;
+		}
+		fputs(first ? "" : ",", out);
+		first = false;
+		if (!array) {
+			/* The outcome's names: the input's gradient is
+			 * "input". */
+			size_t n = strlen(x->name);
+			bool grad = strcmp(section, "grads") == 0;
+			char name[sizeof x->name];
+			snprintf(name, sizeof name, "%.*s",
+				 (int)(grad ? n - 5 : n), x->name);
+			tps_json_write_string(out, name);
+			fputc(':', out);
+		}
+		one(t, x);
+	}
+	fputc(array ? ']' : '}', out);
 }
 
-/* "comparison": how each compared tensor was compared, "exact" or
- * "tolerance", laid out as the result's keys are: "output", and in
- * training "loss" (per step), "grads" and "params_after" (by name). */
-static void write_comparison(const struct tps_trace *t,
-			     const struct tps_model *model,
-			     const struct tps_model_outcome *ref)
+/* Writes c's sections, each tensor by `one`, laid out as the result's
+ * tensors: "output", and in training "loss" (per step), "grads" and
+ * "params_after" (by name). */
+static void write_sections(struct tps_trace *t,
+			   const struct tps_comparison *c, bool training,
+			   void (*one)(struct tps_trace *t,
+				       const struct tps_compare_tensor *x))
 {
-	const struct tps_model_exactness *x = &ref->exact;
-	FILE *out = t->out;
-	fprintf(out, ",\"comparison\":{\"output\":%s",
-		comparison_of(x->output));
-	if (ref->steps > 0) {
-		fputs(",\"loss\":[", out);
-		for (int i = 0; i < ref->steps; i++) {
-			fprintf(out, "%s%s", i ? "," : "",
-				comparison_of(x->loss[i]));
-		}
-		fputs("],\"grads\":{", out);
-		for (int i = 0; i < ref->n_grads; i++) {
-			fputs(i ? "," : "", out);
-			tps_json_write_string(
-				out, i < model->n_params ? model->params[i].name
-							 : "input");
-			fprintf(out, ":%s", comparison_of(x->grads[i]));
-		}
-		fputs("},\"params_after\":{", out);
-		for (int i = 0; i < ref->n_params; i++) {
-			fputs(i ? "," : "", out);
-			tps_json_write_string(out, model->params[i].name);
-			fprintf(out, ":%s", comparison_of(x->params_after[i]));
-		}
-		fputc('}', out);
+	fputs("\"output\":", t->out);
+	one(t, &c->t[0]);
+	if (training) {
+		write_section(t, c, "loss", one);
+		write_section(t, c, "grads", one);
+		write_section(t, c, "params_after", one);
 	}
-	fputc('}', out);
+}
+
+static void comparison_one(struct tps_trace *t,
+			   const struct tps_compare_tensor *x)
+{
+	fprintf(t->out, "\"%s\"", tps_compare_rule_names[x->rule]);
+}
+
+/* A double as the trace writes floats (a bound, a ratio: their float
+ * value, rounded up so that it stays a bound). */
+static void put_up(struct tps_trace *t, double v)
+{
+	put_float(t, tps_bound_up(v));
+}
+
+/* One tensor's figures (docs/trace.md, result.bounds). */
+static void bounds_one(struct tps_trace *t,
+		       const struct tps_compare_tensor *x)
+{
+	FILE *out = t->out;
+	fprintf(out, "{\"rule\":\"%s\"", tps_compare_rule_names[x->rule]);
+	if (x->rule == TPS_COMPARE_TOLERANCE) {
+		fputs(",\"bound\":\"none\",\"reason\":", out);
+		tps_json_write_string(out, x->none);
+	}
+	if (x->shapes_differ) {
+		fputs(",\"shapes_differ\":true}", out);
+		return;
+	}
+	fputs(",\"max_abs_diff\":", out);
+	put_float(t, x->max_abs_diff);
+	fputs(x->rule == TPS_COMPARE_TOLERANCE ? ",\"tolerance\":"
+					       : ",\"max_bound\":",
+	      out);
+	put_up(t, x->max_bound);
+	if (x->at >= 0) {
+		int64_t idx[TPS_MAX_DIMS], at = x->at;
+		for (int d = x->shape.ndim - 1; d >= 0; d--) {
+			int64_t n = x->shape.dim[d] ? x->shape.dim[d] : 1;
+			idx[d] = at % n;
+			at /= n;
+		}
+		if (isfinite(x->ratio)) {
+			fputs(",\"ratio\":", out);
+			put_up(t, x->ratio);
+		}
+		fputs(",\"at\":[", out);
+		for (int d = 0; d < x->shape.ndim; d++) {
+			fprintf(out, "%s%" PRId64, d ? "," : "", idx[d]);
+		}
+		fputs("],\"diff_at\":", out);
+		put_float(t, (float)x->at_diff);
+		if (x->rule != TPS_COMPARE_TOLERANCE) {
+			fputs(",\"bound_at\":", out);
+			put_up(t, x->at_bound);
+		}
+	}
+	fprintf(out, ",\"outside\":%" PRId64 "}", x->outside);
+}
+
+/* "comparison": how each compared tensor was compared ("exact", "bound"
+ * or "tolerance"), and "bounds": the figures of each, laid out as the
+ * result's keys are. */
+static void write_comparison(struct tps_trace *t,
+			     const struct tps_comparison *c, bool training)
+{
+	fputs(",\"comparison\":{", t->out);
+	write_sections(t, c, training, comparison_one);
+	fputs("},\"bounds\":{", t->out);
+	write_sections(t, c, training, bounds_one);
+	fputc('}', t->out);
 }
 
 /* "key":{"bytes":B,"rank":R} with "min_bytes", "min_rank" when the
@@ -964,9 +1043,13 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 			put_float(t, r->max_abs_diff);
 		}
 		fprintf(t->out, ",\"match\":%s", r->match ? "true" : "false");
-		/* Like max_abs_diff: absent when nothing was compared. */
-		if (isfinite(r->max_abs_diff)) {
-			write_comparison(t, r->model, r->ref);
+		/* Absent when nothing was compared. */
+		if (r->comparison) {
+			write_comparison(t, r->comparison, r->sim->steps > 0);
+		}
+		if (r->verdict) {
+			fputs(",\"verdict\":", t->out);
+			tps_json_write_string(t->out, r->verdict);
 		}
 	}
 	if (t->first_mistake) {
@@ -1022,17 +1105,19 @@ enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
 	return TPS_OK;
 }
 
-void tps_trace_describe_comparison(int exact, int compared, char *buf,
-				   size_t size)
+void tps_trace_describe_comparison(int exact, int bounded, int compared,
+				   char *buf, size_t size)
 {
 	if (exact == compared) {
 		snprintf(buf, size, "exact comparison");
-	} else if (exact == 0) {
+	} else if (bounded == compared) {
+		snprintf(buf, size, "error-bound comparison");
+	} else if (bounded == 0) {
 		snprintf(buf, size, "tolerance comparison");
 	} else {
 		snprintf(buf, size,
-			 "exact comparison of %d of %d tensors, tolerance for "
-			 "the rest",
-			 exact, compared);
+			 "error bounds for %d of %d tensors (%d exact), "
+			 "tolerance for the rest",
+			 bounded, compared, exact);
 	}
 }

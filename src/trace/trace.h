@@ -85,6 +85,10 @@ struct tps_trace_result {
 	const struct tps_model_outcome *sim, *ref;
 	float max_abs_diff;
 	bool match;
+	/* How each tensor compared (model.h); NULL when nothing was: the
+	 * run stopped or is symbolic. */
+	const struct tps_comparison *comparison;
+	const char *verdict;   /* NULL, or the comparison in words */
 	const char *diagnosis; /* NULL, or what an injected mistake did */
 	/* NULL, or the shape error an injected mistake stopped the
 	 * simulation at: then sim holds nothing. */
@@ -207,11 +211,12 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 			       size_t *text_len, struct tps_error *err);
 
 /* How a run's tensors were compared with the reference (the trace's
- * result.comparison), for `tpsim run`'s verdict and explain: "exact
- * comparison" (all of them), "tolerance comparison" (none exactly), or
- * "exact comparison of 5 of 9 tensors, tolerance for the rest". */
-void tps_trace_describe_comparison(int exact, int compared, char *buf,
-				   size_t size);
+ * result.comparison), for explain: "exact comparison" (all of them),
+ * "error-bound comparison" (each within its bound, some maybe exactly),
+ * "tolerance comparison" (no bound), or "error bounds for 5 of 9
+ * tensors (2 exact), tolerance for the rest". */
+void tps_trace_describe_comparison(int exact, int bounded, int compared,
+				   char *buf, size_t size);
 
 /* Writes the mesh's "shape", "dim_names", "world_size" and "groups" (per
  * dim name, every group) as members of an enclosing object. */

@@ -176,6 +176,16 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 }
 END_TEST
 
+/* Whether a run's summary says that it agrees with its reference: bit for
+ * bit, within the error bounds, or within the tolerance where a tensor
+ * has no bound. */
+static bool agrees(const char *err)
+{
+	return strstr(err, "matches the reference") ||
+	       strstr(err, "within what reordering the sums can explain") ||
+	       strstr(err, "within the tolerance");
+}
+
 START_TEST(run_writes_trace_and_one_line_summary)
 {
 	const char *dir = tu_tempdir();
@@ -1227,9 +1237,12 @@ END_TEST
 START_TEST(disagreement_with_the_reference_is_exit_1)
 {
 	/* partial_split adds b/3 on each of 3 ranks: b/3 * 3 is not b in
-	 * float32, so with zero tolerance the run disagrees. */
+	 * float32 (0.10000001 for 0.1), which a tolerance of zero used to
+	 * call a disagreement. It is rounding, within the error bound of
+	 * those 6 terms (in_features 3 + 3 bias shares): exit 0. A bias
+	 * added on every rank is not: exit 1, tolerance zero or not. */
 	const char *dir = tu_tempdir();
-	const char *cfg = write_config(
+	const char *rounding = write_config(
 		dir, "c.json",
 		"{\"tpsim\": 1, \"mesh\": {\"shape\": [3], \"dim_names\": "
 		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
@@ -1241,12 +1254,43 @@ START_TEST(disagreement_with_the_reference_is_exit_1)
 	char trace[512];
 	struct tu_result r;
 	snprintf(trace, sizeof trace, "%s/t.json", dir);
-	r = tu_cli(5, "run", cfg, "-o", trace);
-	ck_assert_int_eq(r.rc, 1);
-	ck_assert_ptr_nonnull(strstr(r.err, "DIFFERS from the reference"));
-	/* The trace is still written: it is the evidence. */
-	ck_assert_int_eq(access(trace, F_OK), 0);
+	r = tu_cli(5, "run", rounding, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "differs from the reference by "
+					    "at most 7.5e-09, within what "
+					    "reordering the sums can explain "
+					    "(bound "));
 	tu_result_free(&r);
+	for (int zero = 0; zero < 2; zero++) {
+		const char *bug = write_config(
+			dir, "bug.json",
+			zero ? "{\"tpsim\": 1, \"mesh\": {\"shape\": [3], "
+			       "\"dim_names\": [\"tp\"]}, \"model\": "
+			       "[{\"name\": \"fc\", \"type\": \"linear\", "
+			       "\"in_features\": 3, \"out_features\": 1}], "
+			       "\"plan\": {\"fc\": \"rowwise\"}, \"input\": "
+			       "{\"shape\": [1, 3]}, \"params\": {\"fc.bias\": "
+			       "[0.1]}, \"inject\": [\"bias_every_rank\"], "
+			       "\"tolerance\": {\"atol\": 0, \"rtol\": 0}}"
+			     : "{\"tpsim\": 1, \"mesh\": {\"shape\": [3], "
+			       "\"dim_names\": [\"tp\"]}, \"model\": "
+			       "[{\"name\": \"fc\", \"type\": \"linear\", "
+			       "\"in_features\": 3, \"out_features\": 1}], "
+			       "\"plan\": {\"fc\": \"rowwise\"}, \"input\": "
+			       "{\"shape\": [1, 3]}, \"params\": {\"fc.bias\": "
+			       "[0.1]}, \"inject\": [\"bias_every_rank\"]}");
+		r = tu_cli(5, "run", bug, "-o", trace);
+		ck_assert_int_eq(r.rc, 1);
+		/* Two bias shares too many: 0.2. */
+		ck_assert_msg(strstr(r.err, "differs by 0.2 at fc.out[0][0]; "
+					    "reordering can explain at most ") !=
+				      NULL,
+			      "%s", r.err);
+		ck_assert_ptr_nonnull(strstr(r.err, ": not rounding\n"));
+		/* The trace is still written: it is the evidence. */
+		ck_assert_int_eq(access(trace, F_OK), 0);
+		tu_result_free(&r);
+	}
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1772,6 +1816,83 @@ static const char *after_generator(const char *trace)
 	return p;
 }
 
+/*
+ * Issue 17: every injected mistake of examples/mistakes/ that changes the
+ * numbers exits 1 and says "not rounding" by the error bound alone, with
+ * tolerance at its default and at zero, with the example's integers (bound
+ * 0) and with uniform draws (bounds above 0): never "within what
+ * reordering the sums can explain" followed by the injected-mistake rule.
+ * world_size_1 is the mistake that a single rank cannot make (it matches);
+ * wrong_shard_dim stops at a shape error.
+ */
+START_TEST(every_injected_mistake_is_caught_by_the_bound_alone)
+{
+	static const char *const mistakes[] = {
+		"bias_every_rank", "skip_all_reduce", "skip_gather",
+		"tp_allreduce_weight_grad", "wrong_shard_dim"};
+	const char *dir = tu_tempdir();
+	char trace[600];
+	int runs = 0;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	for (size_t i = 0; i < sizeof mistakes / sizeof mistakes[0]; i++) {
+		char path[300];
+		char *text;
+		snprintf(path, sizeof path, "examples/mistakes/%s.json",
+			 mistakes[i]);
+		text = tu_read_file(tu_source_path(path), NULL);
+		ck_assert_ptr_nonnull(text);
+		for (int v = 0; v < 4; v++) {
+			cJSON *root = cJSON_Parse(text);
+			cJSON *input = cJSON_GetObjectItem(root, "input");
+			char *out;
+			struct tu_result r;
+			bool zero = v & 1, uniform = v & 2;
+			ck_assert_ptr_nonnull(root);
+			if (zero) {
+				cJSON *tol = cJSON_AddObjectToObject(
+					root, "tolerance");
+				cJSON_AddNumberToObject(tol, "atol", 0);
+				cJSON_AddNumberToObject(tol, "rtol", 0);
+			}
+			if (uniform) {
+				/* Draws for the input and every parameter
+				 * the example does not give. */
+				cJSON_ReplaceItemInObject(
+					input, "init",
+					cJSON_CreateString("uniform"));
+				cJSON_DeleteItemFromObject(root, "init");
+				cJSON_AddItemToObject(
+					root, "init",
+					cJSON_Parse("{\"method\": \"uniform\", "
+						    "\"seed\": 7}"));
+				cJSON_DeleteItemFromObject(root, "params");
+			}
+			out = cJSON_PrintUnformatted(root);
+			r = tu_cli(5, "run",
+				   write_config(dir, "m.json", out), "-o",
+				   trace);
+			ck_assert_msg(r.rc == 1, "%s (%s%s): exit %d: %s",
+				      mistakes[i], zero ? "tolerance 0" : "",
+				      uniform ? " uniform" : "", r.rc, r.err);
+			ck_assert_msg(strstr(r.err, ": not rounding\n") ||
+					      strstr(r.err, "STOPPED"),
+				      "%s (%s%s): %s", mistakes[i],
+				      zero ? "tolerance 0" : "",
+				      uniform ? " uniform" : "", r.err);
+			ck_assert_msg(!strstr(r.err, "but the run carried out"),
+				      "%s: %s", mistakes[i], r.err);
+			tu_result_free(&r);
+			free(out);
+			cJSON_Delete(root);
+			runs++;
+		}
+		free(text);
+	}
+	ck_assert_int_eq(runs, 20);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* tests/golden/README.md: tpsim 0.2.0's traces, which every speed-up
  * must reproduce byte for byte, at 1 and at 8 threads. */
 START_TEST(traces_are_byte_identical_to_the_golden_ones)
@@ -2043,10 +2164,16 @@ START_TEST(inject_bias_every_rank_is_diagnosed_from_its_symptom)
 				     "\"output\":{\"shape\":[2,2],\"values\":"
 				     "[[32,74],[72,178]]}"));
 	ck_assert_ptr_nonnull(strstr(text, "\"mistake\":\"bias_every_rank\""));
+	/* Integers below 2^24: the bound is 0, and the largest difference,
+	 * b[1] = 2, is at [0][1] first. */
 	ck_assert_ptr_nonnull(strstr(
 		text, "\"match\":false,\"comparison\":{\"output\":\"exact\"},"
-		      "\"diverged_at\":{\"seq\":4,\"mistake\":"
-		      "\"bias_every_rank\"},\"diagnosis\":"));
+		      "\"bounds\":{\"output\":{\"rule\":\"exact\","
+		      "\"max_abs_diff\":2,\"max_bound\":0,\"at\":[0,1],"
+		      "\"diff_at\":2,\"bound_at\":0,\"outside\":4}},"
+		      "\"verdict\":\"differs by 2 at fc.out[0][1], where no sum "
+		      "rounds (bound 0): not rounding\",\"diverged_at\":{\"seq\":"
+		      "4,\"mistake\":\"bias_every_rank\"},\"diagnosis\":"));
 	free(text);
 	/* tp = 4: three extra copies. */
 	r = tu_cli(5, "run", inject_config(dir, 4, false, "bias_every_rank"),
@@ -2097,23 +2224,24 @@ START_TEST(a_bias_bug_is_never_a_match)
 	 *   y11 = sum_{k=65}^{128} k^2 + 2 = 707264 - 89440 + 2   = 617826
 	 * The bias on both ranks adds 1 x b (max_abs_diff 2), which the
 	 * tolerance, 1e-5 + 1e-5 x 617826 = 6.2, would call a match. The
-	 * values are integers whose sums stay below 2^24, so they are
-	 * compared exactly. The same on a (2, 3) dp x tp mesh with 4
-	 * outputs: 2 x b, 2 x 4 = 8 at most. */
+	 * values are integers whose sums stay below 2^24, so their error
+	 * bound is 0 and they are compared exactly: the first largest
+	 * difference, b[1] = 2, at [0][1]. The same on a (2, 3) dp x tp
+	 * mesh with 4 outputs: 2 x b, 2 x b[3] = 8 at [0][3]. */
 	static const struct {
 		const char *mesh, *dp;
 		int out, batch;
 		const char *verdict, *diagnosis;
 	} cases[] = {
 		{"{\"shape\": [2], \"dim_names\": [\"tp\"]}", "", 2, 2,
-		 "max_abs_diff 2 (exact comparison): DIFFERS from the "
-		 "reference\n",
+		 "differs by 2 at fc.out[0][1], where no sum rounds (bound "
+		 "0): not rounding\n",
 		 "by exactly (tp - 1) x bias = 1 x fc.bias in every row"},
 		{"{\"shape\": [2, 3], \"dim_names\": [\"dp\", \"tp\"]}, "
 		 "\"dp_dim\": \"dp\"",
 		 "", 4, 4,
-		 "max_abs_diff 8 (exact comparison): DIFFERS from the "
-		 "reference\n",
+		 "differs by 8 at fc.out[0][3], where no sum rounds (bound "
+		 "0): not rounding\n",
 		 "by exactly (tp - 1) x bias = 2 x fc.bias in every row"},
 	};
 	const char *dir = tu_tempdir();
@@ -2130,7 +2258,7 @@ START_TEST(a_bias_bug_is_never_a_match)
 		ck_assert_ptr_null(strstr(r.err, "matches"));
 		ck_assert_ptr_nonnull(strstr(
 			r.out, "\"match\":false,\"comparison\":{\"output\":"
-			       "\"exact\"},\"diverged_at\":"));
+			       "\"exact\"},\"bounds\":"));
 		tu_result_free(&r);
 	}
 	/* The reference is the hand's y above. */
@@ -2153,7 +2281,7 @@ END_TEST
 START_TEST(a_mistake_the_tolerance_would_pass_still_differs)
 {
 	/* Uniform values, a zero bias: the bias on both ranks adds nothing,
-	 * and the numbers differ by rounding only (within the tolerance).
+	 * and the numbers differ by rounding only (within their bounds).
 	 * The run carried the mistake out, so it is not a match, and the
 	 * summary says why. */
 	const char *dir = tu_tempdir();
@@ -2164,17 +2292,18 @@ START_TEST(a_mistake_the_tolerance_would_pass_still_differs)
 			       ", \"params\": {\"fc.bias\": [0, 0]}, "
 			       "\"inject\": [\"bias_every_rank\"]"));
 	ck_assert_int_eq(r.rc, 1);
-	ck_assert_msg(strstr(r.err, "(tolerance comparison): DIFFERS from the "
-				    "reference, by the injected mistake "
-				    "bias_every_rank, which the run carried "
-				    "out (its numbers are within the "
-				    "tolerance)\n") != NULL,
+	ck_assert_msg(strstr(r.err, "within what reordering the sums can "
+				    "explain (bound ") != NULL,
 		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err,
+				     "), but the run carried out the injected "
+				     "mistake bias_every_rank, so it does not "
+				     "match\n"));
 	ck_assert_ptr_nonnull(strstr(r.err, "diagnosis: "));
 	ck_assert_ptr_null(strstr(r.err, "matches"));
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "\"match\":false,\"comparison\":{\"output\":"
-			      "\"tolerance\"},\"diverged_at\":"));
+			      "\"bound\"},\"bounds\":"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -2182,43 +2311,46 @@ END_TEST
 
 START_TEST(the_trace_says_which_comparison_was_used)
 {
-	/* Clean runs: arange's integers are compared exactly, uniform
-	 * values within the tolerance; in training, each compared tensor
-	 * is named (mse's loss and gradients are fractions). */
+	/* Clean runs: arange's integers have error bound 0 and are compared
+	 * exactly; uniform values within their bounds; in training, each
+	 * compared tensor is named (mse's loss and gradients are fractions:
+	 * bounded, not exact). */
 	const char *dir = tu_tempdir();
 	const char *tp2 = "{\"shape\": [2], \"dim_names\": [\"tp\"]}";
 	struct tu_result r = tu_cli(
 		3, "run", rowwise_config(dir, tp2, 4, 2, 2, "arange", ""));
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_ptr_nonnull(
-		strstr(r.err, "max_abs_diff 0 (exact comparison): matches the "
-			      "reference\n"));
+		strstr(r.err, "matches the reference bit for bit, as it must: "
+			      "no sum rounds (bound 0)\n"));
 	ck_assert_ptr_nonnull(strstr(
-		r.out,
-		"\"match\":true,\"comparison\":{\"output\":\"exact\"}}"));
+		r.out, "\"match\":true,\"comparison\":{\"output\":\"exact\"},"
+		       "\"bounds\":{\"output\":{\"rule\":\"exact\","
+		       "\"max_abs_diff\":0,\"max_bound\":0,\"outside\":0}},"
+		       "\"verdict\":\"matches the reference bit for bit, as it "
+		       "must: no sum rounds (bound 0)\"}"));
 	tu_result_free(&r);
 	r = tu_cli(3, "run", rowwise_config(dir, tp2, 4, 2, 2, "uniform", ""));
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_ptr_nonnull(strstr(r.err, "(tolerance comparison): matches "
-					    "the reference\n"));
+	ck_assert_ptr_nonnull(strstr(r.err, "(reordering the sums could "
+					    "explain up to "));
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "\"match\":true,\"comparison\":{\"output\":"
-			      "\"tolerance\"}}"));
+			      "\"bound\"},\"bounds\":{\"output\":{\"rule\":"
+			      "\"bound\",\"max_abs_diff\":"));
 	tu_result_free(&r);
 	r = tu_cli(3, "run",
 		   rowwise_config(dir, tp2, 4, 2, 2, "arange",
 				  ", \"mode\": \"training\""));
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_msg(strstr(r.err, "(exact comparison of 1 of 6 tensors, "
-				    "tolerance for the rest): matches the "
-				    "reference\n") != NULL,
-		      "%s", r.err);
+	ck_assert_ptr_nonnull(strstr(r.err, "(reordering the sums could "
+					    "explain up to "));
 	ck_assert_ptr_nonnull(strstr(
 		r.out,
 		"\"comparison\":{\"output\":\"exact\",\"loss\":["
-		"\"tolerance\"],\"grads\":{\"fc.weight\":\"tolerance\","
-		"\"fc.bias\":\"tolerance\"},\"params_after\":{"
-		"\"fc.weight\":\"tolerance\",\"fc.bias\":\"tolerance\"}}"));
+		"\"bound\"],\"grads\":{\"fc.weight\":\"bound\","
+		"\"fc.bias\":\"bound\"},\"params_after\":{"
+		"\"fc.weight\":\"bound\",\"fc.bias\":\"bound\"}}"));
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }
@@ -2303,8 +2435,8 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 		mistake_config(dir, 2, FC_4_TO(4), GATHERED, "skip_gather", ""),
 		"-o", trace);
 	ck_assert_int_eq(r.rc, 1);
-	ck_assert_ptr_nonnull(strstr(
-		r.err, "max_abs_diff none (the shapes differ): DIFFERS"));
+	ck_assert_ptr_nonnull(strstr(r.err, "fc.out has another shape than the "
+					    "reference's: not rounding\n"));
 	ck_assert_ptr_nonnull(strstr(
 		r.err, "mistake.json: diagnosis: output has shape (2, 2) where "
 		       "the reference has (2, 4): it is rank 0's local shard, "
@@ -2318,8 +2450,11 @@ START_TEST(inject_skip_gather_is_diagnosed_from_its_symptom)
 		text, "\"result\":{\"output\":{\"shape\":[2,2],\"values\":"
 		      "[[31,72],[71,176]]},\"reference_output\":{\"shape\":"
 		      "[2,4],\"values\":[[31,72,113,154],[71,176,281,386]]},"
-		      "\"match\":false,\"diverged_at\":{\"seq\":4,"
-		      "\"mistake\":\"skip_gather\"}"));
+		      "\"match\":false,\"comparison\":{\"output\":\"exact\"},"
+		      "\"bounds\":{\"output\":{\"rule\":\"exact\","
+		      "\"shapes_differ\":true}},\"verdict\":\"fc.out has another "
+		      "shape than the reference's: not rounding\","
+		      "\"diverged_at\":{\"seq\":4,\"mistake\":\"skip_gather\"}"));
 	free(text);
 	/* 5 features over 2 ranks: 3 and 2 columns, and the ranks cannot
 	 * even agree on the output's shape. */
@@ -2664,9 +2799,9 @@ START_TEST(explain_walks_the_trace_step_by_step)
 				     "all_reduce  fc.out: [partial] -> "
 				     "[replicate] global (2, 2), over tp "
 				     "groups [[0,1]], 16 bytes/rank\n"));
-	ck_assert_ptr_nonnull(strstr(r.out, "matches the single-device "
-					    "reference (max_abs_diff 0, exact "
-					    "comparison)"));
+	ck_assert_ptr_nonnull(strstr(r.out, "; matches the reference bit for "
+					    "bit, as it must: no sum rounds "
+					    "(bound 0)\n"));
 	tu_result_free(&r);
 	/* A config is not a trace: trouble, exit 2. */
 	r = tu_cli(3, "explain", cfg);
@@ -3041,7 +3176,9 @@ START_TEST(explain_colours_only_a_terminal_and_never_under_no_color)
 	ck_assert_ptr_nonnull(strstr(text, "\033[1mforward, step 0:\033[0m"));
 	ck_assert_ptr_nonnull(
 		strstr(text, "\033[33mall_reduce \033[0m fc.out"));
-	ck_assert_ptr_nonnull(strstr(text, "\033[32mmatches\033[0m"));
+	ck_assert_ptr_nonnull(strstr(text, "\033[32mmatches the reference bit "
+					   "for bit, as it must: no sum rounds "
+					   "(bound 0)\033[0m"));
 	free(text);
 	/* NO_COLOR set: a terminal gets plain text. */
 	setenv("NO_COLOR", "1", 1);
@@ -3344,7 +3481,7 @@ START_TEST(run_and_comm_warn_of_a_redistribution_the_next_one_undoes)
 	ck_assert_int_eq(tu_count_lines(r.err), 1);
 	ck_assert_ptr_null(strstr(r.err, "warning"));
 	ck_assert_ptr_nonnull(strstr(r.err, " 5 collectives ("));
-	ck_assert_ptr_nonnull(strstr(r.err, "matches the reference"));
+	ck_assert_msg(agrees(r.err), "%s", r.err);
 	tu_result_free(&r);
 	r = tu_cli(3, "comm", cfg);
 	ck_assert_uint_eq(r.err_len, 0);
@@ -3901,8 +4038,7 @@ START_TEST(batch_over_flattened_dp_dims_is_one_chunk)
 			 cases[i].extra);
 		r = tu_cli(3, "run", write_config(dir, "c.json", text));
 		ck_assert_msg(r.rc == 0, "case %zu: %s", i, r.err);
-		ck_assert_msg(strstr(r.err, "matches the reference") != NULL,
-			      "case %zu: %s", i, r.err);
+		ck_assert_msg(agrees(r.err), "case %zu: %s", i, r.err);
 		input_split_rows(r.out, rows, 8, placement, sizeof placement);
 		for (int k = 0; k < 8; k++) {
 			ck_assert_msg(rows[k] == cases[i].rows[k],
@@ -4040,6 +4176,7 @@ static Suite *cli_suite(void)
 		inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, readme_quick_start_shows_the_real_demo_output);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
+	tcase_add_test(run, every_injected_mistake_is_caught_by_the_bound_alone);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(

@@ -2119,8 +2119,7 @@ START_TEST(design_example_normalizes_in_documented_order)
 		"\"links\":{\"dp\":{\"GBps\":25,\"latency_us\":10},"
 		"\"tp\":{\"GBps\":150,\"latency_us\":3}},"
 		"\"device\":{\"TFLOPS\":100},"
-		"\"trace\":{\"values\":\"full\"},"
-		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
+		"\"trace\":{\"values\":\"full\"}}";
 	struct tps_run_spec spec = {0};
 	char *got;
 
@@ -2153,8 +2152,7 @@ START_TEST(minimal_config_gets_defaults)
 		"\"links\":{\"row\":{\"GBps\":25,\"latency_us\":10},"
 		"\"col\":{\"GBps\":150,\"latency_us\":3}},"
 		"\"device\":{\"TFLOPS\":100},"
-		"\"trace\":{\"values\":\"full\"},"
-		"\"tolerance\":{\"atol\":1e-05,\"rtol\":1e-05}}";
+		"\"trace\":{\"values\":\"full\"}}";
 	struct tps_run_spec spec = {0};
 	char *got;
 
@@ -2164,8 +2162,12 @@ START_TEST(minimal_config_gets_defaults)
 	ck_assert_uint_eq(spec.model.dp_mask, 0u);
 	ck_assert_int_eq(spec.model.uneven, TPS_UNEVEN_CHUNK);
 	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_FULL);
+	/* No tolerance given: its defaults are the fallback's, and it adds
+	 * no slack to the error bounds (so the normalised config has
+	 * none). */
 	ck_assert(spec.atol == 1e-5);
 	ck_assert(spec.rtol == 1e-5);
+	ck_assert(!spec.atol_given && !spec.rtol_given);
 	ck_assert_int_eq(spec.model.n_overrides, 0);
 	for (int i = 0; i < spec.model.n_modules; i++) {
 		const struct tps_module_spec *ms = &spec.model.modules[i];
@@ -2246,6 +2248,26 @@ START_TEST(explicit_settings_override_defaults)
 	ck_assert_int_eq(spec.values, TPS_TRACE_VALUES_NONE);
 	ck_assert(spec.atol == 1e-5); /* the other one keeps its default */
 	ck_assert(spec.rtol == 0.0);
+	ck_assert(!spec.atol_given && spec.rtol_given);
+	/* ... and the normalised config records only what was given, so
+	 * that it parses back to the same meaning. */
+	{
+		char *got = normalized_text(&spec);
+		ck_assert_ptr_nonnull(strstr(got, ",\"tolerance\":{\"rtol\":0}}"));
+		free(got);
+	}
+	tps_run_spec_free(&spec);
+
+	/* A narrower dtype's fallback: torch.testing.assert_close's rtol for
+	 * it (bfloat16 1.6e-2, float16 1e-3), atol 1e-5; a given one wins. */
+	parse_ok(BASE ",'dtype':'bfloat16'}", &spec);
+	ck_assert(spec.rtol == 1.6e-2 && spec.atol == 1e-5);
+	tps_run_spec_free(&spec);
+	parse_ok(BASE ",'dtype':{'grads':'float16'}}", &spec);
+	ck_assert(spec.rtol == 1e-3 && spec.atol == 1e-5);
+	tps_run_spec_free(&spec);
+	parse_ok(BASE ",'dtype':'bfloat16','tolerance':{'rtol':1e-4}}", &spec);
+	ck_assert(spec.rtol == 1e-4 && spec.rtol_given);
 	tps_run_spec_free(&spec);
 }
 END_TEST

@@ -95,7 +95,9 @@ START_TEST(explain_colours_text_only_when_asked)
 	/* The heading bold, the all_reduce yellow, the verdict green. */
 	ck_assert_ptr_nonnull(strstr(text, "\033[1mforward, step 0:\033[0m\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\033[33mall_reduce "));
-	ck_assert_ptr_nonnull(strstr(text, " \033[32mmatches\033[0m the "));
+	ck_assert_ptr_nonnull(strstr(text, "; \033[32mmatches the reference bit "
+					   "for bit, as it must: no sum rounds "
+					   "(bound 0)\033[0m\n"));
 	free(text);
 	o.format = TPS_EXPLAIN_MARKDOWN;
 	ck_assert_int_eq(explain_into(trace, &o, &text, &len, &e), TPS_OK);
@@ -213,17 +215,19 @@ START_TEST(explain_reports_an_output_it_cannot_write)
 }
 END_TEST
 
-/* The comparison's words, shared by explain and the run's summary. */
-START_TEST(comparison_is_described_in_three_ways)
+/* How the tensors were compared, in explain's words. */
+START_TEST(comparison_is_described_in_four_ways)
 {
 	char buf[96];
-	tps_trace_describe_comparison(9, 9, buf, sizeof buf);
+	tps_trace_describe_comparison(9, 9, 9, buf, sizeof buf);
 	ck_assert_str_eq(buf, "exact comparison");
-	tps_trace_describe_comparison(0, 9, buf, sizeof buf);
+	tps_trace_describe_comparison(2, 9, 9, buf, sizeof buf);
+	ck_assert_str_eq(buf, "error-bound comparison");
+	tps_trace_describe_comparison(0, 0, 9, buf, sizeof buf);
 	ck_assert_str_eq(buf, "tolerance comparison");
-	tps_trace_describe_comparison(5, 9, buf, sizeof buf);
-	ck_assert_str_eq(buf, "exact comparison of 5 of 9 tensors, tolerance "
-			      "for the rest");
+	tps_trace_describe_comparison(2, 5, 9, buf, sizeof buf);
+	ck_assert_str_eq(buf, "error bounds for 5 of 9 tensors (2 exact), "
+			      "tolerance for the rest");
 }
 END_TEST
 
@@ -237,7 +241,7 @@ static Suite *explain_suite(void)
 	tcase_add_test(t,
 		       explain_refuses_a_picture_it_cannot_draw_before_writing);
 	tcase_add_test(t, explain_reports_an_output_it_cannot_write);
-	tcase_add_test(t, comparison_is_described_in_three_ways);
+	tcase_add_test(t, comparison_is_described_in_four_ways);
 	suite_add_tcase(s, t);
 	return s;
 }
