@@ -325,7 +325,8 @@ TPS_API double tpsim_result_max_bound(const struct tpsim_result *result);
  *   _match       nonzero when every element is within what its rule
  *                allows (the injected-mistake rule aside)
  *   _max_abs_diff, _max_bound   the largest |difference|, and the largest
- *                bound of one (tolerance: atol + rtol max |reference|)
+ *                bound of one: 2e, twice the error bound (tolerance:
+ *                atol + rtol max |reference|)
  *   _ratio       the worst |difference| / bound of an element (+inf
  *                where the bound is 0 and the element differs; 0 when
  *                none differs)

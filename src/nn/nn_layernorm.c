@@ -460,7 +460,11 @@ static enum tps_status layernorm_bound_backward(struct tps_module *m,
 						struct tps_bound *edx,
 						struct tps_error *err)
 {
-	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+	/* dw and db: each rank's part of the row sums is stored in the
+	 * grads dtype before the all_reduce (the sequence then rounds the
+	 * results once more: counted twice, never missed). */
+	struct tps_bound_dtypes dt = {bc->dtypes.of[TPS_ROLE_GRADS],
+				      TPS_DTYPE_F32,
 				      bc->dtypes.of[TPS_ROLE_REDUCE]};
 	struct tps_bound_layernorm ln =
 		bound_operands(m, bc, &m->ref_saved_in, &m->ref_saved_bound);
