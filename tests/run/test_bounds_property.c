@@ -36,6 +36,7 @@
 
 #include <cJSON.h>
 
+#include "jsonio.h"
 #include "rng.h"
 #include "run.h"
 #include "testutil.h"
@@ -71,6 +72,10 @@ static void need(bool ok, const char *fmt, ...)
 /* ---- the statistics ---------------------------------------------------- */
 
 enum kind { KIND_OUTPUT, KIND_LOSS, KIND_GRAD, KIND_PARAM, KIND_COUNT };
+/* A config's narrowest storage dtype (any role). */
+enum dtype { DT_F32, DT_BF16, DT_F16, DT_COUNT };
+static const char *const dtype_names[DT_COUNT] = {"float32", "bfloat16",
+						  "float16"};
 static const char *const kind_names[KIND_COUNT] = {
 	"activations (the output)", "losses", "gradients",
 	"parameters after the update"};
@@ -96,8 +101,23 @@ struct reason {
 	char tensor[TPS_NAME_MAX + 16]; /* and its tensor there */
 };
 
+/* The ratios by a finer kind for the log (not the page): the section,
+ * the module by the generator's name prefix ("fc", "ln", "blk", ...)
+ * and what the tensor is ("weight", "bias", "out", "in"), float32 and
+ * narrow dtypes apart. */
+#define MAX_GROUPS 160
+struct group {
+	char key[64];
+	int64_t n, moved; /* elements with e > 0; of them d > 0 */
+	double max;
+};
+
 struct stats {
 	struct ratios kind[KIND_COUNT];
+	struct group groups[MAX_GROUPS];
+	int n_groups;
+	struct ratios dtype[DT_COUNT]; /* every kind, by the config's dtype */
+	enum dtype dt;		       /* the config being run's */
 	struct reason reasons[MAX_REASONS];
 	int n_reasons;
 	int configs, training, violations, shown;
@@ -154,18 +174,71 @@ static void push(struct ratios *r, double v)
 	r->v[r->n++] = v;
 }
 
-static void on_element(void *ctx, const struct tps_compare_tensor *t,
-		       int64_t at, float sim, float ref, double bound)
+static void count_element(struct ratios *r, double d, double bound)
 {
-	struct stats *s = ctx;
-	struct ratios *r = &s->kind[kind_of(t->section)];
-	double d = fabs((double)sim - (double)ref);
 	r->elements++;
 	if (bound == 0.0) {
 		r->exact++;
 	} else {
 		push(r, d / bound);
 		r->zero_diff += d == 0.0 ? 1 : 0;
+	}
+}
+
+/* The group of tensor t of a config of dtype dt. */
+static struct group *group_of(struct stats *s,
+			      const struct tps_compare_tensor *t, enum dtype dt)
+{
+	char key[64], prefix[16] = "";
+	const char *last = strrchr(t->name, '.');
+	size_t k = 0;
+	while (k + 1 < sizeof prefix && t->name[k] >= 'a' &&
+	       t->name[k] <= 'z') {
+		prefix[k] = t->name[k];
+		k++;
+	}
+	prefix[k] = 0;
+	if (!strcmp(t->section, "grads") && last) {
+		/* "fc0.weight.grad": weight */
+		const char *p = last;
+		while (p > t->name && p[-1] != '.') {
+			p--;
+		}
+		snprintf(key, sizeof key, "%s %s %.*s %s", t->section, prefix,
+			 (int)(last - p), p, dtype_names[dt]);
+	} else {
+		snprintf(key, sizeof key, "%s %s %s %s", t->section, prefix,
+			 last ? last + 1 : "", dtype_names[dt]);
+	}
+	for (int i = 0; i < s->n_groups; i++) {
+		if (!strcmp(s->groups[i].key, key)) {
+			return &s->groups[i];
+		}
+	}
+	need(s->n_groups < MAX_GROUPS, "more than %d groups", MAX_GROUPS);
+	snprintf(s->groups[s->n_groups].key, sizeof s->groups[0].key, "%s",
+		 key);
+	return &s->groups[s->n_groups++];
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	return (x->max > y->max) - (x->max < y->max);
+}
+
+static void on_element(void *ctx, const struct tps_compare_tensor *t,
+		       int64_t at, float sim, float ref, double bound)
+{
+	struct stats *s = ctx;
+	double d = fabs((double)sim - (double)ref);
+	count_element(&s->kind[kind_of(t->section)], d, bound);
+	count_element(&s->dtype[s->dt], d, bound);
+	if (bound > 0.0) {
+		struct group *g = group_of(s, t, s->dt);
+		g->n++;
+		g->moved += d > 0.0 ? 1 : 0;
+		g->max = fmax(g->max, d / bound);
 	}
 	if (d <= bound) {
 		return;
@@ -234,17 +307,19 @@ static void print_row(FILE *f, const char *what, struct ratios *r)
 
 static void print_table(FILE *f, struct stats *s)
 {
+	static const char header[] =
+		"| tensors | compared | no bound | elements by a bound | "
+		"bound 0 | e > 0 | d = 0 (of e > 0) | median | median where "
+		"d > 0 | 99th percentile | max |\n";
+	static const char rule[] =
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
 	struct ratios all = {0};
 	fprintf(f,
 		"%d configs, %d of them training (seed %d; %d more were "
-		"skipped: their runs overflowed float32). The ratios are "
+		"skipped: their runs overflowed their dtype). The ratios are "
 		"|sim - ref| / (2 e) over the elements with a bound e > 0:\n\n",
 		s->configs, s->training, BOUNDS_SEED, s->overflowed);
-	fprintf(f, "| tensors | compared | no bound | elements by a bound | "
-		   "bound 0 | e > 0 | d = 0 (of e > 0) | median | median "
-		   "where d > 0 | 99th percentile | max |\n");
-	fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-		   "\n");
+	fprintf(f, "%s%s", header, rule);
 	for (int k = 0; k < KIND_COUNT; k++) {
 		struct ratios *r = &s->kind[k];
 		all.tensors += r->tensors;
@@ -259,6 +334,12 @@ static void print_table(FILE *f, struct stats *s)
 	}
 	print_row(f, "all", &all);
 	free(all.v);
+	fprintf(f, "\nThe same by the config's narrowest storage dtype (any "
+		   "role):\n\n");
+	fprintf(f, "%s%s", header, rule);
+	for (int k = 0; k < DT_COUNT; k++) {
+		print_row(f, dtype_names[k], &s->dtype[k]);
+	}
 	fprintf(f, "\nTensors without a bound, by reason (the first config "
 		   "and tensor that gave it):\n\n");
 	if (!s->n_reasons) {
@@ -276,9 +357,24 @@ static void stats_free(struct stats *s)
 	for (int k = 0; k < KIND_COUNT; k++) {
 		free(s->kind[k].v);
 	}
+	for (int k = 0; k < DT_COUNT; k++) {
+		free(s->dtype[k].v);
+	}
 }
 
 /* ---- the configs -------------------------------------------------------- */
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? v->valueint : 0;
+}
 
 static int pick(struct tps_rng *r, int n)
 {
@@ -306,6 +402,8 @@ struct gen {
 	int tp;
 	int n; /* modules named so far */
 	bool has_linear;
+	/* The last top-level module's name when it is a linear, else "". */
+	char last_linear[32];
 };
 
 static void add_name(struct gen *g, cJSON *m, const char *prefix)
@@ -398,6 +496,121 @@ static void add_act(struct gen *g, cJSON *list)
 	cJSON_AddStringToObject(m, "type",
 				chance(g->rng, 50) ? "relu" : "gelu");
 	cJSON_AddItemToArray(list, m);
+}
+
+/* A head count that divides the width, at most 4. */
+static int heads_of(struct tps_rng *r, int width)
+{
+	int h[4], n = 0;
+	for (int k = 1; k <= 4 && k <= width; k++) {
+		if (width % k == 0) {
+			h[n++] = k;
+		}
+	}
+	return h[pick(r, n)];
+}
+
+static void add_layernorm(struct gen *g, cJSON *list)
+{
+	static const double eps[] = {1e-5, 1e-6, 0.1};
+	cJSON *m = cJSON_CreateObject();
+	char name[32];
+	add_name(g, m, "ln");
+	snprintf(name, sizeof name, "%s",
+		 cJSON_GetObjectItem(m, "name")->valuestring);
+	cJSON_AddStringToObject(m, "type", "layernorm");
+	cJSON_AddNumberToObject(m, "dim", g->width);
+	cJSON_AddNumberToObject(m, "eps", eps[pick(g->rng, 3)]);
+	cJSON_AddBoolToObject(m, "bias", chance(g->rng, 75));
+	cJSON_AddItemToArray(list, m);
+	if (g->ndim == 3 && chance(g->rng, 40)) {
+		cJSON_AddStringToObject(g->plan, name, "sequence");
+	}
+}
+
+/* Megatron's split of an attention's heads, at prefix ("att3." or
+ * "blk3.attn."): q, k, v colwise and o rowwise, to sequence shards
+ * when seq_out. */
+static void plan_attention(struct gen *g, const char *prefix, bool seq_out)
+{
+	char key[64];
+	cJSON *o;
+	snprintf(key, sizeof key, "%s[qkv]", prefix);
+	cJSON_AddStringToObject(g->plan, key, "colwise");
+	snprintf(key, sizeof key, "%so", prefix);
+	if (!seq_out) {
+		cJSON_AddStringToObject(g->plan, key, "rowwise");
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "style", "rowwise");
+	cJSON_AddStringToObject(o, "output", "shard(1)");
+	cJSON_AddItemToObject(g->plan, key, o);
+}
+
+/* Multi-head self-attention on (batch, seq, width). */
+static void add_attention(struct gen *g, cJSON *list)
+{
+	cJSON *m = cJSON_CreateObject();
+	char prefix[40];
+	add_name(g, m, "att");
+	snprintf(prefix, sizeof prefix, "%s.",
+		 cJSON_GetObjectItem(m, "name")->valuestring);
+	cJSON_AddStringToObject(m, "type", "attention");
+	cJSON_AddNumberToObject(m, "embed_dim", g->width);
+	cJSON_AddNumberToObject(m, "num_heads", heads_of(g->rng, g->width));
+	cJSON_AddBoolToObject(m, "causal", chance(g->rng, 50));
+	cJSON_AddBoolToObject(m, "bias", chance(g->rng, 75));
+	cJSON_AddItemToArray(list, m);
+	if (chance(g->rng, 60)) {
+		plan_attention(g, prefix, chance(g->rng, 25));
+	}
+}
+
+/* A pre-norm GPT block; plain TP, sequence parallel or replicated. */
+static void add_block(struct gen *g, cJSON *list)
+{
+	cJSON *m = cJSON_CreateObject(), *o;
+	char name[32], key[64];
+	int how;
+	add_name(g, m, "blk");
+	snprintf(name, sizeof name, "%s",
+		 cJSON_GetObjectItem(m, "name")->valuestring);
+	cJSON_AddStringToObject(m, "type", "transformer_block");
+	cJSON_AddNumberToObject(m, "dim", g->width);
+	cJSON_AddNumberToObject(m, "num_heads", heads_of(g->rng, g->width));
+	cJSON_AddNumberToObject(m, "hidden", feature(g->rng));
+	cJSON_AddBoolToObject(m, "causal", chance(g->rng, 70));
+	cJSON_AddBoolToObject(m, "bias", chance(g->rng, 75));
+	if (chance(g->rng, 30)) {
+		cJSON_AddNumberToObject(m, "eps", 1e-6);
+	}
+	cJSON_AddItemToArray(list, m);
+	how = pick(g->rng, 3);
+	if (how == 0) {
+		return;
+	}
+	snprintf(key, sizeof key, "%s.attn.", name);
+	plan_attention(g, key, how == 2);
+	snprintf(key, sizeof key, "%s.mlp.fc1", name);
+	if (how == 1) {
+		cJSON_AddStringToObject(g->plan, key, "colwise");
+		snprintf(key, sizeof key, "%s.mlp.fc2", name);
+		cJSON_AddStringToObject(g->plan, key, "rowwise");
+		return;
+	}
+	/* Sequence parallel (docs/transformer.md). */
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "style", "colwise");
+	cJSON_AddStringToObject(o, "input", "shard(1)");
+	cJSON_AddItemToObject(g->plan, key, o);
+	snprintf(key, sizeof key, "%s.mlp.fc2", name);
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "style", "rowwise");
+	cJSON_AddStringToObject(o, "output", "shard(1)");
+	cJSON_AddItemToObject(g->plan, key, o);
+	snprintf(key, sizeof key, "%s.ln[12]", name);
+	cJSON_AddStringToObject(g->plan, key, "sequence");
 }
 
 /* y = x + body(x): a linear to a hidden width, an activation, back. */
@@ -524,6 +737,42 @@ static cJSON *make_optimizer(struct tps_rng *r, bool integral)
 	return o;
 }
 
+/* The storage dtypes: float32 (no key) most often; bfloat16 or float16
+ * for every role; Megatron's --bf16 (float32 master params and
+ * reduction); or a few roles narrowed. Integer configs take no float16
+ * (their values pass 65504). */
+static void add_dtype(struct tps_rng *r, cJSON *c, bool integral)
+{
+	static const char *const roles[] = {"params", "activations", "grads",
+					    "optimizer_state", "reduce"};
+	const char *narrow = integral || chance(r, 60) ? "bfloat16" : "float16";
+	cJSON *o;
+	switch (pick(r, 10)) {
+	case 0:
+	case 1: cJSON_AddStringToObject(c, "dtype", narrow); return;
+	case 2:
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "default", narrow);
+		cJSON_AddStringToObject(o, "master_params", "float32");
+		cJSON_AddStringToObject(o, "reduce", "float32");
+		cJSON_AddItemToObject(c, "dtype", o);
+		return;
+	case 3:
+		o = cJSON_CreateObject();
+		for (int i = 0; i < 5; i++) {
+			if (chance(r, 40)) {
+				cJSON_AddStringToObject(o, roles[i], narrow);
+			}
+		}
+		if (!cJSON_GetArraySize(o)) {
+			cJSON_AddStringToObject(o, "reduce", narrow);
+		}
+		cJSON_AddItemToObject(c, "dtype", o);
+		return;
+	default: return;
+	}
+}
+
 /*
  * Config number i, as JSON text (the caller frees): the same text for
  * the same i on every run and build.
@@ -595,7 +844,7 @@ static char *make_config(int i)
 	integral = integral_init(pinit);
 	batch = 1 + pick(&rng, 5);
 	seq = 1 + pick(&rng, 4);
-	g.ndim = chance(&rng, 35) || embedding ? 3 : 2;
+	g.ndim = chance(&rng, 45) || embedding ? 3 : 2;
 
 	if (embedding) {
 		cJSON *m = cJSON_CreateObject(), *style;
@@ -655,17 +904,34 @@ static char *make_config(int i)
 			n = pick(&rng, 3);
 		}
 		for (int k = 0; k < n; k++) {
-			int what = pick(&rng, 6);
+			int what = pick(&rng, 10);
 			if (k == n - 1 && !g.has_linear) {
 				what = 0;
 			}
-			if (what <= 2) {
-				add_linear(&g, g.model, feature(&rng));
-			} else if (what <= 4) {
-				add_act(&g, g.model);
-			} else {
-				add_residual(&g, g.model);
+			if (what >= 8 && g.ndim != 3) {
+				what = 7;
 			}
+			if (what <= 3) {
+				add_linear(&g, g.model, feature(&rng));
+			} else if (what <= 5) {
+				add_act(&g, g.model);
+			} else if (what == 6) {
+				add_residual(&g, g.model);
+			} else if (what == 7) {
+				add_layernorm(&g, g.model);
+			} else if (what == 8) {
+				add_attention(&g, g.model);
+			} else {
+				add_block(&g, g.model);
+			}
+		}
+	}
+	{
+		cJSON *last = cJSON_GetArrayItem(
+			g.model, cJSON_GetArraySize(g.model) - 1);
+		if (!strcmp(str(last, "type"), "linear")) {
+			snprintf(g.last_linear, sizeof g.last_linear, "%s",
+				 str(last, "name"));
 		}
 	}
 	cJSON_AddItemToObject(c, "model", g.model);
@@ -681,12 +947,33 @@ static char *make_config(int i)
 		cJSON_AddStringToObject(c, "sampler", "distributed");
 	}
 	if (training) {
-		bool sum = chance(&rng, 40);
+		int loss = pick(&rng, 10);
+		bool sum = loss < 4, ce = loss >= 7 && g.last_linear[0];
 		bool every = true;
 		cJSON_AddStringToObject(c, "mode", "training");
 		cJSON_AddNumberToObject(c, "steps", 1 + pick(&rng, 3));
-		cJSON_AddStringToObject(c, "loss", sum ? "sum" : "mse");
-		if (!sum) {
+		cJSON_AddStringToObject(c, "loss",
+					sum  ? "sum"
+					: ce ? "cross_entropy"
+					     : "mse");
+		if (ce) {
+			/* Class ids; the logits sharded over their classes
+			 * when the last linear is plain colwise. */
+			cJSON *t = cJSON_CreateObject();
+			cJSON *st = cJSON_GetObjectItem(g.plan, g.last_linear);
+			if (chance(&rng, 50) && (!st || cJSON_IsString(st))) {
+				/* The logits stay sharded: the last linear
+				 * becomes plain colwise. */
+				cJSON_DeleteItemFromObject(g.plan,
+							   g.last_linear);
+				cJSON_AddStringToObject(g.plan, g.last_linear,
+							"colwise");
+				cJSON_AddBoolToObject(c, "loss_parallel", true);
+			}
+			cJSON_AddStringToObject(t, "init", "tokens");
+			cJSON_AddNumberToObject(t, "seed", pick(&rng, 1000));
+			cJSON_AddItemToObject(c, "target", t);
+		} else if (!sum) {
 			cJSON *t = cJSON_CreateObject();
 			const char *ti = integral ? "arange" : data_init(&rng);
 			big = big || !strcmp(ti, "arange");
@@ -706,6 +993,7 @@ static char *make_config(int i)
 			cJSON_AddStringToObject(c, "dp_grad", "ddp");
 		}
 	}
+	add_dtype(&rng, c, integral || big);
 	{
 		static const char *const v[] = {"none", "summary", "full"};
 		cJSON *t = cJSON_CreateObject();
@@ -779,7 +1067,25 @@ static const char *const features[] = {"tp=1",
 				       "adamw",
 				       "dp_grad ddp",
 				       "sampler distributed",
-				       "input requires_grad"};
+				       "input requires_grad",
+				       "layernorm",
+				       "layernorm sequence",
+				       "layernorm eps 1e-6",
+				       "attention",
+				       "attention causal",
+				       "attention heads split",
+				       "attention uneven heads",
+				       "attention o to shard(1)",
+				       "transformer_block",
+				       "transformer_block plain TP",
+				       "transformer_block sequence parallel",
+				       "loss cross_entropy",
+				       "loss_parallel",
+				       "dtype float32",
+				       "dtype bfloat16",
+				       "dtype float16",
+				       "dtype float32 master and reduce",
+				       "dtype by role"};
 #define N_FEATURES ((int)(sizeof features / sizeof features[0]))
 static int64_t covered[N_FEATURES];
 
@@ -794,16 +1100,30 @@ static void cover(const char *what)
 	need(false, "cover(\"%s\"): not in the list of features", what);
 }
 
-static const char *str(const cJSON *o, const char *key)
+/* A config's dtype for the statistics: its narrowest. */
+static enum dtype dtype_of(const cJSON *d)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsNumber(v) ? v->valueint : 0;
+	const cJSON *v;
+	enum dtype dt = DT_F32;
+	if (cJSON_IsString(d)) {
+		return !strcmp(d->valuestring, "bfloat16")  ? DT_BF16
+		       : !strcmp(d->valuestring, "float16") ? DT_F16
+							    : DT_F32;
+	}
+	cJSON_ArrayForEach(v, d)
+	{
+		enum dtype one = dtype_of(v);
+		dt = one != DT_F32 ? one : dt;
+		if (strcmp(v->string, "default") && one != DT_F32) {
+			cover(cJSON_IsString(cJSON_GetObjectItem(d, "default"))
+				      ? "dtype float32 master and reduce"
+				      : "dtype by role");
+		}
+	}
+	if (cJSON_GetObjectItem(d, "master_params")) {
+		cover("dtype float32 master and reduce");
+	}
+	return dt;
 }
 
 /* A planned module's style, its feature, and whether the dim it splits
@@ -850,6 +1170,39 @@ static void cover_style(const cJSON *m, const cJSON *style, int tp)
 	}
 }
 
+/* An attention's or a block's heads: causal, split over tp (evenly or
+ * not), o to sequence shards; a block's plain TP or sequence parallel. */
+static void cover_heads(const cJSON *m, const cJSON *plan, int tp)
+{
+	const char *name = str(m, "name");
+	bool block = !strcmp(str(m, "type"), "transformer_block");
+	char key[64];
+	const cJSON *o;
+	if (cJSON_IsTrue(cJSON_GetObjectItem(m, "causal"))) {
+		cover("attention causal");
+	}
+	snprintf(key, sizeof key, "%s%so", name, block ? ".attn." : ".");
+	o = cJSON_GetObjectItemCaseSensitive(plan, key);
+	if (!o) {
+		return;
+	}
+	if (tp > 1) {
+		cover("attention heads split");
+		if (num(m, "num_heads") % tp) {
+			cover("attention uneven heads");
+		}
+	}
+	if (str(o, "output")) {
+		cover("attention o to shard(1)");
+	}
+	if (block) {
+		snprintf(key, sizeof key, "%s.ln[12]", name);
+		cover(cJSON_GetObjectItemCaseSensitive(plan, key)
+			      ? "transformer_block sequence parallel"
+			      : "transformer_block plain TP");
+	}
+}
+
 static void cover_modules(const cJSON *list, const cJSON *plan, int tp)
 {
 	const cJSON *m;
@@ -859,6 +1212,18 @@ static void cover_modules(const cJSON *list, const cJSON *plan, int tp)
 		const cJSON *style =
 			cJSON_GetObjectItemCaseSensitive(plan, str(m, "name"));
 		cover(type);
+		if (!strcmp(type, "attention") ||
+		    !strcmp(type, "transformer_block")) {
+			cover_heads(m, plan, tp);
+		}
+		if (!strcmp(type, "layernorm") && num(m, "eps") == 0 &&
+		    cJSON_GetObjectItem(m, "eps")->valuedouble == 1e-6) {
+			cover("layernorm eps 1e-6");
+		}
+		if (!strcmp(type, "layernorm") && style) {
+			cover("layernorm sequence");
+			style = NULL;
+		}
 		if (!strcmp(type, "residual")) {
 			cover_modules(cJSON_GetObjectItem(m, "body"), plan, tp);
 		}
@@ -874,11 +1239,12 @@ static void cover_modules(const cJSON *list, const cJSON *plan, int tp)
 	}
 }
 
-/* Counts what config `text` covers. */
-static void cover_config(const char *text)
+/* Counts what config `text` covers; returns its narrow dtype. */
+static enum dtype cover_config(const char *text)
 {
 	cJSON *c = cJSON_Parse(text);
 	const cJSON *mesh, *shape, *input, *opt;
+	enum dtype dt;
 	char key[64];
 	int tp, ndims;
 	need(c != NULL, "a config does not parse back");
@@ -914,10 +1280,16 @@ static void cover_config(const char *text)
 	if (str(c, "sampler")) {
 		cover("sampler distributed");
 	}
+	dt = dtype_of(cJSON_GetObjectItem(c, "dtype"));
+	snprintf(key, sizeof key, "dtype %s", dtype_names[dt]);
+	cover(key);
 	if (!str(c, "mode")) {
 		cover("inference");
 		cJSON_Delete(c);
-		return;
+		return dt;
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItem(c, "loss_parallel"))) {
+		cover("loss_parallel");
 	}
 	cover("training");
 	if (num(c, "steps") == 3) {
@@ -941,6 +1313,7 @@ static void cover_config(const char *text)
 		}
 	}
 	cJSON_Delete(c);
+	return dt;
 }
 
 /* ---- the runs ------------------------------------------------------------ */
@@ -977,17 +1350,21 @@ static void run_one(struct stats *s, int i)
 	};
 	struct tps_run_summary sum = {0};
 	struct tps_error err = {0};
+	int64_t before[N_FEATURES];
 	enum tps_status st;
 
 	s->index = i;
 	s->text = text;
-	cover_config(text);
+	memcpy(before, covered, sizeof before);
+	s->dt = cover_config(text);
 	s->shown_config = false;
 	st = tps_run(&opts, NULL, &sum, &err);
 	if (st == TPS_ERR_NUMERIC) {
-		/* A run that overflows float32 compares nothing: the next
-		 * config takes its place, and the count says how many. */
+		/* A run that overflows its dtype compares nothing (no
+		 * element reached on_element): the next config takes its
+		 * place, and the count says how many. */
 		s->overflowed++;
+		memcpy(covered, before, sizeof before);
 		free(text);
 		return;
 	}
@@ -997,7 +1374,9 @@ static void run_one(struct stats *s, int i)
 	for (int k = 0; k < sum.comparison.n; k++) {
 		const struct tps_compare_tensor *t = &sum.comparison.t[k];
 		struct ratios *r = &s->kind[kind_of(t->section)];
+		struct ratios *rd = &s->dtype[s->dt];
 		r->tensors++;
+		rd->tensors++;
 		if (s->verbose) {
 			printf("%-24s %-9s max |d| %.3g, max 2e %.3g, worst "
 			       "ratio %.3g%s%s\n",
@@ -1007,6 +1386,7 @@ static void run_one(struct stats *s, int i)
 		}
 		if (t->rule == TPS_COMPARE_TOLERANCE) {
 			r->unbounded++;
+			rd->unbounded++;
 			/* No bound needs its reason. */
 			need(t->none[0],
 			     "config %d: %s has no bound and no "
@@ -1037,6 +1417,15 @@ START_TEST(no_difference_exceeds_its_bound)
 	int n = configs_to_run();
 	run_all(&s, n);
 	print_table(stdout, &s);
+	qsort(s.groups, (size_t)s.n_groups, sizeof s.groups[0], cmp_group);
+	printf("\nThe largest |d| / (2 e) by section, module (by its name's "
+	       "prefix), tensor and dtype, smallest first (elements with e > "
+	       "0; of them d > 0):\n");
+	for (int i = 0; i < s.n_groups; i++) {
+		const struct group *g = &s.groups[i];
+		printf("  %-44s %8.2g  (%" PRId64 "; %" PRId64 ")\n", g->key,
+		       g->max, g->n, g->moved);
+	}
 	ck_assert_msg(s.violations == 0,
 		      "%d elements beyond twice their bound (the first %d "
 		      "printed above, with their configs)",
@@ -1064,8 +1453,79 @@ static Suite *bounds_property_suite(void)
 	return s;
 }
 
-/* TPSIM_BOUNDS_SHOW=i: config i and how each of its tensors compared,
- * for a look at one config the table or a failure names. */
+/* Each bound the reference's bound pass reports: its step, phase and
+ * tensor, the largest |value| and the largest e, to see where a bound
+ * grows. */
+static enum tps_status print_bound(void *ctx, const struct tps_bound_event *ev,
+				   struct tps_error *err)
+{
+	int64_t n = tps_tensor_numel(ev->value);
+	float v = 0.0f, e = 0.0f;
+	(void)ctx;
+	(void)err;
+	for (int64_t i = 0; i < n; i++) {
+		v = fmaxf(v, fabsf(ev->value->data[i]));
+	}
+	if (tps_bound_is_none(ev->bound)) {
+		printf("  step %d %-9s %-22s max |v| %-10.3g no bound: %s\n",
+		       ev->step, tps_phase_names[ev->phase], ev->tensor,
+		       (double)v, ev->bound->none);
+		return TPS_OK;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		e = fmaxf(e, ev->bound->e.data[i]);
+	}
+	printf("  step %d %-9s %-22s max |v| %-10.3g max e %.3g\n", ev->step,
+	       tps_phase_names[ev->phase], ev->tensor, (double)v, (double)e);
+	return TPS_OK;
+}
+
+/* The reference of config text with its bound pass reported. */
+static void show_bounds(const char *text)
+{
+	struct tps_run_spec spec = {0};
+	struct tps_model model = {0};
+	struct tps_tensor input = {0}, target = {0};
+	struct tps_model_outcome ref = {0};
+	struct tps_error err = {0};
+	cJSON *root = NULL;
+	const struct tps_model_spec *ms;
+	bool with_target;
+	enum tps_status st = tps_json_parse_strict("config", text, strlen(text),
+						   &root, &err);
+	if (st == TPS_OK) {
+		st = tps_config_parse_with(root, "config", NULL, 0, &spec,
+					   &err);
+	}
+	cJSON_Delete(root);
+	ms = &spec.model;
+	with_target = ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
+	if (st == TPS_OK) {
+		st = tps_model_init(&model, ms, &err);
+	}
+	if (st == TPS_OK) {
+		st = tps_model_make_input(ms, &input, &err);
+	}
+	if (st == TPS_OK && with_target) {
+		st = tps_model_make_target(ms, &target, &err);
+	}
+	printf("The bound pass of the reference:\n");
+	if (st == TPS_OK) {
+		st = tps_model_run_reference(
+			&model, &input, with_target ? &target : NULL,
+			(struct tps_bound_sink){print_bound, NULL}, &ref, &err);
+	}
+	need(st == TPS_OK, "the reference: %s", err.message);
+	tps_model_outcome_free(&ref);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
+}
+
+/* TPSIM_BOUNDS_SHOW=i: config i, how each of its tensors compared and
+ * the bound pass of its reference, tensor by tensor, for a look at one
+ * config the table or a failure names. */
 static int show_one(const char *v)
 {
 	char *end, *text;
@@ -1081,6 +1541,9 @@ static int show_one(const char *v)
 	free(text);
 	s.verbose = true;
 	run_one(&s, (int)i);
+	text = make_config((int)i);
+	show_bounds(text);
+	free(text);
 	stats_free(&s);
 	return s.violations ? 1 : 0;
 }
