@@ -26,6 +26,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
@@ -1443,12 +1444,96 @@ START_TEST(no_difference_exceeds_its_bound)
 }
 END_TEST
 
+/*
+ * Config 12507 of the generator (found by a run of 20000): training
+ * diverges (the loss reaches -8.6e18 over 3 steps of sgd at lr 0.5 with
+ * momentum), every bound grows past 1e30, and the simulation and the
+ * reference part ways: blk2.ln1.weight.grad differs by 1e34 where the
+ * tolerance allows 1e-5. Its ratio, 1e39, is past the float range; the
+ * trace writer rounded it to +inf and tps_format_float's assert aborted
+ * tpsim. The run must write its trace, the ratio left out as an
+ * infinite one is, and say it differs.
+ */
+START_TEST(a_ratio_past_the_float_range_is_left_out_of_the_trace)
+{
+	static const char config[] =
+		"{\"tpsim\":1,\"mesh\":{\"shape\":[2],\"dim_names\":[\"tp\"]},"
+		"\"model\":[{\"name\":\"emb0\",\"type\":\"embedding\","
+		"\"num_embeddings\":10,\"embedding_dim\":6},"
+		"{\"name\":\"act1\",\"type\":\"gelu\"},"
+		"{\"name\":\"blk2\",\"type\":\"transformer_block\",\"dim\":6,"
+		"\"num_heads\":3,\"hidden\":4,\"causal\":false,\"bias\":true},"
+		"{\"name\":\"fc3\",\"type\":\"linear\",\"in_features\":6,"
+		"\"out_features\":9,\"bias\":true},"
+		"{\"name\":\"att4\",\"type\":\"attention\",\"embed_dim\":9,"
+		"\"num_heads\":3,\"causal\":false,\"bias\":true}],"
+		"\"plan\":{\"fc3\":{\"style\":\"rowwise\",\"output\":\"shard(1)"
+		"\","
+		"\"bias\":\"after_reduce\"},\"att4.[qkv]\":\"colwise\","
+		"\"att4.o\":\"rowwise\"},"
+		"\"input\":{\"shape\":[1,4],\"init\":\"tokens\",\"seed\":277},"
+		"\"init\":{\"method\":\"uniform\",\"seed\":651},"
+		"\"mode\":\"training\",\"steps\":3,\"loss\":\"sum\","
+		"\"optimizer\":{\"type\":\"sgd\",\"lr\":0.5,\"momentum\":0.9,"
+		"\"weight_decay\":0.01},\"trace\":{\"values\":\"full\"}}";
+	const char *dir = tu_tempdir();
+	char path[512];
+	struct tps_run_options opts = {
+		.config_path = "diverged.json",
+		.config_text = config,
+		.config_len = strlen(config),
+		.output_path = path,
+		.max_memory = TPS_DEFAULT_MAX_MEMORY,
+		.max_trace = TPS_DEFAULT_MAX_TRACE,
+		.threads = 1,
+	};
+	struct tps_run_summary sum = {0};
+	struct tps_error err = {0};
+	const cJSON *grads, *t;
+	cJSON *trace;
+	char *text;
+
+	snprintf(path, sizeof path, "%s/diverged.trace.json", dir);
+	ck_assert_msg(tps_run(&opts, NULL, &sum, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert(!sum.match);
+	text = tu_read_file(path, NULL);
+	ck_assert_ptr_nonnull(text);
+	trace = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(trace);
+	grads = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(trace, "result"),
+				    "bounds"),
+		"grads");
+	t = cJSON_GetObjectItem(grads, "blk2.ln1.weight");
+	ck_assert_ptr_nonnull(t);
+	printf("blk2.ln1.weight.grad: max_abs_diff %g, tolerance %g\n",
+	       cJSON_GetObjectItem(t, "max_abs_diff")->valuedouble,
+	       cJSON_GetObjectItem(t, "tolerance")->valuedouble);
+	ck_assert_str_eq(cJSON_GetObjectItem(t, "rule")->valuestring,
+			 "tolerance");
+	/* The ratio, max_abs_diff / tolerance, past FLT_MAX. */
+	ck_assert(cJSON_GetObjectItem(t, "max_abs_diff")->valuedouble >
+		  FLT_MAX * cJSON_GetObjectItem(t, "tolerance")->valuedouble);
+	ck_assert_ptr_null(cJSON_GetObjectItem(t, "ratio"));
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(t, "diff_at"));
+	cJSON_Delete(trace);
+	free(text);
+	tps_run_summary_free(&sum);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *bounds_property_suite(void)
 {
 	Suite *s = suite_create("bounds_property");
 	TCase *tc = tcase_create("bounds");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, no_difference_exceeds_its_bound);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("trace");
+	tcase_add_test(tc,
+		       a_ratio_past_the_float_range_is_left_out_of_the_trace);
 	suite_add_tcase(s, tc);
 	return s;
 }
