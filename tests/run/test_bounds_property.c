@@ -1412,26 +1412,36 @@ static void run_all(struct stats *s, int n)
 	}
 }
 
+/* The test's statistics, freed by the teardown even when an assertion
+ * ends the test early. */
+static struct stats test_stats;
+
+static void free_test_stats(void)
+{
+	stats_free(&test_stats);
+	memset(&test_stats, 0, sizeof test_stats);
+}
+
 START_TEST(no_difference_exceeds_its_bound)
 {
-	struct stats s = {0};
+	struct stats *s = &test_stats;
 	int n = configs_to_run();
-	run_all(&s, n);
-	print_table(stdout, &s);
-	qsort(s.groups, (size_t)s.n_groups, sizeof s.groups[0], cmp_group);
+	run_all(s, n);
+	print_table(stdout, s);
+	qsort(s->groups, (size_t)s->n_groups, sizeof s->groups[0], cmp_group);
 	printf("\nThe largest |d| / (2 e) by section, module (by its name's "
 	       "prefix), tensor and dtype, smallest first (elements with e > "
 	       "0; of them d > 0):\n");
-	for (int i = 0; i < s.n_groups; i++) {
-		const struct group *g = &s.groups[i];
+	for (int i = 0; i < s->n_groups; i++) {
+		const struct group *g = &s->groups[i];
 		printf("  %-44s %8.2g  (%" PRId64 "; %" PRId64 ")\n", g->key,
 		       g->max, g->n, g->moved);
 	}
-	ck_assert_msg(s.violations == 0,
+	ck_assert_msg(s->violations == 0,
 		      "%d elements beyond twice their bound (the first %d "
 		      "printed above, with their configs)",
-		      s.violations, s.shown);
-	ck_assert_int_eq(s.configs, n);
+		      s->violations, s->shown);
+	ck_assert_int_eq(s->configs, n);
 	printf("\nWhat the configs cover (occurrences):\n");
 	for (int i = 0; i < N_FEATURES; i++) {
 		printf("  %6" PRId64 "  %s\n", covered[i], features[i]);
@@ -1440,7 +1450,6 @@ START_TEST(no_difference_exceeds_its_bound)
 		ck_assert_msg(covered[i] > 0, "no config covers %s",
 			      features[i]);
 	}
-	stats_free(&s);
 }
 END_TEST
 
@@ -1529,6 +1538,7 @@ static Suite *bounds_property_suite(void)
 	Suite *s = suite_create("bounds_property");
 	TCase *tc = tcase_create("bounds");
 	tcase_set_timeout(tc, 600);
+	tcase_add_checked_fixture(tc, NULL, free_test_stats);
 	tcase_add_test(tc, no_difference_exceeds_its_bound);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("trace");
