@@ -35,6 +35,16 @@ Markers (the command is split as a shell would, but nothing is expanded):
       Their stdout, in a ```text fence, under the command line.
   <!-- tpsim config PATH -->
       The file's text, in a ```json fence.
+  <!-- tpsim bounds-property -->
+      The table of how tight the error bounds are, as Markdown: what the
+      property test (tests/run/test_bounds_property.c, given with
+      --bounds-property) measures over its configs, printed when it runs
+      with TPSIM_BOUNDS_MARKDOWN=1 (it fails, exit 1, if a bound does not
+      hold). docs/numerics.md holds it; that page is not a default page:
+      `meson test bounds_docs` checks it, and
+        docs_sync.py --write --tpsim build/src/tpsim \
+          --bounds-property build/tests/test_bounds_property docs/numerics.md
+      rewrites it.
 
 Exit status: 0 every block is current (or was rewritten), 1 --check found
 drift, 2 trouble: a bad or unclosed marker, a missing file, a command that
@@ -58,7 +68,8 @@ END = "<!-- end tpsim -->"
 DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md",
                  "docs/symbolic.md", "examples/gpt3_175b/README.md")
 MARKER = re.compile(r"^<!-- tpsim (.*?) -->\s*$")
-VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config")
+VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config",
+         "bounds-property")
 
 
 class BadMarker(Exception):
@@ -132,6 +143,21 @@ def generate(opts, words, inline, tmp):
                 return fence("json", f.read())
         except OSError as e:
             raise BadMarker("config %s: %s" % (args[0], e.strerror))
+    if verb == "bounds-property":
+        if args:
+            raise BadMarker("bounds-property takes no arguments")
+        if not opts.bounds_property:
+            raise BadMarker("bounds-property needs --bounds-property "
+                            "PATH (the test_bounds_property binary)")
+        env = dict(os.environ, TPSIM_BOUNDS_MARKDOWN="1")
+        env.pop("TPSIM_BOUNDS_CONFIGS", None)
+        proc = subprocess.run([opts.bounds_property], cwd=opts.root,
+                              env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BadMarker("%s exited %d:\n%s" % (
+                opts.bounds_property, proc.returncode,
+                proc.stderr + proc.stdout))
+        return "\n" + proc.stdout.rstrip("\n") + "\n\n"
     raise BadMarker("unknown verb %r (expected one of %s)"
                     % (verb, ", ".join(VERBS)))
 
@@ -249,15 +275,17 @@ def sync(opts):
 
 def self_test(opts):
     """--check must pass on a current page, fail (1) on an edited
-    generated line, and refuse (2) a bad marker."""
+    generated line, and refuse (2) a bad marker; with --bounds-property,
+    also fail on an edited figure of docs/numerics.md's table."""
     me = os.path.abspath(__file__)
     page = os.path.join(opts.root, "docs", "tutorial", "01-colwise.md")
     failures = 0
 
-    def check(path):
+    def check(path, *extra):
         return subprocess.run(
             [sys.executable, me, "--check", "--tpsim", opts.tpsim,
-             "--root", opts.root, path], capture_output=True, text=True)
+             "--root", opts.root] + list(extra) + [path],
+            capture_output=True, text=True)
 
     with tempfile.TemporaryDirectory() as tmp:
         with open(page, encoding="utf-8") as f:
@@ -278,11 +306,34 @@ def self_test(opts):
         cases.append(("a stray end", text + END + "\n", 2, "without a marker"))
         cases.append(("an unknown verb", text.replace("<!-- tpsim explain",
                       "<!-- tpsim explian", 1), 2, "unknown marker"))
-        for name, content, want, says in cases:
+        cases.append(("bounds-property without its binary",
+                      text + "<!-- tpsim bounds-property -->\n" + END + "\n",
+                      2, "needs --bounds-property"))
+        # The cases so far run without --bounds-property.
+        cases = [c + ([],) for c in cases]
+        if opts.bounds_property:
+            # docs/numerics.md's table of the property test: an edited
+            # figure is drift too.
+            extra = ["--bounds-property", opts.bounds_property]
+            with open(os.path.join(opts.root, "docs", "numerics.md"),
+                      encoding="utf-8") as f:
+                numerics = f.read()
+            row = re.search(r"(?m)^\| all \| (\d+) \|", numerics)
+            if not row:
+                print("FAIL: docs/numerics.md lost its bounds-property "
+                      "table's row 'all'")
+                return 1
+            edited = numerics.replace(
+                row.group(0), "| all | %d |" % (int(row.group(1)) + 1), 1)
+            cases.append(("the bounds table, current", numerics, 0, "",
+                          extra))
+            cases.append(("an edited figure of the bounds table", edited,
+                          1, "+" + row.group(0), extra))
+        for name, content, want, says, extra in cases:
             path = os.path.join(tmp, "page.md")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(content)
-            proc = check(path)
+            proc = check(path, *extra)
             said = proc.stdout + proc.stderr
             ok = proc.returncode == want and says in said
             print("%s: %s (exit %d, expected %d)" % (
@@ -303,6 +354,9 @@ def main():
     mode.add_argument("--self-test", action="store_true",
                       help="prove that --check fails on drift")
     ap.add_argument("--tpsim", required=True, help="the tpsim binary")
+    ap.add_argument("--bounds-property", metavar="PATH",
+                    help="the test_bounds_property binary, for the "
+                         "bounds-property blocks (docs/numerics.md)")
     ap.add_argument("--root", default=os.path.dirname(
         os.path.dirname(os.path.abspath(__file__))),
         help="the repository root (default: this script's ../)")
@@ -312,6 +366,8 @@ def main():
     opts = ap.parse_args()
     opts.root = os.path.abspath(opts.root)
     opts.tpsim = os.path.abspath(opts.tpsim)
+    if opts.bounds_property:
+        opts.bounds_property = os.path.abspath(opts.bounds_property)
     if not os.access(opts.tpsim, os.X_OK):
         print("docs_sync: %s: not an executable" % opts.tpsim, file=sys.stderr)
         return 2

@@ -94,6 +94,7 @@ enum tps_status tps_run_meta_inputs(const struct tps_model_spec *ms,
 /* The simulation proper, writing into an open trace. */
 static enum tps_status simulate(const struct tps_run_spec *spec,
 				struct tps_trace *trace, bool keep_losses,
+				const struct tps_run_element_sink *elements,
 				struct tps_run_summary *summary,
 				struct tps_error *err)
 {
@@ -223,8 +224,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 				spec->rtol_given ? spec->rtol : 0.0,
 				TPS_RUN_USEFUL_BOUND};
 			struct tps_comparison *c = &summary->comparison;
-			st = tps_run_compare_outcomes(&model, &sim, &ref, &tol,
-						      c, err);
+			st = tps_run_compare_outcomes_each(
+				&model, &sim, &ref, &tol, elements, c, err);
 			if (st == TPS_OK) {
 				tps_run_describe_comparison(
 					c, summary->words,
@@ -402,7 +403,8 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	if (guarded) {
 		tps_trace_set_budget(&trace, opts->max_trace, false);
 	}
-	st = simulate(&spec, &trace, opts->keep_losses, &s, err);
+	st = simulate(&spec, &trace, opts->keep_losses, opts->elements, &s,
+		      err);
 	s.stats.trace_bytes = ftell(out.f);
 	if (st == TPS_OK && guarded) {
 		/* Its estimate is what it wrote and counted. */

@@ -22,6 +22,20 @@
  * (explain, check, view, ...) take traces of at most 1 GiB. */
 #define TPS_DEFAULT_MAX_TRACE ((int64_t)1 << 30)
 
+/*
+ * Each element a comparison compares by a bound (rule exact or bound, not
+ * tolerance), in order: t is the tensor (its section, index, name, shape
+ * and rule; its figures are not final yet), at the element's row-major
+ * index, sim and ref its two values and bound its 2 e_i, so that a
+ * correct simulation has |sim - ref| <= bound (docs/numerics.md).
+ * tests/run/test_bounds_property.c collects them; nothing in tpsim does.
+ */
+struct tps_run_element_sink {
+	void (*element)(void *ctx, const struct tps_compare_tensor *t,
+			int64_t at, float sim, float ref, double bound);
+	void *ctx;
+};
+
 struct tps_run_options {
 	/* The config's file ("-" is stdin), or with config_text its name in
 	 * messages. */
@@ -53,6 +67,10 @@ struct tps_run_options {
 	/* Keep every step's loss in the summary (losses, reference_losses),
 	 * which tps_run_summary_free then frees. */
 	bool keep_losses;
+	/* NULL, or where each compared element of a bounded tensor goes as
+	 * the comparison meets it (the property test's way to every |d_i|
+	 * and 2 e_i; see struct tps_run_element_sink). */
+	const struct tps_run_element_sink *elements;
 };
 
 /* Where a run's time and memory went (`tpsim run --stats`). Seconds are
@@ -234,6 +252,13 @@ enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
 					 const struct tps_run_tolerance *tol,
 					 struct tps_comparison *out,
 					 struct tps_error *err);
+/* The same, handing each element compared by a bound to elements (NULL:
+ * none, as tps_run_compare_outcomes). */
+enum tps_status tps_run_compare_outcomes_each(
+	const struct tps_model *model, const struct tps_model_outcome *a,
+	const struct tps_model_outcome *b, const struct tps_run_tolerance *tol,
+	const struct tps_run_element_sink *elements, struct tps_comparison *out,
+	struct tps_error *err);
 void tps_run_comparison_free(struct tps_comparison *c);
 
 /* An element of a compared tensor by its name and index: "fc2.out[0][1]",

@@ -82,6 +82,7 @@ static void compare_tensor(const struct tps_tensor *a,
 			   const struct tps_tensor *b,
 			   const struct tps_bound *e,
 			   const struct tps_run_tolerance *tol,
+			   const struct tps_run_element_sink *elements,
 			   struct tps_compare_tensor *c)
 {
 	int64_t n = tps_tensor_numel(b);
@@ -124,6 +125,11 @@ static void compare_tensor(const struct tps_tensor *a,
 						     : INFINITY;
 			c->max_bound = bound > c->max_bound ? bound
 							    : c->max_bound;
+			if (elements) {
+				elements->element(elements->ctx, c, i,
+						  a->data[i], b->data[i],
+						  bound);
+			}
 			if (dd > allow) {
 				c->outside++;
 			}
@@ -186,6 +192,15 @@ enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
 					 struct tps_comparison *out,
 					 struct tps_error *err)
 {
+	return tps_run_compare_outcomes_each(model, a, b, tol, NULL, out, err);
+}
+
+enum tps_status tps_run_compare_outcomes_each(
+	const struct tps_model *model, const struct tps_model_outcome *a,
+	const struct tps_model_outcome *b, const struct tps_run_tolerance *tol,
+	const struct tps_run_element_sink *elements, struct tps_comparison *out,
+	struct tps_error *err)
+{
 	const struct tps_model_bounds *x = &b->bounds;
 	struct tps_comparison c = {0};
 	int k = 0;
@@ -200,7 +215,8 @@ enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
 	}
 	c.t[k].section = "output";
 	tps_run_output_name(model, c.t[k].name, sizeof c.t[k].name);
-	compare_tensor(&a->output, &b->output, &x->output, tol, &c.t[k++]);
+	compare_tensor(&a->output, &b->output, &x->output, tol, elements,
+		       &c.t[k++]);
 	for (int i = 0; i < b->steps; i++) {
 		int64_t one = 1;
 		struct tps_shape s = tps_shape_make(1, &one);
@@ -209,7 +225,7 @@ enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
 		c.t[k].section = "loss";
 		c.t[k].index = i;
 		snprintf(c.t[k].name, sizeof c.t[k].name, "loss");
-		compare_tensor(&la, &lb, &x->loss[i], tol, &c.t[k++]);
+		compare_tensor(&la, &lb, &x->loss[i], tol, elements, &c.t[k++]);
 	}
 	for (int i = 0; i < b->n_grads; i++) {
 		c.t[k].section = "grads";
@@ -218,7 +234,7 @@ enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
 			 i < model->n_params ? model->params[i].name
 					     : "input");
 		compare_tensor(&a->grads[i], &b->grads[i], &x->grads[i], tol,
-			       &c.t[k++]);
+			       elements, &c.t[k++]);
 	}
 	for (int i = 0; i < b->n_params; i++) {
 		c.t[k].section = "params_after";
@@ -226,7 +242,7 @@ enum tps_status tps_run_compare_outcomes(const struct tps_model *model,
 		snprintf(c.t[k].name, sizeof c.t[k].name, "%s",
 			 model->params[i].name);
 		compare_tensor(&a->params_after[i], &b->params_after[i],
-			       &x->params_after[i], tol, &c.t[k++]);
+			       &x->params_after[i], tol, elements, &c.t[k++]);
 	}
 	c.match = true;
 	c.worst = -1;

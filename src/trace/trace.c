@@ -889,7 +889,10 @@ static void bounds_one(struct tps_trace *t,
 			idx[d] = at % n;
 			at /= n;
 		}
-		if (isfinite(x->ratio)) {
+		/* A ratio past the float range (a difference of 1e34 over a
+		 * tolerance of 1e-5) is written as an infinite one is: not
+		 * at all. */
+		if (isfinite(tps_bound_up(x->ratio))) {
 			fputs(",\"ratio\":", out);
 			put_up(t, x->ratio);
 		}
