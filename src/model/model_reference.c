@@ -330,6 +330,7 @@ static enum tps_status optimizer(struct tps_model *model,
 			tps_optim_bound_step(
 				opt, step + 1, work->data, p->ref_grad.data,
 				(const float *const *)state, n, u,
+				dt->of[TPS_ROLE_OPTIMIZER_STATE],
 				ework->e.data, p->ref_grad_bound.e.data,
 				estate);
 			/* The state's bound outgrowing float32 takes the

@@ -79,11 +79,17 @@ double tps_bound_sum(const struct tps_bound_units *un, double abs_sum,
 		return 0.0;
 	}
 	/* Every addition in acc, those of the reduction at reduce's u
-	 * where it is coarser, one store of the part's sum. */
+	 * where it is coarser, one store of the part's sum, and the
+	 * collective's rounding of each member to the reduce dtype (even
+	 * a part that meets only empty ones: a dp rank with no rows). */
 	path = adds * un->acc.u + reduced * fmax(un->reduce.u - un->acc.u, 0);
 	if (split && un->store_rounds) {
 		path += un->store.u;
 		extra = (double)parts * un->store.eta;
+	}
+	if (split && un->reduce.u > un->acc.u) {
+		path += un->reduce.u;
+		extra += (double)parts * un->reduce.eta;
 	}
 	return tps_bound_gamma_path(path) * abs_sum + extra;
 }

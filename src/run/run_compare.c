@@ -47,14 +47,16 @@ void tps_run_output_name(const struct tps_model *model, char *buf,
 
 /*
  * Whether b's bound e says nothing of it (run.h): 2 max e > useful max
- * |b|, reordering could then have changed every element completely.
+ * |b|, reordering could then have changed every element completely, and
+ * the tolerance (atol + rtol max |b|) would be the stricter test.
  * First-order bounds are worst cases over every sign, so they grow by
  * about the row sums of |W| through each layer while the values do not:
  * past a few layers of a deep model they reach that. Then c->none says
  * so, and the tolerance decides.
  */
 static bool too_loose(const struct tps_tensor *b, const struct tps_bound *e,
-		      double useful, struct tps_compare_tensor *c)
+		      double useful, double atol, double rtol,
+		      struct tps_compare_tensor *c)
 {
 	struct tps_c_locale l;
 	double most = 0.0, scale = 0.0;
@@ -62,7 +64,10 @@ static bool too_loose(const struct tps_tensor *b, const struct tps_bound *e,
 		most = fmax(most, 2.0 * (double)e->e.data[i]);
 		scale = fmax(scale, fabs((double)b->data[i]));
 	}
-	if (most <= useful * scale) {
+	/* A bound within what the tolerance would allow is the stricter
+	 * test, and a sound one: it decides (a tensor of zeros with a bound
+	 * of 1e-14, say). */
+	if (most <= useful * scale || most <= atol + rtol * scale) {
 		return false;
 	}
 	/* In the C locale: the reason goes into the trace. */
@@ -92,7 +97,7 @@ static void compare_tensor(const struct tps_tensor *a,
 	if (tps_bound_is_none(e)) {
 		c->rule = TPS_COMPARE_TOLERANCE;
 		snprintf(c->none, sizeof c->none, "%s", e->none);
-	} else if (too_loose(b, e, tol->useful, c)) {
+	} else if (too_loose(b, e, tol->useful, tol->atol, tol->rtol, c)) {
 		c->rule = TPS_COMPARE_TOLERANCE;
 	} else {
 		c->rule = tps_bound_is_zero(e) ? TPS_COMPARE_EXACT

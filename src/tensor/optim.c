@@ -88,15 +88,23 @@ void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 /* An operation's bound from what its inputs' bounds propagate through it
  * (prop): prop and its rounding, u |result| (the result being within
  * 2 prop of the reference's); 0 when prop is 0. */
-static double rnd(double prop, double result, double u)
+/* A store's rounding: relative u in the normal range, and at most eta
+ * absolute below it (the state dtype's subnormals: half their spacing,
+ * 2^-25 in float16, 2^-134 in bfloat16, 2^-150 in float32). */
+struct rounding {
+	double u, eta;
+};
+
+static double rnd(double prop, double result, struct rounding r)
 {
-	return prop > 0.0 ? prop + u * (fabs(result) + 2.0 * prop) : 0.0;
+	return prop > 0.0 ? prop + r.u * (fabs(result) + 2.0 * prop) + r.eta
+			  : 0.0;
 }
 
 static void sgd_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 			   const float *p, const float *grad, const float *buf,
-			   int64_t n, double u, float *ep, const float *egrad,
-			   float *ebuf)
+			   int64_t n, struct rounding u, float *ep,
+			   const float *egrad, float *ebuf)
 {
 	const float wd = (float)o->weight_decay;
 	const float momentum = (float)o->momentum;
@@ -162,7 +170,8 @@ static double adamw_step_most(double neg_step, double bc2_sqrt, double w1,
 
 static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 			     const float *p, const float *grad, const float *m,
-			     const float *v, int64_t n, double u, float *ep,
+			     const float *v, int64_t n, struct rounding r,
+			     enum tps_dtype state_dtype, float *ep,
 			     const float *egrad, float *em, float *ev)
 {
 	const double bc1 = 1.0 - pow(o->beta1, (double)t);
@@ -174,22 +183,27 @@ static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 	const float bc2_sqrt = (float)sqrt(bc2);
 	const float eps = (float)o->eps;
 	const float neg_step = (float)(-o->lr / bc1);
+	const double u = r.u;
 	const double most =
 		adamw_step_most(neg_step, bc2_sqrt, w1, b2, w2, t, u);
+	/* sqrt of the least normal v of the state dtype: below it, v's
+	 * stores lose the relative accuracy that the cap needs. */
+	const double v_tiny_sqrt =
+		state_dtype == TPS_DTYPE_F16 ? 0x1p-7 : 0x1p-63;
 	for (int64_t i = 0; i < n; i++) {
 		float pp = p[i], mm, vv, d, s, den, num, q;
 		double e_p = ep[i], eg = egrad[i], e_m, e_v, e_s, e_den, e_num;
 		double e_q = 0.0, vlo, dlo;
 		if (o->weight_decay != 0.0) {
 			pp = pp * decay;
-			e_p = rnd(fabsf(decay) * e_p, pp, u);
+			e_p = rnd(fabsf(decay) * e_p, pp, r);
 		}
 		/* m = m + w1 (g - m) = (1 - w1) m + w1 g, three roundings */
 		d = grad[i] - m[i];
 		mm = m[i] + w1 * d;
 		e_m = fabs(1.0 - (double)w1) * em[i] + (double)w1 * eg;
 		e_m = e_m > 0.0 ? e_m + u * (2.0 * w1 * fabsf(d) + fabsf(mm) +
-					     4.0 * e_m)
+					     4.0 * e_m) + 3.0 * r.eta
 				: 0.0;
 		/* v = v b2 + (w2 g) g: |g^2 - g'^2| <= e (2 |g| + 3 e) */
 		vv = v[i] * b2 + (w2 * grad[i]) * grad[i];
@@ -197,7 +211,7 @@ static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 		      w2 * eg * (2.0 * fabsf(grad[i]) + 3.0 * eg);
 		e_v = e_v > 0.0 ? e_v + u * (b2 * fabsf(v[i]) +
 					     2.0 * w2 * grad[i] * grad[i] +
-					     fabsf(vv) + 4.0 * e_v)
+					     fabsf(vv) + 4.0 * e_v) + 4.0 * r.eta
 				: 0.0;
 		/* |sqrt a - sqrt b| <= min(sqrt |a - b|,
 		 * |a - b| / (sqrt a + sqrt b)), a, b >= vlo */
@@ -205,12 +219,12 @@ static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 		vlo = fmax(0.0, (double)vv - 2.0 * e_v);
 		e_s = vlo > 0.0 ? fmin(sqrt(e_v), e_v / (2.0 * sqrt(vlo)))
 				: sqrt(e_v);
-		e_s = rnd(e_s, s, u);
+		e_s = rnd(e_s, s, r);
 		den = s / bc2_sqrt + eps;
-		e_den = rnd(e_s / bc2_sqrt, s / bc2_sqrt, u);
-		e_den = rnd(e_den, den, u);
+		e_den = rnd(e_s / bc2_sqrt, s / bc2_sqrt, r);
+		e_den = rnd(e_den, den, r);
 		num = neg_step * mm;
-		e_num = rnd(fabsf(neg_step) * e_m, num, u);
+		e_num = rnd(fabsf(neg_step) * e_m, num, r);
 		q = num / den;
 		if (e_num > 0.0 || e_den > 0.0) {
 			/* Both sides' denominators are at least dlo. */
@@ -218,17 +232,18 @@ static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 			e_q = rnd(e_num / dlo +
 					  (fabsf(num) + e_num) * e_den /
 						  (dlo * dlo),
-				  q, u);
+				  q, r);
 			/* And each side's step is at most `most`, or, were
-			 * its v to underflow (below 2^-126, where
-			 * |m| sqrt(w2) <= sqrt(v) no longer holds), at most
-			 * the `most` of such a tiny v: |neg_step m| <= most
-			 * sqrt(v) / bc2_sqrt over eps. */
-			e_q = fmin(e_q, 2.0 * fmax(most, most * 0x1p-63 /
+			 * its v to fall below the state dtype's normal range
+			 * (2^-126, float16's 2^-14), where the stores no
+			 * longer keep |m| sqrt(w2) <= sqrt(v), at most the
+			 * `most` of such a tiny v: |neg_step m| <= most
+			 * sqrt(v) / bc2_sqrt, over eps. */
+			e_q = fmin(e_q, 2.0 * fmax(most, most * v_tiny_sqrt /
 								 ((double)bc2_sqrt *
 								  (double)eps)));
 		}
-		ep[i] = tps_bound_up(rnd(e_p + e_q, pp + q, u));
+		ep[i] = tps_bound_up(rnd(e_p + e_q, pp + q, r));
 		em[i] = tps_bound_up(e_m);
 		ev[i] = tps_bound_up(e_v);
 	}
@@ -237,17 +252,21 @@ static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 void tps_optim_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 			  const float *p, const float *grad,
 			  const float *const *state, int64_t n, double u,
-			  float *ep, const float *egrad, float *const *estate)
+			  enum tps_dtype state_dtype, float *ep,
+			  const float *egrad, float *const *estate)
 {
+	struct rounding r = {u, state_dtype == TPS_DTYPE_F16    ? 0x1p-25
+				: state_dtype == TPS_DTYPE_BF16 ? 0x1p-134
+								: 0x1p-150};
 	switch (o->type) {
 	case TPS_OPTIMIZER_SGD:
 		sgd_bound_step(o, t, p, grad,
-			       o->momentum != 0.0 ? state[0] : NULL, n, u, ep,
+			       o->momentum != 0.0 ? state[0] : NULL, n, r, ep,
 			       egrad, o->momentum != 0.0 ? estate[0] : NULL);
 		return;
 	case TPS_OPTIMIZER_ADAMW:
-		adamw_bound_step(o, t, p, grad, state[0], state[1], n, u, ep,
-				 egrad, estate[0], estate[1]);
+		adamw_bound_step(o, t, p, grad, state[0], state[1], n, r,
+				 state_dtype, ep, egrad, estate[0], estate[1]);
 		return;
 	}
 }

@@ -66,7 +66,9 @@ void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
  * the same values, called before it: on entry ep, egrad and estate[i]
  * bound p, grad and state[i] (estate zero before step 1), on return ep
  * and estate bound the values the step makes. u: the unit roundoff of
- * the parameter and its state as stored. Each element's bounds follow
+ * the parameter and its state as stored; state_dtype: the state's, whose
+ * subnormals round by up to half their spacing absolute (2^-25 in
+ * float16). Each element's bounds follow
  * its operations in the step's order; where every input of an operation
  * has bound 0 its result has bound 0 (the same float operation on the
  * same floats on every side). AdamW's m / (sqrt(v) / c + eps) is bounded
@@ -78,7 +80,8 @@ void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 void tps_optim_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 			  const float *p, const float *grad,
 			  const float *const *state, int64_t n, double u,
-			  float *ep, const float *egrad, float *const *estate);
+			  enum tps_dtype state_dtype, float *ep,
+			  const float *egrad, float *const *estate);
 
 /* One line on what a step does, for the trace's notes. */
 const char *tps_optim_note(const struct tps_optimizer_spec *o);
