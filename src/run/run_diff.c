@@ -458,7 +458,11 @@ static void compare_values(struct tps_diff *d, struct tps_diff_row *r,
 						   : INFINITY;
 			zero = zero && e == 0.0;
 			r->max_bound = e > r->max_bound ? e : r->max_bound;
-			if (diff > 0.0 && ratio > worst) {
+			/* The worst ratio; among equal ones (infinite where
+			 * the bound is 0) the largest difference. */
+			if (diff > 0.0 &&
+			    (ratio > worst ||
+			     (ratio == worst && diff > r->at_diff))) {
 				worst = ratio;
 				r->at = i;
 				r->at_diff = diff;

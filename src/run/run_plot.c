@@ -90,6 +90,7 @@ static enum tps_status read_curve(struct tps_plot_curve *c, const cJSON *trace,
 {
 	const cJSON *config = member(trace, "config");
 	const cJSON *mode = member(config, "mode");
+	const cJSON *compute = member(config, "compute");
 	const cJSON *loss = member(member(trace, "result"), "loss"), *v;
 	int s = 0;
 	if (!cJSON_IsString(mode) ||
@@ -99,6 +100,13 @@ static enum tps_status read_curve(struct tps_plot_curve *c, const cJSON *trace,
 					"expected a training trace (tpsim plot "
 					"draws the loss per step), got an "
 					"inference trace");
+	}
+	if (cJSON_IsString(compute) &&
+	    strcmp(compute->valuestring, "symbolic") == 0) {
+		return tps_error_set_at(err, TPS_ERR_INPUT, name,
+					"/config/compute",
+					"expected a trace with values, got a "
+					"symbolic one (its run had no loss)");
 	}
 	if (!cJSON_IsArray(loss) || !loss->child) {
 		return tps_error_set_at(err, TPS_ERR_INPUT, name,
