@@ -46,6 +46,7 @@ EXPRESSIBLE = (
     ": unknown dp_grad",
     ": unknown input source",
     ": unknown optimizer",
+    ": unknown dtype",
     ": unknown module type",
     ": unsupported config version",
     ": out of range (expected",

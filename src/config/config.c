@@ -490,7 +490,56 @@ static void tolerance_body(struct cfg *c, const cJSON *tol, void *ctx)
 	cfg_number(c, tol, "rtol", CFG_OPTIONAL, CFG_NONNEG, &run->rtol);
 }
 
-/* uneven, sampler, init, compute, trace, tolerance. */
+/* ---- "dtype": one for every role, or one per role --------------------- */
+
+static void dtype_body(struct cfg *c, const cJSON *v, void *ctx)
+{
+	static const char *const keys[] = {
+		"default", "params",	      "master_params", "activations",
+		"grads",   "optimizer_state", "reduce",	       NULL};
+	struct tps_dtypes *d = ctx;
+	int def = TPS_DTYPE_F32, master;
+
+	if (cJSON_IsString(v)) {
+		if (cfg_read_choice(c, v, "dtype", tps_dtype_names, &def)) {
+			for (int r = 0; r < TPS_DTYPE_ROLE_COUNT; r++) {
+				d->of[r] = (enum tps_dtype)def;
+			}
+		}
+		return;
+	}
+	if (!cfg_expect(c, v, cJSON_IsObject,
+			"a dtype (float32, bfloat16 or float16) or an object "
+			"of dtypes by role") ||
+	    !cfg_check_keys(c, v, keys)) {
+		return;
+	}
+	cfg_choice(c, v, "default", "dtype", tps_dtype_names, &def);
+	for (int r = 0; r < TPS_DTYPE_ROLE_COUNT; r++) {
+		int x = def;
+		if (r == TPS_ROLE_MASTER_PARAMS) {
+			continue;
+		}
+		cfg_choice(c, v, tps_dtype_role_names[r], "dtype",
+			   tps_dtype_names, &x);
+		d->of[r] = (enum tps_dtype)x;
+	}
+	/* No master copy unless asked for: the params' own dtype. */
+	master = d->of[TPS_ROLE_PARAMS];
+	cfg_choice(c, v, "master_params", "dtype", tps_dtype_names, &master);
+	if (cfg_ok(c) && master != (int)d->of[TPS_ROLE_PARAMS] &&
+	    master != TPS_DTYPE_F32) {
+		cfg_fail_at(c, "master_params", TPS_ERR_INPUT,
+			    "expected float32 or the params' dtype %s (a "
+			    "master copy is kept wider than the parameters), "
+			    "got %s",
+			    tps_dtype_names[d->of[TPS_ROLE_PARAMS]],
+			    tps_dtype_names[master]);
+	}
+	d->of[TPS_ROLE_MASTER_PARAMS] = (enum tps_dtype)master;
+}
+
+/* uneven, sampler, init, compute, trace, tolerance, dtype. */
 static void parse_misc(struct cfg *c, const cJSON *root,
 		       struct tps_run_spec *run)
 {
@@ -540,6 +589,7 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 		   run);
 	run->atol_given = cfg_get(cfg_get(root, "tolerance"), "atol") != NULL;
 	run->rtol_given = cfg_get(cfg_get(root, "tolerance"), "rtol") != NULL;
+	cfg_value(c, root, "dtype", CFG_OPTIONAL, dtype_body, &spec->dtypes);
 }
 
 /* ---- "inject": the classic mistakes, switched on --------------------- */
@@ -604,7 +654,8 @@ static void parse_root(struct cfg *c, const cJSON *root,
 		"loss",	     "loss_parallel", "target",
 		"optimizer", "dp_grad",	      "links",
 		"device",    "trace",	      "tolerance",
-		"inject",    "compute",	      NULL};
+		"inject",    "compute",	      "dtype",
+		NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
 		"shape",	 "values",    "init", "seed",

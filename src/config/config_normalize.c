@@ -12,7 +12,8 @@
  *   init, seed), optimizer (type and every field of that type), dp_grad;
  *   then inject (when given), links (every mesh dim, in mesh order),
  *   device, trace, tolerance (when given, with the keys given: the
- *   defaults add no slack to the error bounds, docs/config.md).
+ *   defaults add no slack to the error bounds, docs/config.md), dtype
+ *   (every role, when any is not float32).
  */
 #include "config_internal.h"
 #include "module_type.h"
@@ -357,6 +358,15 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 		}
 		if (run->rtol_given) {
 			put_number(&b, o, "rtol", run->rtol);
+		}
+	}
+	if (!tps_dtypes_all_f32(&s->dtypes)) {
+		/* Every role, when any is not float32: a float32 run's
+		 * config stays as it was before dtypes. */
+		o = put_object(&b, n, "dtype");
+		for (int r = 0; r < TPS_DTYPE_ROLE_COUNT; r++) {
+			put_string(&b, o, tps_dtype_role_names[r],
+				   tps_dtype_names[s->dtypes.of[r]]);
 		}
 	}
 	if (b.oom) {

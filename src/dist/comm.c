@@ -197,6 +197,7 @@ struct sum_job {
 	const struct tps_tensor *locals;
 	struct tps_tensor *acc; /* zeroed */
 	enum tps_reduce_op op;
+	struct tps_comm_dtypes dt;
 	int64_t numel;
 };
 
@@ -206,24 +207,39 @@ static void sum_chunk(void *opaque, int64_t chunk)
 	int64_t lo = chunk * SUM_CHUNK;
 	int64_t hi = lo + SUM_CHUNK < job->numel ? lo + SUM_CHUNK : job->numel;
 	float *acc = job->acc->data;
-	for (int i = 0; i < job->run->n; i++) {
-		const float *x = job->locals[job->run->members[i]].data;
-		for (int64_t e = lo; e < hi; e++) {
-			acc[e] += x[e];
+	enum tps_dtype sum = job->dt.sum;
+	if (sum == TPS_DTYPE_F32) {
+		for (int i = 0; i < job->run->n; i++) {
+			const float *x = job->locals[job->run->members[i]].data;
+			for (int64_t e = lo; e < hi; e++) {
+				acc[e] += x[e];
+			}
+		}
+	} else {
+		/* Each value as the sum's dtype holds it, each partial sum
+		 * rounded (comm.h). */
+		for (int i = 0; i < job->run->n; i++) {
+			const float *x = job->locals[job->run->members[i]].data;
+			for (int64_t e = lo; e < hi; e++) {
+				acc[e] = tps_dtype_round(
+					acc[e] + tps_dtype_round(x[e], sum),
+					sum);
+			}
 		}
 	}
 	if (job->op == TPS_REDUCE_AVG) {
 		for (int64_t e = lo; e < hi; e++) {
-			acc[e] /= (float)job->run->n;
+			acc[e] = tps_dtype_round(acc[e] / (float)job->run->n,
+						 sum);
 		}
 	}
+	tps_dtype_round_array(acc + lo, hi - lo, job->dt.store);
 }
 
-static enum tps_status reduce_group(const struct comm_run *run,
-				    const struct tps_tensor *locals,
-				    enum tps_reduce_op op,
-				    struct tps_tensor *out,
-				    struct tps_error *err)
+static enum tps_status
+reduce_group(const struct comm_run *run, const struct tps_tensor *locals,
+	     enum tps_reduce_op op, struct tps_comm_dtypes dt,
+	     struct tps_tensor *out, struct tps_error *err)
 {
 	const struct tps_tensor *first = &locals[run->members[0]];
 	struct tps_tensor acc;
@@ -247,12 +263,17 @@ static enum tps_status reduce_group(const struct comm_run *run,
 		for (int i = 1; i < run->n && st == TPS_OK; i++) {
 			tps_tensor_max(&acc, &locals[run->members[i]]);
 		}
+		if (st == TPS_OK && acc.data) {
+			tps_dtype_round_array(acc.data, tps_tensor_numel(&acc),
+					      dt.store);
+		}
 	} else {
 		/* zeroed */
 		st = tps_tensor_init_like(&acc, &first->shape, first, err);
 		if (st == TPS_OK && acc.data) {
-			struct sum_job job = {run, locals, &acc, op,
-					      tps_tensor_numel(&acc)};
+			struct sum_job job = {run,  locals,
+					      &acc, op,
+					      dt,   tps_tensor_numel(&acc)};
 			tps_pool_for(run->mesh->pool,
 				     (job.numel + SUM_CHUNK - 1) / SUM_CHUNK,
 				     sum_chunk, &job);
@@ -291,6 +312,7 @@ static enum tps_status copy_to_members(struct comm_run *run,
 enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_tensor *locals,
 				    enum tps_reduce_op op,
+				    struct tps_comm_dtypes dt,
 				    struct tps_comm_report *report,
 				    struct tps_error *err)
 {
@@ -304,7 +326,7 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 		int64_t total;
 		tps_mesh_group_members(mesh, mask, g, run.members);
 		first = &run.out[run.members[0]];
-		st = reduce_group(&run, locals, op, first, err);
+		st = reduce_group(&run, locals, op, dt, first, err);
 		if (st == TPS_OK) {
 			st = copy_to_members(&run, first, err);
 		}
@@ -315,21 +337,20 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 	return run_end(&run, locals, st, TPS_COMM_ALL_REDUCE, report);
 }
 
-enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
-					unsigned mask,
-					struct tps_tensor *locals,
-					enum tps_reduce_op op, int tensor_dim,
-					struct tps_comm_report *report,
-					struct tps_error *err)
+enum tps_status
+tps_comm_reduce_scatter(const struct tps_mesh *mesh, unsigned mask,
+			struct tps_tensor *locals, enum tps_reduce_op op,
+			struct tps_comm_dtypes dt, int tensor_dim,
+			struct tps_comm_report *report, struct tps_error *err)
 {
-	return tps_comm_reduce_scatter_blocks(mesh, mask, locals, op,
+	return tps_comm_reduce_scatter_blocks(mesh, mask, locals, op, dt,
 					      tensor_dim, 1, report, err);
 }
 
 enum tps_status tps_comm_reduce_scatter_blocks(
 	const struct tps_mesh *mesh, unsigned mask, struct tps_tensor *locals,
-	enum tps_reduce_op op, int tensor_dim, int64_t block,
-	struct tps_comm_report *report, struct tps_error *err)
+	enum tps_reduce_op op, struct tps_comm_dtypes dt, int tensor_dim,
+	int64_t block, struct tps_comm_report *report, struct tps_error *err)
 {
 	struct comm_run run;
 	enum tps_status st = run_begin(&run, mesh, mask, err);
@@ -347,7 +368,7 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 					  block, "reduce_scatter", err);
 		}
 		if (st == TPS_OK) {
-			st = reduce_group(&run, locals, op, &full, err);
+			st = reduce_group(&run, locals, op, dt, &full, err);
 		}
 		if (st != TPS_OK) {
 			break;

@@ -11,6 +11,18 @@
  * 0, 1, ...); avg is that sum divided by the group size; max starts from local
  * rank 0's buffer.
  *
+ * Dtypes (struct tps_comm_dtypes, dtype.h): a sum runs in the `sum` dtype
+ * and its result is stored in the `store` dtype. Each member's value is
+ * rounded to `sum` (a no-op when it is stored in it already), and the
+ * running sum is rounded to `sum` after each member's addition, in the
+ * order above, as NCCL adds a bf16 all_reduce in bf16; avg divides that
+ * sum and rounds to `sum` again; the result is then rounded once to
+ * `store`. With 3 members in bfloat16, acc = bf16(bf16(x0 + x1) + x2):
+ * with x = (1, 2^-8, 2^-8), bf16(1 + 2^-8) is 1 (a tie, to even) and so is
+ * the result, where float32 gives 1 + 2^-7 (fixtures/bf16_all_reduce_3_ranks
+ * works it out). {F32, F32} is the float32 sum, unchanged. max only
+ * picks a member's value: it is exact in any dtype.
+ *
  * Bytes per rank, as a ring implementation sends them (docs/design.md
  * section 5),
  * with n the group size, S the full buffer in elements and c a chunk in bytes:
@@ -27,6 +39,7 @@
 
 #include <stdint.h>
 
+#include "dtype.h"
 #include "mesh.h"
 #include "tensor.h"
 
@@ -46,6 +59,14 @@ enum tps_reduce_op {
 	TPS_REDUCE_MAX,
 };
 
+/* The dtype a reduction sums in and the dtype its result is stored in
+ * (the top of this file). */
+struct tps_comm_dtypes {
+	enum tps_dtype sum, store;
+};
+/* float32 throughout: the plain float32 sum. */
+#define TPS_COMM_F32 ((struct tps_comm_dtypes){TPS_DTYPE_F32, TPS_DTYPE_F32})
+
 struct tps_comm_report {
 	enum tps_comm_op op;
 	unsigned mask; /* the mesh dims the groups run along */
@@ -64,28 +85,29 @@ enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_comm_report *report,
 				    struct tps_error *err);
 
-/* Each member gets the reduction of its group's (equal-shaped) buffers. */
+/* Each member gets the reduction of its group's (equal-shaped) buffers, in
+ * the dtypes dt (the top of this file). */
 enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_tensor *locals,
 				    enum tps_reduce_op op,
+				    struct tps_comm_dtypes dt,
 				    struct tps_comm_report *report,
 				    struct tps_error *err);
 
 /* Reduces as all_reduce, then local rank i keeps chunk i along tensor_dim
  * (the tps_chunk_range rule). */
-enum tps_status tps_comm_reduce_scatter(const struct tps_mesh *mesh,
-					unsigned mask,
-					struct tps_tensor *locals,
-					enum tps_reduce_op op, int tensor_dim,
-					struct tps_comm_report *report,
-					struct tps_error *err);
+enum tps_status
+tps_comm_reduce_scatter(const struct tps_mesh *mesh, unsigned mask,
+			struct tps_tensor *locals, enum tps_reduce_op op,
+			struct tps_comm_dtypes dt, int tensor_dim,
+			struct tps_comm_report *report, struct tps_error *err);
 /* The same with the chunks in whole blocks of `block` elements along
  * tensor_dim (tps_chunk_range_blocks: shard(d,block=b)); block 1 is the call
  * above. TPS_ERR_SHAPE when the dim is not a multiple of block. */
 enum tps_status tps_comm_reduce_scatter_blocks(
 	const struct tps_mesh *mesh, unsigned mask, struct tps_tensor *locals,
-	enum tps_reduce_op op, int tensor_dim, int64_t block,
-	struct tps_comm_report *report, struct tps_error *err);
+	enum tps_reduce_op op, struct tps_comm_dtypes dt, int tensor_dim,
+	int64_t block, struct tps_comm_report *report, struct tps_error *err);
 
 /* Each member gets a copy of local rank `root`'s buffer. */
 enum tps_status tps_comm_broadcast(const struct tps_mesh *mesh, unsigned mask,

@@ -494,6 +494,7 @@ static enum tps_status split_locally(struct tps_dtensor *dt, int i,
 /* Performs the change of mesh dim i from its placement to `to`. */
 static enum tps_status step(struct tps_dtensor *dt, int i,
 			    struct tps_placement to,
+			    struct tps_comm_dtypes dtypes,
 			    tps_redistribute_observer observer, void *ctx,
 			    struct tps_error *err)
 {
@@ -542,17 +543,20 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 	    to.kind == TPS_PLACEMENT_SHARD && from.dim == to.dim) {
 		/* Only the block differs: an all_to_all would concatenate
 		 * chunks of chunks. Gather, then split in the new blocks. */
-		st = step(dt, i, tps_placement_replicate(), observer, ctx, err);
-		return st == TPS_OK ? step(dt, i, to, observer, ctx, err) : st;
+		st = step(dt, i, tps_placement_replicate(), dtypes, observer,
+			  ctx, err);
+		return st == TPS_OK
+			       ? step(dt, i, to, dtypes, observer, ctx, err)
+			       : st;
 	}
 	if (from.kind == TPS_PLACEMENT_PARTIAL) {
 		st = to.kind == TPS_PLACEMENT_REPLICATE
 			     ? tps_comm_all_reduce(dt->mesh, mask, dt->locals,
-						   TPS_REDUCE_SUM, &s.report,
-						   err)
+						   TPS_REDUCE_SUM, dtypes,
+						   &s.report, err)
 			     : tps_comm_reduce_scatter_blocks(
 				       dt->mesh, mask, dt->locals,
-				       TPS_REDUCE_SUM, to.dim,
+				       TPS_REDUCE_SUM, dtypes, to.dim,
 				       tps_placement_block(to), &s.report, err);
 	} else if (from.kind == TPS_PLACEMENT_SHARD &&
 		   to.kind == TPS_PLACEMENT_REPLICATE) {
@@ -578,6 +582,7 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 
 enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 					 const struct tps_placement *target,
+					 struct tps_comm_dtypes dtypes,
 					 tps_redistribute_observer observer,
 					 void *ctx, struct tps_error *err)
 {
@@ -589,12 +594,12 @@ enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 			dt->placements[i].kind == TPS_PLACEMENT_REPLICATE;
 		if (!tps_placement_equal(dt->placements[i], target[i]) &&
 		    !local_split) {
-			st = step(dt, i, target[i], observer, ctx, err);
+			st = step(dt, i, target[i], dtypes, observer, ctx, err);
 		}
 	}
 	for (int i = 0; i < mesh->ndim && st == TPS_OK; i++) {
 		if (!tps_placement_equal(dt->placements[i], target[i])) {
-			st = step(dt, i, target[i], observer, ctx, err);
+			st = step(dt, i, target[i], dtypes, observer, ctx, err);
 		}
 	}
 	return st;

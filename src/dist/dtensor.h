@@ -205,10 +205,12 @@ typedef enum tps_status (*tps_redistribute_observer)(
  * on a tensor dim that an inner mesh dim keeps sharded (the nesting would be
  * wrong) and for a step from or to a flat shard; TPS_ERR_SHAPE for a block that
  * does not divide the length it chunks. On error dt holds the last completed
- * step.
+ * step. A partial dim's reduction sums in dtypes.sum and stores in
+ * dtypes.store (comm.h; TPS_COMM_F32: float32).
  */
 enum tps_status tps_dtensor_redistribute(struct tps_dtensor *dt,
 					 const struct tps_placement *target,
+					 struct tps_comm_dtypes dtypes,
 					 tps_redistribute_observer observer,
 					 void *ctx, struct tps_error *err);
 

@@ -209,6 +209,12 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 		placements[i] = tps_placement_replicate();
 	}
 	placements[spec->tp_dim] = ps->tp;
+	if (st == TPS_OK && p->global.data) {
+		/* Stored in the params dtype, the reference's as the ranks'. */
+		tps_dtype_round_array(p->global.data,
+				      tps_tensor_numel(&p->global),
+				      spec->dtypes.of[TPS_ROLE_PARAMS]);
+	}
 	if (st == TPS_OK) {
 		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->global,
 					    placements, err);
@@ -273,6 +279,7 @@ static enum tps_status init_model(struct tps_model *model,
 		mod->spec = &spec->modules[i];
 		mod->ops = tps_module_ops_of(mod->spec->type);
 		mod->training = spec->mode == TPS_MODE_TRAINING;
+		mod->dtypes = &spec->dtypes;
 		mod->params = &m.params[m.n_params];
 		mod->n_params = mod->ops->parameters(
 			mod->spec, spec->tp_dim, &job.param_specs[m.n_params]);
@@ -323,6 +330,9 @@ void tps_model_free(struct tps_model *model)
 		tps_tensor_free(&p->ref_grad);
 		tps_bound_free(&p->ref_bound);
 		tps_bound_free(&p->ref_grad_bound);
+		tps_bound_free(&p->ref_master_bound);
+		tps_dtensor_free(&p->master);
+		tps_tensor_free(&p->ref_master);
 		for (int k = 0; k < 2; k++) {
 			tps_dtensor_free(&p->state[k]);
 			tps_tensor_free(&p->ref_state[k]);
@@ -342,6 +352,25 @@ void tps_model_free(struct tps_model *model)
 	memset(model, 0, sizeof *model);
 }
 
+void tps_model_update(const struct tps_optimizer_spec *opt, int64_t t,
+		      const struct tps_dtypes *dt, struct tps_tensor *p,
+		      struct tps_tensor *master, const float *grad,
+		      float *const *state)
+{
+	int64_t n = tps_tensor_numel(p);
+	enum tps_dtype pd = dt->of[TPS_ROLE_PARAMS];
+	enum tps_dtype sd = dt->of[TPS_ROLE_OPTIMIZER_STATE];
+	if (!master) {
+		tps_optim_step(opt, t, p->data, grad, state, n, pd, sd);
+		return;
+	}
+	tps_optim_step(opt, t, master->data, grad, state, n,
+		       dt->of[TPS_ROLE_MASTER_PARAMS], sd);
+	for (int64_t i = 0; i < n; i++) {
+		p->data[i] = tps_dtype_round(master->data[i], pd);
+	}
+}
+
 enum tps_status tps_model_emit_setup(const struct tps_model *model,
 				     struct tps_event_sink sink,
 				     struct tps_error *err)
@@ -357,6 +386,7 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 		ev.op = "distribute";
 		ev.tensor = p->name;
 		ev.value = &p->value;
+		ev.dtype = model->spec->dtypes.of[TPS_ROLE_PARAMS];
 		st = tps_event_emit(sink, &ev, err);
 	}
 	return st;
@@ -367,19 +397,45 @@ struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec)
 	return tps_model_spec_output_shape(spec);
 }
 
+enum tps_dtype tps_model_input_dtype(const struct tps_model_spec *spec)
+{
+	return tps_model_takes_tokens(spec)
+		       ? TPS_DTYPE_F32
+		       : spec->dtypes.of[TPS_ROLE_ACTIVATIONS];
+}
+
+enum tps_dtype tps_model_target_dtype(const struct tps_model_spec *spec)
+{
+	return spec->loss == TPS_LOSS_CROSS_ENTROPY
+		       ? TPS_DTYPE_F32
+		       : spec->dtypes.of[TPS_ROLE_ACTIVATIONS];
+}
+
+/* An input or a target, as the ranks' data loaders hand it over. */
+static void round_stored(struct tps_tensor *t, enum tps_dtype d)
+{
+	if (t->data) {
+		tps_dtype_round_array(t->data, tps_tensor_numel(t), d);
+	}
+}
+
 enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 				     struct tps_tensor *input,
 				     struct tps_error *err)
 {
-	if (spec->input_explicit) {
-		return tps_tensor_copy(input, &spec->input_values, err);
-	}
 	/* Token ids range over the embedding's vocabulary. */
-	float a = tps_model_takes_tokens(spec)
-			  ? (float)spec->modules[0].num_embeddings
-			  : 1.0f;
-	return tps_model_init_tensor(input, &spec->input_shape,
-				     spec->input_init, a, "input", err);
+	bool tokens = tps_model_takes_tokens(spec);
+	float a = tokens ? (float)spec->modules[0].num_embeddings : 1.0f;
+	enum tps_status st =
+		spec->input_explicit
+			? tps_tensor_copy(input, &spec->input_values, err)
+			: tps_model_init_tensor(input, &spec->input_shape,
+						spec->input_init, a, "input",
+						err);
+	if (st == TPS_OK) {
+		round_stored(input, tps_model_input_dtype(spec));
+	}
+	return st;
 }
 
 enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
@@ -388,15 +444,20 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 {
 	struct tps_shape shape = tps_model_output_shape(spec);
 	/* cross_entropy: a class id per row, in [0, classes). */
+	bool ids = spec->loss == TPS_LOSS_CROSS_ENTROPY;
 	float a = 1.0f;
-	if (spec->target_explicit) {
-		return tps_tensor_copy(target, &spec->target_values, err);
-	}
-	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
+	enum tps_status st;
+	if (ids) {
 		a = (float)shape.dim[--shape.ndim];
 	}
-	return tps_model_init_tensor(target, &shape, spec->target_init, a,
-				     "target", err);
+	st = spec->target_explicit
+		     ? tps_tensor_copy(target, &spec->target_values, err)
+		     : tps_model_init_tensor(target, &shape, spec->target_init,
+					     a, "target", err);
+	if (st == TPS_OK) {
+		round_stored(target, tps_model_target_dtype(spec));
+	}
+	return st;
 }
 
 const char *const tps_compare_rule_names[] = {"exact", "bound", "tolerance",

@@ -93,6 +93,20 @@ enum tps_status tps_model_init_meta(struct tps_model *model,
 				    struct tps_error *err);
 void tps_model_free(struct tps_model *model);
 
+/*
+ * One optimizer step of one parameter's values p (a rank's shard, or the
+ * reference's global value) from grad and its state arrays, in the dtypes
+ * dt (spec.h): with master (the master_params copy; NULL when none is
+ * kept) the step updates master, stored in master_params, and p becomes
+ * its rounding to params; without, it updates p, stored in params. The
+ * state is stored in optimizer_state. p, master and grad have the same
+ * number of elements; the ranks and the reference share this code.
+ */
+void tps_model_update(const struct tps_optimizer_spec *opt, int64_t t,
+		      const struct tps_dtypes *dt, struct tps_tensor *p,
+		      struct tps_tensor *master, const float *grad,
+		      float *const *state);
+
 /* Emits one setup event per parameter, in module order. */
 enum tps_status tps_model_emit_setup(const struct tps_model *model,
 				     struct tps_event_sink sink,
@@ -104,7 +118,13 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
  * its last dim. */
 struct tps_shape tps_model_output_shape(const struct tps_model_spec *spec);
 
-/* The global model input, from spec->input_init with a = 1. */
+/* The dtype the input and the target are stored in: the activations',
+ * but float32 for token ids and class ids (whole numbers up to 2^24). */
+enum tps_dtype tps_model_input_dtype(const struct tps_model_spec *spec);
+enum tps_dtype tps_model_target_dtype(const struct tps_model_spec *spec);
+
+/* The global model input, from spec->input_init with a = 1, in
+ * tps_model_input_dtype. */
 enum tps_status tps_model_make_input(const struct tps_model_spec *spec,
 				     struct tps_tensor *input,
 				     struct tps_error *err);

@@ -125,22 +125,50 @@ static bool power_of_two(int n)
 	return n > 0 && (n & (n - 1)) == 0;
 }
 
-/* The bound context of the model's run at a step and phase. */
+/* (1 + a)(1 + b) - 1: a rounding of relative error a, then one of b. */
+static double chain(double a, double b)
+{
+	return a + b + a * b;
+}
+
+/* The bound context of the model's run at a step and phase (nn.h). */
 static struct tps_bound_ctx bound_context(const struct tps_model *model,
 					  struct tps_bound_sink sink, int step,
 					  enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
+	const struct tps_dtypes *dt = &spec->dtypes;
 	double u = tps_dtype_unit_roundoff(TPS_DTYPE_F32);
+	int tp = spec->mesh.shape[spec->tp_dim];
 	struct tps_bound_ctx bc = {spec->mesh.pool,
 				   u,
 				   u,
 				   u,
-				   spec->mesh.shape[spec->tp_dim],
+				   0.0,
+				   ldexp(1.0, tps_dtypes_exact_bits(dt)),
+				   *dt,
+				   tp,
 				   (double)model->dp,
 				   step,
 				   phase,
 				   sink};
+	if (!tps_dtypes_all_f32(dt)) {
+		double us = fmax(
+			tps_dtype_unit_roundoff(dt->of[TPS_ROLE_ACTIVATIONS]),
+			tps_dtype_unit_roundoff(dt->of[TPS_ROLE_GRADS]));
+		double ur = chain(tps_dtype_unit_roundoff(
+					  dt->of[TPS_ROLE_REDUCE]),
+				  u);
+		double narrow = 0.0;
+		us = chain(us, u);
+		for (int i = 0; i < 3; i++) {
+			narrow = chain(narrow, us);
+		}
+		for (int i = 0; i < tp + model->dp; i++) {
+			narrow = chain(narrow, ur);
+		}
+		bc.narrow = (double)tps_bound_up(narrow);
+	}
 	return bc;
 }
 
@@ -178,18 +206,55 @@ static enum tps_status forward(struct tps_model *model,
 static void dp_average_bound(const struct tps_model *model,
 			     const struct tps_tensor *g, struct tps_bound *e)
 {
+	enum tps_dtype gd = model->spec->dtypes.of[TPS_ROLE_GRADS];
 	double u = tps_dtype_unit_roundoff(TPS_DTYPE_F32);
 	int64_t n = tps_tensor_numel(g);
-	if (model->dp == 1 || power_of_two(model->dp) ||
-	    tps_bound_is_none(e)) {
+	if (model->dp == 1 || tps_bound_is_none(e) ||
+	    (power_of_two(model->dp) && gd == TPS_DTYPE_F32)) {
 		return;
+	}
+	if (gd != TPS_DTYPE_F32) {
+		/* The quotient (or the reduce dtype's sum) stored again in
+		 * the grads dtype. */
+		u = chain(u, tps_dtype_unit_roundoff(gd));
 	}
 	for (int64_t i = 0; i < n; i++) {
 		double v = e->e.data[i];
 		if (v > 0.0) {
 			e->e.data[i] = tps_bound_up(
-				v + u * (fabs(g->data[i]) + 2.0 * v));
+				v + u * (fabs(g->data[i]) / (1.0 - u) +
+					 2.0 * v));
 		}
+	}
+}
+
+/* The unit roundoff of an update's stores: the parameter's (or its
+ * master copy's) and the state's dtypes, each after float32 arithmetic. */
+static double update_roundoff(const struct tps_dtypes *dt, bool master)
+{
+	double u = tps_dtype_unit_roundoff(TPS_DTYPE_F32);
+	enum tps_dtype pd = dt->of[master ? TPS_ROLE_MASTER_PARAMS
+					  : TPS_ROLE_PARAMS];
+	enum tps_dtype sd = dt->of[TPS_ROLE_OPTIMIZER_STATE];
+	double w = fmax(tps_dtype_unit_roundoff(pd),
+			tps_dtype_unit_roundoff(sd));
+	return pd == TPS_DTYPE_F32 && sd == TPS_DTYPE_F32 ? u : chain(w, u);
+}
+
+/* The parameter rounded from its master copy m (bound em) to dtype d:
+ * its bound, em plus the rounding where em > 0 (bound.h: where em = 0
+ * every evaluation rounds the same float). */
+static void master_rounding_bound(const struct tps_tensor *m,
+				  const struct tps_bound *em,
+				  enum tps_dtype d, struct tps_bound *ep)
+{
+	double u = tps_dtype_unit_roundoff(d);
+	for (int64_t i = 0; i < tps_tensor_numel(m); i++) {
+		double v = em->e.data[i];
+		ep->e.data[i] =
+			v > 0.0 ? tps_bound_up(v + u * (fabs(m->data[i]) +
+							 2.0 * v))
+				: 0.0f;
 	}
 }
 
@@ -200,6 +265,9 @@ static enum tps_status optimizer(struct tps_model *model,
 				 struct tps_error *err)
 {
 	const struct tps_optimizer_spec *opt = &model->spec->optimizer;
+	const struct tps_dtypes *dt = &model->spec->dtypes;
+	bool master = dt->of[TPS_ROLE_MASTER_PARAMS] != dt->of[TPS_ROLE_PARAMS];
+	double u = update_roundoff(dt, master);
 	int states = tps_optim_state_count(opt);
 	char name[TPS_NAME_MAX + 16];
 	enum tps_status st = TPS_OK;
@@ -207,8 +275,14 @@ static enum tps_status optimizer(struct tps_model *model,
 		struct tps_param *p = &model->params[i];
 		int64_t n = tps_tensor_numel(&p->global);
 		float *state[2] = {NULL, NULL}, *estate[2] = {NULL, NULL};
+		/* The values the update works on: the master copy (made at
+		 * the first step from the parameter, as the ranks make
+		 * theirs), or the parameter. */
+		struct tps_tensor *work = master ? &p->ref_master : &p->global;
+		struct tps_bound *ework =
+			master ? &p->ref_master_bound : &p->ref_bound;
 		const struct tps_bound *inputs[4] = {
-			&p->ref_bound, &p->ref_grad_bound,
+			ework, &p->ref_grad_bound,
 			states > 0 ? &p->ref_state_bound[0] : NULL,
 			states > 1 ? &p->ref_state_bound[1] : NULL};
 		const struct tps_bound *none;
@@ -217,6 +291,13 @@ static enum tps_status optimizer(struct tps_model *model,
 			snprintf(name, sizeof name, "%s.grad", p->name);
 			st = tps_bound_emit(bc, name, &p->ref_grad,
 					    &p->ref_grad_bound, err);
+		}
+		if (st == TPS_OK && master && !p->ref_master.data) {
+			st = tps_tensor_copy(&p->ref_master, &p->global, err);
+			if (st == TPS_OK) {
+				st = tps_bound_copy(&p->ref_master_bound,
+						    &p->ref_bound, err);
+			}
 		}
 		for (int k = 0; k < states && st == TPS_OK; k++) {
 			if (!p->ref_state[k].data && n > 0) {
@@ -237,7 +318,7 @@ static enum tps_status optimizer(struct tps_model *model,
 		if (none) {
 			struct tps_bound why = {0};
 			tps_bound_none_like(&why, none);
-			tps_bound_none_like(&p->ref_bound, &why);
+			tps_bound_none_like(ework, &why);
 			for (int k = 0; k < states; k++) {
 				tps_bound_none_like(&p->ref_state_bound[k],
 						    &why);
@@ -247,10 +328,10 @@ static enum tps_status optimizer(struct tps_model *model,
 				estate[k] = p->ref_state_bound[k].e.data;
 			}
 			tps_optim_bound_step(
-				opt, step + 1, p->global.data,
-				p->ref_grad.data, (const float *const *)state,
-				n, bc->u_grad, p->ref_bound.e.data,
-				p->ref_grad_bound.e.data, estate);
+				opt, step + 1, work->data, p->ref_grad.data,
+				(const float *const *)state, n, u,
+				ework->e.data, p->ref_grad_bound.e.data,
+				estate);
 			/* The state's bound outgrowing float32 takes the
 			 * parameter's with it. */
 			for (int k = 0; k < states; k++) {
@@ -259,14 +340,28 @@ static enum tps_status optimizer(struct tps_model *model,
 				if (!tps_bound_settle(&p->ref_state_bound[k],
 						      name)) {
 					tps_bound_none_like(
-						&p->ref_bound,
-						&p->ref_state_bound[k]);
+						ework, &p->ref_state_bound[k]);
 				}
 			}
-			tps_bound_settle(&p->ref_bound, p->name);
+			tps_bound_settle(ework, p->name);
 		}
-		tps_optim_step(opt, step + 1, p->global.data, p->ref_grad.data,
-			       state, n);
+		tps_model_update(opt, step + 1, dt, &p->global,
+				 master ? &p->ref_master : NULL,
+				 p->ref_grad.data, state);
+		if (master && tps_bound_is_none(ework)) {
+			tps_bound_none_like(&p->ref_bound, ework);
+		} else if (master) {
+			tps_bound_free(&p->ref_bound);
+			st = tps_bound_copy(&p->ref_bound, ework, err);
+			if (st == TPS_OK) {
+				master_rounding_bound(&p->ref_master, ework,
+						      dt->of[TPS_ROLE_PARAMS],
+						      &p->ref_bound);
+			}
+		}
+		if (st != TPS_OK) {
+			break;
+		}
 		st = tps_bound_emit(bc, p->name, &p->global, &p->ref_bound,
 				    err);
 	}
@@ -284,7 +379,10 @@ static enum tps_status collect_training(const struct tps_model *model,
 {
 	enum tps_status st = TPS_OK;
 	int n = model->n_params;
-	double u = tps_dtype_unit_roundoff(TPS_DTYPE_F32);
+	enum tps_dtype gd = model->spec->dtypes.of[TPS_ROLE_GRADS];
+	double u = chain(tps_dtype_unit_roundoff(TPS_DTYPE_F32),
+			 gd == TPS_DTYPE_F32 ? 0.0
+					     : tps_dtype_unit_roundoff(gd));
 	for (int i = 0; i < n && st == TPS_OK; i++) {
 		const struct tps_param *p = &model->params[i];
 		st = tps_tensor_copy(&out->grads[i], &p->ref_grad, err);
@@ -302,7 +400,8 @@ static enum tps_status collect_training(const struct tps_model *model,
 		}
 	}
 	if (st == TPS_OK && model->spec->input_requires_grad) {
-		if (model->dp > 1 && !power_of_two(model->dp) &&
+		if (model->dp > 1 &&
+		    (!power_of_two(model->dp) || gd != TPS_DTYPE_F32) &&
 		    !tps_bound_is_none(edinput)) {
 			for (int64_t k = 0; k < tps_tensor_numel(dinput); k++) {
 				double e = edinput->e.data[k];
@@ -348,11 +447,20 @@ static enum tps_status loss_and_backward(struct tps_model *model,
 	if (st == TPS_OK) {
 		st = tps_loss_bound(spec->loss, y, ey, target, scale,
 				    sim_scale, model->dp, value, &dy,
-				    bc->u_grad, eloss, &edy, err);
+				    bc->u_grad,
+				    spec->loss_parallel
+					    ? spec->mesh.shape[spec->tp_dim]
+					    : 1,
+				    spec->dtypes.of[TPS_ROLE_REDUCE], eloss,
+				    &edy, err);
 	}
 	if (st == TPS_OK) {
 		tps_bound_settle(eloss, "loss");
 		tps_bound_settle(&edy, "output.grad");
+	}
+	if (st == TPS_OK) {
+		/* Stored as the ranks store their output.grad. */
+		tps_nn_bound_store(&dy, &edy, spec->dtypes.of[TPS_ROLE_GRADS]);
 	}
 	free(scale);
 	free(sim_scale);

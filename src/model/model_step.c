@@ -15,8 +15,9 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink, step,
-				     phase,	  false,	0,    NULL};
+	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink,
+				     step,	  phase,	false,
+				     0,		  NULL,		spec->dtypes};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
 	/* One mistake at a time (config.c): the lowest set bit. */
 	for (int m = 0; tps_mistake_names[m]; m++) {
@@ -434,6 +435,11 @@ loss(struct tps_model *model, const struct tps_dtensor *y,
 	double total = 0.0;
 	enum tps_status st = TPS_OK;
 
+	/* The loss is computed in float32 whatever the activations' dtype,
+	 * as mixed-precision training computes it (spec.h); its gradient,
+	 * in the backward phase, is stored in the grads dtype. */
+	ctx.dtypes.of[TPS_ROLE_ACTIVATIONS] = TPS_DTYPE_F32;
+
 	job.global_numel = 1;
 	for (int d = 0; d < y->global.ndim; d++) {
 		job.global_numel *= y->global.dim[d];
@@ -541,8 +547,13 @@ static enum tps_status dp_average(const struct tps_nn_context *ctx,
 	struct tps_comm_report report;
 	struct tps_event ev = {0};
 	char name[TPS_NAME_MAX + 16];
-	enum tps_status st = tps_comm_all_reduce(
-		ctx->mesh, mask, p->grad.locals, TPS_REDUCE_AVG, &report, err);
+	/* A gradient, in the optimizer phase: summed in the reduce dtype
+	 * and stored in the grads dtype. */
+	struct tps_comm_dtypes dt = {ctx->dtypes.of[TPS_ROLE_REDUCE],
+				     ctx->dtypes.of[TPS_ROLE_GRADS]};
+	enum tps_status st =
+		tps_comm_all_reduce(ctx->mesh, mask, p->grad.locals,
+				    TPS_REDUCE_AVG, dt, &report, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -562,6 +573,7 @@ static enum tps_status dp_average(const struct tps_nn_context *ctx,
 	ev.bytes_per_rank = report.bytes_per_rank;
 	ev.note = "DDP averages the gradient over dp (sum, then / dp)";
 	ev.value = &p->grad;
+	ev.dtype = dt.store;
 	return tps_event_emit(ctx->sink, &ev, err);
 }
 
@@ -570,6 +582,7 @@ struct update_job {
 	int64_t t;
 	struct tps_param *p;
 	int states;
+	const struct tps_dtypes *dtypes;
 };
 
 static enum tps_status zero_like_rank(void *opaque, int r,
@@ -593,10 +606,17 @@ static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
 	for (int k = 0; k < job->states; k++) {
 		state[k] = p->state[k].locals[r].data;
 	}
-	tps_optim_step(job->opt, job->t, p->value.locals[r].data,
-		       p->grad.locals[r].data, state,
-		       tps_tensor_numel(&p->value.locals[r]));
+	tps_model_update(job->opt, job->t, job->dtypes, &p->value.locals[r],
+			 p->master.locals ? &p->master.locals[r] : NULL,
+			 p->grad.locals[r].data, state);
 	return TPS_OK;
+}
+
+static enum tps_status copy_rank(void *opaque, int r, struct tps_tensor *out,
+				 struct tps_error *err)
+{
+	const struct tps_dtensor *x = opaque;
+	return tps_tensor_copy(out, &x->locals[r], err);
 }
 
 static enum tps_status optimizer(struct tps_model *model,
@@ -607,7 +627,10 @@ static enum tps_status optimizer(struct tps_model *model,
 	struct tps_nn_context ctx =
 		context(model, sink, step, TPS_PHASE_OPTIMIZER);
 	struct update_job job = {&spec->optimizer, step + 1, NULL,
-				 tps_optim_state_count(&spec->optimizer)};
+				 tps_optim_state_count(&spec->optimizer),
+				 &spec->dtypes};
+	bool master = spec->dtypes.of[TPS_ROLE_MASTER_PARAMS] !=
+		      spec->dtypes.of[TPS_ROLE_PARAMS];
 	enum tps_status st = TPS_OK;
 
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
@@ -624,6 +647,12 @@ static enum tps_status optimizer(struct tps_model *model,
 					&p->value.global, p->value.placements,
 					zero_like_rank, &p->value, err);
 			}
+		}
+		/* The master copy, from the parameter at the first step. */
+		if (st == TPS_OK && master && !p->master.locals) {
+			st = tps_dtensor_map(
+				&p->master, ctx.mesh, &p->value.global,
+				p->value.placements, copy_rank, &p->value, err);
 		}
 		job.p = p;
 		if (st == TPS_OK) {
@@ -695,8 +724,14 @@ static enum tps_status collect_training(const struct tps_model *model,
 		 * gradient is the assembled one over dp. */
 		st = assembled(model, dinput, &out->grads[n], err);
 		if (st == TPS_OK && model->dp > 1) {
-			tps_tensor_scale(&out->grads[n],
-					 1.0f / (float)model->dp);
+			struct tps_tensor *g = &out->grads[n];
+			tps_tensor_scale(g, 1.0f / (float)model->dp);
+			/* A gradient: stored in the grads dtype. */
+			if (g->data) {
+				tps_dtype_round_array(
+					g->data, tps_tensor_numel(g),
+					model->spec->dtypes.of[TPS_ROLE_GRADS]);
+			}
 		}
 	}
 	return st;

@@ -6,21 +6,54 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum tps_dtype tps_nn_store_dtype(const struct tps_nn_context *ctx)
+{
+	switch (ctx->phase) {
+	case TPS_PHASE_FORWARD: return ctx->dtypes.of[TPS_ROLE_ACTIVATIONS];
+	case TPS_PHASE_BACKWARD: return ctx->dtypes.of[TPS_ROLE_GRADS];
+	case TPS_PHASE_SETUP:
+	case TPS_PHASE_OPTIMIZER: break;
+	}
+	return ctx->dtypes.of[TPS_ROLE_PARAMS];
+}
+
+struct tps_comm_dtypes tps_nn_comm_dtypes(const struct tps_nn_context *ctx)
+{
+	struct tps_comm_dtypes dt = {ctx->dtypes.of[TPS_ROLE_REDUCE],
+				     tps_nn_store_dtype(ctx)};
+	return dt;
+}
+
+void tps_nn_round(struct tps_dtensor *v, enum tps_dtype d)
+{
+	if (d == TPS_DTYPE_F32 || !v->locals) {
+		return;
+	}
+	for (int r = 0; r < v->mesh->world_size; r++) {
+		struct tps_tensor *t = &v->locals[r];
+		if (t->data) {
+			tps_dtype_round_array(t->data, tps_tensor_numel(t), d);
+		}
+	}
+}
+
 static enum tps_status emit(const struct tps_nn_context *ctx,
 			    struct tps_event *ev, struct tps_error *err)
 {
 	ev->step = ctx->step;
 	ev->phase = ctx->phase;
+	ev->dtype = tps_nn_store_dtype(ctx);
 	return tps_event_emit(ctx->sink, ev, err);
 }
 
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 				    const char *module, const char *op,
 				    const char *tensor, const char *note,
-				    const struct tps_dtensor *value,
-				    int64_t flops, struct tps_error *err)
+				    struct tps_dtensor *value, int64_t flops,
+				    struct tps_error *err)
 {
 	struct tps_event ev = {0};
+	tps_nn_round(value, tps_nn_store_dtype(ctx));
 	ev.module = module;
 	ev.kind = TPS_EVENT_COMPUTE;
 	ev.op = op;
@@ -43,10 +76,11 @@ enum tps_status tps_nn_emit_mistaken_compute(const struct tps_nn_context *ctx,
 					     const char *module, const char *op,
 					     const char *tensor,
 					     const char *note,
-					     const struct tps_dtensor *value,
+					     struct tps_dtensor *value,
 					     struct tps_error *err)
 {
 	struct tps_event ev = {0};
+	tps_nn_round(value, tps_nn_store_dtype(ctx));
 	ev.module = module;
 	ev.kind = TPS_EVENT_COMPUTE;
 	ev.op = op;
@@ -101,8 +135,8 @@ enum tps_status tps_nn_redistribute(const struct tps_nn_context *ctx,
 				    const char *note, struct tps_error *err)
 {
 	struct layout_observer o = {ctx, module, tensor, note, false};
-	enum tps_status st =
-		tps_dtensor_redistribute(x, target, on_step, &o, err);
+	enum tps_status st = tps_dtensor_redistribute(
+		x, target, tps_nn_comm_dtypes(ctx), on_step, &o, err);
 	/* dtensor's own messages lack the place; the sink's name it. The
 	 * model output's module is "output" too: named once. */
 	if (st != TPS_OK && !o.sink_failed) {
@@ -119,9 +153,11 @@ void tps_module_free_saved(struct tps_module *m)
 {
 	tps_dtensor_free(&m->saved_in);
 	tps_tensor_free(&m->ref_saved_in);
+	tps_bound_free(&m->ref_saved_bound);
 	for (int i = 0; i < 3; i++) {
 		tps_dtensor_free(&m->saved_more[i]);
 		tps_tensor_free(&m->ref_saved_more[i]);
+		tps_bound_free(&m->ref_saved_more_bound[i]);
 	}
 	m->in_chain.n = 0;
 	m->out_chain.n = 0;

@@ -79,7 +79,21 @@ struct tps_nn_context {
 	 * tps_mistake_site). */
 	enum tps_mistake mistake;
 	const struct tps_module_spec *mistake_site;
+	/* The dtype of each role (spec.h); zeroed: float32 everywhere.
+	 * What a phase stores is tps_nn_store_dtype's. */
+	struct tps_dtypes dtypes;
 };
+
+/* The dtype the values ctx's phase computes are stored in: activations in
+ * forward, grads in backward, params in setup and in the optimizer phase
+ * (whose compute events are the updated parameters). */
+enum tps_dtype tps_nn_store_dtype(const struct tps_nn_context *ctx);
+/* The dtypes of a collective's sum in ctx's phase: the reduce dtype, then
+ * stored as tps_nn_store_dtype. */
+struct tps_comm_dtypes tps_nn_comm_dtypes(const struct tps_nn_context *ctx);
+/* Rounds every rank's values of v to dtype d (a store, dtype.h); meta
+ * tensors have none. */
+void tps_nn_round(struct tps_dtensor *v, enum tps_dtype d);
 
 /* The tp layouts a tensor went through in forward, first to last, so that
  * backward can walk them back. */
@@ -109,6 +123,14 @@ struct tps_param {
 	 * global value (zero at setup, then carried through each update),
 	 * of ref_grad and of ref_state. */
 	struct tps_bound ref_bound, ref_grad_bound, ref_state_bound[2];
+	/* ref_master's bound, when there is a master copy. */
+	struct tps_bound ref_master_bound;
+	/* The optimizer's own copy of value (and of global), in the
+	 * master_params dtype, when it is not the params dtype (spec.h):
+	 * made at the first step from the parameter, updated in its place;
+	 * the parameter is then its rounding. Empty otherwise. */
+	struct tps_dtensor master;
+	struct tps_tensor ref_master;
 };
 
 #define TPS_MODULE_MAX_PARAMS 2
@@ -161,10 +183,28 @@ struct tps_bound_sink {
 /* What a module's bound rules need to know of the run. */
 struct tps_bound_ctx {
 	struct tps_pool *pool; /* the reference's matmuls' */
-	/* Unit roundoffs (bound.h): a matmul's accumulation, and each
-	 * stored activation and gradient. float32's 2^-24 each for now;
-	 * storage dtypes give their own (tps_dtype_unit_roundoff). */
+	/* Unit roundoffs (bound.h) of the rules' float32 arithmetic: a
+	 * matmul's accumulation (float32, as tensor cores) and each value
+	 * the rule computes. A module's output, input gradient and
+	 * parameter gradients in a narrower dtype are rounded once more
+	 * when stored: the sequence adds that rounding to the rule's
+	 * bound (nn_seq.c). */
 	double u_acc, u_act, u_grad;
+	/*
+	 * With a narrower dtype, a sum's chain of roundings gains some of
+	 * the narrow dtype inside a module: a rank's partial sum stored
+	 * before the collective, the collective's member rounding and its
+	 * additions in the reduce dtype, the matmul stored before its
+	 * bias. `narrow` is that chain's relative error,
+	 * (1 + u_store)^3 (1 + u_reduce)^(tp + dp) - 1, which every sum's
+	 * rule multiplies in (tps_bound_ctx_gamma); 0 when every role is
+	 * float32. `exact_limit`: integers stay exact through every store
+	 * and sum below it (2^24, or 2^bits of the narrowest dtype).
+	 */
+	double narrow, exact_limit;
+	/* The dtypes (reduce: the collectives' sums), for the rules that
+	 * take them whole (nn_bounds.h). */
+	struct tps_dtypes dtypes;
 	/* The tp group's size (rowwise partial_split adds b / tp on each
 	 * rank), and the factor between the simulation's backward values
 	 * and the reference's: each dp rank's loss is scaled so that the
@@ -177,6 +217,16 @@ struct tps_bound_ctx {
 	enum tps_phase phase;
 	struct tps_bound_sink sink;
 };
+
+/* gamma_n(u) (bound.h) with bc's narrow chain multiplied in:
+ * (1 + gamma_n(u)) (1 + narrow) - 1, rounded up. */
+double tps_bound_ctx_gamma(const struct tps_bound_ctx *bc, int64_t n,
+			   double u);
+
+/* t stored in dtype d (a no-op for float32): its values rounded as the
+ * reference stores them, its bound e widened by the rounding. */
+void tps_nn_bound_store(struct tps_tensor *t, struct tps_bound *e,
+			enum tps_dtype d);
 
 /* Reports a bound to bc's sink under bc's step and phase (no sink: a
  * no-op). */
@@ -282,8 +332,14 @@ struct tps_module {
 	 * and v, as the ranks and the reference computed them). */
 	struct tps_dtensor saved_more[3];
 	struct tps_tensor ref_saved_more[3];
+	/* The bound pass's: ref_saved_more's bounds. */
+	struct tps_bound ref_saved_more_bound[3];
 	/* Training: the reference keeps inputs for backward. */
 	bool training;
+	/* The run's dtypes (the spec's; NULL: float32 everywhere), for the
+	 * reference, which stores as the ranks do: tps_nn_reference_forward
+	 * and _backward round what a module computes. */
+	const struct tps_dtypes *dtypes;
 	/* Set by a parent that sums its children's input gradients before
 	 * reducing them once (attention's q, k, v, as Megatron's fused QKV):
 	 * backward leaves dx as computed (partial) instead of walking it
@@ -338,6 +394,23 @@ enum tps_status
 tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		    struct tps_module *end, struct tps_dtensor *dy,
 		    struct tps_dtensor *dx, struct tps_error *err);
+/* One module's reference forward (its ops'), its output then stored in
+ * the activations dtype (m->dtypes), as the ranks store it. */
+enum tps_status tps_nn_reference_forward(struct tps_module *m,
+					 struct tps_pool *pool,
+					 const struct tps_tensor *x,
+					 struct tps_tensor *y,
+					 struct tps_error *err);
+/* One module's reference backward, dx and its parameters' ref_grad then
+ * stored in the grads dtype. */
+enum tps_status tps_nn_reference_backward(struct tps_module *m,
+					  struct tps_pool *pool,
+					  const struct tps_tensor *dy,
+					  struct tps_tensor *dx,
+					  struct tps_error *err);
+/* The dtype of role r in m's run (float32 when m->dtypes is NULL). */
+enum tps_dtype tps_module_dtype(const struct tps_module *m,
+				enum tps_dtype_role r);
 /* The same for the reference; with save, each module keeps its input in
  * ref_saved_in for reference backward. */
 enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
@@ -440,13 +513,16 @@ enum tps_status tps_nn_input_grad(const struct tps_nn_context *ctx,
 				  int64_t flops, struct tps_dtensor *dx,
 				  struct tps_error *err);
 
-/* Emits a compute event for `value` (every rank), with the step and phase
- * of ctx. flops: the most any one rank did (0 where not counted). */
+/* Stores `value` (every rank): rounds it to tps_nn_store_dtype(ctx), as
+ * each computed value is stored in its dtype (a no-op in float32), then
+ * emits a compute event for it, with the step, the phase and that dtype
+ * of ctx. Every module computes, then emits, then uses what it stored.
+ * flops: the most any one rank did (0 where not counted). */
 enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 				    const char *module, const char *op,
 				    const char *tensor, const char *note,
-				    const struct tps_dtensor *value,
-				    int64_t flops, struct tps_error *err);
+				    struct tps_dtensor *value, int64_t flops,
+				    struct tps_error *err);
 /* Events that ctx's injected mistake made: they carry the mistake's name.
  * tps_nn_emit_mistaken_event emits ev, of any kind, with the step and
  * phase of ctx; tps_nn_emit_mistaken_compute is tps_nn_emit_compute's
@@ -454,10 +530,12 @@ enum tps_status tps_nn_emit_compute(const struct tps_nn_context *ctx,
 enum tps_status tps_nn_emit_mistaken_event(const struct tps_nn_context *ctx,
 					   struct tps_event *ev,
 					   struct tps_error *err);
-enum tps_status tps_nn_emit_mistaken_compute(
-	const struct tps_nn_context *ctx, const char *module, const char *op,
-	const char *tensor, const char *note, const struct tps_dtensor *value,
-	struct tps_error *err);
+enum tps_status tps_nn_emit_mistaken_compute(const struct tps_nn_context *ctx,
+					     const char *module, const char *op,
+					     const char *tensor,
+					     const char *note,
+					     struct tps_dtensor *value,
+					     struct tps_error *err);
 
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
@@ -488,8 +566,9 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
  * (y's shape). sim_scale: the row weights the simulation uses, which are
  * dp times row_scale (each dp rank's loss scaled for the dp average);
  * loss: the reference's loss; u: the gradient's unit roundoff.
- * cross_entropy has no rule here (no bound). On error the outputs are
- * untouched.
+ * cross_entropy's rules are nn_bounds.h's, over class_parts shards of
+ * the classes (loss_parallel's tp, else 1) whose sums are all-reduced in
+ * the reduce dtype. On error the outputs are untouched.
  */
 enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const struct tps_bound *ey,
@@ -497,6 +576,7 @@ enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const double *row_scale,
 			       const double *sim_scale, int dp, double loss,
 			       const struct tps_tensor *dy, double u,
+			       int64_t class_parts, enum tps_dtype reduce,
 			       struct tps_bound *eloss, struct tps_bound *edy,
 			       struct tps_error *err);
 

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "nn.h"
+#include "nn_bounds.h"
 
 enum { Q, K, V, O };
 
@@ -438,7 +439,7 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 	enum tps_status st = TPS_OK;
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		struct tps_module *c = child(m, i);
-		st = c->ops->reference_forward(c, pool, x, &qkv[i], err);
+		st = tps_nn_reference_forward(c, pool, x, &qkv[i], err);
 		if (st == TPS_OK && m->training) {
 			st = tps_tensor_copy(&c->ref_saved_in, x, err);
 		}
@@ -447,9 +448,15 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
 				  s->causal, err);
 	}
+	if (st == TPS_OK && a.data) {
+		/* Stored as the ranks store their heads' event. */
+		tps_dtype_round_array(
+			a.data, tps_tensor_numel(&a),
+			tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+	}
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);
-		st = o->ops->reference_forward(o, pool, &a, y, err);
+		st = tps_nn_reference_forward(o, pool, &a, y, err);
 		if (st == TPS_OK && m->training) {
 			tps_tensor_move(&o->ref_saved_in, &a);
 		}
@@ -473,16 +480,23 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 	const struct tps_module_spec *s = m->spec;
 	struct tps_tensor da = {0}, grads[3] = {0}, dxs[3] = {0};
 	struct tps_module *o = child(m, O);
-	enum tps_status st = o->ops->reference_backward(o, pool, dy, &da, err);
+	enum tps_status st = tps_nn_reference_backward(o, pool, dy, &da, err);
 	if (st == TPS_OK) {
 		st = core_backward(grads, &da, &m->ref_saved_more[Q],
 				   &m->ref_saved_more[K], &m->ref_saved_more[V],
 				   head_dim(s), s->causal, err);
 	}
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		if (grads[i].data) {
+			tps_dtype_round_array(
+				grads[i].data, tps_tensor_numel(&grads[i]),
+				tps_module_dtype(m, TPS_ROLE_GRADS));
+		}
+	}
 	for (int i = Q; i <= V; i++) {
 		struct tps_module *c = child(m, i);
 		if (st == TPS_OK) {
-			st = c->ops->reference_backward(
+			st = tps_nn_reference_backward(
 				c, pool, &grads[i], dx ? &dxs[i] : NULL, err);
 		} else {
 			tps_tensor_free(&c->ref_saved_in);
@@ -501,6 +515,190 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 		tps_tensor_free(&m->ref_saved_more[i]);
 	}
 	tps_tensor_free(&da);
+	tps_tensor_free(&m->ref_saved_in);
+	return st;
+}
+
+/* The first "no bound" of three, or NULL. */
+static const struct tps_bound *none_of3(const struct tps_bound *e)
+{
+	const struct tps_bound *in[3] = {&e[0], &e[1], &e[2]};
+	return tps_bound_first_none(in, 3);
+}
+
+/*
+ * The reference with bounds (docs/numerics.md, "Attention"): q, k and v
+ * through their linears' rules, the core through nn_bounds.h's, stored
+ * in the activations dtype, the output projection through its rule.
+ */
+static enum tps_status attention_bound_forward(struct tps_module *m,
+					       const struct tps_bound_ctx *bc,
+					       const struct tps_tensor *x,
+					       const struct tps_bound *ex,
+					       struct tps_tensor *y,
+					       struct tps_bound *ey,
+					       struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+				      bc->dtypes.of[TPS_ROLE_REDUCE]};
+	struct tps_tensor qkv[3] = {0}, a = {0};
+	struct tps_bound eqkv[3] = {0}, ea = {0};
+	enum tps_status st = TPS_OK;
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		struct tps_module *c = child(m, i);
+		st = tps_nn_bound_forward_seq(c, tps_module_next(c), bc,
+					      m->training, x, ex, &qkv[i],
+					      &eqkv[i], err);
+	}
+	if (st == TPS_OK) {
+		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
+				  s->causal, err);
+	}
+	if (st == TPS_OK && none_of3(eqkv)) {
+		tps_bound_none_like(&ea, none_of3(eqkv));
+	} else if (st == TPS_OK) {
+		struct tps_bound_attention att = {
+			&qkv[Q],     &qkv[K],	  &qkv[V],    &eqkv[Q].e,
+			&eqkv[K].e, &eqkv[V].e, head_dim(s), s->causal};
+		st = tps_bound_attention_forward(&att, &dt, &ea.e, err);
+	}
+	if (st == TPS_OK) {
+		/* Stored as the ranks store their heads' event. */
+		tps_nn_bound_store(&a, &ea,
+				   tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+		char name[TPS_NAME_MAX + 8];
+		snprintf(name, sizeof name, "%s.heads", s->name);
+		st = tps_bound_emit(bc, name, &a, &ea, err);
+	}
+	if (st == TPS_OK) {
+		struct tps_module *o = child(m, O);
+		st = tps_nn_bound_forward_seq(o, tps_module_next(o), bc,
+					      m->training, &a, &ea, y, ey,
+					      err);
+	}
+	for (int i = Q; i <= V; i++) {
+		if (st == TPS_OK && m->training) {
+			tps_tensor_move(&m->ref_saved_more[i], &qkv[i]);
+			tps_bound_move(&m->ref_saved_more_bound[i], &eqkv[i]);
+		}
+		tps_tensor_free(&qkv[i]);
+		tps_bound_free(&eqkv[i]);
+	}
+	tps_tensor_free(&a);
+	tps_bound_free(&ea);
+	return st;
+}
+
+/* dx = the sum of the q, k and v linears' input gradients: three terms
+ * in any order, gamma_2 (|terms| + their bounds) more. */
+static enum tps_status sum_of_three(const struct tps_bound_ctx *bc,
+				    const struct tps_tensor d[3],
+				    const struct tps_bound e[3],
+				    struct tps_tensor *dx,
+				    struct tps_bound *edx,
+				    struct tps_error *err)
+{
+	double g = tps_bound_ctx_gamma(bc, 2, bc->u_grad);
+	enum tps_status st = tps_tensor_copy(dx, &d[Q], err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_tensor_add(dx, &d[K]);
+	tps_tensor_add(dx, &d[V]);
+	if (none_of3(e)) {
+		tps_bound_none_like(edx, none_of3(e));
+		return TPS_OK;
+	}
+	st = tps_bound_zero(edx, &dx->shape, err);
+	for (int64_t k = 0; st == TPS_OK && k < tps_tensor_numel(dx); k++) {
+		double sum = 0.0, mag = 0.0;
+		for (int i = Q; i <= V; i++) {
+			sum += e[i].e.data[k];
+			mag += fabs(d[i].data[k]) + 2.0 * e[i].e.data[k];
+		}
+		/* Every term's bound 0: the same three floats added, but
+		 * maybe in another order. */
+		edx->e.data[k] = tps_bound_up(sum + g * mag);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(dx);
+	}
+	return st;
+}
+
+static enum tps_status attention_bound_backward(struct tps_module *m,
+						const struct tps_bound_ctx *bc,
+						const struct tps_tensor *dy,
+						const struct tps_bound *edy,
+						struct tps_tensor *dx,
+						struct tps_bound *edx,
+						struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+				      bc->dtypes.of[TPS_ROLE_REDUCE]};
+	struct tps_tensor da = {0}, grads[3] = {0}, dxs[3] = {0};
+	struct tps_bound eda = {0}, eg[3] = {0}, edxs[3] = {0};
+	struct tps_module *o = child(m, O);
+	enum tps_status st = tps_nn_bound_backward_seq(
+		o, tps_module_next(o), bc, dy, edy, &da, &eda, err);
+	const struct tps_bound *none = NULL;
+	if (st == TPS_OK) {
+		none = none_of3(m->ref_saved_more_bound);
+		none = none ? none : (tps_bound_is_none(&eda) ? &eda : NULL);
+	}
+	if (st == TPS_OK && none) {
+		for (int i = Q; i <= V; i++) {
+			tps_bound_none_like(&eg[i], none);
+		}
+	} else if (st == TPS_OK) {
+		struct tps_bound_attention att = {
+			&m->ref_saved_more[Q],
+			&m->ref_saved_more[K],
+			&m->ref_saved_more[V],
+			&m->ref_saved_more_bound[Q].e,
+			&m->ref_saved_more_bound[K].e,
+			&m->ref_saved_more_bound[V].e,
+			head_dim(s),
+			s->causal};
+		st = tps_bound_attention_backward(&att, &da, &eda.e, &dt,
+						  &eg[Q].e, &eg[K].e, &eg[V].e,
+						  err);
+	}
+	if (st == TPS_OK) {
+		st = core_backward(grads, &da, &m->ref_saved_more[Q],
+				   &m->ref_saved_more[K], &m->ref_saved_more[V],
+				   head_dim(s), s->causal, err);
+	}
+	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		tps_nn_bound_store(&grads[i], &eg[i],
+				   tps_module_dtype(m, TPS_ROLE_GRADS));
+	}
+	for (int i = Q; i <= V; i++) {
+		struct tps_module *c = child(m, i);
+		if (st == TPS_OK) {
+			st = tps_nn_bound_backward_seq(
+				c, tps_module_next(c), bc, &grads[i], &eg[i],
+				dx ? &dxs[i] : NULL, &edxs[i], err);
+		} else {
+			tps_tensor_free(&c->ref_saved_in);
+			tps_bound_free(&c->ref_saved_bound);
+		}
+	}
+	if (st == TPS_OK && dx) {
+		st = sum_of_three(bc, dxs, edxs, dx, edx, err);
+	}
+	for (int i = 0; i < 3; i++) {
+		tps_tensor_free(&grads[i]);
+		tps_tensor_free(&dxs[i]);
+		tps_bound_free(&eg[i]);
+		tps_bound_free(&edxs[i]);
+		tps_tensor_free(&m->ref_saved_more[i]);
+		tps_bound_free(&m->ref_saved_more_bound[i]);
+	}
+	tps_tensor_free(&da);
+	tps_bound_free(&eda);
 	tps_tensor_free(&m->ref_saved_in);
 	return st;
 }
@@ -543,6 +741,8 @@ const struct tps_module_ops tps_attention_ops = {
 	.backward = attention_backward,
 	.reference_forward = attention_reference_forward,
 	.reference_backward = attention_reference_backward,
+	.bound_forward = attention_bound_forward,
+	.bound_backward = attention_bound_backward,
 	.parameters = attention_parameters,
 	.memory_estimate = attention_memory_estimate,
 	.check = attention_check,

@@ -315,8 +315,9 @@ static enum tps_status embedding_bound_backward(struct tps_module *m,
 		st = tps_tensor_init(&a, &dy->shape, err);
 		for (int64_t i = 0; st == TPS_OK && i < n; i++) {
 			int64_t id = (int64_t)ids->data[i];
-			double g = tps_bound_gamma(
-				id >= 0 && id < rows ? count[id] : 0, bc->u_acc);
+			double g = tps_bound_ctx_gamma(
+				bc, id >= 0 && id < rows ? count[id] : 0,
+				bc->u_acc);
 			for (int64_t j = 0; j < width; j++) {
 				int64_t k = i * width + j;
 				a.data[k] = exact_in
@@ -336,10 +337,10 @@ static enum tps_status embedding_bound_backward(struct tps_module *m,
 			double pv = e.e.data[i];
 			e.e.data[i] =
 				integral && bc->grad_scale * pv <
-						    TPS_BOUND_EXACT_LIMIT
+						    bc->exact_limit
 					? 0.0f
-					: tps_bound_up(tps_bound_gamma(
-							       count[i / width],
+					: tps_bound_up(tps_bound_ctx_gamma(
+							       bc, count[i / width],
 							       bc->u_acc) *
 						       pv);
 		}

@@ -52,6 +52,9 @@ struct tps_event {
 	const struct tps_placement *before;
 	const char *note;    /* NULL or one sentence */
 	const char *mistake; /* NULL, or the injected mistake that made it */
+	/* The dtype value is stored in (its values are all of it); float32
+	 * unless the config's "dtype" says otherwise (spec.h). */
+	enum tps_dtype dtype;
 	const struct tps_dtensor *value; /* the produced tensor, every rank */
 };
 

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "nn.h"
+#include "nn_bounds.h"
 
 enum { WEIGHT, BIAS };
 
@@ -386,6 +387,124 @@ static enum tps_status layernorm_reference_backward(struct tps_module *m,
 	return st;
 }
 
+/* The operands of nn_bounds.h's layer norm rules: the reference's x,
+ * w, b and their bounds. The row sums of dw and db split over the dp
+ * ranks, and under sequence parallel over the tp ranks too. */
+static struct tps_bound_layernorm bound_operands(const struct tps_module *m,
+						 const struct tps_bound_ctx *bc,
+						 const struct tps_tensor *x,
+						 const struct tps_bound *ex)
+{
+	bool bias = m->spec->bias;
+	int64_t dp = (int64_t)bc->grad_scale;
+	struct tps_bound_layernorm ln = {
+		x,
+		&ex->e,
+		&m->params[WEIGHT].global,
+		&m->params[WEIGHT].ref_bound.e,
+		bias ? &m->params[BIAS].global : NULL,
+		bias ? &m->params[BIAS].ref_bound.e : NULL,
+		m->spec->eps,
+		m->spec->style == TPS_STYLE_SEQUENCE ? dp * bc->tp : dp};
+	return ln;
+}
+
+/* The first "no bound" among x's and the parameters' bounds, or NULL. */
+static const struct tps_bound *first_none(const struct tps_module *m,
+					  const struct tps_bound *ex)
+{
+	const struct tps_bound *in[3] = {
+		ex, &m->params[WEIGHT].ref_bound,
+		m->spec->bias ? &m->params[BIAS].ref_bound : NULL};
+	return tps_bound_first_none(in, 3);
+}
+
+/* docs/numerics.md, "Layer norm": the store is the sequence's
+ * (nn_seq.c), the sums of dw and db over row parts are all-reduced in
+ * the reduce dtype. */
+static enum tps_status layernorm_bound_forward(struct tps_module *m,
+					       const struct tps_bound_ctx *bc,
+					       const struct tps_tensor *x,
+					       const struct tps_bound *ex,
+					       struct tps_tensor *y,
+					       struct tps_bound *ey,
+					       struct tps_error *err)
+{
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+				      bc->dtypes.of[TPS_ROLE_REDUCE]};
+	struct tps_bound_layernorm ln = bound_operands(m, bc, x, ex);
+	const struct tps_bound *none = first_none(m, ex);
+	struct tps_tensor out = {0};
+	struct tps_bound e = {0};
+	enum tps_status st =
+		layernorm_reference_forward(m, bc->pool, x, &out, err);
+	if (st == TPS_OK && none) {
+		tps_bound_none_like(&e, none);
+	} else if (st == TPS_OK) {
+		st = tps_bound_layernorm_forward(&ln, &dt, &e.e, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*y = out;
+	*ey = e;
+	return TPS_OK;
+}
+
+static enum tps_status layernorm_bound_backward(struct tps_module *m,
+						const struct tps_bound_ctx *bc,
+						const struct tps_tensor *dy,
+						const struct tps_bound *edy,
+						struct tps_tensor *dx,
+						struct tps_bound *edx,
+						struct tps_error *err)
+{
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+				      bc->dtypes.of[TPS_ROLE_REDUCE]};
+	struct tps_bound_layernorm ln =
+		bound_operands(m, bc, &m->ref_saved_in, &m->ref_saved_bound);
+	const struct tps_bound *none = first_none(m, &m->ref_saved_bound);
+	struct tps_param *w = &m->params[WEIGHT];
+	struct tps_param *b = m->spec->bias ? &m->params[BIAS] : NULL;
+	struct tps_bound ed = {0}, ew = {0}, eb = {0};
+	struct tps_tensor d = {0};
+	enum tps_status st = TPS_OK;
+	none = none ? none : (tps_bound_is_none(edy) ? edy : NULL);
+	if (none) {
+		tps_bound_none_like(&ed, none);
+		tps_bound_none_like(&ew, none);
+		tps_bound_none_like(&eb, none);
+	} else {
+		st = tps_bound_layernorm_backward(&ln, dy, &edy->e, &dt,
+						  dx ? &ed.e : NULL, &ew.e,
+						  b ? &eb.e : NULL, err);
+	}
+	/* The values last: reference_backward frees the saved input. */
+	if (st == TPS_OK) {
+		st = layernorm_reference_backward(m, bc->pool, dy,
+						  dx ? &d : NULL, err);
+	}
+	if (st != TPS_OK) {
+		tps_bound_free(&ed);
+		tps_bound_free(&ew);
+		tps_bound_free(&eb);
+		return st;
+	}
+	tps_bound_move(&w->ref_grad_bound, &ew);
+	if (b) {
+		tps_bound_move(&b->ref_grad_bound, &eb);
+	}
+	tps_bound_free(&eb);
+	if (dx) {
+		*dx = d;
+		*edx = ed;
+	} else {
+		tps_bound_free(&ed);
+	}
+	return TPS_OK;
+}
+
 static int layernorm_parameters(const struct tps_module_spec *s, int tp_dim,
 				struct tps_param_spec *out)
 {
@@ -422,6 +541,8 @@ const struct tps_module_ops tps_layernorm_ops = {
 	.backward = layernorm_backward,
 	.reference_forward = layernorm_reference_forward,
 	.reference_backward = layernorm_reference_backward,
+	.bound_forward = layernorm_bound_forward,
+	.bound_backward = layernorm_bound_backward,
 	.parameters = layernorm_parameters,
 	.memory_estimate = layernorm_memory_estimate,
 };

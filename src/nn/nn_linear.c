@@ -216,6 +216,7 @@ static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
 {
 	const struct tps_param *w = &m->params[WEIGHT];
 	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	struct tps_nn_context pctx = *ctx;
 	struct tps_event ev = {0};
 	enum tps_status st;
 	int right = w->value.placements[ctx->tp_dim].dim;
@@ -242,7 +243,9 @@ static enum tps_status wrong_shard(const struct tps_nn_context *ctx,
 			       "where rowwise splits its columns (input "
 			       "features)";
 	ev.value = wrong;
-	st = tps_nn_emit_mistaken_event(ctx, &ev, err);
+	/* A weight in the forward phase: its dtype is the params'. */
+	pctx.dtypes.of[TPS_ROLE_ACTIVATIONS] = ctx->dtypes.of[TPS_ROLE_PARAMS];
+	st = tps_nn_emit_mistaken_event(&pctx, &ev, err);
 	if (st != TPS_OK) {
 		tps_dtensor_free(wrong);
 	}
@@ -664,7 +667,7 @@ static enum tps_status allreduce_sharded_grad(const struct tps_nn_context *ctx,
 	if (st == TPS_OK) {
 		st = tps_comm_all_reduce(ctx->mesh, 1u << ctx->tp_dim,
 					 p->grad.locals, TPS_REDUCE_SUM,
-					 &report, err);
+					 tps_nn_comm_dtypes(ctx), &report, err);
 		if (st != TPS_OK) {
 			tps_error_prefix(err, "%s: all_reduce over tp", name);
 		}
@@ -749,9 +752,23 @@ static enum tps_status linear_reference_forward(struct tps_module *m,
 						struct tps_tensor *y,
 						struct tps_error *err)
 {
-	return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
-				 m->spec->bias ? &m->params[BIAS].global : NULL,
-				 pool, err);
+	enum tps_dtype act = tps_module_dtype(m, TPS_ROLE_ACTIVATIONS);
+	enum tps_status st;
+	if (act == TPS_DTYPE_F32 || !m->spec->bias) {
+		return tps_tensor_linear(y, x, &m->params[WEIGHT].global,
+					 m->spec->bias ? &m->params[BIAS].global
+						       : NULL,
+					 pool, err);
+	}
+	/* The ranks store the matmul, then add the bias and store again
+	 * (nn.h): two roundings, the same here. */
+	st = tps_tensor_linear(y, x, &m->params[WEIGHT].global, NULL, pool,
+			       err);
+	if (st == TPS_OK && y->data) {
+		tps_dtype_round_array(y->data, tps_tensor_numel(y), act);
+		tps_tensor_add_bias(y, &m->params[BIAS].global, 1.0f);
+	}
+	return st;
 }
 
 static enum tps_status linear_reference_backward(struct tps_module *m,
@@ -841,11 +858,12 @@ static enum tps_status magnitude(struct tps_tensor *out,
  * order is then an exact integer. On error *out is untouched.
  */
 static enum tps_status matmul_bound(const struct matmul_bound *mb,
-				    struct tps_pool *pool,
+				    const struct tps_bound_ctx *bc,
 				    struct tps_bound *out,
 				    struct tps_error *err)
 {
-	double g = tps_bound_gamma(mb->n, mb->u);
+	struct tps_pool *pool = bc->pool;
+	double g = tps_bound_ctx_gamma(bc, mb->n, mb->u);
 	float gf = tps_bound_up(g), g2 = tps_bound_up(2.0 * g + 1.0);
 	struct tps_tensor a = {0}, b = {0}, c = {0}, d = {0};
 	struct tps_bound e = {0};
@@ -901,7 +919,7 @@ static enum tps_status matmul_bound(const struct matmul_bound *mb,
 	for (int64_t i = 0; st == TPS_OK && exact_in && i < n; i++) {
 		float p = e.e.data[i];
 		e.e.data[i] = integral && mb->scale * (double)p <
-						  TPS_BOUND_EXACT_LIMIT
+						  bc->exact_limit
 				      ? 0.0f
 				      : tps_bound_up(g * (double)p);
 	}
@@ -963,7 +981,7 @@ static enum tps_status linear_bound_forward(struct tps_module *m,
 	if (st == TPS_OK && none) {
 		tps_bound_none_like(&e, none);
 	} else if (st == TPS_OK) {
-		st = matmul_bound(&mb, bc->pool, &e, err);
+		st = matmul_bound(&mb, bc, &e, err);
 	}
 	if (st != TPS_OK) {
 		tps_tensor_free(&out);
@@ -984,7 +1002,7 @@ static enum tps_status rows_bound(const struct tps_bound_ctx *bc,
 {
 	int64_t width = dy->shape.ndim ? dy->shape.dim[dy->shape.ndim - 1] : 1;
 	int64_t rows = width ? tps_tensor_numel(dy) / width : 0;
-	double g = tps_bound_gamma(rows, bc->u_acc);
+	double g = tps_bound_ctx_gamma(bc, rows, bc->u_acc);
 	bool exact_in = tps_bound_is_zero(edy);
 	bool integral = exact_in && tps_tensor_integral(dy);
 	struct tps_tensor a = {0};
@@ -1000,7 +1018,7 @@ static enum tps_status rows_bound(const struct tps_bound_ctx *bc,
 	for (int64_t i = 0; st == TPS_OK && exact_in && i < width; i++) {
 		float p = e.e.data[i];
 		e.e.data[i] = integral && bc->grad_scale * (double)p <
-						  TPS_BOUND_EXACT_LIMIT
+						  bc->exact_limit
 				      ? 0.0f
 				      : tps_bound_up(g * (double)p);
 	}
@@ -1062,7 +1080,7 @@ static enum tps_status linear_bound_backward(struct tps_module *m,
 	if (none) {
 		tps_bound_none_like(&ew, none);
 	} else {
-		st = matmul_bound(&dw, bc->pool, &ew, err);
+		st = matmul_bound(&dw, bc, &ew, err);
 	}
 	if (st == TPS_OK && b && tps_bound_is_none(edy)) {
 		tps_bound_none_like(&eb, edy);
@@ -1073,7 +1091,7 @@ static enum tps_status linear_bound_backward(struct tps_module *m,
 	if (st == TPS_OK && dx && none) {
 		tps_bound_none_like(&ed, none);
 	} else if (st == TPS_OK && dx) {
-		st = matmul_bound(&din, bc->pool, &ed, err);
+		st = matmul_bound(&din, bc, &ed, err);
 	}
 	/* The values last: reference_backward frees the saved input. */
 	if (st == TPS_OK) {

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "nn.h"
+#include "nn_bounds.h"
 
 static int64_t row_length(const struct tps_tensor *y)
 {
@@ -180,12 +181,62 @@ static enum tps_status loss_value_bound(enum tps_loss type,
 	return TPS_OK;
 }
 
+/*
+ * cross_entropy through nn_bounds.h's rules (the reference's row
+ * weights), then what the simulation's weights add: each dp rank weighs
+ * its rows by sim_scale, dp times row_scale, and the dp average divides
+ * again, so its gradient may differ by the weights' own roundings, ew
+ * relative to |p - onehot| <= 1 (plus its bound), and one more rounding
+ * of the product.
+ */
+static enum tps_status cross_entropy_bound(
+	const struct tps_tensor *y, const struct tps_bound *ey,
+	const struct tps_tensor *t, const double *row_scale,
+	const double *sim_scale, int dp, const struct tps_tensor *dy, double u,
+	int64_t class_parts, enum tps_dtype reduce, struct tps_bound *el,
+	struct tps_bound *ed, struct tps_error *err)
+{
+	struct tps_bound_cross_entropy ce = {y, &ey->e, t, row_scale,
+					     class_parts};
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32, reduce};
+	struct tps_shape scalar = tps_shape_make(0, NULL);
+	int64_t n = row_length(y);
+	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
+	double e_loss = 0.0;
+	enum tps_status st =
+		tps_bound_cross_entropy_loss(&ce, &dt, &e_loss, err);
+	if (st == TPS_OK) {
+		st = tps_bound_zero(el, &scalar, err);
+	}
+	if (st == TPS_OK) {
+		el->e.data[0] = tps_bound_up(e_loss);
+		st = tps_bound_cross_entropy_grad(&ce, &dt, &ed->e, err);
+		if (st != TPS_OK) {
+			tps_bound_free(el);
+		}
+	}
+	for (int64_t r = 0; st == TPS_OK && r < rows; r++) {
+		double w = row_scale[r];
+		double ew = fabs((double)(float)(sim_scale[r] / dp) - w) +
+			    fabs((double)(float)w - w) + fabs(w) * 0x1p-50;
+		for (int64_t j = 0; j < n; j++) {
+			int64_t k = r * n + j;
+			double e = ed->e.data[k];
+			ed->e.data[k] = tps_bound_up(
+				e + ew * (1.0 + e / fmax(fabs(w), 1e-300)) +
+				2.0 * u * (fabs(dy->data[k]) + e));
+		}
+	}
+	return st;
+}
+
 enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const struct tps_bound *ey,
 			       const struct tps_tensor *t,
 			       const double *row_scale,
 			       const double *sim_scale, int dp, double loss,
 			       const struct tps_tensor *dy, double u,
+			       int64_t class_parts, enum tps_dtype reduce,
 			       struct tps_bound *eloss, struct tps_bound *edy,
 			       struct tps_error *err)
 {
@@ -194,15 +245,15 @@ enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 	struct tps_bound el = {0}, ed = {0};
 	enum tps_status st = TPS_OK;
 
-	if (type == TPS_LOSS_CROSS_ENTROPY) {
-		tps_bound_set_none(&el, "cross_entropy has no error-bound "
-					"rule");
-		tps_bound_none_like(&ed, &el);
-		goto out;
-	}
 	if (tps_bound_is_none(ey)) {
 		tps_bound_none_like(&el, ey);
 		tps_bound_none_like(&ed, ey);
+		goto out;
+	}
+	if (type == TPS_LOSS_CROSS_ENTROPY) {
+		st = cross_entropy_bound(y, ey, t, row_scale, sim_scale, dp,
+					 dy, u, class_parts, reduce, &el, &ed,
+					 err);
 		goto out;
 	}
 	st = loss_value_bound(type, y, ey, t, row_scale, dp, loss, u, &el,

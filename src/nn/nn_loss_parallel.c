@@ -133,10 +133,12 @@ static enum tps_status ce_stat(const struct tps_nn_context *ctx,
 		return st;
 	}
 	if (st == TPS_OK) {
+		/* The loss's statistics are float32 whatever the dtypes
+		 * (spec.h: the loss is computed in float32). */
 		st = tps_comm_all_reduce(mesh, 1u << ctx->tp_dim, out->locals,
 					 stat == CE_MAX ? TPS_REDUCE_MAX
 							: TPS_REDUCE_SUM,
-					 &report, err);
+					 TPS_COMM_F32, &report, err);
 	}
 	if (st == TPS_OK) {
 		out->placements[ctx->tp_dim] = tps_placement_replicate();

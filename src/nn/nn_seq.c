@@ -5,6 +5,7 @@
  * an input gradient only if something before it trains or the sequence's
  * own input wants one.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,49 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 	return st;
 }
 
+enum tps_dtype tps_module_dtype(const struct tps_module *m,
+				enum tps_dtype_role r)
+{
+	return m->dtypes ? m->dtypes->of[r] : TPS_DTYPE_F32;
+}
+
+static void round_tensor(struct tps_tensor *t, enum tps_dtype d)
+{
+	if (t->data) {
+		tps_dtype_round_array(t->data, tps_tensor_numel(t), d);
+	}
+}
+
+enum tps_status tps_nn_reference_forward(struct tps_module *m,
+					 struct tps_pool *pool,
+					 const struct tps_tensor *x,
+					 struct tps_tensor *y,
+					 struct tps_error *err)
+{
+	enum tps_status st = m->ops->reference_forward(m, pool, x, y, err);
+	if (st == TPS_OK) {
+		round_tensor(y, tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
+	}
+	return st;
+}
+
+enum tps_status tps_nn_reference_backward(struct tps_module *m,
+					  struct tps_pool *pool,
+					  const struct tps_tensor *dy,
+					  struct tps_tensor *dx,
+					  struct tps_error *err)
+{
+	enum tps_dtype g = tps_module_dtype(m, TPS_ROLE_GRADS);
+	enum tps_status st = m->ops->reference_backward(m, pool, dy, dx, err);
+	if (st == TPS_OK && dx) {
+		round_tensor(dx, g);
+	}
+	for (int i = 0; st == TPS_OK && i < m->n_params; i++) {
+		round_tensor(&m->params[i].ref_grad, g);
+	}
+	return st;
+}
+
 enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
 					     struct tps_module *end,
 					     struct tps_pool *pool, bool save,
@@ -227,7 +271,7 @@ enum tps_status tps_nn_reference_forward_seq(struct tps_module *begin,
 	enum tps_status st = tps_tensor_copy(&cur, x, err);
 	for (struct tps_module *m = begin; m < end && st == TPS_OK;
 	     m = tps_module_next(m)) {
-		st = m->ops->reference_forward(m, pool, &cur, &out, err);
+		st = tps_nn_reference_forward(m, pool, &cur, &out, err);
 		/* Every module's backward needs its input: keep it. */
 		if (st == TPS_OK && save) {
 			tps_tensor_move(&m->ref_saved_in, &cur);
@@ -267,8 +311,8 @@ enum tps_status tps_nn_reference_backward_seq(struct tps_module *begin,
 		if (!want && first_trainer != i) {
 			break;
 		}
-		st = list[i]->ops->reference_backward(list[i], pool, &g,
-						      want ? &d : NULL, err);
+		st = tps_nn_reference_backward(list[i], pool, &g,
+					       want ? &d : NULL, err);
 		tps_tensor_move(&g, &d);
 	}
 	for (struct tps_module *m = begin;
@@ -299,6 +343,45 @@ enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
 	return bc->sink.emit(bc->sink.ctx, &ev, err);
 }
 
+double tps_bound_ctx_gamma(const struct tps_bound_ctx *bc, int64_t n,
+			   double u)
+{
+	double g = tps_bound_gamma(n, u);
+	if (bc->narrow == 0.0) {
+		return g;
+	}
+	return (double)tps_bound_up((1.0 + g) * (1.0 + bc->narrow) - 1.0);
+}
+
+/*
+ * nn.h. t stored in dtype d (float32: already): every value rounded to d
+ * (the bytes tps_nn_reference_forward and _backward make), and its bound
+ * e gains the rounding where e > 0: an evaluation z within e of the
+ * center stores fl(z), |fl(z) - z| <= u |z| <= u (|fl(t)| / (1 - u) +
+ * 2 e). Where e = 0 every evaluation rounds the same float alike.
+ */
+void tps_nn_bound_store(struct tps_tensor *t, struct tps_bound *e,
+			enum tps_dtype d)
+{
+	int64_t n = tps_tensor_numel(t);
+	double u = tps_dtype_unit_roundoff(d);
+	if (d == TPS_DTYPE_F32 || !t->data) {
+		return;
+	}
+	tps_dtype_round_array(t->data, n, d);
+	if (tps_bound_is_none(e) || !e->e.data) {
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		double v = e->e.data[i];
+		if (v > 0.0) {
+			e->e.data[i] = tps_bound_up(
+				v + u * (fabs(t->data[i]) / (1.0 - u) +
+					 2.0 * v));
+		}
+	}
+}
+
 /* The reason a type without rules gives: "<name>: <type> has no
  * error-bound rule". */
 static void no_rule(struct tps_bound *b, const struct tps_module *m)
@@ -319,11 +402,15 @@ static enum tps_status bound_forward_one(struct tps_module *m,
 {
 	enum tps_status st;
 	if (m->ops->bound_forward) {
-		return m->ops->bound_forward(m, bc, x, ex, y, ey, err);
+		st = m->ops->bound_forward(m, bc, x, ex, y, ey, err);
+	} else {
+		st = m->ops->reference_forward(m, bc->pool, x, y, err);
+		if (st == TPS_OK) {
+			no_rule(ey, m);
+		}
 	}
-	st = m->ops->reference_forward(m, bc->pool, x, y, err);
 	if (st == TPS_OK) {
-		no_rule(ey, m);
+		tps_nn_bound_store(y, ey, tps_module_dtype(m, TPS_ROLE_ACTIVATIONS));
 	}
 	return st;
 }
@@ -395,6 +482,14 @@ static enum tps_status bound_backward_one(struct tps_module *m,
 		if (st == TPS_OK && dx) {
 			no_rule(edx, m);
 		}
+	}
+	for (int k = 0; st == TPS_OK && k < m->n_params; k++) {
+		tps_nn_bound_store(&m->params[k].ref_grad,
+			    &m->params[k].ref_grad_bound,
+			    tps_module_dtype(m, TPS_ROLE_GRADS));
+	}
+	if (st == TPS_OK && dx) {
+		tps_nn_bound_store(dx, edx, tps_module_dtype(m, TPS_ROLE_GRADS));
 	}
 	for (int k = 0; st == TPS_OK && k < m->n_params; k++) {
 		struct tps_param *p = &m->params[k];

@@ -2,6 +2,7 @@
 
 #include "module_type.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,66 @@ const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
 const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
 const char *const tps_trace_values_names[] = {"full", "summary", "none", NULL};
 const char *const tps_compute_names[] = {"values", "symbolic", NULL};
+const char *const tps_dtype_role_names[] = {
+	"params",	   "master_params", "activations", "grads",
+	"optimizer_state", "reduce",	    NULL};
+static_assert(sizeof tps_dtype_role_names / sizeof *tps_dtype_role_names ==
+		      TPS_DTYPE_ROLE_COUNT + 1,
+	      "a name for every dtype role");
+
+bool tps_dtypes_all_f32(const struct tps_dtypes *d)
+{
+	for (int i = 0; i < TPS_DTYPE_ROLE_COUNT; i++) {
+		if (d->of[i] != TPS_DTYPE_F32) {
+			return false;
+		}
+	}
+	return true;
+}
+
+int tps_dtypes_exact_bits(const struct tps_dtypes *d)
+{
+	static const int bits[TPS_DTYPE_COUNT] = {[TPS_DTYPE_F32] = 24,
+						  [TPS_DTYPE_BF16] = 8,
+						  [TPS_DTYPE_F16] = 11};
+	int least = 24;
+	for (int i = 0; i < TPS_DTYPE_ROLE_COUNT; i++) {
+		least = bits[d->of[i]] < least ? bits[d->of[i]] : least;
+	}
+	return least;
+}
+
+static struct tps_dtype_use use(enum tps_dtype store, enum tps_dtype acc)
+{
+	struct tps_dtype_use u = {store, acc};
+	return u;
+}
+
+struct tps_dtype_use tps_dtype_use_output(const struct tps_dtypes *d)
+{
+	return use(d->of[TPS_ROLE_ACTIVATIONS], TPS_DTYPE_F32);
+}
+
+struct tps_dtype_use tps_dtype_use_grad(const struct tps_dtypes *d)
+{
+	return use(d->of[TPS_ROLE_GRADS], TPS_DTYPE_F32);
+}
+
+struct tps_dtype_use tps_dtype_use_param(const struct tps_dtypes *d)
+{
+	return use(d->of[TPS_ROLE_PARAMS], TPS_DTYPE_F32);
+}
+
+struct tps_dtype_use tps_dtype_use_state(const struct tps_dtypes *d)
+{
+	return use(d->of[TPS_ROLE_OPTIMIZER_STATE], TPS_DTYPE_F32);
+}
+
+struct tps_dtype_use tps_dtype_use_reduction(const struct tps_dtypes *d,
+					     enum tps_dtype store)
+{
+	return use(store, d->of[TPS_ROLE_REDUCE]);
+}
 
 int tps_name_index(const char *const *table, const char *name)
 {

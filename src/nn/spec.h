@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "dtensor.h"
+#include "dtype.h"
 #include "mesh.h"
 #include "optim.h"
 #include "tensor.h"
@@ -213,6 +214,84 @@ enum tps_compute {
 };
 extern const char *const tps_compute_names[];
 
+/*
+ * The roles a run's tensors play, each stored in a dtype of its own
+ * ("dtype" in the config; docs/config.md, docs/design.md section 3).
+ * Every store rounds to its role's dtype, to nearest even; arithmetic is
+ * float32 in between (a matmul accumulates in float32, as tensor cores
+ * do, and rounds once when it stores).
+ */
+enum tps_dtype_role {
+	/* The parameters the ranks and the reference compute with, as
+	 * Megatron's params_dtype: rounded at setup and after each update. */
+	TPS_ROLE_PARAMS,
+	/* The optimizer's own copy of the parameters ("main params",
+	 * master weights): when it differs from params (float32 for bf16
+	 * params), the update runs on it and the parameter is its rounding;
+	 * when equal, no copy is kept and the update rounds into the
+	 * parameter itself. */
+	TPS_ROLE_MASTER_PARAMS,
+	/* The input (but token ids) and every value the forward stores: each
+	 * module's output and the partial sums it reduces. The loss is
+	 * computed in float32 whatever this says, as mixed-precision
+	 * training computes it. */
+	TPS_ROLE_ACTIVATIONS,
+	/* Every gradient the backward stores, the activations' and the
+	 * parameters', and their dp average. */
+	TPS_ROLE_GRADS,
+	/* sgd's momentum buffer, adamw's exp_avg and exp_avg_sq. */
+	TPS_ROLE_OPTIMIZER_STATE,
+	/* The running sum of a collective's reduction (all_reduce,
+	 * reduce_scatter: comm.h): bfloat16 adds in bfloat16, as NCCL does
+	 * for a bf16 tensor; float32 sums the members in float32 and rounds
+	 * once, as Megatron's grad reduce in fp32. */
+	TPS_ROLE_REDUCE,
+};
+#define TPS_DTYPE_ROLE_COUNT 6
+/* "params", "master_params", "activations", "grads", "optimizer_state",
+ * "reduce": the config's keys; NULL-terminated. */
+extern const char *const tps_dtype_role_names[];
+
+/* The dtype of each role; a zeroed struct is float32 everywhere. */
+struct tps_dtypes {
+	enum tps_dtype of[TPS_DTYPE_ROLE_COUNT];
+};
+
+/* Whether every role is float32 (the default: the run is tpsim's float32
+ * run, and the normalised config leaves "dtype" out). */
+bool tps_dtypes_all_f32(const struct tps_dtypes *d);
+/* The narrowest significand among the roles, in bits (24 for float32
+ * everywhere, 11 with a float16 role, 8 with a bfloat16 one): integers
+ * below 2^bits survive every store and every sum of the run. */
+int tps_dtypes_exact_bits(const struct tps_dtypes *d);
+
+/*
+ * The dtypes a tensor is computed in, for the error bounds (the unit
+ * roundoff of each: tps_dtype_unit_roundoff): `accumulate`, the dtype its
+ * sums run in (float32 for every matmul and element-wise op; the reduce
+ * dtype for a collective's sum), and `store`, the dtype it is rounded to
+ * when stored.
+ */
+struct tps_dtype_use {
+	enum tps_dtype store, accumulate;
+};
+/* A module's output (and each forward partial sum): store activations,
+ * accumulate float32. */
+struct tps_dtype_use tps_dtype_use_output(const struct tps_dtypes *d);
+/* A gradient (an activation's, a parameter's): store grads, accumulate
+ * float32. */
+struct tps_dtype_use tps_dtype_use_grad(const struct tps_dtypes *d);
+/* A parameter after an update: the update's arithmetic is float32,
+ * stored in master_params, then in params (once when they are equal). */
+struct tps_dtype_use tps_dtype_use_param(const struct tps_dtypes *d);
+/* Optimizer state: store optimizer_state, accumulate float32. */
+struct tps_dtype_use tps_dtype_use_state(const struct tps_dtypes *d);
+/* A collective's sum of a tensor stored in `store`: accumulate reduce
+ * (each member's value rounded to it, then the running sum after each
+ * addition), then rounded once to store. */
+struct tps_dtype_use tps_dtype_use_reduction(const struct tps_dtypes *d,
+					     enum tps_dtype store);
+
 struct tps_init_spec {
 	enum tps_init_method method;
 	uint64_t seed;
@@ -305,6 +384,9 @@ struct tps_model_spec {
 	bool loss_parallel;
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
+	/* The dtype of each role ("dtype"); float32 everywhere unless
+	 * given. */
+	struct tps_dtypes dtypes;
 };
 
 /* Frees what the spec owns (modules, overrides); NULL is a no-op. */

@@ -263,7 +263,7 @@ enum tps_status tps_run_estimate(const struct tps_run_spec *spec,
 		st = tps_trace_write_params(&trace, &model, err);
 	}
 	if (st == TPS_OK) {
-		st = tps_trace_write_inputs(&trace, &input,
+		st = tps_trace_write_inputs(&trace, &spec->model, &input,
 					    with_target ? &target : NULL, err);
 	}
 	if (st == TPS_OK) {

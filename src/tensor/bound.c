@@ -1,6 +1,7 @@
 /* The arithmetic every error-bound rule shares (bound.h). */
 #include "bound.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +21,11 @@ double tps_bound_gamma(int64_t n, double u)
 
 float tps_bound_up(double v)
 {
-	float f = (float)v;
+	float f;
+	if (!(v == v) || v > FLT_MAX) {
+		return INFINITY;
+	}
+	f = (float)v;
 	if ((double)f < v) {
 		f = nextafterf(f, INFINITY);
 	}

@@ -57,7 +57,8 @@ struct tps_bound {
  */
 double tps_bound_gamma(int64_t n, double u);
 
-/* The least float >= v (v >= 0; +inf past the largest float). */
+/* The least float >= v (v >= 0; +inf past the largest float, and for
+ * NaN: a bound that says nothing). */
 float tps_bound_up(double v);
 
 /* *b = a bound of all zeros of the shape. On error *b is untouched. */

@@ -18,7 +18,8 @@ int tps_optim_state_count(const struct tps_optimizer_spec *o)
 }
 
 static void sgd_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
-		     const float *grad, float *buf, int64_t n)
+		     const float *grad, float *buf, int64_t n,
+		     enum tps_dtype pd, enum tps_dtype sd)
 {
 	const float wd = (float)o->weight_decay;
 	const float momentum = (float)o->momentum;
@@ -32,15 +33,17 @@ static void sgd_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 		if (o->momentum != 0.0) {
 			/* torch clones the gradient into the buffer at its
 			 * first step, undamped. */
-			buf[i] = t == 1 ? g : buf[i] * momentum + keep * g;
+			buf[i] = tps_dtype_round(
+				t == 1 ? g : buf[i] * momentum + keep * g, sd);
 			g = o->nesterov ? g + momentum * buf[i] : buf[i];
 		}
-		p[i] = p[i] + neg_lr * g;
+		p[i] = tps_dtype_round(p[i] + neg_lr * g, pd);
 	}
 }
 
 static void adamw_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
-		       const float *grad, float *m, float *v, int64_t n)
+		       const float *grad, float *m, float *v, int64_t n,
+		       enum tps_dtype pd, enum tps_dtype sd)
 {
 	const double bc1 = 1.0 - pow(o->beta1, (double)t);
 	const double bc2 = 1.0 - pow(o->beta2, (double)t);
@@ -52,27 +55,30 @@ static void adamw_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
 	const float eps = (float)o->eps;
 	const float neg_step = (float)(-o->lr / bc1);
 	for (int64_t i = 0; i < n; i++) {
-		float denom;
+		float denom, q = p[i];
 		if (o->weight_decay != 0.0) {
-			p[i] = p[i] * decay;
+			q = q * decay;
 		}
-		m[i] = m[i] + w1 * (grad[i] - m[i]);
-		v[i] = v[i] * b2 + (w2 * grad[i]) * grad[i];
+		m[i] = tps_dtype_round(m[i] + w1 * (grad[i] - m[i]), sd);
+		v[i] = tps_dtype_round(v[i] * b2 + (w2 * grad[i]) * grad[i],
+				       sd);
 		denom = sqrtf(v[i]) / bc2_sqrt + eps;
-		p[i] = p[i] + (neg_step * m[i]) / denom;
+		p[i] = tps_dtype_round(q + (neg_step * m[i]) / denom, pd);
 	}
 }
 
 void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
-		    const float *grad, float *const *state, int64_t n)
+		    const float *grad, float *const *state, int64_t n,
+		    enum tps_dtype p_dtype, enum tps_dtype state_dtype)
 {
 	switch (o->type) {
 	case TPS_OPTIMIZER_SGD:
-		sgd_step(o, t, p, grad, o->momentum != 0.0 ? state[0] : NULL,
-			 n);
+		sgd_step(o, t, p, grad, o->momentum != 0.0 ? state[0] : NULL, n,
+			 p_dtype, state_dtype);
 		return;
 	case TPS_OPTIMIZER_ADAMW:
-		adamw_step(o, t, p, grad, state[0], state[1], n);
+		adamw_step(o, t, p, grad, state[0], state[1], n, p_dtype,
+			   state_dtype);
 		return;
 	}
 }

@@ -16,12 +16,19 @@
  *           v = v beta2 + ((1 - beta2) grad) grad
  *           denom = sqrt(v) / sqrt(1 - beta2^t) + eps
  *           p = p + ((-lr / (1 - beta1^t)) m) / denom
+ *
+ * Dtypes (dtype.h): each state element is stored, rounded to its dtype,
+ * as soon as it is updated (the update then reads the stored value, as a
+ * bf16 exp_avg is read back), and each parameter element once, at the end
+ * of its update (a fused optimizer's one store); float32 rounds nothing.
  */
 #ifndef TPSIM_OPTIM_H
 #define TPSIM_OPTIM_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "dtype.h"
 
 enum tps_optimizer_type {
 	TPS_OPTIMIZER_SGD,
@@ -47,10 +54,12 @@ struct tps_optimizer_spec {
 /* State arrays per parameter: sgd 1 with momentum (else 0), adamw 2. */
 int tps_optim_state_count(const struct tps_optimizer_spec *o);
 
-/* One step on n elements: p updated from grad; state[i] holds n floats
- * each (zeroed before step 1). */
+/* One step on n elements: p updated from grad and stored in p_dtype;
+ * state[i] holds n floats each (zeroed before step 1), stored in
+ * state_dtype. */
 void tps_optim_step(const struct tps_optimizer_spec *o, int64_t t, float *p,
-		    const float *grad, float *const *state, int64_t n);
+		    const float *grad, float *const *state, int64_t n,
+		    enum tps_dtype p_dtype, enum tps_dtype state_dtype);
 
 /*
  * The error bounds (bound.h, docs/numerics.md) of one tps_optim_step on

@@ -48,6 +48,9 @@ struct checker {
 	struct tps_json_path path; /* fixture pointer of the value compared */
 	const cJSON *event;	   /* trace event being compared, or NULL */
 	size_t event_index;	   /* its index in the trace's "events" */
+	/* Its "dtype" (float32 when it has none): its numbers, and the
+	 * fixture's, compare as values of it. */
+	enum tps_dtype dtype;
 };
 
 /*
@@ -358,8 +361,16 @@ static void compare_number(struct checker *c, double f, double t,
 	char ts[CHECK_NUMBER_MAX];
 	char ds[CHECK_NUMBER_MAX];
 	char as[CHECK_NUMBER_MAX];
-	double diff = fabs(t - f);
+	double diff;
 
+	if (c->dtype != TPS_DTYPE_F32) {
+		/* A bf16 trace writes 2^-8 as 0.0039, the shortest decimal
+		 * that reads back to it in bf16; a fixture may write
+		 * 0.00390625: both are read as bf16 values first. */
+		f = tps_dtype_round_double(f, c->dtype);
+		t = tps_dtype_round_double(t, c->dtype);
+	}
+	diff = fabs(t - f);
 	if (number_within(f, t, tol)) {
 		return;
 	}
@@ -555,6 +566,18 @@ static void report_unmatched(struct checker *c, const cJSON *match,
 	}
 }
 
+/* A trace event's "dtype" (the trace reader checked it), or float32. */
+static enum tps_dtype dtype_of(const cJSON *ev)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "dtype");
+	for (int i = 0; cJSON_IsString(d) && tps_dtype_names[i]; i++) {
+		if (strcmp(d->valuestring, tps_dtype_names[i]) == 0) {
+			return (enum tps_dtype)i;
+		}
+	}
+	return TPS_DTYPE_F32;
+}
+
 /*
  * Each fixture event takes the first trace event after the last one taken
  * whose keys equal its "match" (or simply the next one); one that finds none
@@ -593,6 +616,7 @@ static void compare_events(struct checker *c, const cJSON *fev,
 		} else {
 			c->event = found;
 			c->event_index = found_index;
+			c->dtype = dtype_of(found);
 			if (cJSON_IsObject(found)) {
 				compare_members(c, fe, found, &ev_tol,
 						CHECK_SCOPE_EVENT);
@@ -600,6 +624,7 @@ static void compare_events(struct checker *c, const cJSON *fev,
 				emit_values(c, fe, found);
 			}
 			c->event = NULL;
+			c->dtype = TPS_DTYPE_F32;
 			prev = found;
 			prev_index = found_index;
 			cursor = found->next;

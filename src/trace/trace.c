@@ -151,6 +151,15 @@ static void write_float(FILE *out, float v)
 	fputs(buf, out);
 }
 
+/* A value of dtype d: the shortest decimal that reads back to it in d
+ * (tps_format_float's for float32). */
+static void write_value(FILE *out, float v, enum tps_dtype d)
+{
+	char buf[TPS_NUMFMT_MAX];
+	tps_format_dtype(v, d, buf);
+	fputs(buf, out);
+}
+
 static void write_shape(FILE *out, const struct tps_shape *s)
 {
 	fputc('[', out);
@@ -167,6 +176,7 @@ static void write_shape(FILE *out, const struct tps_shape *s)
  */
 struct value_writer {
 	FILE *out;
+	enum tps_dtype dtype; /* the values' */
 	size_t used;
 	char block[65536];
 };
@@ -201,7 +211,8 @@ static void write_nested(struct value_writer *w, const struct tps_tensor *t,
 			if (i) {
 				w->block[w->used++] = ',';
 			}
-			w->used += tps_format_float(v[i], w->block + w->used);
+			w->used += tps_format_dtype(v[i], w->dtype,
+						    w->block + w->used);
 		}
 		*pos += n;
 	} else {
@@ -289,9 +300,10 @@ static void find_facts(const struct tps_tensor *v, bool summary,
 }
 
 /* ,"values":... or the summary keys (facts: find_facts's), after a
- * "shape" key. */
+ * "shape" key: v holds values of dtype d (the mean is no value of it: a
+ * float32). */
 static void write_values(struct tps_trace *t, const struct tps_tensor *v,
-			 const struct tensor_facts *facts)
+			 enum tps_dtype d, const struct tensor_facts *facts)
 {
 	int64_t n;
 	if (t->estimate) {
@@ -311,11 +323,12 @@ static void write_values(struct tps_trace *t, const struct tps_tensor *v,
 		if (n == 0) {
 			fputs("[]", t->out);
 		} else if (v->shape.ndim == 0) {
-			write_float(t->out, v->data[0]);
+			write_value(t->out, v->data[0], d);
 		} else {
 			struct value_writer w;
 			int64_t pos = 0;
 			w.out = t->out;
+			w.dtype = d;
 			w.used = 0;
 			write_nested(&w, v, 0, &pos);
 			writer_flush(&w);
@@ -324,9 +337,9 @@ static void write_values(struct tps_trace *t, const struct tps_tensor *v,
 	}
 	if (n > 0) {
 		fputs(",\"min\":", t->out);
-		write_float(t->out, facts->min);
+		write_value(t->out, facts->min, d);
 		fputs(",\"max\":", t->out);
-		write_float(t->out, facts->max);
+		write_value(t->out, facts->max, d);
 		fputs(",\"mean\":", t->out);
 		write_float(t->out, facts->mean);
 	}
@@ -334,23 +347,25 @@ static void write_values(struct tps_trace *t, const struct tps_tensor *v,
 }
 
 /* write_values for a tensor on its own (a parameter, an input). */
-static void write_values_of(struct tps_trace *t, const struct tps_tensor *v)
+static void write_values_of(struct tps_trace *t, const struct tps_tensor *v,
+			    enum tps_dtype d)
 {
 	struct tensor_facts f;
 	if (t->estimate) {
-		write_values(t, v, NULL);
+		write_values(t, v, d, NULL);
 		return;
 	}
 	find_facts(v, t->values == TPS_TRACE_VALUES_SUMMARY, &f);
-	write_values(t, v, &f);
+	write_values(t, v, d, &f);
 }
 
-/* {"shape":[..],"values":..} */
-static void write_tensor_object(struct tps_trace *t, const struct tps_tensor *v)
+/* {"shape":[..],"values":..}, values of dtype d */
+static void write_tensor_object(struct tps_trace *t, const struct tps_tensor *v,
+				enum tps_dtype d)
 {
 	fputs("{\"shape\":", t->out);
 	write_shape(t->out, &v->shape);
-	write_values_of(t, v);
+	write_values_of(t, v, d);
 	fputc('}', t->out);
 }
 
@@ -489,7 +504,8 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 		write_shape(t->out, &p->global.shape);
 		fputs(",\"placements\":", t->out);
 		write_placements(t->out, &p->value);
-		write_values_of(t, &p->global);
+		write_values_of(t, &p->global,
+				model->spec->dtypes.of[TPS_ROLE_PARAMS]);
 		fputc('}', t->out);
 	}
 	fputs("},\n", t->out);
@@ -498,15 +514,16 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 }
 
 enum tps_status tps_trace_write_inputs(struct tps_trace *t,
+				       const struct tps_model_spec *spec,
 				       const struct tps_tensor *input,
 				       const struct tps_tensor *target,
 				       struct tps_error *err)
 {
 	fputs("\"inputs\":{\"input\":", t->out);
-	write_tensor_object(t, input);
+	write_tensor_object(t, input, tps_model_input_dtype(spec));
 	if (target) {
 		fputs(",\"target\":", t->out);
-		write_tensor_object(t, target);
+		write_tensor_object(t, target, tps_model_target_dtype(spec));
 	}
 	fputs("},\n", t->out);
 	(void)err;
@@ -646,6 +663,10 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	tps_json_write_string(out, ev->op);
 	fputs(",\"tensor\":", out);
 	tps_json_write_string(out, ev->tensor);
+	if (ev->dtype != TPS_DTYPE_F32) {
+		fputs(",\"dtype\":", out);
+		tps_json_write_string(out, tps_dtype_names[ev->dtype]);
+	}
 	tps_mesh_mask_name(t->mesh, ev->mask, group_name, sizeof group_name);
 	if (ev->mask) {
 		fputs(",\"mesh_dim\":", out);
@@ -667,7 +688,7 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 			fprintf(out, "%s{\"rank\":%d,\"shape\":", r ? "," : "",
 				r);
 			write_shape(out, &v->locals[r].shape);
-			write_values(t, &v->locals[r],
+			write_values(t, &v->locals[r], ev->dtype,
 				     job.facts ? &job.facts[r] : NULL);
 			fputc('}', out);
 		}
@@ -757,10 +778,12 @@ static void write_losses(struct tps_trace *t, const char *key,
 	fputc(']', t->out);
 }
 
-/* "key":{"name":{tensor},...}, names from the model's parameters. */
+/* "key":{"name":{tensor},...}, names from the model's parameters, values
+ * of dtype d. */
 static void write_named(struct tps_trace *t, const char *key,
 			const struct tps_model *model,
-			const struct tps_tensor *tensors, int n)
+			const struct tps_tensor *tensors, int n,
+			enum tps_dtype d)
 {
 	fprintf(t->out, ",\"%s\":{", key);
 	for (int i = 0; i < n; i++) {
@@ -771,7 +794,7 @@ static void write_named(struct tps_trace *t, const char *key,
 						       ? model->params[i].name
 						       : "input");
 		fputc(':', t->out);
-		write_tensor_object(t, &tensors[i]);
+		write_tensor_object(t, &tensors[i], d);
 	}
 	fputc('}', t->out);
 }
@@ -975,11 +998,15 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err)
 {
+	const struct tps_dtypes *dt = &r->model->spec->dtypes;
+	/* The output in the activations dtype, its own values' (the input's
+	 * gradient, "input" among the grads, is a gradient too). */
+	enum tps_dtype act = dt->of[TPS_ROLE_ACTIVATIONS];
 	if (r->symbolic) {
 		/* Shapes only, and no reference to compare with. */
 		enum tps_status st;
 		fputs("\"result\":{\"output\":", t->out);
-		write_tensor_object(t, &r->sim->output);
+		write_tensor_object(t, &r->sim->output, act);
 		st = write_symbolic(t, r->model, err);
 		fputs("},\n", t->out);
 		return st;
@@ -990,23 +1017,24 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		tps_json_write_string(t->out, r->stopped);
 	} else {
 		fputs("\"result\":{\"output\":", t->out);
-		write_tensor_object(t, &r->sim->output);
+		write_tensor_object(t, &r->sim->output, act);
 	}
 	fputs(",\"reference_output\":", t->out);
-	write_tensor_object(t, &r->ref->output);
+	write_tensor_object(t, &r->ref->output, act);
 	if (r->stopped) {
 		fputs(",\"match\":false", t->out);
 	} else if (r->sim->steps > 0) {
 		write_losses(t, "loss", r->sim);
 		write_losses(t, "reference_loss", r->ref);
 		write_named(t, "grads", r->model, r->sim->grads,
-			    r->sim->n_grads);
+			    r->sim->n_grads, dt->of[TPS_ROLE_GRADS]);
 		write_named(t, "reference_grads", r->model, r->ref->grads,
-			    r->ref->n_grads);
+			    r->ref->n_grads, dt->of[TPS_ROLE_GRADS]);
 		write_named(t, "params_after", r->model, r->sim->params_after,
-			    r->sim->n_params);
+			    r->sim->n_params, dt->of[TPS_ROLE_PARAMS]);
 		write_named(t, "reference_params_after", r->model,
-			    r->ref->params_after, r->ref->n_params);
+			    r->ref->params_after, r->ref->n_params,
+			    dt->of[TPS_ROLE_PARAMS]);
 	}
 	if (!r->stopped) {
 		/* Absent when the shapes differ (an injected mistake's). */

@@ -141,8 +141,10 @@ enum tps_status tps_trace_write_warnings(struct tps_trace *t,
 enum tps_status tps_trace_write_params(struct tps_trace *t,
 				       const struct tps_model *model,
 				       struct tps_error *err);
-/* target may be NULL (inference). */
+/* target may be NULL (inference). Their values are written in the dtypes
+ * the spec gives them (tps_model_input_dtype, _target_dtype). */
 enum tps_status tps_trace_write_inputs(struct tps_trace *t,
+				       const struct tps_model_spec *spec,
 				       const struct tps_tensor *input,
 				       const struct tps_tensor *target,
 				       struct tps_error *err);

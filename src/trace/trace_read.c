@@ -750,6 +750,14 @@ static enum tps_status read_event(struct reader *r, const cJSON *ev, int index)
 	if (st == TPS_OK && member(ev, "ranks")) {
 		st = read_ranks(r, ev, &global, pl);
 	}
+	v = member(ev, "dtype");
+	if (st == TPS_OK && v &&
+	    (!cJSON_IsString(v) ||
+	     tps_name_index(tps_dtype_names, v->valuestring) < 0)) {
+		push(r, "dtype");
+		return bad(r, "expected float32, bfloat16 or float16, got %s",
+			   describe(v, got, sizeof got));
+	}
 	if (st == TPS_OK) {
 		st = may(r, ev, "note", cJSON_IsString, "a sentence");
 	}

@@ -13,8 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "testutil.h"
 #include "cli.h"
+#include "dtype.h"
 #include "jsonio.h"
 #include "tensor.h"
 
@@ -886,6 +889,12 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		{{{"\"step\":0,", "\"step\":-3,"}},
 		 1,
 		 "/events/1/step: expected a step number from 0, got -3"},
+		/* An event's dtype (issue 17). */
+		{{{"\"tensor\":\"fc.in\",", "\"tensor\":\"fc.in\",\"dtype\":"
+						"\"bf16\","}},
+		 1,
+		 "/events/1/dtype: expected float32, bfloat16 or float16, got "
+		 "\"bf16\""},
 		/* The mesh every rank is checked against. */
 		{{{"\"world_size\":2", "\"world_size\":3"}},
 		 1,
@@ -1434,6 +1443,384 @@ START_TEST(traces_are_byte_identical_for_every_thread_count)
 	printf("%d configs byte-identical at 1, 2, 3 and 8 threads\n",
 	       compared);
 	ck_assert_int_ge(compared, 1 + 14 + 2);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* ---- dtypes (issue 17) ------------------------------------------------- */
+
+/* cfg (a config file) with "dtype": dtype (JSON text) added, written to
+ * dir/name; returns its path (a static buffer). */
+static const char *with_dtype(const char *cfg, const char *dtype,
+			      const char *dir, const char *name)
+{
+	size_t len;
+	char *text = tu_read_file(cfg, &len);
+	cJSON *root, *d;
+	char *out;
+	const char *path;
+	ck_assert_ptr_nonnull(text);
+	root = cJSON_Parse(text);
+	d = cJSON_Parse(dtype);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_ptr_nonnull(d);
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "dtype");
+	cJSON_AddItemToObject(root, "dtype", d);
+	out = cJSON_PrintUnformatted(root);
+	path = write_config(dir, name, out);
+	free(out);
+	free(text);
+	cJSON_Delete(root);
+	return path;
+}
+
+/* The dtypes of issue 17: every role in bfloat16, in float16, bf16 with
+ * float32 master params and a float32 reduction (Megatron's --bf16 with
+ * its fp32 main params and grad reduce), and float16 with float32 master
+ * params and optimizer state (as PyTorch's AMP keeps them). */
+static const char *const dtype_variants[] = {
+	"\"bfloat16\"",
+	"\"float16\"",
+	"{\"default\": \"bfloat16\", \"master_params\": \"float32\", "
+	"\"reduce\": \"float32\"}",
+	"{\"default\": \"float16\", \"master_params\": \"float32\", "
+	"\"optimizer_state\": \"float32\"}",
+};
+
+/* Every fixture model, seed 004 and the thread configs above, in each
+ * dtype: the same bytes at 1, 2, 3 and 8 threads, and the dtype is in the
+ * trace (its config, and its events). */
+START_TEST(traces_in_bf16_and_fp16_are_byte_identical_for_every_thread_count)
+{
+	const char *dir = tu_tempdir();
+	DIR *d = opendir(tu_source_path("fixtures"));
+	struct dirent *e;
+	char cfgs[64][1024];
+	int n = 0, compared = 0;
+	ck_assert_ptr_nonnull(d);
+	snprintf(cfgs[n++], sizeof cfgs[0], "%s",
+		 tu_source_path("examples/seed004_ddp_tp/config.json"));
+	while ((e = readdir(d)) && n < 60) {
+		if (e->d_name[0] != '.') {
+			snprintf(cfgs[n++], sizeof cfgs[0], "%s/%s/config.json",
+				 tu_source_path("fixtures"), e->d_name);
+		}
+	}
+	closedir(d);
+	for (size_t i = 0; i < sizeof thread_configs / sizeof thread_configs[0];
+	     i++) {
+		char name[32];
+		/* Not threads<N>.json: traces_agree_across_threads' traces. */
+		snprintf(name, sizeof name, "config%zu.json", i);
+		snprintf(cfgs[n++], sizeof cfgs[0], "%s",
+			 write_config(dir, name, thread_configs[i]));
+	}
+	for (int i = 0; i < n; i++) {
+		for (size_t v = 0;
+		     v < sizeof dtype_variants / sizeof dtype_variants[0];
+		     v++) {
+			char label[1100], first[1100], *text;
+			const char *cfg;
+			size_t len;
+			/* adamw all in float16: (1 - beta2) g^2 underflows in
+			 * exp_avg_sq, the step divides m by eps and the next
+			 * forward overflows (exit 2, "Inf in fc2.out"), as
+			 * PyTorch's Adam on fp16 state does: the last variant
+			 * is how AMP runs it. */
+			if (strstr(cfgs[i], "config0.json") && v == 1) {
+				continue;
+			}
+			cfg = with_dtype(cfgs[i], dtype_variants[v], dir,
+					 "dtype.json");
+			snprintf(label, sizeof label, "%.900s in %.150s",
+				 cfgs[i], dtype_variants[v]);
+			compared +=
+				traces_agree_across_threads(cfg, dir, label);
+			/* Its trace at --threads 1. */
+			snprintf(first, sizeof first, "%.1000s/threads1.json",
+				 dir);
+			text = tu_read_file(first, &len);
+			ck_assert_ptr_nonnull(text);
+			ck_assert_msg(strstr(text, ",\"dtype\":{\"params\":"),
+				      "%s: no dtype in its config", cfgs[i]);
+			ck_assert_msg(strstr(text, ",\"dtype\":\"bfloat16\"") ||
+					      strstr(text, ",\"dtype\":"
+							   "\"float16\""),
+				      "%s: no event has a dtype", cfgs[i]);
+			free(text);
+		}
+	}
+	printf("%d configs in bf16 and fp16 byte-identical at 1, 2, 3 and "
+	       "8 threads\n",
+	       compared);
+	ck_assert_int_ge(compared, 4 * (1 + 19 + 2) - 1);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* The numbers of nested arrays v, in order, into out[*n..], read in
+ * dtype d (tps_dtype_round_double). */
+static void flatten_values(const cJSON *v, enum tps_dtype d, float *out,
+			   int64_t cap, int64_t *n)
+{
+	const cJSON *c;
+	if (cJSON_IsNumber(v)) {
+		ck_assert_int_lt(*n, cap);
+		out[(*n)++] = tps_dtype_round_double(v->valuedouble, d);
+		return;
+	}
+	cJSON_ArrayForEach(c, v)
+	{
+		flatten_values(c, d, out, cap, n);
+	}
+}
+
+/* The values of a trace event's rank r, flattened, as the trace's
+ * numbers read in dtype d. */
+static int64_t event_values(const cJSON *ev, int r, enum tps_dtype d,
+			    float *out, int64_t cap)
+{
+	const cJSON *rank =
+		cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "ranks"), r);
+	int64_t n = 0;
+	ck_assert_ptr_nonnull(rank);
+	flatten_values(cJSON_GetObjectItem(rank, "values"), d, out, cap, &n);
+	return n;
+}
+
+/* The first event of trace root with this op and tensor. */
+static const cJSON *find_event(const cJSON *root, const char *op,
+			       const char *tensor)
+{
+	const cJSON *ev;
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItem(root, "events"))
+	{
+		if (strcmp(cJSON_GetObjectItem(ev, "op")->valuestring, op) ==
+			    0 &&
+		    strcmp(cJSON_GetObjectItem(ev, "tensor")->valuestring,
+			   tensor) == 0) {
+			return ev;
+		}
+	}
+	ck_abort_msg("no %s event of %s", op, tensor);
+	return NULL;
+}
+
+/* fixtures/bf16_all_reduce_3_ranks/DERIVATION.md: partial sums (1, 2^-8,
+ * 2^-8) and (2^-8, 2^-8, 1), reduced over 3 ranks in rank order. In bf16
+ * each addition rounds: 1 + 2^-8 ties to 1, twice, so the first output is
+ * 1 where float32's sum is 1 + 2^-7; the second adds the small terms
+ * first and gets 1 + 2^-7. Reduced in float32 (or in float16, where
+ * 1 + 2^-8 is a value), both are 1 + 2^-7, as the reference. */
+START_TEST(bf16_all_reduce_rounds_each_addition_in_rank_order)
+{
+	static const struct {
+		const char *dtype;
+		float want[2];
+		const char *max_abs_diff;
+	} cases[] = {
+		{"\"bfloat16\"",
+		 {1.0f, 1.0078125f},
+		 "\"max_abs_diff\":0.0078125"},
+		{"{\"default\": \"bfloat16\", \"reduce\": \"float32\"}",
+		 {1.0078125f, 1.0078125f},
+		 "\"max_abs_diff\":0,"},
+		{"\"float16\"",
+		 {1.0078125f, 1.0078125f},
+		 "\"max_abs_diff\":0,"},
+	};
+	const char *dir = tu_tempdir();
+	char trace[1024];
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *cfg = with_dtype(
+			tu_source_path(
+				"fixtures/bf16_all_reduce_3_ranks/config.json"),
+			cases[i].dtype, dir, "c.json");
+		struct tu_result r = tu_cli(5, "run", cfg, "-o", trace);
+		size_t len;
+		char *text;
+		cJSON *root;
+		const cJSON *ev;
+		ck_assert_msg(r.rc == 0, "%s: %s", cases[i].dtype, r.err);
+		tu_result_free(&r);
+		text = tu_read_file(trace, &len);
+		root = cJSON_Parse(text);
+		ck_assert_ptr_nonnull(root);
+		ev = find_event(root, "all_reduce", "fc.out");
+		for (int rank = 0; rank < 3; rank++) {
+			float v[2];
+			ck_assert_int_eq(event_values(ev, rank,
+						      i == 2 ? TPS_DTYPE_F16
+							     : TPS_DTYPE_BF16,
+						      v, 2),
+					 2);
+			ck_assert_msg(v[0] == cases[i].want[0] &&
+					      v[1] == cases[i].want[1],
+				      "%s, rank %d: [%.9g, %.9g], expected "
+				      "[%.9g, %.9g]",
+				      cases[i].dtype, rank, v[0], v[1],
+				      cases[i].want[0], cases[i].want[1]);
+		}
+		ck_assert_msg(strstr(text, cases[i].max_abs_diff), "%s: %s",
+			      cases[i].dtype, strstr(text, "\"result\""));
+		cJSON_Delete(root);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* A bf16 linear on one device: x = [1, 2^-8, 2^-8], W = [[1, 1, 1],
+ * [1, 1, 0]], b = [0, 2^-8]. The matmul accumulates in float32 and
+ * rounds once: 1 + 2^-7 (summed in bf16 it would be 1: each 1 + 2^-8 is
+ * a tie to even) and 1 + 2^-8 -> 1 (the tie). The bias is added to the
+ * stored matmul and rounded again: 1 + 2^-7 + 0 and 1 + 2^-8 -> 1 (a
+ * fused bias would give 1 + 2^-7). The reference rounds alike. */
+START_TEST(bf16_matmul_accumulates_in_float32_and_rounds_once)
+{
+	static const char cfg_text[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [1], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 3, \"out_features\": 2}], "
+		"\"input\": {\"values\": [[1, 0.00390625, 0.00390625]]}, "
+		"\"params\": {\"fc.weight\": [[1, 1, 1], [1, 1, 0]], "
+		"\"fc.bias\": [0, 0.00390625]}, \"dtype\": \"bfloat16\", "
+		"\"tolerance\": {\"atol\": 0, \"rtol\": 0}}";
+	const char *dir = tu_tempdir();
+	char trace[1024];
+	const char *cfg = write_config(dir, "c.json", cfg_text);
+	struct tu_result r;
+	size_t len;
+	char *text;
+	cJSON *root;
+	float v[2];
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	tu_result_free(&r);
+	text = tu_read_file(trace, &len);
+	root = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(root);
+	event_values(find_event(root, "matmul", "fc.out"), 0, TPS_DTYPE_BF16, v,
+		     2);
+	ck_assert_msg(v[0] == 1.0078125f && v[1] == 1.0f,
+		      "matmul [%.9g, %.9g], expected [1.0078125, 1]", v[0],
+		      v[1]);
+	event_values(find_event(root, "add_bias", "fc.out"), 0, TPS_DTYPE_BF16,
+		     v, 2);
+	ck_assert_msg(v[0] == 1.0078125f && v[1] == 1.0f,
+		      "add_bias [%.9g, %.9g], expected [1.0078125, 1]", v[0],
+		      v[1]);
+	/* The reference: the same two roundings, bit for bit. */
+	ck_assert_msg(strstr(text, "\"reference_output\":{\"shape\":[1,2],"
+				   "\"values\":[[1.01,1]]}"),
+		      "%s", strstr(text, "\"result\""));
+	ck_assert_ptr_nonnull(strstr(text, "\"max_abs_diff\":0,"));
+	cJSON_Delete(root);
+	free(text);
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* XXH3-64 of n floats as little-endian float32 bytes (the trace's hash on
+ * a little-endian host; the test asserts it is one). */
+static uint64_t hash_floats(const float *v, int64_t n)
+{
+	const uint32_t one = 1;
+	unsigned char first;
+	memcpy(&first, &one, 1);
+	ck_assert_int_eq(first, 1);
+	return XXH3_64bits(v, (size_t)n * sizeof *v);
+}
+
+/* The shortest decimals a bf16 or fp16 trace writes read back, in its
+ * dtype, to the very values the run stored: for every rank of every event,
+ * the full trace's values rounded to the event's dtype hash (XXH3 of their
+ * float32 bytes) to the summary trace's "hash" of the same event, which
+ * hashes the stored floats themselves. */
+START_TEST(bf16_and_fp16_trace_values_read_back_to_the_stored_bits)
+{
+	static const char *const dtypes[] = {"\"bfloat16\"", "\"float16\""};
+	const char *dir = tu_tempdir();
+	char full[1024], summary[1024];
+	int checked = 0;
+	snprintf(full, sizeof full, "%s/full.json", dir);
+	snprintf(summary, sizeof summary, "%s/summary.json", dir);
+	for (size_t i = 0; i < 2; i++) {
+		const char *cfg = with_dtype(
+			tu_source_path(
+				"tests/golden/gelu_dp_tp_sgd.config.json"),
+			dtypes[i], dir, "c.json");
+		struct tu_result r = tu_cli(5, "run", cfg, "-o", full);
+		size_t len;
+		char *a, *b;
+		cJSON *fa, *fb;
+		const cJSON *ea, *eb;
+		ck_assert_msg(r.rc == 0 || r.rc == 1, "%s", r.err);
+		tu_result_free(&r);
+		/* The same run with summaries instead of values. */
+		a = tu_read_file(cfg, &len);
+		fa = cJSON_Parse(a);
+		cJSON_DeleteItemFromObjectCaseSensitive(fa, "trace");
+		cJSON_AddItemToObject(fa, "trace",
+				      cJSON_Parse("{\"values\": \"summary\"}"));
+		free(a);
+		a = cJSON_PrintUnformatted(fa);
+		cJSON_Delete(fa);
+		cfg = write_config(dir, "s.json", a);
+		free(a);
+		r = tu_cli(5, "run", cfg, "-o", summary);
+		ck_assert_msg(r.rc == 0 || r.rc == 1, "%s", r.err);
+		tu_result_free(&r);
+		a = tu_read_file(full, &len);
+		b = tu_read_file(summary, &len);
+		fa = cJSON_Parse(a);
+		fb = cJSON_Parse(b);
+		ck_assert_ptr_nonnull(fa);
+		ck_assert_ptr_nonnull(fb);
+		eb = cJSON_GetObjectItem(fb, "events")->child;
+		cJSON_ArrayForEach(ea, cJSON_GetObjectItem(fa, "events"))
+		{
+			const cJSON *dt = cJSON_GetObjectItem(ea, "dtype");
+			enum tps_dtype d =
+				!dt ? TPS_DTYPE_F32
+				: strcmp(dt->valuestring, "bfloat16") == 0
+					? TPS_DTYPE_BF16
+					: TPS_DTYPE_F16;
+			int world = cJSON_GetArraySize(
+				cJSON_GetObjectItem(ea, "ranks"));
+			ck_assert_ptr_nonnull(eb);
+			for (int rank = 0; rank < world; rank++) {
+				static float v[4096];
+				char want[17];
+				int64_t n = event_values(ea, rank, d, v, 4096);
+				const cJSON *h = cJSON_GetObjectItem(
+					cJSON_GetArrayItem(cJSON_GetObjectItem(
+								   eb, "ranks"),
+							   rank),
+					"hash");
+				ck_assert_ptr_nonnull(h);
+				snprintf(want, sizeof want, "%016llx",
+					 (unsigned long long)hash_floats(v, n));
+				ck_assert_msg(strcmp(h->valuestring, want) == 0,
+					      "%s event %d rank %d: hash %s of "
+					      "the values read back, %s stored",
+					      dtypes[i],
+					      cJSON_GetObjectItem(ea, "seq")
+						      ->valueint,
+					      rank, want, h->valuestring);
+				checked++;
+			}
+			eb = eb->next;
+		}
+		cJSON_Delete(fa);
+		cJSON_Delete(fb);
+		free(a);
+		free(b);
+	}
+	printf("%d event ranks read back to their stored bits\n", checked);
+	ck_assert_int_gt(checked, 100);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -3707,6 +4094,13 @@ static Suite *cli_suite(void)
 	tcase_add_test(run, output_to_a_device_writes_to_it_in_place);
 	tcase_add_test(run, output_naming_an_input_is_refused_by_every_verb);
 	tcase_add_test(run, traces_are_byte_identical_for_every_thread_count);
+	tcase_add_test(
+		run,
+		traces_in_bf16_and_fp16_are_byte_identical_for_every_thread_count);
+	tcase_add_test(run, bf16_all_reduce_rounds_each_addition_in_rank_order);
+	tcase_add_test(run, bf16_matmul_accumulates_in_float32_and_rounds_once);
+	tcase_add_test(run,
+		       bf16_and_fp16_trace_values_read_back_to_the_stored_bits);
 	tcase_add_test(run, run_threads_and_stats_options);
 	tcase_add_test(
 		run,

@@ -336,27 +336,30 @@ static const struct bad_config bad_configs[] = {
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
 	    "residual, embedding, attention or transformer_block)"),
 	/* repeat: N copies of a module or a list of modules. */
-	BAD(WITH_MODEL(FC1 ",{'repeat':0,'name':'r','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(FC1
+		       ",{'repeat':0,'name':'r','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/repeat: out of range (expected 1 to 4096, got "
 	    "0)"),
-	BAD(WITH_MODEL(FC1 ",{'repeat':-1,'name':'r','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'repeat':-1,'name':'r','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/repeat: out of range (expected 1 to 4096, got "
 	    "-1)"),
-	BAD(WITH_MODEL(FC1 ",{'repeat':2.5,'name':'r','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'repeat':2.5,'name':'r','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/repeat: expected an integer, got 2.5"),
-	BAD(WITH_MODEL(FC1 ",{'repeat':'2','name':'r','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'repeat':'2','name':'r','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/repeat: expected an integer, got string \"2\""),
-	BAD(WITH_MODEL(FC1
-		       ",{'repeat':5000,'name':'r','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'repeat':5000,'name':'r','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/repeat: out of range (expected 1 to 4096, got "
 	    "5000)"),
@@ -366,9 +369,10 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/1/repeat: 400 repetitions take the model over "
 	    "4096 modules, counting residual bodies and the parts of attention "
 	    "and transformer_block"),
-	BAD(WITH_MODEL(FC1 ",{'repeat':4000,'name':'r','module':{'type':'relu'}},"
-			   "{'repeat':100,'name':'s','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'repeat':4000,'name':'r','module':{'type':'relu'}},"
+		    "{'repeat':100,'name':'s','module':{'type':'relu'}}") "}",
 	    TPS_ERR_LIMIT,
 	    "cfg.json: /model/2/repeat: 100 repetitions take the model over "
 	    "4096 modules"),
@@ -399,8 +403,9 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/1/module/name: a repeated module is named by its "
 	    "repetition, \"r.0\" (the name of /model/1/name and the index): "
 	    "leave \"name\" out, or repeat a list, \"modules\""),
-	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r..x','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'repeat':2,'name':'r..x','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/name: invalid name \"r..x\" (expected "
 	    "dot-separated parts of letters, digits, '_' and '-', under 120 "
@@ -408,12 +413,13 @@ static const struct bad_config bad_configs[] = {
 	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'repeat':2,"
 			   "'name':'s','module':{'type':'relu'}}}") "}",
 	    TPS_ERR_INPUT,
-	    "cfg.json: /model/1/module: a repeat's \"module\" is one module; to "
+	    "cfg.json: /model/1/module: a repeat's \"module\" is one module; "
+	    "to "
 	    "repeat a repeat, put it in a list, \"modules\""),
 	/* Names that clash: two repeats, a module after one, one before. */
-	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu'}},"
-			   "{'repeat':2,'name':'r','module':{'type':'relu'}}")
-		"}",
+	BAD(WITH_MODEL(FC1
+		       ",{'repeat':2,'name':'r','module':{'type':'relu'}},"
+		       "{'repeat':2,'name':'r','module':{'type':'relu'}}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/2/name: a repetition is named \"r.0\", the name "
 	    "of the module at /model/1/module"),
@@ -439,7 +445,8 @@ static const struct bad_config bad_configs[] = {
 	    "got 4: a repeated module must keep the width"),
 	BAD(WITH_MODEL(FC1 ",{'repeat':2,'name':'r','module':{'type':'relu',"
 			   "'dim':3}}") "}",
-	    TPS_ERR_INPUT, "cfg.json: /model/1/module/dim: unknown key \"dim\""),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/module/dim: unknown key \"dim\""),
 	/* prepare_input, prepare_output */
 	BAD(BASE ",'plan':{'act':'prepare_input'}}", TPS_ERR_INPUT,
 	    "cfg.json: /plan/act: prepare_input needs its layouts: "
@@ -1209,8 +1216,7 @@ static const struct bad_config bad_configs[] = {
 	    "one of arange, ones, zeros, uniform, normal, tokens, torch)"),
 	/* "torch" is each parameter's PyTorch default: no input's or
 	 * target's. */
-	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':'torch'}}",
-	    TPS_ERR_INPUT,
+	BAD(HDR MODEL ",'input':{'shape':[2,4],'init':'torch'}}", TPS_ERR_INPUT,
 	    "cfg.json: /input/init: \"torch\" gives each parameter its "
 	    "PyTorch default, for /init/method; the input is no module's "
 	    "(expected arange, ones, zeros, uniform or normal)"),
@@ -1240,6 +1246,32 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /tolerance/rtol: expected a finite number >= 0"),
 	BAD(BASE ",'tolerance':{'atol':'0'}}", TPS_ERR_INPUT,
 	    "cfg.json: /tolerance/atol: expected a number, got string \"0\""),
+	/* dtype: one name, or an object by role (issue 17). */
+	BAD(BASE ",'dtype':'bf16'}", TPS_ERR_INPUT,
+	    "cfg.json: /dtype: unknown dtype \"bf16\" (expected one of "
+	    "float32, bfloat16, float16)"),
+	BAD(BASE ",'dtype':16}", TPS_ERR_INPUT,
+	    "cfg.json: /dtype: expected a dtype (float32, bfloat16 or "
+	    "float16) or an object of dtypes by role, got 16"),
+	BAD(BASE ",'dtype':['bfloat16']}", TPS_ERR_INPUT,
+	    "cfg.json: /dtype: expected a dtype (float32, bfloat16 or "
+	    "float16) or an object of dtypes by role, got an array"),
+	BAD(BASE ",'dtype':{'default':'bfloat16','grads':'fp32'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dtype/grads: unknown dtype \"fp32\" (expected one of "
+	    "float32, bfloat16, float16)"),
+	BAD(BASE ",'dtype':{'reduce':true}}", TPS_ERR_INPUT,
+	    "cfg.json: /dtype/reduce: expected a string, got true"),
+	BAD(BASE ",'dtype':{'weights':'bfloat16'}}", TPS_ERR_INPUT,
+	    "cfg.json: /dtype/weights: unknown key \"weights\""),
+	BAD(BASE ",'dtype':{'params':'float16','master_params':'bfloat16'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /dtype/master_params: expected float32 or the params' "
+	    "dtype float16 (a master copy is kept wider than the parameters), "
+	    "got bfloat16"),
+	BAD(BASE ",'dtype':{'master_params':'float16'}}", TPS_ERR_INPUT,
+	    "cfg.json: /dtype/master_params: expected float32 or the params' "
+	    "dtype float32"),
 
 	/* Training keys outside training. */
 	BAD(BASE ",'steps':2}", TPS_ERR_INPUT,
@@ -2600,6 +2632,68 @@ START_TEST(repeat_names_each_copy_under_its_index)
 }
 END_TEST
 
+/* "dtype": a name sets every role; an object sets "default" and then each
+ * role it names; master_params defaults to params (no master copy). The
+ * normalised config writes every role, and only when one is not float32
+ * (a float32 run's config is as it was before dtypes). */
+START_TEST(dtype_sets_each_role_and_is_normalised_only_when_not_float32)
+{
+	static const struct {
+		const char *json;
+		enum tps_dtype want[TPS_DTYPE_ROLE_COUNT]; /* spec.h order */
+		const char *normalized; /* NULL: no "dtype" key */
+	} cases[] = {
+		{BASE "}", {0}, NULL},
+		{BASE ",'dtype':'float32'}", {0}, NULL},
+		{BASE ",'dtype':{'reduce':'float32'}}", {0}, NULL},
+		{BASE ",'dtype':'bfloat16'}",
+		 {TPS_DTYPE_BF16, TPS_DTYPE_BF16, TPS_DTYPE_BF16,
+		  TPS_DTYPE_BF16, TPS_DTYPE_BF16, TPS_DTYPE_BF16},
+		 "\"dtype\":{\"params\":\"bfloat16\",\"master_params\":"
+		 "\"bfloat16\",\"activations\":\"bfloat16\",\"grads\":"
+		 "\"bfloat16\",\"optimizer_state\":\"bfloat16\",\"reduce\":"
+		 "\"bfloat16\"}}"},
+		/* Megatron's bf16 with fp32 main params and grad reduce. */
+		{BASE ",'dtype':{'default':'bfloat16','master_params':"
+		      "'float32','reduce':'float32'}}",
+		 {TPS_DTYPE_BF16, TPS_DTYPE_F32, TPS_DTYPE_BF16, TPS_DTYPE_BF16,
+		  TPS_DTYPE_BF16, TPS_DTYPE_F32},
+		 "\"dtype\":{\"params\":\"bfloat16\",\"master_params\":"
+		 "\"float32\",\"activations\":\"bfloat16\",\"grads\":"
+		 "\"bfloat16\",\"optimizer_state\":\"bfloat16\",\"reduce\":"
+		 "\"float32\"}}"},
+		/* Only the activations in float16: no default needed. */
+		{BASE ",'dtype':{'activations':'float16'}}",
+		 {TPS_DTYPE_F32, TPS_DTYPE_F32, TPS_DTYPE_F16, TPS_DTYPE_F32,
+		  TPS_DTYPE_F32, TPS_DTYPE_F32},
+		 "\"activations\":\"float16\""},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tps_run_spec spec = {0};
+		char *text;
+		parse_ok(cases[i].json, &spec);
+		for (int r = 0; r < TPS_DTYPE_ROLE_COUNT; r++) {
+			ck_assert_msg(spec.model.dtypes.of[r] ==
+					      cases[i].want[r],
+				      "case %zu: %s is %s, expected %s", i,
+				      tps_dtype_role_names[r],
+				      tps_dtype_names[spec.model.dtypes.of[r]],
+				      tps_dtype_names[cases[i].want[r]]);
+		}
+		text = normalized_text(&spec);
+		if (cases[i].normalized) {
+			ck_assert_msg(strstr(text, cases[i].normalized),
+				      "case %zu: %s", i, text);
+		} else {
+			ck_assert_msg(!strstr(text, "dtype"), "case %zu: %s", i,
+				      text);
+		}
+		free(text);
+		tps_run_spec_free(&spec);
+	}
+}
+END_TEST
+
 START_TEST(normalized_config_parses_to_itself)
 {
 	static const char *const configs[] = {
@@ -2633,6 +2727,9 @@ START_TEST(normalized_config_parses_to_itself)
 		    "'num_embeddings':6,'embedding_dim':4}],'input':{'shape':"
 		    "[2,3],'init':'tokens'},'plan':{'emb':{'style':'vocab',"
 		    "'output':'shard(1)'}}}",
+		BASE ",'dtype':'bfloat16'}",
+		TRAIN ",'dtype':{'default':'bfloat16','master_params':"
+		      "'float32','reduce':'float32','grads':'float16'}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -3392,6 +3489,9 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, design_example_normalizes_in_documented_order);
 	tcase_add_test(tc, repeat_names_each_copy_under_its_index);
 	tcase_add_test(tc, normalized_config_parses_to_itself);
+	tcase_add_test(
+		tc,
+		dtype_sets_each_role_and_is_normalised_only_when_not_float32);
 	tcase_add_test(tc,
 		       every_module_type_keeps_every_key_through_normalisation);
 	suite_add_tcase(s, tc);

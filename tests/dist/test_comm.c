@@ -102,9 +102,9 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	const float max0[2] = {4, 40}, max1[2] = {5, 50};
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(6, 2, vals);
-	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM,
+					     TPS_COMM_F32, &rep, NULL),
+			 TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? sum1 : sum0, 2);
 	}
@@ -112,21 +112,111 @@ START_TEST(all_reduce_runs_in_each_group_of_one_dim)
 	ck_assert_int_eq(rep.bytes_per_rank, 16);
 	free_all(l, 6);
 	l = vectors(6, 2, vals);
-	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_AVG, NULL, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_AVG,
+					     TPS_COMM_F32, NULL, NULL),
+			 TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? avg1 : avg0, 2);
 	}
 	free_all(l, 6);
 	l = vectors(6, 2, vals);
-	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_MAX, NULL, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_MAX,
+					     TPS_COMM_F32, NULL, NULL),
+			 TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		assert_vec(&l[r], r % 2 ? max1 : max0, 2);
 	}
 	free_all(l, 6);
+}
+END_TEST
+
+/*
+ * Reductions in a narrower dtype (comm.h): each member rounded to the sum's
+ * dtype, the running sum rounded after each member (ranks 0, 1, 2), avg
+ * rounded after its division, the result rounded to the store dtype.
+ * bfloat16 has 8 significant bits: between 1 and 2 its step is 2^-7, so
+ * 1 + 2^-8 is a tie and goes to 1 (even). Per element, ranks 0, 1, 2:
+ *   e0 (1, 2^-8, 2^-8)        bf16 sum 1: 1 + 2^-8 ties to 1, twice;
+ *                             float32 sum 1 + 2^-7, a bf16 value
+ *   e1 (2^-8, 2^-8, 1)        2^-7 first, then 1 + 2^-7: every order
+ *   e2 (1 + 2^-9, 0, 0)       not a bf16 value: rounded to 1 as a bf16
+ *                             member; float32 keeps it
+ *   e3 (3, 0, 0)              exact anywhere
+ * avg of e0 in bf16: 1 / 3 = 0.0101010101...b, rounded to 8 bits
+ * 1.0101011b x 2^-2 = 0.333984375; in float32, 1.0078125 / 3 = 0.3359375
+ * (1.0101100b x 2^-2, a bf16 value, so the bf16 store keeps it).
+ * float16 (11 bits, step 2^-10 above 1) holds 1 + 2^-8 and 1 + 2^-9: e0
+ * sums to 1 + 2^-7 in it, and e2 stays 1 + 2^-9.
+ */
+START_TEST(all_reduce_in_bf16_rounds_each_addition)
+{
+	static const struct {
+		struct tps_comm_dtypes dt;
+		enum tps_reduce_op op;
+		float want[4];
+	} cases[] = {
+		{{TPS_DTYPE_BF16, TPS_DTYPE_BF16},
+		 TPS_REDUCE_SUM,
+		 {1.0f, 1.0078125f, 1.0f, 3.0f}},
+		{{TPS_DTYPE_BF16, TPS_DTYPE_F32},
+		 TPS_REDUCE_SUM,
+		 {1.0f, 1.0078125f, 1.0f, 3.0f}},
+		{{TPS_DTYPE_F32, TPS_DTYPE_BF16},
+		 TPS_REDUCE_SUM,
+		 {1.0078125f, 1.0078125f, 1.0f, 3.0f}},
+		{{TPS_DTYPE_F32, TPS_DTYPE_F32},
+		 TPS_REDUCE_SUM,
+		 {1.0078125f, 1.0078125f, 1.001953125f, 3.0f}},
+		{{TPS_DTYPE_F16, TPS_DTYPE_F16},
+		 TPS_REDUCE_SUM,
+		 {1.0078125f, 1.0078125f, 1.001953125f, 3.0f}},
+		{{TPS_DTYPE_BF16, TPS_DTYPE_BF16},
+		 TPS_REDUCE_AVG,
+		 {0.333984375f, 0.3359375f, 0.333984375f, 1.0f}},
+		{{TPS_DTYPE_F32, TPS_DTYPE_BF16},
+		 TPS_REDUCE_AVG,
+		 {0.3359375f, 0.3359375f, 0.333984375f, 1.0f}},
+	};
+	const float h = 0.00390625f; /* 2^-8 */
+	const float vals[12] = {1, h, 1.001953125f, 3, h, h, 0, 0, h, 1, 0, 0};
+	struct tps_mesh m = mesh1(3);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tps_tensor *l = vectors(3, 4, vals);
+		ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, cases[i].op,
+						     cases[i].dt, NULL, NULL),
+				 TPS_OK);
+		for (int r = 0; r < 3; r++) {
+			for (int e = 0; e < 4; e++) {
+				ck_assert_msg(l[r].data[e] == cases[i].want[e],
+					      "case %zu rank %d element %d: "
+					      "%.9g, expected %.9g",
+					      i, r, e, l[r].data[e],
+					      cases[i].want[e]);
+			}
+		}
+		free_all(l, 3);
+	}
+}
+END_TEST
+
+/* reduce_scatter sums as all_reduce, then keeps a chunk: in bf16, rank 0
+ * keeps e0 and e1 of the case above (1 and 1 + 2^-7), rank 1 e2 and e3. */
+START_TEST(reduce_scatter_in_bf16_rounds_each_addition)
+{
+	const float h = 0.00390625f;
+	const float vals[12] = {1, h, 1.001953125f, 3, h, h, 0, 0, h, 1, 0, 0};
+	const float r0[2] = {1.0f, 1.0078125f}, r1[2] = {1.0f, 3.0f};
+	struct tps_mesh m = mesh1(3);
+	struct tps_comm_dtypes bf16 = {TPS_DTYPE_BF16, TPS_DTYPE_BF16};
+	struct tps_tensor *l = vectors(3, 4, vals);
+	ck_assert_int_eq(tps_comm_reduce_scatter(&m, 1, l, TPS_REDUCE_SUM, bf16,
+						 0, NULL, NULL),
+			 TPS_OK);
+	/* 4 over 3: chunks of 2, 2, 0. */
+	assert_vec(&l[0], r0, 2);
+	assert_vec(&l[1], r1, 2);
+	ck_assert_int_eq(l[2].shape.dim[0], 0);
+	free_all(l, 3);
 }
 END_TEST
 
@@ -139,9 +229,9 @@ START_TEST(all_reduce_sums_in_ascending_group_order)
 	const float vals[3] = {1e8f, -1e8f, 1.0f};
 	const float want[1] = {1.0f};
 	struct tps_tensor *l = vectors(3, 1, vals);
-	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM,
+					     TPS_COMM_F32, NULL, NULL),
+			 TPS_OK);
 	for (int r = 0; r < 3; r++) {
 		assert_vec(&l[r], want, 1);
 	}
@@ -173,7 +263,8 @@ START_TEST(all_reduce_on_a_pool_keeps_the_ascending_order_per_element)
 					 TPS_OK);
 			m.pool = pool;
 			ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, ops[o],
-							     NULL, NULL),
+							     TPS_COMM_F32, NULL,
+							     NULL),
 					 TPS_OK);
 			for (int r = 0; r < 3; r++) {
 				for (int e = 0; e < n; e++) {
@@ -213,8 +304,8 @@ START_TEST(reduce_scatter_keeps_chunk_i)
 		}
 	}
 	l = vectors(6, 5, vals);
-	ck_assert_int_eq(tps_comm_reduce_scatter(&m, 2, l, TPS_REDUCE_SUM, 0,
-						 &rep, NULL),
+	ck_assert_int_eq(tps_comm_reduce_scatter(&m, 2, l, TPS_REDUCE_SUM,
+						 TPS_COMM_F32, 0, &rep, NULL),
 			 TPS_OK);
 	assert_vec(&l[0], g0_0, 3);
 	assert_vec(&l[1], g0_1, 2);
@@ -307,9 +398,10 @@ START_TEST(reduce_scatter_in_blocks_keeps_blocks_whole)
 		}
 	}
 	l = vectors(2, 10, vals);
-	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
-				 &m, 1, l, TPS_REDUCE_SUM, 0, 2, &rep, NULL),
-			 TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_reduce_scatter_blocks(&m, 1, l, TPS_REDUCE_SUM,
+					       TPS_COMM_F32, 0, 2, &rep, NULL),
+		TPS_OK);
 	assert_vec(&l[0], r0, 6);
 	assert_vec(&l[1], r1, 4);
 	ck_assert_int_eq(rep.op, TPS_COMM_REDUCE_SCATTER);
@@ -332,9 +424,10 @@ START_TEST(reduce_scatter_in_blocks_leaves_trailing_ranks_empty)
 	const float r0[3] = {3, 6, 9}, r1[3] = {12, 15, 18};
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(3, 6, vals);
-	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
-				 &m, 1, l, TPS_REDUCE_SUM, 0, 3, &rep, NULL),
-			 TPS_OK);
+	ck_assert_int_eq(
+		tps_comm_reduce_scatter_blocks(&m, 1, l, TPS_REDUCE_SUM,
+					       TPS_COMM_F32, 0, 3, &rep, NULL),
+		TPS_OK);
 	assert_vec(&l[0], r0, 3);
 	assert_vec(&l[1], r1, 3);
 	assert_vec(&l[2], NULL, 0);
@@ -420,9 +513,10 @@ START_TEST(blocks_that_do_not_divide_the_dim_fail_and_leave_buffers)
 	const float vals[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	struct tps_error err = {0};
 	struct tps_tensor *l = vectors(2, 5, vals);
-	ck_assert_int_eq(tps_comm_reduce_scatter_blocks(
-				 &m, 1, l, TPS_REDUCE_SUM, 0, 2, NULL, &err),
-			 TPS_ERR_SHAPE);
+	ck_assert_int_eq(
+		tps_comm_reduce_scatter_blocks(&m, 1, l, TPS_REDUCE_SUM,
+					       TPS_COMM_F32, 0, 2, NULL, &err),
+		TPS_ERR_SHAPE);
 	ck_assert_msg(strstr(err.message, "5 elements, not a whole number "
 					  "of blocks of 2") != NULL,
 		      "%s", err.message);
@@ -443,9 +537,9 @@ START_TEST(group_of_one_moves_nothing)
 	const float vals[2] = {3, 4};
 	struct tps_comm_report rep;
 	struct tps_tensor *l = vectors(1, 2, vals);
-	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, &rep, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM,
+					     TPS_COMM_F32, &rep, NULL),
+			 TPS_OK);
 	assert_vec(&l[0], vals, 2);
 	ck_assert_int_eq(rep.bytes_per_rank, 0);
 	free_all(l, 1);
@@ -462,9 +556,9 @@ START_TEST(mismatched_shapes_fail_and_leave_buffers)
 	ck_assert_int_eq(tps_tensor_init(&l[0], &sa, NULL), TPS_OK);
 	ck_assert_int_eq(tps_tensor_init(&l[1], &sb, NULL), TPS_OK);
 	l[0].data[0] = 7;
-	ck_assert_int_eq(
-		tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM, NULL, &err),
-		TPS_ERR_SHAPE);
+	ck_assert_int_eq(tps_comm_all_reduce(&m, 1, l, TPS_REDUCE_SUM,
+					     TPS_COMM_F32, NULL, &err),
+			 TPS_ERR_SHAPE);
 	ck_assert_ptr_nonnull(strstr(err.message, "(2)"));
 	ck_assert_int_eq(l[0].shape.dim[0], 2);
 	ck_assert_float_eq(l[0].data[0], 7);
@@ -485,6 +579,8 @@ static Suite *comm_suite(void)
 	tcase_add_test(gather, all_gather_concatenates_uneven_shards);
 	tcase_add_test(reduce, all_reduce_runs_in_each_group_of_one_dim);
 	tcase_add_test(reduce, all_reduce_sums_in_ascending_group_order);
+	tcase_add_test(reduce, all_reduce_in_bf16_rounds_each_addition);
+	tcase_add_test(reduce, reduce_scatter_in_bf16_rounds_each_addition);
 	tcase_add_test(
 		reduce,
 		all_reduce_on_a_pool_keeps_the_ascending_order_per_element);

@@ -176,13 +176,14 @@ START_TEST(flat_shards_round_trip_and_are_not_redistributed)
 	ck_assert(dt.locals[4].data[0] == 13.0f);
 	ck_assert_int_eq(dt.locals[6].shape.dim[0], 0);
 	/* The tp dim moves freely beside it. */
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, tp_gathered, NULL, NULL, &err),
-		TPS_OK);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, tp_gathered,
+						  TPS_COMM_F32, NULL, NULL,
+						  &err),
+			 TPS_OK);
 	assert_global(&dt, &g);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, gathered, NULL, NULL, &err),
-		TPS_ERR_UNSUPPORTED);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, gathered, TPS_COMM_F32,
+						  NULL, NULL, &err),
+			 TPS_ERR_UNSUPPORTED);
 	ck_assert_str_eq(err.message,
 			 "redistribute shard(0,flat) -> replicate on mesh dim "
 			 "\"dp\": a flat shard is made by distribute only");
@@ -251,9 +252,9 @@ static void check_redistribute(struct tps_placement from0,
 	struct step_log log = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, from, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, TPS_COMM_F32,
+						  log_step, &log, NULL),
+			 TPS_OK);
 	ck_assert(tps_placement_equal(dt.placements[0], to0));
 	ck_assert(tps_placement_equal(dt.placements[1], to1));
 	assert_global(&dt, &g);
@@ -332,9 +333,9 @@ START_TEST(two_mesh_dims_change_inner_first)
 	struct step_log log = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, from, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, TPS_COMM_F32,
+						  log_step, &log, NULL),
+			 TPS_OK);
 	ck_assert_int_eq(log.count, 2);
 	for (int r = 0; r < 6; r++) {
 		assert_same(&dt.locals[r], &g);
@@ -361,14 +362,15 @@ START_TEST(wrong_nesting_and_to_partial_are_refused)
 	struct tps_error err = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, nested, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, outer_only, NULL, NULL, &err),
-		TPS_ERR_UNSUPPORTED);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, outer_only, TPS_COMM_F32,
+						  NULL, NULL, &err),
+			 TPS_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(err.message, "inner mesh dim"));
 	tps_dtensor_free(&dt);
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, rep, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_dtensor_redistribute(&dt, part, NULL, NULL, &err),
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, part, TPS_COMM_F32, NULL,
+						  NULL, &err),
 			 TPS_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(err.message, "partial"));
 	tps_dtensor_free(&dt);
@@ -389,9 +391,9 @@ START_TEST(size_one_dim_changes_are_not_reported)
 	struct step_log log = {0};
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m, &g, from, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, TPS_COMM_F32,
+						  log_step, &log, NULL),
+			 TPS_OK);
 	ck_assert_int_eq(log.count, 0);
 	assert_global(&dt, &g);
 	tps_dtensor_free(&dt);
@@ -612,9 +614,9 @@ static void check_block_redistribute(const struct tps_mesh *m, int ndim,
 	ck_assert_int_eq(tps_dtensor_map(&dt, m, &g.shape, from, partial_local,
 					 &job, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, to, log_step, &log, NULL),
-		TPS_OK);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, to, TPS_COMM_F32,
+						  log_step, &log, NULL),
+			 TPS_OK);
 	ck_assert_int_eq(tps_tensor_copy(&want, &g, NULL), TPS_OK);
 	tps_tensor_scale(&want, scale);
 	for (int i = 0; i < m->ndim; i++) {
@@ -760,18 +762,18 @@ START_TEST(blocks_that_do_not_divide_are_refused)
 	/* Redistribute fails and keeps the tensor as it was. */
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m1, &g, rep, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, threes, NULL, NULL, &err),
-		TPS_ERR_SHAPE);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, threes, TPS_COMM_F32,
+						  NULL, NULL, &err),
+			 TPS_ERR_SHAPE);
 	ck_assert_ptr_nonnull(strstr(err.message, "blocks of 3"));
 	ck_assert(tps_placement_equal(dt.placements[0], rep[0]));
 	assert_same(&dt.locals[1], &g);
 	tps_dtensor_free(&dt);
 	ck_assert_int_eq(tps_dtensor_distribute(&dt, &m1, &g, part, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(
-		tps_dtensor_redistribute(&dt, threes, NULL, NULL, &err),
-		TPS_ERR_SHAPE);
+	ck_assert_int_eq(tps_dtensor_redistribute(&dt, threes, TPS_COMM_F32,
+						  NULL, NULL, &err),
+			 TPS_ERR_SHAPE);
 	ck_assert(tps_placement_equal(dt.placements[0], part[0]));
 	assert_global(&dt, &g);
 	tps_dtensor_free(&dt);

@@ -2199,6 +2199,51 @@ START_TEST(init_methods_follow_pytorchs_defaults_per_parameter)
 }
 END_TEST
 
+/*
+ * sgd (lr 0.1) on p = 1 with a gradient of 2^-8, ten steps: each step
+ * subtracts fl(-0.1f * 2^-8) = -3.90625006e-4, less than half of
+ * bfloat16's step below 1 (2^-8 / 2 = 1.953125e-3), so a bf16 parameter
+ * updated in place rounds back to 1 every time. A float32 master copy
+ * keeps the steps: 0.999609351, ..., 0.996093512 after ten (each a
+ * float32 sum, worked out step by step), and the parameter, its bf16
+ * rounding, is 1 - 2^-8 = 0.99609375 by then. The momentum buffer is
+ * stored in the state's dtype: 2^-8 is a bf16 value and stays.
+ */
+START_TEST(master_params_keep_updates_that_bf16_params_lose)
+{
+	struct tps_optimizer_spec opt = {
+		.type = TPS_OPTIMIZER_SGD, .lr = 0.1, .momentum = 0.5};
+	struct tps_dtypes bf16 = {{TPS_DTYPE_BF16, TPS_DTYPE_BF16,
+				   TPS_DTYPE_BF16, TPS_DTYPE_BF16,
+				   TPS_DTYPE_BF16, TPS_DTYPE_BF16}};
+	struct tps_dtypes mixed = bf16;
+	float p = 1.0f, q = 1.0f, master = 1.0f, grad = 0.00390625f;
+	float buf_p = 0.0f, buf_q = 0.0f;
+	float *state_p[2] = {&buf_p, NULL}, *state_q[2] = {&buf_q, NULL};
+	struct tps_shape one = tps_shape_make(1, (int64_t[]){1});
+	struct tps_tensor tp = {.shape = one, .data = &p};
+	struct tps_tensor tq = {.shape = one, .data = &q};
+	struct tps_tensor tm = {.shape = one, .data = &master};
+	mixed.of[TPS_ROLE_MASTER_PARAMS] = TPS_DTYPE_F32;
+	opt.momentum = 0.0; /* plain sgd first */
+	for (int t = 1; t <= 10; t++) {
+		tps_model_update(&opt, t, &bf16, &tp, NULL, &grad, state_p);
+		tps_model_update(&opt, t, &mixed, &tq, &tm, &grad, state_q);
+	}
+	ck_assert_msg(p == 1.0f, "bf16 in place: %.9g, expected 1", p);
+	ck_assert_msg(master == 0.99609351f, "master: %.9g", master);
+	ck_assert_msg(q == 0.99609375f, "bf16 of the master: %.9g", q);
+	/* With momentum 0.5: b = g at step 1, then 0.5 b + g = 1.5 g
+	 * (1.5 * 2^-8 = 0.005859375, a bf16 value: 1.1b x 2^-8). */
+	opt.momentum = 0.5;
+	p = 1.0f;
+	tps_model_update(&opt, 1, &bf16, &tp, NULL, &grad, state_p);
+	ck_assert_msg(buf_p == 0.00390625f, "step 1 buffer %.9g", buf_p);
+	tps_model_update(&opt, 2, &bf16, &tp, NULL, &grad, state_p);
+	ck_assert_msg(buf_p == 0.005859375f, "step 2 buffer %.9g", buf_p);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -2254,6 +2299,7 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);
+	tcase_add_test(train, master_params_keep_updates_that_bf16_params_lose);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);
 	suite_add_tcase(s, layouts);

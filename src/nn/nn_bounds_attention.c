@@ -1,0 +1,530 @@
+/*
+ * The attention core's bounds and softmax's (nn_bounds.h;
+ * docs/numerics.md, "Softmax" and "Attention").
+ *
+ * Per head and query row i, as nn_attention.c computes it (row_probs):
+ *
+ *   s_j = fl(fl(sum_c fl(q_c k_jc)) scale)   scale = fl(1 / fl(sqrt(d)))
+ *   p_j = fl(exp(s_j - max) / sum_k exp(s_k - max))   (double inside)
+ *
+ * for j <= last (i under the causal mask, else S - 1). The exact scores
+ * are q k^T / sqrt(d): the float scale is off by its own relative error
+ * (0 when d is a power of 4, up to 2u otherwise), which every
+ * evaluation shares and the bound counts.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_bounds_internal.h"
+
+#define U_D TPS_BOUND_U_DOUBLE
+
+static enum tps_status mismatch(const char *what, const struct tps_tensor *a,
+				const char *of, const struct tps_tensor *b,
+				struct tps_error *err)
+{
+	char as[128], bs[128];
+	return tps_error_set(err, TPS_ERR_SHAPE,
+			     "%s bound: %s %s does not match %s %s",
+			     strcmp(of, "s") == 0 ? "softmax" : "attention",
+			     what, tps_shape_format(&a->shape, as, sizeof as),
+			     of, tps_shape_format(&b->shape, bs, sizeof bs));
+}
+
+/* Per query row: n values each. */
+struct scratch {
+	float *s;
+	double *p, *rel, *es, *eps_p, *ep, *dp, *edp, *ds, *eds;
+};
+
+static void scratch_free(struct scratch *w)
+{
+	double **arrays[] = {&w->p,  &w->rel, &w->es, &w->eps_p, &w->ep,
+			     &w->dp, &w->edp, &w->ds, &w->eds};
+	free(w->s);
+	w->s = NULL;
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+		free(*arrays[i]);
+		*arrays[i] = NULL;
+	}
+}
+
+static enum tps_status scratch_init(struct scratch *w, int64_t n,
+				    struct tps_error *err)
+{
+	double **arrays[] = {&w->p,  &w->rel, &w->es, &w->eps_p, &w->ep,
+			     &w->dp, &w->edp, &w->ds, &w->eds};
+	size_t count = (size_t)(n > 0 ? n : 1);
+	bool ok;
+	*w = (struct scratch){0};
+	w->s = malloc(count * sizeof *w->s);
+	ok = w->s != NULL;
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+		*arrays[i] = malloc(count * sizeof **arrays[i]);
+		ok = ok && *arrays[i];
+	}
+	if (!ok) {
+		scratch_free(w);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	return TPS_OK;
+}
+
+/*
+ * The probabilities of one softmax row of float scores s[0..last] with
+ * bounds es: p (double), eps_p the rounding of each evaluated p_j (its
+ * exponential, the sum's, the division, the float it is stored in), ep
+ * the whole bound of the float p_j the code goes on with (es through
+ * softmax's Jacobian, plus eps_p).
+ */
+static void softmax_row(struct scratch *w, const struct tps_bound_units *un,
+			int64_t last)
+{
+	double rel_sum = tps_bound_softmax_row(w->s, last, w->p, w->rel);
+	tps_bound_softmax_jacobian(w->p, w->es, last, w->ep);
+	for (int64_t j = 0; j <= last; j++) {
+		w->eps_p[j] = w->p[j] * (w->rel[j] + rel_sum + U_D) +
+			      tps_bound_round(&un->acc, w->p[j]);
+		w->ep[j] += w->eps_p[j];
+	}
+}
+
+enum tps_status tps_bound_softmax(const struct tps_tensor *s,
+				  const struct tps_tensor *e_s,
+				  const struct tps_bound_dtypes *dt,
+				  struct tps_tensor *e_p, struct tps_error *err)
+{
+	const struct tps_shape *sh = &s->shape;
+	int64_t n = sh->ndim ? sh->dim[sh->ndim - 1] : 1;
+	int64_t rows = n && !s->meta ? tps_tensor_numel(s) / n : 0;
+	struct tps_bound_units un;
+	struct tps_tensor out = {0};
+	struct scratch w = {0};
+	enum tps_status st = TPS_OK;
+
+	if (!tps_shape_equal(&e_s->shape, sh)) {
+		return mismatch("e_s", e_s, "s", s, err);
+	}
+	st = tps_tensor_init_like(&out, sh, s, err);
+	if (st == TPS_OK && rows > 0) {
+		st = scratch_init(&w, n, err);
+	}
+	if (st != TPS_OK || rows == 0) {
+		goto out;
+	}
+	tps_bound_units_init(&un, dt);
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < n; j++) {
+			w.s[j] = s->data[r * n + j];
+			w.es[j] = e_s->data[r * n + j];
+		}
+		softmax_row(&w, &un, n - 1);
+		for (int64_t j = 0; j < n; j++) {
+			double e = w.ep[j];
+			e += tps_bound_store(&un, w.p[j], e);
+			out.data[r * n + j] = tps_bound_up(e);
+		}
+	}
+out:
+	scratch_free(&w);
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*e_p = out;
+	return TPS_OK;
+}
+
+/* One head of one batch entry: strided views into (S, F). */
+struct head {
+	const float *q, *k, *v, *eq, *ek, *ev;
+	int64_t S, F, d;
+	bool causal;
+	double scale;	  /* 1 / sqrt(d), exact but for double's rounding */
+	float scale_f;	  /* the code's */
+	double scale_rel; /* |scale_f sqrt(d) - 1|, and double's part */
+};
+
+static enum tps_status check(const struct tps_bound_attention *att,
+			     struct tps_error *err)
+{
+	const struct tps_tensor *q = att->q;
+	const struct tps_tensor *others[] = {att->k, att->v, att->e_q, att->e_k,
+					     att->e_v};
+	static const char *const names[] = {"k", "v", "e_q", "e_k", "e_v"};
+	int64_t F;
+	if (q->shape.ndim < 2) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "attention bound: q needs (..., S, F), "
+				     "got %d dims",
+				     q->shape.ndim);
+	}
+	for (int i = 0; i < 5; i++) {
+		if (!tps_shape_equal(&others[i]->shape, &q->shape)) {
+			return mismatch(names[i], others[i], "q", q, err);
+		}
+	}
+	F = q->shape.dim[q->shape.ndim - 1];
+	if (att->head_dim < 1 || F % att->head_dim != 0) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "attention bound: head_dim %lld does not "
+				     "divide the %lld features",
+				     (long long)att->head_dim, (long long)F);
+	}
+	return TPS_OK;
+}
+
+static void head_init(struct head *h, const struct tps_bound_attention *att,
+		      int64_t base)
+{
+	const struct tps_shape *sh = &att->q->shape;
+	h->S = sh->dim[sh->ndim - 2];
+	h->F = sh->dim[sh->ndim - 1];
+	h->d = att->head_dim;
+	h->causal = att->causal;
+	h->q = att->q->data + base;
+	h->k = att->k->data + base;
+	h->v = att->v->data + base;
+	h->eq = att->e_q->data + base;
+	h->ek = att->e_k->data + base;
+	h->ev = att->e_v->data + base;
+	h->scale_f = 1.0f / sqrtf((float)h->d);
+	h->scale = 1.0 / sqrt((double)h->d);
+	h->scale_rel =
+		fabs((double)h->scale_f * sqrt((double)h->d) - 1.0) + 2 * U_D;
+}
+
+/*
+ * Row i's scores and their bounds, then its probabilities:
+ *
+ *   e_s_j = (sum_c |k_jc| e_q_ic + |q_ic| e_k_jc) / sqrt(d)
+ *           + gamma_d sum_c |q_ic k_jc| scale + scale_rel |s_j| + u |s_j|
+ */
+static void row_scores(struct scratch *w, const struct tps_bound_units *un,
+		       const struct head *h, int64_t i, int64_t last)
+{
+	double gd = tps_bound_gamma_path((double)h->d * un->acc.u);
+	for (int64_t j = 0; j <= last; j++) {
+		float acc = 0.0f;
+		double prop = 0.0, mag = 0.0;
+		for (int64_t c = 0; c < h->d; c++) {
+			float qc = h->q[i * h->F + c], kc = h->k[j * h->F + c];
+			acc += qc * kc;
+			prop += fabs((double)kc) * h->eq[i * h->F + c] +
+				fabs((double)qc) * h->ek[j * h->F + c];
+			mag += fabs((double)qc * kc);
+		}
+		w->s[j] = acc * h->scale_f;
+		w->es[j] = h->scale * (prop + gd * mag) +
+			   h->scale_rel * fabs((double)w->s[j]) +
+			   tps_bound_round(&un->acc, w->s[j]);
+	}
+	softmax_row(w, un, last);
+}
+
+/*
+ * a_ic = fl(sum_j fl(p_ij v_jc)):
+ *
+ *   e_a_ic = sum_j p_ij |v_jc - a_ic| e_s_ij     the scores, through softmax
+ *            + sum_j |v_jc| eps_p_ij              p's rounding
+ *            + sum_j p_ij e_v_jc                  v
+ *            + gamma_L sum_j p_ij |v_jc|          the products and the sum
+ *            + the store
+ *
+ * The first term is the Jacobian's own: sum_j v_jc dp_j = sum_j p_j
+ * ds_j (v_jc - a_c), tighter than bounding each p_j apart.
+ */
+static void head_forward(struct scratch *w, const struct tps_bound_units *un,
+			 const struct head *h, float *out)
+{
+	for (int64_t i = 0; i < h->S; i++) {
+		int64_t last = h->causal ? i : h->S - 1;
+		double gl = tps_bound_gamma_path((double)(last + 1) * un->acc.u);
+		row_scores(w, un, h, i, last);
+		for (int64_t c = 0; c < h->d; c++) {
+			double a = 0.0, e = 0.0, mag = 0.0;
+			for (int64_t j = 0; j <= last; j++) {
+				a += w->p[j] * h->v[j * h->F + c];
+			}
+			for (int64_t j = 0; j <= last; j++) {
+				double v = h->v[j * h->F + c];
+				e += w->p[j] * fabs(v - a) * w->es[j] +
+				     fabs(v) * w->eps_p[j] +
+				     w->p[j] * h->ev[j * h->F + c];
+				mag += w->p[j] * fabs(v);
+			}
+			e += gl * mag;
+			e += tps_bound_store(un, a, e);
+			out[i * h->F + c] = tps_bound_up(e);
+		}
+	}
+}
+
+enum tps_status
+tps_bound_attention_forward(const struct tps_bound_attention *att,
+			    const struct tps_bound_dtypes *dt,
+			    struct tps_tensor *e_a, struct tps_error *err)
+{
+	const struct tps_shape *sh = &att->q->shape;
+	struct tps_bound_units un;
+	struct tps_tensor out = {0};
+	struct scratch w = {0};
+	int64_t S, F, batches;
+	enum tps_status st = check(att, err);
+
+	if (st == TPS_OK) {
+		st = tps_tensor_init_like(&out, sh, att->q, err);
+	}
+	if (st != TPS_OK || !out.data) {
+		goto out;
+	}
+	S = sh->dim[sh->ndim - 2];
+	F = sh->dim[sh->ndim - 1];
+	batches = tps_tensor_numel(att->q) / (S * F);
+	st = scratch_init(&w, S, err);
+	if (st != TPS_OK) {
+		goto out;
+	}
+	tps_bound_units_init(&un, dt);
+	for (int64_t b = 0; b < batches; b++) {
+		for (int64_t hd = 0; hd < F / att->head_dim; hd++) {
+			int64_t base = b * S * F + hd * att->head_dim;
+			struct head h;
+			head_init(&h, att, base);
+			head_forward(&w, &un, &h, out.data + base);
+		}
+	}
+out:
+	scratch_free(&w);
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*e_a = out;
+	return TPS_OK;
+}
+
+/* The sums over query rows of dk and dv, per (j, c) of one head. */
+struct column_sums {
+	double *dk, *dk_abs, *dk_e, *dv, *dv_abs, *dv_e;
+};
+
+static void columns_free(struct column_sums *s)
+{
+	free(s->dk);
+	free(s->dk_abs);
+	free(s->dk_e);
+	free(s->dv);
+	free(s->dv_abs);
+	free(s->dv_e);
+	*s = (struct column_sums){0};
+}
+
+static enum tps_status columns_init(struct column_sums *s, int64_t n,
+				    struct tps_error *err)
+{
+	size_t count = (size_t)(n > 0 ? n : 1);
+	s->dk = calloc(count, sizeof *s->dk);
+	s->dk_abs = calloc(count, sizeof *s->dk_abs);
+	s->dk_e = calloc(count, sizeof *s->dk_e);
+	s->dv = calloc(count, sizeof *s->dv);
+	s->dv_abs = calloc(count, sizeof *s->dv_abs);
+	s->dv_e = calloc(count, sizeof *s->dv_e);
+	if (!s->dk || !s->dk_abs || !s->dk_e || !s->dv || !s->dv_abs ||
+	    !s->dv_e) {
+		columns_free(s);
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	return TPS_OK;
+}
+
+static void columns_zero(struct column_sums *s, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		s->dk[i] = s->dk_abs[i] = s->dk_e[i] = 0.0;
+		s->dv[i] = s->dv_abs[i] = s->dv_e[i] = 0.0;
+	}
+}
+
+/*
+ * Row i's dp_ij = fl(sum_c fl(da_ic v_jc)) with its bound, rowdot
+ * rho = sum_j p_ij dp_ij (double) and ds_ij = fl(p_ij (dp_ij - rho)):
+ *
+ *   e_ds_j = p_j ((1 - 2 p_j) e_dp_j + sum_k p_k e_dp_k)   dp, through
+ *                                                       softmax's Jacobian
+ *            + |ds_j| (e_s_j + W) + p_j V               the scores: W =
+ *                         sum_k p_k e_s_k, V = sum_k |ds_k| e_s_k, from
+ *                         d ds_j / d s_k = delta_jk ds_j
+ *                                       - p_j p_k (D_j + D_k), D = dp - rho
+ *            + |D_j| eps_p_j + p_j sum_m |dp_m| eps_p_m p's rounding
+ *            + p_j gamma_L sum_k p_k |dp_k|             rho's sum
+ *            + 2 u_d p_j |D_j| + u |ds_j|               ds's own
+ */
+static void row_ds(struct scratch *w, const struct tps_bound_units *un,
+		   const struct head *h, const float *da, const float *eda,
+		   int64_t i, int64_t last)
+{
+	double gd = tps_bound_gamma_path((double)h->d * un->acc.u);
+	double rho = 0.0, rho_abs = 0.0, wsum = 0.0, vsum = 0.0, psum = 0.0;
+	for (int64_t j = 0; j <= last; j++) {
+		double dp = 0.0, e = 0.0, mag = 0.0;
+		for (int64_t c = 0; c < h->d; c++) {
+			double g = da[i * h->F + c], v = h->v[j * h->F + c];
+			dp += g * v;
+			e += fabs(v) * eda[i * h->F + c] +
+			     fabs(g) * h->ev[j * h->F + c];
+			mag += fabs(g * v);
+		}
+		w->dp[j] = dp;
+		w->edp[j] = e + gd * mag;
+		rho += w->p[j] * dp;
+		rho_abs += w->p[j] * fabs(dp);
+	}
+	for (int64_t j = 0; j <= last; j++) {
+		w->ds[j] = w->p[j] * (w->dp[j] - rho);
+		wsum += w->p[j] * w->es[j];
+		vsum += fabs(w->ds[j]) * w->es[j];
+		psum += fabs(w->dp[j]) * w->eps_p[j];
+	}
+	/* dp's bound through the Jacobian, into eds */
+	tps_bound_softmax_jacobian(w->p, w->edp, last, w->eds);
+	for (int64_t j = 0; j <= last; j++) {
+		double p = w->p[j], dd = fabs(w->dp[j] - rho);
+		w->eds[j] += fabs(w->ds[j]) * (w->es[j] + wsum) + p * vsum +
+			     dd * w->eps_p[j] + p * psum +
+			     p * tps_bound_gamma_path((double)(last + 1) * U_D) *
+				     rho_abs +
+			     2 * U_D * p * dd +
+			     tps_bound_round(&un->acc, w->ds[j]);
+	}
+}
+
+/* dq_ic = fl(fl(sum_j fl(ds_ij k_jc)) scale), and row i's terms of dk's
+ * and dv's sums over rows. */
+static void row_backward(struct scratch *w, const struct tps_bound_units *un,
+			 const struct head *h, const float *da,
+			 const float *eda, int64_t i, int64_t last,
+			 struct column_sums *cs, float *edq)
+{
+	double gl = tps_bound_gamma_path((double)(last + 1) * un->acc.u);
+	for (int64_t c = 0; c < h->d; c++) {
+		double dq = 0.0, e = 0.0, mag = 0.0;
+		double q = h->q[i * h->F + c], eq = h->eq[i * h->F + c];
+		double g = da[i * h->F + c], eg = eda[i * h->F + c];
+		for (int64_t j = 0; j <= last; j++) {
+			double k = h->k[j * h->F + c];
+			int64_t at = j * h->d + c;
+			dq += w->ds[j] * k;
+			e += w->eds[j] * fabs(k) +
+			     fabs(w->ds[j]) * h->ek[j * h->F + c];
+			mag += fabs(w->ds[j] * k);
+			cs->dk[at] += w->ds[j] * q;
+			cs->dk_abs[at] += fabs(w->ds[j] * q);
+			cs->dk_e[at] +=
+				w->eds[j] * fabs(q) + fabs(w->ds[j]) * eq;
+			cs->dv[at] += w->p[j] * g;
+			cs->dv_abs[at] += w->p[j] * fabs(g);
+			cs->dv_e[at] += fabs(g) * w->ep[j] + w->p[j] * eg;
+		}
+		dq *= h->scale;
+		e = h->scale * (e + gl * mag) + h->scale_rel * fabs(dq) +
+		    tps_bound_round(&un->acc, dq);
+		e += tps_bound_store(un, dq, e);
+		edq[i * h->F + c] = tps_bound_up(e);
+	}
+}
+
+/* dk_jc and dv_jc from their sums over the L_j rows that see key j. */
+static void head_columns(const struct tps_bound_units *un, const struct head *h,
+			 const struct column_sums *cs, float *edk, float *edv)
+{
+	for (int64_t j = 0; j < h->S; j++) {
+		int64_t rows = h->causal ? h->S - j : h->S;
+		double gl = tps_bound_gamma_path((double)rows * un->acc.u);
+		for (int64_t c = 0; c < h->d; c++) {
+			int64_t at = j * h->d + c;
+			double dk = h->scale * cs->dk[at], e;
+			e = h->scale * (cs->dk_e[at] + gl * cs->dk_abs[at]) +
+			    h->scale_rel * fabs(dk) +
+			    tps_bound_round(&un->acc, dk);
+			e += tps_bound_store(un, dk, e);
+			edk[j * h->F + c] = tps_bound_up(e);
+			e = cs->dv_e[at] + gl * cs->dv_abs[at];
+			e += tps_bound_store(un, cs->dv[at], e);
+			edv[j * h->F + c] = tps_bound_up(e);
+		}
+	}
+}
+
+enum tps_status tps_bound_attention_backward(
+	const struct tps_bound_attention *att, const struct tps_tensor *da,
+	const struct tps_tensor *e_da, const struct tps_bound_dtypes *dt,
+	struct tps_tensor *e_dq, struct tps_tensor *e_dk,
+	struct tps_tensor *e_dv, struct tps_error *err)
+{
+	const struct tps_shape *sh = &att->q->shape;
+	struct tps_tensor out[3] = {0};
+	struct tps_bound_units un;
+	struct column_sums cs = {0};
+	struct scratch w = {0};
+	int64_t S, F, batches;
+	enum tps_status st = check(att, err);
+
+	if (st == TPS_OK && !tps_shape_equal(&da->shape, sh)) {
+		st = mismatch("da", da, "q", att->q, err);
+	}
+	if (st == TPS_OK && !tps_shape_equal(&e_da->shape, sh)) {
+		st = mismatch("e_da", e_da, "q", att->q, err);
+	}
+	for (int i = 0; i < 3 && st == TPS_OK; i++) {
+		st = tps_tensor_init_like(&out[i], sh, da->meta ? da : att->q,
+					  err);
+	}
+	if (st != TPS_OK || !out[0].data) {
+		goto out;
+	}
+	S = sh->dim[sh->ndim - 2];
+	F = sh->dim[sh->ndim - 1];
+	batches = tps_tensor_numel(att->q) / (S * F);
+	st = scratch_init(&w, S, err);
+	if (st == TPS_OK) {
+		st = columns_init(&cs, S * att->head_dim, err);
+	}
+	if (st != TPS_OK) {
+		goto out;
+	}
+	tps_bound_units_init(&un, dt);
+	for (int64_t b = 0; b < batches; b++) {
+		for (int64_t hd = 0; hd < F / att->head_dim; hd++) {
+			int64_t base = b * S * F + hd * att->head_dim;
+			struct head h;
+			head_init(&h, att, base);
+			columns_zero(&cs, S * h.d);
+			for (int64_t i = 0; i < S; i++) {
+				int64_t last = h.causal ? i : S - 1;
+				row_scores(&w, &un, &h, i, last);
+				row_ds(&w, &un, &h, da->data + base,
+				       e_da->data + base, i, last);
+				row_backward(&w, &un, &h, da->data + base,
+					     e_da->data + base, i, last, &cs,
+					     out[0].data + base);
+			}
+			head_columns(&un, &h, &cs, out[1].data + base,
+				     out[2].data + base);
+		}
+	}
+out:
+	scratch_free(&w);
+	columns_free(&cs);
+	if (st != TPS_OK) {
+		for (int i = 0; i < 3; i++) {
+			tps_tensor_free(&out[i]);
+		}
+		return st;
+	}
+	*e_dq = out[0];
+	*e_dk = out[1];
+	*e_dv = out[2];
+	return TPS_OK;
+}
