@@ -8,6 +8,7 @@
  */
 #include "run.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "jsonio.h"
@@ -54,30 +55,55 @@ enum tps_status tps_run_trace_spec(const cJSON *trace, const char *trace_name,
 	return TPS_OK;
 }
 
-/* Reports every parameter's initial value, given by the config, with
- * bound 0 (phase setup, step -1): every evaluation starts from the same
- * bits. */
+/*
+ * The bound of a given value (a parameter's initial value, the input, the
+ * target) as a run stores it: 0 in float32, which holds the config's
+ * values as they are; else the rounding to the storage dtype d, within
+ * u |x| of the given float32 x, and |x| <= |fl(x)| / (1 - u), so u / (1 -
+ * u) |fl(x)|, rounded up. A run of another dtype starts from other bits:
+ * this is how far apart their given values may be.
+ */
+static enum tps_status given_bound(struct tps_bound *b,
+				   const struct tps_tensor *v,
+				   enum tps_dtype d, struct tps_error *err)
+{
+	double u = tps_dtype_unit_roundoff(d);
+	enum tps_status st = tps_bound_zero(b, &v->shape, err);
+	if (st != TPS_OK || d == TPS_DTYPE_F32) {
+		return st;
+	}
+	for (int64_t i = 0; i < tps_tensor_numel(v); i++) {
+		b->e.data[i] =
+			tps_bound_up(u / (1.0 - u) * fabs((double)v->data[i]));
+	}
+	return TPS_OK;
+}
+
+/* Reports every parameter's initial value, given by the config (phase
+ * setup, step -1), with the bound of its storage. */
 static enum tps_status emit_setup(const struct tps_model *model,
 				  struct tps_bound_sink sink,
 				  struct tps_error *err)
 {
+	enum tps_dtype d = model->spec->dtypes.of[TPS_ROLE_PARAMS];
 	enum tps_status st = TPS_OK;
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
 		const struct tps_param *p = &model->params[i];
-		struct tps_bound zero = {0};
+		struct tps_bound given = {0};
 		struct tps_bound_event ev = {-1, TPS_PHASE_SETUP, p->name,
-					     &p->global, &zero};
-		st = tps_bound_zero(&zero, &p->global.shape, err);
+					     &p->global, &given};
+		st = given_bound(&given, &p->global, d, err);
 		if (st == TPS_OK) {
 			st = sink.emit(sink.ctx, &ev, err);
 		}
-		tps_bound_free(&zero);
+		tps_bound_free(&given);
 	}
 	return st;
 }
 
-/* Reports the input and the target, given, with bound 0 under each
- * step's forward: a dp run's trace splits them at every step. */
+/* Reports the input and the target, given, with the bound of their
+ * storage under each step's forward: a dp run's trace splits them at
+ * every step. */
 static enum tps_status emit_inputs(const struct tps_model_spec *ms,
 				   const struct tps_tensor *input,
 				   const struct tps_tensor *target,
@@ -86,9 +112,10 @@ static enum tps_status emit_inputs(const struct tps_model_spec *ms,
 {
 	int steps = ms->mode == TPS_MODE_TRAINING ? ms->steps : 1;
 	struct tps_bound zi = {0}, zt = {0};
-	enum tps_status st = tps_bound_zero(&zi, &input->shape, err);
+	enum tps_status st =
+		given_bound(&zi, input, tps_model_input_dtype(ms), err);
 	if (st == TPS_OK && target) {
-		st = tps_bound_zero(&zt, &target->shape, err);
+		st = given_bound(&zt, target, tps_model_target_dtype(ms), err);
 	}
 	for (int s = 0; s < steps && st == TPS_OK; s++) {
 		struct tps_bound_event ev = {s, TPS_PHASE_FORWARD, "input",

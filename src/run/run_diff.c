@@ -311,6 +311,58 @@ static void put(char *buf, size_t size, size_t *used, const char *fmt, ...)
 	*used += n > 0 ? (size_t)n : 0;
 }
 
+void tps_diff_dtype_label(const cJSON *trace, char *buf, size_t size)
+{
+	const cJSON *dtype = member(member(trace, "config"), "dtype");
+	const cJSON *v;
+	size_t used = 0;
+	buf[0] = '\0';
+	if (!dtype) {
+		put(buf, size, &used, "float32");
+		return;
+	}
+	/* The normalised config has "dtype" only when some role is not
+	 * float32: one name, or an object by role. */
+	if (cJSON_IsString(dtype)) {
+		put(buf, size, &used, "%s", dtype->valuestring);
+	} else if (cJSON_IsObject(dtype)) {
+		/* By role: the dtype most roles have, then the others'
+		 * ("bfloat16 (master_params float32)"). */
+		const cJSON *most = NULL;
+		int best = 0, k = 0;
+		cJSON_ArrayForEach(v, dtype)
+		{
+			const cJSON *w;
+			int n = 0;
+			cJSON_ArrayForEach(w, dtype)
+			{
+				n += cJSON_IsString(v) && cJSON_IsString(w) &&
+				     strcmp(v->valuestring, w->valuestring) ==
+					     0;
+			}
+			if (n > best) {
+				best = n;
+				most = v;
+			}
+		}
+		if (most) {
+			put(buf, size, &used, "%s", most->valuestring);
+		}
+		cJSON_ArrayForEach(v, dtype)
+		{
+			if (most && cJSON_IsString(v) &&
+			    strcmp(v->valuestring, most->valuestring) != 0) {
+				put(buf, size, &used, "%s%s %s",
+				    k++ ? ", " : " (", v->string,
+				    v->valuestring);
+			}
+		}
+		if (k) {
+			put(buf, size, &used, ")");
+		}
+	}
+}
+
 void tps_diff_trace_label(const cJSON *trace, bool brief, char *buf,
 			  size_t size)
 {
@@ -318,7 +370,7 @@ void tps_diff_trace_label(const cJSON *trace, bool brief, char *buf,
 	const cJSON *shape = member(mesh, "shape");
 	const cJSON *names = member(mesh, "dim_names");
 	const cJSON *config = member(trace, "config");
-	const cJSON *dtype = member(config, "dtype");
+	char dtype_buf[256];
 	const cJSON *inject = member(config, "inject");
 	const cJSON *v;
 	size_t used = 0;
@@ -341,21 +393,9 @@ void tps_diff_trace_label(const cJSON *trace, bool brief, char *buf,
 	if (!shown) {
 		put(buf, size, &used, "1 device");
 	}
-	/* The normalised config has "dtype" only when some role is not
-	 * float32: one name, or an object by role. */
-	if (cJSON_IsString(dtype)) {
-		put(buf, size, &used, "%s%s", brief ? " " : ", ",
-		    dtype->valuestring);
-	} else if (cJSON_IsObject(dtype)) {
-		int k = 0;
-		cJSON_ArrayForEach(v, dtype)
-		{
-			if (cJSON_IsString(v)) {
-				put(buf, size, &used, "%s%s=%s",
-				    k++ ? " " : (brief ? " " : ", "), v->string,
-				    v->valuestring);
-			}
-		}
+	tps_diff_dtype_label(trace, dtype_buf, sizeof dtype_buf);
+	if (strcmp(dtype_buf, "float32") != 0) {
+		put(buf, size, &used, "%s%s", brief ? " " : ", ", dtype_buf);
 	}
 	if (cJSON_IsArray(inject) && inject->child) {
 		int k = 0;

@@ -119,6 +119,11 @@ void tps_diff_row_name(const struct tps_diff_row *r, char *buf, size_t size);
 void tps_diff_trace_label(const cJSON *trace, bool brief, char *buf,
 			  size_t size);
 
+/* The trace's storage dtypes in a few words: "float32" (every role),
+ * "bfloat16", "bfloat16 (master_params float32, reduce float32)": the
+ * dtype most roles have, then the others. */
+void tps_diff_dtype_label(const cJSON *trace, char *buf, size_t size);
+
 void tps_diff_free(struct tps_diff *d);
 
 #endif

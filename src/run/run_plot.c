@@ -48,20 +48,13 @@ static enum tps_status collect_loss(void *ctx, const struct tps_bound_event *ev,
 	return TPS_OK;
 }
 
-/* The config's "dtype" as one word ("float32" when it has none: every
- * role float32), and the key its traces are grouped by. */
-static void dtype_of(const cJSON *trace, char *buf, size_t size)
+/* What groups traces under one band: the config's "dtype" as it is
+ * (compact JSON; "" when it has none: every role float32). */
+static void dtype_key(const cJSON *trace, char *buf, size_t size)
 {
 	const cJSON *dtype = member(member(trace, "config"), "dtype");
-	char *text = NULL;
-	if (cJSON_IsString(dtype)) {
-		snprintf(buf, size, "%s", dtype->valuestring);
-		return;
-	}
-	if (cJSON_IsObject(dtype)) {
-		text = cJSON_PrintUnformatted(dtype);
-	}
-	snprintf(buf, size, "%s", text ? text : "float32");
+	char *text = dtype ? cJSON_PrintUnformatted(dtype) : NULL;
+	snprintf(buf, size, "%s", text ? text : "");
 	free(text);
 }
 
@@ -173,7 +166,7 @@ enum tps_status tps_plot_build(struct tps_plot *p, const cJSON *const *traces,
 			       struct tps_error *err)
 {
 	struct tps_plot q;
-	char dtypes[TPS_PLOT_MAX_TRACES][64];
+	char keys[TPS_PLOT_MAX_TRACES][256];
 	enum tps_status st = TPS_OK;
 
 	memset(&q, 0, sizeof q);
@@ -191,15 +184,15 @@ enum tps_status tps_plot_build(struct tps_plot *p, const cJSON *const *traces,
 			break;
 		}
 		q.n_curves++;
-		dtype_of(traces[i], dtypes[i], sizeof dtypes[i]);
+		dtype_key(traces[i], keys[i], sizeof keys[i]);
 		while (b < q.n_bands &&
-		       strcmp(q.bands[b].dtype, dtypes[i]) != 0) {
+		       strcmp(keys[q.bands[b].curve], keys[i]) != 0) {
 			b++;
 		}
 		if (b == q.n_bands) {
 			struct tps_plot_band *band = &q.bands[b];
-			snprintf(band->dtype, sizeof band->dtype, "%s",
-				 dtypes[i]);
+			tps_diff_dtype_label(traces[i], band->dtype,
+					     sizeof band->dtype);
 			band->curve = i;
 			q.n_bands++;
 			st = make_band(band, traces[i], names[i], threads, err);

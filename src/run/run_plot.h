@@ -34,8 +34,9 @@ struct tps_plot_curve {
 };
 
 struct tps_plot_band {
-	char dtype[64]; /* "float32", "bfloat16", or the roles' */
-	int curve;	/* the trace it is made from (the group's first) */
+	/* "float32", "bfloat16", "bfloat16 (master_params float32)" */
+	char dtype[128];
+	int curve; /* the trace it is made from (the group's first) */
 	int steps;
 	double *center; /* its reference loss per step */
 	double *half;	/* 2 e of the loss; -1 where it has no bound */

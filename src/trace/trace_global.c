@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dtensor.h"
+#include "dtype.h"
 #include "jsonio.h"
 
 static const cJSON *member(const cJSON *o, const char *key)
@@ -96,19 +97,33 @@ enum tps_status tps_trace_read_mesh(struct tps_mesh *mesh, const cJSON *trace,
 }
 
 /* Copies nested arrays of numbers (validated: in the shape) into data,
- * row-major, as float32. Returns the next free slot. */
-static float *copy_values(const cJSON *v, float *data)
+ * row-major, each read as a value of the event's dtype: a bfloat16's
+ * shortest decimal reads back to that bfloat16, not always as a float32
+ * to the same value. Returns the next free slot. */
+static float *copy_values(const cJSON *v, enum tps_dtype dtype, float *data)
 {
 	const cJSON *c;
 	if (cJSON_IsNumber(v)) {
-		*data = (float)v->valuedouble;
+		*data = tps_dtype_round_double(v->valuedouble, dtype);
 		return data + 1;
 	}
 	cJSON_ArrayForEach(c, v)
 	{
-		data = copy_values(c, data);
+		data = copy_values(c, dtype, data);
 	}
 	return data;
+}
+
+/* An event's "dtype" (the trace reader checked it), or float32. */
+static enum tps_dtype event_dtype(const cJSON *ev)
+{
+	const cJSON *d = member(ev, "dtype");
+	for (int i = 0; cJSON_IsString(d) && tps_dtype_names[i]; i++) {
+		if (strcmp(d->valuestring, tps_dtype_names[i]) == 0) {
+			return (enum tps_dtype)i;
+		}
+	}
+	return TPS_DTYPE_F32;
 }
 
 /*
@@ -182,6 +197,7 @@ enum tps_status tps_trace_event_global(const cJSON *trace,
 	struct tps_dtensor dt = {0};
 	struct tps_shape global = {0};
 	struct tps_json_path p;
+	enum tps_dtype dtype = event_dtype(ev);
 	enum tps_status st = TPS_OK;
 	int r = 0;
 
@@ -237,7 +253,7 @@ enum tps_status tps_trace_event_global(const cJSON *trace,
 			break;
 		}
 		if (locals[r].data) {
-			copy_values(values, locals[r].data);
+			copy_values(values, dtype, locals[r].data);
 		}
 		r++;
 	}

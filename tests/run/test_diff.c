@@ -285,6 +285,41 @@ START_TEST(dp_runs_are_compared_per_sample_and_per_gradient)
 }
 END_TEST
 
+/*
+ * float32 against bfloat16: the differences are those of 8-bit
+ * significands (fc2.out's near 1e-3), far past float32's bounds, and
+ * within the bfloat16 run's. At setup the parameters differ by their
+ * rounding to bfloat16 (at most 2^-8 of each), which is their bound.
+ */
+START_TEST(float32_against_bfloat16_is_within_the_bfloat16_bounds)
+{
+	static const char *const ok[] = {"  rounding", "  exact",
+					 "  within tolerance"};
+	const char *dir = tu_tempdir();
+	struct tu_result r;
+	const char *row;
+	double diff = 0.0;
+	write_mlp(dir, "mlp.json", "");
+	write_mlp(dir, "bf16.json", ", \"dtype\": \"bfloat16\"");
+	run(dir, "mlp.json", "f32.json", NULL, NULL);
+	run(dir, "bf16.json", "bf16.trace.json", "tp=8", NULL);
+	r = in_dir(dir, "diff", "f32.json", "bf16.trace.json", NULL, NULL);
+	ck_assert_msg(r.rc == 0, "%s%s", r.out, r.err);
+	ck_assert_ptr_nonnull(strstr(r.out, "\nB: bf16.trace.json: mesh dp=1 "
+					    "x tp=8, bfloat16, 2 training "
+					    "steps\n"));
+	row = strstr(r.out, "\n0     forward    fc2.out          ");
+	ck_assert_ptr_nonnull(row);
+	diff = strtod(row + 34, NULL);
+	ck_assert_msg(diff > 1e-4, "fc2.out differs by only %g", diff);
+	ck_assert_ptr_nonnull(
+		strstr(r.out, "\n-     setup      fc1.weight       0.0"));
+	assert_verdicts(r.out, ok, 3);
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* A small transformer block under plain TP and under sequence
  * parallelism: the same model, other collectives, the same values within
  * what reordering explains (attention has no bound rule yet: those rows
@@ -595,6 +630,8 @@ static Suite *diff_suite(void)
 	tcase_add_test(diff,
 		       a_gradient_bug_diverges_at_the_first_gradient_it_sums);
 	tcase_add_test(diff, dp_runs_are_compared_per_sample_and_per_gradient);
+	tcase_add_test(diff,
+		       float32_against_bfloat16_is_within_the_bfloat16_bounds);
 	tcase_add_test(diff,
 		       sequence_parallel_against_plain_tp_does_not_diverge);
 	tcase_add_test(diff, diff_is_deterministic_and_a_trace_matches_itself);
