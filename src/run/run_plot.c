@@ -294,6 +294,25 @@ static double nice_step(double range, int *mant, int *exp)
 	return p * *mant;
 }
 
+/*
+ * log10(x) for x > 0 from basic arithmetic alone, so that every build and
+ * libm places the log panel's points alike: x = m 2^e exactly (frexp),
+ * ln m = 2 atanh((m - 1) / (m + 1)) by its series (|z| <= 1/3: 24 terms
+ * reach double precision).
+ */
+static double det_log10(double x)
+{
+	int e;
+	double m = frexp(x, &e), z = (m - 1.0) / (m + 1.0), z2 = z * z;
+	double term = z, sum = 0.0;
+	for (int k = 0; k < 24; k++) {
+		sum += term / (double)(2 * k + 1);
+		term *= z2;
+	}
+	return (2.0 * sum + (double)e * 0.69314718055994530942) /
+	       2.30258509299404568402;
+}
+
 /* ---- drawing ----------------------------------------------------------- */
 
 #define PLOT_LEFT   96
@@ -301,10 +320,12 @@ static double nice_step(double range, int *mant, int *exp)
 #define PLOT_TOP1   56
 #define PLOT_H1	    220
 #define PLOT_TOP2   (PLOT_TOP1 + PLOT_H1 + 64)
-#define PLOT_H2	    160
+#define PLOT_H2	    200
 #define PLOT_LEGEND (PLOT_TOP2 + PLOT_H2 + 60)
 #define PLOT_LINE_H 20
 #define PLOT_MIN_W  760
+/* The log panel spans at most this many decades below its top. */
+#define PLOT_DECADES 12
 
 static const char *const curve_colors[] = {
 	"#0072b2", "#d55e00", "#009e73", "#cc79a7",
@@ -317,10 +338,16 @@ static const char *const band_colors[] = {"#bdbdbd", "#f6c89f", "#b9dcf2",
 #define N_DASHES (sizeof curve_dashes / sizeof curve_dashes[0])
 #define N_BANDS	 (sizeof band_colors / sizeof band_colors[0])
 
-/* One panel's axes: value range [lo, hi] over [top, top + h] px. */
+/*
+ * One panel: the loss itself (linear), or the gap, |value - the first
+ * band's reference loss| on a log scale from 10^lo to 10^hi (a gap
+ * below, 0 included, lies on the bottom edge).
+ */
 struct axes {
-	double x0, x1; /* steps */
-	double lo, hi;
+	bool gap;
+	const struct tps_plot_band *ref; /* gap: what it is measured from */
+	double x0, x1;			 /* steps */
+	double lo, hi;			 /* values, or decades */
 	double left, width, top, height;
 };
 
@@ -329,17 +356,45 @@ static double px_x(const struct axes *a, double step)
 	return a->left + (step - a->x0) / (a->x1 - a->x0) * a->width;
 }
 
+/* The panel's y of a value (gap: of a gap). */
 static double px_y(const struct axes *a, double v)
 {
+	if (a->gap) {
+		double l = v > 0.0 ? det_log10(v) : a->lo;
+		l = l < a->lo ? a->lo : l;
+		return a->top + (a->hi - l) / (a->hi - a->lo) * a->height;
+	}
 	return a->top + (a->hi - v) / (a->hi - a->lo) * a->height;
+}
+
+/* What a panel draws of a value at step s: itself, or its gap. */
+static double value_at(const struct axes *a, double v, int s)
+{
+	if (!a->gap) {
+		return v;
+	}
+	return fabs(v - (s < a->ref->steps ? a->ref->center[s] : v));
+}
+
+static void put_tick(FILE *out, const struct axes *a, double y,
+		     const char *label)
+{
+	fprintf(out, "<line x1=\"%d\" x2=\"%d\" y1=\"", (int)a->left,
+		(int)(a->left + a->width));
+	put_px(out, y);
+	fputs("\" y2=\"", out);
+	put_px(out, y);
+	fputs("\" stroke=\"#e0e0e0\"/>\n", out);
+	fprintf(out, "<text x=\"%d\" y=\"", (int)a->left - 6);
+	put_px(out, y + 4.0);
+	fputs("\" text-anchor=\"end\">", out);
+	tps_svg_put_xml(out, label);
+	fputs("</text>\n", out);
 }
 
 /* The frame, the ticks and their labels, the grid. */
 static void draw_axes(FILE *out, const struct axes *a, const char *clip)
 {
-	int mant, exp;
-	double step = nice_step(a->hi - a->lo, &mant, &exp);
-	double first = ceil(a->lo / step), last = floor(a->hi / step);
 	int xmant, xexp;
 	double xstep = nice_step(a->x1 - a->x0, &xmant, &xexp);
 	char label[48];
@@ -350,20 +405,25 @@ static void draw_axes(FILE *out, const struct axes *a, const char *clip)
 	fprintf(out, "\" width=\"%d\" height=\"", (int)a->width);
 	put_px(out, a->height);
 	fputs("\"/></clipPath>\n", out);
-	for (double m = first; m <= last; m += 1.0) {
-		double y = px_y(a, m * step);
-		fprintf(out, "<line x1=\"%d\" x2=\"%d\" y1=\"", (int)a->left,
-			(int)(a->left + a->width));
-		put_px(out, y);
-		fputs("\" y2=\"", out);
-		put_px(out, y);
-		fputs("\" stroke=\"#e0e0e0\"/>\n", out);
-		format_scaled((long long)m * mant, exp, label, sizeof label);
-		fprintf(out, "<text x=\"%d\" y=\"", (int)a->left - 6);
-		put_px(out, y + 4.0);
-		fputs("\" text-anchor=\"end\">", out);
-		tps_svg_put_xml(out, label);
-		fputs("</text>\n", out);
+	if (a->gap) {
+		/* A tick a decade, or every second or third one. */
+		int every = a->hi - a->lo > 8 ? 3 : a->hi - a->lo > 4 ? 2 : 1;
+		for (int k = (int)a->hi; k >= (int)a->lo; k -= every) {
+			format_scaled(1, k, label, sizeof label);
+			put_tick(out, a,
+				 a->top + (a->hi - k) / (a->hi - a->lo) *
+						  a->height,
+				 label);
+		}
+	} else {
+		int mant, exp;
+		double step = nice_step(a->hi - a->lo, &mant, &exp);
+		double first = ceil(a->lo / step), last = floor(a->hi / step);
+		for (double m = first; m <= last; m += 1.0) {
+			format_scaled((long long)m * mant, exp, label,
+				      sizeof label);
+			put_tick(out, a, px_y(a, m * step), label);
+		}
 	}
 	if (xstep < 1.0) {
 		xstep = 1.0;
@@ -392,14 +452,31 @@ static void draw_axes(FILE *out, const struct axes *a, const char *clip)
 		(int)a->left, (int)a->top, (int)a->width, (int)a->height);
 }
 
-/* The band of b (offset: subtracted from every value) as polygons over
- * each run of steps that have a bound. */
+/* The band's edges at step k as the panel draws them: center -+ half, or
+ * in the gap panel the gaps of those two edges' range (from 0 when it
+ * holds the first reference). */
+static void band_edges(const struct axes *a, const struct tps_plot_band *b,
+		       int k, double *low, double *high)
+{
+	double c = b->center[k], h = b->half[k];
+	if (!a->gap) {
+		*low = c - h;
+		*high = c + h;
+		return;
+	}
+	c = value_at(a, c, k);
+	*low = c > h ? c - h : 0.0;
+	*high = c + h;
+}
+
+/* The band as polygons over each run of steps that have a bound. */
 static void draw_band(FILE *out, const struct axes *a,
-		      const struct tps_plot_band *b, const double *offset,
-		      int offset_steps, const char *color, const char *clip)
+		      const struct tps_plot_band *b, const char *color,
+		      const char *clip)
 {
 	for (int s = 0; s < b->steps;) {
 		int e = s;
+		double w = 0.0;
 		if (b->half[s] < 0.0) {
 			s++;
 			continue;
@@ -407,36 +484,38 @@ static void draw_band(FILE *out, const struct axes *a,
 		while (e + 1 < b->steps && b->half[e + 1] >= 0.0) {
 			e++;
 		}
+		/* A single step is drawn 6 px wide. */
+		w = s == e ? 3.0 : 0.0;
 		fprintf(out,
 			"<polygon clip-path=\"url(#%s)\" fill=\"%s\" "
 			"fill-opacity=\"0.7\" stroke=\"%s\" points=\"",
 			clip, color, color);
 		for (int k = s; k <= e; k++) {
-			double off = k < offset_steps ? offset[k] : 0.0;
-			put_px(out, px_x(a, k) - (s == e ? 3.0 : 0.0));
+			double low, high;
+			band_edges(a, b, k, &low, &high);
+			put_px(out, px_x(a, k) - w);
 			fputc(',', out);
-			put_px(out, px_y(a, b->center[k] + b->half[k] - off));
+			put_px(out, px_y(a, high));
 			fputc(' ', out);
-			if (s == e) {
-				put_px(out, px_x(a, k) + 3.0);
+			if (w > 0.0) {
+				put_px(out, px_x(a, k) + w);
 				fputc(',', out);
-				put_px(out, px_y(a, b->center[k] + b->half[k] -
-							    off));
+				put_px(out, px_y(a, high));
 				fputc(' ', out);
 			}
 		}
 		for (int k = e; k >= s; k--) {
-			double off = k < offset_steps ? offset[k] : 0.0;
-			if (s == e) {
-				put_px(out, px_x(a, k) + 3.0);
+			double low, high;
+			band_edges(a, b, k, &low, &high);
+			if (w > 0.0) {
+				put_px(out, px_x(a, k) + w);
 				fputc(',', out);
-				put_px(out, px_y(a, b->center[k] - b->half[k] -
-							    off));
+				put_px(out, px_y(a, low));
 				fputc(' ', out);
 			}
-			put_px(out, px_x(a, k) - (s == e ? 3.0 : 0.0));
+			put_px(out, px_x(a, k) - w);
 			fputc(',', out);
-			put_px(out, px_y(a, b->center[k] - b->half[k] - off));
+			put_px(out, px_y(a, low));
 			fputc(k > s ? ' ' : '"', out);
 		}
 		fputs("/>\n", out);
@@ -445,8 +524,7 @@ static void draw_band(FILE *out, const struct axes *a,
 }
 
 static void draw_curve(FILE *out, const struct axes *a,
-		       const struct tps_plot_curve *c, int i,
-		       const double *offset, int offset_steps, const char *clip)
+		       const struct tps_plot_curve *c, int i, const char *clip)
 {
 	const char *dash = curve_dashes[(size_t)i / N_COLORS % N_DASHES];
 	/* Later curves thinner, so that curves on top of each other all
@@ -459,10 +537,9 @@ static void draw_curve(FILE *out, const struct axes *a,
 		dash[0] ? " stroke-dasharray=\"" : "", dash,
 		dash[0] ? "\"" : "");
 	for (int s = 0; s < c->steps; s++) {
-		double off = s < offset_steps ? offset[s] : 0.0;
 		put_px(out, px_x(a, s));
 		fputc(',', out);
-		put_px(out, px_y(a, c->loss[s] - off));
+		put_px(out, px_y(a, value_at(a, c->loss[s], s)));
 		fputc(s + 1 < c->steps ? ' ' : '"', out);
 	}
 	fputs("/>\n", out);
@@ -470,8 +547,7 @@ static void draw_curve(FILE *out, const struct axes *a,
 		fputs("<circle r=\"4\" cx=\"", out);
 		put_px(out, px_x(a, 0));
 		fputs("\" cy=\"", out);
-		put_px(out,
-		       px_y(a, c->loss[0] - (offset_steps ? offset[0] : 0.0)));
+		put_px(out, px_y(a, value_at(a, c->loss[0], 0)));
 		fprintf(out, "\" fill=\"%s\"/>\n",
 			curve_colors[(size_t)i % N_COLORS]);
 	}
@@ -502,31 +578,106 @@ static void band_line(const struct tps_plot *p, int b, char *buf, size_t size)
 	}
 }
 
+/* The loss panel's range: every curve and band edge, 5% spare each
+ * side. */
+static void loss_range(const struct tps_plot *p, struct axes *a)
+{
+	a->lo = INFINITY;
+	a->hi = -INFINITY;
+	for (int i = 0; i < p->n_curves; i++) {
+		for (int s = 0; s < p->curves[i].steps; s++) {
+			a->lo = fmin(a->lo, p->curves[i].loss[s]);
+			a->hi = fmax(a->hi, p->curves[i].loss[s]);
+		}
+	}
+	for (int b = 0; b < p->n_bands; b++) {
+		for (int s = 0; s < p->bands[b].steps; s++) {
+			double low, high;
+			if (p->bands[b].half[s] >= 0.0) {
+				band_edges(a, &p->bands[b], s, &low, &high);
+				a->lo = fmin(a->lo, low);
+				a->hi = fmax(a->hi, high);
+			}
+		}
+	}
+	if (a->hi - a->lo > 0.0) {
+		double pad = (a->hi - a->lo) * 0.05;
+		a->lo -= pad;
+		a->hi += pad;
+	} else {
+		double pad = a->hi != 0.0 ? fabs(a->hi) * 0.1 : 1.0;
+		a->lo -= pad;
+		a->hi += pad;
+	}
+}
+
+/* The gap panel's decades: from the smallest gap or band edge above 0 to
+ * the largest, whole decades, at most PLOT_DECADES. */
+static void gap_range(const struct tps_plot *p, struct axes *a)
+{
+	double small = INFINITY, large = 0.0;
+	for (int i = 0; i < p->n_curves; i++) {
+		for (int s = 0; s < p->curves[i].steps; s++) {
+			double g = value_at(a, p->curves[i].loss[s], s);
+			if (g > 0.0) {
+				small = fmin(small, g);
+				large = fmax(large, g);
+			}
+		}
+	}
+	for (int b = 0; b < p->n_bands; b++) {
+		for (int s = 0; s < p->bands[b].steps; s++) {
+			double low, high;
+			if (p->bands[b].half[s] < 0.0) {
+				continue;
+			}
+			band_edges(a, &p->bands[b], s, &low, &high);
+			if (high > 0.0) {
+				small = fmin(small, high);
+				large = fmax(large, high);
+			}
+		}
+	}
+	if (!(large > 0.0)) {
+		a->lo = -9.0;
+		a->hi = -8.0;
+		return;
+	}
+	a->hi = ceil(det_log10(large));
+	a->lo = floor(det_log10(small));
+	if (a->lo >= a->hi) {
+		a->lo = a->hi - 1.0;
+	}
+	if (a->hi - a->lo > PLOT_DECADES) {
+		a->lo = a->hi - PLOT_DECADES;
+	}
+}
+
+static void widen(int *width, const char *line)
+{
+	int64_t w = 60 + tps_svg_text_width(line, TPS_SVG_CHAR_W);
+	if (w > *width) {
+		*width = (int)w;
+	}
+}
+
 void tps_plot_write_svg(FILE *out, const struct tps_plot *p)
 {
 	struct axes top = {0}, bottom = {0};
 	const struct tps_plot_band *ref = &p->bands[0];
 	char line[512];
 	int steps = 1, width = PLOT_MIN_W, height;
-	double reach = 0.0;
-	bool any = false;
 
 	for (int i = 0; i < p->n_curves; i++) {
 		steps = p->curves[i].steps > steps ? p->curves[i].steps : steps;
 		curve_line(p, i, line, sizeof line);
-		if (60 + tps_svg_text_width(line, TPS_SVG_CHAR_W) > width) {
-			width = 60 +
-				(int)tps_svg_text_width(line, TPS_SVG_CHAR_W);
-		}
+		widen(&width, line);
 	}
 	for (int b = 0; b < p->n_bands; b++) {
 		band_line(p, b, line, sizeof line);
-		if (60 + tps_svg_text_width(line, TPS_SVG_CHAR_W) > width) {
-			width = 60 +
-				(int)tps_svg_text_width(line, TPS_SVG_CHAR_W);
-		}
+		widen(&width, line);
 	}
-	height = PLOT_LEGEND + PLOT_LINE_H * (p->n_curves + p->n_bands) + 8;
+	height = PLOT_LEGEND + PLOT_LINE_H * (p->n_curves + p->n_bands + 1) + 8;
 	top.left = bottom.left = PLOT_LEFT;
 	top.width = bottom.width = width - PLOT_LEFT - PLOT_RIGHT;
 	top.x0 = bottom.x0 = steps > 1 ? 0.0 : -0.5;
@@ -535,56 +686,10 @@ void tps_plot_write_svg(FILE *out, const struct tps_plot *p)
 	top.height = PLOT_H1;
 	bottom.top = PLOT_TOP2;
 	bottom.height = PLOT_H2;
-
-	/* The loss panel: every curve and band edge, 5% spare each side. */
-	top.lo = INFINITY;
-	top.hi = -INFINITY;
-	for (int i = 0; i < p->n_curves; i++) {
-		for (int s = 0; s < p->curves[i].steps; s++) {
-			top.lo = fmin(top.lo, p->curves[i].loss[s]);
-			top.hi = fmax(top.hi, p->curves[i].loss[s]);
-		}
-	}
-	for (int b = 0; b < p->n_bands; b++) {
-		const struct tps_plot_band *band = &p->bands[b];
-		for (int s = 0; s < band->steps; s++) {
-			double h = band->half[s] > 0.0 ? band->half[s] : 0.0;
-			top.lo = fmin(top.lo, band->center[s] - h);
-			top.hi = fmax(top.hi, band->center[s] + h);
-			/* The bands' reach from the first reference. */
-			if (s < ref->steps) {
-				reach = fmax(reach, fabs(band->center[s] -
-							 ref->center[s]) +
-							    h);
-			}
-		}
-	}
-	if (top.hi - top.lo > 0.0) {
-		double pad = (top.hi - top.lo) * 0.05;
-		top.lo -= pad;
-		top.hi += pad;
-	} else {
-		double pad = top.hi != 0.0 ? fabs(top.hi) * 0.1 : 1.0;
-		top.lo -= pad;
-		top.hi += pad;
-	}
-	/* The difference panel: the bands with room around them; a curve
-	 * farther out leaves the panel (clipped). Without any band width,
-	 * the curves' own reach. */
-	if (!(reach > 0.0)) {
-		for (int i = 0; i < p->n_curves; i++) {
-			for (int s = 0;
-			     s < p->curves[i].steps && s < ref->steps; s++) {
-				reach = fmax(reach, fabs(p->curves[i].loss[s] -
-							 ref->center[s]));
-			}
-		}
-	}
-	if (!(reach > 0.0)) {
-		reach = 1.0;
-	}
-	bottom.lo = -1.25 * reach;
-	bottom.hi = 1.25 * reach;
+	bottom.gap = true;
+	bottom.ref = ref;
+	loss_range(p, &top);
+	gap_range(p, &bottom);
 
 	fprintf(out,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -597,27 +702,24 @@ void tps_plot_write_svg(FILE *out, const struct tps_plot *p)
 	tps_svg_text(out, 16, 24, " font-size=\"14\" font-weight=\"bold\"",
 		     "Loss per step");
 	tps_svg_text(out, PLOT_LEFT, PLOT_TOP1 - 10, "", "loss");
-	snprintf(line, sizeof line, "loss - the reference loss of %s",
+	snprintf(line, sizeof line,
+		 "|loss - the reference loss of %s|, log scale",
 		 p->curves[ref->curve].label);
 	tps_svg_text(out, PLOT_LEFT, PLOT_TOP2 - 10, "", line);
 	tps_svg_text(out, PLOT_LEFT + (int)bottom.width / 2,
 		     PLOT_TOP2 + PLOT_H2 + 36, " text-anchor=\"middle\"",
 		     "step");
 	draw_axes(out, &top, "loss");
-	draw_axes(out, &bottom, "difference");
+	draw_axes(out, &bottom, "gap");
 	for (int b = 0; b < p->n_bands; b++) {
 		const char *color = band_colors[(size_t)b % N_BANDS];
-		draw_band(out, &top, &p->bands[b], NULL, 0, color, "loss");
-		draw_band(out, &bottom, &p->bands[b], ref->center, ref->steps,
-			  color, "difference");
+		draw_band(out, &top, &p->bands[b], color, "loss");
+		draw_band(out, &bottom, &p->bands[b], color, "gap");
 	}
 	for (int i = 0; i < p->n_curves; i++) {
-		draw_curve(out, &top, &p->curves[i], i, NULL, 0, "loss");
-		draw_curve(out, &bottom, &p->curves[i], i, ref->center,
-			   ref->steps, "difference");
-		any = any || p->curves[i].outside >= 0;
+		draw_curve(out, &top, &p->curves[i], i, "loss");
+		draw_curve(out, &bottom, &p->curves[i], i, "gap");
 	}
-	(void)any;
 	for (int i = 0; i < p->n_curves; i++) {
 		int y = PLOT_LEGEND + PLOT_LINE_H * i;
 		const char *dash =
@@ -640,5 +742,9 @@ void tps_plot_write_svg(FILE *out, const struct tps_plot *p)
 		band_line(p, b, line, sizeof line);
 		tps_svg_text(out, 56, y, "", line);
 	}
+	tps_svg_text(out, 16,
+		     PLOT_LEGEND + PLOT_LINE_H * (p->n_curves + p->n_bands), "",
+		     "In the log panel a gap of 0 (the same bits) lies on the "
+		     "bottom edge.");
 	fputs("</svg>\n", out);
 }
