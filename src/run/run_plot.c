@@ -557,9 +557,19 @@ static void draw_curve(FILE *out, const struct axes *a,
 static void curve_line(const struct tps_plot *p, int i, char *buf, size_t size)
 {
 	const struct tps_plot_curve *c = &p->curves[i];
+	const struct tps_plot_band *b = &p->bands[c->band];
+	int judged = 0;
+	for (int s = 0; s < c->steps && s < b->steps; s++) {
+		judged += b->half[s] >= 0.0;
+	}
 	if (c->outside >= 0) {
 		snprintf(buf, size, "%s: outside the band from step %d",
 			 c->label, c->outside);
+	} else if (judged < c->steps) {
+		snprintf(buf, size,
+			 "%s: inside the band at the %d step%s it has a "
+			 "bound",
+			 c->label, judged, judged == 1 ? "" : "s");
 	} else {
 		snprintf(buf, size, "%s: inside the band", c->label);
 	}
@@ -578,8 +588,8 @@ static void band_line(const struct tps_plot *p, int b, char *buf, size_t size)
 	}
 }
 
-/* The loss panel's range: every curve and band edge, 5% spare each
- * side. */
+/* The loss panel's range: every curve, 5% spare each side. The band is
+ * drawn within it (clipped): its edges can outgrow any loss. */
 static void loss_range(const struct tps_plot *p, struct axes *a)
 {
 	a->lo = INFINITY;
@@ -588,16 +598,6 @@ static void loss_range(const struct tps_plot *p, struct axes *a)
 		for (int s = 0; s < p->curves[i].steps; s++) {
 			a->lo = fmin(a->lo, p->curves[i].loss[s]);
 			a->hi = fmax(a->hi, p->curves[i].loss[s]);
-		}
-	}
-	for (int b = 0; b < p->n_bands; b++) {
-		for (int s = 0; s < p->bands[b].steps; s++) {
-			double low, high;
-			if (p->bands[b].half[s] >= 0.0) {
-				band_edges(a, &p->bands[b], s, &low, &high);
-				a->lo = fmin(a->lo, low);
-				a->hi = fmax(a->hi, high);
-			}
 		}
 	}
 	if (a->hi - a->lo > 0.0) {
@@ -611,17 +611,19 @@ static void loss_range(const struct tps_plot *p, struct axes *a)
 	}
 }
 
-/* The gap panel's decades: from the smallest gap or band edge above 0 to
- * the largest, whole decades, at most PLOT_DECADES. */
+/* The gap panel's decades: from the smallest gap or band edge above 0 up
+ * to the largest gap, or the bands' top but no more than 3 decades over
+ * the largest gap (a bound can outgrow every value: it is clipped), in
+ * whole decades, at most PLOT_DECADES. */
 static void gap_range(const struct tps_plot *p, struct axes *a)
 {
-	double small = INFINITY, large = 0.0;
+	double small = INFINITY, gaps = 0.0, bands = 0.0, large;
 	for (int i = 0; i < p->n_curves; i++) {
 		for (int s = 0; s < p->curves[i].steps; s++) {
 			double g = value_at(a, p->curves[i].loss[s], s);
 			if (g > 0.0) {
 				small = fmin(small, g);
-				large = fmax(large, g);
+				gaps = fmax(gaps, g);
 			}
 		}
 	}
@@ -634,10 +636,11 @@ static void gap_range(const struct tps_plot *p, struct axes *a)
 			band_edges(a, &p->bands[b], s, &low, &high);
 			if (high > 0.0) {
 				small = fmin(small, high);
-				large = fmax(large, high);
+				bands = fmax(bands, high);
 			}
 		}
 	}
+	large = gaps > 0.0 ? fmax(gaps, fmin(bands, 1000.0 * gaps)) : bands;
 	if (!(large > 0.0)) {
 		a->lo = -9.0;
 		a->hi = -8.0;
