@@ -870,13 +870,13 @@ void tps_diff_write(FILE *out, const struct tps_diff *d,
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1) {
 			if (md) {
-				fputs("- A: `", out);
+				fputs("- A: ", out);
 				md_text(out, d->name_a);
-				fputs("`: ", out);
+				fputs(": ", out);
 				md_text(out, d->label_a);
-				fputs("\n- B: `", out);
+				fputs("\n- B: ", out);
 				md_text(out, d->name_b);
-				fputs("`: ", out);
+				fputs(": ", out);
 				md_text(out, d->label_b);
 				fputs("\n", out);
 			} else {
