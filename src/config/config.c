@@ -583,13 +583,28 @@ static void parse_misc(struct cfg *c, const cJSON *root,
 		run->values_ignored = run->values;
 		run->values = TPS_TRACE_VALUES_NONE;
 	}
+	cfg_value(c, root, "dtype", CFG_OPTIONAL, dtype_body, &spec->dtypes);
+	/* The fallback's defaults (docs/config.md): 1e-5 each in float32;
+	 * a run with a bfloat16 or float16 role takes the relative
+	 * tolerance torch.testing.assert_close takes for that dtype
+	 * (1.6e-2, 1e-3), since its roundings are 2^16 or 2^13 times
+	 * float32's. */
+	switch (tps_dtypes_exact_bits(&spec->dtypes)) {
+	case 8:
+		run->rtol = 1.6e-2;
+		break;
+	case 11:
+		run->rtol = 1e-3;
+		break;
+	default:
+		run->rtol = 1e-5;
+		break;
+	}
 	run->atol = 1e-5;
-	run->rtol = 1e-5;
 	cfg_object(c, root, "tolerance", CFG_OPTIONAL, tol_keys, tolerance_body,
 		   run);
 	run->atol_given = cfg_get(cfg_get(root, "tolerance"), "atol") != NULL;
 	run->rtol_given = cfg_get(cfg_get(root, "tolerance"), "rtol") != NULL;
-	cfg_value(c, root, "dtype", CFG_OPTIONAL, dtype_body, &spec->dtypes);
 }
 
 /* ---- "inject": the classic mistakes, switched on --------------------- */

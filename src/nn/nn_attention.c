@@ -672,8 +672,13 @@ static enum tps_status attention_bound_backward(struct tps_module *m,
 				   head_dim(s), s->causal, err);
 	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
+		/* "<attn>.q.out.grad", as the ranks' events name it. */
+		char name[TPS_NAME_MAX + 16];
 		tps_nn_bound_store(&grads[i], &eg[i],
 				   tps_module_dtype(m, TPS_ROLE_GRADS));
+		snprintf(name, sizeof name, "%s.%c.out.grad", s->name,
+			 "qkv"[i]);
+		st = tps_bound_emit(bc, name, &grads[i], &eg[i], err);
 	}
 	for (int i = Q; i <= V; i++) {
 		struct tps_module *c = child(m, i);

@@ -220,7 +220,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 			struct tps_run_tolerance tol = {
 				spec->atol, spec->rtol,
 				spec->atol_given ? spec->atol : 0.0,
-				spec->rtol_given ? spec->rtol : 0.0};
+				spec->rtol_given ? spec->rtol : 0.0,
+				TPS_RUN_USEFUL_BOUND};
 			struct tps_comparison *c = &summary->comparison;
 			st = tps_run_compare_outcomes(&model, &sim, &ref, &tol,
 						      c, err);

@@ -209,11 +209,17 @@ void tps_run_compare(const struct tps_tensor *a, const struct tps_tensor *b,
 
 /* What a run's tolerance says (docs/config.md): the fallback's atol and
  * rtol (the config's, 1e-5 each by default), and the slack it adds to
- * the bounds (the config's where it gives them, else 0). */
+ * the bounds (the config's where it gives them, else 0). `useful`: a
+ * bound decides a tensor only while twice its largest element stays
+ * within useful times the tensor's largest |value| (docs/numerics.md,
+ * "When a bound says nothing"); past it, the tolerance decides.
+ * TPS_RUN_USEFUL_BOUND: 1, a bound as large as every value. */
 struct tps_run_tolerance {
 	double atol, rtol;
 	double slack_atol, slack_rtol;
+	double useful;
 };
+#define TPS_RUN_USEFUL_BOUND 1.0
 
 /*
  * Compares two outcomes of one run (the simulation's a, the reference's

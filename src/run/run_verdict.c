@@ -33,6 +33,13 @@ static void put(char *buf, size_t size, size_t *used, const char *fmt, ...)
 	*used += n > 0 ? (size_t)n : 0;
 }
 
+/* The digits a difference is told with: an integer in full ("differs by
+ * 113", a bug's typical difference where no sum rounds), else 2. */
+static int digits(double v)
+{
+	return v == trunc(v) && fabs(v) < 1e7 ? 7 : 2;
+}
+
 void tps_run_describe_comparison(const struct tps_comparison *c, char *buf,
 				 size_t size)
 {
@@ -62,21 +69,23 @@ void tps_run_describe_comparison(const struct tps_comparison *c, char *buf,
 				: w->rule) {
 		case TPS_COMPARE_EXACT:
 			put(buf, size, &used,
-			    "differs by %.2g at %s, where no sum rounds (bound "
+			    "differs by %.*g at %s, where no sum rounds (bound "
 			    "0): not rounding",
-			    w->at_diff, element);
+			    digits(w->at_diff), w->at_diff, element);
 			return;
 		case TPS_COMPARE_BOUND:
 			put(buf, size, &used,
-			    "differs by %.2g at %s; reordering can explain at "
+			    "differs by %.*g at %s; reordering can explain at "
 			    "most %.1e: not rounding",
-			    w->at_diff, element, w->at_bound);
+			    digits(w->at_diff), w->at_diff, element,
+			    w->at_bound);
 			return;
 		case TPS_COMPARE_TOLERANCE:
 			put(buf, size, &used,
-			    "differs by %.2g at %s, beyond the tolerance %.1e "
+			    "differs by %.*g at %s, beyond the tolerance %.1e "
 			    "(no error bound: %s)",
-			    w->at_diff, element, w->max_bound, w->none);
+			    digits(w->at_diff), w->at_diff, element,
+			    w->max_bound, w->none);
 			return;
 		}
 	}

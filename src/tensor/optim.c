@@ -219,11 +219,14 @@ static void adamw_bound_step(const struct tps_optimizer_spec *o, int64_t t,
 					  (fabsf(num) + e_num) * e_den /
 						  (dlo * dlo),
 				  q, u);
-			/* And each side's step is at most `most` (or, were
-			 * v to underflow, |num| / eps). */
-			e_q = fmin(e_q,
-				   2.0 * fmax(most, (fabsf(num) + 2.0 * e_num) /
-							    eps));
+			/* And each side's step is at most `most`, or, were
+			 * its v to underflow (below 2^-126, where
+			 * |m| sqrt(w2) <= sqrt(v) no longer holds), at most
+			 * the `most` of such a tiny v: |neg_step m| <= most
+			 * sqrt(v) / bc2_sqrt over eps. */
+			e_q = fmin(e_q, 2.0 * fmax(most, most * 0x1p-63 /
+								 ((double)bc2_sqrt *
+								  (double)eps)));
 		}
 		ep[i] = tps_bound_up(rnd(e_p + e_q, pp + q, u));
 		em[i] = tps_bound_up(e_m);

@@ -585,6 +585,73 @@ START_TEST(result_losses_are_the_trace_s)
 			  result_number(result, "reference_loss", (int)s));
 	}
 	ck_assert(isnan(tpsim_result_loss(r, steps)));
+	/* Each compared tensor's figures are the trace's result.bounds, in
+	 * its order: the output, each step's loss, each gradient, each
+	 * parameter after (uniform draws: every one by its bound). */
+	{
+		const cJSON *bounds =
+			cJSON_GetObjectItemCaseSensitive(result, "bounds");
+		const cJSON *want[16];
+		const char *names[16];
+		size_t n = 0;
+		const cJSON *e;
+		want[n] = cJSON_GetObjectItemCaseSensitive(bounds, "output");
+		names[n++] = "fc.out";
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(bounds,
+								       "loss"))
+		{
+			want[n] = e;
+			names[n++] = "loss";
+		}
+		/* fc.weight and fc.bias (linear's default bias). */
+		want[n] = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(bounds, "grads"),
+			"fc.weight");
+		names[n++] = "fc.weight.grad";
+		want[n] = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(bounds, "grads"),
+			"fc.bias");
+		names[n++] = "fc.bias.grad";
+		want[n] = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(bounds,
+							 "params_after"),
+			"fc.weight");
+		names[n++] = "fc.weight";
+		want[n] = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(bounds,
+							 "params_after"),
+			"fc.bias");
+		names[n++] = "fc.bias";
+		ck_assert_uint_eq(tpsim_result_tensor_count(r), n);
+		ck_assert_int_eq(tpsim_result_compared(r), (int)n);
+		ck_assert_int_eq(tpsim_result_bounded(r), (int)n);
+		for (size_t i = 0; i < n; i++) {
+			ck_assert_ptr_nonnull(want[i]);
+			ck_assert_str_eq(tpsim_result_tensor_name(r, i),
+					 names[i]);
+			ck_assert_str_eq(
+				tpsim_result_tensor_rule(r, i),
+				cJSON_GetObjectItemCaseSensitive(want[i],
+								 "rule")
+					->valuestring);
+			ck_assert_int_eq(tpsim_result_tensor_match(r, i), 1);
+			ck_assert((float)tpsim_result_tensor_max_abs_diff(
+					  r, i) ==
+				  (float)cJSON_GetObjectItemCaseSensitive(
+					  want[i], "max_abs_diff")
+					  ->valuedouble);
+			ck_assert((float)tpsim_result_tensor_max_bound(r, i) ==
+				  (float)cJSON_GetObjectItemCaseSensitive(
+					  want[i], "max_bound")
+					  ->valuedouble);
+			ck_assert(tpsim_result_tensor_ratio(r, i) <= 1.0);
+			/* A bound: no reason to have none. */
+			ck_assert_ptr_null(tpsim_result_tensor_no_bound(r, i));
+		}
+		ck_assert_ptr_null(tpsim_result_tensor_name(r, n));
+		ck_assert(isnan(tpsim_result_tensor_max_bound(r, n)));
+		ck_assert(tpsim_result_max_bound(r) > 0.0);
+	}
 	cJSON_Delete(trace);
 	tpsim_result_free(r);
 	buffer_free(&b);
@@ -1290,6 +1357,15 @@ START_TEST(null_arguments_are_misuse)
 	ck_assert_int_eq(tpsim_result_comparison(NULL), TPSIM_COMPARISON_NONE);
 	ck_assert_int_eq(tpsim_result_compared(NULL), 0);
 	ck_assert_int_eq(tpsim_result_exact(NULL), 0);
+	ck_assert_int_eq(tpsim_result_bounded(NULL), 0);
+	ck_assert(tpsim_result_max_bound(NULL) == 0.0);
+	ck_assert_uint_eq(tpsim_result_tensor_count(NULL), 0);
+	ck_assert_ptr_null(tpsim_result_tensor_name(NULL, 0));
+	ck_assert_ptr_null(tpsim_result_tensor_rule(NULL, 0));
+	ck_assert_int_eq(tpsim_result_tensor_match(NULL, 0), 0);
+	ck_assert(isnan(tpsim_result_tensor_ratio(NULL, 0)));
+	ck_assert_str_eq(tpsim_result_tensor_worst(NULL, 0), "");
+	ck_assert_ptr_null(tpsim_result_tensor_no_bound(NULL, 0));
 	ck_assert_uint_eq(tpsim_result_steps(NULL), 0);
 	ck_assert(isnan(tpsim_result_loss(NULL, 0)));
 	ck_assert(isnan(tpsim_result_reference_loss(NULL, 0)));

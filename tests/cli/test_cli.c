@@ -1839,6 +1839,83 @@ static const char *after_generator(const char *trace)
 	return p;
 }
 
+/*
+ * Issue 17: every injected mistake of examples/mistakes/ that changes the
+ * numbers exits 1 and says "not rounding" by the error bound alone, with
+ * tolerance at its default and at zero, with the example's integers (bound
+ * 0) and with uniform draws (bounds above 0): never "within what
+ * reordering the sums can explain" followed by the injected-mistake rule.
+ * world_size_1 is the mistake that a single rank cannot make (it matches);
+ * wrong_shard_dim stops at a shape error.
+ */
+START_TEST(every_injected_mistake_is_caught_by_the_bound_alone)
+{
+	static const char *const mistakes[] = {
+		"bias_every_rank", "skip_all_reduce", "skip_gather",
+		"tp_allreduce_weight_grad", "wrong_shard_dim"};
+	const char *dir = tu_tempdir();
+	char trace[600];
+	int runs = 0;
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	for (size_t i = 0; i < sizeof mistakes / sizeof mistakes[0]; i++) {
+		char path[300];
+		char *text;
+		snprintf(path, sizeof path, "examples/mistakes/%s.json",
+			 mistakes[i]);
+		text = tu_read_file(tu_source_path(path), NULL);
+		ck_assert_ptr_nonnull(text);
+		for (int v = 0; v < 4; v++) {
+			cJSON *root = cJSON_Parse(text);
+			cJSON *input = cJSON_GetObjectItem(root, "input");
+			char *out;
+			struct tu_result r;
+			bool zero = v & 1, uniform = v & 2;
+			ck_assert_ptr_nonnull(root);
+			if (zero) {
+				cJSON *tol = cJSON_AddObjectToObject(
+					root, "tolerance");
+				cJSON_AddNumberToObject(tol, "atol", 0);
+				cJSON_AddNumberToObject(tol, "rtol", 0);
+			}
+			if (uniform) {
+				/* Draws for the input and every parameter
+				 * the example does not give. */
+				cJSON_ReplaceItemInObject(
+					input, "init",
+					cJSON_CreateString("uniform"));
+				cJSON_DeleteItemFromObject(root, "init");
+				cJSON_AddItemToObject(
+					root, "init",
+					cJSON_Parse("{\"method\": \"uniform\", "
+						    "\"seed\": 7}"));
+				cJSON_DeleteItemFromObject(root, "params");
+			}
+			out = cJSON_PrintUnformatted(root);
+			r = tu_cli(5, "run",
+				   write_config(dir, "m.json", out), "-o",
+				   trace);
+			ck_assert_msg(r.rc == 1, "%s (%s%s): exit %d: %s",
+				      mistakes[i], zero ? "tolerance 0" : "",
+				      uniform ? " uniform" : "", r.rc, r.err);
+			ck_assert_msg(strstr(r.err, ": not rounding\n") ||
+					      strstr(r.err, "STOPPED"),
+				      "%s (%s%s): %s", mistakes[i],
+				      zero ? "tolerance 0" : "",
+				      uniform ? " uniform" : "", r.err);
+			ck_assert_msg(!strstr(r.err, "but the run carried out"),
+				      "%s: %s", mistakes[i], r.err);
+			tu_result_free(&r);
+			free(out);
+			cJSON_Delete(root);
+			runs++;
+		}
+		free(text);
+	}
+	ck_assert_int_eq(runs, 20);
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* tests/golden/README.md: tpsim 0.2.0's traces, which every speed-up
  * must reproduce byte for byte, at 1 and at 8 threads. */
 START_TEST(traces_are_byte_identical_to_the_golden_ones)
@@ -4122,6 +4199,7 @@ static Suite *cli_suite(void)
 		inject_tp_allreduce_weight_grad_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, readme_quick_start_shows_the_real_demo_output);
 	tcase_add_test(run, traces_are_byte_identical_to_the_golden_ones);
+	tcase_add_test(run, every_injected_mistake_is_caught_by_the_bound_alone);
 	tcase_add_test(check, every_fixture_passes_tpsim_check);
 	tcase_add_test(check, a_wrong_number_in_a_fixture_fails_naming_it);
 	tcase_add_test(

@@ -2257,6 +2257,18 @@ START_TEST(explicit_settings_override_defaults)
 		free(got);
 	}
 	tps_run_spec_free(&spec);
+
+	/* A narrower dtype's fallback: torch.testing.assert_close's rtol for
+	 * it (bfloat16 1.6e-2, float16 1e-3), atol 1e-5; a given one wins. */
+	parse_ok(BASE ",'dtype':'bfloat16'}", &spec);
+	ck_assert(spec.rtol == 1.6e-2 && spec.atol == 1e-5);
+	tps_run_spec_free(&spec);
+	parse_ok(BASE ",'dtype':{'grads':'float16'}}", &spec);
+	ck_assert(spec.rtol == 1e-3 && spec.atol == 1e-5);
+	tps_run_spec_free(&spec);
+	parse_ok(BASE ",'dtype':'bfloat16','tolerance':{'rtol':1e-4}}", &spec);
+	ck_assert(spec.rtol == 1e-4 && spec.rtol_given);
+	tps_run_spec_free(&spec);
 }
 END_TEST
 

@@ -323,7 +323,8 @@ static void compare_with_reference(const struct tps_model *model,
 				   const struct tps_model_outcome *ref,
 				   float *diff, bool *match)
 {
-	struct tps_run_tolerance tol = {1e-5, 1e-5, 0.0, 0.0};
+	struct tps_run_tolerance tol = {1e-5, 1e-5, 0.0, 0.0,
+					 TPS_RUN_USEFUL_BOUND};
 	struct tps_comparison c;
 	ck_assert_int_eq(
 		tps_run_compare_outcomes(model, sim, ref, &tol, &c, NULL),
@@ -610,7 +611,8 @@ static struct claims check_claims(const char *fmt, ...)
 		c.params_after = c.params_after && zero;
 	}
 	{
-		struct tps_run_tolerance tol = {1e-5, 1e-5, 0.0, 0.0};
+		struct tps_run_tolerance tol = {1e-5, 1e-5, 0.0, 0.0,
+					 TPS_RUN_USEFUL_BOUND};
 		struct tps_comparison cmp;
 		ck_assert_int_eq(tps_run_compare_outcomes(&model, &sim, &ref,
 							  &tol, &cmp, NULL),

@@ -1354,7 +1354,8 @@ START_TEST(diagnosis_reads_each_mistake_from_the_outcomes_alone)
 			TPS_OK);
 		if (!stopped[0]) {
 			struct tps_run_tolerance tol = {spec.atol, spec.rtol,
-							0.0, 0.0};
+							0.0, 0.0,
+							TPS_RUN_USEFUL_BOUND};
 			struct tps_comparison cmp;
 			ck_assert_int_eq(tps_run_compare_outcomes(&model, &sim,
 								  &ref, &tol,

@@ -95,7 +95,9 @@ START_TEST(explain_colours_text_only_when_asked)
 	/* The heading bold, the all_reduce yellow, the verdict green. */
 	ck_assert_ptr_nonnull(strstr(text, "\033[1mforward, step 0:\033[0m\n"));
 	ck_assert_ptr_nonnull(strstr(text, "\033[33mall_reduce "));
-	ck_assert_ptr_nonnull(strstr(text, " \033[32mmatches\033[0m the "));
+	ck_assert_ptr_nonnull(strstr(text, "; \033[32mmatches the reference bit "
+					   "for bit, as it must: no sum rounds "
+					   "(bound 0)\033[0m\n"));
 	free(text);
 	o.format = TPS_EXPLAIN_MARKDOWN;
 	ck_assert_int_eq(explain_into(trace, &o, &text, &len, &e), TPS_OK);
