@@ -64,8 +64,8 @@ enum tps_status tps_run_trace_spec(const cJSON *trace, const char *trace_name,
  * this is how far apart their given values may be.
  */
 static enum tps_status given_bound(struct tps_bound *b,
-				   const struct tps_tensor *v,
-				   enum tps_dtype d, struct tps_error *err)
+				   const struct tps_tensor *v, enum tps_dtype d,
+				   struct tps_error *err)
 {
 	double u = tps_dtype_unit_roundoff(d);
 	enum tps_status st = tps_bound_zero(b, &v->shape, err);
