@@ -345,6 +345,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
+	int rc;
 
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "-o") == 0 ||
@@ -433,6 +434,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			print_stats(err, &s.stats);
 			print_estimate(err, &s.estimate, s.stats.trace_bytes);
 		}
+		tps_run_summary_free(&s);
 		return TPS_EXIT_OK;
 	}
 	if (s.diagnosis[0]) {
@@ -443,7 +445,10 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		print_stats(err, &s.stats);
 		print_estimate(err, &s.estimate, s.stats.trace_bytes);
 	}
-	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
+	rc = s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
+	/* The summary owns the comparison's figures. */
+	tps_run_summary_free(&s);
+	return rc;
 }
 
 struct check_printer {
