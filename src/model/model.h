@@ -264,7 +264,7 @@ enum tps_status tps_model_run_reference(struct tps_model *model,
 /*
  * The longest reason a tensor of a run of spec can give for having no
  * error bound (tps_bound's "none": a module type without bound rules,
- * cross_entropy, an embedding whose ids are not the given input, a bound
+ * an embedding whose ids are not the given input, a bound
  * that outgrew float32), in bytes. For the trace's size estimate: it
  * depends on the spec alone.
  */

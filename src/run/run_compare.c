@@ -68,9 +68,7 @@ static bool too_loose(const struct tps_tensor *b, const struct tps_bound *e,
 	/* In the C locale: the reason goes into the trace. */
 	tps_c_locale_enter(&l);
 	snprintf(c->none, sizeof c->none,
-		 "its error bound %.2g is larger than its values (up to "
-		 "%.2g): it cannot tell rounding from a bug",
-		 most, scale);
+		 "bound %.2g > max |value| %.2g, says nothing", most, scale);
 	tps_c_locale_leave(&l);
 	return true;
 }
