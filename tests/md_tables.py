@@ -5,7 +5,8 @@
   md_tables.py CMARK_GFM --self-test
 
 Renders README.md, every .md under docs/, examples/**/README.md,
-fixtures/**/DERIVATION.md and tests/**/README.md with a real GFM renderer
+fixtures/**/DERIVATION.md, tests/**/README.md and tpsim diff's Markdown
+goldens (tests/golden/diff/*.md) with a real GFM renderer
 (Debian's cmark-gfm with its table extension, as GitHub renders them) and
 fails on every source line that looks like a table row (it starts with
 '|' and holds another '|') but is not inside a rendered <table> or a code
@@ -25,7 +26,8 @@ ROW = re.compile(r"^\s*\|.*\|")
 # cmark-gfm's --sourcepos: <table data-sourcepos="3:1-7:228">.
 BLOCK = re.compile(r'<(table|pre|code)[^>]*data-sourcepos="(\d+):\d+-(\d+):\d+"')
 PATTERNS = ("README.md", "docs/**/*.md", "examples/**/README.md",
-            "fixtures/**/DERIVATION.md", "tests/**/README.md")
+            "fixtures/**/DERIVATION.md", "tests/**/README.md",
+            "tests/golden/diff/*.md")
 
 
 def stray_rows(cmark, text):

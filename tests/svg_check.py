@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Every golden SVG (tests/golden/pictures) and its copy under docs/img is
-well-formed XML whose root is an SVG 1.1 <svg> with a <title>: what browsers,
-docs sites and screen readers need. Usage: svg_check.py SOURCE_ROOT"""
+"""Every golden SVG (tests/golden/pictures, tests/golden/plot) and every SVG
+under docs/img is well-formed XML whose root is an SVG 1.1 <svg> with a
+<title>: what browsers, docs sites and screen readers need. Usage:
+svg_check.py SOURCE_ROOT"""
 import glob
 import sys
 import xml.dom.minidom
 
 root = sys.argv[1]
 files = sorted(glob.glob(root + "/tests/golden/pictures/*.svg") +
+               glob.glob(root + "/tests/golden/plot/*.svg") +
                glob.glob(root + "/docs/img/*.svg"))
 if not files:
     sys.exit("svg_check: no SVG files found under " + root)

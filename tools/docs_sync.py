@@ -45,6 +45,20 @@ Markers (the command is split as a shell would, but nothing is expanded):
         docs_sync.py --write --tpsim build/src/tpsim \
           --bounds-property build/tests/test_bounds_property docs/numerics.md
       rewrites it.
+  <!-- tpsim diff RUN_A RUN_B [DIFF OPTIONS] -->
+      Runs both (exit 0 or 1), then `tpsim diff` of their traces (exit 0
+      or 1), from the temporary directory so that the traces are named
+      by their runs. A RUN is CONFIG[:NAME=VALUE]...: the config with
+      those --set variables (examples/convergence/mlp.json:tp=8); its
+      trace is CONFIG's stem and the settings (mlp_tp8.json), made once
+      per sync. The command line in a ```text fence, then with `--format
+      md` the Markdown as is, otherwise the output in the fence, and the
+      exit status.
+  <!-- tpsim plot OUT.svg RUN... [--label TEXT]... -->
+      Runs each RUN, then `tpsim plot` of their traces into OUT.svg (a
+      path from the root): the SVG is generated too, --check compares
+      its bytes and --write rewrites it. The block is the command line and
+      the image, linked relative to the page.
 
 Exit status: 0 every block is current (or was rewritten), 1 --check found
 drift, 2 trouble: a bad or unclosed marker, a missing file, a command that
@@ -66,10 +80,11 @@ import tempfile
 END = "<!-- end tpsim -->"
 # Pages outside docs/tutorial/ that hold generated blocks too.
 DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md",
-                 "docs/symbolic.md", "examples/gpt3_175b/README.md")
+                 "docs/symbolic.md", "examples/gpt3_175b/README.md",
+                 "docs/tp-vs-single-device.md", "docs/diff.md")
 MARKER = re.compile(r"^<!-- tpsim (.*?) -->\s*$")
-VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config",
-         "bounds-property")
+VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config", "diff",
+         "plot", "bounds-property")
 
 
 class BadMarker(Exception):
@@ -108,6 +123,94 @@ def gen_run(opts, args, tmp, stdin=None):
         cmd += "    # the config above on stdin"
     return fence("text", "%s\n%s[exit status %d]\n"
                  % (cmd, proc.stderr, proc.returncode))
+
+
+def run_trace(opts, spec, tmp):
+    """The trace of RUN (CONFIG[:NAME=VALUE]...) in tmp, made once: its
+    file name."""
+    parts = spec.split(":")
+    config, sets = parts[0], parts[1:]
+    for s in sets:
+        if "=" not in s:
+            raise BadMarker("run %r: expected CONFIG[:NAME=VALUE]..." % spec)
+    name = os.path.splitext(os.path.basename(config))[0] + "".join(
+        "_" + s.replace("=", "") for s in sets) + ".json"
+    made = opts.traces.get(name)
+    if made is not None and made != spec:
+        raise BadMarker("runs %r and %r make the same trace name %s"
+                        % (made, spec, name))
+    if made is None:
+        args = ["run", config, "-o", os.path.join(tmp, name)]
+        for s in sets:
+            args += ["--set", s]
+        run_tpsim(opts, args, ok=(0, 1))
+        opts.traces[name] = spec
+    return name
+
+
+def run_in(opts, args, tmp):
+    """tpsim ARGS from tmp (exit 0 or 1)."""
+    proc = subprocess.run([opts.tpsim] + args, cwd=tmp, capture_output=True,
+                          text=True)
+    if proc.returncode not in (0, 1):
+        raise BadMarker("tpsim %s exited %d:\n%s" % (
+            shown(args), proc.returncode, proc.stderr))
+    return proc
+
+
+def gen_diff(opts, args, tmp):
+    if len(args) < 2:
+        raise BadMarker("diff needs two runs")
+    traces = [run_trace(opts, a, tmp) for a in args[:2]]
+    cmd = ["diff"] + traces + args[2:]
+    proc = run_in(opts, cmd, tmp)
+    line = "$ tpsim %s" % shown(cmd)
+    if args[2:] and "md" in args[2:] and "--format" in args[2:]:
+        return fence("text", "%s\n[exit status %d]\n"
+                     % (line, proc.returncode)) + "\n" + proc.stdout
+    return fence("text", "%s\n%s[exit status %d]\n"
+                 % (line, proc.stdout, proc.returncode))
+
+
+def gen_plot(opts, args, tmp):
+    if len(args) < 2:
+        raise BadMarker("plot needs OUT.svg and a run")
+    out, rest = args[0], args[1:]
+    traces, labels, i = [], [], 0
+    while i < len(rest):
+        if rest[i] == "--label":
+            if i + 1 == len(rest):
+                raise BadMarker("plot: --label needs a text")
+            labels += ["--label", rest[i + 1]]
+            i += 2
+        else:
+            traces.append(run_trace(opts, rest[i], tmp))
+            i += 1
+    svg = os.path.join(tmp, "plot.svg")
+    cmd = ["plot"] + traces + labels
+    run_in(opts, cmd + ["-o", svg], tmp)
+    with open(svg, "rb") as f:
+        want = f.read()
+    target = os.path.join(opts.root, out)
+    try:
+        with open(target, "rb") as f:
+            have = f.read()
+    except OSError:
+        have = None
+    if have != want:
+        if opts.check:
+            print("%s: the SVG is out of date (tpsim %s)"
+                  % (out, shown(cmd + ["-o", out])))
+            opts.svg_drift += 1
+        else:
+            with open(target + ".tmp", "wb") as f:
+                f.write(want)
+            os.replace(target + ".tmp", target)
+            print("%s: rewritten" % out)
+    image = os.path.relpath(target, os.path.dirname(opts.page))
+    return (fence("text", "$ tpsim %s\n" % shown(cmd + ["-o", out]))
+            + "\n![The loss per step of %s](%s)\n"
+            % (", ".join(traces), image))
 
 
 def generate(opts, words, inline, tmp):
@@ -158,6 +261,10 @@ def generate(opts, words, inline, tmp):
                 opts.bounds_property, proc.returncode,
                 proc.stderr + proc.stdout))
         return "\n" + proc.stdout.rstrip("\n") + "\n\n"
+    if verb == "diff":
+        return gen_diff(opts, args, tmp)
+    if verb == "plot":
+        return gen_plot(opts, args, tmp)
     raise BadMarker("unknown verb %r (expected one of %s)"
                     % (verb, ", ".join(VERBS)))
 
@@ -219,6 +326,7 @@ def sync_page(opts, path, tmp):
     with open(path, encoding="utf-8") as f:
         lines = f.readlines()
     rel = shown_path(opts, path)
+    opts.page = path
     out, drifted, last = [], 0, 0
     for i, words, inline, start, end in blocks(lines):
         want = generate(opts, words, inline, tmp)
@@ -257,6 +365,8 @@ def sync(opts):
         print("docs_sync: no pages", file=sys.stderr)
         return 2
     drifted = 0
+    opts.traces = {}
+    opts.svg_drift = 0
     with tempfile.TemporaryDirectory() as tmp:
         for page in pages:
             try:
@@ -265,8 +375,9 @@ def sync(opts):
                 print("docs_sync: %s: %s" % (shown_path(opts, page), e),
                       file=sys.stderr)
                 return 2
+    drifted += opts.svg_drift
     if opts.check:
-        print("%d page(s), %d drifted block(s)%s" % (
+        print("%d page(s), %d drifted block(s) or SVG(s)%s" % (
             len(pages), drifted,
             "; run tools/docs_sync.py --write --tpsim PATH" if drifted else ""))
         return 1 if drifted else 0
@@ -275,8 +386,9 @@ def sync(opts):
 
 def self_test(opts):
     """--check must pass on a current page, fail (1) on an edited
-    generated line, and refuse (2) a bad marker; with --bounds-property,
-    also fail on an edited figure of docs/numerics.md's table."""
+    generated line or SVG, and refuse (2) a bad marker; with
+    --bounds-property, also fail on an edited figure of docs/numerics.md's
+    table."""
     me = os.path.abspath(__file__)
     page = os.path.join(opts.root, "docs", "tutorial", "01-colwise.md")
     failures = 0
@@ -329,6 +441,31 @@ def self_test(opts):
                           extra))
             cases.append(("an edited figure of the bounds table", edited,
                           1, "+" + row.group(0), extra))
+        # A generated SVG: written, current, then edited by hand.
+        svg = os.path.join(tmp, "loss.svg")
+        plot_page = os.path.join(tmp, "plot.md")
+        with open(plot_page, "w", encoding="utf-8") as f:
+            f.write("# plot\n\n<!-- tpsim plot %s "
+                    "examples/convergence/mlp.json:tp=1:steps=3 -->\n%s\n"
+                    % (svg, END))
+        wrote = subprocess.run(
+            [sys.executable, me, "--write", "--tpsim", opts.tpsim,
+             "--root", opts.root, plot_page], capture_output=True, text=True)
+        current = check(plot_page)
+        with open(svg, "ab") as f:
+            f.write(b"<!-- edited -->\n")
+        edited_svg = check(plot_page)
+        ok = (wrote.returncode == 0 and current.returncode == 0
+              and edited_svg.returncode == 1
+              and "the SVG is out of date" in edited_svg.stdout)
+        print("%s: a generated SVG, current then edited (exit %d, %d; "
+              "expected 0, 1)" % ("ok" if ok else "FAIL",
+                                  current.returncode,
+                                  edited_svg.returncode))
+        if not ok:
+            print(wrote.stdout + wrote.stderr + current.stdout
+                  + edited_svg.stdout + edited_svg.stderr)
+            failures += 1
         for name, content, want, says, extra in cases:
             path = os.path.join(tmp, "page.md")
             with open(path, "w", encoding="utf-8") as f:

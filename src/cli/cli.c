@@ -93,6 +93,22 @@ static const char usage_text[] =
 	"      step through its events, every rank's shard drawn as a grid "
 	"of\n"
 	"      values, collectives and mesh groups highlighted.\n"
+	"  diff TRACE_A TRACE_B [--format text|md] [--step N] [-o FILE]\n"
+	"      Compare two traces of the same model run differently, tensor "
+	"by\n"
+	"      tensor in execution order, against what reordering the sums "
+	"can\n"
+	"      explain (each trace's error bounds); name the first tensor "
+	"that\n"
+	"      differs by more. Exit 1 when one does. --step shows one "
+	"step's\n"
+	"      tensors (the verdict still covers every step).\n"
+	"  plot TRACE... -o FILE.svg [--label TEXT]...\n"
+	"      Draw the loss per step of training traces as an SVG, with the "
+	"band\n"
+	"      that reordering the sums allows around the reference's loss; "
+	"one\n"
+	"      --label per trace names its curve.\n"
 	"  mesh --shape 3,2 [--names row,col] [--json]\n"
 	"      Print every rank's coordinate and its group along each mesh "
 	"dim,\n"
@@ -329,6 +345,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	bool stats = false;
 	struct tps_run_summary s;
 	struct tps_error e = {0};
+	int rc;
 
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "-o") == 0 ||
@@ -417,6 +434,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			print_stats(err, &s.stats);
 			print_estimate(err, &s.estimate, s.stats.trace_bytes);
 		}
+		tps_run_summary_free(&s);
 		return TPS_EXIT_OK;
 	}
 	if (s.diagnosis[0]) {
@@ -427,7 +445,10 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		print_stats(err, &s.stats);
 		print_estimate(err, &s.estimate, s.stats.trace_bytes);
 	}
-	return s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
+	rc = s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
+	/* The summary owns the comparison's figures. */
+	tps_run_summary_free(&s);
+	return rc;
 }
 
 struct check_printer {
@@ -750,6 +771,12 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err)
 	}
 	if (strcmp(cmd, "view") == 0) {
 		return tps_cli_view(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "diff") == 0) {
+		return tps_cli_diff(argc, argv, out, err);
+	}
+	if (strcmp(cmd, "plot") == 0) {
+		return tps_cli_plot(argc, argv, out, err);
 	}
 	return tps_cli_usage_error(err, "unknown command '%s'", cmd);
 }

@@ -67,6 +67,13 @@ enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
  * signal handler (cli_output.c; outfile.h). */
 struct tps_outfile_pending *tps_cli_pending(void);
 
+/* tpsim diff TRACE_A TRACE_B [--format text|md] [--step N] [-o FILE]
+ * (cli_diff.c) */
+int tps_cli_diff(int argc, char **argv, FILE *out, FILE *err);
+
+/* tpsim plot TRACE... -o FILE.svg [--label TEXT]... (cli_diff.c) */
+int tps_cli_plot(int argc, char **argv, FILE *out, FILE *err);
+
 /* tpsim view TRACE [-o FILE.html] */
 int tps_cli_view(int argc, char **argv, FILE *out, FILE *err);
 

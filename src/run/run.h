@@ -266,4 +266,34 @@ void tps_run_comparison_free(struct tps_comparison *c);
 void tps_run_element_name(const struct tps_compare_tensor *t, int64_t at,
 			  char *buf, size_t size);
 
+/*
+ * A finished run's error bounds, for the verbs that read traces (tpsim
+ * diff, tpsim plot; run_bounds.c): traces do not carry per-element bounds,
+ * so they are made again from the trace's embedded normalised config.
+ *
+ * tps_run_trace_spec: the spec of the trace's "config" (tps_config_parse;
+ * its errors at the trace's pointers, "/config/..."). A symbolic trace
+ * (/config/compute) is TPS_ERR_INPUT: it holds no value and its run had
+ * no reference; with need_values, so is one without every value
+ * (/config/trace/values "summary" or "none").
+ * Free with tps_run_spec_free; on error *spec is untouched.
+ *
+ * tps_run_bound_pass: the spec's reference run alone, with its bounds
+ * (tps_model_run_reference; no simulation, nothing written) on `threads`
+ * threads (0: the cores; the bounds are the same for any count), every
+ * bound reported to sink as the trace's events name the tensor, and
+ * besides the bound pass's own: each parameter's initial value (phase
+ * setup, step -1) and the input and target at each step's forward, given
+ * by the config, with bound 0. *dp (NULL: not wanted) gets the run's dp
+ * group size: a dp run's backward values and its per-rank losses are dp
+ * times the reference's until the dp average (nn.h, struct
+ * tps_bound_ctx's grad_scale). spec's mesh has no pool afterwards.
+ */
+enum tps_status tps_run_trace_spec(const cJSON *trace, const char *trace_name,
+				   bool need_values, struct tps_run_spec *spec,
+				   struct tps_error *err);
+enum tps_status tps_run_bound_pass(struct tps_run_spec *spec, int threads,
+				   struct tps_bound_sink sink, int *dp,
+				   struct tps_error *err);
+
 #endif

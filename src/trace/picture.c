@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "jsonio.h"
+#include "trace.h"
 
 /* "t.json: /events/3/placements/0: <what>" */
 static enum tps_status bad_input(struct tps_error *err, const char *trace_name,
@@ -30,57 +31,6 @@ static bool whole_in(const cJSON *v, double lo, double hi, int64_t *out)
 	}
 	*out = (int64_t)v->valuedouble;
 	return true;
-}
-
-static enum tps_status read_mesh(struct tps_mesh *mesh, const cJSON *trace,
-				 const char *trace_name, struct tps_error *err)
-{
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(trace, "mesh");
-	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(m, "shape");
-	const cJSON *names = cJSON_GetObjectItemCaseSensitive(m, "dim_names");
-	int sizes[TPS_MAX_MESH_DIMS];
-	const char *name_of[TPS_MAX_MESH_DIMS];
-	int n = cJSON_GetArraySize(shape);
-	struct tps_json_path p;
-	enum tps_status st;
-
-	tps_json_path_init(&p);
-	tps_json_path_push_key(&p, "mesh");
-	tps_json_path_push_key(&p, "shape");
-	if (!cJSON_IsArray(shape) || n < 1 || n > TPS_MAX_MESH_DIMS) {
-		return bad_input(err, trace_name, &p,
-				 "expected 1 to 4 mesh sizes");
-	}
-	for (int i = 0; i < n; i++) {
-		int64_t v;
-		if (!whole_in(cJSON_GetArrayItem(shape, i), 1, TPS_MAX_WORLD,
-			      &v)) {
-			tps_json_path_push_index(&p, (size_t)i);
-			return bad_input(err, trace_name, &p,
-					 "expected a mesh size from 1 to "
-					 "4096");
-		}
-		sizes[i] = (int)v;
-	}
-	tps_json_path_init(&p);
-	tps_json_path_push_key(&p, "mesh");
-	tps_json_path_push_key(&p, "dim_names");
-	if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) != n) {
-		return bad_input(err, trace_name, &p,
-				 "expected one name per mesh dim");
-	}
-	for (int i = 0; i < n; i++) {
-		const cJSON *v = cJSON_GetArrayItem(names, i);
-		name_of[i] = cJSON_IsString(v) ? v->valuestring : "";
-	}
-	st = tps_mesh_init(mesh, n, sizes, name_of, err);
-	if (st != TPS_OK) {
-		char esc[256];
-		tps_error_prefix(err, "%s: /mesh",
-				 tps_json_escape_for_message(trace_name, esc,
-							     sizeof esc));
-	}
-	return st;
 }
 
 static enum tps_status read_event(struct tps_picture *pic, const cJSON *ev,
@@ -396,7 +346,8 @@ enum tps_status tps_picture_from_event(struct tps_picture *pic,
 	struct tps_picture p = {0};
 	const cJSON *events = cJSON_GetObjectItemCaseSensitive(trace, "events");
 	const cJSON *ev = cJSON_GetArrayItem(events, event_index);
-	enum tps_status st = read_mesh(&p.mesh, trace, trace_name, err);
+	enum tps_status st =
+		tps_trace_read_mesh(&p.mesh, trace, trace_name, err);
 
 	if (st == TPS_OK) {
 		st = read_event(&p, ev, trace_name, event_index, err);
@@ -498,7 +449,8 @@ enum tps_status tps_picture_select(const cJSON *trace, const char *trace_name,
 		snprintf(pointer, sizeof pointer, "/events/%d/tensor", index);
 		return tps_error_set_at(
 			err, TPS_ERR_INPUT, trace_name, pointer,
-			"event %lld produces \"%s\", not \"%s\" (--tensor)", seq,
+			"event %lld produces \"%s\", not \"%s\" (--tensor)",
+			seq,
 			cJSON_IsString(t)
 				? tps_json_escape_for_message(t->valuestring,
 							      got, sizeof got)

@@ -4,6 +4,7 @@
  * depend on the locale or the compiler.
  */
 #include "picture.h"
+#include "svg.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -454,7 +455,7 @@ void tps_picture_write_text(FILE *out, const struct tps_picture *pic, bool md)
 #define SVG_MARGIN    16
 #define SVG_GRID_MAX  480 /* the longest side of a panel's grid, px */
 #define SVG_CELL_MAX  48  /* the largest element cell, px */
-#define SVG_CHAR_W    8	  /* a monospace character at 12px, rounded up */
+#define SVG_CHAR_W    TPS_SVG_CHAR_W
 #define SVG_LINE_H    22
 #define SVG_PANEL_GAP 32
 
@@ -479,42 +480,11 @@ static int64_t px(int64_t i, int64_t n)
 	return n > 0 ? i * grid_side(n) / n : 0;
 }
 
-static void put_xml(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
-		}
-	}
-}
-
-static int64_t text_width(const char *s, int char_w)
-{
-	int64_t n = 0;
-	for (; *s; s++) {
-		n += ((unsigned char)*s & 0xc0) != 0x80; /* UTF-8 starts */
-	}
-	return n * char_w;
-}
-
-static void svg_text(FILE *out, int64_t x, int64_t y, const char *attrs,
-		     const char *text)
-{
-	fprintf(out, "<text x=\"%lld\" y=\"%lld\"%s>", (long long)x,
-		(long long)y, attrs);
-	put_xml(out, text);
-	fputs("</text>\n", out);
-}
-
 /* A white box of the text's width, centred on cx, from y down h px. */
 static void svg_text_box(FILE *out, int64_t cx, int64_t y, const char *text,
 			 int64_t h)
 {
-	int64_t w = text_width(text, SVG_CHAR_W) + 4;
+	int64_t w = tps_svg_text_width(text, SVG_CHAR_W) + 4;
 	fprintf(out,
 		"<rect x=\"%lld\" y=\"%lld\" width=\"%lld\" height=\"%lld\" "
 		"fill=\"#ffffff\"/>\n",
@@ -599,9 +569,9 @@ static void svg_block(FILE *out, const struct tps_picture *pic, int b,
 	ranks[0] = '\0';
 	append_ranks(ranks, sizeof ranks, &used, pic, blk);
 	fputs("<g>\n<title>", out);
-	put_xml(out, name);
+	tps_svg_put_xml(out, name);
 	fputs(" ", out);
-	put_xml(out, block_label(pic, b, label, sizeof label));
+	tps_svg_put_xml(out, block_label(pic, b, label, sizeof label));
 	fputs("</title>\n", out);
 	svg_box(out, x, y, w, h, tps_picture_styles[picture_kind(pic)].fill,
 		partial);
@@ -609,20 +579,22 @@ static void svg_block(FILE *out, const struct tps_picture *pic, int b,
 	svg_border(out, x, y, w, h, picture_kind(pic));
 	/* The name, and the ranks under it when they fit; on white in a
 	 * partial block, so the hatching does not cross the letters. */
-	if (h >= 40 && text_width(ranks, SVG_CHAR_W) <= w - 4) {
+	if (h >= 40 && tps_svg_text_width(ranks, SVG_CHAR_W) <= w - 4) {
 		if (partial) {
 			svg_text_box(out, x + w / 2, y + h / 2 - 15, ranks, 30);
 		}
-		svg_text(out, x + w / 2, y + h / 2 - 4,
-			 " text-anchor=\"middle\" font-weight=\"bold\"", name);
-		svg_text(out, x + w / 2, y + h / 2 + 12,
-			 " text-anchor=\"middle\"", ranks);
-	} else if (h >= 16 && text_width(name, SVG_CHAR_W) <= w - 4) {
+		tps_svg_text(out, x + w / 2, y + h / 2 - 4,
+			     " text-anchor=\"middle\" font-weight=\"bold\"",
+			     name);
+		tps_svg_text(out, x + w / 2, y + h / 2 + 12,
+			     " text-anchor=\"middle\"", ranks);
+	} else if (h >= 16 && tps_svg_text_width(name, SVG_CHAR_W) <= w - 4) {
 		if (partial) {
 			svg_text_box(out, x + w / 2, y + h / 2 - 7, name, 14);
 		}
-		svg_text(out, x + w / 2, y + h / 2 + 4,
-			 " text-anchor=\"middle\" font-weight=\"bold\"", name);
+		tps_svg_text(out, x + w / 2, y + h / 2 + 4,
+			     " text-anchor=\"middle\" font-weight=\"bold\"",
+			     name);
 	}
 	fputs("</g>\n", out);
 }
@@ -634,18 +606,19 @@ static void svg_ticks(FILE *out, int64_t gx, int64_t gy, int64_t rows,
 	char n[24];
 	for (int64_t c = 0; c < cols; c++) {
 		snprintf(n, sizeof n, "%lld", (long long)c);
-		svg_text(out, gx + (px(c, cols) + px(c + 1, cols)) / 2, gy - 6,
-			 " text-anchor=\"middle\" font-size=\"10\" "
-			 "fill=\"#555555\"",
-			 n);
+		tps_svg_text(out, gx + (px(c, cols) + px(c + 1, cols)) / 2,
+			     gy - 6,
+			     " text-anchor=\"middle\" font-size=\"10\" "
+			     "fill=\"#555555\"",
+			     n);
 	}
 	for (int64_t r = 0; row_numbers && r < rows; r++) {
 		snprintf(n, sizeof n, "%lld", (long long)r);
-		svg_text(out, gx - 6,
-			 gy + (px(r, rows) + px(r + 1, rows)) / 2 + 4,
-			 " text-anchor=\"end\" font-size=\"10\" "
-			 "fill=\"#555555\"",
-			 n);
+		tps_svg_text(out, gx - 6,
+			     gy + (px(r, rows) + px(r + 1, rows)) / 2 + 4,
+			     " text-anchor=\"end\" font-size=\"10\" "
+			     "fill=\"#555555\"",
+			     n);
 	}
 }
 
@@ -658,7 +631,7 @@ static void svg_key_line(FILE *out, int64_t y, enum tps_picture_kind kind,
 		empty ? "#ffffff" : tps_picture_styles[kind].fill,
 		kind == TPS_PICTURE_PARTIAL);
 	svg_border(out, SVG_MARGIN, y, 16, 16, kind);
-	svg_text(out, SVG_MARGIN + 24, y + 12, "", text);
+	tps_svg_text(out, SVG_MARGIN + 24, y + 12, "", text);
 }
 
 void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
@@ -692,9 +665,9 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 	snprintf(title, sizeof title, "Sharding of %s", pic->tensor);
 	describe(pic, line, sizeof line);
 	/* Width: the widest of the text lines and the panels side by side. */
-	width = text_width(title, 9);
-	width = text_width(line, SVG_CHAR_W) > width
-			? text_width(line, SVG_CHAR_W)
+	width = tps_svg_text_width(title, 9);
+	width = tps_svg_text_width(line, SVG_CHAR_W) > width
+			? tps_svg_text_width(line, SVG_CHAR_W)
 			: width;
 	{
 		int64_t panels = pic->n_panels * panel_w +
@@ -707,18 +680,18 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 		block_name(pic, b, name, sizeof name);
 		snprintf(full, sizeof full, "%-3s %s", name,
 			 block_label(pic, b, label, sizeof label));
-		if (24 + text_width(full, SVG_CHAR_W) > width) {
-			width = 24 + text_width(full, SVG_CHAR_W);
+		if (24 + tps_svg_text_width(full, SVG_CHAR_W) > width) {
+			width = 24 + tps_svg_text_width(full, SVG_CHAR_W);
 		}
 	}
 	for (int i = 0; i < n_legend; i++) {
-		if (24 + text_width(legend[i], SVG_CHAR_W) > width) {
-			width = 24 + text_width(legend[i], SVG_CHAR_W);
+		if (24 + tps_svg_text_width(legend[i], SVG_CHAR_W) > width) {
+			width = 24 + tps_svg_text_width(legend[i], SVG_CHAR_W);
 		}
 	}
 	if (pic->sampler_order &&
-	    text_width(sampler_note, SVG_CHAR_W) > width) {
-		width = text_width(sampler_note, SVG_CHAR_W);
+	    tps_svg_text_width(sampler_note, SVG_CHAR_W) > width) {
+		width = tps_svg_text_width(sampler_note, SVG_CHAR_W);
 	}
 	width += 2 * SVG_MARGIN;
 	height = grid_top + (pic->n_panels ? gh : 0) + 24 +
@@ -732,9 +705,9 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 		"font-family=\"monospace\" font-size=\"12\">\n<title>",
 		(long long)width, (long long)height, (long long)width,
 		(long long)height);
-	put_xml(out, title);
+	tps_svg_put_xml(out, title);
 	fputs("</title>\n<desc>", out);
-	put_xml(out, line);
+	tps_svg_put_xml(out, line);
 	fputs("</desc>\n", out);
 	fprintf(out,
 		"<defs>\n<pattern id=\"partial-hatch\" width=\"8\" "
@@ -748,9 +721,9 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 		"<rect x=\"0\" y=\"0\" width=\"%lld\" height=\"%lld\" "
 		"fill=\"#ffffff\"/>\n",
 		(long long)width, (long long)height);
-	svg_text(out, SVG_MARGIN, SVG_MARGIN + 14,
-		 " font-size=\"14\" font-weight=\"bold\"", title);
-	svg_text(out, SVG_MARGIN, SVG_MARGIN + 36, "", line);
+	tps_svg_text(out, SVG_MARGIN, SVG_MARGIN + 14,
+		     " font-size=\"14\" font-weight=\"bold\"", title);
+	tps_svg_text(out, SVG_MARGIN, SVG_MARGIN + 36, "", line);
 
 	for (int q = 0; q < pic->n_panels; q++) {
 		int64_t gx =
@@ -765,8 +738,8 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 			append_ranges(line, sizeof line, &used, pic,
 				      pic->panels[q].offset,
 				      pic->panels[q].length, true);
-			svg_text(out, gx - gutter,
-				 grid_top - 8 - (ticks ? 16 : 0), "", line);
+			tps_svg_text(out, gx - gutter,
+				     grid_top - 8 - (ticks ? 16 : 0), "", line);
 		}
 		for (int b = 0; b < pic->n_blocks; b++) {
 			if (pic->blocks[b].panel == q) {
@@ -785,7 +758,8 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 		y += SVG_LINE_H;
 	}
 	y += 12;
-	svg_text(out, SVG_MARGIN, y + 12, " font-weight=\"bold\"", "Legend");
+	tps_svg_text(out, SVG_MARGIN, y + 12, " font-weight=\"bold\"",
+		     "Legend");
 	y += 20;
 	for (int k = 0, i = 0; k < TPS_PICTURE_KINDS; k++) {
 		char said[512];
@@ -797,7 +771,7 @@ void tps_picture_write_svg(FILE *out, const struct tps_picture *pic)
 		}
 	}
 	if (pic->sampler_order) {
-		svg_text(out, SVG_MARGIN, y + 12, "", sampler_note);
+		tps_svg_text(out, SVG_MARGIN, y + 12, "", sampler_note);
 	}
 	fputs("</svg>\n", out);
 }

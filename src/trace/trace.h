@@ -210,6 +210,31 @@ enum tps_status tps_trace_validate(const cJSON *trace, const char *name,
 enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 			       size_t *text_len, struct tps_error *err);
 
+/*
+ * A trace's tensors (trace_global.c), for the verbs that compare traces
+ * (tpsim diff, tpsim plot). The trace must have passed tps_trace_read.
+ *
+ * tps_trace_read_mesh: the mesh of its "mesh" (TPS_ERR_INPUT at the
+ * pointer of what tps_mesh_init refuses).
+ *
+ * tps_trace_event_global: event `index`'s global value, assembled from
+ * its ranks' blocks as the run assembles its outcome (dtensor.h,
+ * tps_dtensor_full_tensor: shards at their regions, partial sums added in
+ * ascending rank order, one replica of each replicate dim), its rows in
+ * sample order where DistributedSampler strided them over dp. *out is new.
+ * TPS_ERR_INPUT at the event's pointer when it has no values (a symbolic
+ * trace's events, or a summary's or none's ranks); TPS_ERR_NOMEM. On
+ * error *out is untouched.
+ */
+enum tps_status tps_trace_read_mesh(struct tps_mesh *mesh, const cJSON *trace,
+				    const char *trace_name,
+				    struct tps_error *err);
+enum tps_status tps_trace_event_global(const cJSON *trace,
+				       const char *trace_name,
+				       const struct tps_mesh *mesh, int index,
+				       struct tps_tensor *out,
+				       struct tps_error *err);
+
 /* How a run's tensors were compared with the reference (the trace's
  * result.comparison), for explain: "exact comparison" (all of them),
  * "error-bound comparison" (each within its bound, some maybe exactly),

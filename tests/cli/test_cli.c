@@ -142,6 +142,23 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		 "explain: --module 'fcc' names no module of "},
 		{"explain", "TRACE", "--module", "fcc",
 		 "t.json; the closest: 'fc'\n"},
+		{"diff", NULL, NULL, "diff: expected TRACE_A TRACE_B"},
+		{"diff", "TRACE", NULL, "diff: expected TRACE_A TRACE_B"},
+		{"diff", "a.json", "b.json", "c.json",
+		 "diff: unexpected argument 'c.json'"},
+		{"diff", "a.json", "b.json", "--frob",
+		 "diff: unknown option '--frob'"},
+		{"diff", "a.json", "b.json", "--format",
+		 "diff: --format expects text or md, got ''"},
+		{"diff", "a.json", "--format", "html",
+		 "diff: --format expects text or md, got 'html'"},
+		{"diff", "a.json", "--step", "-1",
+		 "diff: --step needs a step number (0, 1, ...), got '-1'"},
+		{"diff", "a.json", "b.json", "-o", "diff: -o needs a file"},
+		{"plot", NULL, NULL, "plot: expected TRACE..."},
+		{"plot", "a.json", "-o", "plot: -o needs a file"},
+		{"plot", "a.json", "--label", "plot: --label needs a text"},
+		{"plot", "a.json", "--frob", "plot: unknown option '--frob'"},
 	};
 	const char *dir = tu_tempdir();
 	char trace[512];
@@ -613,6 +630,14 @@ START_TEST(output_naming_an_input_is_refused_by_every_verb)
 		{4, {"view", trace, "-o", trace}, trace, trace},
 		{4, {"view", sym_trace, "-o", trace}, sym_trace, trace},
 		{4, {"view", trace, "-o", hard_trace}, trace, hard_trace},
+		{5,
+		 {"diff", trace, sym_trace, "-o", hard_trace},
+		 trace,
+		 hard_trace},
+		{5,
+		 {"diff", sym_trace, trace, "--output", trace},
+		 sym_trace,
+		 trace},
 	};
 	size_t cfg_len, trace_len;
 	char *cfg_bytes = tu_read_file(cfg, &cfg_len);
