@@ -220,6 +220,7 @@ static enum tpsim_status run(const struct tpsim_config *config,
 	opts.threads = options->threads;
 	opts.symbolic = options->symbolic != 0;
 	opts.keep_losses = true;
+	opts.keep_comparison = true;
 	if (tps_run(&opts, stream, &r->summary, &err) != TPS_OK) {
 		free(r);
 		return tps_api_fail(error, &err);

@@ -446,6 +446,12 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		tps_memory_account_read(&memory, &live,
 					&s.stats.tensor_peak_bytes);
 		s.stats.peak_rss_bytes = peak_rss_bytes();
+		if (!opts->keep_comparison) {
+			/* Its counts and words stay; the tensors go. */
+			free(s.comparison.t);
+			s.comparison.t = NULL;
+			s.comparison.n = 0;
+		}
 		*summary = s;
 	}
 out:

@@ -67,6 +67,11 @@ struct tps_run_options {
 	/* Keep every step's loss in the summary (losses, reference_losses),
 	 * which tps_run_summary_free then frees. */
 	bool keep_losses;
+	/* Keep each compared tensor's figures in the summary (comparison:
+	 * the public API's per-tensor results), which tps_run_summary_free
+	 * then frees. Otherwise the summary owns nothing of them (its
+	 * words and counts are kept). */
+	bool keep_comparison;
 	/* NULL, or where each compared element of a bounded tensor goes as
 	 * the comparison meets it (the property test's way to every |d_i|
 	 * and 2 e_i; see struct tps_run_element_sink). */

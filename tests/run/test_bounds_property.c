@@ -1353,6 +1353,7 @@ static void run_one(struct stats *s, int i)
 		.max_trace = TPS_DEFAULT_MAX_TRACE,
 		.threads = 1,
 		.elements = &sink,
+		.keep_comparison = true,
 	};
 	struct tps_run_summary sum = {0};
 	struct tps_error err = {0};
