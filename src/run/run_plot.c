@@ -364,7 +364,10 @@ static double px_y(const struct axes *a, double v)
 		l = l < a->lo ? a->lo : l;
 		return a->top + (a->hi - l) / (a->hi - a->lo) * a->height;
 	}
-	return a->top + (a->hi - v) / (a->hi - a->lo) * a->height;
+	/* Clipped by the panel anyway: a band that outgrows every loss
+	 * stops a panel's height past its edges (not 1e16 pixels). */
+	return a->top + fmin(fmax((a->hi - v) / (a->hi - a->lo), -1.0), 2.0) *
+				 a->height;
 }
 
 /* What a panel draws of a value at step s: itself, or its gap. */
