@@ -433,6 +433,13 @@ enum tps_status tps_nn_bound_forward_seq(struct tps_module *begin,
 	}
 	for (struct tps_module *m = begin; m < end && st == TPS_OK;
 	     m = tps_module_next(m)) {
+		/* "<m>.in": the input the ranks' layout events redistribute
+		 * (tpsim diff compares those too). */
+		snprintf(name, sizeof name, "%s.in", m->spec->name);
+		st = tps_bound_emit(bc, name, &cur, &ecur, err);
+		if (st != TPS_OK) {
+			break;
+		}
 		st = bound_forward_one(m, bc, &cur, &ecur, &out, &eout, err);
 		if (st == TPS_OK) {
 			snprintf(name, sizeof name, "%s.out", m->spec->name);

@@ -206,8 +206,8 @@ START_TEST(a_bias_bug_diverges_at_its_tensor_where_no_sum_rounds)
 		   NULL);
 	ck_assert_msg(r.rc == 1, "%s%s", r.out, r.err);
 	ck_assert_ptr_nonnull(
-		strstr(r.out, "\n0     forward  fc.out     2          0       "
-			      "     inf    NOT rounding\n"));
+		strstr(r.out, "\n0     forward  fc.out     2          0      "
+			      "inf    NOT rounding\n"));
 	ck_assert_ptr_nonnull(
 		strstr(r.out, "\nfirst divergence: step 0, forward, fc.out: "
 			      "differs by 2 at fc.out[0][1], where no sum "
