@@ -14,6 +14,7 @@
  * (2 features with a small eps: K is nearly 0) gets a bound to match.
  */
 #include <math.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -323,6 +324,8 @@ struct param_sums {
 	bool *db_integral;
 };
 
+/* Frees and clears: sums_init's failure path frees, and its caller's
+ * `out` frees again. */
 static void sums_free(struct param_sums *s)
 {
 	free(s->dw);
@@ -332,6 +335,7 @@ static void sums_free(struct param_sums *s)
 	free(s->db_abs);
 	free(s->db_e);
 	free(s->db_integral);
+	memset(s, 0, sizeof *s);
 }
 
 static enum tps_status sums_init(struct param_sums *s, int64_t n,

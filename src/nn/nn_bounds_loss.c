@@ -37,6 +37,8 @@ static void rows_free(struct ce_rows *c)
 	free(c->es);
 	free(c->ep);
 	free(c->y);
+	c->p = c->rel = c->es = c->ep = NULL;
+	c->y = NULL;
 }
 
 static enum tps_status check(const struct tps_bound_cross_entropy *ce,
