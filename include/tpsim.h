@@ -428,6 +428,13 @@ TPS_API enum tpsim_status tpsim_trace_parse(const char *text, size_t len,
 
 TPS_API void tpsim_trace_free(struct tpsim_trace *trace);
 
+/* The text the trace was read from (not NUL-terminated; the bytes of the
+ * file, or those passed to tpsim_trace_parse), its length in *len; for a
+ * reader of its own (Python's json). NULL, and *len 0, for NULL. len may
+ * be NULL. */
+TPS_API const char *tpsim_trace_text(const struct tpsim_trace *trace,
+				     size_t *len);
+
 /* Its events, in order (seq i is event i); 0 for NULL. */
 TPS_API size_t tpsim_trace_event_count(const struct tpsim_trace *trace);
 /* Event i; NULL out of range and for NULL. */

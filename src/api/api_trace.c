@@ -124,6 +124,14 @@ void tpsim_trace_free(struct tpsim_trace *trace)
 	free(trace);
 }
 
+const char *tpsim_trace_text(const struct tpsim_trace *trace, size_t *len)
+{
+	if (len) {
+		*len = trace ? trace->len : 0;
+	}
+	return trace ? trace->text : NULL;
+}
+
 /* ---- events ----------------------------------------------------------- */
 
 size_t tpsim_trace_event_count(const struct tpsim_trace *trace)

@@ -888,6 +888,36 @@ START_TEST(trace_events_of_the_2x4_example)
 }
 END_TEST
 
+/* The text a trace was read from, for a reader of its own: the file's
+ * bytes, or those given to tpsim_trace_parse. */
+START_TEST(trace_text_is_the_bytes_read)
+{
+	const char *path =
+		src("tests/golden/seed_2x4_rowwise_after_reduce.trace.json");
+	struct tpsim_trace *t = NULL, *p = NULL;
+	size_t len = 0, n = 7;
+	char *want = slurp(path, &len);
+	const char *text;
+
+	ck_assert_int_eq(tpsim_trace_load(path, &t, NULL), TPSIM_OK);
+	text = tpsim_trace_text(t, &n);
+	ck_assert_uint_eq(n, len);
+	ck_assert_int_eq(memcmp(text, want, len), 0);
+	ck_assert_ptr_eq(tpsim_trace_text(t, NULL), text);
+	ck_assert_int_eq(tpsim_trace_parse(want, len, "t", &p, NULL),
+			 TPSIM_OK);
+	text = tpsim_trace_text(p, &n);
+	ck_assert_uint_eq(n, len);
+	ck_assert_ptr_ne(text, want);
+	ck_assert_int_eq(memcmp(text, want, len), 0);
+	ck_assert_ptr_null(tpsim_trace_text(NULL, &n));
+	ck_assert_uint_eq(n, 0);
+	tpsim_trace_free(p);
+	tpsim_trace_free(t);
+	free(want);
+}
+END_TEST
+
 /* Training traces: grads and params_after by name, in the trace's order. */
 START_TEST(trace_result_tensors_by_name)
 {
@@ -1443,6 +1473,7 @@ static Suite *api_suite(void)
 	tc = tcase_create("trace");
 	tcase_add_test(tc, trace_events_of_the_2x4_example);
 	tcase_add_test(tc, trace_result_tensors_by_name);
+	tcase_add_test(tc, trace_text_is_the_bytes_read);
 	tcase_add_test(tc, tensor_values_need_room_and_values);
 	tcase_add_test(tc, bad_trace_gives_file_and_pointer);
 	tcase_add_test(tc, check_reports_each_mismatch_apart);
