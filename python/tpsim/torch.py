@@ -23,7 +23,6 @@ Shard and Replicate layouts, torch.distributed.tensor.parallel of torch
 of them and works with a torch that has none (Debian's 1.13).
 """
 import fnmatch
-import math
 import numbers
 
 import torch
