@@ -80,6 +80,13 @@ def main():
                   "search" % (site, sys.executable))
             problems += 1
         installed = sorted(os.listdir(package))
+        # Every module of python/tpsim (python/meson.build lists them).
+        want = sorted([os.path.basename(f) for f in glob.glob(
+            os.path.join(root, "python", "tpsim", "*.py"))] + ["_paths.py"])
+        if installed != want:
+            print("python install: installed %s, python/tpsim has %s"
+                  % (installed, want))
+            problems += 1
         for f in installed:
             text = open(os.path.join(package, f), "rb").read()
             if root.encode() in text or build.encode() in text:
