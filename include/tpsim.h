@@ -497,9 +497,12 @@ TPS_API size_t tpsim_tensor_numel(const struct tpsim_tensor *tensor);
 TPS_API int tpsim_tensor_has_values(const struct tpsim_tensor *tensor);
 
 /*
- * Copies the tensor's values, row-major, as float32 (each is the float the
- * trace's shortest decimal stands for, bit for bit) into values[0 ..
- * numel), and sets *n to numel. values may be NULL when capacity is 0
+ * Copies the tensor's values, row-major, as float32 (each is the value
+ * the trace's shortest decimal stands for in the tensor's dtype, bit for
+ * bit: a bfloat16 or float16 event's values, and the result's of a config
+ * whose "dtype" makes them so, are values of that dtype, docs/trace.md
+ * "Dtypes") into values[0 .. numel), and sets *n to numel (1 for a
+ * scalar, shape []). values may be NULL when capacity is 0
  * (to learn *n). On error *n is set and values untouched:
  * TPSIM_ERR_USAGE when capacity < numel, TPSIM_ERR_INPUT when the tensor
  * has no values.

@@ -1090,6 +1090,66 @@ START_TEST(bounds_of_a_symbolic_trace_are_refused)
 }
 END_TEST
 
+/* Whether every value of tensor is a bfloat16 (its low 16 bits 0). */
+static int all_bfloat16(const struct tpsim_tensor *tensor, size_t *count)
+{
+	float v[256];
+	size_t n = 0;
+	ck_assert_int_eq(tpsim_tensor_values(tensor, v, 256, &n, NULL),
+			 TPSIM_OK);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t bits;
+		memcpy(&bits, &v[i], sizeof bits);
+		if (bits & 0xffffu) {
+			return 0;
+		}
+	}
+	*count += n;
+	return 1;
+}
+
+/* A scalar (a loss, shape []) has one value, written as a number. */
+START_TEST(scalar_values_are_values)
+{
+	struct tpsim_trace *t = golden("train_dp2_tp2_mse");
+	const struct tpsim_event *ev = event_of_op(t, "mse");
+	const struct tpsim_tensor *r0 = tpsim_event_rank(ev, 0);
+	int64_t shape[TPSIM_MAX_DIMS];
+	float v = -1;
+	size_t n = 0;
+
+	ck_assert_uint_eq(tpsim_tensor_shape(r0, shape), 0);
+	ck_assert_uint_eq(tpsim_tensor_numel(r0), 1);
+	ck_assert_int_eq(tpsim_tensor_has_values(r0), 1);
+	ck_assert_int_eq(tpsim_tensor_values(r0, &v, 1, &n, NULL), TPSIM_OK);
+	ck_assert_uint_eq(n, 1);
+	/* The golden trace's rank 0 loss: "values": 1. */
+	ck_assert_float_eq(v, 1.0f);
+	tpsim_trace_free(t);
+}
+END_TEST
+
+/* A bfloat16 trace's values are its bfloat16s: "0.0039" is 2^-8, not the
+ * float32 nearest 0.0039 (docs/trace.md, "Dtypes"). */
+START_TEST(bfloat16_values_are_bfloat16s)
+{
+	struct tpsim_trace *t = golden("bf16_all_reduce_3_ranks");
+	size_t count = 0;
+	for (size_t i = 0; i < tpsim_trace_event_count(t); i++) {
+		const struct tpsim_event *ev = tpsim_trace_event(t, i);
+		for (size_t r = 0; r < tpsim_event_rank_count(ev); r++) {
+			ck_assert_msg(all_bfloat16(tpsim_event_rank(ev, r),
+						   &count),
+				      "event %zu rank %zu", i, r);
+		}
+	}
+	ck_assert(all_bfloat16(tpsim_trace_result_tensor(t, "output", NULL),
+			       &count));
+	ck_assert_uint_gt(count, 20);
+	tpsim_trace_free(t);
+}
+END_TEST
+
 /* Training traces: grads and params_after by name, in the trace's order. */
 START_TEST(trace_result_tensors_by_name)
 {
@@ -1647,6 +1707,8 @@ static Suite *api_suite(void)
 	tcase_add_test(tc, trace_result_tensors_by_name);
 	tcase_add_test(tc, trace_text_is_the_bytes_read);
 	tcase_add_test(tc, bounds_are_the_runs);
+	tcase_add_test(tc, bfloat16_values_are_bfloat16s);
+	tcase_add_test(tc, scalar_values_are_values);
 	tcase_add_test(tc, bounds_of_a_symbolic_trace_are_refused);
 	tcase_add_test(tc, tensor_values_need_room_and_values);
 	tcase_add_test(tc, bad_trace_gives_file_and_pointer);
