@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tpsim
+import tpsim.testing
 from tpsim.testing import assert_shard_close
 from conftest import root_path
 
@@ -87,3 +88,16 @@ def test_a_rounded_value_is_held_to_its_bound():
                        "it is partial"):
         assert_shard_close(trace, "fc1.weight.grad", 0,
                            bw.ranks[0].values + 1, phase="backward")
+
+
+example_once = tpsim.testing.trace_fixture(
+    root_path("fixtures", "seed_2x4_rowwise_after_reduce", "config.json"),
+    threads=1)
+
+
+def test_trace_fixture_runs_the_config_once(example_once, request):
+    assert example_once.result.match
+    np.testing.assert_array_equal(example_once.result.output,
+                                  [[31, 72], [71, 176]])
+    # The session's one run: asking again gives the same trace.
+    assert request.getfixturevalue("example_once") is example_once
