@@ -147,3 +147,34 @@ def test_explain_picture_view_are_the_verbs_bytes(example_trace, tmp_path):
         code, out, _ = cli(*(args[:1] + [str(path)] + args[1:]))
         assert code == 0, args
         assert got == out.decode("utf-8"), args
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_narrow_dtype_values_are_values_of_their_dtype(dtype):
+    # Stored as float32 arrays of the dtype's values: each survives the
+    # round trip through the dtype (bfloat16: the low 16 bits are 0).
+    d = json.load(open(root_path("fixtures", "train_dp2_tp2_mse",
+                                 "config.json")))
+    d["dtype"] = dtype
+    d["init"] = {"method": "uniform", "seed": 3}
+    trace = tpsim.run(tpsim.Config.from_dict(d))
+    seen = 0
+    for ev in trace.events():
+        assert ev.dtype in ("float32", dtype)
+        for s in ev.ranks:
+            v = s.values
+            assert v.dtype == np.float32
+            if ev.dtype == "bfloat16":
+                assert not (v.view(np.uint32) & 0xFFFF).any(), ev
+            elif ev.dtype == "float16":
+                np.testing.assert_array_equal(
+                    v.astype(np.float16).astype(np.float32), v)
+            seen += v.size if ev.dtype == dtype else 0
+    assert seen > 100
+    for name in trace.result.params_after:
+        p = trace.result.params_after[name]
+        if dtype == "bfloat16":
+            assert not (p.view(np.uint32) & 0xFFFF).any()
+        else:
+            np.testing.assert_array_equal(
+                p.astype(np.float16).astype(np.float32), p)

@@ -8,14 +8,45 @@ from ._errors import ConfigError, UsageError, raise_error
 from ._ffi import ffi, lib
 
 
-def _json_default(obj):
-    """numpy arrays and scalars (and anything with tolist(), a torch
-    tensor) as JSON: a config's params may be given as arrays."""
+def _escape_token(key):
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _plain(obj, pointer, name):
+    """obj as what json.dumps writes as tpsim reads it: numpy arrays and
+    scalars, and anything with tolist() (a torch tensor), as lists and
+    numbers; an infinite float as an integer out of every range (JSON has
+    no Inf: tpsim then names its pointer, "got a number out of range").
+    A NaN is a ConfigError at its pointer; a value JSON cannot hold, a
+    TypeError."""
+    if isinstance(obj, (str, bool, int)) or obj is None:
+        return obj
+    if isinstance(obj, float):
+        if obj != obj:
+            raise ConfigError(
+                "%s: %s: expected a number, got NaN (JSON has none)"
+                % (name, pointer or "(root)"), lib.TPSIM_ERR_INPUT, name,
+                pointer, "expected a number, got NaN (JSON has none)")
+        if obj in (float("inf"), float("-inf")):
+            return 10 ** 400 if obj > 0 else -10 ** 400
+        return obj
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise TypeError("%s: %s: a key must be a string, got %r"
+                                % (name, pointer or "(root)", k))
+            out[k] = _plain(v, pointer + "/" + _escape_token(k), name)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v, "%s/%d" % (pointer, i), name)
+                for i, v in enumerate(obj)]
     tolist = getattr(obj, "tolist", None)
     if tolist is not None:
-        return tolist()
-    raise TypeError("%s is not JSON: give lists, numbers, strings, "
-                    "booleans and dicts" % type(obj).__name__)
+        return _plain(tolist(), pointer, name)
+    raise TypeError("%s: %s: %s is not JSON: give dicts, lists, numbers, "
+                    "strings and booleans" % (name, pointer or "(root)",
+                                              type(obj).__name__))
 
 
 class Config:
@@ -55,14 +86,12 @@ class Config:
     @classmethod
     def from_dict(cls, d, name="<dict>"):
         """The config a dict gives, as if json.dump'ed to a file called
-        name (which messages name). numpy arrays may stand for lists."""
-        try:
-            text = json.dumps(d, default=_json_default, allow_nan=False)
-        except ValueError as e:
-            # NaN or Inf: JSON has neither (docs/design.md section 8).
-            raise ConfigError("%s: %s" % (name, e), lib.TPSIM_ERR_INPUT,
-                              name, None, str(e)) from None
-        return cls._make(name, None, text.encode("utf-8"), {})
+        name (which messages name). numpy arrays and torch tensors may
+        stand for lists."""
+        text = json.dumps(_plain(d, "", name), separators=(",", ":"),
+                          ensure_ascii=False)
+        return cls._make(name, None, text.encode("utf-8", "surrogatepass"),
+                         {})
 
     @classmethod
     def from_json(cls, text, name="<string>"):

@@ -234,6 +234,20 @@ size_t tpsim_trace_result_count(const struct tpsim_trace *trace,
 const char *tpsim_trace_result_name(const struct tpsim_trace *trace,
 					    const char *section, size_t i);
 
+struct tpsim_bounds;
+
+enum tpsim_status tpsim_trace_bounds(const struct tpsim_trace *trace,
+					     int threads,
+					     struct tpsim_bounds **bounds,
+					     struct tpsim_error **error);
+
+void tpsim_bounds_free(struct tpsim_bounds *bounds);
+
+enum tpsim_status
+tpsim_bounds_shard(const struct tpsim_bounds *bounds,
+		   const struct tpsim_event *event, size_t rank, float *values,
+		   size_t capacity, size_t *n, struct tpsim_error **error);
+
 struct tpsim_mismatch {
 
 	const char *pointer;

@@ -274,6 +274,7 @@ class Trace:
         self.name = name
         self.run_result = run_result
         self._tree = None
+        self._bounds = None
 
     @classmethod
     def _parse(cls, text, name, run_result=None):
@@ -355,16 +356,61 @@ class Trace:
                 continue
             yield Event(self, ev)
 
+    def _bounds_handle(self):
+        """The C API's bounds of this trace, made once (about the cost of
+        one reference run); raises as tpsim_trace_bounds does."""
+        if self._bounds is None:
+            out = ffi.new("struct tpsim_bounds **")
+            errp = ffi.new("struct tpsim_error **")
+            st = lib.tpsim_trace_bounds(self._handle, 0, out, errp)
+            if st != lib.TPSIM_OK:
+                raise_error(st, errp, TraceError)
+            self._bounds = ffi.gc(out[0], lib.tpsim_bounds_free)
+        return self._bounds
+
+    def bound(self, event, rank):
+        """The bound of each element of rank's shard at event (an Event
+        or a seq): a float32 array of the shard's shape, 2 e, twice the
+        error bound of the element (docs/numerics.md), what computing
+        the same sums in another order can explain; 0 where the value is
+        exact. Raises TraceError, saying why, for an event without one
+        (a partial value, an event before the last of its tensor in its
+        step and phase, a bound that says nothing)."""
+        if not isinstance(event, Event):
+            event = self.event(event)
+        b = self._bounds_handle()
+        if not 0 <= rank < len(event.ranks):
+            raise UsageError("rank %r out of range: event seq %d has "
+                             "ranks 0 to %d" % (rank, event.seq,
+                                                len(event.ranks) - 1),
+                             lib.TPSIM_ERR_USAGE)
+        shape = event.ranks[rank].shape
+        out = np.empty(int(np.prod(shape, dtype=np.int64)), np.float32)
+        n = ffi.new("size_t *")
+        errp = ffi.new("struct tpsim_error **")
+        st = lib.tpsim_bounds_shard(b, event._handle, rank,
+                                    ffi.from_buffer("float[]", out),
+                                    out.size, n, errp)
+        if st != lib.TPSIM_OK:
+            raise_error(st, errp, TraceError)
+        return out.reshape(shape)
+
     def shard_bound(self, event, rank):
         """What assert_shard_close allows of rank's shard at event: a
-        bound (a number, or an array of the shard's shape) and the words
-        that name it in a failure."""
+        bound (an array of the shard's shape, or a number) and the words
+        that name it in a failure. The trace's bound where it has one
+        (bound()), else the config's tolerance: atol + rtol x the
+        shard's largest magnitude."""
+        try:
+            return self.bound(event, rank), "the trace's bound"
+        except TraceError as e:
+            why = e.message
         tol = self.config.get("tolerance", {"atol": 1e-5, "rtol": 1e-5})
         values = event.ranks[rank].values
         top = float(np.max(np.abs(values))) if values.size else 0.0
         return (tol["atol"] + tol["rtol"] * top,
-                "the config's tolerance (atol %g + rtol %g x %g)"
-                % (tol["atol"], tol["rtol"], top))
+                "the config's tolerance (atol %g + rtol %g x %g; %s)"
+                % (tol["atol"], tol["rtol"], top, why))
 
     def check(self, fixture):
         """Compares the trace with a fixture (a path, or a dict),

@@ -20,6 +20,27 @@ def _as_array(actual):
     return np.asarray(actual)
 
 
+def trace_fixture(config, scope="session", **run_options):
+    """A pytest fixture that runs config (a tpsim.Config, a dict or a
+    path) once per scope ("session": once for every test that asks) and
+    gives its Trace:
+
+        example = tpsim.testing.trace_fixture("config.json", threads=1)
+
+        def test_output(example):
+            assert example.result.match
+    """
+    import pytest
+
+    from ._config import run
+
+    @pytest.fixture(scope=scope)
+    def _trace():
+        return run(config, **run_options)
+
+    return _trace
+
+
 def _usage(msg):
     return UsageError(msg, lib.TPSIM_ERR_USAGE)
 
