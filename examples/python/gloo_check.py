@@ -2,7 +2,7 @@
 """Checks a real torch.distributed run against tpsim's trace.
 
 A Megatron-style MLP, written by hand in torch: a ColumnParallelLinear
-(gather_output=False), GELU on each rank's columns, a RowParallelLinear
+(gather_output=False), ReLU on each rank's columns, a RowParallelLinear
 (input_is_parallel=True) whose bias is added once, after the all_reduce.
 It runs on WORLD real processes (gloo, CPU), each holding its shard of
 the weights of one nn.Sequential; tpsim simulates the same module under
@@ -43,7 +43,10 @@ LR = 0.1
 def make_model(seed=0):
     """The module, its input and the training target."""
     torch.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.GELU(),
+    # ReLU, not GELU: torch's float32 gelu kernel is a few ulps from
+    # tpsim's, beyond the bound, which covers reordered sums only
+    # (docs/python.md, "Checking a real run").
+    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.ReLU(),
                           nn.Linear(HIDDEN, FEATURES))
     return model, torch.randn(BATCH, FEATURES), torch.randn(BATCH, FEATURES)
 
@@ -114,8 +117,8 @@ def megatron_mlp(model, x, y, rank, world, training, mistake):
     # ColumnParallelLinear: Y_i = X W_i^T + b_i, no communication.
     h = F.linear(CopyToTP.apply(x), w1)
     see("0.out", "forward", "matmul", h)
-    a = F.gelu(h + b1)
-    see("1.out", "forward", "gelu", a)
+    a = F.relu(h + b1)
+    see("1.out", "forward", "relu", a)
     # RowParallelLinear: partial sums X_i W_i^T, all-reduced.
     p = F.linear(a, w2)
     see("2.out", "forward", "matmul", p)
@@ -173,11 +176,13 @@ def worker(rank, world, tmp, training, mistake, names, timeout):
         f.write("\n".join(lines) + "\n")
 
 
-def run(world, traces, training=False, mistake=None, timeout=60.0):
-    """Spawns world processes of the MLP and checks each rank against
-    each of traces ({name: tpsim trace}). Returns ({name: whether every
-    rank matched it}, the ranks' lines, rank by rank), or (None, what went
-    wrong) when a rank crashed or hung past timeout."""
+def run(world, traces, training=False, mistake=None, timeout=60.0,
+        worker=worker):
+    """Spawns world processes of the MLP (worker) and checks each rank
+    against each of traces ({name: tpsim trace}). Returns ({name: whether
+    every rank matched it}, the ranks' lines, rank by rank), or (None,
+    [what went wrong]) when a rank crashed or was still running after
+    timeout seconds; either way no rank is left running."""
     model, x, y = make_model()
     with tempfile.TemporaryDirectory(prefix="gloo_check.") as tmp:
         for name, trace in traces.items():
@@ -199,7 +204,8 @@ def run(world, traces, training=False, mistake=None, timeout=60.0):
                 if time.monotonic() > deadline:
                     trouble = "the ranks did not finish in %g s" % timeout
                     break
-        except mp.ProcessException as e:
+        except (mp.ProcessRaisedException,
+                mp.ProcessExitedException) as e:
             # A rank crashed: join stopped the others.
             trouble = str(e).strip()
         finally:

@@ -1,11 +1,13 @@
 """examples/python/gloo_check.py and gloo_mistake.py: real gloo
 processes checked against tpsim's trace (docs/python.md, "Checking a
 real run")."""
+import multiprocessing.forkserver
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch.distributed as dist
@@ -26,7 +28,7 @@ def test_every_rank_trains_as_tpsim_says(world, capsys):
     assert gloo_check.main(["--world", str(world), "--training",
                             "--timeout", "120"]) == 0
     out = capsys.readouterr().out.splitlines()
-    # 3 weight shards, 2 matmul outputs, the gelu, the all_reduce, the
+    # 3 weight shards, 2 matmul outputs, the relu, the all_reduce, the
     # output; 4 gradients and 4 updated shards: 16 tensors a rank.
     assert out[:world] == ["rank %d: tpsim: its 16 tensors are the trace's "
                            "shards" % r for r in range(world)]
@@ -38,6 +40,49 @@ def test_inference_checks_the_forward_only(capsys):
     assert gloo_check.main(["--world", "2", "--timeout", "120"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "rank 0: tpsim: its 8 tensors are the trace's shards"
+
+
+def crashing_worker(rank, *args):
+    if rank == 1:
+        raise RuntimeError("rank 1 broke")
+    time.sleep(60)
+
+
+def hanging_worker(rank, *args):
+    time.sleep(60)
+
+
+def forkserver_children():
+    """The processes the forkserver forked that are still there."""
+    server = multiprocessing.forkserver._forkserver._forkserver_pid
+    kids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces.
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == server and state != "Z":
+            kids.append(int(pid))
+    return kids
+
+
+@pytest.mark.parametrize("worker, message", [
+    (crashing_worker, "RuntimeError: rank 1 broke"),
+    (hanging_worker, "the ranks did not finish in 3 s")])
+def test_a_rank_that_crashes_or_hangs_is_trouble_and_leaves_nothing(
+        worker, message):
+    model, x, y = gloo_check.make_model()
+    trace = gloo_check.simulate(model, x, y, 2, False)
+    start = time.monotonic()
+    matched, lines = gloo_check.run(2, {"t": trace}, timeout=3,
+                                    worker=worker)
+    assert time.monotonic() - start < 30
+    assert matched is None
+    assert message in lines[0]
+    assert forkserver_children() == []
 
 
 def run_script(name, *args, timeout=180):
@@ -58,7 +103,8 @@ def run_script(name, *args, timeout=180):
 def test_the_bias_on_every_rank_fails_naming_tensor_rank_and_bias():
     code, out, err = run_script("gloo_mistake.py", "--world", "2",
                                 "--timeout", "120")
-    assert code == 1, err
+    # It exits 0: the check caught the mistake on every rank, as it must.
+    assert code == 0, err
     assert out == ""
     model, _, _ = gloo_check.make_model()
     bias = model[2].bias.detach().numpy()
