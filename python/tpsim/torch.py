@@ -36,14 +36,14 @@ __all__ = ["ModuleError", "config_from_module"]
 
 class ModuleError(ConfigError):
     """A module, plan, input, loss or optimizer that config_from_module
-    cannot turn into a config. path is the module's dotted name (as
-    named_modules() gives it; "" for the module itself) or None when
-    the trouble is not a module's; what is the offending object's type
-    name."""
+    cannot turn into a config. str(e) and e.message say what and where;
+    e.path is the module's dotted name (as named_modules() gives it; ""
+    for the module itself) or None when the trouble is not a module's;
+    e.what is the offending object's type name (or None). There is no
+    file yet: e.file and e.pointer are None."""
 
     def __init__(self, message, path=None, what=None):
-        super().__init__("tpsim.torch: " + message, lib.TPSIM_ERR_INPUT,
-                         None, None, message)
+        super().__init__(message, lib.TPSIM_ERR_INPUT, None, None, message)
         self.path = path
         self.what = what
 
