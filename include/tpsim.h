@@ -574,10 +574,11 @@ TPS_API void tpsim_bounds_free(struct tpsim_bounds *bounds);
  * pass does not bound, a bound that says nothing (docs/numerics.md), or
  * the batch rows of a DistributedSampler run (strided over dp).
  */
-TPS_API enum tpsim_status
-tpsim_bounds_shard(const struct tpsim_bounds *bounds,
-		   const struct tpsim_event *event, size_t rank, float *values,
-		   size_t capacity, size_t *n, struct tpsim_error **error);
+TPS_API enum tpsim_status tpsim_bounds_shard(const struct tpsim_bounds *bounds,
+					     const struct tpsim_event *event,
+					     size_t rank, float *values,
+					     size_t capacity, size_t *n,
+					     struct tpsim_error **error);
 
 /* ---- checking a trace against a fixture ------------------------------- */
 

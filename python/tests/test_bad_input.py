@@ -129,8 +129,11 @@ def test_run_options_out_of_range_are_usage_errors():
 
 
 def test_missing_files_are_file_errors(tmp_path):
-    with pytest.raises(tpsim.FileError):
+    with pytest.raises(tpsim.FileError) as e:
         tpsim.Config.load(tmp_path / "none.json")
+    assert isinstance(e.value, OSError) and e.value.errno is None
+    assert e.value.strerror == str(e.value)
+    assert str(tmp_path / "none.json") in str(e.value)
     with pytest.raises(tpsim.FileError):
         tpsim.load_trace(tmp_path / "none.json")
     with pytest.raises(tpsim.FileError):

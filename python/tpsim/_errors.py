@@ -56,10 +56,16 @@ class NumericError(Error, ArithmeticError):
 
 
 class FileError(Error, OSError):
-    """A file could not be read or written."""
+    """A file could not be read or written. As an OSError: errno None,
+    strerror the line, filename the file when the error names one."""
 
     def __init__(self, line, *args, **kw):
         Error.__init__(self, line, *args, **kw)
+        # OSError read the constructor's arguments as (errno, strerror,
+        # filename, ...): set them to what they are here.
+        self.errno = None
+        self.strerror = line
+        self.filename = self.file
 
 
 def _string(p, default=None):

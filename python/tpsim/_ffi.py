@@ -243,10 +243,11 @@ enum tpsim_status tpsim_trace_bounds(const struct tpsim_trace *trace,
 
 void tpsim_bounds_free(struct tpsim_bounds *bounds);
 
-enum tpsim_status
-tpsim_bounds_shard(const struct tpsim_bounds *bounds,
-		   const struct tpsim_event *event, size_t rank, float *values,
-		   size_t capacity, size_t *n, struct tpsim_error **error);
+enum tpsim_status tpsim_bounds_shard(const struct tpsim_bounds *bounds,
+					     const struct tpsim_event *event,
+					     size_t rank, float *values,
+					     size_t capacity, size_t *n,
+					     struct tpsim_error **error);
 
 struct tpsim_mismatch {
 

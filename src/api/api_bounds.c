@@ -133,28 +133,23 @@ static enum tps_phase phase_of(const char *name)
 static void mark_last_events(struct tpsim_bounds *b,
 			     const struct tpsim_trace *trace)
 {
-	size_t n = tpsim_trace_event_count(trace), i = 0;
+	const cJSON *events =
+		cJSON_GetObjectItemCaseSensitive(trace->tree, "events");
 	const cJSON *ev;
-	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(trace->tree,
-								"events"))
+	cJSON_ArrayForEach(ev, events)
 	{
 		const struct tpsim_event *e = (const void *)ev;
-		struct bound_entry *entry =
-			find(b, (int)tpsim_event_step(e),
-			     phase_of(tpsim_event_phase(e)),
-			     tpsim_event_tensor(e));
+		struct bound_entry *entry = find(b, (int)tpsim_event_step(e),
+						 phase_of(tpsim_event_phase(e)),
+						 tpsim_event_tensor(e));
 		if (entry) {
 			entry->last_seq = tpsim_event_seq(e);
-		}
-		if (++i == n) {
-			break;
 		}
 	}
 }
 
 enum tpsim_status tpsim_trace_bounds(const struct tpsim_trace *trace,
-				     int threads,
-				     struct tpsim_bounds **bounds,
+				     int threads, struct tpsim_bounds **bounds,
 				     struct tpsim_error **error)
 {
 	struct tps_error err = {0};
@@ -183,8 +178,8 @@ enum tpsim_status tpsim_trace_bounds(const struct tpsim_trace *trace,
 		st = tps_run_trace_spec(trace->tree, trace->name, true, &spec,
 					&err);
 		if (st == TPS_OK) {
-			b->strided = spec.model.sampler ==
-				     TPS_SAMPLER_DISTRIBUTED;
+			b->strided =
+				spec.model.sampler == TPS_SAMPLER_DISTRIBUTED;
 			sink.emit = keep;
 			sink.ctx = b;
 			st = tps_run_bound_pass(&spec, threads, sink, &b->dp,
@@ -316,8 +311,8 @@ enum tpsim_status tpsim_bounds_shard(const struct tpsim_bounds *bounds,
 			rest /= length[d];
 			stride *= global.dim[d];
 		}
-		values[k] = tps_bound_up(2.0 * scale *
-					 (double)e->bound.e.data[at]);
+		values[k] =
+			tps_bound_up(2.0 * scale * (double)e->bound.e.data[at]);
 	}
 	return TPSIM_OK;
 }

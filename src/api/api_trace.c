@@ -83,8 +83,8 @@ static void mark_dtypes(cJSON *tree)
 	{
 		enum tps_dtype d = dtype_named(
 			cJSON_GetObjectItemCaseSensitive(ev, "dtype"));
-		cJSON_ArrayForEach(t,
-				   cJSON_GetObjectItemCaseSensitive(ev, "ranks"))
+		cJSON_ArrayForEach(
+			t, cJSON_GetObjectItemCaseSensitive(ev, "ranks"))
 		{
 			mark_tensor(t, d);
 		}
@@ -101,12 +101,14 @@ static void mark_dtypes(cJSON *tree)
 		cJSON_ArrayForEach(t, sec)
 		{
 			/* The input's gradient is an activation's. */
-			mark_tensor(t, strcmp(t->string, "input") == 0
-					       ? dtype_named(
-							 cJSON_GetObjectItemCaseSensitive(
-								 roles_of,
-								 "activations"))
-					       : d);
+			mark_tensor(
+				t,
+				strcmp(t->string, "input") == 0
+					? dtype_named(
+						  cJSON_GetObjectItemCaseSensitive(
+							  roles_of,
+							  "activations"))
+					: d);
 		}
 	}
 }

@@ -904,8 +904,7 @@ START_TEST(trace_text_is_the_bytes_read)
 	ck_assert_uint_eq(n, len);
 	ck_assert_int_eq(memcmp(text, want, len), 0);
 	ck_assert_ptr_eq(tpsim_trace_text(t, NULL), text);
-	ck_assert_int_eq(tpsim_trace_parse(want, len, "t", &p, NULL),
-			 TPSIM_OK);
+	ck_assert_int_eq(tpsim_trace_parse(want, len, "t", &p, NULL), TPSIM_OK);
 	text = tpsim_trace_text(p, &n);
 	ck_assert_uint_eq(n, len);
 	ck_assert_ptr_ne(text, want);
@@ -930,8 +929,8 @@ static double shard_bounds_max(const struct tpsim_bounds *b,
 		size_t n = 0;
 		ck_assert_int_eq(tpsim_bounds_shard(b, ev, r, v, 64, &n, NULL),
 				 TPSIM_OK);
-		ck_assert_uint_eq(n, tpsim_tensor_numel(tpsim_event_rank(ev,
-									  r)));
+		ck_assert_uint_eq(n,
+				  tpsim_tensor_numel(tpsim_event_rank(ev, r)));
 		for (size_t i = 0; i < n; i++) {
 			ck_assert(v[i] >= 0.0f);
 			top = v[i] > top ? v[i] : top;
@@ -941,9 +940,8 @@ static double shard_bounds_max(const struct tpsim_bounds *b,
 }
 
 /* The event of tensor in phase, the last one. */
-static const struct tpsim_event *last_event(const struct tpsim_trace *t,
-					    const char *phase,
-					    const char *tensor)
+static const struct tpsim_event *
+last_event(const struct tpsim_trace *t, const char *phase, const char *tensor)
 {
 	const struct tpsim_event *found = NULL;
 	for (size_t i = 0; i < tpsim_trace_event_count(t); i++) {
@@ -973,8 +971,8 @@ START_TEST(bounds_are_the_runs)
 	struct tpsim_bounds *b = NULL, *bx = NULL;
 	struct tpsim_error *e = NULL;
 	size_t len = 0, n = 99;
-	char *text = slurp(src("tests/golden/train_dp2_tp2_mse.trace.json"),
-			   &len);
+	char *text =
+		slurp(src("tests/golden/train_dp2_tp2_mse.trace.json"), &len);
 	cJSON *tree = cJSON_Parse(text);
 	const cJSON *bounds = cJSON_GetObjectItem(
 		cJSON_GetObjectItem(tree, "result"), "bounds");
@@ -1003,27 +1001,27 @@ START_TEST(bounds_are_the_runs)
 			(float)shard_bounds_max(
 				b, last_event(t, "optimizer", params[i])),
 			(float)cJSON_GetObjectItem(
-				cJSON_GetObjectItem(cJSON_GetObjectItem(
-							    bounds,
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(bounds,
 							    "params_after"),
-						    params[i]),
+					params[i]),
 				"max_bound")
 				->valuedouble);
 	}
 	/* A partial value (each dp rank's own rows' sum) has none; nor an
 	 * event before the last of its tensor (the all_reduce before the
 	 * bias); a rank out of range is usage. */
-	ck_assert_int_eq(tpsim_bounds_shard(
-				 b, last_event(t, "backward", "fc1.weight.grad"),
-				 0, v, 64, &n, &e),
-			 TPSIM_ERR_INPUT);
+	ck_assert_int_eq(
+		tpsim_bounds_shard(b,
+				   last_event(t, "backward", "fc1.weight.grad"),
+				   0, v, 64, &n, &e),
+		TPSIM_ERR_INPUT);
 	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e), "partial"));
 	tpsim_error_free(e);
 	e = NULL;
-	ck_assert_int_eq(
-		tpsim_bounds_shard(b, event_of_op(t, "all_reduce"), 0, v, 64,
-				   &n, &e),
-		TPSIM_ERR_INPUT);
+	ck_assert_int_eq(tpsim_bounds_shard(b, event_of_op(t, "all_reduce"), 0,
+					    v, 64, &n, &e),
+			 TPSIM_ERR_INPUT);
 	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e),
 				     "fc2.out at seq 9 has no bound: the bound "
 				     "is of the tensor's value at the last "
@@ -1036,8 +1034,8 @@ START_TEST(bounds_are_the_runs)
 	tpsim_error_free(e);
 	e = NULL;
 	/* Room for too few: *n says how many. */
-	ck_assert_int_eq(tpsim_bounds_shard(b, tpsim_trace_event(t, 0), 0,
-					    NULL, 0, &n, NULL),
+	ck_assert_int_eq(tpsim_bounds_shard(b, tpsim_trace_event(t, 0), 0, NULL,
+					    0, &n, NULL),
 			 TPSIM_ERR_USAGE);
 	ck_assert_uint_eq(n, 8);
 	ck_assert_int_eq(tpsim_trace_bounds(x, 0, &bx, NULL), TPSIM_OK);
@@ -1138,9 +1136,9 @@ START_TEST(bfloat16_values_are_bfloat16s)
 	for (size_t i = 0; i < tpsim_trace_event_count(t); i++) {
 		const struct tpsim_event *ev = tpsim_trace_event(t, i);
 		for (size_t r = 0; r < tpsim_event_rank_count(ev); r++) {
-			ck_assert_msg(all_bfloat16(tpsim_event_rank(ev, r),
-						   &count),
-				      "event %zu rank %zu", i, r);
+			ck_assert_msg(
+				all_bfloat16(tpsim_event_rank(ev, r), &count),
+				"event %zu rank %zu", i, r);
 		}
 	}
 	ck_assert(all_bfloat16(tpsim_trace_result_tensor(t, "output", NULL),

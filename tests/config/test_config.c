@@ -1763,7 +1763,8 @@ START_TEST(bad_configs_are_dumped_for_the_schema_check)
 		if (bc->stage != STAGE_CONFIG) {
 			ck_assert_int_ne(parse_json(bc->json, &root, &err),
 					 TPS_OK);
-			ck_assert_ptr_nonnull(strstr(err.message, "cfg.json: "));
+			ck_assert_ptr_nonnull(
+				strstr(err.message, "cfg.json: "));
 			json_rows++;
 			if (json_out) {
 				dump_row(json_out, "text", bc->json,
