@@ -469,8 +469,14 @@ def other_params():
     return [nn.Parameter(torch.ones(1))]
 
 
+class DTensor(torch.Tensor):
+    """A stand-in of torch 2.x's DTensor, whose values are one rank's."""
+
+
 # (keyword arguments, what the error says): inputs, losses, optimizers.
 BAD_ARGUMENTS = [
+    (dict(input=torch.ones(2, 2).as_subclass(DTensor)),
+     "input is a DTensor: give the whole tensor (full_tensor())"),
     (dict(input=torch.ones(2, 2, dtype=torch.float64)),
      "input is float64: tpsim computes in float32; give tensor.float()"),
     (dict(input=torch.tensor([[1.0, float("nan")]])),
@@ -531,6 +537,14 @@ def test_optimizers_of_the_modules_own_parameters():
         with pytest.raises(ModuleError, match=message.replace(
                 "(", "\\(").replace(")", "\\)")):
             opt(o)
+
+
+def test_a_parallelized_module_is_refused():
+    m = lin()
+    m[0].weight = nn.Parameter(m[0].weight.detach().as_subclass(DTensor))
+    with pytest.raises(ModuleError, match="0.weight is a DTensor: give the "
+                       "whole tensor .* before parallelize_module"):
+        config_from_module(m, None, (2,), ("tp",), input=(2, 2))
 
 
 def test_frozen_parameters_cannot_train():

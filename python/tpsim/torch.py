@@ -413,6 +413,11 @@ _EXACT = (torch.float32, torch.float16, torch.bfloat16)
 def _values(t, what, ids=False):
     """A tensor's values as nested lists: float32 (or narrower, which
     float32 holds exactly), or integers for token ids and class ids."""
+    if "DTensor" in _class_names(t):
+        # Its values would be this process's shard alone.
+        _fail("%s is a DTensor: give the whole tensor (full_tensor()), "
+              "and the module as it was before parallelize_module" % what,
+              None, "DTensor")
     t = t.detach().cpu()
     if t.is_floating_point():
         if t.dtype not in _EXACT:
