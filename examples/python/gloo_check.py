@@ -101,7 +101,13 @@ def megatron_mlp(model, x, y, rank, world, training, mistake):
     fc1, fc2 = model[0], model[2]
 
     def shard(t, dim):
-        return t.detach().chunk(world, dim)[rank].clone().requires_grad_()
+        # torch.chunk's rule, with DTensor's empty trailing shards (16
+        # over 5: 4, 4, 4, 4, 0) where chunk would give fewer pieces.
+        n = t.shape[dim]
+        size = -(-n // world)
+        start = min(rank * size, n)
+        piece = t.detach().narrow(dim, start, min(size, n - start))
+        return piece.clone().requires_grad_()
 
     w1, b1 = shard(fc1.weight, 0), shard(fc1.bias, 0)  # (hidden/tp, in)
     w2 = shard(fc2.weight, 1)  # (out, hidden/tp)
@@ -236,6 +242,8 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds before a hung run is stopped (default 60)")
     args = ap.parse_args(argv)
+    if not 1 <= args.world <= 16:
+        ap.error("--world: expected 1 to 16 processes, got %d" % args.world)
     start = time.monotonic()
     model, x, y = make_model()
     trace = simulate(model, x, y, args.world, args.training)
@@ -252,6 +260,7 @@ def main(argv=None):
           % (args.world, "trained one step" if args.training else "ran",
              time.monotonic() - start))
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

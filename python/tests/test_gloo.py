@@ -36,6 +36,24 @@ def test_every_rank_trains_as_tpsim_says(world, capsys):
                                  "tpsim's trace says" % world)
 
 
+def test_uneven_shards_are_tpsims_chunks(capsys):
+    # 16 hidden features over 5 ranks: 4, 4, 4, 4 and an empty shard,
+    # where torch.chunk gives 4 pieces.
+    assert gloo_check.main(["--world", "5", "--training",
+                            "--timeout", "120"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[4] == "rank 4: tpsim: its 16 tensors are the trace's shards"
+
+
+@pytest.mark.parametrize("world", ["0", "17"])
+def test_a_world_out_of_range_is_a_usage_error(world, capsys):
+    with pytest.raises(SystemExit) as e:
+        gloo_check.main(["--world", world])
+    assert e.value.code == 2
+    assert "--world: expected 1 to 16 processes, got %s" % world in \
+        capsys.readouterr().err
+
+
 def test_inference_checks_the_forward_only(capsys):
     assert gloo_check.main(["--world", "2", "--timeout", "120"]) == 0
     out = capsys.readouterr().out.splitlines()
