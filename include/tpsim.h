@@ -13,6 +13,7 @@
  *   tpsim_run / _run_to_file     run it: the trace, and a result handle
  *   tpsim_trace_load / _parse    read a trace, iterate its events
  *   tpsim_check                  compare a trace with a fixture
+ *   tpsim_trace_bounds           the error bounds of its values
  *   tpsim_explain, _picture_svg, _timeline, _view, _comm
  *                                what the verbs of the same names write
  *
@@ -428,6 +429,13 @@ TPS_API enum tpsim_status tpsim_trace_parse(const char *text, size_t len,
 
 TPS_API void tpsim_trace_free(struct tpsim_trace *trace);
 
+/* The text the trace was read from (not NUL-terminated; the bytes of the
+ * file, or those passed to tpsim_trace_parse), its length in *len; for a
+ * reader of its own (Python's json). NULL, and *len 0, for NULL. len may
+ * be NULL. */
+TPS_API const char *tpsim_trace_text(const struct tpsim_trace *trace,
+				     size_t *len);
+
 /* Its events, in order (seq i is event i); 0 for NULL. */
 TPS_API size_t tpsim_trace_event_count(const struct tpsim_trace *trace);
 /* Event i; NULL out of range and for NULL. */
@@ -489,9 +497,12 @@ TPS_API size_t tpsim_tensor_numel(const struct tpsim_tensor *tensor);
 TPS_API int tpsim_tensor_has_values(const struct tpsim_tensor *tensor);
 
 /*
- * Copies the tensor's values, row-major, as float32 (each is the float the
- * trace's shortest decimal stands for, bit for bit) into values[0 ..
- * numel), and sets *n to numel. values may be NULL when capacity is 0
+ * Copies the tensor's values, row-major, as float32 (each is the value
+ * the trace's shortest decimal stands for in the tensor's dtype, bit for
+ * bit: a bfloat16 or float16 event's values, and the result's of a config
+ * whose "dtype" makes them so, are values of that dtype, docs/trace.md
+ * "Dtypes") into values[0 .. numel), and sets *n to numel (1 for a
+ * scalar, shape []). values may be NULL when capacity is 0
  * (to learn *n). On error *n is set and values untouched:
  * TPSIM_ERR_USAGE when capacity < numel, TPSIM_ERR_INPUT when the tensor
  * has no values.
@@ -519,6 +530,55 @@ TPS_API size_t tpsim_trace_result_count(const struct tpsim_trace *trace,
 					const char *section);
 TPS_API const char *tpsim_trace_result_name(const struct tpsim_trace *trace,
 					    const char *section, size_t i);
+
+/* ---- error bounds of a trace's values --------------------------------- */
+
+/* The error bounds of a trace's values (docs/numerics.md). */
+struct tpsim_bounds;
+
+/*
+ * Traces do not carry per-element bounds (a full trace would double):
+ * this makes them again, as `tpsim diff` does, by the bound pass of the
+ * trace's embedded config (the reference run alone, with its bounds), on
+ * threads threads (0: the machine's cores; the bounds are the same at
+ * any count). It costs about one reference run. On success *bounds is
+ * new; the caller frees it with tpsim_bounds_free, and it does not refer
+ * to trace. On error (TPSIM_ERR_INPUT at /config/compute for a symbolic
+ * trace, at /config/trace/values for one without every value, or at the
+ * config's own pointers under /config; TPSIM_ERR_USAGE, threads out of 0
+ * to 256; TPSIM_ERR_LIMIT, TPSIM_ERR_NOMEM) *bounds is untouched.
+ */
+TPS_API enum tpsim_status tpsim_trace_bounds(const struct tpsim_trace *trace,
+					     int threads,
+					     struct tpsim_bounds **bounds,
+					     struct tpsim_error **error);
+
+TPS_API void tpsim_bounds_free(struct tpsim_bounds *bounds);
+
+/*
+ * The bound of each element of rank's shard at event (an event of the
+ * trace the bounds were made from), row-major in the shard's shape:
+ * 2 e, twice the error bound of that element of the global tensor, what
+ * computing the same sums in another order can explain between two
+ * correct computations (the simulation and its reference, or a real run
+ * and its trace); 0 where the value is exact. A dp run's backward
+ * values and its loss are dp times the reference's (docs/trace.md), and
+ * so are their bounds. Writes *n (numel) values, rounded up, into
+ * values, and sets *n; values may be NULL when capacity is 0 (to learn
+ * *n). On error values is untouched: TPSIM_ERR_USAGE when rank is out
+ * of range or capacity < *n (then *n is set); TPSIM_ERR_INPUT, saying
+ * why, when the event has no bound: a partial value (a rank's share of
+ * a sum before its reduction), an event before the last of its tensor
+ * in its step and phase (the bound is of the tensor's value there: an
+ * all_reduce before its bias is added has none), a tensor the bound
+ * pass does not bound, a bound that says nothing (docs/numerics.md), or
+ * the batch rows of a DistributedSampler run (strided over dp).
+ */
+TPS_API enum tpsim_status tpsim_bounds_shard(const struct tpsim_bounds *bounds,
+					     const struct tpsim_event *event,
+					     size_t rank, float *values,
+					     size_t capacity, size_t *n,
+					     struct tpsim_error **error);
 
 /* ---- checking a trace against a fixture ------------------------------- */
 

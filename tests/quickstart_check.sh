@@ -62,6 +62,7 @@ for p in gcc meson libcjson-dev libxxhash-dev; do
 		fail "demo does not install $p: $installed"
 done
 for p in check python3-jsonschema cmark-gfm chromium nodejs npm clang \
+	python3-numpy python3-cffi python3-pytest python3-torch \
 	help2man g++ locales; do
 	echo "$installed" | grep -q " $p\( \|$\)" &&
 		fail "demo installs $p, which only the tests need: $installed"
@@ -75,6 +76,7 @@ installed=$(grep '^apt-get install' "$log") ||
 	fail "test installed nothing: $(cat "$log")"
 # (npm is not asked for: the fake npm on PATH stands for one installed.)
 for p in check python3-jsonschema cmark-gfm chromium nodejs clang help2man \
+	python3-numpy python3-cffi python3-pytest python3-torch \
 	g++ locales; do
 	echo "$installed" | grep -q " $p\( \|$\)" ||
 		fail "test does not install $p: $installed"

@@ -19,10 +19,15 @@ main_packages="gcc meson ninja-build pkg-config libcjson-dev libxxhash-dev"
 # chromium, node and npm (tpsim view's browser test), clang's libFuzzer
 # (tools/fuzz.sh, which CI runs after the suite), help2man (tpsim(1),
 # which the install test checks), g++ (tpsim.h as C++17) and locales (an
-# 8-bit locale the config test builds with localedef).
+# 8-bit locale the config test builds with localedef), and the Python
+# package's (below).
 test_packages="$main_packages check python3-jsonschema cmark-gfm"
 test_packages="$test_packages chromium nodejs npm clang help2man g++"
 test_packages="$test_packages locales"
+# The Python package and its tests (python/, docs/python.md): Debian's
+# interpreter with numpy, cffi, pytest and torch (the gloo examples).
+test_packages="$test_packages python3-numpy python3-cffi python3-pytest"
+test_packages="$test_packages python3-torch"
 # The out-of-memory sweep builds without the Check suites.
 oom_packages="$main_packages"
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "fixture_check.h"
 #include "jsonio.h"
 #include "trace.h"
@@ -30,6 +31,86 @@ static const cJSON *node_of_tensor(const struct tpsim_tensor *t)
 static const cJSON *member(const cJSON *obj, const char *key)
 {
 	return obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
+/*
+ * The dtype a tensor's values are stored in (docs/trace.md, "Dtypes"): a
+ * bfloat16's shortest decimal reads back to that bfloat16, not always
+ * as a float32 to the same value, so tpsim_tensor_values rounds each
+ * number to it. A tensor view has no way back to its event, so the
+ * trace marks each tensor object, once, in the object's valueint, which
+ * cJSON leaves unused for objects (nothing else reads it): the event's
+ * "dtype" for its ranks; the config's roles for the result's tensors
+ * (outputs: activations; gradients: grads; parameters after: params).
+ * Unmarked (0) is float32.
+ */
+static enum tps_dtype dtype_named(const cJSON *name)
+{
+	for (int i = 0; cJSON_IsString(name) && tps_dtype_names[i]; i++) {
+		if (strcmp(name->valuestring, tps_dtype_names[i]) == 0) {
+			return (enum tps_dtype)i;
+		}
+	}
+	return TPS_DTYPE_F32;
+}
+
+static void mark_tensor(cJSON *tensor, enum tps_dtype d)
+{
+	if (cJSON_IsObject(tensor)) {
+		tensor->valueint = (int)d;
+	}
+}
+
+static void mark_dtypes(cJSON *tree)
+{
+	static const struct {
+		const char *section, *role;
+		bool named;
+	} roles[] = {
+		{"output", "activations", false},
+		{"reference_output", "activations", false},
+		{"grads", "grads", true},
+		{"reference_grads", "grads", true},
+		{"params_after", "params", true},
+		{"reference_params_after", "params", true},
+	};
+	const cJSON *roles_of = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(tree, "config"), "dtype");
+	cJSON *result = cJSON_GetObjectItemCaseSensitive(tree, "result");
+	cJSON *ev, *t;
+
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(tree, "events"))
+	{
+		enum tps_dtype d = dtype_named(
+			cJSON_GetObjectItemCaseSensitive(ev, "dtype"));
+		cJSON_ArrayForEach(
+			t, cJSON_GetObjectItemCaseSensitive(ev, "ranks"))
+		{
+			mark_tensor(t, d);
+		}
+	}
+	for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+		cJSON *sec = cJSON_GetObjectItemCaseSensitive(result,
+							      roles[i].section);
+		enum tps_dtype d = dtype_named(cJSON_GetObjectItemCaseSensitive(
+			roles_of, roles[i].role));
+		if (!roles[i].named) {
+			mark_tensor(sec, d);
+			continue;
+		}
+		cJSON_ArrayForEach(t, sec)
+		{
+			/* The input's gradient is an activation's. */
+			mark_tensor(
+				t,
+				strcmp(t->string, "input") == 0
+					? dtype_named(
+						  cJSON_GetObjectItemCaseSensitive(
+							  roles_of,
+							  "activations"))
+					: d);
+		}
+	}
 }
 
 /* Takes text and tree (owned from here on) into a new trace. */
@@ -51,6 +132,7 @@ static enum tpsim_status make_trace(char *text, size_t len, cJSON *tree,
 	t->text = text;
 	t->len = len;
 	t->tree = tree;
+	mark_dtypes(tree);
 	*trace = t;
 	return TPSIM_OK;
 }
@@ -122,6 +204,14 @@ void tpsim_trace_free(struct tpsim_trace *trace)
 	free(trace->text);
 	free(trace->name);
 	free(trace);
+}
+
+const char *tpsim_trace_text(const struct tpsim_trace *trace, size_t *len)
+{
+	if (len) {
+		*len = trace ? trace->len : 0;
+	}
+	return trace ? trace->text : NULL;
 }
 
 /* ---- events ----------------------------------------------------------- */
@@ -314,24 +404,27 @@ size_t tpsim_tensor_numel(const struct tpsim_tensor *tensor)
 
 int tpsim_tensor_has_values(const struct tpsim_tensor *tensor)
 {
-	return cJSON_IsArray(member(node_of_tensor(tensor), "values"));
+	/* A scalar's (a loss's, shape []) is a number. */
+	const cJSON *v = member(node_of_tensor(tensor), "values");
+	return cJSON_IsArray(v) || cJSON_IsNumber(v);
 }
 
 /* The numbers of nested arrays, in order, into out (the reader checked
- * that they fill the shape). */
-static size_t flatten(const cJSON *v, float *out, size_t at)
+ * that they fill the shape), each read as a value of dtype d. */
+static size_t flatten(const cJSON *v, enum tps_dtype d, float *out, size_t at)
 {
 	const cJSON *c;
 	if (cJSON_IsNumber(v)) {
-		/* The trace writes each float32 as its shortest decimal, which
-		 * the parser reads to the nearest double; that double rounds
-		 * back to the float (a test checks every event of a trace). */
-		out[at] = (float)v->valuedouble;
+		/* The trace writes each value as the shortest decimal that
+		 * reads back to it in its dtype; the parser reads it to the
+		 * nearest double, which rounds to the value (a test checks
+		 * every event of a float32, a bfloat16 and a float16 trace). */
+		out[at] = tps_dtype_round_double(v->valuedouble, d);
 		return at + 1;
 	}
 	cJSON_ArrayForEach(c, v)
 	{
-		at = flatten(c, out, at);
+		at = flatten(c, d, out, at);
 	}
 	return at;
 }
@@ -363,7 +456,8 @@ enum tpsim_status tpsim_tensor_values(const struct tpsim_tensor *tensor,
 			      capacity, numel);
 		return tps_api_fail(error, &err);
 	}
-	flatten(member(node_of_tensor(tensor), "values"), values, 0);
+	flatten(member(node_of_tensor(tensor), "values"),
+		(enum tps_dtype)node_of_tensor(tensor)->valueint, values, 0);
 	return TPSIM_OK;
 }
 

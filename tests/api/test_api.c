@@ -888,6 +888,266 @@ START_TEST(trace_events_of_the_2x4_example)
 }
 END_TEST
 
+/* The text a trace was read from, for a reader of its own: the file's
+ * bytes, or those given to tpsim_trace_parse. */
+START_TEST(trace_text_is_the_bytes_read)
+{
+	const char *path =
+		src("tests/golden/seed_2x4_rowwise_after_reduce.trace.json");
+	struct tpsim_trace *t = NULL, *p = NULL;
+	size_t len = 0, n = 7;
+	char *want = slurp(path, &len);
+	const char *text;
+
+	ck_assert_int_eq(tpsim_trace_load(path, &t, NULL), TPSIM_OK);
+	text = tpsim_trace_text(t, &n);
+	ck_assert_uint_eq(n, len);
+	ck_assert_int_eq(memcmp(text, want, len), 0);
+	ck_assert_ptr_eq(tpsim_trace_text(t, NULL), text);
+	ck_assert_int_eq(tpsim_trace_parse(want, len, "t", &p, NULL), TPSIM_OK);
+	text = tpsim_trace_text(p, &n);
+	ck_assert_uint_eq(n, len);
+	ck_assert_ptr_ne(text, want);
+	ck_assert_int_eq(memcmp(text, want, len), 0);
+	ck_assert_ptr_null(tpsim_trace_text(NULL, &n));
+	ck_assert_uint_eq(n, 0);
+	tpsim_trace_free(p);
+	tpsim_trace_free(t);
+	free(want);
+}
+END_TEST
+
+static struct tpsim_trace *golden(const char *name);
+
+/* The largest bound of any rank's shard at event. */
+static double shard_bounds_max(const struct tpsim_bounds *b,
+			       const struct tpsim_event *ev)
+{
+	double top = 0.0;
+	for (size_t r = 0; r < tpsim_event_rank_count(ev); r++) {
+		float v[64];
+		size_t n = 0;
+		ck_assert_int_eq(tpsim_bounds_shard(b, ev, r, v, 64, &n, NULL),
+				 TPSIM_OK);
+		ck_assert_uint_eq(n,
+				  tpsim_tensor_numel(tpsim_event_rank(ev, r)));
+		for (size_t i = 0; i < n; i++) {
+			ck_assert(v[i] >= 0.0f);
+			top = v[i] > top ? v[i] : top;
+		}
+	}
+	return top;
+}
+
+/* The event of tensor in phase, the last one. */
+static const struct tpsim_event *
+last_event(const struct tpsim_trace *t, const char *phase, const char *tensor)
+{
+	const struct tpsim_event *found = NULL;
+	for (size_t i = 0; i < tpsim_trace_event_count(t); i++) {
+		const struct tpsim_event *ev = tpsim_trace_event(t, i);
+		if (strcmp(tpsim_event_phase(ev), phase) == 0 &&
+		    strcmp(tpsim_event_tensor(ev), tensor) == 0) {
+			found = ev;
+		}
+	}
+	ck_assert_ptr_nonnull(found);
+	return found;
+}
+
+/*
+ * The bounds the API makes again from a trace's config are those the run
+ * compared with: each compared tensor's largest 2 e over every rank's
+ * shard is the trace's result.bounds max_bound (the output at its last
+ * forward event, the gradients after the dp average, the parameters
+ * after the update); the 2x4 example's integers are exact everywhere.
+ */
+START_TEST(bounds_are_the_runs)
+{
+	static const char *const params[] = {"fc1.weight", "fc1.bias",
+					     "fc2.weight", "fc2.bias"};
+	struct tpsim_trace *t = golden("train_dp2_tp2_mse");
+	struct tpsim_trace *x = golden("seed_2x4_rowwise_after_reduce");
+	struct tpsim_bounds *b = NULL, *bx = NULL;
+	struct tpsim_error *e = NULL;
+	size_t len = 0, n = 99;
+	char *text =
+		slurp(src("tests/golden/train_dp2_tp2_mse.trace.json"), &len);
+	cJSON *tree = cJSON_Parse(text);
+	const cJSON *bounds = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(tree, "result"), "bounds");
+	float v[64];
+
+	ck_assert_ptr_nonnull(bounds);
+	ck_assert_int_eq(tpsim_trace_bounds(t, 1, &b, &e), TPSIM_OK);
+	ck_assert_double_eq(
+		shard_bounds_max(b, last_event(t, "forward", "fc2.out")),
+		cJSON_GetObjectItem(cJSON_GetObjectItem(bounds, "output"),
+				    "max_bound")
+			->valuedouble);
+	for (size_t i = 0; i < 4; i++) {
+		char grad[64];
+		snprintf(grad, sizeof grad, "%s.grad", params[i]);
+		ck_assert_float_eq(
+			(float)shard_bounds_max(
+				b, last_event(t, "optimizer", grad)),
+			(float)cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(bounds, "grads"),
+					params[i]),
+				"max_bound")
+				->valuedouble);
+		ck_assert_float_eq(
+			(float)shard_bounds_max(
+				b, last_event(t, "optimizer", params[i])),
+			(float)cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(bounds,
+							    "params_after"),
+					params[i]),
+				"max_bound")
+				->valuedouble);
+	}
+	/* A partial value (each dp rank's own rows' sum) has none; nor an
+	 * event before the last of its tensor (the all_reduce before the
+	 * bias); a rank out of range is usage. */
+	ck_assert_int_eq(
+		tpsim_bounds_shard(b,
+				   last_event(t, "backward", "fc1.weight.grad"),
+				   0, v, 64, &n, &e),
+		TPSIM_ERR_INPUT);
+	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e), "partial"));
+	tpsim_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(tpsim_bounds_shard(b, event_of_op(t, "all_reduce"), 0,
+					    v, 64, &n, &e),
+			 TPSIM_ERR_INPUT);
+	ck_assert_ptr_nonnull(strstr(tpsim_error_message(e),
+				     "fc2.out at seq 9 has no bound: the bound "
+				     "is of the tensor's value at the last "
+				     "event of its step and phase, seq 10"));
+	tpsim_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(tpsim_bounds_shard(b, tpsim_trace_event(t, 0), 4, v,
+					    64, &n, &e),
+			 TPSIM_ERR_USAGE);
+	tpsim_error_free(e);
+	e = NULL;
+	/* Room for too few: *n says how many. */
+	ck_assert_int_eq(tpsim_bounds_shard(b, tpsim_trace_event(t, 0), 0, NULL,
+					    0, &n, NULL),
+			 TPSIM_ERR_USAGE);
+	ck_assert_uint_eq(n, 8);
+	ck_assert_int_eq(tpsim_trace_bounds(x, 0, &bx, NULL), TPSIM_OK);
+	for (size_t i = 0; i < tpsim_trace_event_count(x); i++) {
+		const struct tpsim_event *ev = tpsim_trace_event(x, i);
+		if (strcmp(tpsim_event_placement(ev, 0), "partial") == 0 ||
+		    ev != last_event(x, tpsim_event_phase(ev),
+				     tpsim_event_tensor(ev))) {
+			continue;
+		}
+		ck_assert_double_eq(shard_bounds_max(bx, ev), 0.0);
+	}
+	ck_assert_int_eq(tpsim_trace_bounds(x, 257, &bx, NULL),
+			 TPSIM_ERR_USAGE);
+	ck_assert_int_eq(tpsim_trace_bounds(NULL, 0, &bx, NULL),
+			 TPSIM_ERR_MISUSE);
+	tpsim_bounds_free(bx);
+	tpsim_bounds_free(b);
+	tpsim_bounds_free(NULL);
+	cJSON_Delete(tree);
+	free(text);
+	tpsim_trace_free(t);
+	tpsim_trace_free(x);
+}
+END_TEST
+
+/* A symbolic trace has no values to bound: an error at its pointer. */
+START_TEST(bounds_of_a_symbolic_trace_are_refused)
+{
+	struct tpsim_config *c = load_config(src(EXAMPLE "/config.json"));
+	struct tpsim_run_options o;
+	struct tpsim_result *r = NULL;
+	struct tpsim_trace *t = NULL;
+	struct tpsim_bounds *b = NULL;
+	struct tpsim_error *e = NULL;
+	struct buffer buf = BUFFER_INIT;
+
+	tpsim_run_options_init(&o);
+	o.symbolic = 1;
+	ck_assert_int_eq(tpsim_run(c, &o, append, &buf, &r, NULL), TPSIM_OK);
+	t = parse_trace(&buf);
+	ck_assert_int_eq(tpsim_trace_bounds(t, 0, &b, &e), TPSIM_ERR_INPUT);
+	ck_assert_ptr_null(b);
+	ck_assert_str_eq(tpsim_error_pointer(e), "/config/compute");
+	tpsim_error_free(e);
+	tpsim_trace_free(t);
+	tpsim_result_free(r);
+	tpsim_config_free(c);
+	buffer_free(&buf);
+}
+END_TEST
+
+/* Whether every value of tensor is a bfloat16 (its low 16 bits 0). */
+static int all_bfloat16(const struct tpsim_tensor *tensor, size_t *count)
+{
+	float v[256];
+	size_t n = 0;
+	ck_assert_int_eq(tpsim_tensor_values(tensor, v, 256, &n, NULL),
+			 TPSIM_OK);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t bits;
+		memcpy(&bits, &v[i], sizeof bits);
+		if (bits & 0xffffu) {
+			return 0;
+		}
+	}
+	*count += n;
+	return 1;
+}
+
+/* A scalar (a loss, shape []) has one value, written as a number. */
+START_TEST(scalar_values_are_values)
+{
+	struct tpsim_trace *t = golden("train_dp2_tp2_mse");
+	const struct tpsim_event *ev = event_of_op(t, "mse");
+	const struct tpsim_tensor *r0 = tpsim_event_rank(ev, 0);
+	int64_t shape[TPSIM_MAX_DIMS];
+	float v = -1;
+	size_t n = 0;
+
+	ck_assert_uint_eq(tpsim_tensor_shape(r0, shape), 0);
+	ck_assert_uint_eq(tpsim_tensor_numel(r0), 1);
+	ck_assert_int_eq(tpsim_tensor_has_values(r0), 1);
+	ck_assert_int_eq(tpsim_tensor_values(r0, &v, 1, &n, NULL), TPSIM_OK);
+	ck_assert_uint_eq(n, 1);
+	/* The golden trace's rank 0 loss: "values": 1. */
+	ck_assert_float_eq(v, 1.0f);
+	tpsim_trace_free(t);
+}
+END_TEST
+
+/* A bfloat16 trace's values are its bfloat16s: "0.0039" is 2^-8, not the
+ * float32 nearest 0.0039 (docs/trace.md, "Dtypes"). */
+START_TEST(bfloat16_values_are_bfloat16s)
+{
+	struct tpsim_trace *t = golden("bf16_all_reduce_3_ranks");
+	size_t count = 0;
+	for (size_t i = 0; i < tpsim_trace_event_count(t); i++) {
+		const struct tpsim_event *ev = tpsim_trace_event(t, i);
+		for (size_t r = 0; r < tpsim_event_rank_count(ev); r++) {
+			ck_assert_msg(
+				all_bfloat16(tpsim_event_rank(ev, r), &count),
+				"event %zu rank %zu", i, r);
+		}
+	}
+	ck_assert(all_bfloat16(tpsim_trace_result_tensor(t, "output", NULL),
+			       &count));
+	ck_assert_uint_gt(count, 20);
+	tpsim_trace_free(t);
+}
+END_TEST
+
 /* Training traces: grads and params_after by name, in the trace's order. */
 START_TEST(trace_result_tensors_by_name)
 {
@@ -1443,6 +1703,11 @@ static Suite *api_suite(void)
 	tc = tcase_create("trace");
 	tcase_add_test(tc, trace_events_of_the_2x4_example);
 	tcase_add_test(tc, trace_result_tensors_by_name);
+	tcase_add_test(tc, trace_text_is_the_bytes_read);
+	tcase_add_test(tc, bounds_are_the_runs);
+	tcase_add_test(tc, bfloat16_values_are_bfloat16s);
+	tcase_add_test(tc, scalar_values_are_values);
+	tcase_add_test(tc, bounds_of_a_symbolic_trace_are_refused);
 	tcase_add_test(tc, tensor_values_need_room_and_values);
 	tcase_add_test(tc, bad_trace_gives_file_and_pointer);
 	tcase_add_test(tc, check_reports_each_mismatch_apart);

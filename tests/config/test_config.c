@@ -1721,26 +1721,55 @@ START_TEST(module_type_messages_list_every_type_of_the_table)
 }
 END_TEST
 
+/* One dumped row, {"KEY": text, "message": message}, as a line of out. */
+static void dump_row(FILE *out, const char *key, const char *squoted,
+		     const char *message)
+{
+	char *text = dq(squoted);
+	cJSON *line = cJSON_CreateObject();
+	cJSON_AddStringToObject(line, key, text);
+	cJSON_AddStringToObject(line, "message", message);
+	free(text);
+	text = cJSON_PrintUnformatted(line);
+	ck_assert_ptr_nonnull(text);
+	fprintf(out, "%s\n", text);
+	free(text);
+	cJSON_Delete(line);
+}
+
 /*
- * The bad-config table for tests/schema_check.py: with
- * TPSIM_DUMP_BAD_CONFIGS=FILE, one JSON line per row that is valid JSON,
- * {"config": text, "message": tpsim's error}. Every such row must be
- * refused with a message either way.
+ * The bad-config table for tests/schema_check.py and the Python tests
+ * (python/tests/test_bad_input.py): with TPSIM_DUMP_BAD_CONFIGS=FILE,
+ * one JSON line per row that is valid JSON, {"config": text, "message":
+ * tpsim's error}; with TPSIM_DUMP_BAD_JSON=FILE, one per row that is
+ * not, {"text": text, "message": the strict parser's error}. Every row
+ * must be refused with a message either way.
  */
 START_TEST(bad_configs_are_dumped_for_the_schema_check)
 {
 	const char *path = getenv("TPSIM_DUMP_BAD_CONFIGS");
+	const char *json_path = getenv("TPSIM_DUMP_BAD_JSON");
 	FILE *out = path ? fopen(path, "w") : NULL;
-	size_t rows = 0;
+	FILE *json_out = json_path ? fopen(json_path, "w") : NULL;
+	size_t rows = 0, json_rows = 0;
 	ck_assert(!path || out);
+	ck_assert(!json_path || json_out);
 	for (size_t i = 0; i < sizeof bad_configs / sizeof bad_configs[0];
 	     i++) {
 		const struct bad_config *bc = &bad_configs[i];
 		struct tps_error err = {0};
 		struct tps_run_spec spec = {0};
-		cJSON *root = NULL, *line;
-		char *text;
+		cJSON *root = NULL;
 		if (bc->stage != STAGE_CONFIG) {
+			ck_assert_int_ne(parse_json(bc->json, &root, &err),
+					 TPS_OK);
+			ck_assert_ptr_nonnull(
+				strstr(err.message, "cfg.json: "));
+			json_rows++;
+			if (json_out) {
+				dump_row(json_out, "text", bc->json,
+					 err.message);
+			}
 			continue;
 		}
 		ck_assert_int_eq(parse_json(bc->json, &root, &err), TPS_OK);
@@ -1750,23 +1779,17 @@ START_TEST(bad_configs_are_dumped_for_the_schema_check)
 		cJSON_Delete(root);
 		ck_assert_ptr_nonnull(strstr(err.message, "cfg.json: "));
 		rows++;
-		if (!out) {
-			continue;
+		if (out) {
+			dump_row(out, "config", bc->json, err.message);
 		}
-		text = dq(bc->json);
-		line = cJSON_CreateObject();
-		cJSON_AddStringToObject(line, "config", text);
-		cJSON_AddStringToObject(line, "message", err.message);
-		free(text);
-		text = cJSON_PrintUnformatted(line);
-		ck_assert_ptr_nonnull(text);
-		fprintf(out, "%s\n", text);
-		free(text);
-		cJSON_Delete(line);
 	}
 	ck_assert_uint_gt(rows, 100);
+	ck_assert_uint_gt(json_rows, 5);
 	if (out) {
 		ck_assert_int_eq(fclose(out), 0);
+	}
+	if (json_out) {
+		ck_assert_int_eq(fclose(json_out), 0);
 	}
 }
 END_TEST
