@@ -101,3 +101,38 @@ def test_trace_fixture_runs_the_config_once(example_once, request):
                                   [[31, 72], [71, 176]])
     # The session's one run: asking again gives the same trace.
     assert request.getfixturevalue("example_once") is example_once
+
+
+def test_a_given_tolerance_is_slack_on_top_of_the_bound():
+    # The 2x4 example's bound is 0 (integers): with "tolerance" given,
+    # atol + rtol |value| of slack is allowed, as tpsim run allows it
+    # (docs/config.md); without, nothing.
+    path = root_path("fixtures", "seed_2x4_rowwise_after_reduce",
+                     "config.json")
+    import json
+    with open(path) as f:
+        d = json.load(f)
+    d["tolerance"] = {"atol": 0.01}
+    trace = tpsim.run(tpsim.Config.from_dict(d))
+    bound, words = trace.shard_bound(trace.event(5), 0)
+    np.testing.assert_allclose(bound, np.full((2, 2), 0.01), rtol=1e-6)
+    assert words.startswith("the trace's bound + the config's tolerance")
+    assert_shard_close(trace, "fc.out", 0, [[31, 72], [71, 176.005]])
+    with pytest.raises(AssertionError):
+        assert_shard_close(trace, "fc.out", 0, [[31, 72], [71, 176.02]])
+
+
+def test_the_fallback_takes_the_dtype_s_default_tolerance():
+    # A partial value has no bound: the fallback's rtol is bfloat16's
+    # 1.6e-2 when a role is bfloat16, as tpsim run takes it.
+    import json
+    with open(root_path("fixtures", "train_dp2_tp2_mse",
+                        "config.json")) as f:
+        d = json.load(f)
+    d["dtype"] = "bfloat16"
+    trace = tpsim.run(tpsim.Config.from_dict(d))
+    (bw,) = list(trace.events(phase="backward", tensor="fc1.weight.grad"))
+    bound, words = trace.shard_bound(bw, 0)
+    top = float(np.max(np.abs(bw.ranks[0].values)))
+    assert bound == pytest.approx(1e-5 + 1.6e-2 * top)
+    assert "rtol 0.016" in words

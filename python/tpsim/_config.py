@@ -65,8 +65,12 @@ class Config:
     def _make(cls, name, path, text, variables):
         names = [n.encode("utf-8") for n in variables]
         cvars = ffi.new("struct tpsim_var[]", max(len(names), 1))
-        for i, (n, v) in enumerate(zip(names, variables.values())):
-            cvars[i].name = ffi.from_buffer(n + b"\0")
+        # The C strings must outlive the call: cvars holds bare pointers,
+        # so keep their owners here (a temporary's buffer could be freed
+        # before tpsim reads it).
+        keep = [ffi.new("char[]", n) for n in names]
+        for i, (c, v) in enumerate(zip(keep, variables.values())):
+            cvars[i].name = c
             cvars[i].value = v
         out = ffi.new("struct tpsim_config **")
         errp = ffi.new("struct tpsim_error **")

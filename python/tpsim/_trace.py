@@ -265,6 +265,19 @@ class RunResult:
 _EXPLAIN_FORMATS = ("text", "md")
 
 
+def _default_tolerance(config):
+    """The fallback's atol and rtol when the config gives none, as tpsim
+    run takes them (docs/config.md): 1e-5 each, rtol 1.6e-2 with a
+    bfloat16 role and 1e-3 with a float16 one."""
+    dtype = config.get("dtype", {})
+    roles = set(dtype.values()) if isinstance(dtype, dict) else {dtype}
+    if "bfloat16" in roles:
+        return 1e-5, 1.6e-2
+    if "float16" in roles:
+        return 1e-5, 1e-3
+    return 1e-5, 1e-5
+
+
 class Trace:
     """A tpsim trace (docs/trace.md), from tpsim.run or tpsim.load_trace.
     Immutable."""
@@ -401,16 +414,27 @@ class Trace:
         that name it in a failure. The trace's bound where it has one
         (bound()), else the config's tolerance: atol + rtol x the
         shard's largest magnitude."""
+        given = self.config.get("tolerance", {})
+        values = event.ranks[rank].values
         try:
-            return self.bound(event, rank), "the trace's bound"
+            bound = self.bound(event, rank)
         except TraceError as e:
             why = e.message
-        tol = self.config.get("tolerance", {"atol": 1e-5, "rtol": 1e-5})
-        values = event.ranks[rank].values
+        else:
+            if not given:
+                return bound, "the trace's bound"
+            # A tolerance the config gives is slack on top of the bound
+            # (docs/config.md), element by element.
+            atol, rtol = given.get("atol", 0.0), given.get("rtol", 0.0)
+            return (bound + atol + rtol * np.abs(values),
+                    "the trace's bound + the config's tolerance (atol %g "
+                    "+ rtol %g x |value|)" % (atol, rtol))
+        atol, rtol = _default_tolerance(self.config)
+        atol, rtol = given.get("atol", atol), given.get("rtol", rtol)
         top = float(np.max(np.abs(values))) if values.size else 0.0
-        return (tol["atol"] + tol["rtol"] * top,
+        return (atol + rtol * top,
                 "the config's tolerance (atol %g + rtol %g x %g; %s)"
-                % (tol["atol"], tol["rtol"], top, why))
+                % (atol, rtol, top, why))
 
     def check(self, fixture):
         """Compares the trace with a fixture (a path, or a dict),
