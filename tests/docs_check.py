@@ -15,8 +15,9 @@
   them, docs/tutorial/README.md#the-seeds (or is that section).
 - The project owns its design: docs/design.md exists, README.md links it,
   every "design.md section N" names one of its sections, and no file
-  cites the contributors' contract outside the repository (DESIGN.md,
-  ../shared).
+  cites the contributors' contract outside the repository (the design
+  file or the shared folder that live beside it, not in it: see
+  `outside` below).
 """
 import fnmatch
 import glob
