@@ -59,6 +59,9 @@ static const char *describe(const cJSON *v, char *buf, size_t size)
 	char esc[96];
 	if (!v) {
 		snprintf(buf, size, "nothing");
+	} else if (cJSON_IsNumber(v) && !isfinite(v->valuedouble)) {
+		/* 1e999 reads as an infinity: say so, not assert. */
+		snprintf(buf, size, "a number out of range");
 	} else if (cJSON_IsNumber(v)) {
 		char num[TPS_NUMFMT_MAX];
 		tps_format_double(v->valuedouble, num);
