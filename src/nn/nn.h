@@ -611,6 +611,7 @@ extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_relu_ops;
 extern const struct tps_module_ops tps_gelu_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
+extern const struct tps_module_ops tps_rmsnorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
 extern const struct tps_module_ops tps_embedding_ops;
 extern const struct tps_module_ops tps_attention_ops;
