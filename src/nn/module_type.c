@@ -136,6 +136,15 @@ const struct tps_module_type_desc tps_module_types[] = {
 				   "\"replicate\"",
 			.ops = &tps_rmsnorm_ops,
 		},
+	/* nn.SiLU: x sigmoid(x), LLaMA's activation (in swiglu_mlp) */
+	[TPS_MODULE_SILU] =
+		{
+			.name = "silu",
+			.width = TPS_WIDTH_KEEPS,
+			.styles = PREPARE_STYLES,
+			.why_not = "it has no weight to shard",
+			.ops = &tps_silu_ops,
+		},
 };
 _Static_assert(sizeof tps_module_types / sizeof tps_module_types[0] ==
 		       TPS_MODULE_TYPE_COUNT,

@@ -70,11 +70,12 @@ enum tps_module_type {
 	 * q, k, v and o ("<name>.q", ...), (embed_dim, embed_dim) each. */
 	TPS_MODULE_ATTENTION,
 	TPS_MODULE_RMSNORM, /* over the last dim, as nn.RMSNorm(dim) */
+	TPS_MODULE_SILU,    /* x sigmoid(x), as nn.SiLU */
 };
 /* The number of module types (a define, not a member, so that switches
  * over the type need no case for it): the length of module_type.h's
  * table of descriptors, which has one per type. */
-#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_RMSNORM + 1)
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_SILU + 1)
 
 /* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */

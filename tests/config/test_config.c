@@ -329,12 +329,13 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
 	    "(expected one of linear, relu, gelu, layernorm, residual, "
-	    "embedding, attention, rmsnorm, transformer_block)"),
+	    "embedding, attention, rmsnorm, silu, transformer_block)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding, attention, rmsnorm or transformer_block)"),
+	    "residual, embedding, attention, rmsnorm, silu or "
+	    "transformer_block)"),
 	/* repeat: N copies of a module or a list of modules. */
 	BAD(WITH_MODEL(FC1
 		       ",{'repeat':0,'name':'r','module':{'type':'relu'}}") "}",
@@ -2834,6 +2835,7 @@ static const struct {
 		      "}],'input':{'shape':[2,3,4]}}"},
 	{"rmsnorm", HDR "'model':[{'name':'m','type':'rmsnorm','dim':4,"
 		    "'eps':0.001}]," INPUT "}"},
+	{"silu", HDR "'model':[{'name':'m','type':'silu'}]," INPUT "}"},
 };
 
 /* The top-level module "m" of a parsed config (a '-quoted one, or a

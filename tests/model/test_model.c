@@ -1429,6 +1429,50 @@ START_TEST(rmsnorm_blocks_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(silu_blocks_train_like_the_reference)
+{
+	/* fc0 -> silu -> colwise, silu, rowwise -> silu, trained 3 steps at
+	 * tp = _i on a 1-D mesh and on dp 2 x tp: the middle silu on hidden
+	 * shards (shard(-1)), the last on a replicated output or, with the
+	 * rowwise output on sequence shards (shard(1)), on those; a sequence
+	 * of tp + 1 (uneven shards, empty ones from tp 3 up). silu keeps the
+	 * layout: no collective of its own, forward or backward. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			int dim = tp + 2, hidden = 2 * tp + 1;
+			struct counts n = run_config(
+				"{'tpsim':1,'mesh':{'shape':[%s%d],"
+				"'dim_names':[%s'tp']},%s'model':["
+				"{'name':'fc0','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'a0','type':'silu'},"
+				"{'name':'fc1','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'a1','type':'silu'},"
+				"{'name':'fc2','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'a2','type':'silu'}],'plan':{%s},"
+				"'input':{'shape':[%d,%d,%d],'init':'uniform'},"
+				"'init':{'method':'uniform','seed':5},"
+				"'mode':'training','steps':3,"
+				"'optimizer':{'type':'adamw','lr':0.01}}",
+				dp == 2 ? "2," : "", tp, dp == 2 ? "'dp'," : "",
+				dp == 2 ? "'dp_dim':'dp'," : "", dim, dim, dim,
+				hidden, hidden, dim,
+				sp ? "'fc1':'colwise','fc2':{'style':'rowwise',"
+				     "'output':'shard(1)'}"
+				   : "'fc1':'colwise','fc2':'rowwise'",
+				2 * dp, tp + 1, dim);
+			ck_assert_int_eq(n.tp_param_grad_collectives, 0);
+		}
+	}
+	printf("tp=%d silu blocks: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
 START_TEST(residual_blocks_train_like_the_reference)
 {
 	/* x + mlp(ln(x)), then a layernorm, trained 2 steps at tp = _i,
@@ -2337,6 +2381,7 @@ static Suite *model_suite(void)
 			    9);
 	tcase_add_loop_test(train, rmsnorm_blocks_train_like_the_reference, 1,
 			    9);
+	tcase_add_loop_test(train, silu_blocks_train_like_the_reference, 1, 9);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,
