@@ -717,6 +717,26 @@ enum tps_status tps_tensor_silu_backward(struct tps_tensor *dx,
 	return TPS_OK;
 }
 
+enum tps_status tps_tensor_mul(struct tps_tensor *out,
+			       const struct tps_tensor *a,
+			       const struct tps_tensor *b,
+			       struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = a->meta ? 0 : tps_tensor_numel(a);
+	assert(tps_shape_equal(&a->shape, &b->shape));
+	st = init_for_overwrite(&t, &a->shape, a, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		t.data[i] = a->data[i] * b->data[i];
+	}
+	*out = t;
+	return TPS_OK;
+}
+
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
 {
 	int64_t n = t->meta ? 0 : tps_tensor_numel(t);

@@ -306,6 +306,12 @@ enum tps_status tps_tensor_silu_backward(struct tps_tensor *dx,
 					 const struct tps_tensor *x,
 					 struct tps_error *err);
 
+/* out = a * b element-wise (the Hadamard product), same shape (asserted). */
+enum tps_status tps_tensor_mul(struct tps_tensor *out,
+			       const struct tps_tensor *a,
+			       const struct tps_tensor *b,
+			       struct tps_error *err);
+
 /* True when every element is finite; else sets *first_bad to its index. */
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);
 
