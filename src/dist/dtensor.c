@@ -619,3 +619,53 @@ enum tps_status tps_dtensor_copy(struct tps_dtensor *out,
 	return tps_dtensor_map(out, x->mesh, &x->global, x->placements,
 			       copy_rank, (void *)x, err);
 }
+
+struct mul_job {
+	const struct tps_dtensor *a, *b;
+};
+
+static enum tps_status mul_rank(void *opaque, int r, struct tps_tensor *out,
+				struct tps_error *err)
+{
+	const struct mul_job *job = opaque;
+	return tps_tensor_mul(out, &job->a->locals[r], &job->b->locals[r],
+			      err);
+}
+
+enum tps_status tps_dtensor_mul(struct tps_dtensor *out,
+				const struct tps_dtensor *a,
+				const struct tps_dtensor *b,
+				struct tps_error *err)
+{
+	struct mul_job job = {a, b};
+	char pa[32], pb[32];
+	if (a->mesh != b->mesh || !tps_shape_equal(&a->global, &b->global)) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "element-wise product: expected operands "
+				     "of one mesh and one global shape");
+	}
+	for (int i = 0; i < a->mesh->ndim; i++) {
+		if (!tps_placement_equal(a->placements[i], b->placements[i])) {
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
+				"element-wise product: mesh dim %d (%s): "
+				"expected both operands in one layout, got %s "
+				"and %s",
+				i, a->mesh->dim_names[i],
+				tps_placement_format(a->placements[i], pa,
+						     sizeof pa),
+				tps_placement_format(b->placements[i], pb,
+						     sizeof pb));
+		}
+		if (a->placements[i].kind == TPS_PLACEMENT_PARTIAL) {
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
+				"element-wise product: mesh dim %d (%s): "
+				"expected no partial operand (the product of "
+				"sums is not the sum of products), got partial",
+				i, a->mesh->dim_names[i]);
+		}
+	}
+	return tps_dtensor_map(out, a->mesh, &a->global, a->placements,
+			       mul_rank, &job, err);
+}

@@ -175,6 +175,18 @@ enum tps_status tps_dtensor_map(struct tps_dtensor *out,
 				tps_local_fn fn, void *ctx,
 				struct tps_error *err);
 
+/*
+ * out = a * b element-wise, rank by rank, with no collective: a and b must
+ * have the same mesh, global shape and placements, and no partial one
+ * ((a1 + a2)(b1 + b2) is not a1 b1 + a2 b2). Otherwise TPS_ERR_SHAPE,
+ * naming the first mesh dim where they differ and both layouts; the
+ * caller redistributes first. On error *out is untouched.
+ */
+enum tps_status tps_dtensor_mul(struct tps_dtensor *out,
+				const struct tps_dtensor *a,
+				const struct tps_dtensor *b,
+				struct tps_error *err);
+
 /* One step of a redistribution, as the observer sees it. */
 enum tps_redistribute_kind {
 	TPS_REDISTRIBUTE_COLLECTIVE, /* report says which and what it moved */

@@ -118,6 +118,33 @@ const struct tps_module_type_desc tps_module_types[] = {
 			.part_type = TPS_MODULE_LINEAR,
 			.ops = &tps_attention_ops,
 		},
+	/* nn.RMSNorm(dim, eps) as LLaMA's (eps 1e-6 as Hugging Face's
+	 * LlamaRMSNorm): a weight, no bias. */
+	[TPS_MODULE_RMSNORM] =
+		{
+			.name = "rmsnorm",
+			.keys = {TPS_SIZE_KEY("dim", in_features, 1,
+					      TPS_MAX_ELEMENTS),
+				 TPS_POSITIVE_KEY("eps", eps, 1e-6)},
+			.width = TPS_WIDTH_NEEDS,
+			.in_key = "dim",
+			.out_key = "dim",
+			.styles = TPS_STYLE_BIT(TPS_STYLE_REPLICATE) |
+				  TPS_STYLE_BIT(TPS_STYLE_SEQUENCE),
+			.why_not = "its weight is replicated: it runs "
+				   "\"sequence\" or "
+				   "\"replicate\"",
+			.ops = &tps_rmsnorm_ops,
+		},
+	/* nn.SiLU: x sigmoid(x), LLaMA's activation (in swiglu_mlp) */
+	[TPS_MODULE_SILU] =
+		{
+			.name = "silu",
+			.width = TPS_WIDTH_KEEPS,
+			.styles = PREPARE_STYLES,
+			.why_not = "it has no weight to shard",
+			.ops = &tps_silu_ops,
+		},
 };
 _Static_assert(sizeof tps_module_types / sizeof tps_module_types[0] ==
 		       TPS_MODULE_TYPE_COUNT,

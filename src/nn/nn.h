@@ -26,7 +26,7 @@
  *       partial_split  every rank adds b / N before it (DTensor)
  *       rank0          local rank 0 adds b before it (nanotron)
  *   replicate / unplanned: W, b replicate; x is made replicate on tp first.
- *   relu, gelu: element-wise on each rank's local values, which is exact for
+ *   relu, gelu, silu: element-wise on each rank's local values, which is exact for
  *     replicate and shard(d) layouts, so they keep the layout (as PyTorch's
  *     local tensors do); a partial input is all-reduced first, since
  *     relu(a + b) != relu(a) + relu(b).
@@ -610,7 +610,9 @@ enum tps_status tps_nn_loss_parallel(const struct tps_nn_context *ctx,
 extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_relu_ops;
 extern const struct tps_module_ops tps_gelu_ops;
+extern const struct tps_module_ops tps_silu_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
+extern const struct tps_module_ops tps_rmsnorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
 extern const struct tps_module_ops tps_embedding_ops;
 extern const struct tps_module_ops tps_attention_ops;

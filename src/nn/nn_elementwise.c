@@ -1,10 +1,10 @@
 /*
- * Element-wise activations: relu, gelu. y = f(x), same shape, no
+ * Element-wise activations: relu, gelu, silu. y = f(x), same shape, no
  * parameters. Exact on any shard, so each rank applies f to its local
  * values and the layout is kept; only a partial input is reduced first,
  * since f(a + b) != f(a) + f(b).
  *
- * Each has its ops table (tps_relu_ops, tps_gelu_ops): the same steps
+ * Each has its ops table (tps_relu_ops, tps_gelu_ops, tps_silu_ops): the same steps
  * below, given its function (struct activation).
  */
 #include <math.h>
@@ -90,6 +90,39 @@ static double gelu_bound_dx(double x, double ex, double dy, double edy,
 	return prop + u * (fabs(dx) + 2.0 * prop);
 }
 
+/* silu'' = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x): its largest
+ * magnitude is 0.5, at x = 0 (docs/numerics.md), so silu' is 0.5-Lipschitz
+ * and |silu'| within 2 e of x is at most |silu'(x)| + e. */
+#define SILU_D2_MAX 0.5
+
+static double silu_d1(double v)
+{
+	double s = 1.0 / (1.0 + exp(-v));
+	return s * (1.0 + v * (1.0 - s));
+}
+
+/* y = silu(x), evaluated in double and rounded once: Lipschitz times e_x,
+ * the rounding u |y|, and the double evaluation's own error (a few ulps
+ * of double, relative to |x| since |silu(x)| <= |x|). */
+static double silu_bound_y(double x, double ex, double y, double u)
+{
+	double lip = fabs(silu_d1(x)) + 2.0 * SILU_D2_MAX * ex;
+	return lip * ex + u * (fabs(y) + 2.0 * lip * ex) +
+	       fabs(x) * 0x1p-50 + fabs(y) * 0x1p-50;
+}
+
+/* dx = dy g, g = silu'(x) in double rounded once: g's error is 0.5 e_x
+ * plus its rounding; then the product's rounding (as gelu's). */
+static double silu_bound_dx(double x, double ex, double dy, double edy,
+			    double dx, double u)
+{
+	/* (1 + 2^-20): g as rounded to float may be above silu'(x). */
+	double gmax = fabs(silu_d1(x)) * (1.0 + 0x1p-20) + 2.0 * SILU_D2_MAX * ex;
+	double eg = ex > 0.0 ? SILU_D2_MAX * ex + u * gmax + 0x1p-50 : 0.0;
+	double prop = edy * (gmax + 2.0 * eg) + (fabs(dy) + edy) * eg;
+	return prop + u * (fabs(dx) + 2.0 * prop);
+}
+
 static const struct activation relu = {
 	"relu",
 	tps_tensor_relu,
@@ -104,6 +137,13 @@ static const struct activation gelu = {
 	"dX = dY gelu'(X): element-wise, the layout is kept",
 	gelu_bound_y,
 	gelu_bound_dx};
+static const struct activation silu = {
+	"silu",
+	tps_tensor_silu,
+	tps_tensor_silu_backward,
+	"dX = dY silu'(X): element-wise, the layout is kept",
+	silu_bound_y,
+	silu_bound_dx};
 
 struct apply_job {
 	const struct activation *fn;
@@ -449,6 +489,78 @@ const struct tps_module_ops tps_gelu_ops = {
 	.reference_backward = gelu_reference_backward,
 	.bound_forward = gelu_bound_forward,
 	.bound_backward = gelu_bound_backward,
+	.parameters = no_parameters,
+	.memory_estimate = no_memory,
+};
+
+static enum tps_status silu_forward(const struct tps_nn_context *ctx,
+				    struct tps_module *m, struct tps_dtensor *x,
+				    struct tps_dtensor *y,
+				    struct tps_error *err)
+{
+	return activation_forward(&silu, ctx, m, x, y, err);
+}
+
+static enum tps_status silu_backward(const struct tps_nn_context *ctx,
+				     struct tps_module *m,
+				     struct tps_dtensor *dy,
+				     struct tps_dtensor *dx,
+				     struct tps_error *err)
+{
+	return activation_backward(&silu, ctx, m, dy, dx, err);
+}
+
+static enum tps_status silu_reference_forward(struct tps_module *m,
+					      struct tps_pool *pool,
+					      const struct tps_tensor *x,
+					      struct tps_tensor *y,
+					      struct tps_error *err)
+{
+	(void)m;
+	(void)pool;
+	return tps_tensor_silu(y, x, err);
+}
+
+static enum tps_status silu_reference_backward(struct tps_module *m,
+					       struct tps_pool *pool,
+					       const struct tps_tensor *dy,
+					       struct tps_tensor *dx,
+					       struct tps_error *err)
+{
+	(void)pool;
+	return activation_reference_backward(&silu, m, dy, dx, err);
+}
+
+static enum tps_status silu_bound_forward(struct tps_module *m,
+					  const struct tps_bound_ctx *bc,
+					  const struct tps_tensor *x,
+					  const struct tps_bound *ex,
+					  struct tps_tensor *y,
+					  struct tps_bound *ey,
+					  struct tps_error *err)
+{
+	(void)m;
+	return activation_bound_forward(&silu, bc, x, ex, y, ey, err);
+}
+
+static enum tps_status silu_bound_backward(struct tps_module *m,
+					   const struct tps_bound_ctx *bc,
+					   const struct tps_tensor *dy,
+					   const struct tps_bound *edy,
+					   struct tps_tensor *dx,
+					   struct tps_bound *edx,
+					   struct tps_error *err)
+{
+	return activation_bound_backward(&silu, m, bc, dy, edy, dx, edx, err);
+}
+
+const struct tps_module_ops tps_silu_ops = {
+	.forward = silu_forward,
+	.backward = silu_backward,
+	.reference_forward = silu_reference_forward,
+	.reference_backward = silu_reference_backward,
+	.bound_forward = silu_bound_forward,
+	.bound_backward = silu_bound_backward,
 	.parameters = no_parameters,
 	.memory_estimate = no_memory,
 };

@@ -69,11 +69,13 @@ enum tps_module_type {
 	/* Multi-head self-attention: its four descendants are the linears
 	 * q, k, v and o ("<name>.q", ...), (embed_dim, embed_dim) each. */
 	TPS_MODULE_ATTENTION,
+	TPS_MODULE_RMSNORM, /* over the last dim, as nn.RMSNorm(dim) */
+	TPS_MODULE_SILU,    /* x sigmoid(x), as nn.SiLU */
 };
 /* The number of module types (a define, not a member, so that switches
  * over the type need no case for it): the length of module_type.h's
  * table of descriptors, which has one per type. */
-#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_ATTENTION + 1)
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_SILU + 1)
 
 /* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
@@ -314,7 +316,7 @@ struct tps_module_spec {
 	 * (num_embeddings, embedding_dim); 0 for the other types. */
 	int64_t num_embeddings;
 	bool bias;  /* linear and layernorm */
-	double eps; /* layernorm: added to the variance */
+	double eps; /* layernorm, rmsnorm: added to the variance, the mean square */
 	/* attention: its heads (in_features = out_features = embed_dim) and
 	 * whether position i attends to positions after it. */
 	int64_t num_heads;

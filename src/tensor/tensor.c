@@ -667,6 +667,76 @@ enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
 	return TPS_OK;
 }
 
+/* sigmoid(v) = 1 / (1 + exp(-v)) in double: exp(-v) overflows to inf for
+ * v < -709, which gives 0, the limit. */
+static double sigmoid_double(double v)
+{
+	return 1.0 / (1.0 + exp(-v));
+}
+
+enum tps_status tps_tensor_silu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st = init_for_overwrite(&t, &x->shape, x, err);
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* silu(v) = v sigmoid(v), in double and rounded once, as gelu. */
+	for (int64_t i = 0; i < n; i++) {
+		double v = x->data[i];
+		t.data[i] = (float)(v * sigmoid_double(v));
+	}
+	*out = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_silu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = x->meta ? 0 : tps_tensor_numel(x);
+	assert(tps_shape_equal(&dy->shape, &x->shape));
+	st = init_for_overwrite(&t, &x->shape, x, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	/* d/dv [v s(v)] = s + v s (1 - s) = s (1 + v (1 - s)). */
+	for (int64_t i = 0; i < n; i++) {
+		double v = x->data[i];
+		double s = sigmoid_double(v);
+		float g = (float)(s * (1.0 + v * (1.0 - s)));
+		t.data[i] = dy->data[i] * g;
+	}
+	*dx = t;
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_mul(struct tps_tensor *out,
+			       const struct tps_tensor *a,
+			       const struct tps_tensor *b,
+			       struct tps_error *err)
+{
+	struct tps_tensor t;
+	enum tps_status st;
+	int64_t n = a->meta ? 0 : tps_tensor_numel(a);
+	assert(tps_shape_equal(&a->shape, &b->shape));
+	st = init_for_overwrite(&t, &a->shape, a, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		t.data[i] = a->data[i] * b->data[i];
+	}
+	*out = t;
+	return TPS_OK;
+}
+
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
 {
 	int64_t n = t->meta ? 0 : tps_tensor_numel(t);

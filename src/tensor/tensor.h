@@ -274,11 +274,15 @@ void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src);
 /* t *= scale. */
 void tps_tensor_scale(struct tps_tensor *t, float scale);
 
-/* out = relu(x) / gelu(x) (the erf form, as torch's default), same shape. */
+/* out = relu(x) / gelu(x) (the erf form, as torch's default) / silu(x)
+ * (x sigmoid(x), nn.SiLU), same shape. */
 enum tps_status tps_tensor_relu(struct tps_tensor *out,
 				const struct tps_tensor *x,
 				struct tps_error *err);
 enum tps_status tps_tensor_gelu(struct tps_tensor *out,
+				const struct tps_tensor *x,
+				struct tps_error *err);
+enum tps_status tps_tensor_silu(struct tps_tensor *out,
 				const struct tps_tensor *x,
 				struct tps_error *err);
 
@@ -287,6 +291,7 @@ enum tps_status tps_tensor_gelu(struct tps_tensor *out,
  *   relu  dx = dy where x > 0, else 0 (PyTorch's threshold_backward)
  *   gelu  dx = dy * g, g = Phi(x) + x phi(x) (the erf form's derivative)
  *         evaluated in double and rounded once to float
+ *   silu  dx = dy * g, g = s (1 + x (1 - s)), s = sigmoid(x), the same way
  */
 enum tps_status tps_tensor_relu_backward(struct tps_tensor *dx,
 					 const struct tps_tensor *dy,
@@ -296,6 +301,16 @@ enum tps_status tps_tensor_gelu_backward(struct tps_tensor *dx,
 					 const struct tps_tensor *dy,
 					 const struct tps_tensor *x,
 					 struct tps_error *err);
+enum tps_status tps_tensor_silu_backward(struct tps_tensor *dx,
+					 const struct tps_tensor *dy,
+					 const struct tps_tensor *x,
+					 struct tps_error *err);
+
+/* out = a * b element-wise (the Hadamard product), same shape (asserted). */
+enum tps_status tps_tensor_mul(struct tps_tensor *out,
+			       const struct tps_tensor *a,
+			       const struct tps_tensor *b,
+			       struct tps_error *err);
 
 /* True when every element is finite; else sets *first_bad to its index. */
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);

@@ -329,12 +329,13 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
 	    "(expected one of linear, relu, gelu, layernorm, residual, "
-	    "embedding, attention, transformer_block)"),
+	    "embedding, attention, rmsnorm, silu, transformer_block)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding, attention or transformer_block)"),
+	    "residual, embedding, attention, rmsnorm, silu or "
+	    "transformer_block)"),
 	/* repeat: N copies of a module or a list of modules. */
 	BAD(WITH_MODEL(FC1
 		       ",{'repeat':0,'name':'r','module':{'type':'relu'}}") "}",
@@ -591,6 +592,27 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /plan/res: colwise cannot apply to residual module "
 	    "\"res\" (it adds its body's output to its input; plan the "
 	    "body's modules)"),
+	/* rmsnorm: layernorm's keys but bias, layernorm's styles */
+	BAD(WITH_MODEL(FC1 ",{'name':'n','type':'rmsnorm'}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/dim: missing"),
+	BAD(WITH_MODEL(FC1 ",{'name':'n','type':'rmsnorm','dim':4}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/dim: expected 8, the out_features of "
+	    "/model/0, got 4"),
+	BAD(WITH_MODEL("{'name':'n','type':'rmsnorm','dim':4,'eps':-1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/eps: expected a finite number > 0, got -1"),
+	BAD(WITH_MODEL("{'name':'n','type':'rmsnorm','dim':4,"
+		       "'bias':true}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/bias: unknown key \"bias\" "
+	    "(expected one of: name, type, dim, eps)"),
+	BAD(WITH_MODEL("{'name':'n','type':'rmsnorm','dim':4}") ","
+		       "'plan':{'n':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/n: colwise cannot apply to rmsnorm module "
+	    "\"n\" (its weight is replicated: it runs \"sequence\" or "
+	    "\"replicate\")"),
 	/* layernorm */
 	BAD(WITH_MODEL(FC1 ",{'name':'ln','type':'layernorm'}") "}",
 	    TPS_ERR_INPUT, "cfg.json: /model/1/dim: missing"),
@@ -2811,6 +2833,9 @@ static const struct {
 	{"attention", HDR "'model':[{'name':'m','type':'attention',"
 		      "'embed_dim':4,'num_heads':2,'causal':true,'bias':false"
 		      "}],'input':{'shape':[2,3,4]}}"},
+	{"rmsnorm", HDR "'model':[{'name':'m','type':'rmsnorm','dim':4,"
+		    "'eps':0.001}]," INPUT "}"},
+	{"silu", HDR "'model':[{'name':'m','type':'silu'}]," INPUT "}"},
 };
 
 /* The top-level module "m" of a parsed config (a '-quoted one, or a

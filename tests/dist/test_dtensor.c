@@ -781,6 +781,55 @@ START_TEST(blocks_that_do_not_divide_are_refused)
 }
 END_TEST
 
+START_TEST(product_needs_one_layout)
+{
+	/* arange(2, 3) times itself on dp 2 x tp 2, tp shard(1): each rank
+	 * multiplies its local values, no collective, and the global value
+	 * is the squares 1, 4, ..., 36 (arange starts at 1). Different layouts on tp, or a
+	 * partial one, are refused with a message naming the mesh dim. */
+	struct tps_mesh m = mesh2(2, 2);
+	const int64_t d[2] = {2, 3};
+	struct tps_tensor g = arange(2, d), full;
+	struct tps_placement sh[2] = {tps_placement_replicate(),
+				      tps_placement_shard(1)};
+	struct tps_placement rep[2] = {tps_placement_replicate(),
+				       tps_placement_replicate()};
+	struct tps_placement part[2] = {tps_placement_replicate(),
+					tps_placement_partial()};
+	struct tps_dtensor a, b, c, p, y;
+	struct tps_error err = {0};
+	ck_assert_int_eq(tps_dtensor_distribute(&a, &m, &g, sh, NULL), TPS_OK);
+	ck_assert_int_eq(tps_dtensor_distribute(&b, &m, &g, sh, NULL), TPS_OK);
+	ck_assert_int_eq(tps_dtensor_distribute(&c, &m, &g, rep, NULL), TPS_OK);
+	ck_assert_int_eq(tps_dtensor_distribute(&p, &m, &g, part, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_dtensor_mul(&y, &a, &b, NULL), TPS_OK);
+	ck_assert(tps_placement_equal(y.placements[1], sh[1]));
+	ck_assert_int_eq(tps_dtensor_full_tensor(&y, &full, NULL), TPS_OK);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_float_eq(full.data[i], (float)((i + 1) * (i + 1)));
+	}
+	ck_assert_int_eq(tps_dtensor_mul(&y, &a, &c, &err),
+			 TPS_ERR_SHAPE);
+	ck_assert_str_eq(err.message,
+			 "element-wise product: mesh dim 1 (tp): expected "
+			 "both operands in one layout, got shard(1) and "
+			 "replicate");
+	ck_assert_int_eq(tps_dtensor_mul(&y, &p, &p, &err), TPS_ERR_SHAPE);
+	ck_assert_str_eq(err.message,
+			 "element-wise product: mesh dim 1 (tp): expected no "
+			 "partial operand (the product of sums is not the "
+			 "sum of products), got partial");
+	tps_dtensor_free(&a);
+	tps_dtensor_free(&b);
+	tps_dtensor_free(&c);
+	tps_dtensor_free(&p);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&full);
+	tps_tensor_free(&g);
+}
+END_TEST
+
 static Suite *dtensor_suite(void)
 {
 	Suite *s = suite_create("dtensor");
@@ -788,6 +837,7 @@ static Suite *dtensor_suite(void)
 	TCase *redist = tcase_create("redistribute");
 	TCase *blocks = tcase_create("blocks");
 	tcase_add_test(region, region_is_a_chunk_of_a_chunk);
+	tcase_add_test(region, product_needs_one_layout);
 	tcase_add_test(region, region_over_a_flat_group_is_one_chunk);
 	tcase_add_test(region,
 		       flat_shards_round_trip_and_are_not_redistributed);

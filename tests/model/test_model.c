@@ -212,10 +212,11 @@ static void draw_layernorm_params(struct tps_model_spec *spec)
 		const struct tps_module_spec *m = &spec->modules[i];
 		int64_t dim = m->in_features;
 		struct tps_shape shape = tps_shape_make(1, &dim);
-		if (m->type != TPS_MODULE_LAYERNORM) {
+		bool ln = m->type == TPS_MODULE_LAYERNORM;
+		if (!ln && m->type != TPS_MODULE_RMSNORM) {
 			continue;
 		}
-		for (int k = 0; k < (m->bias ? 2 : 1); k++) {
+		for (int k = 0; k < (ln && m->bias ? 2 : 1); k++) {
 			struct tps_param_override *o = &spec->overrides[n];
 			snprintf(o->name, sizeof o->name, "%s.%s", m->name,
 				 k ? "bias" : "weight");
@@ -1379,6 +1380,99 @@ START_TEST(layernorm_blocks_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(rmsnorm_blocks_train_like_the_reference)
+{
+	/* fc0 (replicated, so that rmsnorm's dx is used) -> rmsnorm ->
+	 * colwise, gelu, rowwise -> rmsnorm, trained 3 steps at tp = _i on a
+	 * 1-D mesh and on dp 2 x tp, plain TP and sequence parallel, on a
+	 * sequence of tp + 1 (uneven shards, empty ones from tp 3 up to
+	 * none). The rmsnorms' weights are drawn, not ones. Sequence
+	 * parallel all-reduces each rmsnorm's weight gradient over tp, once
+	 * per step; plain TP none. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			int dim = tp + 2, hidden = 2 * tp + 1;
+			struct counts n = run_config(
+				"{'tpsim':1,'mesh':{'shape':[%s%d],"
+				"'dim_names':[%s'tp']},%s'model':["
+				"{'name':'fc0','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'n1','type':'rmsnorm','dim':%d},"
+				"{'name':'fc1','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'act','type':'gelu'},"
+				"{'name':'fc2','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'n2','type':'rmsnorm','dim':%d,"
+				"'eps':0.01}],'plan':{%s},"
+				"'input':{'shape':[%d,%d,%d],'init':'uniform'},"
+				"'init':{'method':'uniform','seed':4},"
+				"'mode':'training','steps':3,"
+				"'optimizer':{'type':'adamw','lr':0.01}}",
+				dp == 2 ? "2," : "", tp, dp == 2 ? "'dp'," : "",
+				dp == 2 ? "'dp_dim':'dp'," : "", dim, dim, dim,
+				dim, hidden, hidden, dim, dim,
+				sp ? "'n1':'sequence','fc1':{'style':"
+				     "'colwise','input':'shard(1)'},"
+				     "'fc2':{'style':'rowwise','output':"
+				     "'shard(1)'},'n2':'sequence'"
+				   : "'fc1':'colwise','fc2':'rowwise'",
+				2 * dp, tp + 1, dim);
+			ck_assert_int_eq(n.tp_param_grad_collectives,
+					 tp > 1 && sp ? 3 * 2 : 0);
+		}
+	}
+	printf("tp=%d rmsnorm blocks: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
+START_TEST(silu_blocks_train_like_the_reference)
+{
+	/* fc0 -> silu -> colwise, silu, rowwise -> silu, trained 3 steps at
+	 * tp = _i on a 1-D mesh and on dp 2 x tp: the middle silu on hidden
+	 * shards (shard(-1)), the last on a replicated output or, with the
+	 * rowwise output on sequence shards (shard(1)), on those; a sequence
+	 * of tp + 1 (uneven shards, empty ones from tp 3 up). silu keeps the
+	 * layout: no collective of its own, forward or backward. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			int dim = tp + 2, hidden = 2 * tp + 1;
+			struct counts n = run_config(
+				"{'tpsim':1,'mesh':{'shape':[%s%d],"
+				"'dim_names':[%s'tp']},%s'model':["
+				"{'name':'fc0','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'a0','type':'silu'},"
+				"{'name':'fc1','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'a1','type':'silu'},"
+				"{'name':'fc2','type':'linear','in_features':"
+				"%d,'out_features':%d},"
+				"{'name':'a2','type':'silu'}],'plan':{%s},"
+				"'input':{'shape':[%d,%d,%d],'init':'uniform'},"
+				"'init':{'method':'uniform','seed':5},"
+				"'mode':'training','steps':3,"
+				"'optimizer':{'type':'adamw','lr':0.01}}",
+				dp == 2 ? "2," : "", tp, dp == 2 ? "'dp'," : "",
+				dp == 2 ? "'dp_dim':'dp'," : "", dim, dim, dim,
+				hidden, hidden, dim,
+				sp ? "'fc1':'colwise','fc2':{'style':'rowwise',"
+				     "'output':'shard(1)'}"
+				   : "'fc1':'colwise','fc2':'rowwise'",
+				2 * dp, tp + 1, dim);
+			ck_assert_int_eq(n.tp_param_grad_collectives, 0);
+		}
+	}
+	printf("tp=%d silu blocks: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
 START_TEST(residual_blocks_train_like_the_reference)
 {
 	/* x + mlp(ln(x)), then a layernorm, trained 2 steps at tp = _i,
@@ -2285,6 +2379,9 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_costs_what_megatron_says);
 	tcase_add_loop_test(train, layernorm_blocks_train_like_the_reference, 1,
 			    9);
+	tcase_add_loop_test(train, rmsnorm_blocks_train_like_the_reference, 1,
+			    9);
+	tcase_add_loop_test(train, silu_blocks_train_like_the_reference, 1, 9);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,

@@ -946,6 +946,43 @@ START_TEST(activations_and_finiteness)
 }
 END_TEST
 
+START_TEST(silu_and_its_derivative)
+{
+	/* At +-ln 3 sigmoid is 3/4 and 1/4, so by hand:
+	 *   silu(ln 3)   =  3/4 ln 3 =  0.8239592...
+	 *   silu(-ln 3)  = -1/4 ln 3 = -0.2746531...
+	 *   silu'(x) = s (1 + x (1 - s)): 3/4 + 3/16 ln 3 = 0.9559898...,
+	 *   1/4 - 3/16 ln 3 = 0.0440102..., and 1/2 at 0.
+	 * At -200 exp(200) is large but finite in double: silu is -0 or a
+	 * tiny negative and its derivative 0, never NaN. */
+	const int64_t d[1] = {4};
+	const float ln3 = 1.0986123f;
+	struct tps_tensor x = make(1, d), dy = make(1, d), y, dx;
+	x.data[0] = ln3;
+	x.data[1] = -ln3;
+	x.data[2] = 0.0f;
+	x.data[3] = -200.0f;
+	for (int i = 0; i < 4; i++) {
+		dy.data[i] = 2.0f;
+	}
+	ck_assert_int_eq(tps_tensor_silu(&y, &x, NULL), TPS_OK);
+	ck_assert_float_eq_tol(y.data[0], 0.8239592f, 2e-7f);
+	ck_assert_float_eq_tol(y.data[1], -0.2746531f, 2e-7f);
+	ck_assert_float_eq(y.data[2], 0.0f);
+	ck_assert_float_eq_tol(y.data[3], 0.0f, 1e-30f);
+	ck_assert_int_eq(tps_tensor_silu_backward(&dx, &dy, &x, NULL), TPS_OK);
+	ck_assert_float_eq_tol(dx.data[0], 2.0f * 0.9559898f, 4e-7f);
+	ck_assert_float_eq_tol(dx.data[1], 2.0f * 0.0440102f, 4e-7f);
+	ck_assert_float_eq(dx.data[2], 1.0f);
+	ck_assert_float_eq_tol(dx.data[3], 0.0f, 1e-30f);
+	ck_assert(tps_tensor_all_finite(&dx, NULL));
+	tps_tensor_free(&x);
+	tps_tensor_free(&dy);
+	tps_tensor_free(&y);
+	tps_tensor_free(&dx);
+}
+END_TEST
+
 START_TEST(rng_is_seeded_and_named)
 {
 	struct tps_rng a, b, c;
@@ -1014,6 +1051,7 @@ static Suite *tensor_suite(void)
 	tcase_add_test(variants,
 		       matmul_variant_is_main_s_choice_never_the_environment_s);
 	tcase_add_test(misc, activations_and_finiteness);
+	tcase_add_test(misc, silu_and_its_derivative);
 	tcase_add_test(misc, rng_is_seeded_and_named);
 	suite_add_tcase(s, chunk);
 	suite_add_tcase(s, shape);

@@ -1,0 +1,372 @@
+/*
+ * rmsnorm: LLaMA's RMSNorm (torch.nn.RMSNorm(dim, eps)) over the last
+ * dim, a weight and no bias. Per row x (dim values):
+ *
+ *   ms   = sum(x^2) / dim                             (double, in order)
+ *   rstd = 1 / sqrt(ms + eps)
+ *   xhat = (float)(x * rstd)
+ *   y    = xhat * w                                   (float)
+ *
+ * Rows are independent, so a rank holding whole rows computes exactly what
+ * the reference does for them. The styles, as layernorm's (nn_layernorm.c):
+ *
+ *   replicate  the input gathered to replicate on tp; every rank computes
+ *              every row, and the weight gradient is whole on every rank.
+ *   sequence   (SequenceParallel) each rank normalizes its sequence shard;
+ *              the weight is replicated, so each rank's weight gradient
+ *              covers its own rows only: partial over tp, all-reduced in
+ *              backward.
+ *
+ * Backward, per row, with g = dy * w (y = w x rstd, d rstd / dx_j =
+ * -x_j rstd^3 / dim):
+ *
+ *   dx = rstd * (g - xhat * sum(g * xhat) / dim)
+ *   dw += dy * xhat                  (float, rows in ascending order)
+ *
+ * No error-bound rule yet: the bound pass falls back to the tolerance
+ * with the reason "rmsnorm has no error-bound rule" (nn_seq.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+
+enum { WEIGHT };
+
+/* One row's 1 / sqrt(mean(x^2) + eps). */
+static double row_rstd(const float *x, int64_t n, double eps)
+{
+	double sq = 0.0;
+	for (int64_t j = 0; j < n; j++) {
+		sq += (double)x[j] * x[j];
+	}
+	return 1.0 / sqrt((n ? sq / (double)n : 0.0) + eps);
+}
+
+/* y = rmsnorm(x) with w, for ranks and reference. */
+static enum tps_status norm_forward(struct tps_tensor *y,
+				    const struct tps_tensor *x,
+				    const struct tps_tensor *w, double eps,
+				    struct tps_error *err)
+{
+	int64_t n = w->shape.dim[0];
+	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
+	enum tps_status st;
+	if (x->shape.ndim < 1 || x->shape.dim[x->shape.ndim - 1] != n) {
+		char xs[128];
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "rmsnorm: input %s does not end in its "
+				     "dim %lld",
+				     tps_shape_format(&x->shape, xs, sizeof xs),
+				     (long long)n);
+	}
+	st = tps_tensor_init_like(y, &x->shape, x, err);
+	for (int64_t r = 0; st == TPS_OK && y->data && r < rows; r++) {
+		const float *xr = x->data + r * n;
+		float *yr = y->data + r * n;
+		double rstd = row_rstd(xr, n, eps);
+		for (int64_t j = 0; j < n; j++) {
+			float xhat = (float)(xr[j] * rstd);
+			yr[j] = xhat * w->data[j];
+		}
+	}
+	return st;
+}
+
+/* dx (NULL: not wanted) and dw from dy and the saved x, over x's rows. */
+static enum tps_status norm_backward(struct tps_tensor *dx,
+				     struct tps_tensor *dw,
+				     const struct tps_tensor *dy,
+				     const struct tps_tensor *x,
+				     const struct tps_tensor *w, double eps,
+				     struct tps_error *err)
+{
+	int64_t n = w->shape.dim[0];
+	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
+	/* Meta tensors (tpsim comm) carry shapes only. */
+	enum tps_status st = tps_tensor_init_like(dw, &w->shape, dy, err);
+	if (st == TPS_OK && dx) {
+		st = tps_tensor_init_like(dx, &x->shape, x, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(dw);
+		return st;
+	}
+	for (int64_t r = 0; dw->data && r < rows; r++) {
+		const float *xr = x->data + r * n, *gr = dy->data + r * n;
+		double rstd = row_rstd(xr, n, eps), sum_gx = 0.0;
+		for (int64_t j = 0; j < n; j++) {
+			float xhat = (float)(xr[j] * rstd);
+			float g = gr[j] * w->data[j];
+			sum_gx += (double)g * xhat;
+			dw->data[j] += gr[j] * xhat;
+		}
+		for (int64_t j = 0; dx && j < n; j++) {
+			float xhat = (float)(xr[j] * rstd);
+			double g = (double)gr[j] * w->data[j];
+			dx->data[r * n + j] =
+				(float)(rstd * (g - xhat * sum_gx / (double)n));
+		}
+	}
+	return TPS_OK;
+}
+
+struct forward_job {
+	const struct tps_module *m;
+	const struct tps_dtensor *x;
+};
+
+static enum tps_status forward_rank(void *opaque, int r, struct tps_tensor *out,
+				    struct tps_error *err)
+{
+	const struct forward_job *job = opaque;
+	const struct tps_module *m = job->m;
+	return norm_forward(out, &job->x->locals[r],
+			    &m->params[WEIGHT].value.locals[r], m->spec->eps,
+			    err);
+}
+
+/* The tp layout a style computes on: sequence, its declared shard (of a
+ * dim that is not the normalized one); replicate, replicate. */
+static enum tps_status compute_layout(const struct tps_nn_context *ctx,
+				      const struct tps_module *m,
+				      const struct tps_dtensor *x,
+				      struct tps_placement *out,
+				      struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	int ndim = x->global.ndim;
+	*out = tps_placement_replicate();
+	if (s->style != TPS_STYLE_SEQUENCE) {
+		return TPS_OK;
+	}
+	*out = tps_nn_normalized(s->input, ndim);
+	if (out->kind != TPS_PLACEMENT_SHARD || out->dim == ndim - 1) {
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"%s: sequence parallel needs its input sharded on a "
+			"dim other than the normalized last one (a %d-dim "
+			"input, declared %s)",
+			s->plan_pointer, ndim,
+			out->kind == TPS_PLACEMENT_SHARD ? "its last dim"
+							 : "replicate");
+	}
+	(void)ctx;
+	return TPS_OK;
+}
+
+static enum tps_status rmsnorm_forward(const struct tps_nn_context *ctx,
+					 struct tps_module *m,
+					 struct tps_dtensor *x,
+					 struct tps_dtensor *y,
+					 struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	struct forward_job job = {m, x};
+	struct tps_placement want;
+	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
+	bool sequence = s->style == TPS_STYLE_SEQUENCE;
+	struct tps_dtensor out = {0};
+	enum tps_status st;
+
+	snprintf(in_name, sizeof in_name, "%s.in", s->name);
+	snprintf(out_name, sizeof out_name, "%s.out", s->name);
+	tps_nn_forward_begin(ctx, m);
+	st = compute_layout(ctx, m, x, &want, err);
+	if (st != TPS_OK) {
+		return tps_nn_forward_end(ctx, m, x, &out, y, st);
+	}
+	if (ctx->save) {
+		tps_layout_chain_start(&m->in_chain, ctx, x);
+	}
+	st = tps_nn_to_layout_chained(
+		ctx, x, want, ctx->save ? &m->in_chain : NULL, s->name, in_name,
+		sequence ? "sequence parallel: each rank normalizes its own "
+			   "tokens"
+			 : "a replicated rmsnorm needs every row whole on "
+			   "every rank",
+		err);
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
+				     forward_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, s->name, "rmsnorm", out_name,
+			sequence ? "y = x / sqrt(mean(x^2) + eps) w over the "
+				   "last dim, on each rank's sequence shard: "
+				   "rows are independent, no communication"
+				 : "y = x / sqrt(mean(x^2) + eps) w over the "
+				   "last dim, every row on every rank",
+			&out, 0, err);
+	}
+	return tps_nn_forward_end(ctx, m, x, &out, y, st);
+}
+
+struct backward_job {
+	const struct tps_module *m;
+	const struct tps_dtensor *dy;
+	struct tps_tensor *dw; /* per rank */
+};
+
+static enum tps_status backward_rank(void *opaque, int r,
+				     struct tps_tensor *out,
+				     struct tps_error *err)
+{
+	const struct backward_job *job = opaque;
+	const struct tps_module *m = job->m;
+	return norm_backward(out, &job->dw[r], &job->dy->locals[r],
+			     &m->saved_in.locals[r],
+			     &m->params[WEIGHT].value.locals[r], m->spec->eps,
+			     err);
+}
+
+/* Hands the ranks' gradients of parameter i (the weight) to p->grad (placements: the
+ * batch dims' partial, and on tp partial for sequence), emits it, and for
+ * sequence all-reduces it over tp. */
+static enum tps_status param_grad(const struct tps_nn_context *ctx,
+				  struct tps_module *m, int i,
+				  struct tps_tensor *locals,
+				  struct tps_error *err)
+{
+	struct tps_param *p = &m->params[i];
+	struct tps_placement placements[TPS_MAX_MESH_DIMS];
+	bool sequence = m->spec->style == TPS_STYLE_SEQUENCE;
+	char name[TPS_NAME_MAX + 16];
+	enum tps_status st;
+
+	for (int d = 0; d < ctx->mesh->ndim; d++) {
+		placements[d] =
+			m->saved_in.placements[d].kind == TPS_PLACEMENT_SHARD
+				? tps_placement_partial()
+				: tps_placement_replicate();
+	}
+	placements[ctx->tp_dim] =
+		sequence ? tps_placement_partial() : tps_placement_replicate();
+	tps_dtensor_free(&p->grad);
+	tps_dtensor_wrap(&p->grad, ctx->mesh, &p->value.global, placements,
+			 locals);
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	st = tps_nn_emit_compute(
+		ctx, m->spec->name, "rmsnorm_dw", name,
+		sequence ? "dw = sum over this rank's rows of dy xhat: "
+			   "partial over tp"
+			 : "dw = sum over the rows of dy xhat",
+		&p->grad, 0, err);
+	if (st == TPS_OK && sequence) {
+		st = tps_nn_to_layout(ctx, &p->grad, tps_placement_replicate(),
+				      m->spec->name, name,
+				      "sequence parallel: the replicated "
+				      "weight's gradient is summed over the "
+				      "tp ranks' tokens",
+				      err);
+	}
+	return st;
+}
+
+static enum tps_status rmsnorm_backward(const struct tps_nn_context *ctx,
+					struct tps_module *m,
+					struct tps_dtensor *dy,
+					struct tps_dtensor *dx,
+					struct tps_error *err)
+{
+	int world = ctx->mesh->world_size;
+	struct tps_tensor *dw = calloc((size_t)world, sizeof *dw);
+	struct backward_job job = {m, dy, dw};
+	struct tps_dtensor g = {0};
+	enum tps_status st = TPS_OK;
+
+	if (!dw) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	/* dx comes with the weight gradient; dropped if not wanted. */
+	if (st == TPS_OK) {
+		st = tps_dtensor_map(&g, ctx->mesh, &dy->global, dy->placements,
+				     backward_rank, &job, err);
+	}
+	if (st == TPS_OK) {
+		st = param_grad(ctx, m, WEIGHT, dw, err);
+		dw = NULL;
+	}
+	if (st == TPS_OK && dx) {
+		st = tps_nn_input_grad(ctx, m, &g, "rmsnorm_backward",
+				       "dx = rstd (g - xhat mean(g xhat)), "
+				       "g = dy w: row by row, the layout is "
+				       "kept",
+				       0, dx, err);
+	} else {
+		tps_dtensor_free(&g);
+	}
+	for (int r = 0; dw && r < world; r++) {
+		tps_tensor_free(&dw[r]);
+	}
+	free(dw);
+	tps_dtensor_free(dy);
+	tps_module_free_saved(m);
+	return st;
+}
+
+static enum tps_status rmsnorm_reference_forward(struct tps_module *m,
+						struct tps_pool *pool,
+						const struct tps_tensor *x,
+						struct tps_tensor *y,
+						struct tps_error *err)
+{
+	(void)pool;
+	return norm_forward(y, x, &m->params[WEIGHT].global, m->spec->eps,
+			    err);
+}
+
+static enum tps_status rmsnorm_reference_backward(struct tps_module *m,
+						 struct tps_pool *pool,
+						 const struct tps_tensor *dy,
+						 struct tps_tensor *dx,
+						 struct tps_error *err)
+{
+	struct tps_tensor dw = {0};
+	enum tps_status st;
+	(void)pool;
+	st = norm_backward(dx, &dw, dy, &m->ref_saved_in,
+			   &m->params[WEIGHT].global, m->spec->eps, err);
+	if (st == TPS_OK) {
+		tps_tensor_move(&m->params[WEIGHT].ref_grad, &dw);
+	}
+	tps_tensor_free(&m->ref_saved_in);
+	return st;
+}
+
+static int rmsnorm_parameters(const struct tps_module_spec *s, int tp_dim,
+			      struct tps_param_spec *out)
+{
+	int64_t dim = s->in_features;
+	(void)tp_dim;
+	/* Replicated in both styles. nn.RMSNorm starts at ones (model.c:
+	 * so do "uniform" and "normal"); fan_in dim for the methods that
+	 * draw. */
+	out[WEIGHT] = (struct tps_param_spec){"weight", tps_shape_make(1, &dim),
+					      dim, TPS_INIT_ONES,
+					      tps_placement_replicate()};
+	return 1;
+}
+
+static int64_t rmsnorm_memory_estimate(const struct tps_module_spec *s,
+				       const struct tps_memory_context *mc)
+{
+	/* w: a global copy and every rank's. */
+	int64_t bytes =
+		tps_sat_mul(tps_sat_mul(s->in_features, mc->world + 1), 4);
+	return mc->training
+		       ? tps_sat_mul(bytes, 2 + (int64_t)mc->optimizer_states)
+		       : bytes;
+}
+
+const struct tps_module_ops tps_rmsnorm_ops = {
+	.forward = rmsnorm_forward,
+	.backward = rmsnorm_backward,
+	.reference_forward = rmsnorm_reference_forward,
+	.reference_backward = rmsnorm_reference_backward,
+	.parameters = rmsnorm_parameters,
+	.memory_estimate = rmsnorm_memory_estimate,
+};
