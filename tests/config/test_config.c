@@ -1843,7 +1843,10 @@ static cJSON *key_json(const struct tps_module_key *key)
 		cJSON_AddNumberToObject(o, "min", (double)key->min);
 		cJSON_AddNumberToObject(o, "max", (double)key->max);
 	}
-	if (!key->required && key->kind == TPS_KEY_BOOL) {
+	if (key->same_as) {
+		/* Absent: another key's value, which a schema cannot say. */
+		cJSON_AddStringToObject(o, "same_as", key->same_as);
+	} else if (!key->required && key->kind == TPS_KEY_BOOL) {
 		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
 	} else if (!key->required) {
 		cJSON_AddNumberToObject(o, "default", key->fallback);
