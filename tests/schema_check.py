@@ -143,7 +143,12 @@ def check_module_types(schema, dump):
             else:
                 problems.append("%s: unknown kind %s" % (where, k["kind"]))
             default = own.get("default", shared.get("default"))
-            if k["required"] and default is not None:
+            if "same_as" in k:
+                # its default is another key's value: only in the text
+                if default is not None:
+                    problems.append("%s: a default, but tpsim's is %s's"
+                                    % (where, k["same_as"]))
+            elif k["required"] and default is not None:
                 problems.append("%s: required, with a default" % where)
             elif (not k["required"]
                   and (default != k["default"]

@@ -67,9 +67,9 @@ static const char *misnomer_advice(const char *name)
 struct model_ctx;
 static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
 
-static const char *const block_keys[] = {"name",      "type",	"dim",
-					 "num_heads", "hidden", "causal",
-					 "bias",      "eps",	NULL};
+static const char *const block_keys[] = {
+	"name", "type", "dim",	"num_heads", "num_kv_heads",
+	"hidden", "causal", "bias", "eps",	 NULL};
 
 /*
  * A config's "type" is a module type (module_type.h, whose descriptors say
@@ -206,6 +206,13 @@ static void read_module_keys(struct cfg *c, const cJSON *m,
 		switch (key->kind) {
 		case TPS_KEY_SIZE:
 			*(int64_t *)(void *)field = (int64_t)key->fallback;
+			if (key->same_as) {
+				need = CFG_OPTIONAL;
+				*(int64_t *)(void *)field = *(
+					const int64_t *)(const void *)((
+					const char *)ms + tps_module_key_named(
+					ms->type, key->same_as)->offset);
+			}
 			cfg_int(c, m, key->name, need, key->min, key->max,
 				(int64_t *)(void *)field);
 			break;
@@ -711,7 +718,8 @@ static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
 
 /*
  * {"type": "transformer_block", "name": N, "dim": E, "num_heads": H,
- * "hidden": F (4 E), "causal": true, "bias": true, "eps": 1e-5}: a pre-norm
+ * "num_kv_heads": K (H), "hidden": F (4 E), "causal": true, "bias": true,
+ * "eps": 1e-5}: a pre-norm
  * GPT block, with the conventional names
  *
  *   N.attn_residual = x + attn(ln1(x)):  N.ln1, N.attn (N.attn.q, .k, .v, .o)
@@ -723,7 +731,7 @@ static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
 static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 {
 	struct module_ctx mx = {x, x->next, 0, ""};
-	int64_t dim = 0, heads = 0, hidden = 0;
+	int64_t dim = 0, heads = 0, kv_heads = 0, hidden = 0;
 	bool causal = true, bias = true;
 	double eps = 1e-5;
 	const char *name;
@@ -735,6 +743,8 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	module_name(c, m, &mx);
 	cfg_int(c, m, "dim", CFG_REQUIRED, 1, 1 << 20, &dim);
 	cfg_int(c, m, "num_heads", CFG_REQUIRED, 1, 1 << 20, &heads);
+	kv_heads = heads;
+	cfg_int(c, m, "num_kv_heads", CFG_OPTIONAL, 1, 1 << 20, &kv_heads);
 	hidden = 4 * dim;
 	cfg_int(c, m, "hidden", CFG_OPTIONAL, 1, 1 << 22, &hidden);
 	cfg_bool(c, m, "causal", &causal);
@@ -746,6 +756,13 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 			"dim %lld is not a multiple of num_heads %lld (each "
 			"head takes dim / num_heads features)",
 			(long long)dim, (long long)heads);
+	}
+	if (cfg_ok(c) && heads % kv_heads != 0) {
+		cfg_fail_at(c, "num_kv_heads", TPS_ERR_INPUT,
+			    "num_heads %lld is not a multiple of num_kv_heads "
+			    "%lld (each kv head serves num_heads / "
+			    "num_kv_heads query heads)",
+			    (long long)heads, (long long)kv_heads);
 	}
 	if (!cfg_ok(c)) {
 		return;
@@ -764,6 +781,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	a->in_features = a->out_features = dim;
 	set_width_key(c, a, "dim");
 	a->num_heads = heads;
+	a->num_kv_heads = kv_heads;
 	a->causal = causal;
 	a->bias = bias;
 	if (cfg_ok(c)) {
@@ -1405,6 +1423,14 @@ static void read_plan(struct cfg *c, const cJSON *plan, void *ctx)
  * rowwise (whole heads on each rank: their shards in blocks of head_dim),
  * or all four replicated. q, k and v take the attention's input as it
  * gathered it (replicate) and give o the heads (shard(-1)).
+ *
+ * Grouped-query attention (num_kv_heads kv heads, each serving a group of
+ * g = num_heads / num_kv_heads query heads): k and v give num_kv_heads *
+ * head_dim features; tp splits the kv heads, each with its group, so q's
+ * and o's blocks are whole groups (g head_dim features) and k's and v's
+ * single kv heads: rank r holds the same kv heads' blocks in all four.
+ * More tp ranks than kv heads is refused, as torchtitan does, rather than
+ * replicating kv heads as Megatron and vLLM do (docs/transformer.md).
  */
 static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
 			     struct tps_module_spec *attn)
@@ -1413,6 +1439,12 @@ static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
 	int ndim = tps_model_activation_ndim(spec);
 	bool split = q->style == TPS_STYLE_COLWISE;
 	int64_t d = attn->in_features / attn->num_heads;
+	int64_t group = attn->num_heads / attn->num_kv_heads;
+	int tp = spec->mesh.shape[spec->tp_dim];
+	/* k and v: the kv heads' features. */
+	for (int k = 1; k <= 2; k++) {
+		attn[1 + k].out_features = attn->num_kv_heads * d;
+	}
 	if (ndim < 3) {
 		cfg_fail_at_pointer(c, attn->plan_pointer, TPS_ERR_INPUT,
 				    "attention needs (batch, seq, embed) "
@@ -1458,13 +1490,26 @@ static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
 				l->name);
 			return;
 		}
-		/* Whole heads: shards in blocks of head_dim features. */
-		l->shard_block = split ? d : 0;
+		/* Whole heads: shards in blocks of head_dim features (of
+		 * a group of them for q and o). */
+		int64_t block = k == 1 || k == 2 ? d : group * d;
+		l->shard_block = split ? block : 0;
 		if (split && k < 3) {
-			l->output = tps_placement_shard_blocks(-1, d);
+			l->output = tps_placement_shard_blocks(-1, block);
 		} else if (split) {
-			l->input = tps_placement_shard_blocks(-1, d);
+			l->input = tps_placement_shard_blocks(-1, block);
 		}
+	}
+	if (cfg_ok(c) && split && tp > attn->num_kv_heads &&
+	    attn->num_kv_heads < attn->num_heads) {
+		cfg_fail_at_pointer(
+			c, q->plan_pointer, TPS_ERR_INPUT,
+			"attention \"%s\" has %lld kv heads for %d tp ranks: "
+			"tp splits whole kv heads, so tp must be at most "
+			"num_kv_heads (torchtitan's rule; tpsim does not "
+			"replicate kv heads over tp / num_kv_heads ranks as "
+			"Megatron and vLLM do)",
+			attn->name, (long long)attn->num_kv_heads, tp);
 	}
 }
 

@@ -110,6 +110,17 @@ static void put_module_key(struct builder *b, cJSON *e,
 	const char *field = (const char *)m + key->offset;
 	switch (key->kind) {
 	case TPS_KEY_SIZE:
+		/* Left out when it is the key it defaults to (num_kv_heads
+		 * equal to num_heads: plain multi-head attention). */
+		if (key->same_as &&
+		    *(const int64_t *)(const void *)field ==
+			    *(const int64_t *)(const void *)((const char *)m +
+							    tps_module_key_named(
+								    m->type,
+								    key->same_as)
+								    ->offset)) {
+			break;
+		}
 		put_number(b, e, key->name,
 			   (double)*(const int64_t *)(const void *)field);
 		break;

@@ -95,7 +95,9 @@ const struct tps_module_type_desc tps_module_types[] = {
 			.ops = &tps_embedding_ops,
 		},
 	/* Multi-head self-attention, nn.MultiheadAttention(embed_dim,
-	 * num_heads, bias=True) with its four projections as linears. */
+	 * num_heads, bias=True) with its four projections as linears;
+	 * grouped-query attention with num_kv_heads < num_heads (k and v
+	 * then give num_kv_heads * head_dim features). */
 	[TPS_MODULE_ATTENTION] =
 		{
 			.name = "attention",
@@ -103,6 +105,9 @@ const struct tps_module_type_desc tps_module_types[] = {
 					      (int64_t)1 << 20),
 				 TPS_SIZE_KEY("num_heads", num_heads, 1,
 					      (int64_t)1 << 20),
+				 TPS_SIZE_KEY_OR("num_kv_heads", num_kv_heads,
+						 1, (int64_t)1 << 20,
+						 "num_heads"),
 				 TPS_BOOL_KEY("causal", causal, 0),
 				 TPS_BOOL_KEY("bias", bias, 1)},
 			.width = TPS_WIDTH_NEEDS,

@@ -51,6 +51,10 @@ struct tps_module_key {
 	/* An optional key's value when absent (a bool's: 0 or 1), the
 	 * normalised config's value then. */
 	double fallback;
+	/* TPS_KEY_SIZE: when set, the key is optional and its value when
+	 * absent is that of this other key of the type (num_kv_heads:
+	 * num_heads), read before it. */
+	const char *same_as;
 };
 
 /* offsetof(struct tps_module_spec, field), a compile error unless the
@@ -65,6 +69,13 @@ struct tps_module_key {
 		.name = (key), .kind = TPS_KEY_SIZE, .required = true,         \
 		.offset = TPS_MODULE_FIELD(field, int64_t), .min = (lo),       \
 		.max = (hi)                                                    \
+	}
+/* An optional size whose value when absent is key `other`'s. */
+#define TPS_SIZE_KEY_OR(key, field, lo, hi, other)                             \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_SIZE,                           \
+		.offset = TPS_MODULE_FIELD(field, int64_t), .min = (lo),       \
+		.max = (hi), .same_as = (other)                                \
 	}
 #define TPS_POSITIVE_KEY(key, field, dflt)                                     \
 	{                                                                      \

@@ -317,9 +317,13 @@ struct tps_module_spec {
 	int64_t num_embeddings;
 	bool bias;  /* linear and layernorm */
 	double eps; /* layernorm, rmsnorm: added to the variance, the mean square */
-	/* attention: its heads (in_features = out_features = embed_dim) and
-	 * whether position i attends to positions after it. */
+	/* attention: its heads (in_features = out_features = embed_dim),
+	 * its kv heads (grouped-query attention: num_kv_heads divides
+	 * num_heads, each kv head serving num_heads / num_kv_heads query
+	 * heads; num_heads is plain multi-head attention) and whether
+	 * position i attends to positions after it. */
 	int64_t num_heads;
+	int64_t num_kv_heads;
 	bool causal;
 	/* A linear of an attention: its tp shards are whole heads of this
 	 * many features (shard(d,block=head_dim)); 0 or 1 otherwise. */

@@ -479,6 +479,34 @@ static const struct bad_config bad_configs[] = {
 	BAD(HDR "'model':[{'name':'attn','type':'attention','num_heads':2}],"
 		"'input':{'shape':[2,3,10]}}",
 	    TPS_ERR_INPUT, "cfg.json: /model/0/embed_dim: missing"),
+	/* grouped-query attention: num_kv_heads */
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':4,'num_kv_heads':3}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_kv_heads: num_heads 4 is not a multiple "
+	    "of num_kv_heads 3 (each kv head serves num_heads / num_kv_heads "
+	    "query heads)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':4,'num_kv_heads':0}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_kv_heads: out of range (expected 1 to "
+	    "1048576, got 0)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':4,'num_kv_heads':3}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/num_kv_heads: num_heads 4 is not a multiple "
+	    "of num_kv_heads 3 (each kv head serves num_heads / num_kv_heads "
+	    "query heads)"),
+	/* More tp ranks than kv heads: torchtitan's error, not Megatron's
+	 * replication (docs/transformer.md). */
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':4,'num_kv_heads':1}],'input':{'shape':[2,3,8]},"
+		"'plan':{'attn.[qkv]':'colwise','attn.o':'rowwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/attn.[qkv]: attention \"attn\" has 1 kv heads "
+	    "for 2 tp ranks: tp splits whole kv heads, so tp must be at most "
+	    "num_kv_heads (torchtitan's rule; tpsim does not replicate kv "
+	    "heads over tp / num_kv_heads ranks as Megatron and vLLM do)"),
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
 		"'num_heads':2}],'input':{'shape':[2,3,8]},'plan':{'attn.q':"
 		"'colwise','attn.k':'colwise','attn.v':'colwise'}}",
@@ -1837,7 +1865,10 @@ static cJSON *key_json(const struct tps_module_key *key)
 		cJSON_AddNumberToObject(o, "min", (double)key->min);
 		cJSON_AddNumberToObject(o, "max", (double)key->max);
 	}
-	if (!key->required && key->kind == TPS_KEY_BOOL) {
+	if (key->same_as) {
+		/* Absent: another key's value, which a schema cannot say. */
+		cJSON_AddStringToObject(o, "same_as", key->same_as);
+	} else if (!key->required && key->kind == TPS_KEY_BOOL) {
 		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
 	} else if (!key->required) {
 		cJSON_AddNumberToObject(o, "default", key->fallback);
@@ -2831,7 +2862,8 @@ static const struct {
 		      "'num_embeddings':6,'embedding_dim':4}],'input':{"
 		      "'shape':[2,3],'init':'tokens'}}"},
 	{"attention", HDR "'model':[{'name':'m','type':'attention',"
-		      "'embed_dim':4,'num_heads':2,'causal':true,'bias':false"
+		      "'embed_dim':4,'num_heads':2,'num_kv_heads':1,"
+		      "'causal':true,'bias':false"
 		      "}],'input':{'shape':[2,3,4]}}"},
 	{"rmsnorm", HDR "'model':[{'name':'m','type':'rmsnorm','dim':4,"
 		    "'eps':0.001}]," INPUT "}"},
@@ -2898,6 +2930,75 @@ static void check_keys_of_type(const cJSON *root, enum tps_module_type t)
 		      "%s: key %s not in the normalised config", d->name,
 		      d->keys[k].name);
 }
+
+/* Llama-3-8B's attention (dim 4096, 32 heads of 128, 8 kv heads) at tp
+ * `tp` with Megatron's plan, symbolic; *st the parse's status. */
+static void llama3_8b_attention(int tp, struct tps_run_spec *spec,
+				struct tps_error *err, enum tps_status *st)
+{
+	char text[1024];
+	int n = snprintf(
+		text, sizeof text,
+		"{\"tpsim\":1,\"compute\":\"symbolic\",\"mesh\":{\"shape\":[%d],"
+		"\"dim_names\":[\"tp\"]},\"model\":[{\"name\":\"b\","
+		"\"type\":\"transformer_block\",\"dim\":4096,"
+		"\"num_heads\":32,\"num_kv_heads\":8,\"hidden\":14336,"
+		"\"bias\":false}],\"input\":{\"shape\":[1,8,4096]},"
+		"\"plan\":{\"b.attn.[qkv]\":\"colwise\","
+		"\"b.attn.o\":\"rowwise\"}}",
+		tp);
+	ck_assert_int_lt(n, (int)sizeof text);
+	*st = parse_text(text, spec, err);
+}
+
+/* tp splits the kv heads with their query groups: at tp 8 each rank has
+ * one kv head (k, v blocks of 128 features) and its 4 query heads (q, o
+ * blocks of 4 x 128 = 512); at tp 16 there are two ranks per kv head,
+ * which tpsim refuses as torchtitan does. */
+START_TEST(gqa_llama3_8b_at_tp_8_and_16)
+{
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	enum tps_status st;
+	const struct tps_module_spec *a = NULL;
+
+	llama3_8b_attention(8, &spec, &err, &st);
+	ck_assert_msg(st == TPS_OK, "%s", err.message);
+	for (int i = 0; i < spec.model.n_modules; i++) {
+		if (strcmp(spec.model.modules[i].name, "b.attn") == 0) {
+			a = &spec.model.modules[i];
+		}
+	}
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(a->num_heads, 32);
+	ck_assert_int_eq(a->num_kv_heads, 8);
+	/* q, k, v, o: (out, in) and their tp blocks */
+	ck_assert_int_eq(a[1].out_features, 4096);
+	ck_assert_int_eq(a[2].out_features, 1024);
+	ck_assert_int_eq(a[3].out_features, 1024);
+	ck_assert_int_eq(a[4].in_features, 4096);
+	ck_assert_int_eq(a[1].shard_block, 512);
+	ck_assert_int_eq(a[2].shard_block, 128);
+	ck_assert_int_eq(a[3].shard_block, 128);
+	ck_assert_int_eq(a[4].shard_block, 512);
+	ck_assert_int_eq(a[1].output.block, 512);
+	ck_assert_int_eq(a[2].output.block, 128);
+	ck_assert_int_eq(a[4].input.block, 512);
+	tps_run_spec_free(&spec);
+
+	memset(&spec, 0, sizeof spec);
+	llama3_8b_attention(16, &spec, &err, &st);
+	ck_assert_int_eq(st, TPS_ERR_INPUT);
+	ck_assert_str_eq(err.message,
+			 "cfg.json: /plan/b.attn.[qkv]: attention \"b.attn\" "
+			 "has 8 kv heads for 16 tp ranks: tp splits whole kv "
+			 "heads, so tp must be at most num_kv_heads "
+			 "(torchtitan's rule; tpsim does not replicate kv "
+			 "heads over tp / num_kv_heads ranks as Megatron and "
+			 "vLLM do)");
+	tps_run_spec_free(&spec);
+}
+END_TEST
 
 START_TEST(every_module_type_keeps_every_key_through_normalisation)
 {
@@ -3554,6 +3655,7 @@ static Suite *config_suite(void)
 		dtype_sets_each_role_and_is_normalised_only_when_not_float32);
 	tcase_add_test(tc,
 		       every_module_type_keeps_every_key_through_normalisation);
+	tcase_add_test(tc, gqa_llama3_8b_at_tp_8_and_16);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("training");

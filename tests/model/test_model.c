@@ -1669,6 +1669,70 @@ START_TEST(attention_trains_like_the_reference)
 }
 END_TEST
 
+START_TEST(grouped_query_attention_matches_the_reference)
+{
+	/* layernorm -> grouped-query attention (head_dim 2) at tp = 1 << _i
+	 * (1, 2, 4): 4 heads / 2 kv heads, 8 / 2 and 8 / 4 (groups of 2, 4 and 2),
+	 * where tp divides num_kv_heads (tp 4 only with 4 kv heads), q, k,
+	 * v colwise and o rowwise or all replicated, causal and not, bias
+	 * on and off; inference (batch 2, sequence 3) and training 2 steps
+	 * with SGD with momentum (batch 1 or 2, sequence 4, an input that
+	 * needs a gradient). tp splits the kv heads with their query
+	 * groups: the output, loss, every gradient (dk and dv summed over
+	 * each group) and parameter must match the reference. */
+	static const int shapes[][2] = {{4, 2}, {8, 2}, {8, 4}};
+	int tp = 1 << _i, runs = 0;
+	worst_diff = 0;
+	for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+		int heads = shapes[k][0], kv = shapes[k][1], e = 2 * heads;
+		if (kv % tp != 0) {
+			continue;
+		}
+		for (int m = 0; m < 16; m++) {
+			int train = m & 1, split = m >> 1 & 1;
+			int causal = m >> 2 & 1, bias = m >> 3 & 1;
+			char tail[160] = "";
+			if (train) {
+				snprintf(tail, sizeof tail,
+					 ",'mode':'training','steps':2,"
+					 "'optimizer':{'type':'sgd','lr':0.1,"
+					 "'momentum':0.9}");
+			}
+			struct counts n = run_config(
+				"{'tpsim':1,'mesh':{'shape':[%d],"
+				"'dim_names':['tp']},'model':["
+				"{'name':'ln','type':'layernorm','dim':%d},"
+				"{'name':'attn','type':'attention',"
+				"'embed_dim':%d,'num_heads':%d,"
+				"'num_kv_heads':%d,'causal':%s,'bias':%s}],"
+				"'plan':{%s},'input':{'shape':[%d,%d,%d]%s},"
+				"'init':{'method':'uniform','seed':3}%s}",
+				tp, e, e, heads, kv, causal ? "true" : "false",
+				bias ? "true" : "false",
+				split ? "'attn.[qkv]':'colwise',"
+					"'attn.o':'rowwise'"
+				      : "",
+				train ? 1 + bias : 2, train ? 4 : 3, e,
+				train ? ",'requires_grad':true" : "", tail);
+			const int *f = n.by_phase[TPS_PHASE_FORWARD];
+			const int *b = n.by_phase[TPS_PHASE_BACKWARD];
+			int steps = train ? 2 : 1;
+			/* o's all_reduce forward; backward, one all_reduce
+			 * of q, k and v's summed input gradients, per
+			 * step: GQA moves no more than plain attention. */
+			ck_assert_int_eq(f[TPS_COMM_ALL_REDUCE],
+					 split && tp > 1 ? steps : 0);
+			ck_assert_int_eq(b[TPS_COMM_ALL_REDUCE],
+					 split && tp > 1 && train ? steps : 0);
+			runs++;
+		}
+	}
+	ck_assert_int_gt(runs, 0);
+	printf("tp=%d grouped-query attention: %d runs, max_abs_diff %g\n",
+	       tp, runs, (double)worst_diff);
+}
+END_TEST
+
 START_TEST(attention_heads_that_do_not_divide_are_an_error_when_divisible)
 {
 	/* uneven: divisible is Megatron's rule: 5 heads over 2 ranks is an
@@ -2387,6 +2451,8 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, attention_trains_like_the_reference, 1, 9);
+	tcase_add_loop_test(train, grouped_query_attention_matches_the_reference,
+			    0, 3);
 	tcase_add_loop_test(comm, pytorch_tp_style_counts_and_shapes, 1, 3);
 	tcase_add_loop_test(comm, transformer_blocks_cost_what_megatron_says, 1,
 			    4);
