@@ -135,6 +135,9 @@ def check_module_types(schema, dump):
             elif k["kind"] == "bool":
                 if shared.get("type") != "boolean":
                     problems.append("%s: not a boolean" % where)
+            elif k["kind"] == "module":
+                if shared.get("type") != "string":
+                    problems.append("%s: not a module name" % where)
             elif k["kind"] == "modules":
                 if (shared.get("type") != "array"
                         or shared.get("minItems") != 1
@@ -148,6 +151,11 @@ def check_module_types(schema, dump):
                 if default is not None:
                     problems.append("%s: a default, but tpsim's is %s's"
                                     % (where, k["same_as"]))
+            elif k["kind"] == "module":
+                # absent: no module named, no default to state
+                if default is not None:
+                    problems.append("%s: a default, but tpsim has none"
+                                    % where)
             elif k["required"] and default is not None:
                 problems.append("%s: required, with a default" % where)
             elif (not k["required"]

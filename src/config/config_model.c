@@ -190,6 +190,28 @@ static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
 		 cfg_pointer(c), key);
 }
 
+/* A module name (TPS_KEY_MODULE_NAME) into the char[TPS_NAME_MAX] at
+ * ctx; whether it names the right module is check_tie's. */
+static void read_module_name_key(struct cfg *c, const cJSON *v, void *ctx)
+{
+	char *out = ctx;
+	char esc[96];
+	if (!cfg_expect(c, v, cJSON_IsString, "a module name")) {
+		return;
+	}
+	if (!valid_module_name(v->valuestring)) {
+		cfg_fail(c, TPS_ERR_INPUT,
+			 "invalid module name \"%s\" (expected dot-separated "
+			 "parts of letters, digits, '_' and '-', under %d "
+			 "bytes)",
+			 tps_json_escape_for_message(v->valuestring, esc,
+						     sizeof esc),
+			 TPS_NAME_MAX);
+		return;
+	}
+	snprintf(out, TPS_NAME_MAX, "%s", v->valuestring);
+}
+
 /* Module m's keys as its type's descriptor lists them, into the fields
  * it names, in its order (the first bad key is the one reported); an
  * absent optional key gets its fallback. Descendants (TPS_KEY_MODULES)
@@ -224,6 +246,11 @@ static void read_module_keys(struct cfg *c, const cJSON *m,
 		case TPS_KEY_BOOL:
 			*(bool *)(void *)field = key->fallback != 0;
 			cfg_bool(c, m, key->name, (bool *)(void *)field);
+			break;
+		case TPS_KEY_MODULE_NAME:
+			((char *)field)[0] = '\0';
+			cfg_value(c, m, key->name, CFG_OPTIONAL,
+				  read_module_name_key, field);
 			break;
 		case TPS_KEY_MODULES: break;
 		}
@@ -445,6 +472,72 @@ static bool check_module_keys(struct cfg *c, const cJSON *obj,
 	return cfg_check_keys(c, obj, allowed);
 }
 
+/*
+ * A linear's "tie" (tied embeddings): it names an embedding earlier in
+ * the model, not tied already, whose weight (num_embeddings,
+ * embedding_dim) is the linear's (out_features, in_features); the linear
+ * has no bias (the embedding has none to share). Reported at
+ * /model/<index>/tie, naming the embedding's place.
+ */
+static void check_tie(struct cfg *c, const struct tps_model_spec *spec,
+		      int index)
+{
+	const struct tps_module_spec *ms = &spec->modules[index];
+	const struct tps_module_spec *e = NULL;
+	for (int j = 0; j < index; j++) {
+		if (strcmp(spec->modules[j].name, ms->tie) == 0) {
+			e = &spec->modules[j];
+		}
+	}
+	if (!e) {
+		cfg_fail_at(c, "tie", TPS_ERR_INPUT,
+			    "no module \"%s\" before \"%s\" (expected the "
+			    "name of an embedding earlier in the model)",
+			    ms->tie, ms->name);
+		return;
+	}
+	if (e->type != TPS_MODULE_EMBEDDING) {
+		cfg_fail_at(c, "tie", TPS_ERR_INPUT,
+			    "\"%s\" (%s) is a %s: a linear ties its weight "
+			    "to an embedding's",
+			    e->name, e->plan_pointer,
+			    tps_module_types[e->type].name);
+		return;
+	}
+	for (int j = 0; j < index; j++) {
+		if (strcmp(spec->modules[j].tie, ms->tie) == 0) {
+			cfg_fail_at(c, "tie", TPS_ERR_INPUT,
+				    "the embedding \"%s\" is tied already, "
+				    "to \"%s\" (%s): one head per embedding",
+				    e->name, spec->modules[j].name,
+				    spec->modules[j].plan_pointer);
+			return;
+		}
+	}
+	if (ms->out_features != e->num_embeddings ||
+	    ms->in_features != e->out_features) {
+		cfg_fail_at(
+			c, "tie", TPS_ERR_INPUT,
+			"the weight of \"%s\" (%s) is (num_embeddings "
+			"%lld, embedding_dim %lld): a linear tied to it "
+			"needs out_features %lld and in_features %lld, "
+			"got %lld and %lld",
+			e->name, e->plan_pointer, (long long)e->num_embeddings,
+			(long long)e->out_features,
+			(long long)e->num_embeddings,
+			(long long)e->out_features, (long long)ms->out_features,
+			(long long)ms->in_features);
+		return;
+	}
+	if (ms->bias) {
+		cfg_fail_at(c, "tie", TPS_ERR_INPUT,
+			    "a linear tied to \"%s\" has no bias (the "
+			    "embedding has none to share; a linear's bias "
+			    "defaults to true): add \"bias\": false",
+			    e->name);
+	}
+}
+
 /* Reads one module at /model/<index>: name and type first, since the type
  * says which other keys it may have. */
 static void parse_module(struct cfg *c, const cJSON *m, int index,
@@ -477,6 +570,9 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	if (check_module_keys(c, m, d)) {
 		read_module_keys(c, m, d, ms);
 		finish_module_keys(c, d, ms, spec->tp_dim);
+	}
+	if (cfg_ok(c) && ms->tie[0]) {
+		check_tie(c, spec, index);
 	}
 }
 
@@ -1513,6 +1609,43 @@ static void finish_attention(struct cfg *c, struct tps_model_spec *spec,
 	}
 }
 
+/*
+ * A tied head and its embedding hold one weight, so one layout of it:
+ * a vocab-parallel embedding (rows of the vocabulary, shard(0)) with a
+ * colwise head (its output features, the same rows, shard(0)), or both
+ * replicated. Any other pair is refused at the head's plan, naming both.
+ */
+static void finish_tie(struct cfg *c, const struct tps_model_spec *spec,
+		       const struct tps_module_spec *head)
+{
+	const struct tps_module_spec *e = NULL;
+	bool same;
+	for (int j = 0; j < spec->n_modules && !e; j++) {
+		if (strcmp(spec->modules[j].name, head->tie) == 0) {
+			e = &spec->modules[j];
+		}
+	}
+	if (!e) {
+		return; /* check_tie reported it */
+	}
+	same = (e->style == TPS_STYLE_VOCAB &&
+		head->style == TPS_STYLE_COLWISE) ||
+	       (e->style == TPS_STYLE_REPLICATE &&
+		head->style == TPS_STYLE_REPLICATE);
+	if (!same) {
+		cfg_fail_at_pointer(
+			c, head->plan_pointer, TPS_ERR_INPUT,
+			"\"%s\" is tied to \"%s\" and holds its weight, "
+			"but \"%s\" is %s (%s) and \"%s\" %s (%s): a tied "
+			"weight has one layout (expected \"%s\" vocab with "
+			"\"%s\" colwise, or both replicated)",
+			head->name, e->name, head->name,
+			tps_style_names[head->style], head->plan_pointer,
+			e->name, tps_style_names[e->style], e->plan_pointer,
+			e->name, head->name);
+	}
+}
+
 void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		    struct tps_model_spec *spec)
 {
@@ -1520,6 +1653,9 @@ void cfg_parse_plan(struct cfg *c, const cJSON *root,
 	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
 		if (spec->modules[i].type == TPS_MODULE_ATTENTION) {
 			finish_attention(c, spec, &spec->modules[i]);
+		}
+		if (spec->modules[i].tie[0]) {
+			finish_tie(c, spec, &spec->modules[i]);
 		}
 	}
 }

@@ -131,6 +131,12 @@ static void put_module_key(struct builder *b, cJSON *e,
 	case TPS_KEY_BOOL:
 		put_bool(b, e, key->name, *(const bool *)(const void *)field);
 		break;
+	case TPS_KEY_MODULE_NAME:
+		/* Left out when absent (an untied linear). */
+		if (field[0]) {
+			put_string(b, e, key->name, field);
+		}
+		break;
 	case TPS_KEY_MODULES:
 		put_modules(b, put_array(b, e, key->name), m + 1,
 			    m + 1 + m->n_descendants);

@@ -237,6 +237,25 @@ static enum tps_status make_param_item(void *opaque, int64_t i,
 			  &job->param_specs[i], err);
 }
 
+/*
+ * Tied embeddings: module i (a linear with "tie", which has no parameter
+ * of its own) takes the embedding's weight as its own, one parameter
+ * used twice. The config checked the embedding is earlier, of the
+ * linear's (out, in) shape, and held in the same layout.
+ */
+static void tie_module(struct tps_model *m, int i)
+{
+	struct tps_module *mod = &m->modules[i];
+	for (int j = 0; j < i; j++) {
+		struct tps_module *e = &m->modules[j];
+		if (strcmp(e->spec->name, mod->spec->tie) == 0) {
+			mod->params = e->params;
+			mod->n_params = e->n_params;
+			e->tied = true;
+		}
+	}
+}
+
 static enum tps_status init_model(struct tps_model *model,
 				  const struct tps_model_spec *spec, bool meta,
 				  struct tps_error *err)
@@ -285,6 +304,9 @@ static enum tps_status init_model(struct tps_model *model,
 			mod->spec, spec->tp_dim, &job.param_specs[m.n_params]);
 		for (int k = 0; k < mod->n_params; k++) {
 			m.params[m.n_params++].module = mod->spec->name;
+		}
+		if (mod->spec->tie[0]) {
+			tie_module(&m, i);
 		}
 	}
 	/* Each parameter has its own random stream: they are made

@@ -37,6 +37,10 @@ enum tps_key_kind {
 	/* A non-empty list of modules: the module's descendants (a
 	 * residual's body), read after the module itself; no field. */
 	TPS_KEY_MODULES,
+	/* The name of an earlier module (a linear's "tie"), a string into
+	 * a char[TPS_NAME_MAX]; optional, "" when absent. Which modules
+	 * it may name is the config's rule (config_model.c, check_tie). */
+	TPS_KEY_MODULE_NAME,
 };
 
 /* One key of a module's config object, besides "name" and "type". */
@@ -86,6 +90,12 @@ struct tps_module_key {
 	{                                                                      \
 		.name = (key), .kind = TPS_KEY_BOOL,                           \
 		.offset = TPS_MODULE_FIELD(field, bool), .fallback = (dflt)    \
+	}
+/* An optional module name, "" when absent. */
+#define TPS_MODULE_NAME_KEY(key, field)                                        \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_MODULE_NAME,                    \
+		.offset = TPS_MODULE_FIELD(field, char *)                      \
 	}
 #define TPS_MODULES_KEY(key)                                                   \
 	{                                                                      \

@@ -345,6 +345,12 @@ struct tps_module {
 	 * backward leaves dx as computed (partial) instead of walking it
 	 * back through the input's layouts. */
 	bool keep_partial_dx;
+	/* An embedding whose weight a later linear also uses ("tie"; that
+	 * linear's params point at this module's): the linear's backward
+	 * runs first and leaves its part of the gradient in the
+	 * parameter's grad (ref_grad, ref_grad_bound), to which this
+	 * module's backward adds its own (nn_embedding.c). */
+	bool tied;
 };
 
 /* Frees what forward saved (backward does it; a failed run calls this). */

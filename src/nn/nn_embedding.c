@@ -15,6 +15,7 @@
  * order the reference does, so the gradient is exact. Ids take no
  * gradient.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,59 @@ static enum tps_status scatter_rank(void *opaque, int r, struct tps_tensor *out,
 			   &job->dy->locals[r], first_row(job->w, r), err);
 }
 
+static enum tps_status add_rank(void *opaque, int r, struct tps_tensor *out,
+				struct tps_error *err)
+{
+	const struct tps_dtensor *const *ab = opaque;
+	enum tps_status st = tps_tensor_copy(out, &ab[0]->locals[r], err);
+	if (st == TPS_OK && out->data) {
+		tps_tensor_add(out, &ab[1]->locals[r]);
+	}
+	return st;
+}
+
+/*
+ * Tied embeddings: the weight's gradient is the sum of its two uses,
+ * dW = dW_head + dW_embedding, where dW_head = dlogits^T x (the tied
+ * linear's, whose backward ran first and left it in the parameter's
+ * grad) and dW_embedding = g, the scatter of dy into the rows of the ids.
+ * Both are laid out as the weight (shard(0) of the vocabulary under
+ * vocab / colwise, or replicated), so each rank adds its own shards:
+ * no communication. Megatron's finalize_model_grads all-reduces this
+ * gradient over the embedding group (the first and the last pipeline
+ * stage); without pipeline parallelism that group is one rank. The dp
+ * average (the optimizer phase) then averages the sum once.
+ */
+static enum tps_status tied_sum(const struct tps_nn_context *ctx,
+				struct tps_module *m,
+				const struct tps_dtensor *g, const char *name,
+				struct tps_error *err)
+{
+	struct tps_param *p = &m->params[WEIGHT];
+	const struct tps_dtensor *ab[2] = {&p->grad, g};
+	struct tps_dtensor sum = {0};
+	enum tps_status st;
+	/* The tied linear's backward ran first (it comes later in the
+	 * model), in the weight's layout (the config checked it). */
+	assert(p->grad.locals && tps_shape_equal(&p->grad.global, &g->global));
+	st = tps_dtensor_map(&sum, ctx->mesh, &g->global, g->placements,
+			     add_rank, (void *)ab, err);
+	if (st == TPS_OK) {
+		tps_dtensor_free(&p->grad);
+		p->grad = sum;
+		st = tps_nn_emit_compute(
+			ctx, m->spec->name, "tied_grad_sum", name,
+			"dW = dW_head + dW_embedding: the tied weight's two "
+			"uses added on each rank's own shard (the same rows "
+			"in both), no communication; Megatron's "
+			"finalize_model_grads all-reduces it over the "
+			"embedding group (first and last pipeline stage), "
+			"which without pipeline parallelism is one rank",
+			&p->grad, 0, err);
+	}
+	return st;
+}
+
 static enum tps_status embedding_backward(const struct tps_nn_context *ctx,
 					  struct tps_module *m,
 					  struct tps_dtensor *dy,
@@ -195,8 +249,6 @@ static enum tps_status embedding_backward(const struct tps_nn_context *ctx,
 				     placements, scatter_rank, &job, err);
 	}
 	if (st == TPS_OK) {
-		tps_dtensor_free(&p->grad);
-		p->grad = g;
 		st = tps_nn_emit_compute(
 			ctx, s->name, "embedding_backward", name,
 			s->style == TPS_STYLE_VOCAB
@@ -204,8 +256,16 @@ static enum tps_status embedding_backward(const struct tps_nn_context *ctx,
 				  "rows, in token order: local, no "
 				  "communication"
 				: "dW[id] += dy for every id, in token order",
-			&p->grad, 0, err);
+			&g, 0, err);
 	}
+	if (st == TPS_OK && m->tied) {
+		st = tied_sum(ctx, m, &g, name, err);
+	} else if (st == TPS_OK) {
+		tps_dtensor_free(&p->grad);
+		p->grad = g;
+		g = (struct tps_dtensor){0};
+	}
+	tps_dtensor_free(&g);
 	tps_dtensor_free(dy);
 	tps_module_free_saved(m);
 	return st;
@@ -233,7 +293,14 @@ static enum tps_status embedding_reference_backward(struct tps_module *m,
 					 &m->ref_saved_in, dy, 0, err);
 	(void)pool;
 	(void)dx;
-	if (st == TPS_OK) {
+	if (st == TPS_OK && m->tied && dw.data) {
+		/* The tied linear's part is in ref_grad already: this use's
+		 * part, stored as the ranks store it, is added to it. */
+		tps_dtype_round_array(dw.data, tps_tensor_numel(&dw),
+				      tps_module_dtype(m, TPS_ROLE_GRADS));
+		tps_tensor_add(&p->ref_grad, &dw);
+		tps_tensor_free(&dw);
+	} else if (st == TPS_OK) {
 		tps_tensor_move(&p->ref_grad, &dw);
 	}
 	tps_tensor_free(&m->ref_saved_in);
@@ -274,6 +341,60 @@ static enum tps_status embedding_bound_forward(struct tps_module *m,
 	}
 	*y = out;
 	*ey = e;
+	return TPS_OK;
+}
+
+/*
+ * Tied embeddings: ref_grad (the tied linear's part a, bound e_a in
+ * ref_grad_bound, stored already) plus this use's part b (bound *e on
+ * entry), stored in the grads dtype first as the ranks store it. The
+ * sum's bound is the residual's rule (docs/numerics.md, "residual"):
+ * e_a + e_b + u (|a + b| + 2 (e_a + e_b)), 0 where both are 0 (every
+ * evaluation adds the same floats). On return ref_grad is a + b and *e
+ * its bound.
+ */
+static enum tps_status tied_sum_bound(struct tps_module *m,
+				      const struct tps_bound_ctx *bc,
+				      const struct tps_tensor *dy,
+				      struct tps_bound *e,
+				      struct tps_error *err)
+{
+	struct tps_param *p = &m->params[WEIGHT];
+	const struct tps_bound *ea = &p->ref_grad_bound;
+	const struct tps_bound *inputs[2] = {ea, e};
+	const struct tps_bound *none;
+	struct tps_tensor b = {0};
+	struct tps_bound sum = {0};
+	int64_t n;
+	enum tps_status st =
+		scatter_add(&b, &p->global.shape, &m->ref_saved_in, dy, 0, err);
+	if (st == TPS_OK) {
+		tps_nn_bound_store(&b, e, tps_module_dtype(m, TPS_ROLE_GRADS));
+		st = embedding_reference_backward(m, bc->pool, dy, NULL, err);
+	}
+	none = tps_bound_first_none(inputs, 2);
+	if (st == TPS_OK && none) {
+		tps_bound_none_like(&sum, none);
+	} else if (st == TPS_OK) {
+		st = tps_bound_zero(&sum, &p->ref_grad.shape, err);
+	}
+	n = tps_tensor_numel(&p->ref_grad);
+	for (int64_t i = 0; st == TPS_OK && !none && i < n; i++) {
+		double pe = (double)ea->e.data[i] + (double)e->e.data[i];
+		sum.e.data[i] =
+			pe > 0.0 ? tps_bound_up(
+					   pe +
+					   bc->u_grad *
+						   (fabs(p->ref_grad.data[i]) +
+						    2.0 * pe))
+				 : 0.0f;
+	}
+	tps_tensor_free(&b);
+	if (st != TPS_OK) {
+		tps_bound_free(&sum);
+		return st;
+	}
+	tps_bound_move(e, &sum);
 	return TPS_OK;
 }
 
@@ -348,7 +469,9 @@ static enum tps_status embedding_bound_backward(struct tps_module *m,
 			tps_bound_inflate(&e, n + 3, bc->u_acc);
 		}
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && m->tied) {
+		st = tied_sum_bound(m, bc, dy, &e, err);
+	} else if (st == TPS_OK) {
 		st = embedding_reference_backward(m, bc->pool, dy, NULL, err);
 	}
 	free(count);

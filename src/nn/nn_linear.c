@@ -1123,6 +1123,11 @@ static int linear_parameters(const struct tps_module_spec *s, int tp_dim,
 	struct tps_placement w = tps_placement_replicate();
 	struct tps_placement b = tps_placement_replicate();
 	(void)tp_dim;
+	if (s->tie[0]) {
+		/* Tied: its weight is the embedding's, which the model hands
+		 * it (model.c); it has none of its own, and no bias. */
+		return 0;
+	}
 	if (s->style == TPS_STYLE_COLWISE) {
 		w = feature_shard(s, 0);
 		b = feature_shard(s, 0);
@@ -1149,7 +1154,10 @@ static int64_t linear_memory_estimate(const struct tps_module_spec *s,
 {
 	/* W and b: out * (in + 1) floats, once globally plus every rank's
 	 * copy or shard (sharded: world / tp full copies). */
-	int64_t w = tps_sat_mul(s->out_features, s->in_features + 1);
+	/* Tied: the embedding's weight, counted there. */
+	int64_t w = s->tie[0]
+			    ? 0
+			    : tps_sat_mul(s->out_features, s->in_features + 1);
 	int64_t copies =
 		s->style == TPS_STYLE_COLWISE || s->style == TPS_STYLE_ROWWISE
 			? mc->world / mc->tp

@@ -315,6 +315,12 @@ struct tps_module_spec {
 	/* embedding: the vocabulary, the rows of its weight
 	 * (num_embeddings, embedding_dim); 0 for the other types. */
 	int64_t num_embeddings;
+	/* linear: the name of the embedding whose weight it uses as its
+	 * own (tied embeddings, "tie"; docs/transformer.md): the head then
+	 * has no parameter of its own, its weight is the embedding's
+	 * (num_embeddings, embedding_dim) as (out_features, in_features).
+	 * "" when untied. */
+	char tie[TPS_NAME_MAX];
 	bool bias;  /* linear and layernorm */
 	double eps; /* layernorm, rmsnorm: added to the variance, the mean square */
 	/* attention: its heads (in_features = out_features = embed_dim),

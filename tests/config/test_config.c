@@ -105,6 +105,13 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 #define INPUT	"'input':{'shape':[2,4]}"
 /* fc1 (4 -> 8), relu, fc2 (8 -> 4) on a 1-D tp mesh of 2, input (2, 4). */
 #define BASE HDR MODEL "," INPUT
+/* An embedding tok (6 ids, dim 4) and a linear head (4 -> 6) with
+ * `keys`; the caller closes the object. */
+#define TIED(keys)                                                             \
+	HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':6,"    \
+	    "'embedding_dim':4},{'name':'head','type':'linear','in_features':" \
+	    "4,'out_features':6," keys "}],'input':{'shape':[2,"               \
+	    "3],'init':'tokens'}"
 /* The same with a custom mesh. */
 #define WITH_MESH(mesh) "{'tpsim':1,'mesh':" mesh "," MODEL "," INPUT
 /* The same with a custom model. */
@@ -1607,6 +1614,78 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /device/FLOPS: unknown key \"FLOPS\" (expected one of: "
 	    "TFLOPS)"),
 
+	/* tied embeddings: "tie" on a linear (docs/transformer.md) */
+	BAD(TIED("'bias':false,'tie':'emb'") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/tie: no module \"emb\" before \"head\" "
+	    "(expected the name of an embedding earlier in the model)"),
+	BAD(HDR "'model':[{'name':'head','type':'linear','in_features':4,"
+		"'out_features':6,'bias':false,'tie':'tok'},{'name':'tok',"
+		"'type':'embedding','num_embeddings':6,'embedding_dim':4}],"
+		"'input':{'shape':[2,3,4]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/tie: no module \"tok\" before \"head\" "
+	    "(expected the name of an embedding earlier in the model)"),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"6,'embedding_dim':4},{'name':'fc','type':'linear',"
+		"'in_features':4,'out_features':4},{'name':'head','type':"
+		"'linear','in_features':4,'out_features':4,'bias':false,'tie':"
+		"'fc'}],'input':{'shape':[2,3],'init':'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/tie: \"fc\" (/model/1) is a linear: a linear "
+	    "ties its weight to an embedding's"),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"6,'embedding_dim':4},{'name':'head','type':'linear',"
+		"'in_features':4,'out_features':5,'bias':false,'tie':'tok'}],"
+		"'input':{'shape':[2,3],'init':'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/tie: the weight of \"tok\" (/model/0) is "
+	    "(num_embeddings 6, embedding_dim 4): a linear tied to it needs "
+	    "out_features 6 and in_features 4, got 5 and 4"),
+	BAD(TIED("'tie':'tok'") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/tie: a linear tied to \"tok\" has no bias (the "
+	    "embedding has none to share; a linear's bias defaults to true): "
+	    "add \"bias\": false"),
+	BAD(TIED("'bias':false,'tie':7") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/tie: expected a module name, got 7"),
+	BAD(TIED("'bias':false,'tie':'tok/0'") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/tie: invalid module name \"tok/0\""),
+	BAD(TIED("'bias':false,'tie':'tok'") ",'plan':{'head':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/head: \"head\" is tied to \"tok\" and holds its "
+	    "weight, but \"head\" is colwise (/plan/head) and \"tok\" "
+	    "replicate (/model/0): a tied weight has one layout (expected "
+	    "\"tok\" vocab with \"head\" colwise, or both replicated)"),
+	BAD(TIED("'bias':false,'tie':'tok'") ",'plan':{'tok':'vocab'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1: \"head\" is tied to \"tok\" and holds its "
+	    "weight, but \"head\" is replicate (/model/1) and \"tok\" vocab "
+	    "(/plan/tok)"),
+	BAD(TIED("'bias':false,'tie':'tok'") ",'plan':{'tok':'vocab',"
+					     "'head':'rowwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/head: \"head\" is tied to \"tok\" and holds its "
+	    "weight, but \"head\" is rowwise (/plan/head) and \"tok\" vocab "
+	    "(/plan/tok)"),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"6,'embedding_dim':6},{'name':'h1','type':'linear',"
+		"'in_features':6,'out_features':6,'bias':false,'tie':'tok'},"
+		"{'name':'h2','type':'linear','in_features':6,'out_features':6,"
+		"'bias':false,'tie':'tok'}],'input':{'shape':[2,3],'init':"
+		"'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/2/tie: the embedding \"tok\" is tied already, to "
+	    "\"h1\" (/model/1): one head per embedding"),
+	BAD(TIED("'bias':false,'tie':'tok'") ",'params':{'head.weight':"
+					     "[[1,2,3,4],[1,2,3,4],[1,2,3,4],"
+					     "[1,2,3,4],[1,2,3,4],[1,2,3,4]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/head.weight: no parameter \"head.weight\" in "
+	    "the model"),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"6,'embedding_dim':4},{'name':'act','type':'relu','tie':'tok'}],"
+		"'input':{'shape':[2,3],'init':'tokens'}}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/tie: unknown key \"tie\""),
+
 	/* JSON-level errors, refused by the strict reader. */
 	BAD_JSON(BASE ",'tpsim':1}",
 		 "cfg.json: /tpsim: duplicate key \"tpsim\""),
@@ -1855,6 +1934,7 @@ static cJSON *key_json(const struct tps_module_key *key)
 		[TPS_KEY_POSITIVE] = "positive",
 		[TPS_KEY_BOOL] = "bool",
 		[TPS_KEY_MODULES] = "modules",
+		[TPS_KEY_MODULE_NAME] = "module",
 	};
 	cJSON *o = cJSON_CreateObject();
 	ck_assert_ptr_nonnull(o);
@@ -1868,6 +1948,8 @@ static cJSON *key_json(const struct tps_module_key *key)
 	if (key->same_as) {
 		/* Absent: another key's value, which a schema cannot say. */
 		cJSON_AddStringToObject(o, "same_as", key->same_as);
+	} else if (key->kind == TPS_KEY_MODULE_NAME) {
+		/* Absent: no module named, which has no default to state. */
 	} else if (!key->required && key->kind == TPS_KEY_BOOL) {
 		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
 	} else if (!key->required) {
@@ -2849,8 +2931,10 @@ static const struct {
 	const char *type;
 	const char *config;
 } every_key[] = {
-	{"linear", HDR "'model':[{'name':'m','type':'linear','in_features':4,"
-		   "'out_features':6,'bias':false}]," INPUT "}"},
+	{"linear", HDR "'model':[{'name':'e','type':'embedding',"
+		   "'num_embeddings':6,'embedding_dim':4},{'name':'m','type':"
+		   "'linear','in_features':4,'out_features':6,'bias':false,"
+		   "'tie':'e'}],'input':{'shape':[2,3],'init':'tokens'}}"},
 	{"relu", HDR "'model':[{'name':'m','type':'relu'}]," INPUT "}"},
 	{"gelu", HDR "'model':[{'name':'m','type':'gelu'}]," INPUT "}"},
 	{"layernorm", HDR "'model':[{'name':'m','type':'layernorm','dim':4,"
@@ -2919,6 +3003,10 @@ static void check_keys_of_type(const cJSON *root, enum tps_module_type t)
 		if (key->kind == TPS_KEY_BOOL) {
 			ck_assert_msg(cJSON_IsTrue(v) != (key->fallback != 0),
 				      "%s: %s is its default", d->name,
+				      key->name);
+		} else if (key->kind == TPS_KEY_MODULE_NAME) {
+			ck_assert_msg(cJSON_IsString(v) && v->valuestring[0],
+				      "%s: %s names no module", d->name,
 				      key->name);
 		} else if (!key->required) {
 			ck_assert_msg(v->valuedouble != key->fallback,

@@ -38,6 +38,9 @@ struct counts {
 	int model_by_phase[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
 	/* Rank 0's shape of the last forward event of module "fc". */
 	struct tps_shape fc_local;
+	/* Tied embeddings: the sums of the two uses' gradients, and the
+	 * optimizer's updates of each parameter (compute events). */
+	int tied_sums, updates;
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -73,6 +76,13 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 	if (ev->kind == TPS_EVENT_COLLECTIVE &&
 	    strcmp(ev->module, "loss") == 0) {
 		c->loss_collectives[ev->phase]++;
+	}
+	if (ev->kind == TPS_EVENT_COMPUTE &&
+	    strcmp(ev->op, "tied_grad_sum") == 0) {
+		c->tied_sums++;
+	}
+	if (ev->kind == TPS_EVENT_COMPUTE && ev->phase == TPS_PHASE_OPTIMIZER) {
+		c->updates++;
 	}
 	if (ev->kind == TPS_EVENT_COLLECTIVE && c->dp_mask &&
 	    ev->mask == c->dp_mask) {
@@ -1429,6 +1439,184 @@ START_TEST(rmsnorm_blocks_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(tied_embeddings_train_like_the_reference)
+{
+	/* Token ids -> embedding -> gelu -> a head tied to the embedding
+	 * ("tie"): vocab-parallel with a colwise head (shard(0) of the one
+	 * weight in both), or both replicated; at tp = _i on a 1-D mesh and
+	 * on dp 2 x tp; a vocabulary of 2 tp + 1 (uneven shards from tp 2,
+	 * an empty one at tp 1 never); with loss_parallel (the logits left
+	 * on their classes) and with the head's output gathered before a
+	 * plain cross_entropy; 3 AdamW steps, and inference. Each step sums
+	 * the two uses once (tied_grad_sum) and updates the one weight
+	 * once; no parameter gradient crosses tp. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int style = 0; style < 3; style++) {
+			for (int train = 0; train < 2; train++) {
+				int v = 2 * tp + 1, e = tp + 2;
+				const char *plan[] = {
+					"'tok':'vocab','head':'colwise'",
+					"'tok':'vocab','head':{'style':"
+					"'colwise','output':'replicate'}",
+					""};
+				struct counts n = run_config(
+					"{'tpsim':1,'mesh':{'shape':[%s%d],"
+					"'dim_names':[%s'tp']},%s'model':["
+					"{'name':'tok','type':'embedding',"
+					"'num_embeddings':%d,'embedding_dim':"
+					"%d},{'name':'act','type':'gelu'},"
+					"{'name':'head','type':'linear',"
+					"'in_features':%d,'out_features':%d,"
+					"'bias':false,'tie':'tok'}],"
+					"'plan':{%s},'input':{'shape':[%d,%d],"
+					"'seed':5},'init':{'method':'uniform',"
+					"'seed':9}%s%s}",
+					dp == 2 ? "2," : "", tp,
+					dp == 2 ? "'dp'," : "",
+					dp == 2 ? "'dp_dim':'dp'," : "", v, e,
+					e, v, plan[style], 2 * dp, tp + 1,
+					train ? ",'mode':'training','steps':3,"
+						"'loss':'cross_entropy',"
+						"'optimizer':{'type':'adamw',"
+						"'lr':0.01}"
+					      : "",
+					train ? (style == 0
+							 ? ",'loss_parallel':"
+							   "true"
+							 : "")
+					      : "");
+				ck_assert_int_eq(n.tied_sums, train ? 3 : 0);
+				/* One parameter, tok.weight: one update a
+				 * step. */
+				ck_assert_int_eq(n.updates, train ? 3 : 0);
+				ck_assert_int_eq(n.tp_param_grad_collectives,
+						 0);
+			}
+		}
+	}
+	printf("tp=%d tied embeddings: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
+/* The first step's parameter gradients of a config (the simulation's and
+ * the reference's, global), in the model's parameter order; returns how
+ * many. */
+static int first_grads(const char *fmt, struct tps_tensor *sim_grads,
+		       struct tps_tensor *ref_grads, int max)
+{
+	char text[4096];
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_tensor input, target;
+	struct tps_model_outcome sim, ref;
+	struct tps_error err = {0};
+	cJSON *root;
+	int n;
+	snprintf(text, sizeof text, "%s", fmt);
+	for (char *p = text; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	root = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) == TPS_OK,
+		      "%s", err.message);
+	cJSON_Delete(root);
+	ck_assert_int_eq(tps_model_init(&model, &spec.model, &err), TPS_OK);
+	ck_assert_int_eq(tps_model_make_input(&spec.model, &input, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_model_make_target(&spec.model, &target, NULL),
+			 TPS_OK);
+	ck_assert_msg(tps_model_run(&model, &input, &target,
+				    (struct tps_event_sink){0}, &sim,
+				    &err) == TPS_OK,
+		      "%s", err.message);
+	ck_assert_msg(tps_model_run_reference(&model, &input, &target,
+					      (struct tps_bound_sink){0}, &ref,
+					      &err) == TPS_OK,
+		      "%s", err.message);
+	n = model.n_params;
+	ck_assert_int_le(n, max);
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(tps_tensor_copy(&sim_grads[i], &sim.grads[i],
+						 NULL),
+				 TPS_OK);
+		ck_assert_int_eq(tps_tensor_copy(&ref_grads[i], &ref.grads[i],
+						 NULL),
+				 TPS_OK);
+	}
+	tps_model_outcome_free(&sim);
+	tps_model_outcome_free(&ref);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
+	return n;
+}
+
+START_TEST(tied_gradient_is_the_sum_of_both_uses)
+{
+	/* The same model twice at tp 2 (vocab 5 over 2: rows 3 and 2), once
+	 * with the head tied to the embedding and once with a head of its
+	 * own holding the same values: the tied weight's gradient must be
+	 * the untied embedding's plus the untied head's, element by element
+	 * (the same two floats added, so the same bits), in the simulation
+	 * and in the reference. A tie that kept only one use's gradient
+	 * (the embedding's replacing the head's) fails here, though its
+	 * simulation and reference would still agree. */
+#define TIED_W "[[0.5,-1,0.25],[1,0.5,-0.5],[-0.25,2,1],[0.75,0,-1],[1.5,-0.5,0.5]]"
+#define TIED_CFG(head_keys, params)                                            \
+	"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},'model':["         \
+	"{'name':'tok','type':'embedding','num_embeddings':5,"                 \
+	"'embedding_dim':3},{'name':'head','type':'linear','in_features':3,"   \
+	"'out_features':5,'bias':false" head_keys "}],'plan':{'tok':'vocab',"  \
+	"'head':'colwise'},'input':{'values':[[0,3,4],[3,1,3]]},'target':{"    \
+	"'values':[[3,4,0],[1,3,2]]},'params':{" params "},'mode':'training'," \
+	"'loss':'cross_entropy','loss_parallel':true}"
+	struct tps_tensor tied[2][2], untied[2][2];
+	memset(tied, 0, sizeof tied);
+	memset(untied, 0, sizeof untied);
+	ck_assert_int_eq(first_grads(TIED_CFG(",'tie':'tok'",
+					      "'tok.weight':" TIED_W),
+				     tied[0], tied[1], 2),
+			 1);
+	ck_assert_int_eq(first_grads(TIED_CFG("", "'tok.weight':" TIED_W
+						  ",'head.weight':" TIED_W),
+				     untied[0], untied[1], 2),
+			 2);
+	for (int side = 0; side < 2; side++) {
+		const struct tps_tensor *t = &tied[side][0];
+		int64_t n = tps_tensor_numel(t);
+		bool both = false;
+		ck_assert_int_eq(n, 15);
+		for (int64_t i = 0; i < n; i++) {
+			float want =
+				untied[side][1].data[i] + untied[side][0].data[i];
+			ck_assert_msg(t->data[i] == want,
+				      "%s [%lld]: %g, want %g + %g",
+				      side ? "reference" : "simulation",
+				      (long long)i, (double)t->data[i],
+				      (double)untied[side][1].data[i],
+				      (double)untied[side][0].data[i]);
+			both = both || (untied[side][0].data[i] != 0.0f &&
+					untied[side][1].data[i] != 0.0f);
+		}
+		/* The case means something: some element has both uses. */
+		ck_assert(both);
+	}
+	for (int side = 0; side < 2; side++) {
+		for (int k = 0; k < 2; k++) {
+			tps_tensor_free(&tied[side][k]);
+			tps_tensor_free(&untied[side][k]);
+		}
+	}
+#undef TIED_CFG
+#undef TIED_W
+}
+END_TEST
+
 START_TEST(silu_blocks_train_like_the_reference)
 {
 	/* fc0 -> silu -> colwise, silu, rowwise -> silu, trained 3 steps at
@@ -2446,6 +2634,9 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, rmsnorm_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, silu_blocks_train_like_the_reference, 1, 9);
+	tcase_add_loop_test(train, tied_embeddings_train_like_the_reference, 1,
+			    9);
+	tcase_add_test(train, tied_gradient_is_the_sum_of_both_uses);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,
