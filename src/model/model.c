@@ -66,6 +66,34 @@ static enum tps_status check_divisible(const struct tps_model_spec *spec,
 		(long long)size, spec->mesh.dim_names[spec->tp_dim], tp);
 }
 
+/*
+ * A vocab-parallel embedding's vocabulary in "divisible" mode. When tp
+ * does not divide it, the message adds the sizes a padded one would
+ * have: the least multiple of tp at or above it, and Megatron's
+ * (_vocab_size_with_padding: a multiple of make_vocab_size_divisible_by
+ * x tp, 128 by default). tpsim does not pad.
+ */
+static enum tps_status check_vocab_divisible(const struct tps_model_spec *spec,
+					     const struct tps_module_spec *m,
+					     struct tps_error *err)
+{
+	int64_t tp = spec->mesh.shape[spec->tp_dim];
+	int64_t v = m->num_embeddings, mega = 128 * tp;
+	if (check_divisible(spec, m, "num_embeddings", v, NULL) == TPS_OK) {
+		return TPS_OK;
+	}
+	return tps_error_set(
+		err, TPS_ERR_INPUT,
+		"%s: %s %s: num_embeddings %lld not divisible by %s=%d "
+		"(uneven: divisible): a vocabulary padded to %lld would divide "
+		"(Megatron's make_vocab_size_divisible_by 128 pads it to %lld, "
+		"a multiple of 128 x tp)",
+		m->plan_pointer, tps_style_names[m->style], m->name,
+		(long long)v, spec->mesh.dim_names[spec->tp_dim], (int)tp,
+		(long long)((v + tp - 1) / tp * tp),
+		(long long)((v + mega - 1) / mega * mega));
+}
+
 /* Every size the plan splits over tp must divide in "divisible" mode. */
 static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
 					    struct tps_error *err)
@@ -86,8 +114,7 @@ static enum tps_status check_plan_divisible(const struct tps_model_spec *spec,
 				spec, m, block > 1 ? "heads" : "in_features",
 				m->in_features / block, err);
 		} else if (m->style == TPS_STYLE_VOCAB) {
-			st = check_divisible(spec, m, "num_embeddings",
-					     m->num_embeddings, err);
+			st = check_vocab_divisible(spec, m, err);
 		}
 		/* Sequence-parallel layouts split an activation dim other
 		 * than the last, whose size is the input's. */

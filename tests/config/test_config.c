@@ -3672,6 +3672,35 @@ START_TEST(divisible_refuses_rowwise_in_features_not_divisible)
 }
 END_TEST
 
+START_TEST(divisible_names_the_padded_vocabulary)
+{
+	/* GPT-2's 50257 ids over tp 8 under uneven: divisible. By hand:
+	 * 50257 / 8 = 6282.125, so the least multiple of 8 at or above it
+	 * is 6283 x 8 = 50264; Megatron's _vocab_size_with_padding rounds
+	 * up to a multiple of make_vocab_size_divisible_by x tp, 128 x 8 =
+	 * 1024: 50257 / 1024 = 49.08, so 50 x 1024 = 51200. (50304 = 393 x
+	 * 128 is its figure at tp 1, GPT-2's padded vocabulary.) */
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_error err = {0};
+	parse_ok("{'tpsim':1,'mesh':{'shape':[8],'dim_names':['tp']},"
+		 "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		 "50257,'embedding_dim':2}],'plan':{'tok':'vocab'},"
+		 "'input':{'shape':[1,4],'init':'tokens'},"
+		 "'uneven':'divisible'}",
+		 &spec);
+	ck_assert_int_eq(tps_model_init(&model, &spec.model, &err),
+			 TPS_ERR_INPUT);
+	ck_assert_str_eq(
+		err.message,
+		"/plan/tok: vocab tok: num_embeddings 50257 not divisible by "
+		"tp=8 (uneven: divisible): a vocabulary padded to 50264 would "
+		"divide (Megatron's make_vocab_size_divisible_by 128 pads it "
+		"to 51200, a multiple of 128 x tp)");
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(divisible_accepts_sizes_that_divide)
 {
 	init_one_linear("divisible", 2, 4, 6, "colwise", TPS_OK, NULL);
@@ -3782,6 +3811,7 @@ static Suite *config_suite(void)
 		       divisible_refuses_colwise_out_features_not_divisible);
 	tcase_add_test(tc, divisible_refuses_rowwise_in_features_not_divisible);
 	tcase_add_test(tc, divisible_accepts_sizes_that_divide);
+	tcase_add_test(tc, divisible_names_the_padded_vocabulary);
 	tcase_add_test(tc, chunk_accepts_uneven_sizes);
 	suite_add_tcase(s, tc);
 
