@@ -58,7 +58,8 @@ static bool same_layout(const struct tps_dtensor *a,
 }
 
 /* The product needs its operands of one shape and one layout: the
- * message names both bodies' last modules and both layouts. */
+ * message names the gated's pointer in the config, both bodies' last
+ * modules and both layouts. */
 static enum tps_status check_operands(const struct tps_nn_context *ctx,
 				      struct tps_module *m,
 				      const struct tps_dtensor *g,
@@ -84,12 +85,12 @@ static enum tps_status check_operands(const struct tps_nn_context *ctx,
 		}
 		return tps_error_set(
 			err, TPS_ERR_SHAPE,
-			"%s: the element-wise product gate(x) * up(x) needs "
-			"both operands in one layout, got %s (gate, %s's "
+			"%s: %s: the element-wise product gate(x) * up(x) "
+			"needs both operands in one layout, got %s (gate, %s's "
 			"output) and %s (up, %s's output) on mesh dim %d "
 			"(%s): plan the two bodies alike (swiglu_mlp: w1 and "
 			"w3 both colwise)",
-			name,
+			m->spec->plan_pointer, name,
 			tps_placement_format(g->placements[i], a, sizeof a),
 			last_name(gate_begin(m), gate_end(m)),
 			tps_placement_format(u->placements[i], b, sizeof b),

@@ -1582,13 +1582,14 @@ START_TEST(swiglu_product_needs_one_layout)
 	ck_assert_int_eq(tps_model_run(&model, &input, NULL,
 				       (struct tps_event_sink){0}, &sim, &err),
 			 TPS_ERR_SHAPE);
-	ck_assert_str_eq(err.message,
-			 "mlp.swiglu: the element-wise product gate(x) * "
-			 "up(x) needs both operands in one layout, got "
-			 "shard(2) (gate, mlp.act's output) and replicate "
-			 "(up, mlp.w3's output) on mesh dim 0 (tp): plan the "
-			 "two bodies alike (swiglu_mlp: w1 and w3 both "
-			 "colwise)");
+	ck_assert_str_eq(
+		err.message,
+		"/model/0: mlp.swiglu: the element-wise product gate(x) * "
+		"up(x) needs both operands in one layout, got "
+		"shard(2) (gate, mlp.act's output) and replicate "
+		"(up, mlp.w3's output) on mesh dim 0 (tp): plan the "
+		"two bodies alike (swiglu_mlp: w1 and w3 both "
+		"colwise)");
 	tps_tensor_free(&input);
 	tps_model_free(&model);
 	tps_run_spec_free(&spec);
