@@ -66,10 +66,18 @@ static const char *misnomer_advice(const char *name)
 
 struct model_ctx;
 static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
+static void expand_swiglu(struct cfg *c, const cJSON *m, struct model_ctx *x);
+static int block_count(const cJSON *m);
+static int swiglu_count(const cJSON *m);
 
 static const char *const block_keys[] = {
-	"name", "type", "dim",	"num_heads", "num_kv_heads",
-	"hidden", "causal", "bias", "eps",	 NULL};
+	"name",	  "type", "dim", "num_heads", "num_kv_heads", "hidden",
+	"causal", "bias", "eps", "norm",      "mlp",	      NULL};
+static const char *const swiglu_keys[] = {"name",   "type", "dim",
+					  "hidden", "bias", NULL};
+/* transformer_block's "norm" and "mlp": the first is the default. */
+static const char *const block_norms[] = {"layernorm", "rmsnorm", NULL};
+static const char *const block_mlps[] = {"gelu", "swiglu", NULL};
 
 /*
  * A config's "type" is a module type (module_type.h, whose descriptors say
@@ -81,11 +89,14 @@ static const char *const block_keys[] = {
  */
 static const struct shorthand {
 	const char *name;
-	int modules; /* the modules it makes */
+	/* The modules it makes, from its object (a bad one is reported
+	 * when it is expanded: counted as the default then). */
+	int (*count)(const cJSON *m);
 	void (*expand)(struct cfg *c, const cJSON *m, struct model_ctx *x);
 	const char *const *keys; /* what its config object may hold */
 } shorthands[] = {
-	{"transformer_block", 12, expand_block, block_keys},
+	{"transformer_block", block_count, expand_block, block_keys},
+	{"swiglu_mlp", swiglu_count, expand_swiglu, swiglu_keys},
 };
 #define N_SHORTHANDS (sizeof shorthands / sizeof shorthands[0])
 
@@ -144,17 +155,19 @@ static const char *kind_list(const char *last, char *buf, size_t size)
 	return cfg_join(names, last, buf, size);
 }
 
-/* The key of type d that holds its descendants (a residual's "body"), or
- * NULL. */
-static const struct tps_module_key *
-modules_key(const struct tps_module_type_desc *d)
+/* The keys of type d that hold its descendants, in its order, into
+ * keys[0..n) (a residual's "body"; a gated's "gate" and "up"); returns
+ * n, at most 2. */
+static int modules_keys(const struct tps_module_type_desc *d,
+			const struct tps_module_key *keys[2])
 {
+	int n = 0;
 	for (int k = 0; k < TPS_MODULE_MAX_KEYS && d->keys[k].name; k++) {
-		if (d->keys[k].kind == TPS_KEY_MODULES) {
-			return &d->keys[k];
+		if (d->keys[k].kind == TPS_KEY_MODULES && n < 2) {
+			keys[n++] = &d->keys[k];
 		}
 	}
-	return NULL;
+	return n;
 }
 
 /* The key a module's input width is read from, for messages. */
@@ -602,9 +615,9 @@ static int count_modules(const cJSON *m)
 	const struct shorthand *sh = shorthand_of_object(m);
 	const char *name = type_of_object(m);
 	int type = name ? tps_module_type_named(name) : -1;
-	const struct tps_module_key *key =
-		type >= 0 ? modules_key(&tps_module_types[type]) : NULL;
-	const cJSON *body = key ? cfg_get(m, key->name) : NULL;
+	const struct tps_module_key *keys[2];
+	int n_keys =
+		type >= 0 ? modules_keys(&tps_module_types[type], keys) : 0;
 	const cJSON *item;
 	int64_t n = 1;
 	if (is_repeat(m)) {
@@ -629,22 +642,25 @@ static int count_modules(const cJSON *m)
 		return n > TPS_MAX_MODULES ? TPS_MAX_MODULES + 1 : (int)n;
 	}
 	if (sh) {
-		return sh->modules;
+		return sh->count(m);
 	}
 	if (type >= 0) {
 		n += tps_module_part_count((enum tps_module_type)type);
 	}
-	if (!cJSON_IsArray(body)) {
-		return (int)n;
-	}
-	cJSON_ArrayForEach(item, body)
-	{
-		n += count_modules(item);
-		if (n > TPS_MAX_MODULES) {
-			break;
+	for (int k = 0; k < n_keys && n <= TPS_MAX_MODULES; k++) {
+		const cJSON *body = cfg_get(m, keys[k]->name);
+		if (!cJSON_IsArray(body)) {
+			continue;
+		}
+		cJSON_ArrayForEach(item, body)
+		{
+			n += count_modules(item);
+			if (n > TPS_MAX_MODULES) {
+				break;
+			}
 		}
 	}
-	return (int)n;
+	return n > TPS_MAX_MODULES ? TPS_MAX_MODULES + 1 : (int)n;
 }
 
 static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx);
@@ -777,6 +793,68 @@ static void read_body(struct cfg *c, const cJSON *body, void *ctx)
 	}
 }
 
+/* One body of a gated, /model/.../gate or /up: a non-empty list of
+ * modules. */
+static void read_branch(struct cfg *c, const cJSON *body, void *ctx)
+{
+	if (!cfg_expect(c, body, cJSON_IsArray, "an array of modules")) {
+		return;
+	}
+	if (cJSON_GetArraySize(body) == 0) {
+		cfg_fail(c, TPS_ERR_INPUT, "expected at least one module");
+		return;
+	}
+	cfg_each_item(c, body, model_item, ctx);
+}
+
+/* The width a body ends with: the output width of `last`, the last
+ * module that set it, in the body or before the gated (-1 when none
+ * has: unknown). */
+static int64_t branch_width(const struct model_ctx *x, int last)
+{
+	return last >= 0 ? x->spec->modules[last].out_features : -1;
+}
+
+/* A gated's two bodies, `keys` of the module at `at`: both read the
+ * gated's input, so each is checked against the width before the
+ * gated, and gate(x) * up(x) needs them to end with one width. */
+static void read_branches(struct cfg *c, const cJSON *m, struct model_ctx *x,
+			  int at, const struct tps_module_key *const keys[2])
+{
+	int width_in = x->last_width, gate_last, up_last;
+	int64_t wg, wu;
+	cfg_value(c, m, keys[0]->name, CFG_REQUIRED, read_branch, x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	x->spec->modules[at].n_first_body = x->next - at - 1;
+	gate_last = x->last_width;
+	x->last_width = width_in;
+	cfg_value(c, m, keys[1]->name, CFG_REQUIRED, read_branch, x);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	up_last = x->last_width;
+	wg = branch_width(x, gate_last);
+	wu = branch_width(x, up_last);
+	if (wg >= 0 && wu >= 0 && wg != wu) {
+		cfg_fail_at(c, keys[1]->name, TPS_ERR_INPUT,
+			    "the %s body ends with width %lld (%s), but "
+			    "%s(x) * %s(x) needs the %s body's, %lld (%s)",
+			    keys[1]->name, (long long)wu,
+			    up_last >= 0
+				    ? x->spec->modules[up_last].plan_pointer
+				    : "the input",
+			    keys[0]->name, keys[1]->name, keys[0]->name,
+			    (long long)wg,
+			    gate_last >= 0
+				    ? x->spec->modules[gate_last].plan_pointer
+				    : "the input");
+		return;
+	}
+	x->last_width = up_last != width_in ? up_last : gate_last;
+}
+
 /* A module made by a shorthand (transformer_block): named `prefix` +
  * `suffix`, replicated until planned, its pointer the shorthand's. */
 static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
@@ -812,17 +890,101 @@ static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
 	return ms;
 }
 
+/* swiglu_mlp's modules: 5. */
+static int swiglu_count(const cJSON *m)
+{
+	(void)m;
+	return 5;
+}
+
+/* transformer_block's: 12, two more with "mlp": "swiglu" (its gated,
+ * and w3). */
+static int block_count(const cJSON *m)
+{
+	const cJSON *mlp = cfg_get(m, "mlp");
+	return 12 + 2 * (cJSON_IsString(mlp) &&
+			 strcmp(mlp->valuestring, "swiglu") == 0);
+}
+
+/*
+ * LLaMA's feed-forward, w2(silu(w1 x) * w3 x), named under `prefix`:
+ *
+ *   <prefix>.swiglu (gated): gate [<prefix>.w1, <prefix>.act (silu)],
+ *                            up   [<prefix>.w3]
+ *   <prefix>.w2
+ *
+ * w1 and w3 (dim -> hidden), w2 (hidden -> dim), with bias or none;
+ * `hidden_key` is the key hidden's width is read from, for messages.
+ * Replicated until planned: w1 and w3 colwise, w2 rowwise is Megatron's
+ * and torchtitan's plan.
+ */
+static void add_swiglu(struct cfg *c, struct model_ctx *x, const char *prefix,
+		       int64_t dim, int64_t hidden, bool bias,
+		       const char *hidden_key)
+{
+	struct tps_module_spec *g, *l;
+	g = new_module(c, x, prefix, ".swiglu", TPS_MODULE_GATED);
+	g->n_first_body = 2;
+	g->n_descendants = 3;
+	l = new_module(c, x, prefix, ".w1", TPS_MODULE_LINEAR);
+	l->in_features = dim;
+	l->out_features = hidden;
+	set_width_key(c, l, hidden_key);
+	l->bias = bias;
+	check_width(c, x, l, "dim");
+	new_module(c, x, prefix, ".act", TPS_MODULE_SILU);
+	l = new_module(c, x, prefix, ".w3", TPS_MODULE_LINEAR);
+	l->in_features = dim;
+	l->out_features = hidden;
+	set_width_key(c, l, hidden_key);
+	l->bias = bias;
+	l = new_module(c, x, prefix, ".w2", TPS_MODULE_LINEAR);
+	l->in_features = hidden;
+	l->out_features = dim;
+	set_width_key(c, l, "dim");
+	l->bias = bias;
+	x->last_width = x->next - 1;
+}
+
+/*
+ * {"type": "swiglu_mlp", "name": N, "dim": E, "hidden": F, "bias":
+ * false}: LLaMA's feed-forward (add_swiglu), N.w1, N.act, N.w3 in
+ * N.swiglu, then N.w2, so that plans read like torchtitan's
+ * ("layers.*.feed_forward.w1").
+ */
+static void expand_swiglu(struct cfg *c, const cJSON *m, struct model_ctx *x)
+{
+	struct module_ctx mx = {x, x->next, 0, ""};
+	int64_t dim = 0, hidden = 0;
+	bool bias = false;
+
+	if (!cfg_check_keys(c, m, swiglu_keys)) {
+		return;
+	}
+	module_name(c, m, &mx);
+	cfg_int(c, m, "dim", CFG_REQUIRED, 1, 1 << 20, &dim);
+	cfg_int(c, m, "hidden", CFG_REQUIRED, 1, 1 << 22, &hidden);
+	cfg_bool(c, m, "bias", &bias);
+	if (!cfg_ok(c)) {
+		return;
+	}
+	add_swiglu(c, x, mx.name, dim, hidden, bias, "hidden");
+}
+
 /*
  * {"type": "transformer_block", "name": N, "dim": E, "num_heads": H,
  * "num_kv_heads": K (H), "hidden": F (4 E), "causal": true, "bias": true,
- * "eps": 1e-5}: a pre-norm
+ * "eps": 1e-5, "norm": "layernorm", "mlp": "gelu"}: a pre-norm
  * GPT block, with the conventional names
  *
  *   N.attn_residual = x + attn(ln1(x)):  N.ln1, N.attn (N.attn.q, .k, .v, .o)
  *   N.mlp_residual  = x + mlp(ln2(x)):   N.ln2, N.mlp.fc1, N.mlp.act (gelu),
  *                                        N.mlp.fc2
  *
- * so that plans read like torchtitan's ("layers.*.attn.[qkv]").
+ * so that plans read like torchtitan's ("layers.*.attn.[qkv]"). A LLaMA
+ * block: "norm": "rmsnorm" (ln1 and ln2 rmsnorms, no bias, eps as given)
+ * and "mlp": "swiglu" (N.mlp is add_swiglu's: N.mlp.swiglu with N.mlp.w1,
+ * N.mlp.act (silu), N.mlp.w3, then N.mlp.w2; hidden is w1's and w3's).
  */
 static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 {
@@ -830,6 +992,8 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	int64_t dim = 0, heads = 0, kv_heads = 0, hidden = 0;
 	bool causal = true, bias = true;
 	double eps = 1e-5;
+	int norm = 0, mlp = 0;
+	enum tps_module_type norm_type;
 	const char *name;
 	struct tps_module_spec *r, *ln, *a, *l;
 
@@ -846,6 +1010,9 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	cfg_bool(c, m, "causal", &causal);
 	cfg_bool(c, m, "bias", &bias);
 	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &eps);
+	cfg_choice(c, m, "norm", "norm", block_norms, &norm);
+	cfg_choice(c, m, "mlp", "mlp", block_mlps, &mlp);
+	norm_type = norm == 1 ? TPS_MODULE_RMSNORM : TPS_MODULE_LAYERNORM;
 	if (cfg_ok(c) && dim % heads != 0) {
 		cfg_fail_at(
 			c, "num_heads", TPS_ERR_INPUT,
@@ -867,11 +1034,11 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	/* x + attn(ln1(x)) */
 	r = new_module(c, x, name, ".attn_residual", TPS_MODULE_RESIDUAL);
 	r->n_descendants = 6;
-	ln = new_module(c, x, name, ".ln1", TPS_MODULE_LAYERNORM);
+	ln = new_module(c, x, name, ".ln1", norm_type);
 	ln->in_features = ln->out_features = dim;
 	set_width_key(c, ln, "dim");
 	ln->eps = eps;
-	ln->bias = bias;
+	ln->bias = norm_type == TPS_MODULE_LAYERNORM && bias;
 	check_width(c, x, ln, "dim");
 	a = new_module(c, x, name, ".attn", TPS_MODULE_ATTENTION);
 	a->in_features = a->out_features = dim;
@@ -885,12 +1052,25 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	}
 	/* x + mlp(ln2(x)) */
 	r = new_module(c, x, name, ".mlp_residual", TPS_MODULE_RESIDUAL);
-	r->n_descendants = 4;
-	ln = new_module(c, x, name, ".ln2", TPS_MODULE_LAYERNORM);
+	r->n_descendants = mlp == 1 ? 6 : 4;
+	ln = new_module(c, x, name, ".ln2", norm_type);
 	ln->in_features = ln->out_features = dim;
 	set_width_key(c, ln, "dim");
 	ln->eps = eps;
-	ln->bias = bias;
+	ln->bias = norm_type == TPS_MODULE_LAYERNORM && bias;
+	if (mlp == 1) {
+		char prefix[TPS_NAME_MAX];
+		int n = snprintf(prefix, sizeof prefix, "%s.mlp", name);
+		if (n < 0 || (size_t)n >= sizeof prefix) {
+			cfg_fail_at(c, "name", TPS_ERR_INPUT,
+				    "the name is too long for its modules' "
+				    "names (\"<name>.mlp.swiglu\")");
+			return;
+		}
+		add_swiglu(c, x, prefix, dim, hidden, bias,
+			   cfg_get(m, "hidden") ? "hidden" : "dim");
+		return;
+	}
 	l = new_module(c, x, name, ".mlp.fc1", TPS_MODULE_LINEAR);
 	l->in_features = dim;
 	l->out_features = hidden;
@@ -1046,8 +1226,8 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 	struct model_ctx *x = ctx;
 	const struct shorthand *sh = shorthand_of_object(m);
 	const struct tps_module_type_desc *d;
-	const struct tps_module_key *body;
-	int i;
+	const struct tps_module_key *bodies[2];
+	int i, n_bodies;
 	struct tps_module_spec *ms;
 	(void)index;
 	if (is_repeat(m)) {
@@ -1076,9 +1256,14 @@ static void model_item(struct cfg *c, const cJSON *m, int index, void *ctx)
 		check_width(c, x, ms, d->in_key);
 	}
 	add_parts(c, x, i);
-	body = modules_key(d);
-	if (body) {
-		cfg_value(c, m, body->name, CFG_REQUIRED, read_body, x);
+	n_bodies = modules_keys(d, bodies);
+	if (n_bodies == 1) {
+		cfg_value(c, m, bodies[0]->name, CFG_REQUIRED, read_body, x);
+	} else if (n_bodies == 2) {
+		read_branches(c, m, x, i, bodies);
+	}
+	if (n_bodies > 0) {
+		ms = &x->spec->modules[i];
 		ms->n_descendants = x->next - i - 1;
 	}
 	if (d->width != TPS_WIDTH_KEEPS) {

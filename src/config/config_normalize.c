@@ -102,6 +102,18 @@ static void put_modules(struct builder *b, cJSON *a,
 			const struct tps_module_spec *begin,
 			const struct tps_module_spec *end);
 
+/* The first key of type t that holds modules. */
+static const struct tps_module_key *first_modules_key(enum tps_module_type t)
+{
+	const struct tps_module_key *keys = tps_module_types[t].keys;
+	for (int k = 0; k < TPS_MODULE_MAX_KEYS && keys[k].name; k++) {
+		if (keys[k].kind == TPS_KEY_MODULES) {
+			return &keys[k];
+		}
+	}
+	return NULL;
+}
+
 /* Module m's value of `key`, a key of its type. */
 static void put_module_key(struct builder *b, cJSON *e,
 			   const struct tps_module_spec *m,
@@ -138,8 +150,19 @@ static void put_module_key(struct builder *b, cJSON *e,
 		}
 		break;
 	case TPS_KEY_MODULES:
-		put_modules(b, put_array(b, e, key->name), m + 1,
-			    m + 1 + m->n_descendants);
+		/* One body: every descendant. Two (gated): the first
+		 * n_first_body, then the rest. */
+		if (m->n_first_body == 0) {
+			put_modules(b, put_array(b, e, key->name), m + 1,
+				    m + 1 + m->n_descendants);
+		} else if (key == first_modules_key(m->type)) {
+			put_modules(b, put_array(b, e, key->name), m + 1,
+				    m + 1 + m->n_first_body);
+		} else {
+			put_modules(b, put_array(b, e, key->name),
+				    m + 1 + m->n_first_body,
+				    m + 1 + m->n_descendants);
+		}
 		break;
 	}
 }

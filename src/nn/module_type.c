@@ -151,6 +151,19 @@ const struct tps_module_type_desc tps_module_types[] = {
 			.why_not = "it has no weight to shard",
 			.ops = &tps_silu_ops,
 		},
+	/* gate(x) * up(x): two bodies on one input, multiplied element by
+	 * element (tps_dtensor_mul); swiglu_mlp's silu(w1 x) * w3 x. */
+	[TPS_MODULE_GATED] =
+		{
+			.name = "gated",
+			.keys = {TPS_MODULES_KEY("gate"),
+				 TPS_MODULES_KEY("up")},
+			.width = TPS_WIDTH_KEEPS,
+			.styles = PREPARE_STYLES,
+			.why_not = "it multiplies its bodies' outputs; plan "
+				   "the bodies' modules",
+			.ops = &tps_gated_ops,
+		},
 };
 _Static_assert(sizeof tps_module_types / sizeof tps_module_types[0] ==
 		       TPS_MODULE_TYPE_COUNT,

@@ -400,6 +400,18 @@ enum tps_status
 tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		    struct tps_module *end, struct tps_dtensor *dy,
 		    struct tps_dtensor *dx, struct tps_error *err);
+/* tps_nn_backward_seq, but the first module's input gradient is left as
+ * its backward computed it (partial, for a colwise linear on a replicated
+ * input) rather than walked back through its input's layouts, as
+ * keep_partial_dx does: for a parent that sums several bodies' input
+ * gradients before one reduction (gated). A first module under
+ * prepare_input walks its prepared layouts back as ever. */
+enum tps_status tps_nn_backward_seq_partial(const struct tps_nn_context *ctx,
+					    struct tps_module *begin,
+					    struct tps_module *end,
+					    struct tps_dtensor *dy,
+					    struct tps_dtensor *dx,
+					    struct tps_error *err);
 /* One module's reference forward (its ops'), its output then stored in
  * the activations dtype (m->dtypes), as the ranks store it. */
 enum tps_status tps_nn_reference_forward(struct tps_module *m,
@@ -622,5 +634,6 @@ extern const struct tps_module_ops tps_rmsnorm_ops;
 extern const struct tps_module_ops tps_residual_ops;
 extern const struct tps_module_ops tps_embedding_ops;
 extern const struct tps_module_ops tps_attention_ops;
+extern const struct tps_module_ops tps_gated_ops;
 
 #endif

@@ -145,7 +145,7 @@ enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
 static enum tps_status backward_one(const struct tps_nn_context *ctx,
 				    struct tps_module *m,
 				    struct tps_dtensor *dy,
-				    struct tps_dtensor *dx,
+				    struct tps_dtensor *dx, bool keep_partial,
 				    struct tps_error *err)
 {
 	const struct tps_module_spec *s = m->spec;
@@ -164,7 +164,8 @@ static enum tps_status backward_one(const struct tps_nn_context *ctx,
 	/* Under prepare_input, a partial input gradient is reduced by the
 	 * prepared layouts' walk, once (a reduce_scatter back into sequence
 	 * shards, as PyTorch's autograd does), not first to replicate. */
-	m->keep_partial_dx = s->style == TPS_STYLE_PREPARE_INPUT;
+	m->keep_partial_dx =
+		keep_partial || s->style == TPS_STYLE_PREPARE_INPUT;
 	st = m->ops->backward(ctx, m, dy, dx, err);
 	m->keep_partial_dx = false;
 	if (st == TPS_OK && dx && s->style == TPS_STYLE_PREPARE_INPUT) {
@@ -178,10 +179,10 @@ static enum tps_status backward_one(const struct tps_nn_context *ctx,
 	return st;
 }
 
-enum tps_status
-tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
-		    struct tps_module *end, struct tps_dtensor *dy,
-		    struct tps_dtensor *dx, struct tps_error *err)
+static enum tps_status
+backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
+	     struct tps_module *end, struct tps_dtensor *dy,
+	     struct tps_dtensor *dx, bool keep_partial, struct tps_error *err)
 {
 	struct tps_dtensor g = *dy;
 	int n, i, first_trainer;
@@ -203,7 +204,8 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		if (!want && first_trainer != i) {
 			break; /* nothing before it trains */
 		}
-		st = backward_one(ctx, list[i], &g, want ? &d : NULL, err);
+		st = backward_one(ctx, list[i], &g, want ? &d : NULL,
+				  keep_partial && i == 0, err);
 		g = d;
 	}
 	/* Whatever did not run backward still holds its saved input. */
@@ -215,6 +217,24 @@ tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
 		tps_dtensor_free(&g);
 	}
 	return st;
+}
+
+enum tps_status
+tps_nn_backward_seq(const struct tps_nn_context *ctx, struct tps_module *begin,
+		    struct tps_module *end, struct tps_dtensor *dy,
+		    struct tps_dtensor *dx, struct tps_error *err)
+{
+	return backward_seq(ctx, begin, end, dy, dx, false, err);
+}
+
+enum tps_status tps_nn_backward_seq_partial(const struct tps_nn_context *ctx,
+					    struct tps_module *begin,
+					    struct tps_module *end,
+					    struct tps_dtensor *dy,
+					    struct tps_dtensor *dx,
+					    struct tps_error *err)
+{
+	return backward_seq(ctx, begin, end, dy, dx, true, err);
 }
 
 enum tps_dtype tps_module_dtype(const struct tps_module *m,

@@ -71,11 +71,15 @@ enum tps_module_type {
 	TPS_MODULE_ATTENTION,
 	TPS_MODULE_RMSNORM, /* over the last dim, as nn.RMSNorm(dim) */
 	TPS_MODULE_SILU,    /* x sigmoid(x), as nn.SiLU */
+	/* gate(x) * up(x), element-wise: its descendants are two bodies
+	 * run on the same input, the gate's first (n_first_body of them),
+	 * then the up's (SwiGLU's w2's input, silu(w1 x) * w3 x). */
+	TPS_MODULE_GATED,
 };
 /* The number of module types (a define, not a member, so that switches
  * over the type need no case for it): the length of module_type.h's
  * table of descriptors, which has one per type. */
-#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_SILU + 1)
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_GATED + 1)
 
 /* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
@@ -306,6 +310,10 @@ struct tps_module_spec {
 	 * is followed by its n_descendants descendants, its body, which it
 	 * runs itself. 0 for a leaf. */
 	int n_descendants;
+	/* A composite of two bodies (gated): the first n_first_body
+	 * descendants are the first body, the rest the second. 0 for the
+	 * others, whose descendants are one body (or parts). */
+	int n_first_body;
 	/* The widths (last dims) of the input and the output: a linear's
 	 * in_features and out_features (its weight is (out, in)); a
 	 * layernorm's and an attention's dim, both; an embedding's output,

@@ -345,6 +345,17 @@ START_TEST(bad_configs_exit_2_with_one_line)
 		 "has more than 2^31 elements, the most a tensor with values "
 		 "may have (its rows come from /input/shape; a symbolic run, "
 		 "--symbolic, takes up to 2^48)"},
+		/* A SwiGLU whose w1 and w3 the plan splits differently: the
+		 * product is refused when it runs, naming both layouts. */
+		{"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		 "[\"tp\"]}, \"model\": [{\"name\": \"mlp\", \"type\": "
+		 "\"swiglu_mlp\", \"dim\": 4, \"hidden\": 6}], \"plan\": "
+		 "{\"mlp.w1\": \"colwise\", \"mlp.w3\": \"rowwise\"}, "
+		 "\"input\": {\"shape\": [2, 3, 4]}}",
+		 ": /model/0: mlp.swiglu: the element-wise product gate(x) * "
+		 "up(x) needs both operands in one layout, got shard(2) "
+		 "(gate, mlp.act's output) and replicate (up, mlp.w3's "
+		 "output)"},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -336,13 +336,14 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
 	    "(expected one of linear, relu, gelu, layernorm, residual, "
-	    "embedding, attention, rmsnorm, silu, transformer_block)"),
+	    "embedding, attention, rmsnorm, silu, gated, transformer_block, "
+	    "swiglu_mlp)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /model/1/type: module type \"dropout\" is not "
 	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding, attention, rmsnorm, silu or "
-	    "transformer_block)"),
+	    "residual, embedding, attention, rmsnorm, silu, gated, "
+	    "transformer_block or swiglu_mlp)"),
 	/* repeat: N copies of a module or a list of modules. */
 	BAD(WITH_MODEL(FC1
 		       ",{'repeat':0,'name':'r','module':{'type':'relu'}}") "}",
@@ -1613,6 +1614,65 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'device':{'FLOPS':1e14}}", TPS_ERR_INPUT,
 	    "cfg.json: /device/FLOPS: unknown key \"FLOPS\" (expected one of: "
 	    "TFLOPS)"),
+	/* gated: two bodies on one input, multiplied; swiglu_mlp; a LLaMA
+	 * transformer_block (norm, mlp). */
+	BAD(WITH_MODEL("{'name':'g','type':'gated','gate':[" FC1 "]}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/up: missing"),
+	BAD(WITH_MODEL("{'name':'g','type':'gated','gate':[],'up':[" FC1
+		       "]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/gate: expected at least one module"),
+	BAD(WITH_MODEL("{'name':'g','type':'gated','gate':[" FC1 "],'up':[{"
+		       "'name':'fc3','type':'linear','in_features':4,"
+		       "'out_features':6}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/up: the up body ends with width 6 "
+	    "(/model/0/up/0), but gate(x) * up(x) needs the gate body's, 8 "
+	    "(/model/0/gate/0)"),
+	BAD(WITH_MODEL(
+		    "{'name':'fc0','type':'linear','in_features':4,"
+		    "'out_features':4},{'name':'g','type':'gated','gate':[" FC1
+		    "],'up':[{'name':'fc3','type':'linear',"
+		    "'in_features':8,'out_features':8}]}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/up/0/in_features: expected 4, the "
+	    "out_features of /model/0, got 8"),
+	BAD(WITH_MODEL("{'name':'g','type':'gated','gate':[" FC1 "],'up':["
+		       "{'name':'fc3','type':'linear','in_features':4,"
+		       "'out_features':8}]}") ",'plan':{'g':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/g: colwise cannot apply to gated module \"g\" "
+	    "(it multiplies its bodies' outputs; plan the bodies' modules)"),
+	BAD(WITH_MODEL("{'name':'mlp','type':'swiglu_mlp','dim':4}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/0/hidden: missing"),
+	BAD(WITH_MODEL("{'name':'mlp','type':'swiglu_mlp','dim':4,"
+		       "'hidden':6,'eps':0.1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/eps: unknown key \"eps\" (expected one of: "
+	    "name, type, dim, hidden, bias)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'mlp','type':'swiglu_mlp','dim':4,"
+			   "'hidden':6}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/dim: expected 8, the out_features of "
+	    "/model/0, got 4"),
+	BAD(WITH_MODEL("{'name':'mlp','type':'swiglu_mlp','dim':4,"
+		       "'hidden':6,'bias':1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/bias: expected true or false, got 1"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2,'norm':'batchnorm'}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/norm: unknown norm \"batchnorm\" (expected "
+	    "one of layernorm, rmsnorm)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2,'mlp':'geglu'}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/mlp: unknown mlp \"geglu\" (expected one of "
+	    "gelu, swiglu)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2,'mlp':true}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/mlp: expected a string, got true"),
 
 	/* tied embeddings: "tie" on a linear (docs/transformer.md) */
 	BAD(TIED("'bias':false,'tie':'emb'") "}", TPS_ERR_INPUT,
@@ -2938,20 +2998,25 @@ static const struct {
 	{"relu", HDR "'model':[{'name':'m','type':'relu'}]," INPUT "}"},
 	{"gelu", HDR "'model':[{'name':'m','type':'gelu'}]," INPUT "}"},
 	{"layernorm", HDR "'model':[{'name':'m','type':'layernorm','dim':4,"
-		      "'eps':0.001,'bias':false}]," INPUT "}"},
+			  "'eps':0.001,'bias':false}]," INPUT "}"},
 	{"residual", HDR "'model':[{'name':'m','type':'residual','body':[{"
-		     "'name':'fc','type':'linear','in_features':4,"
-		     "'out_features':4,'bias':false}]}]," INPUT "}"},
+			 "'name':'fc','type':'linear','in_features':4,"
+			 "'out_features':4,'bias':false}]}]," INPUT "}"},
 	{"embedding", HDR "'model':[{'name':'m','type':'embedding',"
-		      "'num_embeddings':6,'embedding_dim':4}],'input':{"
-		      "'shape':[2,3],'init':'tokens'}}"},
+			  "'num_embeddings':6,'embedding_dim':4}],'input':{"
+			  "'shape':[2,3],'init':'tokens'}}"},
 	{"attention", HDR "'model':[{'name':'m','type':'attention',"
-		      "'embed_dim':4,'num_heads':2,'num_kv_heads':1,"
-		      "'causal':true,'bias':false"
-		      "}],'input':{'shape':[2,3,4]}}"},
+			  "'embed_dim':4,'num_heads':2,'num_kv_heads':1,"
+			  "'causal':true,'bias':false"
+			  "}],'input':{'shape':[2,3,4]}}"},
 	{"rmsnorm", HDR "'model':[{'name':'m','type':'rmsnorm','dim':4,"
-		    "'eps':0.001}]," INPUT "}"},
+			"'eps':0.001}]," INPUT "}"},
 	{"silu", HDR "'model':[{'name':'m','type':'silu'}]," INPUT "}"},
+	{"gated", HDR "'model':[{'name':'m','type':'gated','gate':[{'name':"
+		      "'a','type':'linear','in_features':4,'out_features':6,"
+		      "'bias':false},{'name':'s','type':'silu'}],'up':[{'name':"
+		      "'b','type':'linear','in_features':4,'out_features':6,"
+		      "'bias':false}]}]," INPUT "}"},
 };
 
 /* The top-level module "m" of a parsed config (a '-quoted one, or a

@@ -1661,6 +1661,129 @@ START_TEST(silu_blocks_train_like_the_reference)
 }
 END_TEST
 
+START_TEST(swiglu_mlps_match_the_reference)
+{
+	/* fc0 (replicated, so that the MLP's input gradient is used) ->
+	 * rmsnorm -> swiglu_mlp (w2(silu(w1 x) * w3 x)) at tp = _i on a 1-D
+	 * mesh and on dp 2 x tp; w1 and w3 colwise, w2 rowwise, plain TP or
+	 * sequence parallel (the rmsnorm "sequence", w2's output shard(1));
+	 * hidden tp + 6 (10 at tp 4: shards 3, 3, 3, 1; uneven from tp 3
+	 * up), a sequence of tp + 1 (uneven, empty shards from tp 3 up);
+	 * bias on and off; inference and 2 SGD steps with momentum. The
+	 * MLP moves what Megatron's does: plain TP, w2's all_reduce forward
+	 * and one all_reduce of the summed w1 and w3 input gradients
+	 * backward; SP, one all_gather of the input for w1 and w3 and w2's
+	 * reduce_scatter forward, their mirror backward (plus the rmsnorm's
+	 * input gather and its weight gradient's all_reduce). */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			for (int k = 0; k < 4; k++) {
+				int bias = k & 1, train = k >> 1;
+				int steps = train ? 2 : 1, dim = tp + 2;
+				int hidden = tp + 6, p = tp > 1;
+				int fwd = TPS_PHASE_FORWARD;
+				int bwd = TPS_PHASE_BACKWARD;
+				struct counts n = run_config(
+					"{'tpsim':1,'mesh':{'shape':[%s%d],"
+					"'dim_names':[%s'tp']},%s'model':["
+					"{'name':'fc0','type':'linear',"
+					"'in_features':%d,'out_features':%d},"
+					"{'name':'n1','type':'rmsnorm','dim':"
+					"%d},"
+					"{'name':'mlp','type':'swiglu_mlp',"
+					"'dim':%d,'hidden':%d,'bias':%s}],"
+					"'plan':{%s},"
+					"'input':{'shape':[%d,%d,%d],'init':"
+					"'uniform'},"
+					"'init':{'method':'uniform','seed':6},"
+					"'mode':'%s'%s}",
+					dp == 2 ? "2," : "", tp,
+					dp == 2 ? "'dp'," : "",
+					dp == 2 ? "'dp_dim':'dp'," : "", dim,
+					dim, dim, dim, hidden,
+					bias ? "true" : "false",
+					sp ? "'n1':'sequence','mlp.w[13]':"
+					     "'colwise','mlp.w2':{'style':"
+					     "'rowwise','output':'shard(1)'}"
+					   : "'mlp.w[13]':'colwise','mlp.w2':"
+					     "'rowwise'",
+					2 * dp, tp + 1, dim,
+					train ? "training" : "inference",
+					train ? ",'steps':2,'optimizer':{"
+						"'type':'sgd','lr':0.1,"
+						"'momentum':0.9}"
+					      : "");
+				int ar = TPS_COMM_ALL_REDUCE;
+				int ag = TPS_COMM_ALL_GATHER;
+				int rs = TPS_COMM_REDUCE_SCATTER;
+				ck_assert_int_eq(n.model_by_phase[fwd][ar],
+						 steps * p * !sp);
+				ck_assert_int_eq(n.model_by_phase[fwd][ag],
+						 steps * p * sp);
+				ck_assert_int_eq(n.model_by_phase[fwd][rs],
+						 steps * p * sp);
+				ck_assert_int_eq(n.model_by_phase[bwd][ar],
+						 train * steps * p);
+				ck_assert_int_eq(n.model_by_phase[bwd][ag],
+						 train * steps * p * sp * 2);
+				ck_assert_int_eq(n.model_by_phase[bwd][rs],
+						 train * steps * p * sp);
+			}
+		}
+	}
+	printf("tp=%d swiglu mlps: max_abs_diff %g\n", tp, (double)worst_diff);
+}
+END_TEST
+
+START_TEST(swiglu_product_needs_one_layout)
+{
+	/* w1 colwise (hidden shards) and w3 rowwise (replicated output): the
+	 * product of a shard(2) gate and a replicate up is refused, naming
+	 * both layouts, and the run stops with no output. */
+	const char *text =
+		"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},"
+		"'model':[{'name':'mlp','type':'swiglu_mlp','dim':4,"
+		"'hidden':6}],'plan':{'mlp.w1':'colwise','mlp.w3':'rowwise',"
+		"'mlp.w2':'rowwise'},'input':{'shape':[2,3,4]}}";
+	char buf[512];
+	cJSON *root;
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_tensor input;
+	struct tps_model_outcome sim = {0};
+	struct tps_error err = {0};
+	size_t i = 0;
+	for (; text[i] && i + 1 < sizeof buf; i++) {
+		buf[i] = text[i] == '\'' ? '"' : text[i];
+	}
+	buf[i] = 0;
+	root = cJSON_Parse(buf);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_int_eq(tps_config_parse(root, "cfg.json", &spec, &err),
+			 TPS_OK);
+	cJSON_Delete(root);
+	ck_assert_int_eq(tps_model_init(&model, &spec.model, &err), TPS_OK);
+	ck_assert_int_eq(tps_model_make_input(&spec.model, &input, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_model_run(&model, &input, NULL,
+				       (struct tps_event_sink){0}, &sim, &err),
+			 TPS_ERR_SHAPE);
+	ck_assert_str_eq(
+		err.message,
+		"/model/0: mlp.swiglu: the element-wise product gate(x) * "
+		"up(x) needs both operands in one layout, got "
+		"shard(2) (gate, mlp.act's output) and replicate "
+		"(up, mlp.w3's output) on mesh dim 0 (tp): plan the "
+		"two bodies alike (swiglu_mlp: w1 and w3 both "
+		"colwise)");
+	tps_tensor_free(&input);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(residual_blocks_train_like_the_reference)
 {
 	/* x + mlp(ln(x)), then a layernorm, trained 2 steps at tp = _i,
@@ -2161,6 +2284,64 @@ START_TEST(transformer_blocks_cost_what_megatron_says)
 }
 END_TEST
 
+START_TEST(llama_blocks_train_like_the_reference_and_cost_what_megatron_says)
+{
+	/* Two LLaMA blocks (transformer_block with "norm": "rmsnorm", "mlp":
+	 * "swiglu"; 8 heads, 4 kv heads, hidden 22: uneven at tp 4), bias
+	 * off as LLaMA, at tp 1, 2 and 4 over a sequence of 2 tp + 1, one
+	 * training step equal to the reference. Plain TP moves what a GPT
+	 * block does (2 all_reduces forward, 2 backward per block, the input
+	 * needing a gradient): the MLP's w1 and w3 input gradients are
+	 * summed before one reduction as the fused w1/w3 of Megatron.
+	 * Sequence parallel: an all_gather and a reduce_scatter per half
+	 * forward, their mirror backward, and each rmsnorm's weight gradient
+	 * all-reduced (2 per block: no bias, unlike layernorm's 4). */
+	int tp = 1 << _i;
+	worst_diff = 0;
+	for (int sp = 0; sp < 2; sp++) {
+		struct counts n = run_config(
+			"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
+			"'model':[{'name':'layers.0','type':'transformer_block'"
+			","
+			"'dim':16,'num_heads':8,'num_kv_heads':4,'hidden':22,"
+			"'bias':false,'norm':'rmsnorm','mlp':'swiglu'},"
+			"{'name':'layers.1','type':'transformer_block',"
+			"'dim':16,'num_heads':8,'num_kv_heads':4,'hidden':22,"
+			"'bias':false,'norm':'rmsnorm','mlp':'swiglu'}],"
+			"'plan':{'layers.*.attn.[qkv]':'colwise',"
+			"'layers.*.mlp.w[13]':'colwise',%s},"
+			"'input':{'shape':[2,%d,16],'requires_grad':%s},"
+			"'init':{'method':'uniform','seed':3},"
+			"'mode':'training','optimizer':{'type':'sgd','lr':0.05,"
+			"'momentum':0.9}}",
+			tp,
+			sp ? "'layers.0.attn_residual':{'style':'prepare_input'"
+			     ","
+			     "'input':'replicate','desired_input':'shard(1)'},"
+			     "'layers.*.ln[12]':'sequence','layers.*.attn.o':{"
+			     "'style':'rowwise','output':'shard(1)'},"
+			     "'layers.*.mlp.w2':{'style':'rowwise','output':"
+			     "'shard(1)'}"
+			   : "'layers.*.attn.o':'rowwise','layers.*.mlp.w2':"
+			     "'rowwise'",
+			2 * tp + 1, sp ? "false" : "true");
+		int p = tp > 1;
+		if (sp) {
+			assert_counts(&n, TPS_PHASE_FORWARD, 4 * p, 0, 4 * p,
+				      "sequence parallel");
+			assert_counts(&n, TPS_PHASE_BACKWARD, 4 * p, 4 * p,
+				      4 * p, "sequence parallel");
+		} else {
+			assert_counts(&n, TPS_PHASE_FORWARD, 0, 4 * p, 0,
+				      "plain TP");
+			assert_counts(&n, TPS_PHASE_BACKWARD, 0, 4 * p, 0,
+				      "plain TP");
+		}
+	}
+	printf("tp=%d llama blocks: max_abs_diff %g\n", tp, (double)worst_diff);
+}
+END_TEST
+
 START_TEST(two_block_transformers_train_like_the_reference)
 {
 	/* Issue 8's model: token ids -> vocab-parallel embedding -> 2
@@ -2637,6 +2818,12 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, tied_embeddings_train_like_the_reference, 1,
 			    9);
 	tcase_add_test(train, tied_gradient_is_the_sum_of_both_uses);
+	tcase_add_loop_test(train, swiglu_mlps_match_the_reference, 1, 9);
+	tcase_add_test(train, swiglu_product_needs_one_layout);
+	tcase_add_loop_test(
+		train,
+		llama_blocks_train_like_the_reference_and_cost_what_megatron_says,
+		0, 3);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,

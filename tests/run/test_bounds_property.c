@@ -1539,6 +1539,113 @@ START_TEST(a_ratio_past_the_float_range_is_left_out_of_the_trace)
 }
 END_TEST
 
+/*
+ * The gated product's rule (docs/numerics.md, "gated") on SwiGLU MLPs:
+ * fc0 (replicated, so that the MLP's input gradient is bounded too) ->
+ * swiglu_mlp, or its gated product alone (the model's output then the
+ * product, compared by the product's own bound), at tp 1-4, plain TP and
+ * sequence parallel (fc0 rowwise into sequence shards), bias on and off, 3
+ * steps of SGD at lr 0.5 (the values grow, and with them the bounds'
+ * second-order terms), inputs and weights normal (gates near 0, where silu's
+ * slope and the product's cancellation meet). No element may pass twice its
+ * bound, and no tensor may fall back to the tolerance: every module here has a
+ * rule.
+ */
+static struct stats swiglu_stats;
+
+static void free_swiglu_stats(void)
+{
+	stats_free(&swiglu_stats);
+	memset(&swiglu_stats, 0, sizeof swiglu_stats);
+}
+
+START_TEST(swiglu_mlps_stay_within_their_bounds)
+{
+	struct stats *s = &swiglu_stats;
+	int fallbacks = 0;
+	for (int i = 0; i < 32; i++) {
+		int tp = 1 + (i & 3), sp = (i >> 2) & 1, bias = (i >> 3) & 1;
+		bool product_last = i >> 4;
+		char text[2048], mlp[512];
+		struct tps_run_element_sink sink = {on_element, s};
+		struct tps_run_options opts = {
+			.config_path = "swiglu.json",
+			.config_text = text,
+			.output_path = "/dev/null",
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+			.threads = 1,
+			.elements = &sink,
+			.keep_comparison = true,
+		};
+		struct tps_run_summary sum = {0};
+		struct tps_error err = {0};
+		/* The MLP, or its gated product alone (then the model's
+		 * output is the product, compared by its own bound). */
+		if (product_last) {
+			snprintf(mlp, sizeof mlp,
+				 "{\"name\":\"mlp.swiglu\",\"type\":"
+				 "\"gated\",\"gate\":[{\"name\":\"mlp.w1\","
+				 "\"type\":\"linear\",\"in_features\":6,"
+				 "\"out_features\":%d,\"bias\":%s},{\"name\":"
+				 "\"mlp.act\",\"type\":\"silu\"}],\"up\":[{"
+				 "\"name\":\"mlp.w3\",\"type\":\"linear\","
+				 "\"in_features\":6,\"out_features\":%d,"
+				 "\"bias\":%s}]}",
+				 2 * tp + 3, bias ? "true" : "false",
+				 2 * tp + 3, bias ? "true" : "false");
+		} else {
+			snprintf(mlp, sizeof mlp,
+				 "{\"name\":\"mlp\",\"type\":\"swiglu_mlp\","
+				 "\"dim\":6,\"hidden\":%d,\"bias\":%s}",
+				 2 * tp + 3, bias ? "true" : "false");
+		}
+		snprintf(text, sizeof text,
+			 "{\"tpsim\":1,\"mesh\":{\"shape\":[%d],"
+			 "\"dim_names\":[\"tp\"]},\"model\":[{\"name\":"
+			 "\"fc0\",\"type\":\"linear\",\"in_features\":6,"
+			 "\"out_features\":6},%s],\"plan\":{%s\"mlp.w[13]\":"
+			 "\"colwise\"%s},\"input\":{\"shape\":"
+			 "[2,%d,6],\"init\":\"normal\",\"seed\":%d},"
+			 "\"init\":{\"method\":\"uniform\",\"seed\":%d},"
+			 "\"mode\":\"training\",\"steps\":3,"
+			 "\"optimizer\":{\"type\":\"sgd\",\"lr\":0.1}}",
+			 tp, mlp,
+			 sp ? "\"fc0\":{\"style\":\"rowwise\",\"output\":"
+			      "\"shard(1)\"},"
+			    : "",
+			 product_last ? ""
+			 : sp	      ? ",\"mlp.w2\":{\"style\":\"rowwise\","
+					"\"output\":\"shard(1)\"}"
+				      : ",\"mlp.w2\":\"rowwise\"",
+			 tp + 1, 11 + i, 40 + i);
+		opts.config_len = strlen(text);
+		s->index = i;
+		s->text = text;
+		s->dt = DT_F32;
+		s->shown_config = false;
+		ck_assert_msg(tps_run(&opts, NULL, &sum, &err) == TPS_OK,
+			      "%s\n%s", text, err.message);
+		for (int k = 0; k < sum.comparison.n; k++) {
+			const struct tps_compare_tensor *t =
+				&sum.comparison.t[k];
+			if (t->rule == TPS_COMPARE_TOLERANCE) {
+				printf("config %d: %s falls back: %s\n", i,
+				       t->name, t->none);
+				fallbacks++;
+			}
+		}
+		s->configs++;
+		tps_run_summary_free(&sum);
+	}
+	print_table(stdout, s);
+	ck_assert_msg(s->violations == 0,
+		      "%d elements beyond twice their bound (printed above)",
+		      s->violations);
+	ck_assert_int_eq(fallbacks, 0);
+}
+END_TEST
+
 static Suite *bounds_property_suite(void)
 {
 	Suite *s = suite_create("bounds_property");
@@ -1546,6 +1653,11 @@ static Suite *bounds_property_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_checked_fixture(tc, NULL, free_test_stats);
 	tcase_add_test(tc, no_difference_exceeds_its_bound);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("swiglu");
+	tcase_set_timeout(tc, 600);
+	tcase_add_checked_fixture(tc, NULL, free_swiglu_stats);
+	tcase_add_test(tc, swiglu_mlps_stay_within_their_bounds);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("trace");
 	tcase_add_test(tc,
