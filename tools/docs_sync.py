@@ -81,7 +81,9 @@ END = "<!-- end tpsim -->"
 # Pages outside docs/tutorial/ that hold generated blocks too.
 DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md",
                  "docs/symbolic.md", "examples/gpt3_175b/README.md",
-                 "docs/tp-vs-single-device.md", "docs/diff.md")
+                 "docs/tp-vs-single-device.md", "docs/diff.md",
+                 "examples/llama3_8b/README.md",
+                 "examples/llama3_tiny/README.md")
 MARKER = re.compile(r"^<!-- tpsim (.*?) -->\s*$")
 VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config", "diff",
          "plot", "bounds-property")

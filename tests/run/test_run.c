@@ -736,6 +736,67 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 }
 END_TEST
 
+/* Parameters of Llama-3-8B per tp rank from the published shapes
+ * (Meta's params.json: dim 4096, 32 layers, 32 heads, 8 kv heads of
+ * head_dim 128, ffn 14336, vocab 128256, untied output): per layer wq
+ * and wo (D, D), wk and wv (8 x 128, D), w1, w3 (F, D) and w2 (D, F),
+ * all split over t, and two norms of D, replicated; the embedding and
+ * the output V/t rows of D each; the final norm D. At t 1: 8030261248,
+ * the model's published 8.03B. */
+static int64_t llama3_8b_params_per_rank(int64_t t)
+{
+	const int64_t L = 32, D = 4096, KV = 8 * 128, F = 14336, V = 128256;
+	int64_t layer = (2 * D * D + 2 * KV * D + 3 * F * D) / t + 2 * D;
+	return L * layer + 2 * (V / t) * D + D;
+}
+
+START_TEST(llama3_8b_holds_its_published_parameters_per_rank)
+{
+	/* examples/llama3_8b at tp 8, plain and sequence parallel: each rank
+	 * holds 1/8 of every sharded weight, 128256 / 8 = 16032 vocabulary
+	 * rows, and the 65 norms whole; float32, 4 bytes each. At tp 16
+	 * (more ranks than the 8 kv heads) the run is refused, as
+	 * torchtitan refuses it. */
+	static const char *const configs[] = {"config.json", "config_sp.json"};
+	ck_assert_int_eq(llama3_8b_params_per_rank(1), 8030261248);
+	for (int c = 0; c < 2; c++) {
+		char path[256], trace[512];
+		const char *dir = tu_tempdir();
+		struct tps_run_options opts = {
+			.config_path = path,
+			.output_path = trace,
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+		};
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+
+		snprintf(path, sizeof path, "%s%s",
+			 tu_source_path("examples/llama3_8b/"), configs[c]);
+		snprintf(trace, sizeof trace, "%s/t.json", dir);
+		ck_assert_msg(tps_run(&opts, NULL, &s, &err) == TPS_OK, "%s",
+			      err.message);
+		ck_assert(s.symbolic);
+		ck_assert_int_eq(s.world_size, 8);
+		ck_assert_int_eq(s.footprint.params.max,
+				 4 * llama3_8b_params_per_rank(8));
+		ck_assert_int_eq(s.footprint.params.min,
+				 s.footprint.params.max);
+		ck_assert_int_eq(s.footprint.params.max, 4016062464);
+		ck_assert_int_eq(s.stats.tensor_peak_bytes, 0);
+
+		struct tps_config_var tp16 = {"tp", 16};
+		opts.overrides = &tp16;
+		opts.n_overrides = 1;
+		ck_assert_int_eq(tps_run(&opts, NULL, &s, &err),
+				 TPS_ERR_INPUT);
+		ck_assert_msg(strstr(err.message, "num_kv_heads") != NULL,
+			      "%s", err.message);
+		tu_rmtree(dir);
+	}
+}
+END_TEST
+
 /* ==== repeat (issue 15, items 25 and 27) =============================== */
 
 /* A model of two transformer_blocks, two copies of an MLP and two
@@ -1414,6 +1475,8 @@ static Suite *run_suite(void)
 		tcase_add_test(
 			sym,
 			gpt3_175b_reports_its_figures_and_takes_no_tensor_memory);
+		tcase_add_test(sym,
+			       llama3_8b_holds_its_published_parameters_per_rank);
 		tcase_add_test(sym,
 			       repeat_gives_the_trace_of_the_list_it_stands_for);
 		tcase_add_test(sym, gpt3_example_takes_its_layers_from_vars);
