@@ -69,7 +69,8 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x);
 
 static const char *const block_keys[] = {
 	"name", "type", "dim",	"num_heads", "num_kv_heads",
-	"hidden", "causal", "bias", "eps",	 NULL};
+	"hidden", "causal", "bias", "eps",	 "rope_theta",
+	"rope_style", NULL};
 
 /*
  * A config's "type" is a module type (module_type.h, whose descriptors say
@@ -225,7 +226,20 @@ static void read_module_keys(struct cfg *c, const cJSON *m,
 			*(bool *)(void *)field = key->fallback != 0;
 			cfg_bool(c, m, key->name, (bool *)(void *)field);
 			break;
+		case TPS_KEY_CHOICE:
+			*(int *)(void *)field = (int)key->fallback;
+			cfg_choice(c, m, key->name, key->name, key->choices,
+				   (int *)(void *)field);
+			break;
 		case TPS_KEY_MODULES: break;
+		}
+		if (cfg_ok(c) && key->needs && cfg_get(m, key->name) &&
+		    !cfg_get(m, key->needs)) {
+			cfg_fail_at(c, key->name, TPS_ERR_INPUT,
+				    "%s without %s (expected %s too: without "
+				    "it there is nothing for %s to set)",
+				    key->name, key->needs, key->needs,
+				    key->name);
 		}
 	}
 }
@@ -719,7 +733,7 @@ static struct tps_module_spec *new_module(struct cfg *c, struct model_ctx *x,
 /*
  * {"type": "transformer_block", "name": N, "dim": E, "num_heads": H,
  * "num_kv_heads": K (H), "hidden": F (4 E), "causal": true, "bias": true,
- * "eps": 1e-5}: a pre-norm
+ * "eps": 1e-5, "rope_theta": none, "rope_style": "rotate_half"}: a pre-norm
  * GPT block, with the conventional names
  *
  *   N.attn_residual = x + attn(ln1(x)):  N.ln1, N.attn (N.attn.q, .k, .v, .o)
@@ -733,7 +747,8 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	struct module_ctx mx = {x, x->next, 0, ""};
 	int64_t dim = 0, heads = 0, kv_heads = 0, hidden = 0;
 	bool causal = true, bias = true;
-	double eps = 1e-5;
+	double eps = 1e-5, rope_theta = 0.0;
+	int rope_style = TPS_ROPE_ROTATE_HALF;
 	const char *name;
 	struct tps_module_spec *r, *ln, *a, *l;
 
@@ -750,6 +765,16 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	cfg_bool(c, m, "causal", &causal);
 	cfg_bool(c, m, "bias", &bias);
 	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &eps);
+	cfg_number(c, m, "rope_theta", CFG_OPTIONAL, CFG_POSITIVE,
+		   &rope_theta);
+	cfg_choice(c, m, "rope_style", "rope_style", tps_rope_style_names,
+		   &rope_style);
+	if (cfg_ok(c) && cfg_get(m, "rope_style") && !cfg_get(m, "rope_theta")) {
+		cfg_fail_at(c, "rope_style", TPS_ERR_INPUT,
+			    "rope_style without rope_theta (expected "
+			    "rope_theta too: without it there is nothing for "
+			    "rope_style to set)");
+	}
 	if (cfg_ok(c) && dim % heads != 0) {
 		cfg_fail_at(
 			c, "num_heads", TPS_ERR_INPUT,
@@ -784,6 +809,17 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	a->num_kv_heads = kv_heads;
 	a->causal = causal;
 	a->bias = bias;
+	a->rope_theta = rope_theta;
+	a->rope_style = rope_style;
+	if (cfg_ok(c)) {
+		/* The attention's own rules (an even head_dim for RoPE). */
+		const char *key = NULL;
+		struct tps_error sub;
+		if (tps_attention_ops.check(a, &key, &sub) != TPS_OK) {
+			cfg_fail_at(c, key ? key : "num_heads", sub.status,
+				    "%s", sub.message);
+		}
+	}
 	if (cfg_ok(c)) {
 		add_parts(c, x, x->next - 1);
 	}
