@@ -737,9 +737,10 @@ enum tps_status tps_tensor_mul(struct tps_tensor *out,
 	return TPS_OK;
 }
 
-const char *const tps_rope_style_names[TPS_ROPE_STYLE_COUNT] = {
+const char *const tps_rope_style_names[TPS_ROPE_STYLE_COUNT + 1] = {
 	[TPS_ROPE_ROTATE_HALF] = "rotate_half",
 	[TPS_ROPE_INTERLEAVED] = "interleaved",
+	[TPS_ROPE_STYLE_COUNT] = NULL,
 };
 
 enum tps_status tps_tensor_rope(struct tps_tensor *out,

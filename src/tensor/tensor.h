@@ -348,8 +348,9 @@ enum tps_status tps_tensor_rope(struct tps_tensor *out,
 				struct tps_error *err);
 
 /* The names of enum tps_rope_style, as the config writes them
- * ("rotate_half", "interleaved"). */
-extern const char *const tps_rope_style_names[TPS_ROPE_STYLE_COUNT];
+ * ("rotate_half", "interleaved"), then NULL (tps_name_index's lists end
+ * with one). */
+extern const char *const tps_rope_style_names[TPS_ROPE_STYLE_COUNT + 1];
 
 /* True when every element is finite; else sets *first_bad to its index. */
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);
