@@ -191,6 +191,19 @@ static void set_width_key(struct cfg *c, struct tps_module_spec *ms,
 		 cfg_pointer(c), key);
 }
 
+/* Key `key` of object m given without key `needs` (rope_style without
+ * rope_theta) is an error at `key`. */
+static void check_needs(struct cfg *c, const cJSON *m, const char *key,
+			const char *needs)
+{
+	if (cfg_ok(c) && cfg_get(m, key) && !cfg_get(m, needs)) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "%s without %s (expected %s too: without it there "
+			    "is nothing for %s to set)",
+			    key, needs, needs, key);
+	}
+}
+
 /* Module m's keys as its type's descriptor lists them, into the fields
  * it names, in its order (the first bad key is the one reported); an
  * absent optional key gets its fallback. Descendants (TPS_KEY_MODULES)
@@ -233,13 +246,8 @@ static void read_module_keys(struct cfg *c, const cJSON *m,
 			break;
 		case TPS_KEY_MODULES: break;
 		}
-		if (cfg_ok(c) && key->needs && cfg_get(m, key->name) &&
-		    !cfg_get(m, key->needs)) {
-			cfg_fail_at(c, key->name, TPS_ERR_INPUT,
-				    "%s without %s (expected %s too: without "
-				    "it there is nothing for %s to set)",
-				    key->name, key->needs, key->needs,
-				    key->name);
+		if (key->needs) {
+			check_needs(c, m, key->name, key->needs);
 		}
 	}
 }
@@ -769,12 +777,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 		   &rope_theta);
 	cfg_choice(c, m, "rope_style", "rope_style", tps_rope_style_names,
 		   &rope_style);
-	if (cfg_ok(c) && cfg_get(m, "rope_style") && !cfg_get(m, "rope_theta")) {
-		cfg_fail_at(c, "rope_style", TPS_ERR_INPUT,
-			    "rope_style without rope_theta (expected "
-			    "rope_theta too: without it there is nothing for "
-			    "rope_style to set)");
-	}
+	check_needs(c, m, "rope_style", "rope_theta");
 	if (cfg_ok(c) && dim % heads != 0) {
 		cfg_fail_at(
 			c, "num_heads", TPS_ERR_INPUT,
