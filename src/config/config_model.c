@@ -773,8 +773,7 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	cfg_bool(c, m, "causal", &causal);
 	cfg_bool(c, m, "bias", &bias);
 	cfg_number(c, m, "eps", CFG_OPTIONAL, CFG_POSITIVE, &eps);
-	cfg_number(c, m, "rope_theta", CFG_OPTIONAL, CFG_POSITIVE,
-		   &rope_theta);
+	cfg_number(c, m, "rope_theta", CFG_OPTIONAL, CFG_POSITIVE, &rope_theta);
 	cfg_choice(c, m, "rope_style", "rope_style", tps_rope_style_names,
 		   &rope_style);
 	check_needs(c, m, "rope_style", "rope_theta");

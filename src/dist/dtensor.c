@@ -687,9 +687,8 @@ static enum tps_status rope_rank(void *opaque, int r, struct tps_tensor *out,
 	int n = x->global.ndim;
 	tps_dtensor_local_region(x->mesh, &x->global, x->placements, r, offset,
 				 length);
-	return tps_tensor_rope(out, &x->locals[r], job->head_dim,
-			       offset[n - 2], job->theta, job->style,
-			       job->sign, err);
+	return tps_tensor_rope(out, &x->locals[r], job->head_dim, offset[n - 2],
+			       job->theta, job->style, job->sign, err);
 }
 
 enum tps_status tps_dtensor_rope(struct tps_dtensor *out,
@@ -702,8 +701,8 @@ enum tps_status tps_dtensor_rope(struct tps_dtensor *out,
 	assert(n >= 2 && head_dim >= 2 && head_dim % 2 == 0);
 	for (int r = 0; r < x->mesh->world_size; r++) {
 		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
-		tps_dtensor_local_region(x->mesh, &x->global, x->placements,
-					 r, offset, length);
+		tps_dtensor_local_region(x->mesh, &x->global, x->placements, r,
+					 offset, length);
 		if (length[n - 1] != 0 && (offset[n - 1] % head_dim != 0 ||
 					   length[n - 1] % head_dim != 0)) {
 			return tps_error_set(

@@ -276,9 +276,9 @@ static enum tps_status rope_reference(const struct tps_module_spec *s,
 				      enum tps_dtype d, struct tps_error *err)
 {
 	struct tps_tensor r = {0};
-	enum tps_status st = tps_tensor_rope(
-		&r, t, head_dim(s), 0, s->rope_theta,
-		(enum tps_rope_style)s->rope_style, sign, err);
+	enum tps_status st =
+		tps_tensor_rope(&r, t, head_dim(s), 0, s->rope_theta,
+				(enum tps_rope_style)s->rope_style, sign, err);
 	if (st == TPS_OK) {
 		if (r.data) {
 			tps_dtype_round_array(r.data, tps_tensor_numel(&r), d);
@@ -634,9 +634,9 @@ static enum tps_status rope_bound(const struct tps_module_spec *s,
 {
 	struct tps_tensor r = {0};
 	struct tps_bound er = {0};
-	enum tps_status st = tps_tensor_rope(
-		&r, t, head_dim(s), 0, s->rope_theta,
-		(enum tps_rope_style)s->rope_style, sign, err);
+	enum tps_status st =
+		tps_tensor_rope(&r, t, head_dim(s), 0, s->rope_theta,
+				(enum tps_rope_style)s->rope_style, sign, err);
 	if (st == TPS_OK && tps_bound_is_none(e)) {
 		tps_bound_none_like(&er, e);
 	} else if (st == TPS_OK) {

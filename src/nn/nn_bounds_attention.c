@@ -167,9 +167,9 @@ static enum tps_status check(const struct tps_bound_attention *att,
 				     q->shape.ndim);
 	}
 	kv_shape = q->shape;
-	kv_shape.dim[kv_shape.ndim - 1] = k->shape.ndim == q->shape.ndim
-						  ? k->shape.dim[k->shape.ndim - 1]
-						  : -1;
+	kv_shape.dim[kv_shape.ndim - 1] =
+		k->shape.ndim == q->shape.ndim ? k->shape.dim[k->shape.ndim - 1]
+					       : -1;
 	if (!tps_shape_equal(&k->shape, &kv_shape)) {
 		return mismatch("k", k, "q", q, err);
 	}
@@ -485,10 +485,10 @@ static void head_columns(const struct tps_bound_units *un, const struct head *h,
 			double dk = h->scale * cs->dk[at];
 			cs->gdk[at] += dk;
 			cs->gdk_abs[at] += fabs(dk);
-			cs->gdk_e[at] +=
-				h->scale * (cs->dk_e[at] + gl * cs->dk_abs[at]) +
-				h->scale_rel * fabs(dk) +
-				tps_bound_round(&un->acc, dk);
+			cs->gdk_e[at] += h->scale * (cs->dk_e[at] +
+						     gl * cs->dk_abs[at]) +
+					 h->scale_rel * fabs(dk) +
+					 tps_bound_round(&un->acc, dk);
 			cs->gdv[at] += cs->dv[at];
 			cs->gdv_abs[at] += fabs(cs->dv[at]);
 			cs->gdv_e[at] += cs->dv_e[at] + gl * cs->dv_abs[at];
@@ -640,14 +640,14 @@ enum tps_status tps_bound_rope(const struct tps_tensor *x,
 	for (int64_t r = 0; r < rows; r++) {
 		double pos = (double)(r % S);
 		for (int64_t i = 0; i < half; i++) {
-			double t = sign * pos *
-				   pow(theta, -(double)(2 * i) /
-						      (double)head_dim);
+			double t =
+				sign * pos *
+				pow(theta, -(double)(2 * i) / (double)head_dim);
 			double c = fabs(cos(t)), sn = fabs(sin(t));
 			double delta = U_D * (4 * fabs(t) + 4);
 			int64_t a = style == TPS_ROPE_INTERLEAVED ? 2 * i : i;
 			int64_t b = style == TPS_ROPE_INTERLEAVED ? 2 * i + 1
-								   : i + half;
+								  : i + half;
 			for (int64_t h = 0; h < F; h += head_dim) {
 				int64_t ia = r * F + h + a, ib = r * F + h + b;
 				double ea = e_x->data[ia], eb = e_x->data[ib];

@@ -768,13 +768,13 @@ enum tps_status tps_tensor_rope(struct tps_tensor *out,
 		float *o = t.data + r * F;
 		for (int64_t i = 0; i < half; i++) {
 			/* theta^(-2i/d), as LLaMA's inv_freq (in double) */
-			double freq = pow(theta, -(double)(2 * i) /
-							 (double)head_dim);
+			double freq =
+				pow(theta, -(double)(2 * i) / (double)head_dim);
 			double angle = sign * pos * freq;
 			double c = cos(angle), s = sin(angle);
 			int64_t a = style == TPS_ROPE_INTERLEAVED ? 2 * i : i;
 			int64_t b = style == TPS_ROPE_INTERLEAVED ? 2 * i + 1
-								   : i + half;
+								  : i + half;
 			for (int64_t h = 0; h < F; h += head_dim) {
 				double xa = in[h + a], xb = in[h + b];
 				o[h + a] = (float)(xa * c - xb * s);

@@ -906,10 +906,11 @@ START_TEST(rope_positions_follow_sequence_shards)
 		 * and a part. */
 		struct tps_mesh m = mesh1(3);
 		struct tps_placement feat[1] = {tps_placement_shard(2)};
-		ck_assert_int_eq(
-			tps_dtensor_distribute(&x, &m, &g, feat, NULL), TPS_OK);
+		ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, feat, NULL),
+				 TPS_OK);
 		ck_assert_int_eq(tps_dtensor_rope(&y, &x, 4, 100.0,
-						  TPS_ROPE_ROTATE_HALF, 1, &err),
+						  TPS_ROPE_ROTATE_HALF, 1,
+						  &err),
 				 TPS_ERR_SHAPE);
 		ck_assert_str_eq(err.message,
 				 "rope: rank 0 holds features [0, 3) of 8: "

@@ -2004,8 +2004,8 @@ START_TEST(rope_blocks_match_the_reference)
 			"'input':{'shape':[%d,%d,32]%s},"
 			"'init':{'method':'uniform','seed':6}%s}",
 			dp == 2 ? "2," : "", tp, dp == 2 ? "'dp'," : "",
-			dp == 2 ? "'dp_dim':'dp'," : "", gqa ? 16 : 8,
-			8, causal ? "true" : "false", gqa ? "500000" : "10000",
+			dp == 2 ? "'dp_dim':'dp'," : "", gqa ? 16 : 8, 8,
+			causal ? "true" : "false", gqa ? "500000" : "10000",
 			style ? "interleaved" : "rotate_half",
 			sp ? "'b.attn_residual':{'style':'prepare_input',"
 			     "'input':'replicate','desired_input':'shard(1)'},"

@@ -912,8 +912,8 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 			}
 			for (int64_t j = 0; j < S; j++) {
 				for (int64_t cc = 0; cc < d; cc++) {
-					float *dv = &out[m + mk + kb + j * Fk +
-							 cc];
+					float *dv =
+						&out[m + mk + kb + j * Fk + cc];
 					float acc;
 					for (int64_t i = 0; i < S; i++) {
 						t[i] = p[i * S + j] *
@@ -1018,8 +1018,8 @@ static void att_bound(const void *opaque, const float *in, const float *e_in,
 }
 
 /* Fk: the kv heads' features (grouped-query attention), 0 for F. */
-static void att_case_kv(int64_t B, int64_t S, int64_t F, int64_t Fk,
-			int64_t d, bool causal, bool backward, float spread,
+static void att_case_kv(int64_t B, int64_t S, int64_t F, int64_t Fk, int64_t d,
+			bool causal, bool backward, float spread,
 			enum tps_dtype dtype, uint64_t seed, struct stats *st)
 {
 	struct att_ctx c = {B, S, F, d, causal, backward, Fk};
@@ -1028,17 +1028,17 @@ static void att_case_kv(int64_t B, int64_t S, int64_t F, int64_t Fk,
 	int64_t n_in = backward ? n_all : m + 2 * mk;
 	float *x0 = malloc((size_t)n_all * sizeof *x0);
 	float *e = malloc((size_t)n_all * sizeof *e);
-	struct fcase fc = {Fk ? (backward ? "grouped-query attention backward"
-					  : "grouped-query attention forward")
-			      : (backward ? "attention backward"
-					  : "attention forward"),
-			   n_in,
-			   backward ? m + 2 * mk : m,
-			   &c,
-			   att_exact,
-			   att_eval,
-			   att_bound,
-			   n_in <= 200};
+	struct fcase fc = {
+		Fk ? (backward ? "grouped-query attention backward"
+			       : "grouped-query attention forward")
+		   : (backward ? "attention backward" : "attention forward"),
+		n_in,
+		backward ? m + 2 * mk : m,
+		&c,
+		att_exact,
+		att_eval,
+		att_bound,
+		n_in <= 200};
 	struct tps_rng rng;
 	ck_assert(x0 && e);
 	tps_rng_seed(&rng, seed);
@@ -1125,8 +1125,8 @@ START_TEST(grouped_query_attention_bounds_hold_in_every_order)
 					    dtypes[d], 53, &st);
 			}
 		}
-		att_case_kv(1, 32, 8, 2, 2, true, true, 1.0f, TPS_DTYPE_F32,
-			    54, &st);
+		att_case_kv(1, 32, 8, 2, 2, true, true, 1.0f, TPS_DTYPE_F32, 54,
+			    &st);
 		report(scale ? "grouped-query attention"
 			     : "grouped-query attention, exact inputs",
 		       &st);
@@ -1159,9 +1159,9 @@ static void rope_exact(const void *opaque, const long double *in,
 	const struct rope_ctx *c = opaque;
 	for (int64_t r = 0; r < c->B * c->S; r++) {
 		for (int64_t i = 0; i < c->d / 2; i++) {
-			long double t = c->sign * (long double)(r % c->S) *
-					powl((long double)c->theta,
-					     -2.0L * i / c->d);
+			long double t =
+				c->sign * (long double)(r % c->S) *
+				powl((long double)c->theta, -2.0L * i / c->d);
 			long double cs = cosl(t), sn = sinl(t);
 			int64_t a, b;
 			rope_pair(c, i, &a, &b);
@@ -1234,9 +1234,14 @@ START_TEST(rope_bound_holds)
 			int64_t n = c.B * c.S * c.F;
 			float *x0 = malloc((size_t)n * sizeof *x0);
 			float *e = malloc((size_t)n * sizeof *e);
-			struct fcase fc = {"rope",	n,	   n,
-					   &c,		rope_exact, rope_eval,
-					   rope_bound_of, n <= 200};
+			struct fcase fc = {"rope",
+					   n,
+					   n,
+					   &c,
+					   rope_exact,
+					   rope_eval,
+					   rope_bound_of,
+					   n <= 200};
 			struct tps_rng rng;
 			ck_assert(x0 && e);
 			tps_rng_seed(&rng, 60 + (uint64_t)k);
@@ -1251,14 +1256,20 @@ START_TEST(rope_bound_holds)
 		}
 		{
 			/* one long sequence: positions to 1999 */
-			struct rope_ctx c = {1, 2000, 4, 4, 10000.0,
-					     TPS_ROPE_ROTATE_HALF, 1};
+			struct rope_ctx c = {1, 2000,	 4,
+					     4, 10000.0, TPS_ROPE_ROTATE_HALF,
+					     1};
 			int64_t n = c.S * c.F;
 			float *x0 = malloc((size_t)n * sizeof *x0);
 			float *e = malloc((size_t)n * sizeof *e);
-			struct fcase fc = {"rope",	n,	   n,
-					   &c,		rope_exact, rope_eval,
-					   rope_bound_of, false};
+			struct fcase fc = {"rope",
+					   n,
+					   n,
+					   &c,
+					   rope_exact,
+					   rope_eval,
+					   rope_bound_of,
+					   false};
 			struct tps_rng rng;
 			ck_assert(x0 && e);
 			tps_rng_seed(&rng, 99);

@@ -1010,9 +1010,9 @@ START_TEST(rope_turns_pairs_by_position)
 		x.data[i] = (float)(i % 4 + 1);
 	}
 	for (int style = 0; style < TPS_ROPE_STYLE_COUNT; style++) {
-		ck_assert_int_eq(tps_tensor_rope(&y, &x, 4, 0, 10000.0, style,
-						 1, NULL),
-				 TPS_OK);
+		ck_assert_int_eq(
+			tps_tensor_rope(&y, &x, 4, 0, 10000.0, style, 1, NULL),
+			TPS_OK);
 		ck_assert_mem_eq(y.data, x.data, 4 * sizeof(float));
 		for (int c = 0; c < 4; c++) {
 			ck_assert_float_eq_tol(y.data[4 + c], want[style][c],
