@@ -138,6 +138,11 @@ def check_module_types(schema, dump):
             elif k["kind"] == "module":
                 if shared.get("type") != "string":
                     problems.append("%s: not a module name" % where)
+            elif k["kind"] == "choice":
+                if shared.get("enum") != k["choices"]:
+                    problems.append("%s: the schema's choices %s, tpsim's %s"
+                                    % (where, shared.get("enum"),
+                                       k["choices"]))
             elif k["kind"] == "modules":
                 if (shared.get("type") != "array"
                         or shared.get("minItems") != 1
@@ -146,7 +151,20 @@ def check_module_types(schema, dump):
             else:
                 problems.append("%s: unknown kind %s" % (where, k["kind"]))
             default = own.get("default", shared.get("default"))
-            if "same_as" in k:
+            if k.get("needs"):
+                # given only with the key it needs
+                needs = schema["$defs"]["module_fields"].get(
+                    "dependentRequired", {}).get(k["name"])
+                if needs != [k["needs"]]:
+                    problems.append("%s: the schema's dependentRequired %s, "
+                                    "tpsim needs %s"
+                                    % (where, needs, k["needs"]))
+            if k.get("off_when_absent"):
+                # absent turns the feature off: no default to state
+                if default is not None:
+                    problems.append("%s: a default, but absent is off"
+                                    % where)
+            elif "same_as" in k:
                 # its default is another key's value: only in the text
                 if default is not None:
                     problems.append("%s: a default, but tpsim's is %s's"

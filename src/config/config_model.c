@@ -71,8 +71,10 @@ static int block_count(const cJSON *m);
 static int swiglu_count(const cJSON *m);
 
 static const char *const block_keys[] = {
-	"name",	  "type", "dim", "num_heads", "num_kv_heads", "hidden",
-	"causal", "bias", "eps", "norm",      "mlp",	      NULL};
+	"name",	      "type",	    "dim",	   "num_heads",
+	"num_kv_heads", "hidden",	    "causal",	   "bias",
+	"eps",	      "norm",	    "mlp",	   "rope_theta",
+	"rope_style",   NULL};
 static const char *const swiglu_keys[] = {"name",   "type", "dim",
 					  "hidden", "bias", NULL};
 /* transformer_block's "norm" and "mlp": the first is the default. */
@@ -225,6 +227,19 @@ static void read_module_name_key(struct cfg *c, const cJSON *v, void *ctx)
 	snprintf(out, TPS_NAME_MAX, "%s", v->valuestring);
 }
 
+/* Key `key` of object m given without key `needs` (rope_style without
+ * rope_theta) is an error at `key`. */
+static void check_needs(struct cfg *c, const cJSON *m, const char *key,
+			const char *needs)
+{
+	if (cfg_ok(c) && cfg_get(m, key) && !cfg_get(m, needs)) {
+		cfg_fail_at(c, key, TPS_ERR_INPUT,
+			    "%s without %s (expected %s too: without it there "
+			    "is nothing for %s to set)",
+			    key, needs, needs, key);
+	}
+}
+
 /* Module m's keys as its type's descriptor lists them, into the fields
  * it names, in its order (the first bad key is the one reported); an
  * absent optional key gets its fallback. Descendants (TPS_KEY_MODULES)
@@ -265,7 +280,15 @@ static void read_module_keys(struct cfg *c, const cJSON *m,
 			cfg_value(c, m, key->name, CFG_OPTIONAL,
 				  read_module_name_key, field);
 			break;
+		case TPS_KEY_CHOICE:
+			*(int *)(void *)field = (int)key->fallback;
+			cfg_choice(c, m, key->name, key->name, key->choices,
+				   (int *)(void *)field);
+			break;
 		case TPS_KEY_MODULES: break;
+		}
+		if (key->needs) {
+			check_needs(c, m, key->name, key->needs);
 		}
 	}
 }
@@ -974,7 +997,8 @@ static void expand_swiglu(struct cfg *c, const cJSON *m, struct model_ctx *x)
 /*
  * {"type": "transformer_block", "name": N, "dim": E, "num_heads": H,
  * "num_kv_heads": K (H), "hidden": F (4 E), "causal": true, "bias": true,
- * "eps": 1e-5, "norm": "layernorm", "mlp": "gelu"}: a pre-norm
+ * "eps": 1e-5, "norm": "layernorm", "mlp": "gelu", "rope_theta": none,
+ * "rope_style": "rotate_half"}: a pre-norm
  * GPT block, with the conventional names
  *
  *   N.attn_residual = x + attn(ln1(x)):  N.ln1, N.attn (N.attn.q, .k, .v, .o)
@@ -991,8 +1015,8 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	struct module_ctx mx = {x, x->next, 0, ""};
 	int64_t dim = 0, heads = 0, kv_heads = 0, hidden = 0;
 	bool causal = true, bias = true;
-	double eps = 1e-5;
-	int norm = 0, mlp = 0;
+	double eps = 1e-5, rope_theta = 0.0;
+	int norm = 0, mlp = 0, rope_style = TPS_ROPE_ROTATE_HALF;
 	enum tps_module_type norm_type;
 	const char *name;
 	struct tps_module_spec *r, *ln, *a, *l;
@@ -1013,6 +1037,10 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	cfg_choice(c, m, "norm", "norm", block_norms, &norm);
 	cfg_choice(c, m, "mlp", "mlp", block_mlps, &mlp);
 	norm_type = norm == 1 ? TPS_MODULE_RMSNORM : TPS_MODULE_LAYERNORM;
+	cfg_number(c, m, "rope_theta", CFG_OPTIONAL, CFG_POSITIVE, &rope_theta);
+	cfg_choice(c, m, "rope_style", "rope_style", tps_rope_style_names,
+		   &rope_style);
+	check_needs(c, m, "rope_style", "rope_theta");
 	if (cfg_ok(c) && dim % heads != 0) {
 		cfg_fail_at(
 			c, "num_heads", TPS_ERR_INPUT,
@@ -1047,6 +1075,17 @@ static void expand_block(struct cfg *c, const cJSON *m, struct model_ctx *x)
 	a->num_kv_heads = kv_heads;
 	a->causal = causal;
 	a->bias = bias;
+	a->rope_theta = rope_theta;
+	a->rope_style = rope_style;
+	if (cfg_ok(c)) {
+		/* The attention's own rules (an even head_dim for RoPE). */
+		const char *key = NULL;
+		struct tps_error sub;
+		if (tps_attention_ops.check(a, &key, &sub) != TPS_OK) {
+			cfg_fail_at(c, key ? key : "num_heads", sub.status,
+				    "%s", sub.message);
+		}
+	}
 	if (cfg_ok(c)) {
 		add_parts(c, x, x->next - 1);
 	}

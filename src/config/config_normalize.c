@@ -114,6 +114,24 @@ static const struct tps_module_key *first_modules_key(enum tps_module_type t)
 	return NULL;
 }
 
+/* Whether m's `key` is on: a positive number or size not 0, a true bool
+ * (what a key that `needs` it asks of it). */
+static bool key_is_on(const struct tps_module_spec *m,
+		      const struct tps_module_key *key)
+{
+	const char *field = (const char *)m + key->offset;
+	switch (key->kind) {
+	case TPS_KEY_SIZE: return *(const int64_t *)(const void *)field != 0;
+	case TPS_KEY_POSITIVE:
+		return *(const double *)(const void *)field != 0.0;
+	case TPS_KEY_BOOL: return *(const bool *)(const void *)field;
+	case TPS_KEY_CHOICE:
+	case TPS_KEY_MODULE_NAME:
+	case TPS_KEY_MODULES: break;
+	}
+	return true;
+}
+
 /* Module m's value of `key`, a key of its type. */
 static void put_module_key(struct builder *b, cJSON *e,
 			   const struct tps_module_spec *m,
@@ -137,8 +155,22 @@ static void put_module_key(struct builder *b, cJSON *e,
 			   (double)*(const int64_t *)(const void *)field);
 		break;
 	case TPS_KEY_POSITIVE:
+		/* Absent, and off (rope_theta): left out. */
+		if (key->off_when_absent &&
+		    *(const double *)(const void *)field == 0.0) {
+			break;
+		}
 		put_number(b, e, key->name,
 			   *(const double *)(const void *)field);
+		break;
+	case TPS_KEY_CHOICE:
+		/* Left out with the key it needs (rope_style: rope_theta). */
+		if (key->needs &&
+		    !key_is_on(m, tps_module_key_named(m->type, key->needs))) {
+			break;
+		}
+		put_string(b, e, key->name,
+			   key->choices[*(const int *)(const void *)field]);
 		break;
 	case TPS_KEY_BOOL:
 		put_bool(b, e, key->name, *(const bool *)(const void *)field);

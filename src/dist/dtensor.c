@@ -669,3 +669,53 @@ enum tps_status tps_dtensor_mul(struct tps_dtensor *out,
 	return tps_dtensor_map(out, a->mesh, &a->global, a->placements,
 			       mul_rank, &job, err);
 }
+
+struct rope_job {
+	const struct tps_dtensor *x;
+	int64_t head_dim;
+	double theta;
+	enum tps_rope_style style;
+	int sign;
+};
+
+static enum tps_status rope_rank(void *opaque, int r, struct tps_tensor *out,
+				 struct tps_error *err)
+{
+	const struct rope_job *job = opaque;
+	const struct tps_dtensor *x = job->x;
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	int n = x->global.ndim;
+	tps_dtensor_local_region(x->mesh, &x->global, x->placements, r, offset,
+				 length);
+	return tps_tensor_rope(out, &x->locals[r], job->head_dim, offset[n - 2],
+			       job->theta, job->style, job->sign, err);
+}
+
+enum tps_status tps_dtensor_rope(struct tps_dtensor *out,
+				 const struct tps_dtensor *x, int64_t head_dim,
+				 double theta, enum tps_rope_style style,
+				 int sign, struct tps_error *err)
+{
+	struct rope_job job = {x, head_dim, theta, style, sign};
+	int n = x->global.ndim;
+	assert(n >= 2 && head_dim >= 2 && head_dim % 2 == 0);
+	for (int r = 0; r < x->mesh->world_size; r++) {
+		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+		tps_dtensor_local_region(x->mesh, &x->global, x->placements, r,
+					 offset, length);
+		if (length[n - 1] != 0 && (offset[n - 1] % head_dim != 0 ||
+					   length[n - 1] % head_dim != 0)) {
+			return tps_error_set(
+				err, TPS_ERR_SHAPE,
+				"rope: rank %d holds features [%lld, %lld) of "
+				"%lld: expected whole heads of head_dim %lld "
+				"(the rotation pairs features within a head)",
+				r, (long long)offset[n - 1],
+				(long long)(offset[n - 1] + length[n - 1]),
+				(long long)x->global.dim[n - 1],
+				(long long)head_dim);
+		}
+	}
+	return tps_dtensor_map(out, x->mesh, &x->global, x->placements,
+			       rope_rank, &job, err);
+}

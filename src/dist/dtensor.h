@@ -187,6 +187,22 @@ enum tps_status tps_dtensor_mul(struct tps_dtensor *out,
 				const struct tps_dtensor *b,
 				struct tps_error *err);
 
+/*
+ * Rotary position embeddings (tps_tensor_rope) on a dtensor of shape
+ * (..., S, F), rank by rank with no collective: each rank's rows are the
+ * global positions its region of dim -2 starts at (tps_dtensor_local_region),
+ * so a sequence sharded over any mesh dims (sequence or context parallel
+ * layouts, uneven chunks, a chunk of a chunk) turns by the positions of
+ * the whole sequence, never by a shard's own row index. A partial tensor
+ * stays partial (the rotation is linear). Each rank must hold whole heads
+ * of head_dim features: otherwise TPS_ERR_SHAPE, naming the rank and its
+ * features. On error *out is untouched.
+ */
+enum tps_status tps_dtensor_rope(struct tps_dtensor *out,
+				 const struct tps_dtensor *x, int64_t head_dim,
+				 double theta, enum tps_rope_style style,
+				 int sign, struct tps_error *err);
+
 /* One step of a redistribution, as the observer sees it. */
 enum tps_redistribute_kind {
 	TPS_REDISTRIBUTE_COLLECTIVE, /* report says which and what it moved */

@@ -98,7 +98,9 @@ const struct tps_module_type_desc tps_module_types[] = {
 	/* Multi-head self-attention, nn.MultiheadAttention(embed_dim,
 	 * num_heads, bias=True) with its four projections as linears;
 	 * grouped-query attention with num_kv_heads < num_heads (k and v
-	 * then give num_kv_heads * head_dim features). */
+	 * then give num_kv_heads * head_dim features); rotary position
+	 * embeddings on q and k with rope_theta (LLaMA's 10000), in
+	 * rope_style rotate_half (default) or interleaved. */
 	[TPS_MODULE_ATTENTION] =
 		{
 			.name = "attention",
@@ -110,7 +112,14 @@ const struct tps_module_type_desc tps_module_types[] = {
 						 1, (int64_t)1 << 20,
 						 "num_heads"),
 				 TPS_BOOL_KEY("causal", causal, 0),
-				 TPS_BOOL_KEY("bias", bias, 1)},
+				 TPS_BOOL_KEY("bias", bias, 1),
+				 TPS_POSITIVE_OR_OFF_KEY("rope_theta",
+							 rope_theta),
+				 TPS_CHOICE_KEY_WITH("rope_style", rope_style,
+						     tps_rope_style_names,
+						     TPS_ROPE_STYLE_COUNT,
+						     TPS_ROPE_ROTATE_HALF,
+						     "rope_theta")},
 			.width = TPS_WIDTH_NEEDS,
 			.in_key = "embed_dim",
 			.out_key = "embed_dim",

@@ -34,6 +34,8 @@ enum tps_key_kind {
 	TPS_KEY_SIZE,	  /* an integer in [min, max], into an int64_t */
 	TPS_KEY_POSITIVE, /* a finite number > 0, into a double */
 	TPS_KEY_BOOL,	  /* true or false, into a bool */
+	/* One of the strings `choices`, into an int: its index */
+	TPS_KEY_CHOICE,
 	/* A non-empty list of modules: the module's descendants (a
 	 * residual's body), read after the module itself; no field. */
 	TPS_KEY_MODULES,
@@ -59,6 +61,17 @@ struct tps_module_key {
 	 * absent is that of this other key of the type (num_kv_heads:
 	 * num_heads), read before it. */
 	const char *same_as;
+	/* TPS_KEY_POSITIVE: absent means the feature is off (0 in the
+	 * field, no key in the normalised config): rope_theta. */
+	bool off_when_absent;
+	/* Set: the key means something only with this other key of the
+	 * type given (rope_style with rope_theta): given without it, an
+	 * error; left out of the normalised config when it is absent. */
+	const char *needs;
+	/* TPS_KEY_CHOICE: the strings, as many as n_choices; `fallback`
+	 * is the index of the default. */
+	const char *const *choices;
+	int n_choices;
 };
 
 /* offsetof(struct tps_module_spec, field), a compile error unless the
@@ -85,6 +98,21 @@ struct tps_module_key {
 	{                                                                      \
 		.name = (key), .kind = TPS_KEY_POSITIVE,                       \
 		.offset = TPS_MODULE_FIELD(field, double), .fallback = (dflt)  \
+	}
+/* An optional positive number whose absence turns a feature off. */
+#define TPS_POSITIVE_OR_OFF_KEY(key, field)                                    \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_POSITIVE,                       \
+		.offset = TPS_MODULE_FIELD(field, double),                     \
+		.off_when_absent = true                                        \
+	}
+/* An optional choice among `names` (n of them), default names[dflt],
+ * given only with key `other`. */
+#define TPS_CHOICE_KEY_WITH(key, field, names, n, dflt, other)                 \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_CHOICE,                         \
+		.offset = TPS_MODULE_FIELD(field, int), .fallback = (dflt),    \
+		.choices = (names), .n_choices = (n), .needs = (other)         \
 	}
 #define TPS_BOOL_KEY(key, field, dflt)                                         \
 	{                                                                      \
@@ -122,7 +150,7 @@ enum tps_width_rule {
 };
 
 #define TPS_STYLE_BIT(s)     (1u << (s))
-#define TPS_MODULE_MAX_KEYS  6
+#define TPS_MODULE_MAX_KEYS  8
 #define TPS_MODULE_MAX_PARTS 4
 
 struct tps_module_type_desc {

@@ -9,6 +9,9 @@
  *   x   brought to replicate on tp once (an all_gather from sequence
  *       shards: Megatron's one gather before its fused QKV)
  *   q, k, v = the linears on x             (..., S, H_r d) on rank r
+ *   q, k    turned by rotary position embeddings when rope_theta is
+ *           set (tps_tensor_rope: per head, by the global position of
+ *           each row; whole heads on every rank, so no communication)
  *   per head h of the rank: a_h = softmax(q_h k_h^T / sqrt(d) [+ causal
  *       mask]) v_h                         no communication
  *   y   = o(a)                             partial, then o's reduction
@@ -21,6 +24,9 @@
  *
  *   dv = p^T da, dp = da v^T, ds = p (dp - rowsum(p dp)),
  *   dq = ds k / sqrt(d), dk = ds^T q / sqrt(d)
+ *
+ * With RoPE the core runs on the turned q and k, and its dq and dk turn
+ * back by the transpose (the angle negated) before q's and k's linears.
  *
  * The three input gradients of q, k, v (partial when colwise) are summed
  * on each rank before one reduction: one all_reduce (or reduce_scatter
@@ -236,6 +242,53 @@ static enum tps_status core_backward(struct tps_tensor grads[3],
 	return st;
 }
 
+/* RoPE on q or k (sign 1) or on the gradient of the turned one (sign -1,
+ * the transpose) in place, emitted as `tensor`. The rows are the global
+ * positions, whatever the layout (tps_dtensor_rope). */
+static enum tps_status rope_step(const struct tps_nn_context *ctx,
+				 const struct tps_module_spec *s,
+				 struct tps_dtensor *t, int sign,
+				 const char *tensor, const char *note,
+				 struct tps_error *err)
+{
+	struct tps_dtensor r = {0};
+	enum tps_status st =
+		tps_dtensor_rope(&r, t, head_dim(s), s->rope_theta,
+				 (enum tps_rope_style)s->rope_style, sign, err);
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(ctx, s->name,
+					 sign > 0 ? "rope" : "rope_backward",
+					 tensor, note, &r, 0, err);
+	}
+	if (st == TPS_OK) {
+		tps_dtensor_free(t);
+		*t = r;
+	} else {
+		tps_dtensor_free(&r);
+	}
+	return st;
+}
+
+/* The reference's RoPE on the whole tensor (positions from 0), stored
+ * in dtype d as the ranks store their event. */
+static enum tps_status rope_reference(const struct tps_module_spec *s,
+				      struct tps_tensor *t, int sign,
+				      enum tps_dtype d, struct tps_error *err)
+{
+	struct tps_tensor r = {0};
+	enum tps_status st =
+		tps_tensor_rope(&r, t, head_dim(s), 0, s->rope_theta,
+				(enum tps_rope_style)s->rope_style, sign, err);
+	if (st == TPS_OK) {
+		if (r.data) {
+			tps_dtype_round_array(r.data, tps_tensor_numel(&r), d);
+		}
+		tps_tensor_free(t);
+		tps_tensor_move(t, &r);
+	}
+	return st;
+}
+
 struct core_job {
 	const struct tps_module *m;
 	const struct tps_dtensor *qkv; /* q, k, v */
@@ -264,7 +317,7 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 	struct tps_dtensor qkv[3] = {{0}}, a = {0}, out = {0};
 	struct core_job job = {m, qkv, NULL, NULL};
 	enum tps_status st = TPS_OK;
-	char note[160];
+	char note[256];
 
 	snprintf(in_name, sizeof in_name, "%s.in", s->name);
 	snprintf(core_name, sizeof core_name, "%s.heads", s->name);
@@ -287,6 +340,17 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 			st = c->ops->forward(ctx, c, &xi, &qkv[i], err);
 		}
 		tps_dtensor_free(&xi);
+	}
+	for (int i = Q; i <= K && st == TPS_OK && s->rope_theta > 0.0; i++) {
+		char name[TPS_NAME_MAX + 16];
+		snprintf(name, sizeof name, "%s.%c.rope", s->name, "qk"[i]);
+		snprintf(note, sizeof note,
+			 "rotary embeddings (%s, theta %g): each head's "
+			 "pairs turned by the row's global position times "
+			 "theta^(-2i/%lld); whole heads: no communication",
+			 tps_rope_style_names[s->rope_style], s->rope_theta,
+			 (long long)head_dim(s));
+		st = rope_step(ctx, s, &qkv[i], 1, name, note, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_dtensor_map(&a, ctx->mesh, &qkv[Q].global,
@@ -391,8 +455,10 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 		}
 		tps_dtensor_wrap(&dqkv[i], ctx->mesh, &m->saved_more[i].global,
 				 m->saved_more[i].placements, locals);
-		snprintf(name, sizeof name, "%s.%s.out.grad", s->name,
-			 names[i]);
+		snprintf(name, sizeof name,
+			 s->rope_theta > 0.0 && i != V ? "%s.%s.rope.grad"
+						       : "%s.%s.out.grad",
+			 s->name, names[i]);
 		st = tps_nn_emit_compute(
 			ctx, s->name, "attention_backward", name,
 			i == Q	 ? "dq = ds k / sqrt(d), ds = p (da v^T - "
@@ -400,6 +466,14 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 			: i == K ? "dk = ds^T q / sqrt(d): per head, local"
 				 : "dv = p^T da: per head, local",
 			&dqkv[i], 0, err);
+		if (st == TPS_OK && s->rope_theta > 0.0 && i != V) {
+			snprintf(name, sizeof name, "%s.%s.out.grad", s->name,
+				 names[i]);
+			st = rope_step(ctx, s, &dqkv[i], -1, name,
+				       "turned back: the rotation's transpose "
+				       "(the angle negated), per head, local",
+				       err);
+		}
 	}
 	/* q, k and v back to x; their input gradients, partial when they
 	 * are colwise, are summed before one reduction. */
@@ -463,6 +537,11 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 			st = tps_tensor_copy(&c->ref_saved_in, x, err);
 		}
 	}
+	for (int i = Q; i <= K && st == TPS_OK && s->rope_theta > 0.0; i++) {
+		st = rope_reference(s, &qkv[i], 1,
+				    tps_module_dtype(m, TPS_ROLE_ACTIVATIONS),
+				    err);
+	}
 	if (st == TPS_OK) {
 		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
 				  s->causal, err);
@@ -511,6 +590,11 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 				grads[i].data, tps_tensor_numel(&grads[i]),
 				tps_module_dtype(m, TPS_ROLE_GRADS));
 		}
+		if (s->rope_theta > 0.0 && i != V) {
+			st = rope_reference(s, &grads[i], -1,
+					    tps_module_dtype(m, TPS_ROLE_GRADS),
+					    err);
+		}
 	}
 	for (int i = Q; i <= V; i++) {
 		struct tps_module *c = child(m, i);
@@ -538,11 +622,42 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 	return st;
 }
 
-/* Not yet: nn_bounds.h's attention rule takes one kv head per query
- * head. */
-#define GQA_NO_BOUND                                                           \
-	"%s: grouped-query attention (num_kv_heads < num_heads) has no "      \
-	"error-bound rule yet"
+/* RoPE on the reference's t (q or k, or their gradients: sign -1) with
+ * its bound e (tps_bound_rope), stored in dtype d and emitted as
+ * `tensor`, as the ranks' rope_step does. A "no bound" stays one. */
+static enum tps_status rope_bound(const struct tps_module_spec *s,
+				  const struct tps_bound_ctx *bc,
+				  const struct tps_bound_dtypes *dt,
+				  struct tps_tensor *t, struct tps_bound *e,
+				  int sign, enum tps_dtype d,
+				  const char *tensor, struct tps_error *err)
+{
+	struct tps_tensor r = {0};
+	struct tps_bound er = {0};
+	enum tps_status st =
+		tps_tensor_rope(&r, t, head_dim(s), 0, s->rope_theta,
+				(enum tps_rope_style)s->rope_style, sign, err);
+	if (st == TPS_OK && tps_bound_is_none(e)) {
+		tps_bound_none_like(&er, e);
+	} else if (st == TPS_OK) {
+		st = tps_bound_rope(t, &e->e, &r, head_dim(s), s->rope_theta,
+				    (enum tps_rope_style)s->rope_style, sign,
+				    dt, &er.e, err);
+	}
+	if (st == TPS_OK) {
+		tps_nn_bound_store(&r, &er, d);
+		st = tps_bound_emit(bc, tensor, &r, &er, err);
+	}
+	if (st == TPS_OK) {
+		tps_tensor_free(t);
+		tps_tensor_move(t, &r);
+		tps_bound_free(e);
+		tps_bound_move(e, &er);
+	}
+	tps_tensor_free(&r);
+	tps_bound_free(&er);
+	return st;
+}
 
 /* The first "no bound" of three, or NULL. */
 static const struct tps_bound *none_of3(const struct tps_bound *e)
@@ -553,7 +668,9 @@ static const struct tps_bound *none_of3(const struct tps_bound *e)
 
 /*
  * The reference with bounds (docs/numerics.md, "Attention"): q, k and v
- * through their linears' rules, the core through nn_bounds.h's, stored
+ * through their linears' rules, RoPE's rule for q and k when it is on
+ * ("Rotary embeddings"), the core through nn_bounds.h's (grouped-query
+ * attention's too), stored
  * in the activations dtype, the output projection through its rule.
  */
 static enum tps_status attention_bound_forward(struct tps_module *m,
@@ -576,14 +693,19 @@ static enum tps_status attention_bound_forward(struct tps_module *m,
 					      m->training, x, ex, &qkv[i],
 					      &eqkv[i], err);
 	}
+	for (int i = Q; i <= K && st == TPS_OK && s->rope_theta > 0.0; i++) {
+		char name[TPS_NAME_MAX + 16];
+		snprintf(name, sizeof name, "%s.%c.rope", s->name, "qk"[i]);
+		st = rope_bound(s, bc, &dt, &qkv[i], &eqkv[i], 1,
+				tps_module_dtype(m, TPS_ROLE_ACTIVATIONS), name,
+				err);
+	}
 	if (st == TPS_OK) {
 		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
 				  s->causal, err);
 	}
 	if (st == TPS_OK && none_of3(eqkv)) {
 		tps_bound_none_like(&ea, none_of3(eqkv));
-	} else if (st == TPS_OK && s->num_kv_heads != s->num_heads) {
-		tps_bound_set_none(&ea, GQA_NO_BOUND, s->name);
 	} else if (st == TPS_OK) {
 		struct tps_bound_attention att = {
 			&qkv[Q],     &qkv[K],	  &qkv[V],    &eqkv[Q].e,
@@ -679,10 +801,6 @@ static enum tps_status attention_bound_backward(struct tps_module *m,
 		for (int i = Q; i <= V; i++) {
 			tps_bound_none_like(&eg[i], none);
 		}
-	} else if (st == TPS_OK && s->num_kv_heads != s->num_heads) {
-		for (int i = Q; i <= V; i++) {
-			tps_bound_set_none(&eg[i], GQA_NO_BOUND, s->name);
-		}
 	} else if (st == TPS_OK) {
 		struct tps_bound_attention att = {
 			&m->ref_saved_more[Q],
@@ -703,13 +821,23 @@ static enum tps_status attention_bound_backward(struct tps_module *m,
 				   head_dim(s), s->causal, err);
 	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
-		/* "<attn>.q.out.grad", as the ranks' events name it. */
+		/* "<attn>.q.out.grad", as the ranks' events name it
+		 * ("<attn>.q.rope.grad" before RoPE's transpose). */
 		char name[TPS_NAME_MAX + 16];
+		bool rope = s->rope_theta > 0.0 && i != V;
 		tps_nn_bound_store(&grads[i], &eg[i],
 				   tps_module_dtype(m, TPS_ROLE_GRADS));
-		snprintf(name, sizeof name, "%s.%c.out.grad", s->name,
+		snprintf(name, sizeof name,
+			 rope ? "%s.%c.rope.grad" : "%s.%c.out.grad", s->name,
 			 "qkv"[i]);
 		st = tps_bound_emit(bc, name, &grads[i], &eg[i], err);
+		if (st == TPS_OK && rope) {
+			snprintf(name, sizeof name, "%s.%c.out.grad", s->name,
+				 "qkv"[i]);
+			st = rope_bound(s, bc, &dt, &grads[i], &eg[i], -1,
+					tps_module_dtype(m, TPS_ROLE_GRADS),
+					name, err);
+		}
 	}
 	for (int i = Q; i <= V; i++) {
 		struct tps_module *c = child(m, i);
@@ -777,6 +905,15 @@ static enum tps_status attention_check(const struct tps_module_spec *s,
 			"%lld (each kv head serves num_heads / num_kv_heads "
 			"query heads)",
 			(long long)s->num_heads, (long long)s->num_kv_heads);
+	}
+	if (s->rope_theta > 0.0 && head_dim(s) % 2 != 0) {
+		*key = "rope_theta";
+		return tps_error_set(
+			err, TPS_ERR_INPUT,
+			"rotary embeddings turn pairs of features, so head_dim "
+			"must be even, got %lld (%lld features / %lld heads)",
+			(long long)head_dim(s), (long long)s->in_features,
+			(long long)s->num_heads);
 	}
 	return TPS_OK;
 }

@@ -109,11 +109,17 @@ enum tps_status tps_bound_softmax(const struct tps_tensor *s,
 				  struct tps_error *err);
 
 /*
- * The attention core's operands, as nn_attention.c takes them: q, k, v
- * (..., S, F), the outputs of the q, k, v linears, F a multiple of
- * head_dim d; per head h (features [h d, (h + 1) d)) and batch,
+ * The attention core's operands, as nn_attention.c takes them: q
+ * (..., S, F) and k, v (..., S, Fk), the outputs of the q, k, v linears
+ * (turned by RoPE, for q and k, when it is on), F and Fk multiples of
+ * head_dim d, Fk dividing F; per query head h (features [h d, (h + 1) d))
+ * and batch, with g = h / (F / Fk) its kv head (grouped-query attention;
+ * g = h when Fk = F),
  *
- *   a = softmax(q k^T / sqrt(d) [+ causal mask]) v
+ *   a_h = softmax(q_h k_g^T / sqrt(d) [+ causal mask]) v_g
+ *
+ * and backward dk_g, dv_g summed over the group's query heads in head
+ * order.
  */
 struct tps_bound_attention {
 	const struct tps_tensor *q, *k, *v;
@@ -122,13 +128,33 @@ struct tps_bound_attention {
 	bool causal;
 };
 
+/*
+ * e_y (x's shape): the bound of y = RoPE(x) as tps_tensor_rope computes
+ * it from x (..., S, F) at positions 0 .. S - 1 (sign 1, or -1: its
+ * transpose, the backward), y its result. Per pair (a, b) turned by the
+ * angle t = sign pos theta^(-2i/d), the code's cos and sin c, s within
+ * delta = u_d (4 |t| + 4) of the exact ones (pow, the product and libm's
+ * cos and sin, 1 ulp each), the sum in double, one float rounding:
+ *
+ *   e_y_a = |c| e_a + |s| e_b + (delta + gamma_2(u_d)) (|x_a| + |x_b|
+ *           + e_a + e_b) + u |y_a| (and the store)
+ *
+ * and alike for b (docs/numerics.md, "Rotary embeddings").
+ */
+enum tps_status tps_bound_rope(const struct tps_tensor *x,
+			       const struct tps_tensor *e_x,
+			       const struct tps_tensor *y, int64_t head_dim,
+			       double theta, enum tps_rope_style style,
+			       int sign, const struct tps_bound_dtypes *dt,
+			       struct tps_tensor *e_y, struct tps_error *err);
+
 /* e_a (q's shape): the bound of the heads' output a. */
 enum tps_status
 tps_bound_attention_forward(const struct tps_bound_attention *att,
 			    const struct tps_bound_dtypes *dt,
 			    struct tps_tensor *e_a, struct tps_error *err);
 
-/* From da and e_da (q's shape): e_dq, e_dk, e_dv (each q's shape), the
+/* From da and e_da (q's shape): e_dq (q's shape), e_dk, e_dv (k's), the
  * bounds of dv = p^T da, ds = p (da v^T - rowsum(p da v^T)),
  * dq = ds k / sqrt(d), dk = ds^T q / sqrt(d). */
 enum tps_status tps_bound_attention_backward(

@@ -27,7 +27,9 @@ static enum tps_status mismatch(const char *what, const struct tps_tensor *a,
 	char as[128], bs[128];
 	return tps_error_set(err, TPS_ERR_SHAPE,
 			     "%s bound: %s %s does not match %s %s",
-			     strcmp(of, "s") == 0 ? "softmax" : "attention",
+			     strcmp(of, "s") == 0   ? "softmax"
+			     : strcmp(of, "x") == 0 ? "rope"
+						    : "attention",
 			     what, tps_shape_format(&a->shape, as, sizeof as),
 			     of, tps_shape_format(&b->shape, bs, sizeof bs));
 }
@@ -136,59 +138,81 @@ out:
 	return TPS_OK;
 }
 
-/* One head of one batch entry: strided views into (S, F). */
+/* One query head of one batch entry and its kv head: strided views into
+ * q (S, F) and k, v (S, Fk) (grouped-query attention: Fk < F). */
 struct head {
 	const float *q, *k, *v, *eq, *ek, *ev;
-	int64_t S, F, d;
+	int64_t S, F, Fk, d;
 	bool causal;
 	double scale;	  /* 1 / sqrt(d), exact but for double's rounding */
 	float scale_f;	  /* the code's */
 	double scale_rel; /* |scale_f sqrt(d) - 1|, and double's part */
 };
 
+/* q and e_q (..., S, F); k, v, e_k, e_v (..., S, Fk), Fk a multiple of
+ * head_dim dividing F (F / Fk query heads per kv head). */
 static enum tps_status check(const struct tps_bound_attention *att,
 			     struct tps_error *err)
 {
-	const struct tps_tensor *q = att->q;
-	const struct tps_tensor *others[] = {att->k, att->v, att->e_q, att->e_k,
+	const struct tps_tensor *q = att->q, *k = att->k;
+	const struct tps_tensor *others[] = {att->e_q, att->v, att->e_k,
 					     att->e_v};
-	static const char *const names[] = {"k", "v", "e_q", "e_k", "e_v"};
-	int64_t F;
+	static const char *const names[] = {"e_q", "v", "e_k", "e_v"};
+	struct tps_shape kv_shape;
+	int64_t F, Fk;
 	if (q->shape.ndim < 2) {
 		return tps_error_set(err, TPS_ERR_SHAPE,
 				     "attention bound: q needs (..., S, F), "
 				     "got %d dims",
 				     q->shape.ndim);
 	}
-	for (int i = 0; i < 5; i++) {
-		if (!tps_shape_equal(&others[i]->shape, &q->shape)) {
-			return mismatch(names[i], others[i], "q", q, err);
+	kv_shape = q->shape;
+	kv_shape.dim[kv_shape.ndim - 1] =
+		k->shape.ndim == q->shape.ndim ? k->shape.dim[k->shape.ndim - 1]
+					       : -1;
+	if (!tps_shape_equal(&k->shape, &kv_shape)) {
+		return mismatch("k", k, "q", q, err);
+	}
+	for (int i = 0; i < 4; i++) {
+		const struct tps_shape *want = i == 0 ? &q->shape : &kv_shape;
+		if (!tps_shape_equal(&others[i]->shape, want)) {
+			return mismatch(names[i], others[i], i == 0 ? "q" : "k",
+					i == 0 ? q : k, err);
 		}
 	}
 	F = q->shape.dim[q->shape.ndim - 1];
-	if (att->head_dim < 1 || F % att->head_dim != 0) {
+	Fk = kv_shape.dim[kv_shape.ndim - 1];
+	if (att->head_dim < 1 || F % att->head_dim != 0 ||
+	    Fk % att->head_dim != 0 || Fk == 0 || F % Fk != 0) {
 		return tps_error_set(err, TPS_ERR_SHAPE,
 				     "attention bound: head_dim %lld does not "
-				     "divide the %lld features",
-				     (long long)att->head_dim, (long long)F);
+				     "divide the %lld features into whole "
+				     "groups of the %lld kv features",
+				     (long long)att->head_dim, (long long)F,
+				     (long long)Fk);
 	}
 	return TPS_OK;
 }
 
+/* Query head hd of batch entry b; its kv head is hd / (F / Fk). */
 static void head_init(struct head *h, const struct tps_bound_attention *att,
-		      int64_t base)
+		      int64_t b, int64_t hd)
 {
 	const struct tps_shape *sh = &att->q->shape;
+	int64_t base, kbase;
 	h->S = sh->dim[sh->ndim - 2];
 	h->F = sh->dim[sh->ndim - 1];
+	h->Fk = att->k->shape.dim[att->k->shape.ndim - 1];
 	h->d = att->head_dim;
 	h->causal = att->causal;
+	base = b * h->S * h->F + hd * h->d;
+	kbase = b * h->S * h->Fk + hd / (h->F / h->Fk) * h->d;
 	h->q = att->q->data + base;
-	h->k = att->k->data + base;
-	h->v = att->v->data + base;
+	h->k = att->k->data + kbase;
+	h->v = att->v->data + kbase;
 	h->eq = att->e_q->data + base;
-	h->ek = att->e_k->data + base;
-	h->ev = att->e_v->data + base;
+	h->ek = att->e_k->data + kbase;
+	h->ev = att->e_v->data + kbase;
 	h->scale_f = 1.0f / sqrtf((float)h->d);
 	h->scale = 1.0 / sqrt((double)h->d);
 	h->scale_rel =
@@ -209,10 +233,10 @@ static void row_scores(struct scratch *w, const struct tps_bound_units *un,
 		float acc = 0.0f;
 		double prop = 0.0, mag = 0.0;
 		for (int64_t c = 0; c < h->d; c++) {
-			float qc = h->q[i * h->F + c], kc = h->k[j * h->F + c];
+			float qc = h->q[i * h->F + c], kc = h->k[j * h->Fk + c];
 			acc += qc * kc;
 			prop += fabs((double)kc) * h->eq[i * h->F + c] +
-				fabs((double)qc) * h->ek[j * h->F + c];
+				fabs((double)qc) * h->ek[j * h->Fk + c];
 			mag += fabs((double)qc * kc);
 		}
 		w->s[j] = acc * h->scale_f;
@@ -245,13 +269,13 @@ static void head_forward(struct scratch *w, const struct tps_bound_units *un,
 		for (int64_t c = 0; c < h->d; c++) {
 			double a = 0.0, e = 0.0, mag = 0.0;
 			for (int64_t j = 0; j <= last; j++) {
-				a += w->p[j] * h->v[j * h->F + c];
+				a += w->p[j] * h->v[j * h->Fk + c];
 			}
 			for (int64_t j = 0; j <= last; j++) {
-				double v = h->v[j * h->F + c];
+				double v = h->v[j * h->Fk + c];
 				e += w->p[j] * fabs(v - a) * w->es[j] +
 				     fabs(v) * w->eps_p[j] +
-				     w->p[j] * h->ev[j * h->F + c];
+				     w->p[j] * h->ev[j * h->Fk + c];
 				mag += w->p[j] * fabs(v);
 			}
 			e += gl * mag;
@@ -291,7 +315,7 @@ tps_bound_attention_forward(const struct tps_bound_attention *att,
 		for (int64_t hd = 0; hd < F / att->head_dim; hd++) {
 			int64_t base = b * S * F + hd * att->head_dim;
 			struct head h;
-			head_init(&h, att, base);
+			head_init(&h, att, b, hd);
 			head_forward(&w, &un, &h, out.data + base);
 		}
 	}
@@ -305,19 +329,27 @@ out:
 	return TPS_OK;
 }
 
-/* The sums over query rows of dk and dv, per (j, c) of one head. */
+/* The sums over query rows of dk and dv, per (j, c) of one head; and
+ * over the query heads of a kv head's group (grouped-query attention):
+ * the heads' dk and dv, their magnitudes and their bounds. */
 struct column_sums {
 	double *dk, *dk_abs, *dk_e, *dv, *dv_abs, *dv_e;
+	double *gdk, *gdk_abs, *gdk_e, *gdv, *gdv_abs, *gdv_e;
 };
+
+#define COLUMN_ARRAYS(s)                                                       \
+	{                                                                      \
+		&(s)->dk, &(s)->dk_abs, &(s)->dk_e, &(s)->dv, &(s)->dv_abs,    \
+			&(s)->dv_e, &(s)->gdk, &(s)->gdk_abs, &(s)->gdk_e,     \
+			&(s)->gdv, &(s)->gdv_abs, &(s)->gdv_e                  \
+	}
 
 static void columns_free(struct column_sums *s)
 {
-	free(s->dk);
-	free(s->dk_abs);
-	free(s->dk_e);
-	free(s->dv);
-	free(s->dv_abs);
-	free(s->dv_e);
+	double **arrays[] = COLUMN_ARRAYS(s);
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+		free(*arrays[i]);
+	}
 	*s = (struct column_sums){0};
 }
 
@@ -325,25 +357,30 @@ static enum tps_status columns_init(struct column_sums *s, int64_t n,
 				    struct tps_error *err)
 {
 	size_t count = (size_t)(n > 0 ? n : 1);
-	s->dk = calloc(count, sizeof *s->dk);
-	s->dk_abs = calloc(count, sizeof *s->dk_abs);
-	s->dk_e = calloc(count, sizeof *s->dk_e);
-	s->dv = calloc(count, sizeof *s->dv);
-	s->dv_abs = calloc(count, sizeof *s->dv_abs);
-	s->dv_e = calloc(count, sizeof *s->dv_e);
-	if (!s->dk || !s->dk_abs || !s->dk_e || !s->dv || !s->dv_abs ||
-	    !s->dv_e) {
+	double **arrays[] = COLUMN_ARRAYS(s);
+	bool ok = true;
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+		*arrays[i] = calloc(count, sizeof **arrays[i]);
+		ok = ok && *arrays[i];
+	}
+	if (!ok) {
 		columns_free(s);
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
 	return TPS_OK;
 }
 
-static void columns_zero(struct column_sums *s, int64_t n)
+/* The row sums (group false) or the group sums (true) to 0. */
+static void columns_zero(struct column_sums *s, int64_t n, bool group)
 {
 	for (int64_t i = 0; i < n; i++) {
-		s->dk[i] = s->dk_abs[i] = s->dk_e[i] = 0.0;
-		s->dv[i] = s->dv_abs[i] = s->dv_e[i] = 0.0;
+		if (group) {
+			s->gdk[i] = s->gdk_abs[i] = s->gdk_e[i] = 0.0;
+			s->gdv[i] = s->gdv_abs[i] = s->gdv_e[i] = 0.0;
+		} else {
+			s->dk[i] = s->dk_abs[i] = s->dk_e[i] = 0.0;
+			s->dv[i] = s->dv_abs[i] = s->dv_e[i] = 0.0;
+		}
 	}
 }
 
@@ -370,10 +407,10 @@ static void row_ds(struct scratch *w, const struct tps_bound_units *un,
 	for (int64_t j = 0; j <= last; j++) {
 		double dp = 0.0, e = 0.0, mag = 0.0;
 		for (int64_t c = 0; c < h->d; c++) {
-			double g = da[i * h->F + c], v = h->v[j * h->F + c];
+			double g = da[i * h->F + c], v = h->v[j * h->Fk + c];
 			dp += g * v;
 			e += fabs(v) * eda[i * h->F + c] +
-			     fabs(g) * h->ev[j * h->F + c];
+			     fabs(g) * h->ev[j * h->Fk + c];
 			mag += fabs(g * v);
 		}
 		w->dp[j] = dp;
@@ -413,11 +450,11 @@ static void row_backward(struct scratch *w, const struct tps_bound_units *un,
 		double q = h->q[i * h->F + c], eq = h->eq[i * h->F + c];
 		double g = da[i * h->F + c], eg = eda[i * h->F + c];
 		for (int64_t j = 0; j <= last; j++) {
-			double k = h->k[j * h->F + c];
+			double k = h->k[j * h->Fk + c];
 			int64_t at = j * h->d + c;
 			dq += w->ds[j] * k;
 			e += w->eds[j] * fabs(k) +
-			     fabs(w->ds[j]) * h->ek[j * h->F + c];
+			     fabs(w->ds[j]) * h->ek[j * h->Fk + c];
 			mag += fabs(w->ds[j] * k);
 			cs->dk[at] += w->ds[j] * q;
 			cs->dk_abs[at] += fabs(w->ds[j] * q);
@@ -435,24 +472,50 @@ static void row_backward(struct scratch *w, const struct tps_bound_units *un,
 	}
 }
 
-/* dk_jc and dv_jc from their sums over the L_j rows that see key j. */
+/* One query head's dk_jc and dv_jc from their sums over the L_j rows
+ * that see key j, with their bounds, added to the group's sums. */
 static void head_columns(const struct tps_bound_units *un, const struct head *h,
-			 const struct column_sums *cs, float *edk, float *edv)
+			 struct column_sums *cs)
 {
 	for (int64_t j = 0; j < h->S; j++) {
 		int64_t rows = h->causal ? h->S - j : h->S;
 		double gl = tps_bound_gamma_path((double)rows * un->acc.u);
 		for (int64_t c = 0; c < h->d; c++) {
 			int64_t at = j * h->d + c;
-			double dk = h->scale * cs->dk[at], e;
-			e = h->scale * (cs->dk_e[at] + gl * cs->dk_abs[at]) +
-			    h->scale_rel * fabs(dk) +
-			    tps_bound_round(&un->acc, dk);
-			e += tps_bound_store(un, dk, e);
-			edk[j * h->F + c] = tps_bound_up(e);
-			e = cs->dv_e[at] + gl * cs->dv_abs[at];
-			e += tps_bound_store(un, cs->dv[at], e);
-			edv[j * h->F + c] = tps_bound_up(e);
+			double dk = h->scale * cs->dk[at];
+			cs->gdk[at] += dk;
+			cs->gdk_abs[at] += fabs(dk);
+			cs->gdk_e[at] += h->scale * (cs->dk_e[at] +
+						     gl * cs->dk_abs[at]) +
+					 h->scale_rel * fabs(dk) +
+					 tps_bound_round(&un->acc, dk);
+			cs->gdv[at] += cs->dv[at];
+			cs->gdv_abs[at] += fabs(cs->dv[at]);
+			cs->gdv_e[at] += cs->dv_e[at] + gl * cs->dv_abs[at];
+		}
+	}
+}
+
+/*
+ * A kv head's dk and dv: the sum of its `group` query heads' in head
+ * order, in float (nn_attention.c's core_backward), so each head's bound
+ * plus gamma_{group - 1} of the heads' magnitudes; then the store. One
+ * head (plain attention) is its own bound.
+ */
+static void group_columns(const struct tps_bound_units *un,
+			  const struct head *h, const struct column_sums *cs,
+			  int64_t group, float *edk, float *edv)
+{
+	double gg = tps_bound_gamma_path((double)(group - 1) * un->acc.u);
+	for (int64_t j = 0; j < h->S; j++) {
+		for (int64_t c = 0; c < h->d; c++) {
+			int64_t at = j * h->d + c;
+			double e = cs->gdk_e[at] + gg * cs->gdk_abs[at];
+			e += tps_bound_store(un, cs->gdk[at], e);
+			edk[j * h->Fk + c] = tps_bound_up(e);
+			e = cs->gdv_e[at] + gg * cs->gdv_abs[at];
+			e += tps_bound_store(un, cs->gdv[at], e);
+			edv[j * h->Fk + c] = tps_bound_up(e);
 		}
 	}
 }
@@ -468,7 +531,7 @@ enum tps_status tps_bound_attention_backward(
 	struct tps_bound_units un;
 	struct column_sums cs = {0};
 	struct scratch w = {0};
-	int64_t S, F, batches;
+	int64_t S, F, Fk, group, batches;
 	enum tps_status st = check(att, err);
 
 	if (st == TPS_OK && !tps_shape_equal(&da->shape, sh)) {
@@ -478,8 +541,8 @@ enum tps_status tps_bound_attention_backward(
 		st = mismatch("e_da", e_da, "q", att->q, err);
 	}
 	for (int i = 0; i < 3 && st == TPS_OK; i++) {
-		st = tps_tensor_init_like(&out[i], sh, da->meta ? da : att->q,
-					  err);
+		st = tps_tensor_init_like(&out[i], i ? &att->k->shape : sh,
+					  da->meta ? da : att->q, err);
 	}
 	if (st != TPS_OK || !out[0].data) {
 		goto out;
@@ -495,12 +558,18 @@ enum tps_status tps_bound_attention_backward(
 		goto out;
 	}
 	tps_bound_units_init(&un, dt);
+	Fk = att->k->shape.dim[att->k->shape.ndim - 1];
+	group = F / Fk;
 	for (int64_t b = 0; b < batches; b++) {
 		for (int64_t hd = 0; hd < F / att->head_dim; hd++) {
 			int64_t base = b * S * F + hd * att->head_dim;
+			int64_t kbase = b * S * Fk + hd / group * att->head_dim;
 			struct head h;
-			head_init(&h, att, base);
-			columns_zero(&cs, S * h.d);
+			head_init(&h, att, b, hd);
+			columns_zero(&cs, S * h.d, false);
+			if (hd % group == 0) {
+				columns_zero(&cs, S * h.d, true);
+			}
 			for (int64_t i = 0; i < S; i++) {
 				int64_t last = h.causal ? i : S - 1;
 				row_scores(&w, &un, &h, i, last);
@@ -510,8 +579,12 @@ enum tps_status tps_bound_attention_backward(
 					     e_da->data + base, i, last, &cs,
 					     out[0].data + base);
 			}
-			head_columns(&un, &h, &cs, out[1].data + base,
-				     out[2].data + base);
+			head_columns(&un, &h, &cs);
+			if (hd % group == group - 1) {
+				group_columns(&un, &h, &cs, group,
+					      out[1].data + kbase,
+					      out[2].data + kbase);
+			}
 		}
 	}
 out:
@@ -526,5 +599,73 @@ out:
 	*e_dq = out[0];
 	*e_dk = out[1];
 	*e_dv = out[2];
+	return TPS_OK;
+}
+
+enum tps_status tps_bound_rope(const struct tps_tensor *x,
+			       const struct tps_tensor *e_x,
+			       const struct tps_tensor *y, int64_t head_dim,
+			       double theta, enum tps_rope_style style,
+			       int sign, const struct tps_bound_dtypes *dt,
+			       struct tps_tensor *e_y, struct tps_error *err)
+{
+	const struct tps_shape *sh = &x->shape;
+	int64_t F = sh->ndim ? sh->dim[sh->ndim - 1] : 0;
+	int64_t S = sh->ndim > 1 ? sh->dim[sh->ndim - 2] : 0;
+	int64_t rows = x->meta || F == 0 ? 0 : tps_tensor_numel(x) / F;
+	int64_t half = head_dim / 2;
+	double g2 = tps_bound_gamma_path(2 * U_D);
+	struct tps_bound_units un;
+	struct tps_tensor out = {0};
+	enum tps_status st;
+
+	if (!tps_shape_equal(&e_x->shape, sh)) {
+		return mismatch("e_x", e_x, "x", x, err);
+	}
+	if (!tps_shape_equal(&y->shape, sh)) {
+		return mismatch("y", y, "x", x, err);
+	}
+	if (sh->ndim < 2 || head_dim < 2 || head_dim % 2 != 0 ||
+	    F % head_dim != 0) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "rope bound: head_dim %lld must be even "
+				     "and divide the %lld features",
+				     (long long)head_dim, (long long)F);
+	}
+	st = tps_tensor_init_like(&out, sh, x, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	tps_bound_units_init(&un, dt);
+	for (int64_t r = 0; r < rows; r++) {
+		double pos = (double)(r % S);
+		for (int64_t i = 0; i < half; i++) {
+			double t =
+				sign * pos *
+				pow(theta, -(double)(2 * i) / (double)head_dim);
+			double c = fabs(cos(t)), sn = fabs(sin(t));
+			double delta = U_D * (4 * fabs(t) + 4);
+			int64_t a = style == TPS_ROPE_INTERLEAVED ? 2 * i : i;
+			int64_t b = style == TPS_ROPE_INTERLEAVED ? 2 * i + 1
+								  : i + half;
+			for (int64_t h = 0; h < F; h += head_dim) {
+				int64_t ia = r * F + h + a, ib = r * F + h + b;
+				double ea = e_x->data[ia], eb = e_x->data[ib];
+				double mag = fabs((double)x->data[ia]) +
+					     fabs((double)x->data[ib]) + ea +
+					     eb;
+				double common = (delta + g2) * mag;
+				double e = c * ea + sn * eb + common;
+				e += tps_bound_round(&un.acc, y->data[ia]);
+				e += tps_bound_store(&un, y->data[ia], e);
+				out.data[ia] = tps_bound_up(e);
+				e = c * eb + sn * ea + common;
+				e += tps_bound_round(&un.acc, y->data[ib]);
+				e += tps_bound_store(&un, y->data[ib], e);
+				out.data[ib] = tps_bound_up(e);
+			}
+		}
+	}
+	*e_y = out;
 	return TPS_OK;
 }

@@ -339,6 +339,11 @@ struct tps_module_spec {
 	int64_t num_heads;
 	int64_t num_kv_heads;
 	bool causal;
+	/* attention: rotary position embeddings on q and k (RoFormer,
+	 * LLaMA): base theta (0: none) and which features pair, an enum
+	 * tps_rope_style (tensor.h). */
+	double rope_theta;
+	int rope_style;
 	/* A linear of an attention: its tp shards are whole heads of this
 	 * many features (shard(d,block=head_dim)); 0 or 1 otherwise. */
 	int64_t shard_block;

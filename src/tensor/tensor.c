@@ -737,6 +737,55 @@ enum tps_status tps_tensor_mul(struct tps_tensor *out,
 	return TPS_OK;
 }
 
+const char *const tps_rope_style_names[TPS_ROPE_STYLE_COUNT + 1] = {
+	[TPS_ROPE_ROTATE_HALF] = "rotate_half",
+	[TPS_ROPE_INTERLEAVED] = "interleaved",
+	[TPS_ROPE_STYLE_COUNT] = NULL,
+};
+
+enum tps_status tps_tensor_rope(struct tps_tensor *out,
+				const struct tps_tensor *x, int64_t head_dim,
+				int64_t pos0, double theta,
+				enum tps_rope_style style, int sign,
+				struct tps_error *err)
+{
+	const struct tps_shape *sh = &x->shape;
+	int64_t F = sh->ndim ? sh->dim[sh->ndim - 1] : 0;
+	int64_t S = sh->ndim > 1 ? sh->dim[sh->ndim - 2] : 0;
+	int64_t rows = x->meta || F == 0 ? 0 : tps_tensor_numel(x) / F;
+	int64_t half = head_dim / 2;
+	struct tps_tensor t;
+	enum tps_status st;
+	assert(sh->ndim >= 2 && head_dim >= 2 && head_dim % 2 == 0 &&
+	       F % head_dim == 0 && (sign == 1 || sign == -1));
+	st = init_for_overwrite(&t, sh, x, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		double pos = (double)(pos0 + r % S);
+		const float *in = x->data + r * F;
+		float *o = t.data + r * F;
+		for (int64_t i = 0; i < half; i++) {
+			/* theta^(-2i/d), as LLaMA's inv_freq (in double) */
+			double freq =
+				pow(theta, -(double)(2 * i) / (double)head_dim);
+			double angle = sign * pos * freq;
+			double c = cos(angle), s = sin(angle);
+			int64_t a = style == TPS_ROPE_INTERLEAVED ? 2 * i : i;
+			int64_t b = style == TPS_ROPE_INTERLEAVED ? 2 * i + 1
+								  : i + half;
+			for (int64_t h = 0; h < F; h += head_dim) {
+				double xa = in[h + a], xb = in[h + b];
+				o[h + a] = (float)(xa * c - xb * s);
+				o[h + b] = (float)(xb * c + xa * s);
+			}
+		}
+	}
+	*out = t;
+	return TPS_OK;
+}
+
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
 {
 	int64_t n = t->meta ? 0 : tps_tensor_numel(t);

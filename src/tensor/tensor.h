@@ -312,6 +312,46 @@ enum tps_status tps_tensor_mul(struct tps_tensor *out,
 			       const struct tps_tensor *b,
 			       struct tps_error *err);
 
+/* Which features of a head rotary position embeddings pair
+ * (tps_tensor_rope). */
+enum tps_rope_style {
+	/* i with i + d/2: LLaMA as Hugging Face's transformers writes it
+	 * (rotate_half), GPT-NeoX */
+	TPS_ROPE_ROTATE_HALF,
+	/* 2i with 2i + 1: the RoFormer paper's and Meta's reference
+	 * llama's (complex multiplication), GPT-J */
+	TPS_ROPE_INTERLEAVED,
+	TPS_ROPE_STYLE_COUNT
+};
+
+/*
+ * Rotary position embeddings (RoFormer; LLaMA) over x (..., S, F), F a
+ * multiple of the even head_dim d (asserted): the rows along dim -2 are
+ * positions pos0, pos0 + 1, ..., pos0 + S - 1 (pos0: where a shard of the
+ * sequence starts; every leading index restarts at pos0). In each head,
+ * the pair (a, b) of frequency index i in [0, d/2) (a = i, b = i + d/2
+ * rotate_half; a = 2i, b = 2i + 1 interleaved) turns by
+ *
+ *   angle = sign pos theta^(-2i/d)
+ *   y_a = x_a cos(angle) - x_b sin(angle)
+ *   y_b = x_b cos(angle) + x_a sin(angle)
+ *
+ * with theta^(-2i/d), the angle, its cos and sin and each y in double,
+ * y rounded once to float. sign is 1 (forward) or -1: the rotation's
+ * transpose, its backward (dx = R^T dy). Same shape; a meta x gives a
+ * meta out. On error *out is untouched.
+ */
+enum tps_status tps_tensor_rope(struct tps_tensor *out,
+				const struct tps_tensor *x, int64_t head_dim,
+				int64_t pos0, double theta,
+				enum tps_rope_style style, int sign,
+				struct tps_error *err);
+
+/* The names of enum tps_rope_style, as the config writes them
+ * ("rotate_half", "interleaved"), then NULL (tps_name_index's lists end
+ * with one). */
+extern const char *const tps_rope_style_names[TPS_ROPE_STYLE_COUNT + 1];
+
 /* True when every element is finite; else sets *first_bad to its index. */
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad);
 

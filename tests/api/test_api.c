@@ -719,6 +719,46 @@ START_TEST(symbolic_run_has_no_comparison)
 }
 END_TEST
 
+/* Grouped-query attention has an error-bound rule (nn_bounds.h): the
+ * hand-derived fixture (inference) and a training step of GQA with
+ * rotary embeddings on a dp 2 x tp 2 mesh compare every tensor by its
+ * bound, and the bounds hold. */
+START_TEST(grouped_query_attention_runs_have_bounds)
+{
+	static const char text[] =
+		"{\"tpsim\":1,\"mesh\":{\"shape\":[2,2],\"dim_names\":"
+		"[\"dp\",\"tp\"]},\"dp_dim\":\"dp\",\"model\":[{\"name\":"
+		"\"attn\",\"type\":\"attention\",\"embed_dim\":16,"
+		"\"num_heads\":4,\"num_kv_heads\":2,\"causal\":true,"
+		"\"rope_theta\":10000}],\"plan\":{\"attn.[qkv]\":"
+		"\"colwise\",\"attn.o\":\"rowwise\"},\"input\":{\"shape\":"
+		"[4,5,16],\"requires_grad\":true},\"init\":{\"method\":"
+		"\"uniform\",\"seed\":3},\"mode\":\"training\",\"steps\":2}";
+	struct buffer b = BUFFER_INIT;
+	struct tpsim_config *c = NULL;
+	struct tpsim_error *e = NULL;
+	struct tpsim_result *r =
+		run_config(src("fixtures/gqa_4_heads_2_kv_over_2_ranks/"
+			       "config.json"),
+			   NULL, &b);
+	ck_assert_int_eq(tpsim_result_match(r), 1);
+	ck_assert_int_eq(tpsim_result_comparison(r), TPSIM_COMPARISON_BOUND);
+	tpsim_result_free(r);
+	buffer_free(&b);
+	b = (struct buffer)BUFFER_INIT;
+	ck_assert_msg(tpsim_config_parse(text, sizeof text - 1, "gqa.json",
+					 NULL, 0, &c, &e) == TPSIM_OK,
+		      "%s", tpsim_error_message(e));
+	ck_assert_int_eq(tpsim_run(c, NULL, append, &b, &r, NULL), TPSIM_OK);
+	printf("gqa + rope training: %s\n", tpsim_result_verdict(r));
+	ck_assert_int_eq(tpsim_result_match(r), 1);
+	ck_assert_int_eq(tpsim_result_comparison(r), TPSIM_COMPARISON_BOUND);
+	tpsim_result_free(r);
+	tpsim_config_free(c);
+	buffer_free(&b);
+}
+END_TEST
+
 /* Refused runs write nothing, through the callback or to the file. */
 START_TEST(refused_run_writes_nothing)
 {
@@ -1695,6 +1735,7 @@ static Suite *api_suite(void)
 	tcase_add_test(tc, result_losses_are_the_trace_s);
 	tcase_add_test(tc, result_warnings_and_diagnosis_are_the_trace_s);
 	tcase_add_test(tc, symbolic_run_has_no_comparison);
+	tcase_add_test(tc, grouped_query_attention_runs_have_bounds);
 	tcase_add_test(tc, refused_run_writes_nothing);
 	tcase_add_test(tc, run_to_file_refuses_the_config_s_file);
 	tcase_add_test(tc, failing_write_is_an_io_error);

@@ -1745,6 +1745,59 @@ static const struct bad_config bad_configs[] = {
 		"6,'embedding_dim':4},{'name':'act','type':'relu','tie':'tok'}],"
 		"'input':{'shape':[2,3],'init':'tokens'}}",
 	    TPS_ERR_INPUT, "cfg.json: /model/1/tie: unknown key \"tie\""),
+	/* rotary embeddings: rope_theta, rope_style */
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':6,"
+		"'num_heads':2,'rope_theta':10000}],'input':{'shape':[2,3,6]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_theta: rotary embeddings turn pairs of "
+	    "features, so head_dim must be even, got 3 (6 features / 2 "
+	    "heads)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':6,"
+		"'num_heads':2,'rope_theta':10000}],'input':{'shape':[2,3,6]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_theta: rotary embeddings turn pairs of "
+	    "features, so head_dim must be even, got 3 (6 features / 2 "
+	    "heads)"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2,'rope_theta':0}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_theta: expected a finite number > 0, got "
+	    "0"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2,'rope_theta':-10000}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_theta: expected a finite number > 0, got "
+	    "-10000"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2,'rope_theta':'10000'}],'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_theta: expected a number, got string "
+	    "\"10000\""),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2,'rope_theta':10000,'rope_style':'neox'}],"
+		"'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_style: unknown rope_style \"neox\" "
+	    "(expected one of rotate_half, interleaved)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2,'rope_theta':10000,'rope_style':true}],"
+		"'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_style: expected a string, got true"),
+	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+		"'num_heads':2,'rope_style':'interleaved'}],"
+		"'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_style: rope_style without rope_theta "
+	    "(expected rope_theta too: without it there is nothing for "
+	    "rope_style to set)"),
+	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2,'rope_style':'rotate_half'}],"
+		"'input':{'shape':[2,3,8]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/rope_style: rope_style without rope_theta "
+	    "(expected rope_theta too: without it there is nothing for "
+	    "rope_style to set)"),
 
 	/* JSON-level errors, refused by the strict reader. */
 	BAD_JSON(BASE ",'tpsim':1}",
@@ -1993,6 +2046,7 @@ static cJSON *key_json(const struct tps_module_key *key)
 		[TPS_KEY_SIZE] = "size",
 		[TPS_KEY_POSITIVE] = "positive",
 		[TPS_KEY_BOOL] = "bool",
+		[TPS_KEY_CHOICE] = "choice",
 		[TPS_KEY_MODULES] = "modules",
 		[TPS_KEY_MODULE_NAME] = "module",
 	};
@@ -2005,11 +2059,27 @@ static cJSON *key_json(const struct tps_module_key *key)
 		cJSON_AddNumberToObject(o, "min", (double)key->min);
 		cJSON_AddNumberToObject(o, "max", (double)key->max);
 	}
+	if (key->kind == TPS_KEY_CHOICE) {
+		cJSON *c = cJSON_AddArrayToObject(o, "choices");
+		for (int i = 0; i < key->n_choices; i++) {
+			cJSON_AddItemToArray(c,
+					     cJSON_CreateString(key->choices[i]));
+		}
+	}
+	if (key->needs) {
+		cJSON_AddStringToObject(o, "needs", key->needs);
+	}
 	if (key->same_as) {
 		/* Absent: another key's value, which a schema cannot say. */
 		cJSON_AddStringToObject(o, "same_as", key->same_as);
 	} else if (key->kind == TPS_KEY_MODULE_NAME) {
 		/* Absent: no module named, which has no default to state. */
+	} else if (key->off_when_absent) {
+		/* Absent: the feature is off, no value to default to. */
+		cJSON_AddBoolToObject(o, "off_when_absent", true);
+	} else if (!key->required && key->kind == TPS_KEY_CHOICE) {
+		cJSON_AddStringToObject(o, "default",
+					key->choices[(int)key->fallback]);
 	} else if (!key->required && key->kind == TPS_KEY_BOOL) {
 		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
 	} else if (!key->required) {
@@ -3006,9 +3076,10 @@ static const struct {
 			  "'num_embeddings':6,'embedding_dim':4}],'input':{"
 			  "'shape':[2,3],'init':'tokens'}}"},
 	{"attention", HDR "'model':[{'name':'m','type':'attention',"
-			  "'embed_dim':4,'num_heads':2,'num_kv_heads':1,"
-			  "'causal':true,'bias':false"
-			  "}],'input':{'shape':[2,3,4]}}"},
+		      "'embed_dim':4,'num_heads':2,'num_kv_heads':1,"
+		      "'causal':true,'bias':false,'rope_theta':500000,"
+		      "'rope_style':'interleaved'"
+		      "}],'input':{'shape':[2,3,4]}}"},
 	{"rmsnorm", HDR "'model':[{'name':'m','type':'rmsnorm','dim':4,"
 			"'eps':0.001}]," INPUT "}"},
 	{"silu", HDR "'model':[{'name':'m','type':'silu'}]," INPUT "}"},
@@ -3073,6 +3144,11 @@ static void check_keys_of_type(const cJSON *root, enum tps_module_type t)
 			ck_assert_msg(cJSON_IsString(v) && v->valuestring[0],
 				      "%s: %s names no module", d->name,
 				      key->name);
+		} else if (key->kind == TPS_KEY_CHOICE) {
+			ck_assert_msg(
+				strcmp(v->valuestring,
+				       key->choices[(int)key->fallback]) != 0,
+				"%s: %s is its default", d->name, key->name);
 		} else if (!key->required) {
 			ck_assert_msg(v->valuedouble != key->fallback,
 				      "%s: %s is its default", d->name,

@@ -830,6 +830,98 @@ START_TEST(product_needs_one_layout)
 }
 END_TEST
 
+/* The sequence (dim 1 of (3, S, 8), 2 heads of 4) sharded over the
+ * placements' mesh dims: RoPE on the shards equals RoPE on the whole,
+ * bit for bit, for each style. */
+static void check_rope_on_shards(const struct tps_mesh *m, int64_t S,
+				 const struct tps_placement *pl)
+{
+	const int64_t d[3] = {3, S, 8};
+	struct tps_tensor g = arange(3, d), want;
+	struct tps_dtensor x, y;
+	for (int style = 0; style < TPS_ROPE_STYLE_COUNT; style++) {
+		for (int sign = -1; sign <= 1; sign += 2) {
+			ck_assert_int_eq(tps_tensor_rope(&want, &g, 4, 0, 100.0,
+							 style, sign, NULL),
+					 TPS_OK);
+			ck_assert_int_eq(
+				tps_dtensor_distribute(&x, m, &g, pl, NULL),
+				TPS_OK);
+			ck_assert_int_eq(tps_dtensor_rope(&y, &x, 4, 100.0,
+							  style, sign, NULL),
+					 TPS_OK);
+			for (int i = 0; i < m->ndim; i++) {
+				ck_assert(tps_placement_equal(y.placements[i],
+							      pl[i]));
+			}
+			assert_global(&y, &want);
+			tps_dtensor_free(&x);
+			tps_dtensor_free(&y);
+			tps_tensor_free(&want);
+		}
+	}
+	tps_tensor_free(&g);
+}
+
+START_TEST(rope_positions_follow_sequence_shards)
+{
+	/* Sequence (or context) parallel layouts: seq 13 over k = 1..8
+	 * ranks in torch.chunk's shards (13 over 8: 2, 2, 2, 2, 2, 2, 1,
+	 * 0), so rank r's rows start at global position 2r, not 0; on dp 2
+	 * x cp k, the batch over dp and the sequence over cp, and the
+	 * sequence over both dims flattened (one chunk of 2k) and as a
+	 * chunk of a chunk. A partial tensor stays partial. A split head
+	 * is refused. */
+	const int64_t d[3] = {3, 13, 8};
+	struct tps_tensor g = arange(3, d);
+	struct tps_dtensor x, y;
+	struct tps_error err = {0};
+	for (int k = 1; k <= 8; k++) {
+		struct tps_mesh m1 = mesh1(k), m2 = mesh2(2, k);
+		struct tps_placement seq[1] = {tps_placement_shard(1)};
+		struct tps_placement dp_cp[2] = {tps_placement_shard(0),
+						 tps_placement_shard(1)};
+		struct tps_placement flat[2] = {tps_placement_shard_flat(1),
+						tps_placement_shard_flat(1)};
+		struct tps_placement nested[2] = {tps_placement_shard(1),
+						  tps_placement_shard(1)};
+		struct tps_placement part[2] = {tps_placement_partial(),
+						tps_placement_shard(1)};
+		check_rope_on_shards(&m1, 13, seq);
+		check_rope_on_shards(&m1, 3, seq);
+		check_rope_on_shards(&m2, 13, dp_cp);
+		check_rope_on_shards(&m2, 13, flat);
+		check_rope_on_shards(&m2, 13, nested);
+		check_rope_on_shards(&m2, 5, part);
+	}
+	{
+		/* Whole heads on each rank (tp's split of q and k): fine. */
+		struct tps_mesh m = mesh1(2);
+		struct tps_placement heads[1] = {
+			tps_placement_shard_blocks(2, 4)};
+		check_rope_on_shards(&m, 13, heads);
+	}
+	{
+		/* 8 features over 3 ranks: 3, 3, 2, so rank 0 holds a head
+		 * and a part. */
+		struct tps_mesh m = mesh1(3);
+		struct tps_placement feat[1] = {tps_placement_shard(2)};
+		ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, feat, NULL),
+				 TPS_OK);
+		ck_assert_int_eq(tps_dtensor_rope(&y, &x, 4, 100.0,
+						  TPS_ROPE_ROTATE_HALF, 1,
+						  &err),
+				 TPS_ERR_SHAPE);
+		ck_assert_str_eq(err.message,
+				 "rope: rank 0 holds features [0, 3) of 8: "
+				 "expected whole heads of head_dim 4 (the "
+				 "rotation pairs features within a head)");
+		tps_dtensor_free(&x);
+	}
+	tps_tensor_free(&g);
+}
+END_TEST
+
 static Suite *dtensor_suite(void)
 {
 	Suite *s = suite_create("dtensor");
@@ -838,6 +930,7 @@ static Suite *dtensor_suite(void)
 	TCase *blocks = tcase_create("blocks");
 	tcase_add_test(region, region_is_a_chunk_of_a_chunk);
 	tcase_add_test(region, product_needs_one_layout);
+	tcase_add_test(region, rope_positions_follow_sequence_shards);
 	tcase_add_test(region, region_over_a_flat_group_is_one_chunk);
 	tcase_add_test(region,
 		       flat_shards_round_trip_and_are_not_redistributed);

@@ -2342,6 +2342,71 @@ START_TEST(llama_blocks_train_like_the_reference_and_cost_what_megatron_says)
 }
 END_TEST
 
+START_TEST(rope_blocks_match_the_reference)
+{
+	/* A transformer block (dim 32, hidden 16) with rotary embeddings at
+	 * tp = _i (1 to 8) on a 1-D mesh and on dp 2 x tp: plain multi-head
+	 * attention (8 heads of 4) and, where tp divides the kv heads,
+	 * grouped-query attention (16 heads of 2, 8 kv heads); plain TP and
+	 * sequence parallel on a sequence of tp + 1 (uneven shards, empty
+	 * ones from tp 3 up); rotate_half and interleaved, causal and not;
+	 * inference and 2 SGD steps with an input gradient. RoPE runs on
+	 * whole heads after the sequence is gathered: it adds no
+	 * collective, so the block costs Megatron's 2 all_reduces each way
+	 * (plain) or 2 all_gathers and 2 reduce_scatters (SP). */
+	int tp = _i, runs = 0;
+	worst_diff = 0;
+	for (int m = 0; m < 32; m++) {
+		int dp = 1 + (m & 1), sp = m >> 1 & 1, gqa = m >> 2 & 1;
+		int train = m >> 3 & 1, style = m >> 4 & 1;
+		int causal = (m ^ (m >> 3)) & 1, steps = train ? 2 : 1;
+		if (gqa && 8 % tp != 0) {
+			continue;
+		}
+		struct counts n = run_config(
+			"{'tpsim':1,'mesh':{'shape':[%s%d],"
+			"'dim_names':[%s'tp']},%s'model':[{'name':'b',"
+			"'type':'transformer_block','dim':32,'num_heads':%d,"
+			"'num_kv_heads':%d,'hidden':16,'causal':%s,"
+			"'rope_theta':%s,'rope_style':'%s'}],"
+			"'plan':{'b.attn.[qkv]':'colwise',%s},"
+			"'input':{'shape':[%d,%d,32]%s},"
+			"'init':{'method':'uniform','seed':6}%s}",
+			dp == 2 ? "2," : "", tp, dp == 2 ? "'dp'," : "",
+			dp == 2 ? "'dp_dim':'dp'," : "", gqa ? 16 : 8, 8,
+			causal ? "true" : "false", gqa ? "500000" : "10000",
+			style ? "interleaved" : "rotate_half",
+			sp ? "'b.attn_residual':{'style':'prepare_input',"
+			     "'input':'replicate','desired_input':'shard(1)'},"
+			     "'b.ln[12]':'sequence','b.attn.o':{'style':"
+			     "'rowwise','output':'shard(1)'},'b.mlp.fc1':{"
+			     "'style':'colwise','input':'shard(1)'},"
+			     "'b.mlp.fc2':{'style':'rowwise','output':"
+			     "'shard(1)'}"
+			   : "'b.attn.o':'rowwise','b.mlp.fc1':'colwise',"
+			     "'b.mlp.fc2':'rowwise'",
+			2 * dp, tp + 1, train ? ",'requires_grad':true" : "",
+			train ? ",'mode':'training','steps':2,'optimizer':{"
+				"'type':'sgd','lr':0.1}"
+			      : "");
+		if (tp > 1 && sp) {
+			assert_counts(&n, TPS_PHASE_FORWARD, 2 * steps, 0,
+				      2 * steps, "rope, sequence parallel");
+		} else if (tp > 1) {
+			assert_counts(&n, TPS_PHASE_FORWARD, 0, 2 * steps, 0,
+				      "rope, plain TP");
+			assert_counts(&n, TPS_PHASE_BACKWARD, 0,
+				      train ? 2 * steps : 0, 0,
+				      "rope, plain TP");
+		}
+		runs++;
+	}
+	ck_assert_int_gt(runs, 0);
+	printf("tp=%d rope blocks: %d runs, max_abs_diff %g\n", tp, runs,
+	       (double)worst_diff);
+}
+END_TEST
+
 START_TEST(two_block_transformers_train_like_the_reference)
 {
 	/* Issue 8's model: token ids -> vocab-parallel embedding -> 2
@@ -2831,6 +2896,7 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, attention_trains_like_the_reference, 1, 9);
 	tcase_add_loop_test(train, grouped_query_attention_matches_the_reference,
 			    0, 3);
+	tcase_add_loop_test(train, rope_blocks_match_the_reference, 1, 9);
 	tcase_add_loop_test(comm, pytorch_tp_style_counts_and_shapes, 1, 3);
 	tcase_add_loop_test(comm, transformer_blocks_cost_what_megatron_says, 1,
 			    4);

@@ -744,10 +744,13 @@ END_TEST
 
 /* ---- attention --------------------------------------------------------- */
 
-/* in: q, k, v (B, S, F), then backward's da (B, S, F). */
+/* in: q (B, S, F), k, v (B, S, Fk), then backward's da (B, S, F); out:
+ * a, or dq, dk, dv. Fk < F is grouped-query attention: query head h reads
+ * kv head h / (F / Fk), whose dk and dv sum over its query heads. */
 struct att_ctx {
 	int64_t B, S, F, d;
 	bool causal, backward;
+	int64_t Fk; /* 0: F */
 };
 
 static int64_t att_numel(const struct att_ctx *c)
@@ -755,20 +758,35 @@ static int64_t att_numel(const struct att_ctx *c)
 	return c->B * c->S * c->F;
 }
 
+static int64_t att_kv_features(const struct att_ctx *c)
+{
+	return c->Fk ? c->Fk : c->F;
+}
+
+static int64_t att_kv_numel(const struct att_ctx *c)
+{
+	return c->B * c->S * att_kv_features(c);
+}
+
 static void att_exact(const void *opaque, const long double *in,
 		      long double *out)
 {
 	const struct att_ctx *c = opaque;
 	int64_t S = c->S, F = c->F, d = c->d, m = att_numel(c);
-	const long double *q = in, *k = in + m, *v = in + 2 * m,
-			  *da = in + 3 * m;
+	int64_t Fk = att_kv_features(c), mk = att_kv_numel(c);
+	const long double *q = in, *k = in + m, *v = in + m + mk,
+			  *da = in + m + 2 * mk;
 	long double *p = malloc((size_t)(S * S) * sizeof *p);
 	long double *ds = malloc((size_t)(S * S) * sizeof *ds);
 	long double rs = 1.0L / sqrtl((long double)d);
 	ck_assert(p && ds);
+	for (int64_t i = 0; c->backward && i < m + 2 * mk; i++) {
+		out[i] = 0; /* dk and dv add over a group */
+	}
 	for (int64_t b = 0; b < c->B; b++) {
 		for (int64_t h = 0; h < F / d; h++) {
 			int64_t base = b * S * F + h * d;
+			int64_t kb = b * S * Fk + h / (F / Fk) * d;
 			for (int64_t i = 0; i < S; i++) {
 				int64_t last = c->causal ? i : S - 1;
 				long double max = -INFINITY, sum = 0, rho = 0;
@@ -776,7 +794,7 @@ static void att_exact(const void *opaque, const long double *in,
 					long double s = 0;
 					for (int64_t cc = 0; cc < d; cc++) {
 						s += q[base + i * F + cc] *
-						     k[base + j * F + cc];
+						     k[kb + j * Fk + cc];
 					}
 					p[i * S + j] = s * rs;
 					if (j <= last && p[i * S + j] > max) {
@@ -799,7 +817,7 @@ static void att_exact(const void *opaque, const long double *in,
 						for (int64_t j = 0; j < S;
 						     j++) {
 							a += p[i * S + j] *
-							     v[base + j * F +
+							     v[kb + j * Fk +
 							       cc];
 						}
 						out[base + i * F + cc] = a;
@@ -810,7 +828,7 @@ static void att_exact(const void *opaque, const long double *in,
 					long double dp = 0;
 					for (int64_t cc = 0; cc < d; cc++) {
 						dp += da[base + i * F + cc] *
-						      v[base + j * F + cc];
+						      v[kb + j * Fk + cc];
 					}
 					ds[i * S + j] = dp;
 					rho += p[i * S + j] * dp;
@@ -825,15 +843,15 @@ static void att_exact(const void *opaque, const long double *in,
 					long double dq = 0, dk = 0, dv = 0;
 					for (int64_t y = 0; y < S; y++) {
 						dq += ds[x * S + y] *
-						      k[base + y * F + cc];
+						      k[kb + y * Fk + cc];
 						dk += ds[y * S + x] *
 						      q[base + y * F + cc];
 						dv += p[y * S + x] *
 						      da[base + y * F + cc];
 					}
 					out[base + x * F + cc] = dq * rs;
-					out[m + base + x * F + cc] = dk * rs;
-					out[2 * m + base + x * F + cc] = dv;
+					out[m + kb + x * Fk + cc] += dk * rs;
+					out[m + mk + kb + x * Fk + cc] += dv;
 				}
 			}
 		}
@@ -847,7 +865,9 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 {
 	const struct att_ctx *c = opaque;
 	int64_t S = c->S, F = c->F, d = c->d, m = att_numel(c);
-	const float *q = in, *k = in + m, *v = in + 2 * m, *da = in + 3 * m;
+	int64_t Fk = att_kv_features(c), mk = att_kv_numel(c), g = F / Fk;
+	const float *q = in, *k = in + m, *v = in + m + mk,
+		    *da = in + m + 2 * mk;
 	float scale = 1.0f / sqrtf((float)d);
 	float *p = malloc((size_t)(S * S) * sizeof *p);
 	float *t = malloc((size_t)(S > d ? S : d) * sizeof *t);
@@ -857,13 +877,17 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 	for (int64_t b = 0; b < c->B; b++) {
 		for (int64_t h = 0; h < F / d; h++) {
 			int64_t base = b * S * F + h * d;
+			int64_t kb = b * S * Fk + h / g * d;
+			/* the group's first head sets dk and dv, the others
+			 * add in float (core_backward); stored at its last */
+			bool first = h % g == 0, last_of = h % g == g - 1;
 			for (int64_t i = 0; i < S; i++) {
 				int64_t last = c->causal ? i : S - 1;
 				float *s = p + i * S;
 				for (int64_t j = 0; j <= last; j++) {
 					for (int64_t cc = 0; cc < d; cc++) {
 						t[cc] = q[base + i * F + cc] *
-							k[base + j * F + cc];
+							k[kb + j * Fk + cc];
 					}
 					s[j] = sum_f(t, d, o, TPS_DTYPE_F32) *
 					       scale;
@@ -874,7 +898,7 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 				for (int64_t cc = 0; cc < d; cc++) {
 					for (int64_t j = 0; j < S; j++) {
 						t[j] = p[i * S + j] *
-						       v[base + j * F + cc];
+						       v[kb + j * Fk + cc];
 					}
 					out[base + i * F + cc] =
 						tps_dtype_round(
@@ -888,15 +912,19 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 			}
 			for (int64_t j = 0; j < S; j++) {
 				for (int64_t cc = 0; cc < d; cc++) {
+					float *dv =
+						&out[m + mk + kb + j * Fk + cc];
+					float acc;
 					for (int64_t i = 0; i < S; i++) {
 						t[i] = p[i * S + j] *
 						       da[base + i * F + cc];
 					}
-					out[2 * m + base + j * F + cc] =
-						tps_dtype_round(
-							sum_f(t, S, o,
-							      TPS_DTYPE_F32),
-							dtype);
+					acc = sum_f(t, S, o, TPS_DTYPE_F32);
+					*dv = first ? acc : *dv + acc;
+					if (last_of) {
+						*dv = tps_dtype_round(*dv,
+								      dtype);
+					}
 				}
 			}
 			for (int64_t i = 0; i < S; i++) {
@@ -904,7 +932,7 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 				for (int64_t j = 0; j < S; j++) {
 					for (int64_t cc = 0; cc < d; cc++) {
 						t[cc] = da[base + i * F + cc] *
-							v[base + j * F + cc];
+							v[kb + j * Fk + cc];
 					}
 					dp[j] = sum_f(t, d, o, TPS_DTYPE_F32);
 					tmp[j] = (double)p[i * S + j] * dp[j];
@@ -917,9 +945,11 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 			}
 			for (int64_t x = 0; x < S; x++) {
 				for (int64_t cc = 0; cc < d; cc++) {
+					float *dk = &out[m + kb + x * Fk + cc];
+					float acc;
 					for (int64_t y = 0; y < S; y++) {
 						t[y] = p[x * S + y] *
-						       k[base + y * F + cc];
+						       k[kb + y * Fk + cc];
 					}
 					out[base + x * F + cc] =
 						tps_dtype_round(
@@ -931,12 +961,13 @@ static void att_eval(const void *opaque, const float *in, const struct order *o,
 						t[y] = p[y * S + x] *
 						       q[base + y * F + cc];
 					}
-					out[m + base + x * F + cc] =
-						tps_dtype_round(
-							sum_f(t, S, o,
-							      TPS_DTYPE_F32) *
-								scale,
-							dtype);
+					acc = sum_f(t, S, o, TPS_DTYPE_F32) *
+					      scale;
+					*dk = first ? acc : *dk + acc;
+					if (last_of) {
+						*dk = tps_dtype_round(*dk,
+								      dtype);
+					}
 				}
 			}
 		}
@@ -951,13 +982,17 @@ static void att_bound(const void *opaque, const float *in, const float *e_in,
 		      const struct tps_bound_dtypes *dt, float *out)
 {
 	const struct att_ctx *c = opaque;
-	int64_t m = att_numel(c), dims[3] = {c->B, c->S, c->F};
+	int64_t m = att_numel(c), mk = att_kv_numel(c);
+	int64_t dims[3] = {c->B, c->S, c->F};
+	int64_t kdims[3] = {c->B, c->S, att_kv_features(c)};
+	int64_t at[4] = {0, m, m + mk, m + 2 * mk};
 	struct tps_tensor t[8] = {0};
 	struct tps_error err = {0};
 	/* q, k, v, and da for backward */
 	for (int i = 0; i < (c->backward ? 4 : 3); i++) {
-		t[i] = tensor_of(in + i * m, 3, dims);
-		t[4 + i] = tensor_of(e_in + i * m, 3, dims);
+		const int64_t *shape = i == 1 || i == 2 ? kdims : dims;
+		t[i] = tensor_of(in + at[i], 3, shape);
+		t[4 + i] = tensor_of(e_in + at[i], 3, shape);
 	}
 	struct tps_bound_attention att = {&t[0], &t[1], &t[2], &t[4],
 					  &t[5], &t[6], c->d,  c->causal};
@@ -975,40 +1010,53 @@ static void att_bound(const void *opaque, const float *in, const float *e_in,
 				 TPS_OK);
 		copy_out(out, &edq);
 		copy_out(out + m, &edk);
-		copy_out(out + 2 * m, &edv);
+		copy_out(out + m + mk, &edv);
 	}
 	for (int i = 0; i < 8; i++) {
 		tps_tensor_free(&t[i]);
 	}
 }
 
+/* Fk: the kv heads' features (grouped-query attention), 0 for F. */
+static void att_case_kv(int64_t B, int64_t S, int64_t F, int64_t Fk, int64_t d,
+			bool causal, bool backward, float spread,
+			enum tps_dtype dtype, uint64_t seed, struct stats *st)
+{
+	struct att_ctx c = {B, S, F, d, causal, backward, Fk};
+	int64_t m = att_numel(&c), mk = att_kv_numel(&c);
+	int64_t n_all = 2 * m + 2 * mk;
+	int64_t n_in = backward ? n_all : m + 2 * mk;
+	float *x0 = malloc((size_t)n_all * sizeof *x0);
+	float *e = malloc((size_t)n_all * sizeof *e);
+	struct fcase fc = {
+		Fk ? (backward ? "grouped-query attention backward"
+			       : "grouped-query attention forward")
+		   : (backward ? "attention backward" : "attention forward"),
+		n_in,
+		backward ? m + 2 * mk : m,
+		&c,
+		att_exact,
+		att_eval,
+		att_bound,
+		n_in <= 200};
+	struct tps_rng rng;
+	ck_assert(x0 && e);
+	tps_rng_seed(&rng, seed);
+	for (int64_t i = 0; i < n_all; i++) {
+		/* q and k spread, v and da not */
+		x0[i] = tps_rng_normal(&rng, i < m + mk ? spread : 1.0f);
+	}
+	random_bounds(e, x0, n_all, &rng, st->e_scale);
+	run_case(&fc, x0, e, dtype, seed + 1, st);
+	free(x0);
+	free(e);
+}
+
 static void att_case(int64_t B, int64_t S, int64_t F, int64_t d, bool causal,
 		     bool backward, float spread, enum tps_dtype dtype,
 		     uint64_t seed, struct stats *st)
 {
-	struct att_ctx c = {B, S, F, d, causal, backward};
-	int64_t m = att_numel(&c), n_in = (backward ? 4 : 3) * m;
-	float *x0 = malloc((size_t)(4 * m) * sizeof *x0);
-	float *e = malloc((size_t)(4 * m) * sizeof *e);
-	struct fcase fc = {backward ? "attention backward"
-				    : "attention forward",
-			   n_in,
-			   backward ? 3 * m : m,
-			   &c,
-			   att_exact,
-			   att_eval,
-			   att_bound,
-			   n_in <= 200};
-	struct tps_rng rng;
-	ck_assert(x0 && e);
-	tps_rng_seed(&rng, seed);
-	for (int64_t i = 0; i < 4 * m; i++) {
-		x0[i] = tps_rng_normal(&rng, i < 2 * m ? spread : 1.0f);
-	}
-	random_bounds(e, x0, 4 * m, &rng, st->e_scale);
-	run_case(&fc, x0, e, dtype, seed + 1, st);
-	free(x0);
-	free(e);
+	att_case_kv(B, S, F, 0, d, causal, backward, spread, dtype, seed, st);
 }
 
 static void attention_forward_cases(struct stats *st)
@@ -1054,6 +1102,187 @@ START_TEST(attention_backward_bound_holds_in_every_order)
 	report("attention backward", &st);
 	attention_backward_cases(&exact);
 	report("attention backward, exact inputs", &exact);
+}
+END_TEST
+
+START_TEST(grouped_query_attention_bounds_hold_in_every_order)
+{
+	/* Query heads sharing kv heads in groups of 2 and 4 (head_dim 2),
+	 * causal and not, forward and backward (dk and dv summed over each
+	 * group), every dtype: the bound holds for every order and
+	 * perturbation, as plain attention's. */
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int scale = 0; scale < 2; scale++) {
+		struct stats st = {.e_scale = scale};
+		for (int d = 0; d < 3; d++) {
+			for (int bw = 0; bw < 2; bw++) {
+				att_case_kv(2, 4, 8, 4, 2, false, bw, 1.0f,
+					    dtypes[d], 51, &st);
+				att_case_kv(1, 5, 8, 2, 2, true, bw, 1.0f,
+					    dtypes[d], 52, &st);
+				att_case_kv(1, 4, 12, 4, 4, false, bw, 4.0f,
+					    dtypes[d], 53, &st);
+			}
+		}
+		att_case_kv(1, 32, 8, 2, 2, true, true, 1.0f, TPS_DTYPE_F32, 54,
+			    &st);
+		report(scale ? "grouped-query attention"
+			     : "grouped-query attention, exact inputs",
+		       &st);
+	}
+}
+END_TEST
+
+/* ---- rotary embeddings ------------------------------------------------- */
+
+/* in: x (B, S, F), heads of d; out: RoPE(x) (sign 1) or its transpose
+ * (sign -1), positions 0 .. S - 1. */
+struct rope_ctx {
+	int64_t B, S, F, d;
+	double theta;
+	enum tps_rope_style style;
+	int sign;
+};
+
+static void rope_pair(const struct rope_ctx *c, int64_t i, int64_t *a,
+		      int64_t *b)
+{
+	bool il = c->style == TPS_ROPE_INTERLEAVED;
+	*a = il ? 2 * i : i;
+	*b = il ? 2 * i + 1 : i + c->d / 2;
+}
+
+static void rope_exact(const void *opaque, const long double *in,
+		       long double *out)
+{
+	const struct rope_ctx *c = opaque;
+	for (int64_t r = 0; r < c->B * c->S; r++) {
+		for (int64_t i = 0; i < c->d / 2; i++) {
+			long double t =
+				c->sign * (long double)(r % c->S) *
+				powl((long double)c->theta, -2.0L * i / c->d);
+			long double cs = cosl(t), sn = sinl(t);
+			int64_t a, b;
+			rope_pair(c, i, &a, &b);
+			for (int64_t h = 0; h < c->F; h += c->d) {
+				const long double *x = in + r * c->F + h;
+				long double *y = out + r * c->F + h;
+				y[a] = x[a] * cs - x[b] * sn;
+				y[b] = x[b] * cs + x[a] * sn;
+			}
+		}
+	}
+}
+
+static void rope_eval(const void *opaque, const float *in,
+		      const struct order *o, enum tps_dtype dtype, float *out)
+{
+	const struct rope_ctx *c = opaque;
+	int64_t dims[3] = {c->B, c->S, c->F};
+	struct tps_tensor x = tensor_of(in, 3, dims), y;
+	(void)o; /* no sum to reorder */
+	ck_assert_int_eq(tps_tensor_rope(&y, &x, c->d, 0, c->theta, c->style,
+					 c->sign, NULL),
+			 TPS_OK);
+	for (int64_t k = 0; k < c->B * c->S * c->F; k++) {
+		out[k] = tps_dtype_round(y.data[k], dtype);
+	}
+	tps_tensor_free(&x);
+	tps_tensor_free(&y);
+}
+
+static void rope_bound_of(const void *opaque, const float *in,
+			  const float *e_in, const struct tps_bound_dtypes *dt,
+			  float *out)
+{
+	const struct rope_ctx *c = opaque;
+	int64_t dims[3] = {c->B, c->S, c->F};
+	struct tps_tensor x = tensor_of(in, 3, dims);
+	struct tps_tensor ex = tensor_of(e_in, 3, dims), y, ey;
+	ck_assert_int_eq(tps_tensor_rope(&y, &x, c->d, 0, c->theta, c->style,
+					 c->sign, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_bound_rope(&x, &ex, &y, c->d, c->theta, c->style,
+					c->sign, dt, &ey, NULL),
+			 TPS_OK);
+	copy_out(out, &ey);
+	tps_tensor_free(&x);
+	tps_tensor_free(&ex);
+	tps_tensor_free(&y);
+}
+
+START_TEST(rope_bound_holds)
+{
+	/* RoPE and its transpose, both styles, theta 10000 and 500000, on
+	 * positions up to 40 (angles up to 40 rad) and once at 2000, every
+	 * dtype, the inputs within their bounds or exact: the rotation's
+	 * rule (nn_bounds.h) holds against the long double rotation. */
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	for (int scale = 0; scale < 2; scale++) {
+		struct stats st = {.e_scale = scale};
+		for (int k = 0; k < 8 * 3; k++) {
+			struct rope_ctx c = {2,
+					     k % 3 == 2 ? 40 : 5,
+					     8,
+					     k % 3 == 1 ? 8 : 4,
+					     k & 4 ? 500000.0 : 10000.0,
+					     k & 8 ? TPS_ROPE_INTERLEAVED
+						   : TPS_ROPE_ROTATE_HALF,
+					     k & 16 ? -1 : 1};
+			int64_t n = c.B * c.S * c.F;
+			float *x0 = malloc((size_t)n * sizeof *x0);
+			float *e = malloc((size_t)n * sizeof *e);
+			struct fcase fc = {"rope",
+					   n,
+					   n,
+					   &c,
+					   rope_exact,
+					   rope_eval,
+					   rope_bound_of,
+					   n <= 200};
+			struct tps_rng rng;
+			ck_assert(x0 && e);
+			tps_rng_seed(&rng, 60 + (uint64_t)k);
+			for (int64_t i = 0; i < n; i++) {
+				x0[i] = tps_rng_normal(&rng, 2.0f);
+			}
+			random_bounds(e, x0, n, &rng, st.e_scale);
+			run_case(&fc, x0, e, dtypes[k % 3], 70 + (uint64_t)k,
+				 &st);
+			free(x0);
+			free(e);
+		}
+		{
+			/* one long sequence: positions to 1999 */
+			struct rope_ctx c = {1, 2000,	 4,
+					     4, 10000.0, TPS_ROPE_ROTATE_HALF,
+					     1};
+			int64_t n = c.S * c.F;
+			float *x0 = malloc((size_t)n * sizeof *x0);
+			float *e = malloc((size_t)n * sizeof *e);
+			struct fcase fc = {"rope",
+					   n,
+					   n,
+					   &c,
+					   rope_exact,
+					   rope_eval,
+					   rope_bound_of,
+					   false};
+			struct tps_rng rng;
+			ck_assert(x0 && e);
+			tps_rng_seed(&rng, 99);
+			for (int64_t i = 0; i < n; i++) {
+				x0[i] = tps_rng_normal(&rng, 1.0f);
+			}
+			random_bounds(e, x0, n, &rng, st.e_scale);
+			run_case(&fc, x0, e, TPS_DTYPE_F32, 100, &st);
+			free(x0);
+			free(e);
+		}
+		report(scale ? "rope" : "rope, exact inputs", &st);
+	}
 }
 END_TEST
 
@@ -1443,7 +1672,8 @@ enum bad_call {
 	ATT_FORWARD,
 	ATT_BACKWARD,
 	CE_LOSS,
-	CE_GRAD
+	CE_GRAD,
+	ROPE
 };
 
 struct bad_operand {
@@ -1509,7 +1739,8 @@ static const struct bad_operand bad_operands[] = {
 	{ATT_FORWARD, bad_ev, TPS_ERR_SHAPE,
 	 "attention bound: e_q (1, 2, 2) does not match q (1, 2, 4)"},
 	{ATT_FORWARD, odd_heads, TPS_ERR_SHAPE,
-	 "attention bound: head_dim 3 does not divide the 4 features"},
+	 "attention bound: head_dim 3 does not divide the 4 features into "
+	 "whole groups of the 4 kv features"},
 	{ATT_FORWARD, flat_q, TPS_ERR_SHAPE,
 	 "attention bound: q needs (..., S, F), got 1 dims"},
 	{ATT_BACKWARD, bad_da, TPS_ERR_SHAPE,
@@ -1519,6 +1750,10 @@ static const struct bad_operand bad_operands[] = {
 	 "the logits (2, 3)"},
 	{CE_GRAD, no_class, TPS_ERR_INPUT,
 	 "cross_entropy bound: target 1 is 3, not a class id in [0, 3)"},
+	{ROPE, odd_heads, TPS_ERR_SHAPE,
+	 "rope bound: head_dim 3 must be even and divide the 4 features"},
+	{ROPE, bad_ev, TPS_ERR_SHAPE,
+	 "rope bound: e_x (1, 2, 2) does not match x (1, 2, 4)"},
 };
 
 static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
@@ -1552,6 +1787,10 @@ static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
 	case CE_LOSS: return tps_bound_cross_entropy_loss(&ce, &dt, &e, err);
 	case CE_GRAD:
 		return tps_bound_cross_entropy_grad(&ce, &dt, &out[0], err);
+	case ROPE:
+		return tps_bound_rope(&o->q, &o->eq, &o->q, o->head_dim, 1e4,
+				      TPS_ROPE_ROTATE_HALF, 1, &dt, &out[0],
+				      err);
 	}
 	return TPS_OK;
 }
@@ -2133,6 +2372,9 @@ static Suite *nn_bounds_suite(void)
 	tcase_add_test(holds, softmax_bound_holds_in_every_order);
 	tcase_add_test(holds, attention_forward_bound_holds_in_every_order);
 	tcase_add_test(holds, attention_backward_bound_holds_in_every_order);
+	tcase_add_test(holds,
+		       grouped_query_attention_bounds_hold_in_every_order);
+	tcase_add_test(holds, rope_bound_holds);
 	tcase_add_test(holds, cross_entropy_bounds_hold_in_every_order);
 	tcase_add_test(holds,
 		       loss_parallel_bounds_hold_over_uneven_class_shards);

@@ -983,6 +983,62 @@ START_TEST(silu_and_its_derivative)
 }
 END_TEST
 
+START_TEST(rope_turns_pairs_by_position)
+{
+	/* x (1, 2, 4): one head of d = 4 at positions 0 and 1, each row
+	 * 1, 2, 3, 4; theta 10000 gives the pairs' frequencies 1 and
+	 * 10000^(-1/2) = 0.01. Position 0 is the identity; at position 1,
+	 * by hand (cos 1 = 0.5403023, sin 1 = 0.8414710, cos 0.01 =
+	 * 0.9999500, sin 0.01 = 0.0099998):
+	 *   rotate_half pairs (0, 2) at 1 rad and (1, 3) at 0.01 rad:
+	 *     1 cos 1 - 3 sin 1 = -1.9841106, 2 cos .01 - 4 sin .01 =
+	 *     1.9599007, 3 cos 1 + 1 sin 1 = 2.4623779, 4 cos .01 + 2
+	 *     sin .01 = 4.0197997
+	 *   interleaved pairs (0, 1) at 1 rad and (2, 3) at 0.01 rad:
+	 *     1 cos 1 - 2 sin 1 = -1.1426397, 2 cos 1 + 1 sin 1 =
+	 *     1.9220756, 3 cos .01 - 4 sin .01 = 2.9598507, 4 cos .01 +
+	 *     3 sin .01 = 4.0297995
+	 * Starting at pos0 = 1 (a shard's offset) moves row 0 to position 1.
+	 * sign -1 turns back: within an ulp of x. */
+	static const float want[2][4] = {
+		{-1.9841106f, 1.9599007f, 2.4623779f, 4.0197997f},
+		{-1.1426397f, 1.9220756f, 2.9598507f, 4.0297995f}};
+	const int64_t d[3] = {1, 2, 4};
+	struct tps_tensor x = make(3, d), y, back, shifted;
+	double max_diff = 0.0;
+	for (int i = 0; i < 8; i++) {
+		x.data[i] = (float)(i % 4 + 1);
+	}
+	for (int style = 0; style < TPS_ROPE_STYLE_COUNT; style++) {
+		ck_assert_int_eq(
+			tps_tensor_rope(&y, &x, 4, 0, 10000.0, style, 1, NULL),
+			TPS_OK);
+		ck_assert_mem_eq(y.data, x.data, 4 * sizeof(float));
+		for (int c = 0; c < 4; c++) {
+			ck_assert_float_eq_tol(y.data[4 + c], want[style][c],
+					       4e-7f);
+		}
+		ck_assert_int_eq(tps_tensor_rope(&shifted, &x, 4, 1, 10000.0,
+						 style, 1, NULL),
+				 TPS_OK);
+		ck_assert_mem_eq(shifted.data, y.data + 4, 4 * sizeof(float));
+		ck_assert_int_eq(tps_tensor_rope(&back, &y, 4, 0, 10000.0,
+						 style, -1, NULL),
+				 TPS_OK);
+		for (int i = 0; i < 8; i++) {
+			double diff = fabs((double)back.data[i] - x.data[i]);
+			max_diff = diff > max_diff ? diff : max_diff;
+		}
+		tps_tensor_free(&y);
+		tps_tensor_free(&back);
+		tps_tensor_free(&shifted);
+	}
+	printf("rope there and back: max diff %g\n", max_diff);
+	ck_assert(max_diff <= 4.8e-7);
+	tps_tensor_free(&x);
+}
+END_TEST
+
 START_TEST(rng_is_seeded_and_named)
 {
 	struct tps_rng a, b, c;
@@ -1052,6 +1108,7 @@ static Suite *tensor_suite(void)
 		       matmul_variant_is_main_s_choice_never_the_environment_s);
 	tcase_add_test(misc, activations_and_finiteness);
 	tcase_add_test(misc, silu_and_its_derivative);
+	tcase_add_test(misc, rope_turns_pairs_by_position);
 	tcase_add_test(misc, rng_is_seeded_and_named);
 	suite_add_tcase(s, chunk);
 	suite_add_tcase(s, shape);
