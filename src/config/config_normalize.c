@@ -125,6 +125,7 @@ static void put_module_key(struct builder *b, cJSON *e,
 			   (double)*(const int64_t *)(const void *)field);
 		break;
 	case TPS_KEY_POSITIVE:
+	case TPS_KEY_UNIT:
 		put_number(b, e, key->name,
 			   *(const double *)(const void *)field);
 		break;

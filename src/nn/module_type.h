@@ -37,6 +37,8 @@ enum tps_key_kind {
 	/* A non-empty list of modules: the module's descendants (a
 	 * residual's body), read after the module itself; no field. */
 	TPS_KEY_MODULES,
+	/* a number in [0, 1), into a double (dropout's p) */
+	TPS_KEY_UNIT,
 };
 
 /* One key of a module's config object, besides "name" and "type". */
@@ -80,6 +82,11 @@ struct tps_module_key {
 #define TPS_POSITIVE_KEY(key, field, dflt)                                     \
 	{                                                                      \
 		.name = (key), .kind = TPS_KEY_POSITIVE,                       \
+		.offset = TPS_MODULE_FIELD(field, double), .fallback = (dflt)  \
+	}
+#define TPS_UNIT_KEY(key, field, dflt)                                         \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_UNIT,                           \
 		.offset = TPS_MODULE_FIELD(field, double), .fallback = (dflt)  \
 	}
 #define TPS_BOOL_KEY(key, field, dflt)                                         \

@@ -71,11 +71,14 @@ enum tps_module_type {
 	TPS_MODULE_ATTENTION,
 	TPS_MODULE_RMSNORM, /* over the last dim, as nn.RMSNorm(dim) */
 	TPS_MODULE_SILU,    /* x sigmoid(x), as nn.SiLU */
+	/* nn.Dropout(p) in training, the identity in inference; masks from
+	 * seeded counters on tp-aware streams (nn_dropout.c) */
+	TPS_MODULE_DROPOUT,
 };
 /* The number of module types (a define, not a member, so that switches
  * over the type need no case for it): the length of module_type.h's
  * table of descriptors, which has one per type. */
-#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_SILU + 1)
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_DROPOUT + 1)
 
 /* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
@@ -317,6 +320,7 @@ struct tps_module_spec {
 	int64_t num_embeddings;
 	bool bias;  /* linear and layernorm */
 	double eps; /* layernorm, rmsnorm: added to the variance, the mean square */
+	double p;   /* dropout: the probability of zeroing, in [0, 1) */
 	/* attention: its heads (in_features = out_features = embed_dim),
 	 * its kv heads (grouped-query attention: num_kv_heads divides
 	 * num_heads, each kv head serving num_heads / num_kv_heads query

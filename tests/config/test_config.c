@@ -329,13 +329,7 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
 	    "(expected one of linear, relu, gelu, layernorm, residual, "
-	    "embedding, attention, rmsnorm, silu, transformer_block)"),
-	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
-	    TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /model/1/type: module type \"dropout\" is not "
-	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding, attention, rmsnorm, silu or "
-	    "transformer_block)"),
+	    "embedding, attention, rmsnorm, silu, dropout, transformer_block)"),
 	/* repeat: N copies of a module or a list of modules. */
 	BAD(WITH_MODEL(FC1
 		       ",{'repeat':0,'name':'r','module':{'type':'relu'}}") "}",
@@ -1625,6 +1619,27 @@ static const struct bad_config bad_configs[] = {
 	BAD_JSON(WITH_MODEL("{'name':'fc1','type':'linear','in_features':04,"
 			    "'out_features':8}") "}",
 		 "cfg.json: /model/0/in_features: invalid JSON"),
+	/* dropout: p in [0, 1), no other key, no weight to shard. */
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/p: expected a number in [0, 1), got 1"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':-0.1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/p: expected a number in [0, 1), got -0.1"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':'0.1'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/p: expected a number, got string \"0.1\""),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':1e999}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/p: expected a number in [0, 1)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','dim':8}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/dim: unknown key \"dim\" (expected one of: "
+	    "name, type, p)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout'}") ","
+		       "'plan':{'d':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/d: colwise cannot apply to dropout module \"d\" "
+	    "(it has no weight to shard)"),
 };
 
 #define N_BAD_CONFIGS ((int)(sizeof bad_configs / sizeof bad_configs[0]))
@@ -1723,12 +1738,11 @@ static bool lists_name(const char *list, const char *name)
 }
 
 /* The one table of module types: every enum tps_module_type is a row, by
- * its name, and both messages that list the types list every row. */
+ * its name, and the message that lists the types lists every row. */
 START_TEST(module_type_messages_list_every_type_of_the_table)
 {
 	static const char *const configs[] = {
 		WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
-		WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	};
 	bool seen[TPS_MODULE_TYPE_COUNT] = {false};
 	size_t n = cfg_module_type_count();
@@ -1853,6 +1867,7 @@ static cJSON *key_json(const struct tps_module_key *key)
 	static const char *const kinds[] = {
 		[TPS_KEY_SIZE] = "size",
 		[TPS_KEY_POSITIVE] = "positive",
+		[TPS_KEY_UNIT] = "unit",
 		[TPS_KEY_BOOL] = "bool",
 		[TPS_KEY_MODULES] = "modules",
 	};
@@ -2868,6 +2883,8 @@ static const struct {
 	{"rmsnorm", HDR "'model':[{'name':'m','type':'rmsnorm','dim':4,"
 		    "'eps':0.001}]," INPUT "}"},
 	{"silu", HDR "'model':[{'name':'m','type':'silu'}]," INPUT "}"},
+	{"dropout", HDR "'model':[{'name':'m','type':'dropout','p':0.25}]," INPUT
+			"}"},
 };
 
 /* The top-level module "m" of a parsed config (a '-quoted one, or a
