@@ -329,6 +329,11 @@ struct tps_dropout_state {
 	/* The step the reference's next forward (and the backward after
 	 * it) draws for: its bound pass sets it. */
 	int ref_step;
+	/* The last training forward inside the TP region: whether every tp
+	 * rank's mask was the same as its group's local rank 0's (over the
+	 * elements both hold, in local order), the symptom PyTorch's
+	 * test_tp_random_state.py checks for. */
+	bool shards_identical;
 };
 
 /* A module as it runs. */

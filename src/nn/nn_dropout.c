@@ -36,6 +36,9 @@
  * module's layout under the plan is part of the reference's draw
  * (tps_dropout_state, which tps_model_init fills before any step).
  * Nothing is kept for backward: each mask is drawn again from its counter.
+ *
+ * inject same_dropout_seed: inside the TP region every tp rank draws from
+ * rank 0's generator, seed + 2718, so equal shards get the same mask.
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,6 +62,7 @@ struct draw {
 	int dim;
 	int64_t block;
 	int tp;
+	bool same_seed; /* inject same_dropout_seed */
 	const struct tps_shape *global;
 };
 
@@ -70,7 +74,8 @@ static bool inside_tp_region(struct tps_placement p, int ndim)
 }
 
 static struct draw draw_of(const struct tps_module *m,
-			   const struct tps_shape *global, int step)
+			   const struct tps_shape *global, int step,
+			   bool same_seed)
 {
 	const struct tps_dropout_state *ds = &m->dropout;
 	struct draw d = {0};
@@ -84,6 +89,7 @@ static struct draw draw_of(const struct tps_module *m,
 	d.dim = ds->tp.dim;
 	d.block = tps_placement_block(ds->tp);
 	d.tp = ds->tp_size;
+	d.same_seed = same_seed;
 	d.global = global;
 	return d;
 }
@@ -106,7 +112,8 @@ static float factor_at(const struct draw *d, const int64_t *c)
 				break;
 			}
 		}
-		gen = d->seed + TPS_DROPOUT_TP_SEED_OFFSET + (uint64_t)t;
+		gen = d->seed + TPS_DROPOUT_TP_SEED_OFFSET +
+		      (uint64_t)(d->same_seed ? 0 : t);
 		for (int k = 0; k < g->ndim; k++) {
 			int64_t size = k == d->dim ? len : g->dim[k];
 			int64_t at = k == d->dim ? c[k] - start : c[k];
@@ -175,6 +182,43 @@ static enum tps_status apply_rank(void *opaque, int r, struct tps_tensor *out,
 	return TPS_OK;
 }
 
+/* Whether every tp rank's local mask equals its tp group's local rank
+ * 0's over the elements both hold, in local order: the same stream drawn
+ * by the same local indices. */
+static bool shards_identical(const struct tps_nn_context *ctx,
+			     const struct tps_dtensor *mask)
+{
+	const struct tps_mesh *mesh = ctx->mesh;
+	unsigned tp_mask = 1u << ctx->tp_dim;
+	int members[TPS_MAX_WORLD];
+	if (mesh->shape[ctx->tp_dim] < 2) {
+		return false;
+	}
+	for (int g = 0; g < tps_mesh_group_count(mesh, tp_mask); g++) {
+		const struct tps_tensor *first;
+		tps_mesh_group_members(mesh, tp_mask, g, members);
+		first = &mask->locals[members[0]];
+		for (int i = 1; i < mesh->shape[ctx->tp_dim]; i++) {
+			const struct tps_tensor *t = &mask->locals[members[i]];
+			int64_t a = tps_tensor_numel(first);
+			int64_t b = tps_tensor_numel(t);
+			int64_t n = a < b ? a : b;
+			if (n > 0 && memcmp(first->data, t->data,
+					    (size_t)n * sizeof(float)) != 0) {
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+static bool mistaken(const struct tps_nn_context *ctx,
+		     const struct tps_module *m)
+{
+	return ctx->mistake == TPS_MISTAKE_SAME_DROPOUT_SEED &&
+	       ctx->mistake_site == m->spec;
+}
+
 /* The note of the mask event: which generator each rank drew from. */
 static const char *mask_note(const struct draw *d)
 {
@@ -182,6 +226,11 @@ static const char *mask_note(const struct draw *d)
 		return "outside the TP region: every tp rank draws from the "
 		       "default generator (seed), by the element's index in "
 		       "the global tensor; 1 kept, 0 dropped";
+	}
+	if (d->same_seed) {
+		return "MISTAKE (inject same_dropout_seed): inside the TP "
+		       "region every tp rank draws from one generator (seed + "
+		       "2718), so shards of one shape get the same mask";
 	}
 	return "inside the TP region: tp rank t draws from its own generator "
 	       "(seed + 2718 + t, Megatron's model-parallel seed), by the "
@@ -223,7 +272,7 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 		m->dropout.tp = x->placements[ctx->tp_dim];
 		m->dropout.tp_size = ctx->mesh->shape[ctx->tp_dim];
 	}
-	d = draw_of(m, &x->global, ctx->step);
+	d = draw_of(m, &x->global, ctx->step, mistaken(ctx, m));
 	if (st == TPS_OK && identity) {
 		st = tps_dtensor_copy(&out, x, err);
 		if (st == TPS_OK) {
@@ -242,9 +291,15 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 				     x->placements, apply_rank, &job, err);
 	}
 	if (st == TPS_OK) {
-		st = tps_nn_emit_compute(ctx, s->name, "dropout_mask",
-					 mask_name, mask_note(&d), &mask, 0,
-					 err);
+		m->dropout.shards_identical = d.inside && !x->locals[0].meta &&
+					      shards_identical(ctx, &mask);
+		st = d.same_seed
+			     ? tps_nn_emit_mistaken_compute(
+				       ctx, s->name, "dropout_mask", mask_name,
+				       mask_note(&d), &mask, err)
+			     : tps_nn_emit_compute(ctx, s->name, "dropout_mask",
+						   mask_name, mask_note(&d),
+						   &mask, 0, err);
 	}
 	tps_dtensor_free(&mask);
 	if (st == TPS_OK) {
@@ -269,7 +324,7 @@ static enum tps_status dropout_backward(const struct tps_nn_context *ctx,
 					struct tps_dtensor *dx,
 					struct tps_error *err)
 {
-	struct draw d = draw_of(m, &dy->global, ctx->step);
+	struct draw d = draw_of(m, &dy->global, ctx->step, mistaken(ctx, m));
 	struct rank_job job = {ctx->mesh, dy, &d, false};
 	struct tps_dtensor g = {0};
 	enum tps_status st = TPS_OK;
@@ -312,7 +367,7 @@ static enum tps_status reference_apply(const struct tps_module *m,
 		*out = t;
 		return st;
 	}
-	d = draw_of(m, g, m->dropout.ref_step);
+	d = draw_of(m, g, m->dropout.ref_step, false);
 	for (int k = 0; k < g->ndim; k++) {
 		length[k] = g->dim[k];
 	}

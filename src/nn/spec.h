@@ -164,6 +164,11 @@ enum tps_mistake {
 	 * is all-reduced over tp, so each rank's shard becomes the sum of
 	 * every rank's different shard. */
 	TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD,
+	/* Training: a dropout inside the TP region (on tp-sharded
+	 * activations) draws every tp rank's mask from one stream, so the
+	 * shards get the same mask (PyTorch's test_tp_random_state checks
+	 * that they do not). */
+	TPS_MISTAKE_SAME_DROPOUT_SEED,
 };
 extern const char *const tps_mistake_names[];
 #define TPS_MISTAKE_BIT(m) (1u << (m))
@@ -421,7 +426,8 @@ struct tps_cost_spec {
  * The module mistake m happens in: the first linear with what it needs
  * (bias_every_rank: rowwise with a bias; skip_all_reduce: rowwise with a
  * replicated output; skip_gather: colwise with a replicated output;
- * wrong_shard_dim and tp_allreduce_weight_grad: colwise or rowwise), on a
+ * wrong_shard_dim and tp_allreduce_weight_grad: colwise or rowwise;
+ * same_dropout_seed: a dropout with p > 0), on a
  * tp group of 2 or more; -1 when the model has none. The config refuses a
  * mistake without a site; the run injects it and diagnoses it there.
  * tp_allreduce_weight_grad happens in every tp-sharded linear.
@@ -438,8 +444,9 @@ bool tps_dp_split_flat(const struct tps_model_spec *spec);
 void tps_dp_split_range(const struct tps_model_spec *spec, int r,
 			int64_t *start, int64_t *rows);
 
-/* Whether m is made in the backward pass (training) rather than in the
- * forward (inference). */
+/* Whether m is made in training rather than in inference: in the backward
+ * pass (tp_allreduce_weight_grad), or in a dropout, which only training
+ * draws (same_dropout_seed). */
 bool tps_mistake_in_backward(enum tps_mistake m);
 
 #endif

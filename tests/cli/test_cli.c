@@ -1854,7 +1854,8 @@ START_TEST(every_injected_mistake_is_caught_by_the_bound_alone)
 {
 	static const char *const mistakes[] = {
 		"bias_every_rank", "skip_all_reduce", "skip_gather",
-		"tp_allreduce_weight_grad", "wrong_shard_dim"};
+		"tp_allreduce_weight_grad", "wrong_shard_dim",
+		"same_dropout_seed"};
 	const char *dir = tu_tempdir();
 	char trace[600];
 	int runs = 0;
@@ -1913,7 +1914,7 @@ START_TEST(every_injected_mistake_is_caught_by_the_bound_alone)
 		}
 		free(text);
 	}
-	ck_assert_int_eq(runs, 20);
+	ck_assert_int_eq(runs, 24);
 	tu_rmtree(dir);
 }
 END_TEST

@@ -908,7 +908,7 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'inject':['bias_everywhere']}", TPS_ERR_INPUT,
 	    "cfg.json: /inject/0: unknown mistake \"bias_everywhere\" "
 	    "(expected one of bias_every_rank, skip_all_reduce, skip_gather, "
-	    "wrong_shard_dim, tp_allreduce_weight_grad)"),
+	    "wrong_shard_dim, tp_allreduce_weight_grad, same_dropout_seed)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','output':'shard(0)'}},"
 		 "'inject':['skip_all_reduce']}",
 	    TPS_ERR_INPUT,
@@ -1619,7 +1619,8 @@ static const struct bad_config bad_configs[] = {
 	BAD_JSON(WITH_MODEL("{'name':'fc1','type':'linear','in_features':04,"
 			    "'out_features':8}") "}",
 		 "cfg.json: /model/0/in_features: invalid JSON"),
-	/* dropout: p in [0, 1), no other key, no weight to shard. */
+	/* dropout: p in [0, 1), no other key, no weight to shard; its
+	 * mistake needs training and a dropout that drops. */
 	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':1}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/p: expected a number in [0, 1), got 1"),
@@ -1640,6 +1641,19 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/d: colwise cannot apply to dropout module \"d\" "
 	    "(it has no weight to shard)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout'}") ","
+		       "'inject':['same_dropout_seed']}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /inject/0: same_dropout_seed is injected in training "
+	    "only (this config runs inference)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':0}") ","
+		       "'mode':'training','inject':['same_dropout_seed']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: same_dropout_seed needs a dropout with p > "
+	    "0, on a tp group of 2 or more ranks (this model has none)"),
+	BAD(TRAIN ",'inject':['same_dropout_seed']}", TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: same_dropout_seed needs a dropout with p > "
+	    "0, on a tp group of 2 or more ranks (this model has none)"),
 };
 
 #define N_BAD_CONFIGS ((int)(sizeof bad_configs / sizeof bad_configs[0]))
