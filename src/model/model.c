@@ -320,9 +320,16 @@ enum tps_status tps_model_init(struct tps_model *model,
 			       const struct tps_model_spec *spec,
 			       struct tps_error *err)
 {
-	enum tps_status st = init_model(model, spec, false, err);
+	struct tps_model m;
+	enum tps_status st = init_model(&m, spec, false, err);
 	if (st == TPS_OK && draws_masks(spec)) {
-		tps_model_plan_dropout(model);
+		st = tps_model_plan_dropout(&m, err);
+		if (st != TPS_OK) {
+			tps_model_free(&m);
+		}
+	}
+	if (st == TPS_OK) {
+		*model = m;
 	}
 	return st;
 }
