@@ -132,6 +132,9 @@ def check_module_types(schema, dump):
             elif k["kind"] == "positive":
                 if shared.get("$ref") != "#/$defs/positive":
                     problems.append("%s: not a positive number" % where)
+            elif k["kind"] == "unit":
+                if shared.get("$ref") != "#/$defs/unit":
+                    problems.append("%s: not a number in [0, 1)" % where)
             elif k["kind"] == "bool":
                 if shared.get("type") != "boolean":
                     problems.append("%s: not a boolean" % where)

@@ -625,6 +625,7 @@ static void inject_item(struct cfg *c, const cJSON *item, int index, void *ctx)
 		"all_gather)",
 		"a colwise or rowwise linear",
 		"a colwise or rowwise linear",
+		"a dropout with p > 0",
 	};
 	bool training = spec->mode == TPS_MODE_TRAINING;
 	if (tps_mistake_in_backward((enum tps_mistake)m) != training) {

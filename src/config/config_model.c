@@ -10,10 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Module types a later version will add (docs/config.md names them). */
-static const char *const later_types[] = {"dropout", NULL};
-#define LATER_VERSION "tpsim 0.3"
-
 /*
  * Style names people bring from PyTorch's API or from write-ups about TP:
  * PyTorch's own class names, which tpsim spells in lower case, and names
@@ -271,6 +267,11 @@ static void read_module_keys(struct cfg *c, const cJSON *m,
 			cfg_number(c, m, key->name, need, CFG_POSITIVE,
 				   (double *)(void *)field);
 			break;
+		case TPS_KEY_UNIT:
+			*(double *)(void *)field = key->fallback;
+			cfg_number(c, m, key->name, need, CFG_UNIT,
+				   (double *)(void *)field);
+			break;
 		case TPS_KEY_BOOL:
 			*(bool *)(void *)field = key->fallback != 0;
 			cfg_bool(c, m, key->name, (bool *)(void *)field);
@@ -482,19 +483,11 @@ static void read_module_type(struct cfg *c, const cJSON *type, void *ctx)
 	if (x->type >= 0) {
 		return;
 	}
-	if (tps_name_index(later_types, type->valuestring) >= 0) {
-		cfg_fail(c, TPS_ERR_UNSUPPORTED,
-			 "module type \"%s\" is not supported by " LATER_VERSION
-			 " (expected %s)",
-			 type->valuestring,
-			 kind_list(" or ", list, sizeof list));
-	} else {
-		cfg_fail(c, TPS_ERR_INPUT,
-			 "unknown module type \"%s\" (expected one of %s)",
-			 tps_json_escape_for_message(type->valuestring, esc,
-						     sizeof esc),
-			 kind_list(", ", list, sizeof list));
-	}
+	cfg_fail(c, TPS_ERR_INPUT,
+		 "unknown module type \"%s\" (expected one of %s)",
+		 tps_json_escape_for_message(type->valuestring, esc,
+					     sizeof esc),
+		 kind_list(", ", list, sizeof list));
 }
 
 /* obj's keys are "name", "type" and those of type d. */

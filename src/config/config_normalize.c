@@ -123,6 +123,7 @@ static bool key_is_on(const struct tps_module_spec *m,
 	switch (key->kind) {
 	case TPS_KEY_SIZE: return *(const int64_t *)(const void *)field != 0;
 	case TPS_KEY_POSITIVE:
+	case TPS_KEY_UNIT:
 		return *(const double *)(const void *)field != 0.0;
 	case TPS_KEY_BOOL: return *(const bool *)(const void *)field;
 	case TPS_KEY_CHOICE:
@@ -160,6 +161,10 @@ static void put_module_key(struct builder *b, cJSON *e,
 		    *(const double *)(const void *)field == 0.0) {
 			break;
 		}
+		put_number(b, e, key->name,
+			   *(const double *)(const void *)field);
+		break;
+	case TPS_KEY_UNIT:
 		put_number(b, e, key->name,
 			   *(const double *)(const void *)field);
 		break;

@@ -327,6 +327,7 @@ static enum tps_status init_model(struct tps_model *model,
 		mod->training = spec->mode == TPS_MODE_TRAINING;
 		mod->dtypes = &spec->dtypes;
 		mod->params = &m.params[m.n_params];
+		mod->dropout.seed = spec->param_init.seed;
 		mod->n_params = mod->ops->parameters(
 			mod->spec, spec->tp_dim, &job.param_specs[m.n_params]);
 		for (int k = 0; k < mod->n_params; k++) {
@@ -352,11 +353,34 @@ out:
 	return TPS_OK;
 }
 
+/* Whether a forward of spec's model in training draws dropout masks. */
+static bool draws_masks(const struct tps_model_spec *spec)
+{
+	for (int i = 0; i < spec->n_modules; i++) {
+		if (spec->modules[i].type == TPS_MODULE_DROPOUT &&
+		    spec->modules[i].p > 0.0) {
+			return spec->mode == TPS_MODE_TRAINING;
+		}
+	}
+	return false;
+}
+
 enum tps_status tps_model_init(struct tps_model *model,
 			       const struct tps_model_spec *spec,
 			       struct tps_error *err)
 {
-	return init_model(model, spec, false, err);
+	struct tps_model m;
+	enum tps_status st = init_model(&m, spec, false, err);
+	if (st == TPS_OK && draws_masks(spec)) {
+		st = tps_model_plan_dropout(&m, err);
+		if (st != TPS_OK) {
+			tps_model_free(&m);
+		}
+	}
+	if (st == TPS_OK) {
+		*model = m;
+	}
+	return st;
 }
 
 enum tps_status tps_model_init_meta(struct tps_model *model,

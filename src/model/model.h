@@ -94,6 +94,19 @@ enum tps_status tps_model_init_meta(struct tps_model *model,
 void tps_model_free(struct tps_model *model);
 
 /*
+ * tps_model_init's, for a model whose training draws dropout masks: each
+ * dropout's input layout under the plan (nn.h's tps_dropout_state), found
+ * by one forward of a meta twin of the model, without the injected
+ * mistake and with no events, so that the reference draws the masks the
+ * ranks will before any step has run. Fails only when out of memory
+ * (TPS_ERR_NOMEM); another failure of that forward is the real run's too,
+ * reported there: the dropouts it did not reach stay unknown (their
+ * reference then says so).
+ */
+enum tps_status tps_model_plan_dropout(struct tps_model *model,
+				       struct tps_error *err);
+
+/*
  * One optimizer step of one parameter's values p (a rank's shard, or the
  * reference's global value) from grad and its state arrays, in the dtypes
  * dt (spec.h): with master (the master_params copy; NULL when none is

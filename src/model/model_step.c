@@ -807,6 +807,59 @@ tps_model_run(struct tps_model *model, const struct tps_tensor *input,
 	return TPS_OK;
 }
 
+enum tps_status tps_model_plan_dropout(struct tps_model *model,
+				       struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_model meta;
+	struct tps_tensor input = {0};
+	struct tps_dtensor x = {0}, y = {0};
+	struct tps_nn_context ctx;
+	struct tps_error e = {0};
+	enum tps_status st = tps_model_init_meta(&meta, spec, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	ctx = context(&meta, (struct tps_event_sink){0}, 0, TPS_PHASE_FORWARD);
+	ctx.mistake = 0;
+	ctx.mistake_site = NULL;
+	ctx.save = false;
+	st = tps_tensor_init_meta(&input, &spec->input_shape, &e);
+	if (st == TPS_OK) {
+		st = distribute_batch(&ctx, &meta, &input, "input", "input", &x,
+				      &e);
+	}
+	if (st == TPS_OK) {
+		st = tps_nn_forward_seq(&ctx, meta.modules,
+					meta.modules + spec->n_modules, &x, &y,
+					&e);
+	}
+	/* Out of memory is this step's failure; any other is the real
+	 * run's too, reported there: the dropouts it did not reach stay
+	 * unknown. */
+	if (st == TPS_ERR_NOMEM) {
+		if (err) {
+			*err = e;
+		}
+		tps_tensor_free(&input);
+		tps_model_free(&meta);
+		return st;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		const struct tps_dropout_state *d = &meta.modules[i].dropout;
+		if (d->known) {
+			model->modules[i].dropout.known = true;
+			model->modules[i].dropout.tp = d->tp;
+			model->modules[i].dropout.tp_size = d->tp_size;
+		}
+	}
+	tps_dtensor_free(&x);
+	tps_dtensor_free(&y);
+	tps_tensor_free(&input);
+	tps_model_free(&meta);
+	return TPS_OK;
+}
+
 enum tps_status tps_model_forward(struct tps_model *model,
 				  const struct tps_tensor *input,
 				  struct tps_event_sink sink, int step,

@@ -173,6 +173,17 @@ const struct tps_module_type_desc tps_module_types[] = {
 				   "the bodies' modules",
 			.ops = &tps_gated_ops,
 		},
+	/* nn.Dropout(p=0.5): inverted dropout in training, the identity in
+	 * inference */
+	[TPS_MODULE_DROPOUT] =
+		{
+			.name = "dropout",
+			.keys = {TPS_UNIT_KEY("p", p, 0.5)},
+			.width = TPS_WIDTH_KEEPS,
+			.styles = PREPARE_STYLES,
+			.why_not = "it has no weight to shard",
+			.ops = &tps_dropout_ops,
+		},
 };
 _Static_assert(sizeof tps_module_types / sizeof tps_module_types[0] ==
 		       TPS_MODULE_TYPE_COUNT,

@@ -43,6 +43,8 @@ enum tps_key_kind {
 	 * a char[TPS_NAME_MAX]; optional, "" when absent. Which modules
 	 * it may name is the config's rule (config_model.c, check_tie). */
 	TPS_KEY_MODULE_NAME,
+	/* a number in [0, 1), into a double (dropout's p) */
+	TPS_KEY_UNIT,
 };
 
 /* One key of a module's config object, besides "name" and "type". */
@@ -113,6 +115,11 @@ struct tps_module_key {
 		.name = (key), .kind = TPS_KEY_CHOICE,                         \
 		.offset = TPS_MODULE_FIELD(field, int), .fallback = (dflt),    \
 		.choices = (names), .n_choices = (n), .needs = (other)         \
+	}
+#define TPS_UNIT_KEY(key, field, dflt)                                         \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_UNIT,                           \
+		.offset = TPS_MODULE_FIELD(field, double), .fallback = (dflt)  \
 	}
 #define TPS_BOOL_KEY(key, field, dflt)                                         \
 	{                                                                      \

@@ -310,6 +310,32 @@ struct tps_module_ops {
 				 const char **key, struct tps_error *err);
 };
 
+/*
+ * What a dropout draws its masks from (nn_dropout.c, docs/transformer.md).
+ * The mask of an element is a pure function of the run's seed, the
+ * module's name, the step and where the element is, so the ranks and the
+ * reference draw the same bits without sharing a generator's state.
+ */
+struct tps_dropout_state {
+	uint64_t seed; /* the run's (init.seed), set by tps_model_init */
+	/* The tp layout of the module's input under the plan, and the tp
+	 * group's size: the ranks' forward sets them, and tps_model_init
+	 * sets them first from a meta forward of the model without its
+	 * injected mistake, so that the reference knows them before any
+	 * step. known: set. */
+	bool known;
+	struct tps_placement tp;
+	int tp_size;
+	/* The step the reference's next forward (and the backward after
+	 * it) draws for: its bound pass sets it. */
+	int ref_step;
+	/* The last training forward inside the TP region: whether every tp
+	 * rank's mask was the same as its group's local rank 0's (over the
+	 * elements both hold, in local order), the symptom PyTorch's
+	 * test_tp_random_state.py checks for. */
+	bool shards_identical;
+};
+
 /* A module as it runs. */
 struct tps_module {
 	const struct tps_module_spec *spec; /* not owned */
@@ -340,6 +366,8 @@ struct tps_module {
 	 * reference, which stores as the ranks do: tps_nn_reference_forward
 	 * and _backward round what a module computes. */
 	const struct tps_dtypes *dtypes;
+	/* dropout only */
+	struct tps_dropout_state dropout;
 	/* Set by a parent that sums its children's input gradients before
 	 * reducing them once (attention's q, k, v, as Megatron's fused QKV):
 	 * backward leaves dx as computed (partial) instead of walking it
@@ -629,6 +657,7 @@ extern const struct tps_module_ops tps_linear_ops;
 extern const struct tps_module_ops tps_relu_ops;
 extern const struct tps_module_ops tps_gelu_ops;
 extern const struct tps_module_ops tps_silu_ops;
+extern const struct tps_module_ops tps_dropout_ops;
 extern const struct tps_module_ops tps_layernorm_ops;
 extern const struct tps_module_ops tps_rmsnorm_ops;
 extern const struct tps_module_ops tps_residual_ops;

@@ -18,7 +18,8 @@ const char *const tps_sampler_names[] = {"chunk", "distributed",
 					 "chunk_of_chunks", NULL};
 const char *const tps_mistake_names[] = {
 	"bias_every_rank", "skip_all_reduce",	       "skip_gather",
-	"wrong_shard_dim", "tp_allreduce_weight_grad", NULL};
+	"wrong_shard_dim", "tp_allreduce_weight_grad", "same_dropout_seed",
+	NULL};
 const char *const tps_mode_names[] = {"inference", "training", NULL};
 const char *const tps_loss_names[] = {"mse", "sum", "cross_entropy", NULL};
 const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
@@ -123,6 +124,12 @@ int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
 		bool colwise = ms->style == TPS_STYLE_COLWISE;
 		bool replicated_out =
 			ms->output.kind == TPS_PLACEMENT_REPLICATE;
+		if (m == TPS_MISTAKE_SAME_DROPOUT_SEED) {
+			if (ms->type == TPS_MODULE_DROPOUT && ms->p > 0) {
+				return i;
+			}
+			continue;
+		}
 		if (ms->type != TPS_MODULE_LINEAR) {
 			continue;
 		}
@@ -140,6 +147,7 @@ int tps_mistake_site(const struct tps_model_spec *spec, enum tps_mistake m)
 		case TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD:
 			fits = rowwise || colwise;
 			break;
+		case TPS_MISTAKE_SAME_DROPOUT_SEED: break;
 		}
 		if (fits) {
 			return i;
@@ -186,7 +194,8 @@ void tps_dp_split_range(const struct tps_model_spec *spec, int r,
 
 bool tps_mistake_in_backward(enum tps_mistake m)
 {
-	return m == TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD;
+	return m == TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD ||
+	       m == TPS_MISTAKE_SAME_DROPOUT_SEED;
 }
 
 bool tps_module_has_width(const struct tps_module_spec *m)

@@ -75,11 +75,14 @@ enum tps_module_type {
 	 * run on the same input, the gate's first (n_first_body of them),
 	 * then the up's (SwiGLU's w2's input, silu(w1 x) * w3 x). */
 	TPS_MODULE_GATED,
+	/* nn.Dropout(p) in training, the identity in inference; masks from
+	 * seeded counters on tp-aware streams (nn_dropout.c) */
+	TPS_MODULE_DROPOUT,
 };
 /* The number of module types (a define, not a member, so that switches
  * over the type need no case for it): the length of module_type.h's
  * table of descriptors, which has one per type. */
-#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_GATED + 1)
+#define TPS_MODULE_TYPE_COUNT (TPS_MODULE_DROPOUT + 1)
 
 /* How a module's weights are split over tp (docs/design.md section 2). A module
  * no plan key matches is TPS_STYLE_REPLICATE with `planned` false. */
@@ -165,6 +168,11 @@ enum tps_mistake {
 	 * is all-reduced over tp, so each rank's shard becomes the sum of
 	 * every rank's different shard. */
 	TPS_MISTAKE_TP_ALLREDUCE_WEIGHT_GRAD,
+	/* Training: a dropout inside the TP region (on tp-sharded
+	 * activations) draws every tp rank's mask from one stream, so the
+	 * shards get the same mask (PyTorch's test_tp_random_state checks
+	 * that they do not). */
+	TPS_MISTAKE_SAME_DROPOUT_SEED,
 };
 extern const char *const tps_mistake_names[];
 #define TPS_MISTAKE_BIT(m) (1u << (m))
@@ -331,6 +339,7 @@ struct tps_module_spec {
 	char tie[TPS_NAME_MAX];
 	bool bias;  /* linear and layernorm */
 	double eps; /* layernorm, rmsnorm: added to the variance, the mean square */
+	double p;   /* dropout: the probability of zeroing, in [0, 1) */
 	/* attention: its heads (in_features = out_features = embed_dim),
 	 * its kv heads (grouped-query attention: num_kv_heads divides
 	 * num_heads, each kv head serving num_heads / num_kv_heads query
@@ -436,7 +445,8 @@ struct tps_cost_spec {
  * The module mistake m happens in: the first linear with what it needs
  * (bias_every_rank: rowwise with a bias; skip_all_reduce: rowwise with a
  * replicated output; skip_gather: colwise with a replicated output;
- * wrong_shard_dim and tp_allreduce_weight_grad: colwise or rowwise), on a
+ * wrong_shard_dim and tp_allreduce_weight_grad: colwise or rowwise;
+ * same_dropout_seed: a dropout with p > 0), on a
  * tp group of 2 or more; -1 when the model has none. The config refuses a
  * mistake without a site; the run injects it and diagnoses it there.
  * tp_allreduce_weight_grad happens in every tp-sharded linear.
@@ -453,8 +463,9 @@ bool tps_dp_split_flat(const struct tps_model_spec *spec);
 void tps_dp_split_range(const struct tps_model_spec *spec, int r,
 			int64_t *start, int64_t *rows);
 
-/* Whether m is made in the backward pass (training) rather than in the
- * forward (inference). */
+/* Whether m is made in training rather than in inference: in the backward
+ * pass (tp_allreduce_weight_grad), or in a dropout, which only training
+ * draws (same_dropout_seed). */
 bool tps_mistake_in_backward(enum tps_mistake m);
 
 #endif

@@ -3,7 +3,8 @@
  * did, read from its symptom in the outcomes of the simulation and the
  * reference (an output larger by exactly (tp - 1) x bias, rank 0's
  * partial sum alone, a shard where the whole was due, a shape error,
- * gradients summed over tp), as one sentence for the trace's result and
+ * gradients summed over tp, dropout masks equal on every tp rank), as one
+ * sentence for the trace's result and
  * the summary. It reads the model and the outcomes and changes nothing.
  */
 #include <math.h>
@@ -308,6 +309,43 @@ static void diagnose_tp_allreduce_weight_grad(
 	}
 }
 
+/*
+ * same_dropout_seed: inside the TP region every tp rank drew the mistaken
+ * dropout's mask from one generator. The symptom is in the masks the ranks
+ * drew (tps_dropout_state's shards_identical, from the last training
+ * forward), as PyTorch's test_tp_random_state.py looks at the local
+ * tensors: identical on every tp rank.
+ */
+static void diagnose_same_dropout_seed(const struct tps_model *model,
+				       const char *stopped, const char *diff,
+				       char *buf, size_t size)
+{
+	const struct tps_module *m =
+		mistaken_module(model, TPS_MISTAKE_SAME_DROPOUT_SEED);
+	static const char why[] =
+		"inside the TP region every tp rank drew its mask from one "
+		"generator (seed + 2718), where Megatron's "
+		"get_cuda_rng_tracker gives tp rank t its own (seed + 2718 + "
+		"t) (inject same_dropout_seed)";
+	if (stopped) {
+		snprintf(buf, size, "the simulation stopped (%s); %s", stopped,
+			 why);
+	} else if (m->dropout.shards_identical) {
+		snprintf(buf, size,
+			 "the dropout masks of the shards of %s.out are "
+			 "identical on every tp rank, and the output differs "
+			 "from the reference (max_abs_diff %s): %s",
+			 m->spec->name, diff, why);
+	} else {
+		snprintf(buf, size,
+			 "the mistake changed no mask: %s.in is not sharded "
+			 "over tp on its last dim, and outside the TP region "
+			 "every tp rank draws from the default generator "
+			 "anyway; %s",
+			 m->spec->name, why);
+	}
+}
+
 void tps_run_diagnose(const struct tps_model *model,
 		      const struct tps_tensor *input,
 		      const struct tps_model_outcome *sim,
@@ -329,6 +367,8 @@ void tps_run_diagnose(const struct tps_model *model,
 		diagnose_skip_gather(model, sim, ref, stopped, buf, size);
 	} else if (inject & TPS_MISTAKE_BIT(TPS_MISTAKE_WRONG_SHARD_DIM)) {
 		diagnose_wrong_shard_dim(model, stopped, diff, buf, size);
+	} else if (inject & TPS_MISTAKE_BIT(TPS_MISTAKE_SAME_DROPOUT_SEED)) {
+		diagnose_same_dropout_seed(model, stopped, diff, buf, size);
 	} else {
 		diagnose_tp_allreduce_weight_grad(model, sim, ref, stopped,
 						  diff, buf, size);

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <xxhash.h>
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -37,6 +38,24 @@ void tps_rng_seed_named(struct tps_rng *rng, uint64_t seed, const char *name)
 {
 	tps_rng_seed(rng,
 		     seed ^ tps_fnv1a64(name, strlen(name), TPS_FNV1A64_INIT));
+}
+
+uint64_t tps_rng_counter(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+	const uint64_t words[3] = {a, b, c};
+	unsigned char bytes[24];
+	for (int w = 0; w < 3; w++) {
+		for (int i = 0; i < 8; i++) {
+			bytes[8 * w + i] = (unsigned char)(words[w] >> (8 * i));
+		}
+	}
+	return XXH3_64bits_withSeed(bytes, sizeof bytes, seed);
+}
+
+float tps_rng_counter_unit(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+	return (float)(tps_rng_counter(seed, a, b, c) >> 40) *
+	       (1.0f / 16777216.0f);
 }
 
 uint64_t tps_rng_next(struct tps_rng *rng)

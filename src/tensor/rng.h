@@ -28,6 +28,20 @@ float tps_rng_uniform(struct tps_rng *rng, float a);
 /* N(0, sigma^2) by Box-Muller (one value per call, in double). */
 float tps_rng_normal(struct tps_rng *rng, float sigma);
 
+/*
+ * A counter-based generator (Salmon et al., "Parallel random numbers: as
+ * easy as 1, 2, 3", the idea behind Philox, which PyTorch's CUDA dropout
+ * uses): the number for a counter (a, b, c) under a seed is XXH3-64 of
+ * the counter's 24 bytes (each little-endian) with that seed, a pure
+ * function of its arguments: no state, so any rank can draw the number
+ * of any element in any order and get the same bits. Dropout draws its
+ * masks from it (nn_dropout.c, docs/transformer.md).
+ */
+uint64_t tps_rng_counter(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+/* tps_rng_counter's top 24 bits as a uniform in [0, 1): k / 2^24, exact
+ * in float32 (as tps_rng_unit). */
+float tps_rng_counter_unit(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
 /* FNV-1a 64 over bytes; also used for the trace's value hashes. */
 uint64_t tps_fnv1a64(const void *data, size_t len, uint64_t hash);
 #define TPS_FNV1A64_INIT 0xcbf29ce484222325ULL

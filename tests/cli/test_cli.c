@@ -1392,6 +1392,19 @@ static const char *const thread_configs[] = {
 	"\"plan\": {\"fc1\": \"colwise\", \"fc2\": \"rowwise\"}, "
 	"\"input\": {\"shape\": [3, 33], \"seed\": 1}, \"mode\": "
 	"\"training\", \"loss\": \"sum\"}",
+	/* dropouts inside the TP region and on sequence shards: each rank
+	 * draws its masks alone, in any order */
+	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 3], \"dim_names\": "
+	"[\"dp\", \"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+	"\"linear\", \"in_features\": 7, \"out_features\": 13}, "
+	"{\"name\": \"d1\", \"type\": \"dropout\"}, {\"name\": \"fc2\", "
+	"\"type\": \"linear\", \"in_features\": 13, \"out_features\": 7}, "
+	"{\"name\": \"d2\", \"type\": \"dropout\", \"p\": 0.2}], "
+	"\"plan\": {\"fc1\": \"colwise\", \"fc2\": {\"style\": "
+	"\"rowwise\", \"output\": \"shard(1)\"}}, "
+	"\"input\": {\"shape\": [4, 5, 7], \"seed\": 3}, \"mode\": "
+	"\"training\", \"steps\": 2, \"optimizer\": {\"type\": "
+	"\"sgd\", \"lr\": 0.1}}",
 };
 
 /* tpsim run CFG --threads N for N = 1, 2, 3, 8: the same bytes. */
@@ -1455,7 +1468,7 @@ START_TEST(traces_are_byte_identical_for_every_thread_count)
 	}
 	printf("%d configs byte-identical at 1, 2, 3 and 8 threads\n",
 	       compared);
-	ck_assert_int_ge(compared, 1 + 14 + 2);
+	ck_assert_int_ge(compared, 1 + 14 + 3);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -1865,7 +1878,8 @@ START_TEST(every_injected_mistake_is_caught_by_the_bound_alone)
 {
 	static const char *const mistakes[] = {
 		"bias_every_rank", "skip_all_reduce", "skip_gather",
-		"tp_allreduce_weight_grad", "wrong_shard_dim"};
+		"tp_allreduce_weight_grad", "wrong_shard_dim",
+		"same_dropout_seed"};
 	const char *dir = tu_tempdir();
 	char trace[600];
 	int runs = 0;
@@ -1924,7 +1938,7 @@ START_TEST(every_injected_mistake_is_caught_by_the_bound_alone)
 		}
 		free(text);
 	}
-	ck_assert_int_eq(runs, 20);
+	ck_assert_int_eq(runs, 24);
 	tu_rmtree(dir);
 }
 END_TEST

@@ -336,14 +336,8 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/type: unknown module type \"conv2d\" "
 	    "(expected one of linear, relu, gelu, layernorm, residual, "
-	    "embedding, attention, rmsnorm, silu, gated, transformer_block, "
-	    "swiglu_mlp)"),
-	BAD(WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
-	    TPS_ERR_UNSUPPORTED,
-	    "cfg.json: /model/1/type: module type \"dropout\" is not "
-	    "supported by tpsim 0.3 (expected linear, relu, gelu, layernorm, "
-	    "residual, embedding, attention, rmsnorm, silu, gated, "
-	    "transformer_block or swiglu_mlp)"),
+	    "embedding, attention, rmsnorm, silu, gated, dropout, "
+	    "transformer_block, swiglu_mlp)"),
 	/* repeat: N copies of a module or a list of modules. */
 	BAD(WITH_MODEL(FC1
 		       ",{'repeat':0,'name':'r','module':{'type':'relu'}}") "}",
@@ -922,7 +916,7 @@ static const struct bad_config bad_configs[] = {
 	BAD(BASE ",'inject':['bias_everywhere']}", TPS_ERR_INPUT,
 	    "cfg.json: /inject/0: unknown mistake \"bias_everywhere\" "
 	    "(expected one of bias_every_rank, skip_all_reduce, skip_gather, "
-	    "wrong_shard_dim, tp_allreduce_weight_grad)"),
+	    "wrong_shard_dim, tp_allreduce_weight_grad, same_dropout_seed)"),
 	BAD(BASE ",'plan':{'fc2':{'style':'rowwise','output':'shard(0)'}},"
 		 "'inject':['skip_all_reduce']}",
 	    TPS_ERR_INPUT,
@@ -1817,6 +1811,41 @@ static const struct bad_config bad_configs[] = {
 	BAD_JSON(WITH_MODEL("{'name':'fc1','type':'linear','in_features':04,"
 			    "'out_features':8}") "}",
 		 "cfg.json: /model/0/in_features: invalid JSON"),
+	/* dropout: p in [0, 1), no other key, no weight to shard; its
+	 * mistake needs training and a dropout that drops. */
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/p: expected a number in [0, 1), got 1"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':-0.1}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/p: expected a number in [0, 1), got -0.1"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':'0.1'}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/p: expected a number, got string \"0.1\""),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':1e999}") "}",
+	    TPS_ERR_INPUT, "cfg.json: /model/1/p: expected a number in [0, 1)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','dim':8}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/dim: unknown key \"dim\" (expected one of: "
+	    "name, type, p)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout'}") ","
+		       "'plan':{'d':'colwise'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /plan/d: colwise cannot apply to dropout module \"d\" "
+	    "(it has no weight to shard)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout'}") ","
+		       "'inject':['same_dropout_seed']}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /inject/0: same_dropout_seed is injected in training "
+	    "only (this config runs inference)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':0}") ","
+		       "'mode':'training','inject':['same_dropout_seed']}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: same_dropout_seed needs a dropout with p > "
+	    "0, on a tp group of 2 or more ranks (this model has none)"),
+	BAD(TRAIN ",'inject':['same_dropout_seed']}", TPS_ERR_INPUT,
+	    "cfg.json: /inject/0: same_dropout_seed needs a dropout with p > "
+	    "0, on a tp group of 2 or more ranks (this model has none)"),
 };
 
 #define N_BAD_CONFIGS ((int)(sizeof bad_configs / sizeof bad_configs[0]))
@@ -1915,12 +1944,11 @@ static bool lists_name(const char *list, const char *name)
 }
 
 /* The one table of module types: every enum tps_module_type is a row, by
- * its name, and both messages that list the types list every row. */
+ * its name, and the message that lists the types lists every row. */
 START_TEST(module_type_messages_list_every_type_of_the_table)
 {
 	static const char *const configs[] = {
 		WITH_MODEL(FC1 ",{'name':'act','type':'conv2d'}") "}",
-		WITH_MODEL(FC1 ",{'name':'drop','type':'dropout'}") "}",
 	};
 	bool seen[TPS_MODULE_TYPE_COUNT] = {false};
 	size_t n = cfg_module_type_count();
@@ -2045,6 +2073,7 @@ static cJSON *key_json(const struct tps_module_key *key)
 	static const char *const kinds[] = {
 		[TPS_KEY_SIZE] = "size",
 		[TPS_KEY_POSITIVE] = "positive",
+		[TPS_KEY_UNIT] = "unit",
 		[TPS_KEY_BOOL] = "bool",
 		[TPS_KEY_CHOICE] = "choice",
 		[TPS_KEY_MODULES] = "modules",
@@ -3088,6 +3117,8 @@ static const struct {
 		      "'bias':false},{'name':'s','type':'silu'}],'up':[{'name':"
 		      "'b','type':'linear','in_features':4,'out_features':6,"
 		      "'bias':false}]}]," INPUT "}"},
+	{"dropout", HDR "'model':[{'name':'m','type':'dropout','p':0.25}]," INPUT
+			"}"},
 };
 
 /* The top-level module "m" of a parsed config (a '-quoted one, or a

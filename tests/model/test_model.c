@@ -2838,6 +2838,274 @@ START_TEST(master_params_keep_updates_that_bf16_params_lose)
 }
 END_TEST
 
+/* ---- dropout ------------------------------------------------------- */
+
+/* The masks a run's dropouts drew, as its "<name>.mask" events hold them,
+ * checked against the reference's by dropout_masks_match_the_reference. */
+#define MASKS_MAX 64
+struct masks {
+	int n;
+	int step[MASKS_MAX];
+	char module[MASKS_MAX][TPS_NAME_MAX];
+	struct tps_tensor global[MASKS_MAX];
+	/* Over the tp group of mesh rank 0: whether some tp rank's local
+	 * mask differs from tp rank 0's over the elements both hold. */
+	bool differ_on_tp[MASKS_MAX];
+	const struct tps_model_spec *spec;
+};
+
+static enum tps_status keep_mask(void *ctx, const struct tps_event *ev,
+				 struct tps_error *err)
+{
+	struct masks *k = ctx;
+	const struct tps_model_spec *spec = k->spec;
+	int tp = spec->mesh.shape[spec->tp_dim];
+	int members[TPS_MAX_WORLD];
+	if (!ev->value || !ends_with(ev->tensor, ".mask")) {
+		return TPS_OK;
+	}
+	ck_assert_int_lt(k->n, MASKS_MAX);
+	k->step[k->n] = ev->step;
+	snprintf(k->module[k->n], TPS_NAME_MAX, "%s", ev->module);
+	ck_assert_int_eq(tps_dtensor_full_tensor(ev->value,
+						 &k->global[k->n], err),
+			 TPS_OK);
+	tps_mesh_group_members(&spec->mesh, 1u << spec->tp_dim, 0, members);
+	for (int i = 1; i < tp; i++) {
+		const struct tps_tensor *a = &ev->value->locals[members[0]];
+		const struct tps_tensor *b = &ev->value->locals[members[i]];
+		int64_t na = tps_tensor_numel(a), nb = tps_tensor_numel(b);
+		int64_t n = na < nb ? na : nb;
+		if (n > 0 && memcmp(a->data, b->data, (size_t)n * 4) != 0) {
+			k->differ_on_tp[k->n] = true;
+		}
+	}
+	/* Every rank's block is the global mask's: the replicas agree. */
+	for (int r = 0; r < spec->mesh.world_size; r++) {
+		int64_t off[TPS_MAX_DIMS], len[TPS_MAX_DIMS];
+		const struct tps_tensor *l = &ev->value->locals[r];
+		const struct tps_tensor *g = &k->global[k->n];
+		int64_t c[TPS_MAX_DIMS] = {0};
+		tps_dtensor_local_region(&spec->mesh, &ev->value->global,
+					 ev->value->placements, r, off, len);
+		for (int64_t i = 0; i < tps_tensor_numel(l); i++) {
+			int64_t at = 0;
+			for (int d = 0; d < g->shape.ndim; d++) {
+				at = at * g->shape.dim[d] + off[d] + c[d];
+			}
+			ck_assert(l->data[i] == g->data[at]);
+			for (int d = g->shape.ndim - 1; d >= 0; d--) {
+				if (++c[d] < len[d]) {
+					break;
+				}
+				c[d] = 0;
+			}
+		}
+	}
+	k->n++;
+	return TPS_OK;
+}
+
+/*
+ * Runs a training config (' for ") on its ranks, keeping every dropout
+ * mask they drew; then draws each again as the reference does (the
+ * module's reference forward on ones, at the mask's step: s where kept, 0
+ * where dropped) and checks them bit for bit. Returns the masks (the
+ * caller frees them with masks_free).
+ */
+static struct masks run_masks(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static struct masks run_masks(const char *fmt, ...)
+{
+	char text[8192];
+	va_list ap;
+	cJSON *root;
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_tensor input, target = {0};
+	struct tps_model_outcome sim;
+	struct masks k = {0};
+	struct tps_event_sink sink = {keep_mask, &k};
+	struct tps_error err = {0};
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	for (char *p = text; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	root = cJSON_Parse(text);
+	ck_assert_msg(root != NULL, "bad JSON: %s", text);
+	ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) == TPS_OK,
+		      "%s\n%s", err.message, text);
+	cJSON_Delete(root);
+	k.spec = &spec.model;
+	ck_assert_msg(tps_model_init(&model, &spec.model, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(tps_model_make_input(&spec.model, &input, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_model_make_target(&spec.model, &target, NULL),
+			 TPS_OK);
+	ck_assert_msg(tps_model_run(&model, &input, &target, sink, &sim,
+				    &err) == TPS_OK,
+		      "%s\n%s", err.message, text);
+	for (int i = 0; i < k.n; i++) {
+		struct tps_module *m = NULL;
+		struct tps_tensor ones = {0}, out = {0};
+		int64_t n = tps_tensor_numel(&k.global[i]), kept = 0;
+		for (int j = 0; j < spec.model.n_modules; j++) {
+			if (strcmp(model.modules[j].spec->name, k.module[i]) ==
+			    0) {
+				m = &model.modules[j];
+			}
+		}
+		ck_assert_ptr_nonnull(m);
+		ck_assert_int_eq(
+			tps_tensor_init(&ones, &k.global[i].shape, NULL),
+			TPS_OK);
+		for (int64_t e = 0; e < n; e++) {
+			ones.data[e] = 1.0f;
+		}
+		m->dropout.ref_step = k.step[i];
+		ck_assert_int_eq(tps_dropout_ops.reference_forward(
+					 m, NULL, &ones, &out, &err),
+				 TPS_OK);
+		for (int64_t e = 0; e < n; e++) {
+			float want = out.data[e] != 0.0f ? 1.0f : 0.0f;
+			ck_assert_msg(k.global[i].data[e] == want,
+				      "%s step %d element %lld: ranks %g, "
+				      "reference %g\n%s",
+				      k.module[i], k.step[i], (long long)e,
+				      (double)k.global[i].data[e],
+				      (double)want, text);
+			kept += want != 0.0f;
+		}
+		/* p is 0.25 or 0.5: some dropped, some kept (n >= 12). */
+		ck_assert_msg(n < 12 || (kept > 0 && kept < n),
+			      "%s: %lld of %lld kept", k.module[i],
+			      (long long)kept, (long long)n);
+		tps_tensor_free(&ones);
+		tps_tensor_free(&out);
+	}
+	tps_model_outcome_free(&sim);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
+	return k;
+}
+
+static void masks_free(struct masks *k)
+{
+	for (int i = 0; i < k->n; i++) {
+		tps_tensor_free(&k->global[i]);
+	}
+}
+
+/* The model of the dropout tests: fc0 (replicated) -> d0 -> fc1 colwise
+ * -> d1 -> fc2 rowwise (its output replicated, or with sp on sequence
+ * shards) -> d2; d1 inside the TP region, d0 and d2 outside it. %s: the
+ * mesh shape prefix, tp, the dim names prefix, dp_dim, dim x 3, hidden x
+ * 2, dim, the plan, the input's batch, sequence, dim, the mode. */
+#define DROPOUT_CONFIG                                                         \
+	"{'tpsim':1,'mesh':{'shape':[%s%d],'dim_names':[%s'tp']},%s"         \
+	"'model':[{'name':'fc0','type':'linear','in_features':%d,"           \
+	"'out_features':%d},{'name':'d0','type':'dropout','p':0.25},"        \
+	"{'name':'fc1','type':'linear','in_features':%d,'out_features':%d}," \
+	"{'name':'d1','type':'dropout'},"                                    \
+	"{'name':'fc2','type':'linear','in_features':%d,'out_features':%d}," \
+	"{'name':'d2','type':'dropout','p':0.25}],'plan':{%s},"              \
+	"'input':{'shape':[%d,%d,%d],'init':'uniform'},"                     \
+	"'init':{'method':'uniform','seed':5},%s}"
+#define DROPOUT_PLAN(sp)                                                       \
+	((sp) ? "'fc1':'colwise','fc2':{'style':'rowwise','output':"          \
+		"'shard(1)'}"                                                  \
+	      : "'fc1':'colwise','fc2':'rowwise'")
+#define DROPOUT_TRAIN                                                          \
+	"'mode':'training','steps':3,'optimizer':{'type':'adamw','lr':0.01}"
+
+START_TEST(dropout_blocks_train_like_the_reference)
+{
+	/* The dropout model trained 3 steps, and run in inference (the
+	 * identity), at tp = _i on a 1-D mesh and on dp 2 x tp, hidden
+	 * width 2 tp + 1 and sequence tp + 1 (uneven shards, empty ones
+	 * from tp 3 up): the outcome matches the reference, and dropout
+	 * adds no collective of its own. */
+	int tp = _i;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			for (int train = 0; train < 2; train++) {
+				int dim = tp + 2, hidden = 2 * tp + 1;
+				struct counts n = run_config(
+					DROPOUT_CONFIG, dp == 2 ? "2," : "",
+					tp, dp == 2 ? "'dp'," : "",
+					dp == 2 ? "'dp_dim':'dp'," : "", dim,
+					dim, dim, hidden, hidden, dim,
+					DROPOUT_PLAN(sp), 2 * dp, tp + 1, dim,
+					train ? DROPOUT_TRAIN
+					      : "'mode':'inference'");
+				ck_assert_int_eq(n.tp_param_grad_collectives,
+						 0);
+				/* colwise + rowwise: 1 forward collective
+				 * a step (all_reduce, or reduce_scatter
+				 * with sp; none at tp 1), as without the
+				 * dropouts. */
+				ck_assert_int_eq(
+					n.model_by_phase[TPS_PHASE_FORWARD]
+							[TPS_COMM_ALL_REDUCE] +
+						n.model_by_phase
+							[TPS_PHASE_FORWARD]
+							[TPS_COMM_REDUCE_SCATTER],
+					tp == 1 ? 0 : train ? 3 : 1);
+			}
+		}
+	}
+	printf("tp=%d dropout blocks: max_abs_diff %g\n", tp,
+	       (double)worst_diff);
+}
+END_TEST
+
+START_TEST(dropout_masks_match_the_reference)
+{
+	/* The masks the ranks drew, bit for bit the reference's, at every
+	 * step, tp = _i, 1-D and dp 2 x tp, plain TP and sequence parallel,
+	 * uneven shards. Inside the TP region (d1) the tp ranks' masks
+	 * differ; outside it (d0 replicated, d2 replicated or on sequence
+	 * shards) every rank's block is the one global mask's. */
+	int tp = _i;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int sp = 0; sp < 2; sp++) {
+			int dim = tp + 2, hidden = 4 * tp + 1;
+			struct masks k = run_masks(
+				DROPOUT_CONFIG, dp == 2 ? "2," : "", tp,
+				dp == 2 ? "'dp'," : "",
+				dp == 2 ? "'dp_dim':'dp'," : "", dim, dim, dim,
+				hidden, hidden, dim, DROPOUT_PLAN(sp), 2 * dp,
+				tp + 1, dim, DROPOUT_TRAIN);
+			ck_assert_int_eq(k.n, 9); /* 3 dropouts x 3 steps */
+			for (int i = 0; i < k.n; i++) {
+				bool inside = strcmp(k.module[i], "d1") == 0;
+				ck_assert_msg(k.differ_on_tp[i] ==
+						      (inside && tp > 1) ||
+					      (!inside && sp &&
+					       strcmp(k.module[i], "d2") == 0),
+					      "%s step %d: tp ranks' masks %s",
+					      k.module[i], k.step[i],
+					      k.differ_on_tp[i] ? "differ"
+								: "agree");
+			}
+			/* A step draws new masks. */
+			ck_assert(memcmp(k.global[0].data, k.global[3].data,
+					 (size_t)tps_tensor_numel(
+						 &k.global[0]) *
+						 4) != 0);
+			masks_free(&k);
+		}
+	}
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
 	Suite *s = suite_create("model");
@@ -2889,6 +3157,9 @@ static Suite *model_suite(void)
 		train,
 		llama_blocks_train_like_the_reference_and_cost_what_megatron_says,
 		0, 3);
+	tcase_add_loop_test(train, dropout_blocks_train_like_the_reference, 1,
+			    9);
+	tcase_add_loop_test(train, dropout_masks_match_the_reference, 1, 9);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,

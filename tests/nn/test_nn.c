@@ -187,7 +187,6 @@ START_TEST(every_module_type_has_a_complete_descriptor)
 		}
 	}
 	ck_assert_int_eq(tps_module_type_named("transformer_block"), -1);
-	ck_assert_int_eq(tps_module_type_named("dropout"), -1);
 }
 END_TEST
 

@@ -1646,6 +1646,96 @@ START_TEST(swiglu_mlps_stay_within_their_bounds)
 }
 END_TEST
 
+/*
+ * dropout's bound rule (docs/numerics.md, "Dropout"), which the random
+ * configs above do not draw: fc0 -> d0 -> fc1 colwise -> d1 -> fc2
+ * rowwise (its output replicated, or on sequence shards) -> d2, trained
+ * 2 steps at tp 1 to 4, in float32 and with bfloat16 activations and
+ * gradients. No tensor falls back to the tolerance for want of a rule
+ * (a bfloat16 bound may still say nothing), and no element is beyond
+ * twice its bound.
+ */
+START_TEST(dropout_differences_stay_within_their_bounds)
+{
+	struct stats *s = &test_stats;
+	int runs = 0;
+	for (int tp = 1; tp <= 4; tp++) {
+		for (int v = 0; v < 4; v++) {
+			bool sp = v & 1, bf16 = v & 2;
+			char text[2048];
+			struct tps_run_element_sink sink = {on_element, s};
+			struct tps_run_options opts = {
+				.config_path = "dropout.json",
+				.config_text = text,
+				.output_path = "/dev/null",
+				.max_memory = TPS_DEFAULT_MAX_MEMORY,
+				.max_trace = TPS_DEFAULT_MAX_TRACE,
+				.threads = 1,
+				.elements = &sink,
+				.keep_comparison = true,
+			};
+			struct tps_run_summary sum = {0};
+			struct tps_error err = {0};
+			int dim = tp + 3, hidden = 3 * tp + 1;
+			snprintf(
+				text, sizeof text,
+				"{\"tpsim\":1,\"mesh\":{\"shape\":[%d],"
+				"\"dim_names\":[\"tp\"]},\"model\":["
+				"{\"name\":\"fc0\",\"type\":\"linear\","
+				"\"in_features\":%d,\"out_features\":%d},"
+				"{\"name\":\"d0\",\"type\":\"dropout\","
+				"\"p\":0.3},"
+				"{\"name\":\"fc1\",\"type\":\"linear\","
+				"\"in_features\":%d,\"out_features\":%d},"
+				"{\"name\":\"d1\",\"type\":\"dropout\"},"
+				"{\"name\":\"fc2\",\"type\":\"linear\","
+				"\"in_features\":%d,\"out_features\":%d},"
+				"{\"name\":\"d2\",\"type\":\"dropout\","
+				"\"p\":0.1}],\"plan\":{\"fc1\":\"colwise\","
+				"\"fc2\":%s},\"input\":{\"shape\":[2,%d,%d],"
+				"\"init\":\"uniform\"},\"init\":{\"method\":"
+				"\"uniform\",\"seed\":%d},%s\"mode\":"
+				"\"training\",\"steps\":2,\"optimizer\":{"
+				"\"type\":\"sgd\",\"lr\":0.5}}",
+				tp, dim, dim, dim, hidden, hidden, dim,
+				sp ? "{\"style\":\"rowwise\",\"output\":"
+				     "\"shard(1)\"}"
+				   : "\"rowwise\"",
+				tp + 1, dim, 10 * tp + v,
+				bf16 ? "\"dtype\":{\"activations\":"
+				       "\"bfloat16\",\"grads\":\"bfloat16\"},"
+				     : "");
+			opts.config_len = strlen(text);
+			s->index = runs;
+			s->text = text;
+			s->shown_config = false;
+			s->dt = bf16 ? DT_BF16 : DT_F32;
+			ck_assert_msg(tps_run(&opts, NULL, &sum, &err) ==
+					      TPS_OK,
+				      "%s\n%s", err.message, text);
+			for (int k = 0; k < sum.comparison.n; k++) {
+				const struct tps_compare_tensor *t =
+					&sum.comparison.t[k];
+				ck_assert_msg(t->rule != TPS_COMPARE_TOLERANCE ||
+						      !strstr(t->none,
+							      "no error-bound "
+							      "rule"),
+					      "%s: no bound (%s)\n%s", t->name,
+					      t->none, text);
+			}
+			tps_run_summary_free(&sum);
+			runs++;
+		}
+	}
+	ck_assert_msg(s->violations == 0,
+		      "%d elements beyond twice their bound (printed above)",
+		      s->violations);
+	/* Some bounds above 0 were tested, not only exact zeros. */
+	ck_assert_uint_gt(s->kind[KIND_OUTPUT].n, 0);
+	printf("dropout: %d runs, no element beyond twice its bound\n", runs);
+}
+END_TEST
+
 static Suite *bounds_property_suite(void)
 {
 	Suite *s = suite_create("bounds_property");
@@ -1653,6 +1743,7 @@ static Suite *bounds_property_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_checked_fixture(tc, NULL, free_test_stats);
 	tcase_add_test(tc, no_difference_exceeds_its_bound);
+	tcase_add_test(tc, dropout_differences_stay_within_their_bounds);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("swiglu");
 	tcase_set_timeout(tc, 600);

@@ -1371,6 +1371,10 @@ START_TEST(diagnosis_reads_each_mistake_from_the_outcomes_alone)
 		 "the loss matches but the weight gradients do not: every "
 		 "rank's block of each tp-sharded weight gradient is the sum "
 		 "of all 2 ranks' blocks, sum_s dW_s instead of dW_r"},
+		{"examples/mistakes/same_dropout_seed.json",
+		 "the dropout masks of the shards of drop.out are identical on "
+		 "every tp rank, and the output differs from the reference "
+		 "(max_abs_diff "},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		struct tps_run_spec spec = {0};
@@ -1441,6 +1445,83 @@ START_TEST(diagnosis_reads_each_mistake_from_the_outcomes_alone)
 }
 END_TEST
 
+/* The masks of the example's dropout (fc1 colwise -> drop -> fc2
+ * rowwise, tp 2), as the ranks drew them: the mask event's two locals. */
+struct drop_masks {
+	struct tps_tensor rank[2];
+	const char *mistake;
+};
+
+static enum tps_status keep_drop_mask(void *ctx, const struct tps_event *ev,
+				      struct tps_error *err)
+{
+	struct drop_masks *k = ctx;
+	if (strcmp(ev->tensor, "drop.mask") != 0) {
+		return TPS_OK;
+	}
+	k->mistake = ev->mistake;
+	for (int r = 0; r < 2; r++) {
+		ck_assert_int_eq(
+			tps_tensor_copy(&k->rank[r], &ev->value->locals[r], err),
+			TPS_OK);
+	}
+	return TPS_OK;
+}
+
+/* same_dropout_seed, as PyTorch's test_tp_random_state.py looks at it:
+ * the two tp ranks' masks of drop's shards are the same with the mistake
+ * (its event says so, and so does the module's record that the diagnosis
+ * reads), and differ without it. */
+START_TEST(same_dropout_seed_gives_every_tp_rank_one_mask)
+{
+	for (int inject = 0; inject < 2; inject++) {
+		struct tps_run_spec spec = {0};
+		struct tps_model model = {0};
+		struct tps_tensor input = {0};
+		struct tps_model_outcome sim = {0};
+		struct drop_masks k = {0};
+		struct tps_event_sink sink = {keep_drop_mask, &k};
+		struct tps_error err = {0};
+		bool same;
+		ck_assert_int_eq(tps_config_load_with(
+					 tu_source_path("examples/mistakes/"
+							"same_dropout_seed.json"),
+					 NULL, 0, &spec, &err),
+				 TPS_OK);
+		if (!inject) {
+			spec.model.inject = 0;
+		}
+		ck_assert_int_eq(tps_model_init(&model, &spec.model, &err),
+				 TPS_OK);
+		ck_assert_int_eq(tps_model_make_input(&spec.model, &input,
+						      &err),
+				 TPS_OK);
+		ck_assert_int_eq(tps_model_run(&model, &input, NULL, sink,
+					       &sim, &err),
+				 TPS_OK);
+		/* (4 rows, 4 of the 8 features) on each rank. */
+		ck_assert_int_eq(tps_tensor_numel(&k.rank[0]), 16);
+		ck_assert_int_eq(tps_tensor_numel(&k.rank[1]), 16);
+		same = memcmp(k.rank[0].data, k.rank[1].data, 16 * 4) == 0;
+		ck_assert_int_eq(same, inject);
+		ck_assert_int_eq(model.modules[1].dropout.shards_identical,
+				 inject);
+		if (inject) {
+			ck_assert_str_eq(k.mistake, "same_dropout_seed");
+		} else {
+			ck_assert_ptr_null(k.mistake);
+		}
+		for (int r = 0; r < 2; r++) {
+			tps_tensor_free(&k.rank[r]);
+		}
+		tps_model_outcome_free(&sim);
+		tps_tensor_free(&input);
+		tps_model_free(&model);
+		tps_run_spec_free(&spec);
+	}
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
 	Suite *s = suite_create("run");
@@ -1455,6 +1536,8 @@ static Suite *run_suite(void)
 		tcase_add_test(
 			diag,
 			diagnosis_reads_each_mistake_from_the_outcomes_alone);
+		tcase_add_test(diag,
+			       same_dropout_seed_gives_every_tp_rank_one_mask);
 		suite_add_tcase(s, diag);
 	}
 	{
