@@ -1560,7 +1560,10 @@ enum bad_call {
 	ATT_FORWARD,
 	ATT_BACKWARD,
 	CE_LOSS,
-	CE_GRAD
+	CE_GRAD,
+	RMS_FORWARD,   /* with rms, and b and e_b NULL */
+	RMS_BACKWARD,  /* the same */
+	RMS_WITH_BIAS, /* with rms and the operands' b, e_b */
 };
 
 struct bad_operand {
@@ -1612,6 +1615,11 @@ static void no_class(struct operands *o)
 	o->target.data[1] = 3.0f;
 }
 
+static void as_given(struct operands *o)
+{
+	(void)o;
+}
+
 static const struct bad_operand bad_operands[] = {
 	{LN_FORWARD, bad_ex, TPS_ERR_SHAPE,
 	 "layernorm bound: e_x (2, 4) does not match x (2, 3)"},
@@ -1636,6 +1644,14 @@ static const struct bad_operand bad_operands[] = {
 	 "the logits (2, 3)"},
 	{CE_GRAD, no_class, TPS_ERR_INPUT,
 	 "cross_entropy bound: target 1 is 3, not a class id in [0, 3)"},
+	{RMS_FORWARD, bad_ex, TPS_ERR_SHAPE,
+	 "rmsnorm bound: e_x (2, 4) does not match x (2, 3)"},
+	{RMS_FORWARD, bad_w, TPS_ERR_SHAPE,
+	 "rmsnorm bound: weight (4) does not match the last dim of x (2, 3)"},
+	{RMS_BACKWARD, bad_dy, TPS_ERR_SHAPE,
+	 "rmsnorm bound: dy (3, 3) does not match x (2, 3)"},
+	{RMS_WITH_BIAS, as_given, TPS_ERR_SHAPE,
+	 "rmsnorm bound: rmsnorm has no bias"},
 };
 
 static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
@@ -1646,6 +1662,13 @@ static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
 		&o->x,	&o->ex, &o->w,
 		&o->ew, &o->b,	o->eb.shape.ndim < 0 ? NULL : &o->eb,
 		1e-5,	1,	false};
+	struct tps_bound_layernorm rms = {.x = &o->x,
+					  .e_x = &o->ex,
+					  .w = &o->w,
+					  .e_w = &o->ew,
+					  .eps = 1e-5,
+					  .row_parts = 1,
+					  .rms = true};
 	struct tps_bound_attention att = {&o->q,  &o->q,  &o->q,       &o->eq,
 					  &o->eq, &o->eq, o->head_dim, false};
 	struct tps_bound_cross_entropy ce = {&o->y, &o->ey, &o->target,
@@ -1665,6 +1688,16 @@ static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
 	case ATT_BACKWARD:
 		return tps_bound_attention_backward(&att, &o->da, &o->eda, &dt,
 						    &out[0], &out[1], &out[2],
+						    err);
+	case RMS_WITH_BIAS:
+		rms.b = &o->b;
+		rms.e_b = &o->eb;
+		return tps_bound_layernorm_forward(&rms, &dt, &out[0], err);
+	case RMS_FORWARD:
+		return tps_bound_layernorm_forward(&rms, &dt, &out[0], err);
+	case RMS_BACKWARD:
+		return tps_bound_layernorm_backward(&rms, &o->dy, &o->edy, &dt,
+						    &out[0], &out[1], NULL,
 						    err);
 	case CE_LOSS: return tps_bound_cross_entropy_loss(&ce, &dt, &e, err);
 	case CE_GRAD:
