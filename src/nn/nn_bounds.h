@@ -1,7 +1,7 @@
 /*
- * Error bounds of the nonlinear module types: layer norm, softmax, the
- * attention core and the cross-entropy losses (whole rows and
- * loss_parallel's class shards). docs/numerics.md states each rule and
+ * Error bounds of the nonlinear module types: layer norm and rmsnorm,
+ * softmax, the attention core and the cross-entropy losses (whole rows
+ * and loss_parallel's class shards). docs/numerics.md states each rule and
  * its derivation; docs/design.md section 3 what a bound means.
  *
  * Each function takes the reference's values, as the reference has them,
@@ -18,7 +18,7 @@
  * to first order: products of two errors are dropped (Higham, Accuracy
  * and Stability of Numerical Algorithms, ch. 3-4). The rules follow each
  * function's Jacobian and the rounding of every operation the code does
- * (src/nn/nn_layernorm.c, nn_attention.c, nn_loss.c,
+ * (src/nn/nn_layernorm.c, nn_rmsnorm.c, nn_attention.c, nn_loss.c,
  * nn_loss_parallel.c): a sum of n terms in float32 rounds by at most
  * gamma_n = n u / (1 - n u) times the sum of the terms' magnitudes, its
  * parts in double by the same with u = 2^-53, exp, log, sqrt and a
@@ -62,8 +62,8 @@ struct tps_bound_dtypes {
 };
 
 /*
- * Layer norm's operands, as nn_layernorm.c takes them (rows of n = w's
- * length over x's last dim):
+ * Layer norm's operands, as nn_layernorm.c takes them, and rmsnorm's,
+ * as nn_rmsnorm.c does (rows of n = w's length over x's last dim):
  *
  *   x, e_x   (..., n)   the input and its bound
  *   w, e_w   (n)        the weight
@@ -81,9 +81,13 @@ struct tps_bound_layernorm {
 	const struct tps_tensor *b, *e_b;
 	double eps;
 	int64_t row_parts;
+	/* rmsnorm (nn_rmsnorm.c): no mean is subtracted, r = 1 /
+	 * sqrt(mean(x^2) + eps), and there is no bias (b, e_b NULL) */
+	bool rms;
 };
 
-/* e_y (x's shape): the bound of y = (x - mean) / sqrt(var + eps) w + b. */
+/* e_y (x's shape): the bound of y = (x - mean) / sqrt(var + eps) w + b;
+ * with rms, of y = x / sqrt(mean(x^2) + eps) w. */
 enum tps_status
 tps_bound_layernorm_forward(const struct tps_bound_layernorm *ln,
 			    const struct tps_bound_dtypes *dt,
@@ -91,8 +95,9 @@ tps_bound_layernorm_forward(const struct tps_bound_layernorm *ln,
 
 /* From dy and e_dy (x's shape): e_dx (x's shape; NULL: not wanted),
  * e_dw (n) and e_db (n; NULL without a bias), the bounds of
- * dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w, of
- * dw = sum over rows of dy xhat and of db = sum over rows of dy. */
+ * dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w (with rms,
+ * dx = rstd (g - xhat mean(g xhat))), of dw = sum over rows of dy xhat
+ * and of db = sum over rows of dy. */
 enum tps_status tps_bound_layernorm_backward(
 	const struct tps_bound_layernorm *ln, const struct tps_tensor *dy,
 	const struct tps_tensor *e_dy, const struct tps_bound_dtypes *dt,

@@ -1,5 +1,6 @@
 /*
- * Layer norm's bounds (nn_bounds.h; docs/numerics.md, "Layer norm").
+ * Layer norm's bounds and rmsnorm's (nn_bounds.h; docs/numerics.md,
+ * "Layer norm" and "rmsnorm").
  *
  * Per row x of n features, the statistics as nn_layernorm.c makes them,
  * in double (the exact ones' stand-ins):
@@ -12,6 +13,11 @@
  * T_j(e) = sum_k |K_jk| e_k, computed exactly in O(n log n) per row
  * (kabs below), so that a row whose output hardly depends on its input
  * (2 features with a small eps: K is nearly 0) gets a bound to match.
+ *
+ * rmsnorm (ln->rms) is the same row without the mean: r = 1 /
+ * sqrt(sum(x^2) / n + eps), xh_j = x_j r, K_jk = delta_jk - xh_j xh_k / n
+ * (no 1/n), T_j(e) = |1 - xh_j^2 / n| e_j + (|xh_j| / n) sum_{k != j}
+ * |xh_k| e_k in O(n), and dx = r (g - xh_j B) has no A = mean(g).
  */
 #include <math.h>
 #include <string.h>
@@ -37,6 +43,7 @@ static int by_value(const void *l, const void *r)
 /* Per-row scratch, n values each (pe, px: n + 1). */
 struct row {
 	int64_t n;
+	bool rms; /* rmsnorm: no mean, K without its 1/n */
 	double *xh, *eps_xh, *ex, *g, *eg, *dx, *tx, *tg, *edx, *pe, *px;
 	double *exh, *d2xh;
 	struct sorted_entry *order;
@@ -58,14 +65,15 @@ static void row_free(struct row *w)
 	w->order = NULL;
 }
 
-static enum tps_status row_init(struct row *w, int64_t n, struct tps_error *err)
+static enum tps_status row_init(struct row *w, int64_t n, bool rms,
+				struct tps_error *err)
 {
 	double **arrays[] = {&w->xh, &w->eps_xh, &w->ex,  &w->g,   &w->eg,
 			     &w->dx, &w->tx,	 &w->tg,  &w->edx, &w->pe,
 			     &w->px, &w->exh,	 &w->d2xh};
 	size_t count = (size_t)n + 1;
 	bool ok = true;
-	*w = (struct row){.n = n};
+	*w = (struct row){.n = n, .rms = rms};
 	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
 		*arrays[i] = malloc(count * sizeof **arrays[i]);
 		ok = ok && *arrays[i];
@@ -85,13 +93,18 @@ static enum tps_status row_init(struct row *w, int64_t n, struct tps_error *err)
  * (the variance, which the mean's error leaves unchanged to first order,
  * sqrt, the divisions, the product) is a relative gamma_{n+9} in double;
  * then xhat is rounded to a float.
+ *
+ * rmsnorm: the squares of floats are exact in double, so r's relative
+ * error is the sum's n - 1 additions, the division by n, + eps, sqrt and
+ * 1 / (gamma_{n+3}), and the product x_j r one more: gamma_{n+4}; no
+ * mean, no dmu.
  */
 static void row_stats(struct row *w, const struct tps_bound_units *un,
 		      const float *x, double eps)
 {
 	int64_t n = w->n;
-	double sum = 0.0, sq = 0.0, abs_sum = 0.0, dmu, rel;
-	for (int64_t j = 0; j < n; j++) {
+	double sum = 0.0, sq = 0.0, abs_sum = 0.0, dmu = 0.0, rel;
+	for (int64_t j = 0; !w->rms && j < n; j++) {
 		sum += x[j];
 		abs_sum += fabs((double)x[j]);
 	}
@@ -101,12 +114,20 @@ static void row_stats(struct row *w, const struct tps_bound_units *un,
 		sq += d * d;
 	}
 	w->r = 1.0 / sqrt(sq / (double)n + eps);
-	dmu = tps_bound_gamma_path((double)n * U_D) * abs_sum / (double)n;
-	rel = tps_bound_gamma_path((double)(n + 9) * U_D);
+	if (w->rms) {
+		rel = tps_bound_gamma_path((double)(n + 4) * U_D);
+	} else {
+		dmu = tps_bound_gamma_path((double)n * U_D) * abs_sum /
+		      (double)n;
+		rel = tps_bound_gamma_path((double)(n + 9) * U_D);
+	}
 	for (int64_t j = 0; j < n; j++) {
 		w->xh[j] = (x[j] - w->mean) * w->r;
 		w->eps_xh[j] = w->r * dmu + fabs(w->xh[j]) * rel +
 			       tps_bound_round(&un->acc, w->xh[j]);
+	}
+	if (w->rms) {
+		return; /* kabs_rms needs no order */
 	}
 	for (int64_t j = 0; j < n; j++) {
 		w->order[j] = (struct sorted_entry){w->xh[j], j};
@@ -142,10 +163,37 @@ static int64_t lower(const struct row *w, double t, bool strict)
  * G. The subtraction can lose a few ulps of sum (1 + |c xh_k|) e_k,
  * which the last term adds back.
  */
+/*
+ * rmsnorm's T_j(e), K_jk = delta_jk - xh_j xh_k / n:
+ *
+ *   |1 - xh_j^2 / n| e_j + (|xh_j| / n) (S - |xh_j| e_j),
+ *   S = sum_k |xh_k| e_k
+ *
+ * The subtraction can lose a few ulps of S, which the slack adds back.
+ */
+static void kabs_rms(const struct row *w, const double *e, double *out)
+{
+	int64_t n = w->n;
+	double s = 0.0, slack;
+	for (int64_t k = 0; k < n; k++) {
+		s += fabs(w->xh[k]) * e[k];
+	}
+	slack = 4.0 * (double)(n + 2) * U_D * s;
+	for (int64_t j = 0; j < n; j++) {
+		double c = fabs(w->xh[j]);
+		out[j] = fabs(1.0 - c * c / (double)n) * e[j] +
+			 c * (fmax(s - c * e[j], 0.0) + slack) / (double)n;
+	}
+}
+
 static void kabs(struct row *w, const double *e, double *out)
 {
 	int64_t n = w->n;
 	double abs_ae = 0.0, e_all, x_all;
+	if (w->rms) {
+		kabs_rms(w, e, out);
+		return;
+	}
 	w->pe[0] = w->px[0] = 0.0;
 	for (int64_t i = 0; i < n; i++) {
 		double ek = e[w->order[i].k];
@@ -188,7 +236,9 @@ static void kabs(struct row *w, const double *e, double *out)
  *
  *   d2xh_j = r (e_j + sum e / n) rho + |xh_j| rho2
  *
- * bounds xhat's second-order part.
+ * bounds xhat's second-order part. rmsnorm: x_j itself moves by e_j
+ * (no mean), so d2xh_j = r e_j rho + |xh_j| rho2 with the same rho and
+ * rho2 (the mean square's second-order part is (1/n) sum dx_m^2).
  */
 static void row_xhat_errors(struct row *w)
 {
@@ -204,20 +254,27 @@ static void row_xhat_errors(struct row *w)
 	w->rho2 = 1.5 * w->rho * w->rho + w->r * w->r * e2 / (2.0 * nn);
 	for (int64_t j = 0; j < n; j++) {
 		w->exh[j] = w->r * w->tx[j] + w->eps_xh[j];
-		w->d2xh[j] = w->r * (w->ex[j] + e1 / nn) * w->rho +
-			     fabs(w->xh[j]) * w->rho2;
+		w->d2xh[j] =
+			w->r * (w->ex[j] + (w->rms ? 0.0 : e1 / nn)) * w->rho +
+			fabs(w->xh[j]) * w->rho2;
 	}
 }
 
-static enum tps_status mismatch(const char *what, const struct tps_tensor *a,
+static const char *rule_name(const struct tps_bound_layernorm *ln)
+{
+	return ln->rms ? "rmsnorm" : "layernorm";
+}
+
+static enum tps_status mismatch(const struct tps_bound_layernorm *ln,
+				const char *what, const struct tps_tensor *a,
 				const char *of, const struct tps_tensor *b,
 				struct tps_error *err)
 {
 	char as[128], bs[128];
-	return tps_error_set(err, TPS_ERR_SHAPE,
-			     "layernorm bound: %s %s does not match %s %s",
-			     what, tps_shape_format(&a->shape, as, sizeof as),
-			     of, tps_shape_format(&b->shape, bs, sizeof bs));
+	return tps_error_set(
+		err, TPS_ERR_SHAPE, "%s bound: %s %s does not match %s %s",
+		rule_name(ln), what, tps_shape_format(&a->shape, as, sizeof as),
+		of, tps_shape_format(&b->shape, bs, sizeof bs));
 }
 
 /* The operands' shapes: x (..., n), w, b (n), each bound its value's. */
@@ -227,13 +284,17 @@ static enum tps_status check(const struct tps_bound_layernorm *ln,
 	const struct tps_tensor *x = ln->x, *w = ln->w;
 	if (w->shape.ndim != 1 || x->shape.ndim < 1 ||
 	    x->shape.dim[x->shape.ndim - 1] != w->shape.dim[0]) {
-		return mismatch("weight", w, "the last dim of x", x, err);
+		return mismatch(ln, "weight", w, "the last dim of x", x, err);
 	}
 	if (!tps_shape_equal(&ln->e_x->shape, &x->shape)) {
-		return mismatch("e_x", ln->e_x, "x", x, err);
+		return mismatch(ln, "e_x", ln->e_x, "x", x, err);
 	}
 	if (!tps_shape_equal(&ln->e_w->shape, &w->shape)) {
-		return mismatch("e_w", ln->e_w, "weight", w, err);
+		return mismatch(ln, "e_w", ln->e_w, "weight", w, err);
+	}
+	if (ln->rms && (ln->b || ln->e_b)) {
+		return tps_error_set(err, TPS_ERR_SHAPE,
+				     "rmsnorm bound: rmsnorm has no bias");
 	}
 	if ((ln->b == NULL) != (ln->e_b == NULL)) {
 		return tps_error_set(err, TPS_ERR_SHAPE,
@@ -241,10 +302,10 @@ static enum tps_status check(const struct tps_bound_layernorm *ln,
 				     "e_b without a bias");
 	}
 	if (ln->b && !tps_shape_equal(&ln->b->shape, &w->shape)) {
-		return mismatch("bias", ln->b, "weight", w, err);
+		return mismatch(ln, "bias", ln->b, "weight", w, err);
 	}
 	if (ln->b && !tps_shape_equal(&ln->e_b->shape, &w->shape)) {
-		return mismatch("e_b", ln->e_b, "weight", w, err);
+		return mismatch(ln, "e_b", ln->e_b, "weight", w, err);
 	}
 	return TPS_OK;
 }
@@ -280,7 +341,7 @@ tps_bound_layernorm_forward(const struct tps_bound_layernorm *ln,
 	}
 	n = ln->w->shape.dim[0];
 	rows = rows_of(ln);
-	st = row_init(&w, n, err);
+	st = row_init(&w, n, ln->rms, err);
 	if (st != TPS_OK) {
 		goto out;
 	}
@@ -380,6 +441,11 @@ static enum tps_status sums_init(struct param_sums *s, int64_t n,
  *
  * E_A = sum e_g / n, E_B = sum (|g| exh + |xh| e_g) / n: Q's first-order
  * parts.
+ *
+ * rmsnorm: Q_j = g_j - xh_j B, A = E_A = 0; its K in T_j (kabs), the
+ * same Jacobian otherwise (dx = r K g again); the final expression
+ * rstd (g_j - xhat_j sum_gx / n) has four double operations on
+ * |g_j| + |xh_j B|, and rstd's relative error is gamma_{n+3}.
  */
 static void row_dx(struct row *w, const struct tps_bound_units *un)
 {
@@ -388,13 +454,15 @@ static void row_dx(struct row *w, const struct tps_bound_units *un)
 	double a = 0.0, b = 0.0, x1 = 0.0, d1 = 0.0;
 	double abs_g = 0.0, round_g = 0.0, abs_gx = 0.0, round_gx = 0.0;
 	double eps_gx = 0.0, da, db;
-	double rel_rstd = tps_bound_gamma_path((double)(n + 6) * U_D);
+	double rel_rstd =
+		tps_bound_gamma_path((double)(n + (w->rms ? 3 : 6)) * U_D);
+	double ops = tps_bound_gamma_path((w->rms ? 4.0 : 5.0) * U_D);
 	/* for the second order: sums of e_g, |g| exh, |xh| e_g, e_g exh,
 	 * |g| d2xh */
 	double s_eg = 0.0, s_gexh = 0.0, s_xheg = 0.0, s_egexh = 0.0;
 	double s_gd2 = 0.0, ea, eb;
 	for (int64_t k = 0; k < n; k++) {
-		a += w->g[k];
+		a += w->rms ? 0.0 : w->g[k];
 		b += w->g[k] * w->xh[k];
 	}
 	a /= nn;
@@ -404,11 +472,11 @@ static void row_dx(struct row *w, const struct tps_bound_units *un)
 		w->dx[k] = r * (w->g[k] - a - w->xh[k] * b);
 		x1 += fabs(w->xh[k]) * w->ex[k];
 		abs_g += fabs(w->g[k]);
-		round_g += rg;
+		round_g += w->rms ? 0.0 : rg;
 		abs_gx += fabs(w->g[k] * w->xh[k]);
 		round_gx += rg * fabs(w->xh[k]);
 		eps_gx += fabs(w->g[k]) * w->eps_xh[k];
-		s_eg += w->eg[k];
+		s_eg += w->rms ? 0.0 : w->eg[k];
 		s_gexh += fabs(w->g[k]) * w->exh[k];
 		s_xheg += fabs(w->xh[k]) * w->eg[k];
 		s_egexh += w->eg[k] * w->exh[k];
@@ -420,7 +488,8 @@ static void row_dx(struct row *w, const struct tps_bound_units *un)
 		d1 += fabs(w->dx[k]) * w->ex[k];
 	}
 	kabs(w, w->eg, w->tg);
-	da = (round_g + tps_bound_gamma_path(nn * U_D) * abs_g) / nn;
+	da = w->rms ? 0.0
+		    : (round_g + tps_bound_gamma_path(nn * U_D) * abs_g) / nn;
 	db = (round_gx + eps_gx + tps_bound_gamma_path((nn + 1.0) * U_D) * abs_gx) /
 	     nn;
 	for (int64_t j = 0; j < n; j++) {
@@ -428,8 +497,7 @@ static void row_dx(struct row *w, const struct tps_bound_units *un)
 		e = r * w->tg[j] + r / nn * dx * x1 +
 		    r * r * fabs(b) * w->tx[j] + r / nn * xh * d1;
 		e += r * (fabs(b) * w->eps_xh[j] + da + xh * db +
-			  tps_bound_gamma_path(5.0 * U_D) *
-				  (fabs(w->g[j]) + fabs(a) + xh * fabs(b)));
+			  ops * (fabs(w->g[j]) + fabs(a) + xh * fabs(b)));
 		e += dx * rel_rstd + tps_bound_round(&un->acc, w->dx[j]);
 		/* second order: r's change times Q's, xhat_j's times B's,
 		 * g's times xhat's inside B, xhat's own second order */
@@ -449,10 +517,10 @@ static enum tps_status check_dy(const struct tps_bound_layernorm *ln,
 				struct tps_error *err)
 {
 	if (!tps_shape_equal(&dy->shape, &ln->x->shape)) {
-		return mismatch("dy", dy, "x", ln->x, err);
+		return mismatch(ln, "dy", dy, "x", ln->x, err);
 	}
 	if (!tps_shape_equal(&e_dy->shape, &ln->x->shape)) {
-		return mismatch("e_dy", e_dy, "x", ln->x, err);
+		return mismatch(ln, "e_dy", e_dy, "x", ln->x, err);
 	}
 	return TPS_OK;
 }
@@ -497,7 +565,7 @@ enum tps_status tps_bound_layernorm_backward(
 		goto out;
 	}
 	rows = rows_of(ln);
-	st = row_init(&w, n, err);
+	st = row_init(&w, n, ln->rms, err);
 	if (st == TPS_OK) {
 		st = sums_init(&s, n, err);
 	}

@@ -405,7 +405,8 @@ static struct tps_bound_layernorm bound_operands(const struct tps_module *m,
 		bias ? &m->params[BIAS].global : NULL,
 		bias ? &m->params[BIAS].ref_bound.e : NULL,
 		m->spec->eps,
-		m->spec->style == TPS_STYLE_SEQUENCE ? dp * bc->tp : dp};
+		m->spec->style == TPS_STYLE_SEQUENCE ? dp * bc->tp : dp,
+		false};
 	return ln;
 }
 

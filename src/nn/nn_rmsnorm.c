@@ -23,8 +23,8 @@
  *   dx = rstd * (g - xhat * sum(g * xhat) / dim)
  *   dw += dy * xhat                  (float, rows in ascending order)
  *
- * No error-bound rule yet: the bound pass falls back to the tolerance
- * with the reason "rmsnorm has no error-bound rule" (nn_seq.c).
+ * Its error bounds are layer norm's rules without the mean
+ * (nn_bounds_layernorm.c with rms; docs/numerics.md, "rmsnorm").
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "nn.h"
+#include "nn_bounds.h"
 
 enum { WEIGHT };
 
@@ -337,6 +338,112 @@ static enum tps_status rmsnorm_reference_backward(struct tps_module *m,
 	return st;
 }
 
+/* The operands of nn_bounds.h's rules with rms: the reference's x and w
+ * and their bounds. The row sums of dw split over the dp ranks, and
+ * under sequence parallel over the tp ranks too. */
+static struct tps_bound_layernorm bound_operands(const struct tps_module *m,
+						 const struct tps_bound_ctx *bc,
+						 const struct tps_tensor *x,
+						 const struct tps_bound *ex)
+{
+	int64_t dp = (int64_t)bc->grad_scale;
+	struct tps_bound_layernorm ln = {
+		.x = x,
+		.e_x = &ex->e,
+		.w = &m->params[WEIGHT].global,
+		.e_w = &m->params[WEIGHT].ref_bound.e,
+		.eps = m->spec->eps,
+		.row_parts =
+			m->spec->style == TPS_STYLE_SEQUENCE ? dp * bc->tp : dp,
+		.rms = true};
+	return ln;
+}
+
+/* The first "no bound" among x's and the weight's bounds, or NULL. */
+static const struct tps_bound *first_none(const struct tps_module *m,
+					  const struct tps_bound *ex)
+{
+	const struct tps_bound *in[2] = {ex, &m->params[WEIGHT].ref_bound};
+	return tps_bound_first_none(in, 2);
+}
+
+/* docs/numerics.md, "rmsnorm": the store is the sequence's (nn_seq.c),
+ * the sums of dw over row parts are all-reduced in the reduce dtype. */
+static enum tps_status
+rmsnorm_bound_forward(struct tps_module *m, const struct tps_bound_ctx *bc,
+		      const struct tps_tensor *x, const struct tps_bound *ex,
+		      struct tps_tensor *y, struct tps_bound *ey,
+		      struct tps_error *err)
+{
+	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+				      bc->dtypes.of[TPS_ROLE_REDUCE]};
+	struct tps_bound_layernorm ln = bound_operands(m, bc, x, ex);
+	const struct tps_bound *none = first_none(m, ex);
+	struct tps_tensor out = {0};
+	struct tps_bound e = {0};
+	enum tps_status st =
+		rmsnorm_reference_forward(m, bc->pool, x, &out, err);
+	if (st == TPS_OK && none) {
+		tps_bound_none_like(&e, none);
+	} else if (st == TPS_OK) {
+		st = tps_bound_layernorm_forward(&ln, &dt, &e.e, err);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&out);
+		return st;
+	}
+	*y = out;
+	*ey = e;
+	return TPS_OK;
+}
+
+static enum tps_status
+rmsnorm_bound_backward(struct tps_module *m, const struct tps_bound_ctx *bc,
+		       const struct tps_tensor *dy, const struct tps_bound *edy,
+		       struct tps_tensor *dx, struct tps_bound *edx,
+		       struct tps_error *err)
+{
+	/* dw: each rank's part of the row sums is stored in the grads
+	 * dtype before the all_reduce (the sequence then rounds the result
+	 * once more: counted twice, never missed). */
+	struct tps_bound_dtypes dt = {bc->dtypes.of[TPS_ROLE_GRADS],
+				      TPS_DTYPE_F32,
+				      bc->dtypes.of[TPS_ROLE_REDUCE]};
+	struct tps_bound_layernorm ln =
+		bound_operands(m, bc, &m->ref_saved_in, &m->ref_saved_bound);
+	const struct tps_bound *none = first_none(m, &m->ref_saved_bound);
+	struct tps_bound ed = {0}, ew = {0};
+	struct tps_tensor d = {0};
+	enum tps_status st = TPS_OK;
+	none = none ? none : (tps_bound_is_none(edy) ? edy : NULL);
+	if (none) {
+		tps_bound_none_like(&ed, none);
+		tps_bound_none_like(&ew, none);
+	} else {
+		st = tps_bound_layernorm_backward(&ln, dy, &edy->e, &dt,
+						  dx ? &ed.e : NULL, &ew.e,
+						  NULL, err);
+	}
+	/* The values last: reference_backward frees the saved input. */
+	if (st == TPS_OK) {
+		st = rmsnorm_reference_backward(m, bc->pool, dy, dx ? &d : NULL,
+						err);
+	}
+	if (st != TPS_OK) {
+		tps_bound_free(&ed);
+		tps_bound_free(&ew);
+		return st;
+	}
+	tps_bound_move(&m->params[WEIGHT].ref_grad_bound, &ew);
+	if (dx) {
+		*dx = d;
+		*edx = ed;
+	} else {
+		tps_bound_free(&ed);
+	}
+	return TPS_OK;
+}
+
 static int rmsnorm_parameters(const struct tps_module_spec *s, int tp_dim,
 			      struct tps_param_spec *out)
 {
@@ -367,6 +474,8 @@ const struct tps_module_ops tps_rmsnorm_ops = {
 	.backward = rmsnorm_backward,
 	.reference_forward = rmsnorm_reference_forward,
 	.reference_backward = rmsnorm_reference_backward,
+	.bound_forward = rmsnorm_bound_forward,
+	.bound_backward = rmsnorm_bound_backward,
 	.parameters = rmsnorm_parameters,
 	.memory_estimate = rmsnorm_memory_estimate,
 };

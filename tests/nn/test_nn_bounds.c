@@ -1,6 +1,6 @@
 /*
- * nn_bounds: the error bounds of layer norm, softmax, the attention core
- * and the cross-entropy losses hold, and are not loose.
+ * nn_bounds: the error bounds of layer norm, rmsnorm, softmax, the
+ * attention core and the cross-entropy losses hold, and are not loose.
  *
  * For each function, on seeded random inputs x0 with bounds e: the exact
  * result is computed in long double from x0; the inputs are perturbed
@@ -325,18 +325,21 @@ static void copy_out(float *out, struct tps_tensor *t)
 
 /* ---- layer norm -------------------------------------------------------- */
 
-/* in: x (rows, n), w (n), b (n), then backward's dy (rows, n). */
+/* in: x (rows, n), w (n), b (n), then backward's dy (rows, n).
+ * rms: rmsnorm's rule (no mean, no bias: b is in the inputs but unused,
+ * and the outputs have no db). */
 struct ln_ctx {
 	int64_t rows, n;
 	double eps;
 	bool backward;
+	bool rms;
 };
 
-static void ln_stats_l(const long double *x, int64_t n, double eps,
+static void ln_stats_l(const long double *x, int64_t n, double eps, bool rms,
 		       long double *mean, long double *r)
 {
 	long double s = 0, q = 0;
-	for (int64_t j = 0; j < n; j++) {
+	for (int64_t j = 0; !rms && j < n; j++) {
 		s += x[j];
 	}
 	*mean = s / n;
@@ -356,27 +359,32 @@ static void ln_exact(const void *opaque, const long double *in,
 	long double *dx = out, *dw = out + rows * n, *db = dw + n;
 	if (c->backward) {
 		for (int64_t j = 0; j < n; j++) {
-			dw[j] = db[j] = 0;
+			dw[j] = 0;
+			if (!c->rms) {
+				db[j] = 0;
+			}
 		}
 	}
 	for (int64_t r = 0; r < rows; r++) {
 		const long double *xr = x + r * n;
 		long double mean, rs, a = 0, bb = 0;
-		ln_stats_l(xr, n, c->eps, &mean, &rs);
+		ln_stats_l(xr, n, c->eps, c->rms, &mean, &rs);
 		if (!c->backward) {
 			for (int64_t j = 0; j < n; j++) {
-				out[r * n + j] =
-					(xr[j] - mean) * rs * w[j] + b[j];
+				out[r * n + j] = (xr[j] - mean) * rs * w[j] +
+						 (c->rms ? 0 : b[j]);
 			}
 			continue;
 		}
 		for (int64_t j = 0; j < n; j++) {
 			long double xh = (xr[j] - mean) * rs;
 			long double g = dy[r * n + j] * w[j];
-			a += g;
+			a += c->rms ? 0 : g;
 			bb += g * xh;
 			dw[j] += dy[r * n + j] * xh;
-			db[j] += dy[r * n + j];
+			if (!c->rms) {
+				db[j] += dy[r * n + j];
+			}
 		}
 		for (int64_t j = 0; j < n; j++) {
 			long double xh = (xr[j] - mean) * rs;
@@ -386,15 +394,16 @@ static void ln_exact(const void *opaque, const long double *in,
 	}
 }
 
-/* nn_layernorm.c's row_stats with its sums in order o. */
-static void ln_stats_f(const float *x, int64_t n, double eps,
+/* nn_layernorm.c's row_stats (rms: nn_rmsnorm.c's row_rstd) with its
+ * sums in order o. */
+static void ln_stats_f(const float *x, int64_t n, double eps, bool rms,
 		       const struct order *o, double *mean, double *r,
 		       double *tmp)
 {
 	for (int64_t j = 0; j < n; j++) {
 		tmp[j] = x[j];
 	}
-	*mean = sum_d(tmp, n, o) / (double)n;
+	*mean = rms ? 0.0 : sum_d(tmp, n, o) / (double)n;
 	for (int64_t j = 0; j < n; j++) {
 		double d = x[j] - *mean;
 		tmp[j] = d * d;
@@ -416,12 +425,13 @@ static void ln_eval(const void *opaque, const float *in, const struct order *o,
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * n;
 		double mean, rs, sg, sgx;
-		ln_stats_f(xr, n, c->eps, o, &mean, &rs, tmp);
+		ln_stats_f(xr, n, c->eps, c->rms, o, &mean, &rs, tmp);
 		if (!c->backward) {
 			for (int64_t j = 0; j < n; j++) {
 				float xh = (float)((xr[j] - mean) * rs);
+				float y = xh * w[j];
 				out[r * n + j] = tps_dtype_round(
-					xh * w[j] + b[j], dtype);
+					c->rms ? y : y + b[j], dtype);
 			}
 			continue;
 		}
@@ -434,22 +444,27 @@ static void ln_eval(const void *opaque, const float *in, const struct order *o,
 			terms[j * rows + r] = dy[r * n + j] * xh;
 			terms[(n + j) * rows + r] = dy[r * n + j];
 		}
-		sg = sum_d(tmp, n, o);
+		sg = c->rms ? 0.0 : sum_d(tmp, n, o);
 		sgx = sum_d(tmp2, n, o);
 		for (int64_t j = 0; j < n; j++) {
 			float xh = (float)((xr[j] - mean) * rs);
 			double g = (double)dy[r * n + j] * w[j];
 			out[r * n + j] = tps_dtype_round(
-				(float)(rs * (g - sg / (double)n -
-					      xh * sgx / (double)n)),
+				c->rms ? (float)(rs *
+						 (g - xh * sgx / (double)n))
+				       : (float)(rs * (g - sg / (double)n -
+						       xh * sgx / (double)n)),
 				dtype);
 		}
 	}
 	for (int64_t j = 0; c->backward && j < n; j++) {
 		out[rows * n + j] = tps_dtype_round(
 			sum_f(terms + j * rows, rows, o, dtype), dtype);
-		out[rows * n + n + j] = tps_dtype_round(
-			sum_f(terms + (n + j) * rows, rows, o, dtype), dtype);
+		if (!c->rms) {
+			out[rows * n + n + j] = tps_dtype_round(
+				sum_f(terms + (n + j) * rows, rows, o, dtype),
+				dtype);
+		}
 	}
 	free(tmp);
 	free(tmp2);
@@ -466,8 +481,15 @@ static void ln_bound(const void *opaque, const float *in, const float *e_in,
 	struct tps_tensor ew = tensor_of(e_in + rows * n, 1, &n);
 	struct tps_tensor b = tensor_of(in + rows * n + n, 1, &n);
 	struct tps_tensor eb = tensor_of(e_in + rows * n + n, 1, &n);
-	struct tps_bound_layernorm ln = {&x, &ex, &w,	  &ew,
-					 &b, &eb, c->eps, MAX_PARTS};
+	struct tps_bound_layernorm ln = {&x,
+					 &ex,
+					 &w,
+					 &ew,
+					 c->rms ? NULL : &b,
+					 c->rms ? NULL : &eb,
+					 c->eps,
+					 MAX_PARTS,
+					 c->rms};
 	struct tps_error err = {0};
 	if (!c->backward) {
 		struct tps_tensor ey;
@@ -480,13 +502,15 @@ static void ln_bound(const void *opaque, const float *in, const float *e_in,
 		struct tps_tensor edy =
 			tensor_of(e_in + rows * n + 2 * n, 2, xd);
 		struct tps_tensor edx, edw, edb;
-		ck_assert_int_eq(tps_bound_layernorm_backward(&ln, &dy, &edy,
-							      dt, &edx, &edw,
-							      &edb, &err),
+		ck_assert_int_eq(tps_bound_layernorm_backward(
+					 &ln, &dy, &edy, dt, &edx, &edw,
+					 c->rms ? NULL : &edb, &err),
 				 TPS_OK);
 		copy_out(out, &edx);
 		copy_out(out + rows * n, &edw);
-		copy_out(out + rows * n + n, &edb);
+		if (!c->rms) {
+			copy_out(out + rows * n + n, &edb);
+		}
 		tps_tensor_free(&dy);
 		tps_tensor_free(&edy);
 	}
@@ -504,25 +528,33 @@ enum ln_rows {
 	LN_NEAR_CONSTANT, /* c + a few ulps of noise */
 	LN_TWO_CLOSE,	  /* 2 features 1e-3 apart (sqrt(eps) for 1e-6) */
 	LN_TWO_EQUAL,	  /* 2 equal features: xhat 0 */
+	/* rmsnorm's adversaries */
+	RMS_NEAR_EPS,  /* N(0, 1e-3): mean(x^2) about eps = 1e-6 */
+	RMS_BELOW_EPS, /* N(0, 1e-6): eps dominates, r near 1000 */
+	RMS_HUGE,      /* N(0, 1e15), mixed signs */
+	RMS_SPIKE,     /* one feature 1e4, the others N(0, 1): its K_jj
+			* = 1 - xh_j^2 / n is nearly 0 */
+	RMS_ZERO,      /* all zeros: xhat 0 */
 };
 
-static void ln_case(enum ln_rows kind, int64_t rows, int64_t n, double eps,
-		    bool backward, bool integer_dy, enum tps_dtype dtype,
-		    uint64_t seed, struct stats *st)
+static void norm_case(bool rms, enum ln_rows kind, int64_t rows, int64_t n,
+		      double eps, bool backward, bool integer_dy,
+		      enum tps_dtype dtype, uint64_t seed, struct stats *st)
 {
-	struct ln_ctx c = {rows, n, eps, backward};
+	struct ln_ctx c = {rows, n, eps, backward, rms};
 	int64_t n_in = rows * n + 2 * n + (backward ? rows * n : 0);
 	float *x0 = malloc((size_t)n_in * sizeof *x0);
 	float *e = malloc((size_t)n_in * sizeof *e);
-	struct fcase fc = {backward ? "layernorm backward"
-				    : "layernorm forward",
-			   n_in,
-			   backward ? rows * n + 2 * n : rows * n,
-			   &c,
-			   ln_exact,
-			   ln_eval,
-			   ln_bound,
-			   n_in <= 96};
+	struct fcase fc = {
+		rms ? (backward ? "rmsnorm backward" : "rmsnorm forward")
+		    : (backward ? "layernorm backward" : "layernorm forward"),
+		n_in,
+		backward ? rows * n + (rms ? n : 2 * n) : rows * n,
+		&c,
+		ln_exact,
+		ln_eval,
+		ln_bound,
+		n_in <= 96};
 	struct tps_rng rng;
 	ck_assert(x0 && e);
 	tps_rng_seed(&rng, seed);
@@ -542,6 +574,18 @@ static void ln_case(enum ln_rows kind, int64_t rows, int64_t n, double eps,
 						    (1.0f + tps_rng_unit(&rng));
 				break;
 			case LN_TWO_EQUAL: *x = base; break;
+			case RMS_NEAR_EPS:
+				*x = tps_rng_normal(&rng, 1e-3f);
+				break;
+			case RMS_BELOW_EPS:
+				*x = tps_rng_normal(&rng, 1e-6f);
+				break;
+			case RMS_HUGE: *x = tps_rng_normal(&rng, 1e15f); break;
+			case RMS_SPIKE:
+				*x = j == r % n ? 1e4f
+						: tps_rng_normal(&rng, 1.0f);
+				break;
+			case RMS_ZERO: *x = 0.0f; break;
 			}
 		}
 	}
@@ -560,9 +604,23 @@ static void ln_case(enum ln_rows kind, int64_t rows, int64_t n, double eps,
 			e[i] = 0.0f;
 		}
 	}
+	if (rms) {
+		/* no bias */
+		for (int64_t j = 0; j < n; j++) {
+			x0[rows * n + n + j] = e[rows * n + n + j] = 0.0f;
+		}
+	}
 	run_case(&fc, x0, e, dtype, seed + 1, st);
 	free(x0);
 	free(e);
+}
+
+static void ln_case(enum ln_rows kind, int64_t rows, int64_t n, double eps,
+		    bool backward, bool integer_dy, enum tps_dtype dtype,
+		    uint64_t seed, struct stats *st)
+{
+	norm_case(false, kind, rows, n, eps, backward, integer_dy, dtype, seed,
+		  st);
 }
 
 static void layernorm_forward_cases(struct stats *st)
@@ -619,6 +677,64 @@ START_TEST(layernorm_backward_bound_holds_in_every_order)
 	report("layernorm backward", &st);
 	layernorm_backward_cases(&exact);
 	report("layernorm backward, exact inputs", &exact);
+}
+END_TEST
+
+/* ---- rmsnorm ------------------------------------------------------------ */
+
+/* rmsnorm's cases: whole rows as the code gives them to the rule; the
+ * sums of dw over rows in up to MAX_PARTS parts stand for sequence
+ * shards over tp and dp. */
+static void rmsnorm_cases(bool backward, struct stats *st)
+{
+	static const enum tps_dtype dtypes[] = {TPS_DTYPE_F32, TPS_DTYPE_BF16,
+						TPS_DTYPE_F16};
+	static const struct {
+		enum ln_rows kind;
+		int64_t rows, n;
+		double eps;
+	} rows[] = {
+		{LN_NORMAL, 6, 16, 1e-6},	 {LN_NORMAL, 3, 5, 1e-5},
+		{LN_NEAR_CONSTANT, 4, 16, 1e-6}, {LN_TWO_CLOSE, 8, 2, 1e-6},
+		{RMS_NEAR_EPS, 6, 8, 1e-6},	 {RMS_BELOW_EPS, 4, 4, 1e-6},
+		{RMS_HUGE, 4, 8, 1e-6},		 {RMS_SPIKE, 4, 4, 1e-6},
+		{RMS_SPIKE, 2, 16, 1e-6},	 {RMS_ZERO, 2, 4, 1e-6},
+	};
+	uint64_t seed = backward ? 300 : 200;
+	for (int d = 0; d < 3; d++) {
+		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+			norm_case(true, rows[i].kind, rows[i].rows, rows[i].n,
+				  rows[i].eps, backward, false, dtypes[d],
+				  seed++, st);
+		}
+	}
+	norm_case(true, LN_NORMAL, 4, 256, 1e-6, backward, false, TPS_DTYPE_F32,
+		  seed++, st);
+	if (backward) {
+		norm_case(true, LN_NORMAL, 64, 4, 1e-6, true, true,
+			  TPS_DTYPE_F32, seed++, st);
+		norm_case(true, RMS_NEAR_EPS, 8, 2, 1e-6, true, true,
+			  TPS_DTYPE_F32, seed++, st);
+	}
+}
+
+START_TEST(rmsnorm_forward_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	rmsnorm_cases(false, &st);
+	report("rmsnorm forward", &st);
+	rmsnorm_cases(false, &exact);
+	report("rmsnorm forward, exact inputs", &exact);
+}
+END_TEST
+
+START_TEST(rmsnorm_backward_bound_holds_in_every_order)
+{
+	struct stats st = {.e_scale = 1.0}, exact = {.e_scale = 0.0};
+	rmsnorm_cases(true, &st);
+	report("rmsnorm backward", &st);
+	rmsnorm_cases(true, &exact);
+	report("rmsnorm backward, exact inputs", &exact);
 }
 END_TEST
 
@@ -1539,8 +1655,8 @@ static float db_bound(float dy, int64_t rows, int64_t parts,
 	struct tps_tensor b = filled(1, &n, 0.0f), eb = filled(1, &n, 0.0f);
 	struct tps_tensor g = filled(2, xd, dy), eg = filled(2, xd, 0.0f);
 	struct tps_tensor edx, edw, edb;
-	struct tps_bound_layernorm ln = {&x, &ex, &w,	&ew,
-					 &b, &eb, 1e-5, parts};
+	struct tps_bound_layernorm ln = {&x,  &ex,  &w,	   &ew,	 &b,
+					 &eb, 1e-5, parts, false};
 	struct tps_bound_dtypes dt = {store, TPS_DTYPE_F32, store};
 	struct tps_error err = {0};
 	float out;
@@ -1588,7 +1704,8 @@ START_TEST(meta_operands_make_meta_bounds)
 	ck_assert_int_eq(tps_tensor_init_meta(&x, &xs, NULL), TPS_OK);
 	ck_assert_int_eq(tps_tensor_init_meta(&w, &ws, NULL), TPS_OK);
 	ck_assert_int_eq(tps_tensor_init_meta(&q, &qs, NULL), TPS_OK);
-	struct tps_bound_layernorm ln = {&x, &x, &w, &w, NULL, NULL, 1e-5, 1};
+	struct tps_bound_layernorm ln = {&x,   &x,   &w, &w,   NULL,
+					 NULL, 1e-5, 1,	 false};
 	ck_assert_int_eq(tps_bound_layernorm_forward(&ln, &dt, &e, &err),
 			 TPS_OK);
 	ck_assert(e.meta && tps_shape_equal(&e.shape, &xs));
@@ -1673,7 +1790,10 @@ enum bad_call {
 	ATT_BACKWARD,
 	CE_LOSS,
 	CE_GRAD,
-	ROPE
+	ROPE,
+	RMS_FORWARD,   /* with rms, and b and e_b NULL */
+	RMS_BACKWARD,  /* the same */
+	RMS_WITH_BIAS, /* with rms and the operands' b, e_b */
 };
 
 struct bad_operand {
@@ -1725,6 +1845,11 @@ static void no_class(struct operands *o)
 	o->target.data[1] = 3.0f;
 }
 
+static void as_given(struct operands *o)
+{
+	(void)o;
+}
+
 static const struct bad_operand bad_operands[] = {
 	{LN_FORWARD, bad_ex, TPS_ERR_SHAPE,
 	 "layernorm bound: e_x (2, 4) does not match x (2, 3)"},
@@ -1754,6 +1879,14 @@ static const struct bad_operand bad_operands[] = {
 	 "rope bound: head_dim 3 must be even and divide the 4 features"},
 	{ROPE, bad_ev, TPS_ERR_SHAPE,
 	 "rope bound: e_x (1, 2, 2) does not match x (1, 2, 4)"},
+	{RMS_FORWARD, bad_ex, TPS_ERR_SHAPE,
+	 "rmsnorm bound: e_x (2, 4) does not match x (2, 3)"},
+	{RMS_FORWARD, bad_w, TPS_ERR_SHAPE,
+	 "rmsnorm bound: weight (4) does not match the last dim of x (2, 3)"},
+	{RMS_BACKWARD, bad_dy, TPS_ERR_SHAPE,
+	 "rmsnorm bound: dy (3, 3) does not match x (2, 3)"},
+	{RMS_WITH_BIAS, as_given, TPS_ERR_SHAPE,
+	 "rmsnorm bound: rmsnorm has no bias"},
 };
 
 static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
@@ -1763,7 +1896,14 @@ static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
 	struct tps_bound_layernorm ln = {
 		&o->x,	&o->ex, &o->w,
 		&o->ew, &o->b,	o->eb.shape.ndim < 0 ? NULL : &o->eb,
-		1e-5,	1};
+		1e-5,	1,	false};
+	struct tps_bound_layernorm rms = {.x = &o->x,
+					  .e_x = &o->ex,
+					  .w = &o->w,
+					  .e_w = &o->ew,
+					  .eps = 1e-5,
+					  .row_parts = 1,
+					  .rms = true};
 	struct tps_bound_attention att = {&o->q,  &o->q,  &o->q,       &o->eq,
 					  &o->eq, &o->eq, o->head_dim, false};
 	struct tps_bound_cross_entropy ce = {&o->y, &o->ey, &o->target,
@@ -1783,6 +1923,16 @@ static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
 	case ATT_BACKWARD:
 		return tps_bound_attention_backward(&att, &o->da, &o->eda, &dt,
 						    &out[0], &out[1], &out[2],
+						    err);
+	case RMS_WITH_BIAS:
+		rms.b = &o->b;
+		rms.e_b = &o->eb;
+		return tps_bound_layernorm_forward(&rms, &dt, &out[0], err);
+	case RMS_FORWARD:
+		return tps_bound_layernorm_forward(&rms, &dt, &out[0], err);
+	case RMS_BACKWARD:
+		return tps_bound_layernorm_backward(&rms, &o->dy, &o->edy, &dt,
+						    &out[0], &out[1], NULL,
 						    err);
 	case CE_LOSS: return tps_bound_cross_entropy_loss(&ce, &dt, &e, err);
 	case CE_GRAD:
@@ -2083,7 +2233,8 @@ START_TEST(issue17_two_feature_layer_norm_difference_is_within_the_bound)
 	double dxs[16], dxr[16], dws[2], dwr[2], diff, bound, ratio;
 	int64_t xd[2] = {8, 2}, n = 2;
 	struct tps_tensor x, ex, w, ew, dy, edy, edx, edw;
-	struct tps_bound_layernorm ln = {&x, &ex, &w, &ew, NULL, NULL, 1e-6, 1};
+	struct tps_bound_layernorm ln = {&x,   &ex,  &w, &ew,  NULL,
+					 NULL, 1e-6, 1,	 false};
 	struct tps_bound_dtypes dt = {0};
 	struct tps_error err = {0};
 
@@ -2369,6 +2520,8 @@ static Suite *nn_bounds_suite(void)
 	tcase_set_timeout(holds, 300);
 	tcase_add_test(holds, layernorm_forward_bound_holds_in_every_order);
 	tcase_add_test(holds, layernorm_backward_bound_holds_in_every_order);
+	tcase_add_test(holds, rmsnorm_forward_bound_holds_in_every_order);
+	tcase_add_test(holds, rmsnorm_backward_bound_holds_in_every_order);
 	tcase_add_test(holds, softmax_bound_holds_in_every_order);
 	tcase_add_test(holds, attention_forward_bound_holds_in_every_order);
 	tcase_add_test(holds, attention_backward_bound_holds_in_every_order);

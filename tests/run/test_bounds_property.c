@@ -1736,6 +1736,238 @@ START_TEST(dropout_differences_stay_within_their_bounds)
 }
 END_TEST
 
+/*
+ * rmsnorm's rule (docs/numerics.md, "rmsnorm") on rows chosen to hurt
+ * it, written out in input.values, row by row in turn: normal N(0, 1),
+ * tiny (N(0, 1e-3): the mean square about eps = 1e-6), huge (N(0, 1e6)
+ * in the chain, 1e2 in the LLaMA block, whose residual stream keeps it
+ * to the loss), a spike (one feature 1e4, the others N(0, 0.01): xhat
+ * near sqrt(dim) there, where 1 - xhat^2 / dim nearly vanishes) and a
+ * zero row; mixed signs throughout. Two models:
+ *
+ *   chain  n1 rmsnorm (first: the input needs a gradient, so its dx is
+ *          bounded) -> fc1 colwise -> silu -> fc2 rowwise -> n2 rmsnorm
+ *   llama  a transformer_block with "norm": "rmsnorm", "mlp": "swiglu"
+ *          (8 heads, no num_kv_heads: grouped-query attention has no
+ *          rule yet, and would make everything after it fall back)
+ *
+ * at tp 1, 2, 3, 4 and 8 on a 1-D mesh and on dp 2 x tp 2 and 3 (llama:
+ * tp 1, 2, 4 and dp 2 x tp 2), plain TP and sequence parallel (the norms
+ * "sequence"), on a sequence of 2 tp + 1 (uneven shards), trained 3 steps
+ * of SGD (lr 0.1; the block 0.001, its loss being large) and inferred. No
+ * element may pass twice its bound, and no tensor may fall back to the
+ * tolerance for want of a rule (nor by a bound past 1e30); a bound larger
+ * than its values ("says nothing": a weight gradient that cancels) may,
+ * in at most 2% of the tensors. Fails when the rule is shrunk 100 times.
+ */
+static struct stats rmsnorm_stats;
+
+static void free_rmsnorm_stats(void)
+{
+	stats_free(&rmsnorm_stats);
+	memset(&rmsnorm_stats, 0, sizeof rmsnorm_stats);
+}
+
+/* input.values of shape (batch, seq, dim), the rows in turn of the
+ * kinds above; huge: the huge rows' scale. */
+static void rms_rows(char *out, size_t cap, int batch, int seq, int dim,
+		     float huge, uint64_t seed)
+{
+	struct tps_rng rng;
+	size_t len = 0;
+	int row = 0;
+	tps_rng_seed(&rng, seed);
+	len += (size_t)snprintf(out + len, cap - len, "[");
+	for (int b = 0; b < batch; b++) {
+		len += (size_t)snprintf(out + len, cap - len, "%s[",
+					b ? "," : "");
+		for (int t = 0; t < seq; t++, row++) {
+			len += (size_t)snprintf(out + len, cap - len, "%s[",
+						t ? "," : "");
+			for (int j = 0; j < dim; j++) {
+				float v = 0.0f;
+				switch (row % 5) {
+				case 0: v = tps_rng_normal(&rng, 1.0f); break;
+				case 1: v = tps_rng_normal(&rng, 1e-3f); break;
+				case 2: v = tps_rng_normal(&rng, huge); break;
+				case 3:
+					v = j == row % dim
+						    ? (row & 8 ? -1e4f : 1e4f)
+						    : tps_rng_normal(&rng,
+								     0.01f);
+					break;
+				default: v = 0.0f; break;
+				}
+				len += (size_t)snprintf(out + len, cap - len,
+							"%s%.9g", j ? "," : "",
+							(double)v);
+			}
+			len += (size_t)snprintf(out + len, cap - len, "]");
+		}
+		len += (size_t)snprintf(out + len, cap - len, "]");
+	}
+	snprintf(out + len, cap - len, "]");
+	ck_assert_uint_lt(len, cap - 1);
+}
+
+START_TEST(rmsnorm_models_stay_within_their_bounds)
+{
+	static const struct {
+		int dp, tp;
+		bool llama;
+	} meshes[] = {
+		{1, 1, false}, {1, 2, false}, {1, 3, false}, {1, 4, false},
+		{1, 8, false}, {2, 2, false}, {2, 3, false}, {1, 1, true},
+		{1, 2, true},  {1, 4, true},  {2, 2, true},
+	};
+	struct stats *s = &rmsnorm_stats;
+	int fallbacks = 0, says_nothing = 0, compared = 0, i = 0;
+	for (size_t k = 0; k < sizeof meshes / sizeof meshes[0]; k++) {
+		for (int v = 0; v < 4; v++, i++) {
+			int dp = meshes[k].dp, tp = meshes[k].tp;
+			bool llama = meshes[k].llama, sp = v & 1,
+			     train = !(v & 2);
+			int dim = llama ? 16 : 6, seq = 2 * tp + 1;
+			char text[32768], values[24576], model[1024], plan[512],
+				mesh[128];
+			struct tps_run_element_sink sink = {on_element, s};
+			struct tps_run_options opts = {
+				.config_path = "rmsnorm.json",
+				.config_text = text,
+				.output_path = "/dev/null",
+				.max_memory = TPS_DEFAULT_MAX_MEMORY,
+				.max_trace = TPS_DEFAULT_MAX_TRACE,
+				.threads = 1,
+				.elements = &sink,
+				.keep_comparison = true,
+			};
+			struct tps_run_summary sum = {0};
+			struct tps_error err = {0};
+			rms_rows(values, sizeof values, 2 * dp, seq, dim,
+				 llama ? 1e2f : 1e6f, 70 + (uint64_t)i);
+			if (dp > 1) {
+				snprintf(mesh, sizeof mesh,
+					 "\"mesh\":{\"shape\":[%d,%d],"
+					 "\"dim_names\":[\"dp\",\"tp\"]},"
+					 "\"dp_dim\":\"dp\",",
+					 dp, tp);
+			} else {
+				snprintf(mesh, sizeof mesh,
+					 "\"mesh\":{\"shape\":[%d],"
+					 "\"dim_names\":[\"tp\"]},",
+					 tp);
+			}
+			if (llama) {
+				snprintf(model, sizeof model,
+					 "{\"name\":\"blk\",\"type\":"
+					 "\"transformer_block\",\"dim\":16,"
+					 "\"num_heads\":8,\"hidden\":22,"
+					 "\"bias\":false,"
+					 "\"norm\":\"rmsnorm\",\"mlp\":"
+					 "\"swiglu\"}");
+				snprintf(plan, sizeof plan,
+					 "\"blk.attn.[qkv]\":\"colwise\","
+					 "\"blk.mlp.w[13]\":\"colwise\",%s",
+					 sp ? "\"blk.attn_residual\":{"
+					      "\"style\":\"prepare_input\","
+					      "\"input\":\"replicate\","
+					      "\"desired_input\":"
+					      "\"shard(1)\"},"
+					      "\"blk.ln[12]\":\"sequence\","
+					      "\"blk.attn.o\":{\"style\":"
+					      "\"rowwise\",\"output\":"
+					      "\"shard(1)\"},"
+					      "\"blk.mlp.w2\":{\"style\":"
+					      "\"rowwise\",\"output\":"
+					      "\"shard(1)\"}"
+					    : "\"blk.attn.o\":\"rowwise\","
+					      "\"blk.mlp.w2\":\"rowwise\"");
+			} else {
+				snprintf(model, sizeof model,
+					 "{\"name\":\"n1\",\"type\":"
+					 "\"rmsnorm\",\"dim\":6},"
+					 "{\"name\":\"fc1\",\"type\":"
+					 "\"linear\",\"in_features\":6,"
+					 "\"out_features\":%d},"
+					 "{\"name\":\"act\",\"type\":"
+					 "\"silu\"},"
+					 "{\"name\":\"fc2\",\"type\":"
+					 "\"linear\",\"in_features\":%d,"
+					 "\"out_features\":6},"
+					 "{\"name\":\"n2\",\"type\":"
+					 "\"rmsnorm\",\"dim\":6,\"eps\":"
+					 "1e-5}",
+					 2 * tp + 1, 2 * tp + 1);
+				snprintf(plan, sizeof plan, "%s",
+					 sp ? "\"n1\":\"sequence\","
+					      "\"fc1\":{\"style\":"
+					      "\"colwise\",\"input\":"
+					      "\"shard(1)\"},\"fc2\":{"
+					      "\"style\":\"rowwise\","
+					      "\"output\":\"shard(1)\"},"
+					      "\"n2\":\"sequence\""
+					    : "\"fc1\":\"colwise\","
+					      "\"fc2\":\"rowwise\"");
+			}
+			snprintf(text, sizeof text,
+				 "{\"tpsim\":1,%s\"model\":[%s],"
+				 "\"plan\":{%s},\"input\":{\"values\":%s%s},"
+				 "\"init\":{\"method\":\"normal\","
+				 "\"seed\":%d},%s%s}",
+				 mesh, model, plan, values,
+				 train && !(llama && sp)
+					 ? ",\"requires_grad\":true"
+					 : "",
+				 5 + i,
+				 train ? "\"mode\":\"training\",\"steps\":3,"
+					 "\"optimizer\":{\"type\":\"sgd\","
+					 "\"lr\":"
+				       : "\"mode\":\"inference\"",
+				 train ? (llama ? "0.001}" : "0.1}") : "");
+			opts.config_len = strlen(text);
+			s->index = i;
+			s->text = text;
+			s->dt = DT_F32;
+			s->shown_config = false;
+			ck_assert_msg(tps_run(&opts, NULL, &sum, &err) ==
+					      TPS_OK,
+				      "%s\n%s", text, err.message);
+			for (int t = 0; t < sum.comparison.n; t++) {
+				const struct tps_compare_tensor *c =
+					&sum.comparison.t[t];
+				compared++;
+				if (c->rule != TPS_COMPARE_TOLERANCE) {
+					continue;
+				}
+				printf("config %d: %s falls back: %s\n", i,
+				       c->name, c->none);
+				/* A bound past the values (a gradient that
+				 * cancels to less than its rounding) is the
+				 * verdict's to say; a missing rule or a bound
+				 * that grew past 1e30 is not. */
+				if (strstr(c->none, "says nothing")) {
+					says_nothing++;
+				} else {
+					fallbacks++;
+				}
+			}
+			s->configs++;
+			s->training += train;
+			tps_run_summary_free(&sum);
+		}
+	}
+	print_table(stdout, s);
+	ck_assert_msg(s->violations == 0,
+		      "%d elements beyond twice their bound (printed above)",
+		      s->violations);
+	printf("%d tensors compared, %d of them by the tolerance: their "
+	       "bound says nothing\n",
+	       compared, says_nothing);
+	ck_assert_int_eq(fallbacks, 0);
+	ck_assert_int_le(says_nothing * 50, compared);
+}
+END_TEST
+
 static Suite *bounds_property_suite(void)
 {
 	Suite *s = suite_create("bounds_property");
@@ -1749,6 +1981,11 @@ static Suite *bounds_property_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_checked_fixture(tc, NULL, free_swiglu_stats);
 	tcase_add_test(tc, swiglu_mlps_stay_within_their_bounds);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("rmsnorm");
+	tcase_set_timeout(tc, 600);
+	tcase_add_checked_fixture(tc, NULL, free_rmsnorm_stats);
+	tcase_add_test(tc, rmsnorm_models_stay_within_their_bounds);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("trace");
 	tcase_add_test(tc,

@@ -1522,6 +1522,149 @@ START_TEST(same_dropout_seed_gives_every_tp_rank_one_mask)
 }
 END_TEST
 
+/*
+ * rmsnorm has its error-bound rules (docs/numerics.md, "rmsnorm"): runs
+ * with rmsnorms, and LLaMA blocks (transformer_block with "norm":
+ * "rmsnorm", "mlp": "swiglu"), are compared by their bounds, with no
+ * "no error bound" in their verdict, and match. Before the rule, each
+ * fell back to the tolerance ("n1: rmsnorm has no error-bound rule").
+ * A block with grouped-query attention still falls back, for the
+ * attention alone (its rule is not written yet).
+ */
+START_TEST(rmsnorm_and_llama_runs_are_compared_by_their_bounds)
+{
+	static const struct {
+		const char *config, *falls_back;
+	} cases[] = {
+		/* the fixture, sequence-sharded over 2 ranks */
+		{"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},"
+		 "'model':[{'name':'norm','type':'rmsnorm','dim':2,'eps':6}],"
+		 "'plan':{'norm':'sequence'},"
+		 "'input':{'values':[[[2,4],[-10,4]]]},'init':{'method':"
+		 "'arange'},'mode':'training','loss':'sum','optimizer':{"
+		 "'type':'sgd','lr':0.5},'steps':1}",
+		 NULL},
+		/* fc0 -> rmsnorm -> colwise, gelu, rowwise -> rmsnorm,
+		 * sequence parallel on dp 2 x tp 3, uneven (sgd: AdamW's
+		 * bounds outgrow the values in 3 steps, layer norm's too,
+		 * docs/numerics.md) */
+		{"{'tpsim':1,'mesh':{'shape':[2,3],'dim_names':['dp','tp']},"
+		 "'dp_dim':'dp','model':[{'name':'fc0','type':'linear',"
+		 "'in_features':5,'out_features':5},{'name':'n1','type':"
+		 "'rmsnorm','dim':5},{'name':'fc1','type':'linear',"
+		 "'in_features':5,'out_features':7},{'name':'act','type':"
+		 "'gelu'},{'name':'fc2','type':'linear','in_features':7,"
+		 "'out_features':5},{'name':'n2','type':'rmsnorm','dim':5,"
+		 "'eps':0.01}],'plan':{'n1':'sequence','fc1':{'style':"
+		 "'colwise','input':'shard(1)'},'fc2':{'style':'rowwise',"
+		 "'output':'shard(1)'},'n2':'sequence'},'input':{'shape':"
+		 "[4,4,5]},'init':{'method':'uniform','seed':4},'mode':"
+		 "'training','steps':3,'optimizer':{'type':'sgd','lr':"
+		 "0.01}}",
+		 NULL},
+		/* a LLaMA block at tp 4 (uneven hidden), one training step,
+		 * plain TP and sequence parallel (over a sequence of 9) */
+		{"{'tpsim':1,'mesh':{'shape':[4],'dim_names':['tp']},"
+		 "'model':[{'name':'layers.0','type':'transformer_block',"
+		 "'dim':16,'num_heads':4,'hidden':22,'bias':false,'norm':"
+		 "'rmsnorm','mlp':'swiglu'}],'plan':{"
+		 "'layers.*.attn.[qkv]':'colwise','layers.*.mlp.w[13]':"
+		 "'colwise','layers.*.attn.o':'rowwise','layers.*.mlp.w2':"
+		 "'rowwise'},'input':{'shape':[2,9,16],'requires_grad':true},"
+		 "'init':{'method':'uniform','seed':3},'mode':'training',"
+		 "'optimizer':{'type':'sgd','lr':0.05}}",
+		 NULL},
+		{"{'tpsim':1,'mesh':{'shape':[4],'dim_names':['tp']},"
+		 "'model':[{'name':'layers.0','type':'transformer_block',"
+		 "'dim':16,'num_heads':4,'hidden':22,'bias':false,'norm':"
+		 "'rmsnorm','mlp':'swiglu'}],'plan':{"
+		 "'layers.0.attn_residual':{'style':'prepare_input','input':"
+		 "'replicate','desired_input':'shard(1)'},'layers.*.ln[12]':"
+		 "'sequence','layers.*.attn.[qkv]':'colwise',"
+		 "'layers.*.mlp.w[13]':'colwise','layers.*.attn.o':{'style':"
+		 "'rowwise','output':'shard(1)'},'layers.*.mlp.w2':{'style':"
+		 "'rowwise','output':'shard(1)'}},'input':{'shape':[2,9,16]},"
+		 "'init':{'method':'uniform','seed':3},'mode':'training',"
+		 "'optimizer':{'type':'sgd','lr':0.05}}",
+		 NULL},
+		/* two LLaMA blocks, inference (in training, two blocks'
+		 * first-order bounds outgrow their gradients, with layer
+		 * norm as with rmsnorm: docs/numerics.md) */
+		{"{'tpsim':1,'mesh':{'shape':[4],'dim_names':['tp']},"
+		 "'model':[{'name':'layers.0','type':'transformer_block',"
+		 "'dim':16,'num_heads':4,'hidden':22,'bias':false,'norm':"
+		 "'rmsnorm','mlp':'swiglu'},{'name':'layers.1','type':"
+		 "'transformer_block','dim':16,'num_heads':4,'hidden':22,"
+		 "'bias':false,'norm':'rmsnorm','mlp':'swiglu'}],'plan':{"
+		 "'layers.*.attn.[qkv]':'colwise','layers.*.mlp.w[13]':"
+		 "'colwise','layers.*.attn.o':'rowwise','layers.*.mlp.w2':"
+		 "'rowwise'},'input':{'shape':[2,9,16]},'init':{'method':"
+		 "'uniform','seed':3},'mode':'inference'}",
+		 NULL},
+		/* grouped-query attention: the attention's reason, not the
+		 * norms' */
+		{"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},"
+		 "'model':[{'name':'layers.0','type':'transformer_block',"
+		 "'dim':16,'num_heads':4,'num_kv_heads':2,'hidden':22,"
+		 "'bias':false,'norm':'rmsnorm','mlp':'swiglu'}],'plan':{"
+		 "'layers.*.attn.[qkv]':'colwise','layers.*.mlp.w[13]':"
+		 "'colwise','layers.*.attn.o':'rowwise','layers.*.mlp.w2':"
+		 "'rowwise'},'input':{'shape':[2,5,16]},'init':{'method':"
+		 "'uniform','seed':3},'mode':'inference'}",
+		 "grouped-query attention"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[4096];
+		struct tps_run_options opts = {
+			.config_path = "llama.json",
+			.config_text = text,
+			.output_path = "/dev/null",
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+			.threads = 1,
+			.keep_comparison = true,
+		};
+		struct tps_run_summary sum = {0};
+		struct tps_error err = {0};
+		int by_bound = 0, by_tolerance = 0;
+		snprintf(text, sizeof text, "%s", cases[i].config);
+		for (char *p = text; *p; p++) {
+			*p = *p == '\'' ? '"' : *p;
+		}
+		opts.config_len = strlen(text);
+		ck_assert_msg(tps_run(&opts, NULL, &sum, &err) == TPS_OK,
+			      "%s\n%s", text, err.message);
+		ck_assert_msg(sum.match, "case %zu: %s", i, sum.words);
+		for (int k = 0; k < sum.comparison.n; k++) {
+			const struct tps_compare_tensor *t =
+				&sum.comparison.t[k];
+			if (t->rule != TPS_COMPARE_TOLERANCE) {
+				by_bound++;
+				continue;
+			}
+			by_tolerance++;
+			ck_assert_msg(!strstr(t->none, "rmsnorm"),
+				      "case %zu: %s: %s", i, t->name, t->none);
+			ck_assert_msg(
+				cases[i].falls_back &&
+					strstr(t->none, cases[i].falls_back),
+				"case %zu: %s falls back: %s", i, t->name,
+				t->none);
+		}
+		printf("case %zu: %d tensors by their bound, %d by the "
+		       "tolerance: %s\n",
+		       i, by_bound, by_tolerance, sum.words);
+		if (!cases[i].falls_back) {
+			ck_assert_int_gt(by_bound, 0);
+			ck_assert_msg(!strstr(sum.words, "no error bound"),
+				      "case %zu: %s", i, sum.words);
+			ck_assert_int_eq(by_tolerance, 0);
+		}
+		tps_run_summary_free(&sum);
+	}
+}
+END_TEST
+
 static Suite *run_suite(void)
 {
 	Suite *s = suite_create("run");
@@ -1539,6 +1682,14 @@ static Suite *run_suite(void)
 		tcase_add_test(diag,
 			       same_dropout_seed_gives_every_tp_rank_one_mask);
 		suite_add_tcase(s, diag);
+	}
+	{
+		TCase *bounds = tcase_create("bounds");
+		tcase_add_test(
+			bounds,
+			rmsnorm_and_llama_runs_are_compared_by_their_bounds);
+		tcase_set_timeout(bounds, 120);
+		suite_add_tcase(s, bounds);
 	}
 	{
 		TCase *est = tcase_create("estimate");
