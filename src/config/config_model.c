@@ -567,6 +567,41 @@ static void check_tie(struct cfg *c, const struct tps_model_spec *spec,
 	}
 }
 
+/*
+ * A tied head's vocabulary is its embedding's, padded as the embedding
+ * says: its own make_vocab_size_divisible_by, when given, must be the
+ * embedding's (absent, it follows the embedding's through the tie).
+ */
+static void check_tied_padding(struct cfg *c,
+			       const struct tps_model_spec *spec,
+			       const struct tps_module_spec *ms)
+{
+	const struct tps_module_spec *e = NULL;
+	for (int j = 0; ms->tie[0] && j < spec->n_modules; j++) {
+		if (strcmp(spec->modules[j].name, ms->tie) == 0) {
+			e = &spec->modules[j];
+		}
+	}
+	if (!e || e->vocab_divisor == ms->vocab_divisor) {
+		return;
+	}
+	if (e->vocab_divisor == 0) {
+		cfg_fail_at(c, "make_vocab_size_divisible_by", TPS_ERR_INPUT,
+			    "\"%s\" is tied to \"%s\" (%s), whose "
+			    "vocabulary is not padded: a tied weight is "
+			    "padded as its embedding says (give "
+			    "make_vocab_size_divisible_by to \"%s\")",
+			    ms->name, e->name, e->plan_pointer, e->name);
+		return;
+	}
+	cfg_fail_at(c, "make_vocab_size_divisible_by", TPS_ERR_INPUT,
+		    "expected %lld, the make_vocab_size_divisible_by of "
+		    "\"%s\" (%s), the embedding \"%s\" is tied to, got "
+		    "%lld",
+		    (long long)e->vocab_divisor, e->name, e->vocab_pointer,
+		    ms->name, (long long)ms->vocab_divisor);
+}
+
 /* Reads one module at /model/<index>: name and type first, since the type
  * says which other keys it may have. */
 static void parse_module(struct cfg *c, const cJSON *m, int index,
@@ -602,6 +637,11 @@ static void parse_module(struct cfg *c, const cJSON *m, int index,
 	}
 	if (cfg_ok(c) && ms->tie[0]) {
 		check_tie(c, spec, index);
+	}
+	if (cfg_ok(c) && ms->vocab_divisor > 0) {
+		snprintf(ms->vocab_pointer, sizeof ms->vocab_pointer,
+			 "%s/make_vocab_size_divisible_by", cfg_pointer(c));
+		check_tied_padding(c, spec, ms);
 	}
 }
 
@@ -1863,6 +1903,86 @@ static void finish_tie(struct cfg *c, const struct tps_model_spec *spec,
 	}
 }
 
+/*
+ * Vocabulary padding, Megatron's _vocab_size_with_padding: with d the
+ * module's make_vocab_size_divisible_by, the padded vocabulary is
+ *   V_pad = ceil(V / (d tp)) d tp
+ * (50257 at d 128, tp 8: 51200). An embedding's weight gets V_pad rows
+ * (its ids stay below V); a head's out_features becomes V_pad, and a
+ * tied head's follows its embedding's. A padded head feeds the loss, so
+ * it is the model's last module; spec->classes is then V.
+ */
+static void pad_vocabulary(struct cfg *c, struct tps_model_spec *spec)
+{
+	int64_t tp = spec->mesh.shape[spec->tp_dim];
+	int last = -1;
+	for (int i = 0; i < spec->n_modules;
+	     i += 1 + spec->modules[i].n_descendants) {
+		last = i;
+	}
+	for (int i = 0; i < spec->n_modules && cfg_ok(c); i++) {
+		struct tps_module_spec *ms = &spec->modules[i];
+		bool embedding = ms->type == TPS_MODULE_EMBEDDING;
+		int64_t v = embedding ? ms->num_embeddings : ms->out_features;
+		int64_t width = embedding ? ms->out_features : ms->in_features;
+		int64_t mult = ms->vocab_divisor * tp, padded, numel;
+		/* A tied head follows its embedding (below). */
+		if (ms->vocab_divisor == 0 || ms->tie[0]) {
+			continue;
+		}
+		padded = (v + mult - 1) / mult * mult;
+		if (__builtin_mul_overflow(padded, width, &numel) ||
+		    numel > TPS_MAX_ELEMENTS) {
+			cfg_fail_at_pointer(
+				c, ms->vocab_pointer, TPS_ERR_LIMIT,
+				"the vocabulary %lld padded to a multiple of "
+				"%lld x %s=%lld is %lld: its weight (%lld, "
+				"%lld) has more than 2^31 elements",
+				(long long)v, (long long)ms->vocab_divisor,
+				spec->mesh.dim_names[spec->tp_dim],
+				(long long)tp, (long long)padded,
+				(long long)padded, (long long)width);
+			return;
+		}
+		ms->real_vocab = v;
+		ms->padded_vocab = padded;
+		if (!embedding && i != last) {
+			cfg_fail_at_pointer(
+				c, ms->vocab_pointer, TPS_ERR_INPUT,
+				"a padded vocabulary is the logits' classes: "
+				"\"%s\" must be the model's last module, "
+				"whose output feeds the loss",
+				ms->name);
+			return;
+		}
+		if (!embedding) {
+			ms->out_features = padded;
+			spec->classes = v;
+		}
+		for (int j = i + 1; embedding && j < spec->n_modules; j++) {
+			struct tps_module_spec *head = &spec->modules[j];
+			if (strcmp(head->tie, ms->name) != 0) {
+				continue;
+			}
+			if (j != last) {
+				cfg_fail_at_pointer(
+					c, ms->vocab_pointer, TPS_ERR_INPUT,
+					"\"%s\" is tied to \"%s\" and gets "
+					"its padded vocabulary, the logits' "
+					"classes: \"%s\" must be the model's "
+					"last module, whose output feeds the "
+					"loss",
+					head->name, ms->name, head->name);
+				return;
+			}
+			head->real_vocab = v;
+			head->padded_vocab = padded;
+			head->out_features = padded;
+			spec->classes = v;
+		}
+	}
+}
+
 void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		    struct tps_model_spec *spec)
 {
@@ -1874,6 +1994,9 @@ void cfg_parse_plan(struct cfg *c, const cJSON *root,
 		if (spec->modules[i].tie[0]) {
 			finish_tie(c, spec, &spec->modules[i]);
 		}
+	}
+	if (cfg_ok(c)) {
+		pad_vocabulary(c, spec);
 	}
 }
 

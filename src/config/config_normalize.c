@@ -19,6 +19,7 @@
 #include "module_type.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* Adds to a tree under construction and remembers a failed allocation, so
@@ -143,6 +144,11 @@ static void put_module_key(struct builder *b, cJSON *e,
 	case TPS_KEY_SIZE:
 		/* Left out when it is the key it defaults to (num_kv_heads
 		 * equal to num_heads: plain multi-head attention). */
+		/* Left out when absent and none (no vocabulary padding). */
+		if (key->none_when_absent &&
+		    *(const int64_t *)(const void *)field == 0) {
+			break;
+		}
 		if (key->same_as &&
 		    *(const int64_t *)(const void *)field ==
 			    *(const int64_t *)(const void *)((const char *)m +
@@ -150,6 +156,14 @@ static void put_module_key(struct builder *b, cJSON *e,
 								    m->type,
 								    key->same_as)
 								    ->offset)) {
+			break;
+		}
+		/* A padded head's out_features as the config gave it, the
+		 * real vocabulary (make_vocab_size_divisible_by pads it). */
+		if (m->padded_vocab && m->type == TPS_MODULE_LINEAR &&
+		    key->offset == offsetof(struct tps_module_spec,
+					    out_features)) {
+			put_number(b, e, key->name, (double)m->real_vocab);
 			break;
 		}
 		put_number(b, e, key->name,

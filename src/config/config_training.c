@@ -73,8 +73,8 @@ static void read_target_values(struct cfg *c, const cJSON *v, void *ctx)
 	struct tps_shape shape = tps_shape_make(ndim, want);
 	cfg_read_tensor(c, v, &shape, "the target's", &spec->target_values);
 	spec->target_explicit = cfg_ok(c);
-	output_shape(spec, want);
-	classes = want[ndim];
+	/* A padded head's padding columns are no classes. */
+	classes = tps_model_spec_classes(spec);
 	for (int64_t i = 0; cfg_ok(c) && spec->loss == TPS_LOSS_CROSS_ENTROPY &&
 			    i < tps_tensor_numel(&spec->target_values);
 	     i++) {
@@ -359,6 +359,7 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 						  "values", NULL};
 	int loss = TPS_LOSS_MSE, dp_grad = TPS_DP_GRAD_GLOBAL;
 	int64_t steps = 1;
+	struct tps_shape out = tps_model_spec_output_shape(spec);
 
 	spec->steps = 1;
 	spec->loss = TPS_LOSS_MSE;
@@ -377,6 +378,20 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	spec->steps = (int)steps;
 	cfg_choice(c, root, "loss", "loss", tps_loss_names, &loss);
 	spec->loss = (enum tps_loss)loss;
+	if (cfg_ok(c) && spec->classes > 0 &&
+	    spec->loss != TPS_LOSS_CROSS_ENTROPY) {
+		/* mse or sum would count the padding logits; cross_entropy
+		 * masks them (docs/transformer.md, "The vocabulary"). */
+		cfg_fail_at(c, "loss", TPS_ERR_INPUT,
+			    "the model's logits end in a padded vocabulary "
+			    "(%lld classes padded to %lld, "
+			    "make_vocab_size_divisible_by): expected loss "
+			    "\"cross_entropy\", which masks the padding, "
+			    "got \"%s\"",
+			    (long long)spec->classes,
+			    (long long)out.dim[out.ndim - 1],
+			    tps_loss_names[spec->loss]);
+	}
 	if (spec->loss == TPS_LOSS_CROSS_ENTROPY) {
 		spec->target_init.method = TPS_INIT_TOKENS;
 	}

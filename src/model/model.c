@@ -71,14 +71,17 @@ static enum tps_status check_divisible(const struct tps_model_spec *spec,
  * does not divide it, the message adds the sizes a padded one would
  * have: the least multiple of tp at or above it, and Megatron's
  * (_vocab_size_with_padding: a multiple of make_vocab_size_divisible_by
- * x tp, 128 by default). tpsim does not pad.
+ * x tp, 128 by default), which the embedding's
+ * make_vocab_size_divisible_by key makes tpsim do.
  */
 static enum tps_status check_vocab_divisible(const struct tps_model_spec *spec,
 					     const struct tps_module_spec *m,
 					     struct tps_error *err)
 {
 	int64_t tp = spec->mesh.shape[spec->tp_dim];
-	int64_t v = m->num_embeddings, mega = 128 * tp;
+	/* Padded (make_vocab_size_divisible_by), it divides by design. */
+	int64_t v = m->padded_vocab ? m->padded_vocab : m->num_embeddings;
+	int64_t mega = 128 * tp;
 	if (check_divisible(spec, m, "num_embeddings", v, NULL) == TPS_OK) {
 		return TPS_OK;
 	}
@@ -87,11 +90,12 @@ static enum tps_status check_vocab_divisible(const struct tps_model_spec *spec,
 		"%s: %s %s: num_embeddings %lld not divisible by %s=%d "
 		"(uneven: divisible): a vocabulary padded to %lld would divide "
 		"(Megatron's make_vocab_size_divisible_by 128 pads it to %lld, "
-		"a multiple of 128 x tp)",
+		"a multiple of 128 x tp; set \"make_vocab_size_divisible_by\" "
+		"on %s to pad it)",
 		m->plan_pointer, tps_style_names[m->style], m->name,
 		(long long)v, spec->mesh.dim_names[spec->tp_dim], (int)tp,
 		(long long)((v + tp - 1) / tp * tp),
-		(long long)((v + mega - 1) / mega * mega));
+		(long long)((v + mega - 1) / mega * mega), m->name);
 }
 
 /* Every size the plan splits over tp must divide in "divisible" mode. */
@@ -521,7 +525,9 @@ enum tps_status tps_model_make_target(const struct tps_model_spec *spec,
 	float a = 1.0f;
 	enum tps_status st;
 	if (ids) {
-		a = (float)shape.dim[--shape.ndim];
+		/* The real classes: never a padded vocabulary's padding. */
+		a = (float)tps_model_spec_classes(spec);
+		shape.ndim--;
 	}
 	st = spec->target_explicit
 		     ? tps_tensor_copy(target, &spec->target_values, err)

@@ -441,14 +441,16 @@ static enum tps_status loss_and_backward(struct tps_model *model,
 	enum tps_status st = sim_scale ? TPS_OK : TPS_ERR_NOMEM;
 	double value = 0.0;
 	if (st == TPS_OK) {
-		value = tps_loss_value(spec->loss, y, target, scale);
+		value = tps_loss_value(spec->loss, y, target, scale,
+				       spec->classes);
 		*run_loss = (float)value;
-		st = tps_loss_grad(spec->loss, y, target, scale, &dy, err);
+		st = tps_loss_grad(spec->loss, y, target, scale, spec->classes,
+				   &dy, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_loss_bound(spec->loss, y, ey, target, scale,
 				    sim_scale, model->dp, value, &dy,
-				    bc->u_grad,
+				    bc->u_grad, spec->classes,
 				    spec->loss_parallel
 					    ? spec->mesh.shape[spec->tp_dim]
 					    : 1,

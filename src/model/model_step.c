@@ -324,7 +324,8 @@ static enum tps_status loss_rank(void *opaque, int r, struct tps_tensor *out,
 	if (st == TPS_OK) {
 		job->values[r] = tps_loss_value(
 			job->model->spec->loss, &job->y->locals[r],
-			job->target ? &job->target->locals[r] : NULL, scale);
+			job->target ? &job->target->locals[r] : NULL, scale,
+			job->model->spec->classes);
 	}
 	if (st == TPS_OK && out->data) {
 		out->data[0] = (float)job->values[r];
@@ -343,7 +344,7 @@ static enum tps_status loss_grad_rank(void *opaque, int r,
 		scale ? tps_loss_grad(
 				job->model->spec->loss, &job->y->locals[r],
 				job->target ? &job->target->locals[r] : NULL,
-				scale, out, err)
+				scale, job->model->spec->classes, out, err)
 		      : TPS_ERR_NOMEM;
 	free(scale);
 	return st;
@@ -407,7 +408,8 @@ loss_parallel(const struct tps_nn_context *ctx, struct loss_job *job,
 		scale[r] = scale_of(job, r);
 	}
 	st = tps_nn_loss_parallel(ctx, job->y, t, scale,
-				  job->model->spec->dp_mask, value, job->values,
+				  job->model->spec->dp_mask,
+				  job->model->spec->classes, value, job->values,
 				  g, err);
 	free(scale);
 	return st;

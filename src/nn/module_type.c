@@ -19,7 +19,10 @@ const struct tps_module_type_desc tps_module_types[] = {
 				 TPS_SIZE_KEY("out_features", out_features, 1,
 					      TPS_MAX_ELEMENTS),
 				 TPS_BOOL_KEY("bias", bias, 1),
-				 TPS_MODULE_NAME_KEY("tie", tie)},
+				 TPS_MODULE_NAME_KEY("tie", tie),
+				 TPS_SIZE_KEY_OPTIONAL(
+					 "make_vocab_size_divisible_by",
+					 vocab_divisor, 1, (int64_t)1 << 24)},
 			.width = TPS_WIDTH_CHANGES,
 			.in_key = "in_features",
 			.out_key = "out_features",
@@ -85,7 +88,10 @@ const struct tps_module_type_desc tps_module_types[] = {
 			.keys = {TPS_SIZE_KEY("num_embeddings", num_embeddings, 1,
 					      (int64_t)1 << 24),
 				 TPS_SIZE_KEY("embedding_dim", out_features, 1,
-					      TPS_MAX_ELEMENTS)},
+					      TPS_MAX_ELEMENTS),
+				 TPS_SIZE_KEY_OPTIONAL(
+					 "make_vocab_size_divisible_by",
+					 vocab_divisor, 1, (int64_t)1 << 24)},
 			.width = TPS_WIDTH_MAKES,
 			.out_key = "embedding_dim",
 			.styles = TPS_STYLE_BIT(TPS_STYLE_REPLICATE) |

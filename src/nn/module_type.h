@@ -74,6 +74,10 @@ struct tps_module_key {
 	 * is the index of the default. */
 	const char *const *choices;
 	int n_choices;
+	/* TPS_KEY_SIZE: optional with no default: absent is 0, "none"
+	 * (make_vocab_size_divisible_by: no padding), and the normalised
+	 * config leaves it out. */
+	bool none_when_absent;
 };
 
 /* offsetof(struct tps_module_spec, field), a compile error unless the
@@ -95,6 +99,13 @@ struct tps_module_key {
 		.name = (key), .kind = TPS_KEY_SIZE,                           \
 		.offset = TPS_MODULE_FIELD(field, int64_t), .min = (lo),       \
 		.max = (hi), .same_as = (other)                                \
+	}
+/* An optional size whose absence means none: 0 in the field. */
+#define TPS_SIZE_KEY_OPTIONAL(key, field, lo, hi)                              \
+	{                                                                      \
+		.name = (key), .kind = TPS_KEY_SIZE,                           \
+		.offset = TPS_MODULE_FIELD(field, int64_t), .min = (lo),       \
+		.max = (hi), .none_when_absent = true                          \
 	}
 #define TPS_POSITIVE_KEY(key, field, dflt)                                     \
 	{                                                                      \

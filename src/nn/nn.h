@@ -598,12 +598,16 @@ struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
  */
 /* The rows of y: the product of its dims but the last (1 for a vector). */
 int64_t tps_loss_rows(const struct tps_tensor *y);
+/* classes: cross_entropy's real classes, the first of each row (a
+ * padded vocabulary's: the logits past them are -inf, out of the
+ * log-sum-exp, and their gradient 0); 0 for every column. */
 double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
-		      const struct tps_tensor *t, const double *row_scale);
+		      const struct tps_tensor *t, const double *row_scale,
+		      int64_t classes);
 enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const struct tps_tensor *t,
-			      const double *row_scale, struct tps_tensor *dy,
-			      struct tps_error *err);
+			      const double *row_scale, int64_t classes,
+			      struct tps_tensor *dy, struct tps_error *err);
 
 /*
  * The error bounds (bound.h, docs/numerics.md) of tps_loss_value's loss
@@ -614,7 +618,8 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
  * loss: the reference's loss; u: the gradient's unit roundoff.
  * cross_entropy's rules are nn_bounds.h's, over class_parts shards of
  * the classes (loss_parallel's tp, else 1) whose sums are all-reduced in
- * the reduce dtype. On error the outputs are untouched.
+ * the reduce dtype; classes as tps_loss_value's (the padding's gradient
+ * is an exact 0). On error the outputs are untouched.
  */
 enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const struct tps_bound *ey,
@@ -622,9 +627,9 @@ enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const double *row_scale,
 			       const double *sim_scale, int dp, double loss,
 			       const struct tps_tensor *dy, double u,
-			       int64_t class_parts, enum tps_dtype reduce,
-			       struct tps_bound *eloss, struct tps_bound *edy,
-			       struct tps_error *err);
+			       int64_t classes, int64_t class_parts,
+			       enum tps_dtype reduce, struct tps_bound *eloss,
+			       struct tps_bound *edy, struct tps_error *err);
 
 /*
  * Cross-entropy over class-sharded logits, PyTorch's loss_parallel
@@ -637,7 +642,9 @@ enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
  *   dz     = scale[r] * (exp(z - M) / S - onehot(target)), its own classes
  * with no backward collective. scale: one row weight per rank (world
  * size entries); partial_mask: the mesh dims the losses are partial sums
- * over (dp). Emits the statistics, their all_reduces and the loss in
+ * over (dp); classes: the real classes (a padded vocabulary's; the
+ * logits from there on are -inf, out of M, S and Z, with a 0 gradient),
+ * 0 for all C. Emits the statistics, their all_reduces and the loss in
  * ctx's phase, the gradient in the backward phase. On success *loss is
  * each rank's loss (a scalar, partial on partial_mask's dims, replicate
  * on the others), losses[r] the same in double, and *dy the gradient of
@@ -647,8 +654,8 @@ enum tps_status tps_nn_loss_parallel(const struct tps_nn_context *ctx,
 				     const struct tps_dtensor *y,
 				     const struct tps_dtensor *target,
 				     const double *scale, unsigned partial_mask,
-				     struct tps_dtensor *loss, double *losses,
-				     struct tps_dtensor *dy,
+				     int64_t classes, struct tps_dtensor *loss,
+				     double *losses, struct tps_dtensor *dy,
 				     struct tps_error *err);
 
 /* Each type's ops table, in its family's file (nn_linear.c,

@@ -487,7 +487,10 @@ static enum tps_status embedding_bound_backward(struct tps_module *m,
 static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
 				struct tps_param_spec *out)
 {
-	int64_t dims[2] = {s->num_embeddings, s->out_features};
+	/* A padded vocabulary's rows past num_embeddings are padding: no
+	 * id picks them (docs/transformer.md, "The vocabulary"). */
+	int64_t rows = s->padded_vocab ? s->padded_vocab : s->num_embeddings;
+	int64_t dims[2] = {rows, s->out_features};
 	(void)tp_dim;
 	/* nn.Embedding draws N(0, 1): fan_in 1 makes the init's a = 1. */
 	out[WEIGHT] = (struct tps_param_spec){
@@ -500,7 +503,9 @@ static int embedding_parameters(const struct tps_module_spec *s, int tp_dim,
 static int64_t embedding_memory_estimate(const struct tps_module_spec *s,
 					 const struct tps_memory_context *mc)
 {
-	int64_t w = tps_sat_mul(s->num_embeddings, s->out_features);
+	int64_t w = tps_sat_mul(
+		s->padded_vocab ? s->padded_vocab : s->num_embeddings,
+		s->out_features);
 	int64_t copies =
 		s->style == TPS_STYLE_VOCAB ? mc->world / mc->tp : mc->world;
 	int64_t bytes = tps_sat_mul(tps_sat_mul(w, copies + 1), 4);

@@ -33,18 +33,27 @@ static void softmax_stats(const float *y, int64_t n, double *max, double *sum)
 	}
 }
 
-double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
-		      const struct tps_tensor *t, const double *row_scale)
+/* The classes of a row of n logits: the first `classes` when it is set
+ * (a padded vocabulary), else all n. */
+static int64_t real_classes(int64_t n, int64_t classes)
 {
-	int64_t n = row_length(y);
+	return classes > 0 && classes < n ? classes : n;
+}
+
+double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
+		      const struct tps_tensor *t, const double *row_scale,
+		      int64_t classes)
+{
+	int64_t n = row_length(y), nc = real_classes(n, classes);
 	int64_t rows = n && !y->meta ? tps_tensor_numel(y) / n : 0;
 	double total = 0.0;
 	for (int64_t r = 0; r < rows; r++) {
 		double row = 0.0;
 		if (type == TPS_LOSS_CROSS_ENTROPY) {
-			/* logsumexp(y) - y[t] */
+			/* logsumexp(y) - y[t] over the real classes: the
+			 * padding's logits are -inf, exp(-inf) = 0. */
 			double max, sum;
-			softmax_stats(y->data + r * n, n, &max, &sum);
+			softmax_stats(y->data + r * n, nc, &max, &sum);
 			row = max + log(sum) -
 			      y->data[r * n + (int64_t)t->data[r]];
 			total += row_scale[r] * row;
@@ -69,11 +78,11 @@ double tps_loss_value(enum tps_loss type, const struct tps_tensor *y,
 
 enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 			      const struct tps_tensor *t,
-			      const double *row_scale, struct tps_tensor *dy,
-			      struct tps_error *err)
+			      const double *row_scale, int64_t classes,
+			      struct tps_tensor *dy, struct tps_error *err)
 {
 	struct tps_tensor g;
-	int64_t n = row_length(y);
+	int64_t n = row_length(y), nc = real_classes(n, classes);
 	int64_t rows = n && !y->meta ? tps_tensor_numel(y) / n : 0;
 	enum tps_status st = tps_tensor_init_like(&g, &y->shape, y, err);
 	if (st != TPS_OK) {
@@ -82,7 +91,7 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 	for (int64_t r = 0; r < rows; r++) {
 		double max = 0.0, sum = 1.0;
 		if (type == TPS_LOSS_CROSS_ENTROPY) {
-			softmax_stats(y->data + r * n, n, &max, &sum);
+			softmax_stats(y->data + r * n, nc, &max, &sum);
 		}
 		for (int64_t j = 0; j < n; j++) {
 			int64_t e = r * n + j;
@@ -96,7 +105,12 @@ enum tps_status tps_loss_grad(enum tps_loss type, const struct tps_tensor *y,
 				g.data[e] = (float)row_scale[r];
 				break;
 			case TPS_LOSS_CROSS_ENTROPY:
-				/* scale (softmax(y) - onehot(t)) */
+				/* scale (softmax(y) - onehot(t)); a padding
+				 * logit's softmax is exp(-inf) = 0, and no
+				 * target is padding: 0 (the init's zero). */
+				if (j >= nc) {
+					break;
+				}
 				g.data[e] =
 					(float)(row_scale[r] *
 						(exp((double)y->data[e] - max) /
@@ -230,15 +244,79 @@ static enum tps_status cross_entropy_bound(
 	return st;
 }
 
+/* out: the first nc columns of each row of n of src (a new tensor). */
+static enum tps_status first_columns(const struct tps_tensor *src,
+				     int64_t nc, struct tps_tensor *out,
+				     struct tps_error *err)
+{
+	struct tps_shape shape = src->shape;
+	int64_t n = row_length(src), rows = n ? tps_tensor_numel(src) / n : 0;
+	enum tps_status st;
+	shape.dim[shape.ndim - 1] = nc;
+	st = tps_tensor_init(out, &shape, err);
+	for (int64_t r = 0; st == TPS_OK && r < rows; r++) {
+		for (int64_t j = 0; j < nc; j++) {
+			out->data[r * nc + j] = src->data[r * n + j];
+		}
+	}
+	return st;
+}
+
+/*
+ * cross_entropy over the first nc of n classes (a padded vocabulary):
+ * the rule of the real classes (cross_entropy_bound on the logits'
+ * first nc columns), and 0 for the padding's gradient, an exact zero
+ * on both sides (docs/numerics.md, "losses").
+ */
+static enum tps_status padded_cross_entropy_bound(
+	const struct tps_tensor *y, const struct tps_bound *ey,
+	const struct tps_tensor *t, const double *row_scale,
+	const double *sim_scale, int dp, const struct tps_tensor *dy, double u,
+	int64_t nc, int64_t class_parts, enum tps_dtype reduce,
+	struct tps_bound *el, struct tps_bound *ed, struct tps_error *err)
+{
+	struct tps_tensor yc = {0}, dyc = {0};
+	struct tps_bound eyc = {0}, edc = {0};
+	int64_t n = row_length(y), rows = n ? tps_tensor_numel(y) / n : 0;
+	enum tps_status st = first_columns(y, nc, &yc, err);
+	if (st == TPS_OK) {
+		st = first_columns(dy, nc, &dyc, err);
+	}
+	if (st == TPS_OK) {
+		st = first_columns(&ey->e, nc, &eyc.e, err);
+	}
+	if (st == TPS_OK) {
+		st = cross_entropy_bound(&yc, &eyc, t, row_scale, sim_scale,
+					 dp, &dyc, u, class_parts, reduce, el,
+					 &edc, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_bound_zero(ed, &dy->shape, err);
+		if (st != TPS_OK) {
+			tps_bound_free(el);
+		}
+	}
+	for (int64_t r = 0; st == TPS_OK && r < rows; r++) {
+		for (int64_t j = 0; j < nc; j++) {
+			ed->e.data[r * n + j] = edc.e.data[r * nc + j];
+		}
+	}
+	tps_tensor_free(&yc);
+	tps_tensor_free(&dyc);
+	tps_bound_free(&eyc);
+	tps_bound_free(&edc);
+	return st;
+}
+
 enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 			       const struct tps_bound *ey,
 			       const struct tps_tensor *t,
 			       const double *row_scale,
 			       const double *sim_scale, int dp, double loss,
 			       const struct tps_tensor *dy, double u,
-			       int64_t class_parts, enum tps_dtype reduce,
-			       struct tps_bound *eloss, struct tps_bound *edy,
-			       struct tps_error *err)
+			       int64_t classes, int64_t class_parts,
+			       enum tps_dtype reduce, struct tps_bound *eloss,
+			       struct tps_bound *edy, struct tps_error *err)
 {
 	int64_t n = row_length(y);
 	int64_t rows = n ? tps_tensor_numel(y) / n : 0;
@@ -248,6 +326,12 @@ enum tps_status tps_loss_bound(enum tps_loss type, const struct tps_tensor *y,
 	if (tps_bound_is_none(ey)) {
 		tps_bound_none_like(&el, ey);
 		tps_bound_none_like(&ed, ey);
+		goto out;
+	}
+	if (type == TPS_LOSS_CROSS_ENTROPY && real_classes(n, classes) < n) {
+		st = padded_cross_entropy_bound(y, ey, t, row_scale, sim_scale,
+						dp, dy, u, classes, class_parts,
+						reduce, &el, &ed, err);
 		goto out;
 	}
 	if (type == TPS_LOSS_CROSS_ENTROPY) {

@@ -25,7 +25,23 @@ struct parallel_ce_job {
 	struct tps_dtensor *max, *sum_exp, *logit; /* (rows) per rank */
 	const double *scale; /* per rank: the weight of each of its rows */
 	double *losses;	     /* per rank: its loss */
+	int64_t classes;     /* the real classes; 0: all of them */
 };
+
+/*
+ * How many of rank r's n classes (from `first`) are real: under a padded
+ * vocabulary the classes from ce->classes on are padding, whose logits
+ * count as -inf (out of M, S and Z; a rank that holds only padding has
+ * M_r = -inf and S_r = 0) and whose gradient is 0.
+ */
+static int64_t own_real_classes(const struct parallel_ce_job *ce, int64_t n,
+				int64_t first)
+{
+	if (ce->classes <= 0 || first + n <= ce->classes) {
+		return n;
+	}
+	return first < ce->classes ? ce->classes - first : 0;
+}
 
 /* The first class of rank r's logits. */
 static int64_t first_class(const struct tps_dtensor *y, int r)
@@ -50,8 +66,9 @@ static enum tps_status ce_stat_rank(void *opaque, int r, struct tps_tensor *out,
 	const struct ce_stat_job *job = opaque;
 	const struct parallel_ce_job *ce = job->ce;
 	const struct tps_tensor *z = &ce->y->locals[r];
-	int64_t n = z->shape.dim[z->shape.ndim - 1];
+	int64_t stride = z->shape.dim[z->shape.ndim - 1];
 	int64_t rows = tps_loss_rows(z), first = first_class(ce->y, r);
+	int64_t n = own_real_classes(ce, stride, first);
 	struct tps_shape shape = z->shape;
 	enum tps_status st;
 	shape.ndim--;
@@ -59,7 +76,7 @@ static enum tps_status ce_stat_rank(void *opaque, int r, struct tps_tensor *out,
 	for (int64_t i = 0; st == TPS_OK && out->data && i < rows; i++) {
 		/* A rank with no classes (n == 0) has no data: NULL + 0 is
 		 * undefined, so no row pointer into it. */
-		const float *zi = n > 0 ? z->data + i * n : NULL;
+		const float *zi = n > 0 ? z->data + i * stride : NULL;
 		double v = 0.0;
 		switch (job->stat) {
 		case CE_MAX:
@@ -188,13 +205,15 @@ static enum tps_status parallel_ce_grad_rank(void *opaque, int r,
 	const struct tps_tensor *z = &ce->y->locals[r];
 	int64_t n = z->shape.dim[z->shape.ndim - 1];
 	int64_t rows = tps_loss_rows(z), first = first_class(ce->y, r);
+	int64_t real = own_real_classes(ce, n, first);
 	double scale = ce->scale[r];
 	enum tps_status st = tps_tensor_init_like(out, &z->shape, z, err);
 	for (int64_t i = 0; st == TPS_OK && out->data && i < rows; i++) {
 		double m = ce->max->locals[r].data[i];
 		double sum = ce->sum_exp->locals[r].data[i];
 		int64_t t = (int64_t)ce->target->locals[r].data[i] - first;
-		for (int64_t j = 0; j < n; j++) {
+		/* The padding's gradient: 0, as the init left it. */
+		for (int64_t j = 0; j < real; j++) {
 			out->data[i * n + j] =
 				(float)(scale *
 					(exp((double)z->data[i * n + j] - m) /
@@ -209,16 +228,16 @@ enum tps_status tps_nn_loss_parallel(const struct tps_nn_context *ctx,
 				     const struct tps_dtensor *y,
 				     const struct tps_dtensor *target,
 				     const double *scale, unsigned partial_mask,
-				     struct tps_dtensor *loss, double *losses,
-				     struct tps_dtensor *dy,
+				     int64_t classes, struct tps_dtensor *loss,
+				     double *losses, struct tps_dtensor *dy,
 				     struct tps_error *err)
 {
 	const struct tps_mesh *mesh = ctx->mesh;
 	struct tps_nn_context back = *ctx;
 	struct tps_dtensor max = {0}, sum_exp = {0}, logit = {0};
 	struct tps_dtensor value = {0}, g = {0};
-	struct parallel_ce_job ce = {y,	     target, &max,  &sum_exp,
-				     &logit, scale,  losses};
+	struct parallel_ce_job ce = {y,	     target, &max,   &sum_exp,
+				     &logit, scale,  losses, classes};
 	struct tps_placement placements[TPS_MAX_MESH_DIMS];
 	struct tps_shape scalar = tps_shape_make(0, NULL);
 	enum tps_status st = ce_stat(ctx, &ce, CE_MAX, &max, err);

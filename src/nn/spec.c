@@ -229,6 +229,15 @@ struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec)
 	return shape;
 }
 
+int64_t tps_model_spec_classes(const struct tps_model_spec *spec)
+{
+	struct tps_shape out = tps_model_spec_output_shape(spec);
+	if (spec->classes > 0) {
+		return spec->classes;
+	}
+	return out.ndim > 0 ? out.dim[out.ndim - 1] : 1;
+}
+
 int tps_model_spec_output_over(const struct tps_model_spec *spec, int64_t limit,
 			       struct tps_shape *shape)
 {

@@ -49,6 +49,10 @@ int tps_model_activation_ndim(const struct tps_model_spec *spec);
 /* The model's output shape: the input's, with an embedding's dim added
  * and each width the modules set in turn as its last dim. */
 struct tps_shape tps_model_spec_output_shape(const struct tps_model_spec *spec);
+/* The classes of the output's last dim: spec->classes when the head's
+ * vocabulary is padded (the columns past them are padding), else the
+ * output's width. */
+int64_t tps_model_spec_classes(const struct tps_model_spec *spec);
 /* The first module that sets the width (tps_module_has_width) whose global
  * output, the input's rows by its width, has more than `limit` elements,
  * or -1; *shape gets that output's shape. Element counts only: nothing is
@@ -337,6 +341,19 @@ struct tps_module_spec {
 	 * (num_embeddings, embedding_dim) as (out_features, in_features).
 	 * "" when untied. */
 	char tie[TPS_NAME_MAX];
+	/* Vocabulary padding (Megatron's make_vocab_size_divisible_by,
+	 * docs/transformer.md, "The vocabulary"): on an embedding or the
+	 * linear head that feeds the loss, d (0: no padding). The padded
+	 * vocabulary is the least multiple of d x tp at or above the real
+	 * one: an embedding's weight then has padded_vocab rows, a head's
+	 * out_features is padded_vocab (a tied head's follows its
+	 * embedding's). real_vocab: the real one (num_embeddings, or the
+	 * head's out_features as the config gave it); both 0 unpadded. */
+	int64_t vocab_divisor;
+	int64_t padded_vocab, real_vocab;
+	/* "/model/0/make_vocab_size_divisible_by" when given, for
+	 * messages about the padding; else "". */
+	char vocab_pointer[TPS_POINTER_MAX];
 	bool bias;  /* linear and layernorm */
 	double eps; /* layernorm, rmsnorm: added to the variance, the mean square */
 	double p;   /* dropout: the probability of zeroing, in [0, 1) */
@@ -416,6 +433,11 @@ struct tps_model_spec {
 	/* cross_entropy over logits left sharded on their classes (PyTorch's
 	 * loss_parallel): three all_reduces, no gather of the logits. */
 	bool loss_parallel;
+	/* The output's real classes when its last dim is a padded
+	 * vocabulary (the head's real_vocab): the logits past them are
+	 * padding, which cross_entropy masks out as -inf. 0: every
+	 * column is a class. tps_model_spec_classes reads it. */
+	int64_t classes;
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
 	/* The dtype of each role ("dtype"); float32 everywhere unless

@@ -112,6 +112,13 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 	    "'embedding_dim':4},{'name':'head','type':'linear','in_features':" \
 	    "4,'out_features':6," keys "}],'input':{'shape':[2,"               \
 	    "3],'init':'tokens'}"
+/* An embedding tok (11 ids, dim 4) with `ekeys` and a linear head
+ * (4 -> 11) with `hkeys`; the caller closes the object. */
+#define VOCAB(ekeys, hkeys)                                                    \
+	HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':11,"   \
+	    "'embedding_dim':4" ekeys "},{'name':'head','type':'linear',"      \
+	    "'in_features':4,'out_features':11" hkeys "}],'input':{'shape':"   \
+	    "[2,3],'init':'tokens'}"
 /* The same with a custom mesh. */
 #define WITH_MESH(mesh) "{'tpsim':1,'mesh':" mesh "," MODEL "," INPUT
 /* The same with a custom model. */
@@ -1793,6 +1800,114 @@ static const struct bad_config bad_configs[] = {
 	    "(expected rope_theta too: without it there is nothing for "
 	    "rope_style to set)"),
 
+	/* vocabulary padding: make_vocab_size_divisible_by on an embedding
+	 * or a head (docs/transformer.md, "The vocabulary"); tp is 2 */
+	BAD(VOCAB(",'make_vocab_size_divisible_by':0", "") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: out of range "
+	    "(expected 1 to 16777216, got 0)"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':-128", "") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: out of range "
+	    "(expected 1 to 16777216, got -128)"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2.5", "") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: expected an "
+	    "integer, got 2.5"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':'128'", "") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: expected an "
+	    "integer, got string \"128\""),
+	BAD(VOCAB("", ",'make_vocab_size_divisible_by':true") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/make_vocab_size_divisible_by: expected an "
+	    "integer, got true"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':16777217", "") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: out of range "
+	    "(expected 1 to 16777216, got 16777217)"),
+	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'relu',"
+		       "'make_vocab_size_divisible_by':2}," FC2) "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/make_vocab_size_divisible_by: unknown key "
+	    "\"make_vocab_size_divisible_by\" (expected one of: name, type)"),
+	BAD(WITH_MODEL("{'name':'n','type':'rmsnorm','dim':4,"
+		       "'make_vocab_size_divisible_by':2}") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: unknown key "
+	    "\"make_vocab_size_divisible_by\" (expected one of: name, type, "
+	    "dim, eps)"),
+	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
+		       "'out_features':8,'make_vocab_size_divisible_by':2},"
+		       ACT "," FC2) "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: a padded "
+	    "vocabulary is the logits' classes: \"fc1\" must be the model's "
+	    "last module, whose output feeds the loss"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2",
+		  ",'bias':false,'tie':'tok','make_vocab_size_divisible_by':4")
+		"}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
+	    "the make_vocab_size_divisible_by of \"tok\" "
+	    "(/model/0/make_vocab_size_divisible_by), the embedding "
+	    "\"head\" is tied to, got 4"),
+	BAD(VOCAB("", ",'bias':false,'tie':'tok',"
+		      "'make_vocab_size_divisible_by':4") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/make_vocab_size_divisible_by: \"head\" is "
+	    "tied to \"tok\" (/model/0), whose vocabulary is not padded: a "
+	    "tied weight is padded as its embedding says (give "
+	    "make_vocab_size_divisible_by to \"tok\")"),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"11,'embedding_dim':4,'make_vocab_size_divisible_by':2},"
+		"{'name':'head','type':'linear','in_features':4,"
+		"'out_features':11,'bias':false,'tie':'tok'},{'name':'act',"
+		"'type':'relu'}],'input':{'shape':[2,3],'init':'tokens'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: \"head\" is "
+	    "tied to \"tok\" and gets its padded vocabulary, the logits' "
+	    "classes: \"head\" must be the model's last module, whose "
+	    "output feeds the loss"),
+	BAD(VOCAB("", ",'make_vocab_size_divisible_by':2") ",'mode':"
+							   "'training'}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /loss: the model's logits end in a padded vocabulary "
+	    "(11 classes padded to 12, make_vocab_size_divisible_by): "
+	    "expected loss \"cross_entropy\", which masks the padding, got "
+	    "\"mse\""),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"11,'embedding_dim':4,'make_vocab_size_divisible_by':2}],"
+		"'input':{'values':[[1,2,11]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /input/values: token id 11 (value 2 in row-major "
+	    "order) is not an integer in [0, 11), the vocabulary of "
+	    "/model/0"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2",
+		  ",'bias':false,'tie':'tok'") ",'mode':'training','loss':"
+					       "'cross_entropy','target':{"
+					       "'values':[[0,11,3],[1,2,3]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /target/values: class id 11 (value 1 in row-major "
+	    "order) is not an integer in [0, 11), the output's classes"),
+	/* "params" gives a padded weight whole: 12 rows, not 11. */
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2",
+		  ",'bias':false,'tie':'tok'") ",'params':{'tok.weight':"
+					       "[[1,2,3,4],[1,2,3,4],[1,2,3,4],"
+					       "[1,2,3,4],[1,2,3,4],[1,2,3,4],"
+					       "[1,2,3,4],[1,2,3,4],[1,2,3,4],"
+					       "[1,2,3,4],[1,2,3,4]]}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /params/tok.weight: expected 12 elements (dim 0 of the "
+	    "parameter's shape), got 11"),
+	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+		"1,'embedding_dim':128,'make_vocab_size_divisible_by':"
+		"16777216}],'input':{'shape':[2,3],'init':'tokens'}}",
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /model/0/make_vocab_size_divisible_by: the "
+	    "vocabulary 1 padded to a multiple of 16777216 x tp=2 is "
+	    "33554432: its weight (33554432, 128) has more than 2^31 "
+	    "elements"),
+
 	/* JSON-level errors, refused by the strict reader. */
 	BAD_JSON(BASE ",'tpsim':1}",
 		 "cfg.json: /tpsim: duplicate key \"tpsim\""),
@@ -2109,6 +2224,9 @@ static cJSON *key_json(const struct tps_module_key *key)
 	} else if (!key->required && key->kind == TPS_KEY_CHOICE) {
 		cJSON_AddStringToObject(o, "default",
 					key->choices[(int)key->fallback]);
+	} else if (key->none_when_absent) {
+		/* Absent: none (no padding), which has no default to state. */
+		cJSON_AddBoolToObject(o, "none_when_absent", true);
 	} else if (!key->required && key->kind == TPS_KEY_BOOL) {
 		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
 	} else if (!key->required) {
@@ -3091,9 +3209,11 @@ static const struct {
 	const char *config;
 } every_key[] = {
 	{"linear", HDR "'model':[{'name':'e','type':'embedding',"
-		   "'num_embeddings':6,'embedding_dim':4},{'name':'m','type':"
+		   "'num_embeddings':6,'embedding_dim':4,"
+		   "'make_vocab_size_divisible_by':4},{'name':'m','type':"
 		   "'linear','in_features':4,'out_features':6,'bias':false,"
-		   "'tie':'e'}],'input':{'shape':[2,3],'init':'tokens'}}"},
+		   "'tie':'e','make_vocab_size_divisible_by':4}],'input':{"
+		   "'shape':[2,3],'init':'tokens'}}"},
 	{"relu", HDR "'model':[{'name':'m','type':'relu'}]," INPUT "}"},
 	{"gelu", HDR "'model':[{'name':'m','type':'gelu'}]," INPUT "}"},
 	{"layernorm", HDR "'model':[{'name':'m','type':'layernorm','dim':4,"
@@ -3102,8 +3222,9 @@ static const struct {
 			 "'name':'fc','type':'linear','in_features':4,"
 			 "'out_features':4,'bias':false}]}]," INPUT "}"},
 	{"embedding", HDR "'model':[{'name':'m','type':'embedding',"
-			  "'num_embeddings':6,'embedding_dim':4}],'input':{"
-			  "'shape':[2,3],'init':'tokens'}}"},
+		      "'num_embeddings':6,'embedding_dim':4,"
+		      "'make_vocab_size_divisible_by':3}],'input':{"
+		      "'shape':[2,3],'init':'tokens'}}"},
 	{"attention", HDR "'model':[{'name':'m','type':'attention',"
 		      "'embed_dim':4,'num_heads':2,'num_kv_heads':1,"
 		      "'causal':true,'bias':false,'rope_theta':500000,"
@@ -3868,7 +3989,8 @@ START_TEST(divisible_names_the_padded_vocabulary)
 		"/plan/tok: vocab tok: num_embeddings 50257 not divisible by "
 		"tp=8 (uneven: divisible): a vocabulary padded to 50264 would "
 		"divide (Megatron's make_vocab_size_divisible_by 128 pads it "
-		"to 51200, a multiple of 128 x tp)");
+		"to 51200, a multiple of 128 x tp; set "
+		"\"make_vocab_size_divisible_by\" on tok to pad it)");
 	tps_run_spec_free(&spec);
 }
 END_TEST

@@ -1501,6 +1501,254 @@ START_TEST(tied_embeddings_train_like_the_reference)
 }
 END_TEST
 
+/* The outcome of a config (' for "): the simulation's, or with
+ * `reference` the single-device reference model's. */
+static void outcome_of(const char *cfg, bool reference,
+		       struct tps_model_outcome *out)
+{
+	char text[4096];
+	struct tps_run_spec spec = {0};
+	struct tps_model model;
+	struct tps_tensor input, target = {0};
+	struct tps_error err = {0};
+	bool training;
+	cJSON *root;
+	snprintf(text, sizeof text, "%s", cfg);
+	for (char *p = text; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	root = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) == TPS_OK,
+		      "%s\n%s", err.message, text);
+	cJSON_Delete(root);
+	training = spec.model.mode == TPS_MODE_TRAINING;
+	ck_assert_int_eq(tps_model_init(&model, &spec.model, &err), TPS_OK);
+	ck_assert_int_eq(tps_model_make_input(&spec.model, &input, NULL),
+			 TPS_OK);
+	if (training) {
+		ck_assert_int_eq(
+			tps_model_make_target(&spec.model, &target, NULL),
+			TPS_OK);
+	}
+	ck_assert_msg((reference ? tps_model_run_reference(
+					   &model, &input,
+					   training ? &target : NULL,
+					   (struct tps_bound_sink){0}, out,
+					   &err)
+				 : tps_model_run(&model, &input,
+						 training ? &target : NULL,
+						 (struct tps_event_sink){0},
+						 out, &err)) == TPS_OK,
+		      "%s", err.message);
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_run_spec_free(&spec);
+}
+
+/*
+ * The largest |padded - real| over the real tensor's elements, each
+ * compared with the element of the same index in the padded one (its
+ * first rows or columns: the padding adds rows past a weight's real
+ * vocabulary and columns past the logits' real classes).
+ */
+static double real_part_diff(const struct tps_tensor *padded,
+			     const struct tps_tensor *real)
+{
+	int nd = real->shape.ndim;
+	int64_t n = tps_tensor_numel(real);
+	double worst = 0.0;
+	ck_assert_int_eq(padded->shape.ndim, nd);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t rest = i, at = 0, stride = 1;
+		for (int d = nd - 1; d >= 0; d--) {
+			ck_assert_int_ge(padded->shape.dim[d],
+					 real->shape.dim[d]);
+			at += rest % real->shape.dim[d] * stride;
+			rest /= real->shape.dim[d];
+			stride *= padded->shape.dim[d];
+		}
+		worst = fmax(worst,
+			     fabs((double)padded->data[at] - real->data[i]));
+	}
+	return worst;
+}
+
+/* Every row of a (rows, width) tensor from `first` on is zero. */
+static void rows_are_zero(const struct tps_tensor *t, int64_t first)
+{
+	int64_t width = t->shape.ndim > 1 ? t->shape.dim[1] : 1;
+	for (int64_t i = first * width; i < tps_tensor_numel(t); i++) {
+		ck_assert_msg(t->data[i] == 0.0f,
+			      "padding row %lld has gradient %g",
+			      (long long)(i / width), (double)t->data[i]);
+	}
+}
+
+/*
+ * The simulation of a padded config against the reference of the same
+ * config unpadded (real vocabulary v; the padded one `padded`): the
+ * losses, the logits' real columns, the gradients' and the updated
+ * weights' real rows; the padding rows' gradients are exactly 0.
+ * Returns the largest difference, asserted below 1e-5.
+ */
+static double padded_vs_unpadded(const char *padded_cfg,
+				 const char *unpadded_cfg, int64_t v,
+				 int64_t padded)
+{
+	struct tps_model_outcome sim, ref;
+	double worst;
+	outcome_of(padded_cfg, false, &sim);
+	outcome_of(unpadded_cfg, true, &ref);
+	ck_assert_int_eq(sim.output.shape.dim[sim.output.shape.ndim - 1],
+			 padded);
+	worst = real_part_diff(&sim.output, &ref.output);
+	for (int k = 0; k < sim.steps; k++) {
+		worst = fmax(worst, fabs((double)sim.loss[k] - ref.loss[k]));
+	}
+	for (int p = 0; p < sim.n_params; p++) {
+		worst = fmax(worst, real_part_diff(&sim.grads[p],
+						   &ref.grads[p]));
+		worst = fmax(worst, real_part_diff(&sim.params_after[p],
+						   &ref.params_after[p]));
+		ck_assert_int_eq(sim.grads[p].shape.dim[0], padded);
+		rows_are_zero(&sim.grads[p], v);
+	}
+	ck_assert_msg(worst < 1e-5, "padded vs unpadded: %g\n%s", worst,
+		      padded_cfg);
+	tps_model_outcome_free(&sim);
+	tps_model_outcome_free(&ref);
+	return worst;
+}
+
+START_TEST(padded_vocabulary_trains_like_the_unpadded_reference)
+{
+	/* Megatron's make_vocab_size_divisible_by 2 on a vocabulary of 11:
+	 * at tp = _i it is padded to a multiple of 2 tp (by hand: 12 at tp
+	 * 1, 2, 3 and 6; 16 at 4 and 8; 20 at 5; 14 at 7). Token ids ->
+	 * embedding -> gelu -> head, the head tied to the embedding
+	 * (vocab + colwise with loss_parallel; the same with the logits
+	 * gathered; both replicated) or its own padded colwise head with a
+	 * bias (loss_parallel); dp 1 and 2; 3 AdamW steps and inference.
+	 * Each run must match its own reference (the padded model), and
+	 * its losses, its logits' real columns, its gradients' and
+	 * updated weights' real rows must equal the UNPADDED model's
+	 * reference: the padding never matters. The padding's gradient
+	 * is exactly 0. */
+	int tp = _i, v = 11, e = 3;
+	int64_t padded = (v + 2 * tp - 1) / (2 * tp) * (2 * tp);
+	double worst = 0.0;
+	worst_diff = 0;
+	for (int dp = 1; dp <= 2; dp++) {
+		for (int style = 0; style < 4; style++) {
+			for (int train = 0; train < 2; train++) {
+				char cfg[2][2048];
+				const char *plan[] = {
+					"'tok':'vocab','head':'colwise'",
+					"'tok':'vocab','head':{'style':"
+					"'colwise','output':'replicate'}",
+					"", "'tok':'vocab','head':'colwise'"};
+				for (int pad = 0; pad < 2; pad++) {
+					const char *key =
+						pad ? ",'make_vocab_size_"
+						      "divisible_by':2"
+						    : "";
+					snprintf(
+						cfg[pad], sizeof cfg[pad],
+						"{'tpsim':1,'mesh':{'shape':"
+						"[%s%d],'dim_names':[%s'tp']},"
+						"%s'model':[{'name':'tok',"
+						"'type':'embedding','num_"
+						"embeddings':%d,'embedding_"
+						"dim':%d%s},{'name':'act',"
+						"'type':'gelu'},{'name':"
+						"'head','type':'linear','in_"
+						"features':%d,'out_features':"
+						"%d%s%s}],'plan':{%s},'input':"
+						"{'shape':[%d,%d],'seed':5},"
+						"'init':{'method':'uniform',"
+						"'seed':9}%s%s}",
+						dp == 2 ? "2," : "", tp,
+						dp == 2 ? "'dp'," : "",
+						dp == 2 ? "'dp_dim':'dp'," : "",
+						v, e, key, e, v,
+						style == 3 ? "" : ",'bias':"
+								  "false,'tie':"
+								  "'tok'",
+						style == 3 ? key : "",
+						plan[style], 2 * dp, tp + 1,
+						train ? ",'mode':'training',"
+							"'steps':3,'loss':"
+							"'cross_entropy',"
+							"'optimizer':{'type':"
+							"'adamw','lr':0.01}"
+						      : "",
+						train && style != 1 &&
+								style != 2
+							? ",'loss_parallel':"
+							  "true"
+							: "");
+				}
+				run_config("%s", cfg[1]);
+				worst = fmax(worst, padded_vs_unpadded(
+							    cfg[1], cfg[0], v,
+							    padded));
+			}
+		}
+	}
+	printf("tp=%d padded vocabulary (11 -> %lld): max_abs_diff %g vs "
+	       "its reference, %g vs the unpadded reference\n",
+	       tp, (long long)padded, (double)worst_diff, worst);
+}
+END_TEST
+
+START_TEST(gpt2_vocabulary_pads_to_51200_at_tp_8)
+{
+	/* GPT-2's 50257 ids, Megatron's default make_vocab_size_divisible_by
+	 * 128, tp 8: by hand, 128 x 8 = 1024 and 50257 / 1024 = 49.08, so
+	 * 50 x 1024 = 51200 rows, 6400 a rank (at tp 1 it would be 393 x 128
+	 * = 50304). A tied vocab + colwise head with loss_parallel, dim 4,
+	 * two SGD steps: the padded run equals the unpadded reference. */
+	char cfg[2][1024];
+	double worst;
+	struct tps_run_spec spec = {0};
+	struct tps_error err = {0};
+	cJSON *root;
+	for (int pad = 0; pad < 2; pad++) {
+		snprintf(cfg[pad], sizeof cfg[pad],
+			 "{'tpsim':1,'mesh':{'shape':[8],'dim_names':['tp']},"
+			 "'model':[{'name':'tok','type':'embedding',"
+			 "'num_embeddings':50257,'embedding_dim':4%s},{'name':"
+			 "'head','type':'linear','in_features':4,"
+			 "'out_features':50257,'bias':false,'tie':'tok'}],"
+			 "'plan':{'tok':'vocab','head':'colwise'},'input':{"
+			 "'shape':[2,3],'seed':3},'init':{'method':'uniform',"
+			 "'seed':4},'mode':'training','steps':2,'loss':"
+			 "'cross_entropy','loss_parallel':true,'uneven':'%s'}",
+			 pad ? ",'make_vocab_size_divisible_by':128" : "",
+			 pad ? "divisible" : "chunk");
+	}
+	run_config("%s", cfg[1]);
+	worst = padded_vs_unpadded(cfg[1], cfg[0], 50257, 51200);
+	for (char *p = cfg[1]; *p; p++) {
+		*p = *p == '\'' ? '"' : *p;
+	}
+	root = cJSON_Parse(cfg[1]);
+	ck_assert_ptr_nonnull(root);
+	ck_assert_int_eq(tps_config_parse(root, "cfg.json", &spec, &err),
+			 TPS_OK);
+	cJSON_Delete(root);
+	ck_assert_int_eq(spec.model.modules[0].padded_vocab, 51200);
+	ck_assert_int_eq(spec.model.modules[1].out_features, 51200);
+	ck_assert_int_eq(spec.model.classes, 50257);
+	tps_run_spec_free(&spec);
+	printf("GPT-2 vocabulary 50257 -> 51200 at tp 8: %g vs the unpadded "
+	       "reference\n",
+	       worst);
+}
+END_TEST
+
 /* The first step's parameter gradients of a config (the simulation's and
  * the reference's, global), in the model's parameter order; returns how
  * many. */
@@ -3160,6 +3408,10 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(train, dropout_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, dropout_masks_match_the_reference, 1, 9);
+	tcase_add_loop_test(
+		train, padded_vocabulary_trains_like_the_unpadded_reference, 1,
+		9);
+	tcase_add_test(train, gpt2_vocabulary_pads_to_51200_at_tp_8);
 	tcase_add_loop_test(train, residual_blocks_train_like_the_reference, 1,
 			    9);
 	tcase_add_loop_test(train, language_models_train_like_the_reference, 1,

@@ -501,7 +501,7 @@ START_TEST(loss_parallel_reduces_three_statistics_and_no_gradient)
 	ids.shape = tps_shape_make(1, (int64_t[]){2});
 	ck_assert_int_eq(tps_dtensor_distribute(&t, &m, &ids, &rep, NULL),
 			 TPS_OK);
-	ck_assert_int_eq(tps_nn_loss_parallel(&ctx, &y, &t, scale, 0u, &loss,
+	ck_assert_int_eq(tps_nn_loss_parallel(&ctx, &y, &t, scale, 0u, 0, &loss,
 					      losses, &dy, &err),
 			 TPS_OK);
 	ck_assert_str_eq(rec.log,

@@ -374,6 +374,48 @@ START_TEST(symbolic_figures_equal_the_formulas)
 }
 END_TEST
 
+START_TEST(symbolic_parameter_bytes_count_the_padded_vocabulary)
+{
+	/* GPT-2's 50257 ids, embedding_dim 768, a tied colwise head, tp 8,
+	 * symbolic. Padded (make_vocab_size_divisible_by 128: 51200 rows,
+	 * as Megatron counts them) every rank holds 6400 x 768 floats,
+	 * 19660800 bytes; unpadded, torch.chunk gives 6283 rows to ranks 0
+	 * to 6 (19301376 bytes) and 6276 to rank 7 (19279872). */
+	const char *dir = tu_tempdir();
+	for (int pad = 0; pad < 2; pad++) {
+		char text[1024];
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		const struct tps_model_footprint *fp = &s.footprint;
+		snprintf(text, sizeof text,
+			 "{\"tpsim\": 1, \"mesh\": {\"shape\": [8], "
+			 "\"dim_names\": [\"tp\"]}, \"model\": [{\"name\": "
+			 "\"tok\", \"type\": \"embedding\", \"num_embeddings\": "
+			 "50257, \"embedding_dim\": 768%s}, {\"name\": \"head\", "
+			 "\"type\": \"linear\", \"in_features\": 768, "
+			 "\"out_features\": 50257, \"bias\": false, \"tie\": "
+			 "\"tok\"}], \"plan\": {\"tok\": \"vocab\", \"head\": "
+			 "\"colwise\"}, \"input\": {\"shape\": [1, 4], "
+			 "\"init\": \"tokens\"}, \"mode\": \"training\", "
+			 "\"loss\": \"cross_entropy\", \"loss_parallel\": true, "
+			 "\"compute\": \"symbolic\"}",
+			 pad ? ", \"make_vocab_size_divisible_by\": 128" : "");
+		ck_assert_msg(run_text_in(dir, "vocab", text, false, &s, &err) ==
+				      TPS_OK,
+			      "%s", err.message);
+		ck_assert(s.symbolic);
+		if (pad) {
+			assert_figure("params", &fp->params, 19660800, 0,
+				      19660800, 0);
+		} else {
+			assert_figure("params", &fp->params, 19301376, 0,
+				      19279872, 7);
+		}
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 /* Reads a whole trace file. */
 static cJSON *load_trace(const char *dir, const char *name)
 {
@@ -1701,6 +1743,9 @@ static Suite *run_suite(void)
 	{
 		TCase *sym = tcase_create("symbolic");
 		tcase_add_test(sym, symbolic_figures_equal_the_formulas);
+		tcase_add_test(
+			sym,
+			symbolic_parameter_bytes_count_the_padded_vocabulary);
 		tcase_add_test(
 			sym,
 			symbolic_and_values_runs_emit_the_same_events_and_bytes);
