@@ -63,3 +63,49 @@ def test_llama3_8b_collectives_per_block(config, expected):
     trace = tpsim.run(tpsim.Config.load(path).set(layers=2))
     for block in ("layers.0.", "layers.1."):
         assert torchtitan_plan.block_collectives(trace, block) == expected
+
+
+def _tiny(config, tp, dp, training):
+    """examples/llama3_tiny's config on a dp x tp mesh (dp 1: 1-D), one
+    block of 16 heads and 8 kv heads, in training (2 SGD steps) or
+    inference."""
+    with open(root_path("examples", "llama3_tiny", config)) as f:
+        d = json.load(f)
+    d["vars"].update(layers=1, heads=16, kv_heads=8, tp=tp,
+                     batch=2 * dp, seq=tp + 3)
+    if dp > 1:
+        d["mesh"] = {"shape": [dp, "$tp"], "dim_names": ["dp", "tp"]}
+        d["dp_dim"] = "dp"
+    if training:
+        d["steps"] = 2
+        d["optimizer"] = {"type": "sgd", "lr": 0.1}
+    else:
+        d["mode"] = "inference"
+        for key in ("steps", "optimizer", "loss", "loss_parallel"):
+            d.pop(key)
+    return tpsim.Config.from_dict(d, name=config)
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("config", ["config.json", "config_sp.json"])
+@pytest.mark.parametrize("dp", [1, 2])
+@pytest.mark.parametrize("tp", range(1, 9))
+def test_llama_blocks_match_at_every_tp(tp, dp, config, training):
+    # 8 kv heads over tp 1 to 8: whole groups per rank, uneven from tp 3
+    # (3, 3, 2 kv heads with their query pairs; an empty rank from tp
+    # 5); a sequence of tp + 3 tokens, uneven sequence shards under SP;
+    # RoPE, RMSNorm, SwiGLU and a vocab-parallel embedding and head, as
+    # the example has them.
+    trace = tpsim.run(_tiny(config, tp, dp, training))
+    assert trace.result.match, trace.run_result.verdict
+    assert trace.mesh["shape"] == ([dp, tp] if dp > 1 else [tp])
+    heads = [ev for ev in trace.events(phase="setup",
+                                       tensor="layers.0.attn.k.weight")]
+    # dim 32 over 16 heads: head_dim 2; k's weight (8 kv heads x 2, 32)
+    # is split in whole kv heads by torch.chunk's rule, ceil(8 / tp)
+    # heads a rank until they run out (tp 5: 2, 2, 2, 2, 0), a copy on
+    # each dp rank.
+    chunk = -(-8 // tp)
+    expected = [2 * max(0, min(chunk, 8 - chunk * r)) for r in range(tp)]
+    got = [r.shape[0] for r in heads[-1].ranks]
+    assert got == expected * dp
