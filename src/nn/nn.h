@@ -228,6 +228,14 @@ double tps_bound_ctx_gamma(const struct tps_bound_ctx *bc, int64_t n,
 void tps_nn_bound_store(struct tps_tensor *t, struct tps_bound *e,
 			enum tps_dtype d);
 
+/* *e = the bound of sum = a + b (ea and eb each a bound or "none"):
+ * e_a + e_b and the sum's rounding at unit roundoff u, 0 where both are
+ * 0 (the same floats added alike); docs/numerics.md, "residual". */
+enum tps_status tps_nn_sum_bound(double u, const struct tps_tensor *sum,
+				 const struct tps_bound *ea,
+				 const struct tps_bound *eb, struct tps_bound *e,
+				 struct tps_error *err);
+
 /* Reports a bound to bc's sink under bc's step and phase (no sink: a
  * no-op). */
 enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
@@ -585,6 +593,26 @@ enum tps_status tps_nn_emit_mistaken_compute(const struct tps_nn_context *ctx,
 
 /* p with a negative shard dim counted from the end of an ndim tensor. */
 struct tps_placement tps_nn_normalized(struct tps_placement p, int ndim);
+
+/* Whether a and b have the same placement on every mesh dim. */
+bool tps_nn_same_layout(const struct tps_dtensor *a,
+			const struct tps_dtensor *b);
+
+/* A tps_dtensor_map job (tps_nn_sum_rank): out = a + b on each rank, a
+ * and b of one shape and layout (residual's and gated's sums). */
+struct tps_nn_sum_job {
+	const struct tps_dtensor *a, *b;
+};
+enum tps_status tps_nn_sum_rank(void *opaque, int r, struct tps_tensor *out,
+				struct tps_error *err);
+
+/* The parameters and memory_estimate ops of a type with no parameters
+ * (activations are counted by the model; a container's bodies count
+ * their own): none, 0 bytes. */
+int tps_nn_no_parameters(const struct tps_module_spec *s, int tp_dim,
+			 struct tps_param_spec *out);
+int64_t tps_nn_no_memory(const struct tps_module_spec *s,
+			 const struct tps_memory_context *mc);
 
 /*
  * Losses (nn_loss.c), on plain tensors: the ranks' local outputs and the

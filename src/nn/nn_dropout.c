@@ -499,24 +499,6 @@ dropout_bound_backward(struct tps_module *m, const struct tps_bound_ctx *bc,
 	return TPS_OK;
 }
 
-static int no_parameters(const struct tps_module_spec *s, int tp_dim,
-			 struct tps_param_spec *out)
-{
-	(void)s;
-	(void)tp_dim;
-	(void)out;
-	return 0;
-}
-
-static int64_t no_memory(const struct tps_module_spec *s,
-			 const struct tps_memory_context *mc)
-{
-	/* No parameters, and nothing kept: the masks are drawn again. */
-	(void)s;
-	(void)mc;
-	return 0;
-}
-
 const struct tps_module_ops tps_dropout_ops = {
 	.forward = dropout_forward,
 	.backward = dropout_backward,
@@ -524,6 +506,7 @@ const struct tps_module_ops tps_dropout_ops = {
 	.reference_backward = dropout_reference_backward,
 	.bound_forward = dropout_bound_forward,
 	.bound_backward = dropout_bound_backward,
-	.parameters = no_parameters,
-	.memory_estimate = no_memory,
+	.parameters = tps_nn_no_parameters,
+	/* No parameters, and nothing kept: the masks are drawn again. */
+	.memory_estimate = tps_nn_no_memory,
 };

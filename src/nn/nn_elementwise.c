@@ -329,24 +329,6 @@ static enum tps_status activation_bound_backward(
 	return TPS_OK;
 }
 
-static int no_parameters(const struct tps_module_spec *s, int tp_dim,
-			 struct tps_param_spec *out)
-{
-	(void)s;
-	(void)tp_dim;
-	(void)out;
-	return 0;
-}
-
-static int64_t no_memory(const struct tps_module_spec *s,
-			 const struct tps_memory_context *mc)
-{
-	/* No parameters; activations are counted by the model. */
-	(void)s;
-	(void)mc;
-	return 0;
-}
-
 /* Each activation's ops: the functions above with its f. */
 
 static enum tps_status relu_forward(const struct tps_nn_context *ctx,
@@ -417,8 +399,8 @@ const struct tps_module_ops tps_relu_ops = {
 	.reference_backward = relu_reference_backward,
 	.bound_forward = relu_bound_forward,
 	.bound_backward = relu_bound_backward,
-	.parameters = no_parameters,
-	.memory_estimate = no_memory,
+	.parameters = tps_nn_no_parameters,
+	.memory_estimate = tps_nn_no_memory,
 };
 
 static enum tps_status gelu_forward(const struct tps_nn_context *ctx,
@@ -489,8 +471,8 @@ const struct tps_module_ops tps_gelu_ops = {
 	.reference_backward = gelu_reference_backward,
 	.bound_forward = gelu_bound_forward,
 	.bound_backward = gelu_bound_backward,
-	.parameters = no_parameters,
-	.memory_estimate = no_memory,
+	.parameters = tps_nn_no_parameters,
+	.memory_estimate = tps_nn_no_memory,
 };
 
 static enum tps_status silu_forward(const struct tps_nn_context *ctx,
@@ -561,6 +543,6 @@ const struct tps_module_ops tps_silu_ops = {
 	.reference_backward = silu_reference_backward,
 	.bound_forward = silu_bound_forward,
 	.bound_backward = silu_bound_backward,
-	.parameters = no_parameters,
-	.memory_estimate = no_memory,
+	.parameters = tps_nn_no_parameters,
+	.memory_estimate = tps_nn_no_memory,
 };

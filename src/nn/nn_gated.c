@@ -46,17 +46,6 @@ static const char *last_name(struct tps_module *begin, struct tps_module *end)
 	return last->spec->name;
 }
 
-static bool same_layout(const struct tps_dtensor *a,
-			const struct tps_dtensor *b)
-{
-	for (int i = 0; i < a->mesh->ndim; i++) {
-		if (!tps_placement_equal(a->placements[i], b->placements[i])) {
-			return false;
-		}
-	}
-	return true;
-}
-
 /* The product needs its operands of one shape and one layout: the
  * message names the gated's pointer in the config, both bodies' last
  * modules and both layouts. */
@@ -180,22 +169,6 @@ static enum tps_status gated_forward(const struct tps_nn_context *ctx,
 	return tps_nn_forward_end(ctx, m, NULL, &out, y, st);
 }
 
-struct sum_job {
-	const struct tps_dtensor *a, *b;
-};
-
-/* out = a + b on one rank. */
-static enum tps_status sum_rank(void *opaque, int r, struct tps_tensor *out,
-				struct tps_error *err)
-{
-	const struct sum_job *job = opaque;
-	enum tps_status st = tps_tensor_copy(out, &job->a->locals[r], err);
-	if (st == TPS_OK) {
-		tps_tensor_add(out, &job->b->locals[r]);
-	}
-	return st;
-}
-
 /* *d = dy * other (d gate or d up), emitted as `tensor`. */
 static enum tps_status
 operand_grad(const struct tps_nn_context *ctx, const char *name,
@@ -232,7 +205,7 @@ static enum tps_status gated_backward(const struct tps_nn_context *ctx,
 	char gate_grad[TPS_NAME_MAX + 24], up_grad[TPS_NAME_MAX + 24];
 	char in_grad[TPS_NAME_MAX + 16];
 	struct tps_dtensor dg = {0}, du = {0}, dxg = {0}, dxu = {0};
-	struct sum_job job = {&dxg, &dxu};
+	struct tps_nn_sum_job job = {&dxg, &dxu};
 	enum tps_status st;
 
 	snprintf(gate_grad, sizeof gate_grad, "%s.gate.out.grad", name);
@@ -265,7 +238,7 @@ static enum tps_status gated_backward(const struct tps_nn_context *ctx,
 		tps_dtensor_free(&dg);
 		free_descendants(m);
 	}
-	if (st == TPS_OK && dx && !same_layout(&dxg, &dxu)) {
+	if (st == TPS_OK && dx && !tps_nn_same_layout(&dxg, &dxu)) {
 		/* Not both partial (or both alike): each brought to the
 		 * gradient layout of the input as the bodies read it. */
 		struct tps_layout_chain read = {.n = 1};
@@ -278,7 +251,7 @@ static enum tps_status gated_backward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK && dx) {
 		st = tps_dtensor_map(dx, ctx->mesh, &dxg.global, dxg.placements,
-				     sum_rank, &job, err);
+				     tps_nn_sum_rank, &job, err);
 		if (st == TPS_OK) {
 			st = tps_nn_emit_compute(
 				ctx, name, "add", in_grad,
@@ -431,32 +404,6 @@ static enum tps_status product_bound(double u, const struct tps_tensor *a,
 	return st;
 }
 
-/* The bound of a + b: e_a + e_b and the sum's rounding (residual's
- * rule), 0 where both are 0. */
-static enum tps_status sum_bound(double u, const struct tps_tensor *sum,
-				 const struct tps_bound *ea,
-				 const struct tps_bound *eb,
-				 struct tps_bound *e, struct tps_error *err)
-{
-	const struct tps_bound *inputs[2] = {ea, eb};
-	const struct tps_bound *none = tps_bound_first_none(inputs, 2);
-	int64_t n = tps_tensor_numel(sum);
-	enum tps_status st;
-	if (none) {
-		tps_bound_none_like(e, none);
-		return TPS_OK;
-	}
-	st = tps_bound_zero(e, &sum->shape, err);
-	for (int64_t i = 0; st == TPS_OK && i < n; i++) {
-		double p = (double)ea->e.data[i] + (double)eb->e.data[i];
-		e->e.data[i] =
-			p > 0.0 ? tps_bound_up(p + u * (fabs(sum->data[i]) +
-							2.0 * p))
-				: 0.0f;
-	}
-	return st;
-}
-
 static enum tps_status
 gated_bound_forward(struct tps_module *m, const struct tps_bound_ctx *bc,
 		    const struct tps_tensor *x, const struct tps_bound *ex,
@@ -556,7 +503,8 @@ gated_bound_backward(struct tps_module *m, const struct tps_bound_ctx *bc,
 		st = tps_tensor_copy(&d, &dxg, err);
 		if (st == TPS_OK) {
 			tps_tensor_add(&d, &dxu);
-			st = sum_bound(bc->u_grad, &d, &edxg, &edxu, &e, err);
+			st = tps_nn_sum_bound(bc->u_grad, &d, &edxg, &edxu, &e,
+					      err);
 		}
 	}
 	tps_tensor_free(&dg);
@@ -580,23 +528,6 @@ gated_bound_backward(struct tps_module *m, const struct tps_bound_ctx *bc,
 	return TPS_OK;
 }
 
-static int gated_parameters(const struct tps_module_spec *s, int tp_dim,
-			    struct tps_param_spec *out)
-{
-	(void)s;
-	(void)tp_dim;
-	(void)out;
-	return 0; /* the bodies' modules have their own */
-}
-
-static int64_t gated_memory_estimate(const struct tps_module_spec *s,
-				     const struct tps_memory_context *mc)
-{
-	(void)s;
-	(void)mc;
-	return 0;
-}
-
 const struct tps_module_ops tps_gated_ops = {
 	.forward = gated_forward,
 	.backward = gated_backward,
@@ -604,6 +535,7 @@ const struct tps_module_ops tps_gated_ops = {
 	.reference_backward = gated_reference_backward,
 	.bound_forward = gated_bound_forward,
 	.bound_backward = gated_bound_backward,
-	.parameters = gated_parameters,
-	.memory_estimate = gated_memory_estimate,
+	/* the bodies' modules have their own */
+	.parameters = tps_nn_no_parameters,
+	.memory_estimate = tps_nn_no_memory,
 };

@@ -22,34 +22,6 @@ static struct tps_module *body_end(struct tps_module *m)
 	return m + 1 + m->spec->n_descendants;
 }
 
-struct sum_job {
-	const struct tps_dtensor *a, *b;
-};
-
-/* out = a + b on one rank (a and b of one shape). */
-static enum tps_status sum_rank(void *opaque, int r, struct tps_tensor *out,
-				struct tps_error *err)
-{
-	const struct sum_job *job = opaque;
-	enum tps_status st = tps_tensor_copy(out, &job->a->locals[r], err);
-	if (st == TPS_OK) {
-		tps_tensor_add(out, &job->b->locals[r]);
-	}
-	return st;
-}
-
-/* Whether a and b have the same placement on every mesh dim. */
-static bool same_layout(const struct tps_dtensor *a,
-			const struct tps_dtensor *b)
-{
-	for (int i = 0; i < a->mesh->ndim; i++) {
-		if (!tps_placement_equal(a->placements[i], b->placements[i])) {
-			return false;
-		}
-	}
-	return true;
-}
-
 /* x + body(x) needs both of one shape: a shape error otherwise. */
 static enum tps_status check_sum_shapes(const char *name,
 					const struct tps_shape *body,
@@ -76,7 +48,7 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 	const char *name = m->spec->name;
 	char body_out[TPS_NAME_MAX + 16], out_name[TPS_NAME_MAX + 8];
 	struct tps_dtensor xb = {0}, h = {0}, out = {0};
-	struct sum_job job = {x, &h};
+	struct tps_nn_sum_job job = {x, &h};
 	enum tps_status st;
 
 	snprintf(body_out, sizeof body_out, "%s.body.out", name);
@@ -104,7 +76,7 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 			"input it is added to",
 			err);
 	}
-	if (st == TPS_OK && !same_layout(&h, x)) {
+	if (st == TPS_OK && !tps_nn_same_layout(&h, x)) {
 		st = tps_error_set(err, TPS_ERR_SHAPE,
 				   "%s: the body's output and the input are "
 				   "split differently off tp",
@@ -112,7 +84,7 @@ static enum tps_status residual_forward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK) {
 		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
-				     sum_rank, &job, err);
+				     tps_nn_sum_rank, &job, err);
 	}
 	tps_dtensor_free(&xb);
 	tps_dtensor_free(&h);
@@ -135,7 +107,7 @@ static enum tps_status residual_backward(const struct tps_nn_context *ctx,
 	const char *name = m->spec->name;
 	char body_grad[TPS_NAME_MAX + 24], in_grad[TPS_NAME_MAX + 16];
 	struct tps_dtensor gb = {0}, db = {0};
-	struct sum_job job = {dy, &db};
+	struct tps_nn_sum_job job = {dy, &db};
 	enum tps_status st;
 
 	snprintf(body_grad, sizeof body_grad, "%s.body.out.grad", name);
@@ -155,7 +127,7 @@ static enum tps_status residual_backward(const struct tps_nn_context *ctx,
 			tps_module_free_saved(b);
 		}
 	}
-	if (st == TPS_OK && dx && !same_layout(&db, dy)) {
+	if (st == TPS_OK && dx && !tps_nn_same_layout(&db, dy)) {
 		st = tps_nn_redistribute(
 			ctx, &db, dy->placements, name, body_grad,
 			"the body's input gradient, brought to "
@@ -164,7 +136,7 @@ static enum tps_status residual_backward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK && dx) {
 		st = tps_dtensor_map(dx, ctx->mesh, &dy->global, dy->placements,
-				     sum_rank, &job, err);
+				     tps_nn_sum_rank, &job, err);
 		if (st == TPS_OK) {
 			st = tps_nn_emit_compute(
 				ctx, name, "add", in_grad,
@@ -227,48 +199,18 @@ static enum tps_status residual_reference_backward(struct tps_module *m,
 
 /* ---- error bounds (docs/numerics.md, "residual") ---------------------- */
 
-/* *e = the bound of a + b (either a bound or "none"): e_a + e_b and the
- * sum's rounding, 0 where both are 0 (the same floats added alike). */
-static enum tps_status sum_bound(const struct tps_bound_ctx *bc, double u,
-				 const struct tps_tensor *sum,
-				 const struct tps_bound *ea,
-				 const struct tps_bound *eb, struct tps_bound *e,
-				 struct tps_error *err)
-{
-	const struct tps_bound *inputs[2] = {ea, eb};
-	const struct tps_bound *none = tps_bound_first_none(inputs, 2);
-	int64_t n = tps_tensor_numel(sum);
-	enum tps_status st;
-	(void)bc;
-	if (none) {
-		tps_bound_none_like(e, none);
-		return TPS_OK;
-	}
-	st = tps_bound_zero(e, &sum->shape, err);
-	for (int64_t i = 0; st == TPS_OK && i < n; i++) {
-		double p = (double)ea->e.data[i] + (double)eb->e.data[i];
-		e->e.data[i] =
-			p > 0.0 ? tps_bound_up(p + u * (fabs(sum->data[i]) +
-							2.0 * p))
-				: 0.0f;
-	}
-	return st;
-}
-
 /* y = x + body(x): the body's bound from x's, then the sum's. */
-static enum tps_status residual_bound_forward(struct tps_module *m,
-					      const struct tps_bound_ctx *bc,
-					      const struct tps_tensor *x,
-					      const struct tps_bound *ex,
-					      struct tps_tensor *y,
-					      struct tps_bound *ey,
-					      struct tps_error *err)
+static enum tps_status
+residual_bound_forward(struct tps_module *m, const struct tps_bound_ctx *bc,
+		       const struct tps_tensor *x, const struct tps_bound *ex,
+		       struct tps_tensor *y, struct tps_bound *ey,
+		       struct tps_error *err)
 {
 	struct tps_tensor h = {0}, out = {0};
 	struct tps_bound eh = {0}, e = {0};
-	enum tps_status st = tps_nn_bound_forward_seq(
-		body_begin(m), body_end(m), bc, m->training, x, ex, &h, &eh,
-		err);
+	enum tps_status st =
+		tps_nn_bound_forward_seq(body_begin(m), body_end(m), bc,
+					 m->training, x, ex, &h, &eh, err);
 	if (st == TPS_OK) {
 		st = check_sum_shapes(m->spec->name, &h.shape, &x->shape, err);
 	}
@@ -277,7 +219,7 @@ static enum tps_status residual_bound_forward(struct tps_module *m,
 	}
 	if (st == TPS_OK) {
 		tps_tensor_add(&out, &h);
-		st = sum_bound(bc, bc->u_act, &out, ex, &eh, &e, err);
+		st = tps_nn_sum_bound(bc->u_act, &out, ex, &eh, &e, err);
 	}
 	tps_tensor_free(&h);
 	tps_bound_free(&eh);
@@ -291,24 +233,23 @@ static enum tps_status residual_bound_forward(struct tps_module *m,
 }
 
 /* dx = dy + d body(x) / dx. */
-static enum tps_status residual_bound_backward(struct tps_module *m,
-					       const struct tps_bound_ctx *bc,
-					       const struct tps_tensor *dy,
-					       const struct tps_bound *edy,
-					       struct tps_tensor *dx,
-					       struct tps_bound *edx,
-					       struct tps_error *err)
+static enum tps_status
+residual_bound_backward(struct tps_module *m, const struct tps_bound_ctx *bc,
+			const struct tps_tensor *dy,
+			const struct tps_bound *edy, struct tps_tensor *dx,
+			struct tps_bound *edx, struct tps_error *err)
 {
 	struct tps_tensor db = {0}, d = {0};
 	struct tps_bound edb = {0}, e = {0};
-	enum tps_status st = tps_nn_bound_backward_seq(
-		body_begin(m), body_end(m), bc, dy, edy, dx ? &db : NULL, &edb,
-		err);
+	enum tps_status st =
+		tps_nn_bound_backward_seq(body_begin(m), body_end(m), bc, dy,
+					  edy, dx ? &db : NULL, &edb, err);
 	if (st == TPS_OK && dx) {
 		st = tps_tensor_copy(&d, dy, err);
 		if (st == TPS_OK) {
 			tps_tensor_add(&d, &db);
-			st = sum_bound(bc, bc->u_grad, &d, edy, &edb, &e, err);
+			st = tps_nn_sum_bound(bc->u_grad, &d, edy, &edb, &e,
+					      err);
 		}
 	}
 	tps_tensor_free(&db);
@@ -325,23 +266,6 @@ static enum tps_status residual_bound_backward(struct tps_module *m,
 	return TPS_OK;
 }
 
-static int residual_parameters(const struct tps_module_spec *s, int tp_dim,
-			       struct tps_param_spec *out)
-{
-	(void)s;
-	(void)tp_dim;
-	(void)out;
-	return 0; /* the body's modules have their own */
-}
-
-static int64_t residual_memory_estimate(const struct tps_module_spec *s,
-					const struct tps_memory_context *mc)
-{
-	(void)s;
-	(void)mc;
-	return 0;
-}
-
 const struct tps_module_ops tps_residual_ops = {
 	.forward = residual_forward,
 	.backward = residual_backward,
@@ -349,6 +273,7 @@ const struct tps_module_ops tps_residual_ops = {
 	.reference_backward = residual_reference_backward,
 	.bound_forward = residual_bound_forward,
 	.bound_backward = residual_bound_backward,
-	.parameters = residual_parameters,
-	.memory_estimate = residual_memory_estimate,
+	/* the body's modules have their own */
+	.parameters = tps_nn_no_parameters,
+	.memory_estimate = tps_nn_no_memory,
 };

@@ -7,15 +7,8 @@
  *   xhat = (float)(x * rstd)
  *   y    = xhat * w                                   (float)
  *
- * Rows are independent, so a rank holding whole rows computes exactly what
- * the reference does for them. The styles, as layernorm's (nn_layernorm.c):
- *
- *   replicate  the input gathered to replicate on tp; every rank computes
- *              every row, and the weight gradient is whole on every rank.
- *   sequence   (SequenceParallel) each rank normalizes its sequence shard;
- *              the weight is replicated, so each rank's weight gradient
- *              covers its own rows only: partial over tp, all-reduced in
- *              backward.
+ * Replicated or sequence parallel as layernorm, through the driver they
+ * share (nn_norm.c, which says what the styles do).
  *
  * Backward, per row, with g = dy * w (y = w x rstd, d rstd / dx_j =
  * -x_j rstd^3 / dim):
@@ -27,14 +20,10 @@
  * (nn_bounds_layernorm.c with rms; docs/numerics.md, "rmsnorm").
  */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "nn.h"
-#include "nn_bounds.h"
+#include "nn_norm.h"
 
-enum { WEIGHT };
+enum { WEIGHT = TPS_NORM_WEIGHT };
 
 /* One row's 1 / sqrt(mean(x^2) + eps). */
 static double row_rstd(const float *x, int64_t n, double eps)
@@ -46,225 +35,64 @@ static double row_rstd(const float *x, int64_t n, double eps)
 	return 1.0 / sqrt((n ? sq / (double)n : 0.0) + eps);
 }
 
-/* y = rmsnorm(x) with w, for ranks and reference. */
-static enum tps_status norm_forward(struct tps_tensor *y,
-				    const struct tps_tensor *x,
-				    const struct tps_tensor *w, double eps,
-				    struct tps_error *err)
+/* One row: y = rmsnorm(x) with w (rmsnorm has no bias: b is NULL). */
+static void row_forward(const float *x, const float *w, const float *b,
+			float *y, int64_t n, double eps)
 {
-	int64_t n = w->shape.dim[0];
-	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
-	enum tps_status st;
-	if (x->shape.ndim < 1 || x->shape.dim[x->shape.ndim - 1] != n) {
-		char xs[128];
-		return tps_error_set(err, TPS_ERR_SHAPE,
-				     "rmsnorm: input %s does not end in its "
-				     "dim %lld",
-				     tps_shape_format(&x->shape, xs, sizeof xs),
-				     (long long)n);
+	double rstd = row_rstd(x, n, eps);
+	(void)b;
+	for (int64_t j = 0; j < n; j++) {
+		float xhat = (float)(x[j] * rstd);
+		y[j] = xhat * w[j];
 	}
-	st = tps_tensor_init_like(y, &x->shape, x, err);
-	for (int64_t r = 0; st == TPS_OK && y->data && r < rows; r++) {
-		const float *xr = x->data + r * n;
-		float *yr = y->data + r * n;
-		double rstd = row_rstd(xr, n, eps);
-		for (int64_t j = 0; j < n; j++) {
-			float xhat = (float)(xr[j] * rstd);
-			yr[j] = xhat * w->data[j];
-		}
-	}
-	return st;
 }
 
-/* dx (NULL: not wanted) and dw from dy and the saved x, over x's rows. */
-static enum tps_status norm_backward(struct tps_tensor *dx,
-				     struct tps_tensor *dw,
-				     const struct tps_tensor *dy,
-				     const struct tps_tensor *x,
-				     const struct tps_tensor *w, double eps,
-				     struct tps_error *err)
+/* One row: dx (NULL: not wanted) from dy; dy xhat added to dw (db is
+ * NULL). */
+static void row_backward(const float *x, const float *dy, const float *w,
+			 float *dx, float *dw, float *db, int64_t n, double eps)
 {
-	int64_t n = w->shape.dim[0];
-	int64_t rows = n ? tps_tensor_numel(x) / n : 0;
-	/* Meta tensors (tpsim comm) carry shapes only. */
-	enum tps_status st = tps_tensor_init_like(dw, &w->shape, dy, err);
-	if (st == TPS_OK && dx) {
-		st = tps_tensor_init_like(dx, &x->shape, x, err);
+	double rstd = row_rstd(x, n, eps), sum_gx = 0.0;
+	(void)db;
+	for (int64_t j = 0; j < n; j++) {
+		float xhat = (float)(x[j] * rstd);
+		float g = dy[j] * w[j];
+		sum_gx += (double)g * xhat;
+		dw[j] += dy[j] * xhat;
 	}
-	if (st != TPS_OK) {
-		tps_tensor_free(dw);
-		return st;
+	for (int64_t j = 0; dx && j < n; j++) {
+		float xhat = (float)(x[j] * rstd);
+		double g = (double)dy[j] * w[j];
+		dx[j] = (float)(rstd * (g - xhat * sum_gx / (double)n));
 	}
-	for (int64_t r = 0; dw->data && r < rows; r++) {
-		const float *xr = x->data + r * n, *gr = dy->data + r * n;
-		double rstd = row_rstd(xr, n, eps), sum_gx = 0.0;
-		for (int64_t j = 0; j < n; j++) {
-			float xhat = (float)(xr[j] * rstd);
-			float g = gr[j] * w->data[j];
-			sum_gx += (double)g * xhat;
-			dw->data[j] += gr[j] * xhat;
-		}
-		for (int64_t j = 0; dx && j < n; j++) {
-			float xhat = (float)(xr[j] * rstd);
-			double g = (double)gr[j] * w->data[j];
-			dx->data[r * n + j] =
-				(float)(rstd * (g - xhat * sum_gx / (double)n));
-		}
-	}
-	return TPS_OK;
 }
 
-struct forward_job {
-	const struct tps_module *m;
-	const struct tps_dtensor *x;
+static const struct tps_norm_kind rmsnorm = {
+	.name = "rmsnorm",
+	.replicate_why = "a replicated rmsnorm needs every row whole on "
+			 "every rank",
+	.forward_sequence = "y = x / sqrt(mean(x^2) + eps) w over the last "
+			    "dim, on each rank's sequence shard: rows are "
+			    "independent, no communication",
+	.forward_replicate = "y = x / sqrt(mean(x^2) + eps) w over the last "
+			     "dim, every row on every rank",
+	.dw_op = "rmsnorm_dw",
+	.backward_op = "rmsnorm_backward",
+	.backward_eq = "dx = rstd (g - xhat mean(g xhat)), g = dy w: row by "
+		       "row, the layout is kept",
+	.bias = false,
+	.rms = true,
+	.row_forward = row_forward,
+	.row_backward = row_backward,
 };
-
-static enum tps_status forward_rank(void *opaque, int r, struct tps_tensor *out,
-				    struct tps_error *err)
-{
-	const struct forward_job *job = opaque;
-	const struct tps_module *m = job->m;
-	return norm_forward(out, &job->x->locals[r],
-			    &m->params[WEIGHT].value.locals[r], m->spec->eps,
-			    err);
-}
-
-/* The tp layout a style computes on: sequence, its declared shard (of a
- * dim that is not the normalized one); replicate, replicate. */
-static enum tps_status compute_layout(const struct tps_nn_context *ctx,
-				      const struct tps_module *m,
-				      const struct tps_dtensor *x,
-				      struct tps_placement *out,
-				      struct tps_error *err)
-{
-	const struct tps_module_spec *s = m->spec;
-	int ndim = x->global.ndim;
-	*out = tps_placement_replicate();
-	if (s->style != TPS_STYLE_SEQUENCE) {
-		return TPS_OK;
-	}
-	*out = tps_nn_normalized(s->input, ndim);
-	if (out->kind != TPS_PLACEMENT_SHARD || out->dim == ndim - 1) {
-		return tps_error_set(
-			err, TPS_ERR_INPUT,
-			"%s: sequence parallel needs its input sharded on a "
-			"dim other than the normalized last one (a %d-dim "
-			"input, declared %s)",
-			s->plan_pointer, ndim,
-			out->kind == TPS_PLACEMENT_SHARD ? "its last dim"
-							 : "replicate");
-	}
-	(void)ctx;
-	return TPS_OK;
-}
 
 static enum tps_status rmsnorm_forward(const struct tps_nn_context *ctx,
-					 struct tps_module *m,
-					 struct tps_dtensor *x,
-					 struct tps_dtensor *y,
-					 struct tps_error *err)
+				       struct tps_module *m,
+				       struct tps_dtensor *x,
+				       struct tps_dtensor *y,
+				       struct tps_error *err)
 {
-	const struct tps_module_spec *s = m->spec;
-	struct forward_job job = {m, x};
-	struct tps_placement want;
-	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
-	bool sequence = s->style == TPS_STYLE_SEQUENCE;
-	struct tps_dtensor out = {0};
-	enum tps_status st;
-
-	snprintf(in_name, sizeof in_name, "%s.in", s->name);
-	snprintf(out_name, sizeof out_name, "%s.out", s->name);
-	tps_nn_forward_begin(ctx, m);
-	st = compute_layout(ctx, m, x, &want, err);
-	if (st != TPS_OK) {
-		return tps_nn_forward_end(ctx, m, x, &out, y, st);
-	}
-	if (ctx->save) {
-		tps_layout_chain_start(&m->in_chain, ctx, x);
-	}
-	st = tps_nn_to_layout_chained(
-		ctx, x, want, ctx->save ? &m->in_chain : NULL, s->name, in_name,
-		sequence ? "sequence parallel: each rank normalizes its own "
-			   "tokens"
-			 : "a replicated rmsnorm needs every row whole on "
-			   "every rank",
-		err);
-	if (st == TPS_OK) {
-		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
-				     forward_rank, &job, err);
-	}
-	if (st == TPS_OK) {
-		st = tps_nn_emit_compute(
-			ctx, s->name, "rmsnorm", out_name,
-			sequence ? "y = x / sqrt(mean(x^2) + eps) w over the "
-				   "last dim, on each rank's sequence shard: "
-				   "rows are independent, no communication"
-				 : "y = x / sqrt(mean(x^2) + eps) w over the "
-				   "last dim, every row on every rank",
-			&out, 0, err);
-	}
-	return tps_nn_forward_end(ctx, m, x, &out, y, st);
-}
-
-struct backward_job {
-	const struct tps_module *m;
-	const struct tps_dtensor *dy;
-	struct tps_tensor *dw; /* per rank */
-};
-
-static enum tps_status backward_rank(void *opaque, int r,
-				     struct tps_tensor *out,
-				     struct tps_error *err)
-{
-	const struct backward_job *job = opaque;
-	const struct tps_module *m = job->m;
-	return norm_backward(out, &job->dw[r], &job->dy->locals[r],
-			     &m->saved_in.locals[r],
-			     &m->params[WEIGHT].value.locals[r], m->spec->eps,
-			     err);
-}
-
-/* Hands the ranks' gradients of parameter i (the weight) to p->grad (placements: the
- * batch dims' partial, and on tp partial for sequence), emits it, and for
- * sequence all-reduces it over tp. */
-static enum tps_status param_grad(const struct tps_nn_context *ctx,
-				  struct tps_module *m, int i,
-				  struct tps_tensor *locals,
-				  struct tps_error *err)
-{
-	struct tps_param *p = &m->params[i];
-	struct tps_placement placements[TPS_MAX_MESH_DIMS];
-	bool sequence = m->spec->style == TPS_STYLE_SEQUENCE;
-	char name[TPS_NAME_MAX + 16];
-	enum tps_status st;
-
-	for (int d = 0; d < ctx->mesh->ndim; d++) {
-		placements[d] =
-			m->saved_in.placements[d].kind == TPS_PLACEMENT_SHARD
-				? tps_placement_partial()
-				: tps_placement_replicate();
-	}
-	placements[ctx->tp_dim] =
-		sequence ? tps_placement_partial() : tps_placement_replicate();
-	tps_dtensor_free(&p->grad);
-	tps_dtensor_wrap(&p->grad, ctx->mesh, &p->value.global, placements,
-			 locals);
-	snprintf(name, sizeof name, "%s.grad", p->name);
-	st = tps_nn_emit_compute(
-		ctx, m->spec->name, "rmsnorm_dw", name,
-		sequence ? "dw = sum over this rank's rows of dy xhat: "
-			   "partial over tp"
-			 : "dw = sum over the rows of dy xhat",
-		&p->grad, 0, err);
-	if (st == TPS_OK && sequence) {
-		st = tps_nn_to_layout(ctx, &p->grad, tps_placement_replicate(),
-				      m->spec->name, name,
-				      "sequence parallel: the replicated "
-				      "weight's gradient is summed over the "
-				      "tp ranks' tokens",
-				      err);
-	}
-	return st;
+	return tps_norm_forward(&rmsnorm, ctx, m, x, y, err);
 }
 
 static enum tps_status rmsnorm_backward(const struct tps_nn_context *ctx,
@@ -273,128 +101,37 @@ static enum tps_status rmsnorm_backward(const struct tps_nn_context *ctx,
 					struct tps_dtensor *dx,
 					struct tps_error *err)
 {
-	int world = ctx->mesh->world_size;
-	struct tps_tensor *dw = calloc((size_t)world, sizeof *dw);
-	struct backward_job job = {m, dy, dw};
-	struct tps_dtensor g = {0};
-	enum tps_status st = TPS_OK;
-
-	if (!dw) {
-		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-	}
-	/* dx comes with the weight gradient; dropped if not wanted. */
-	if (st == TPS_OK) {
-		st = tps_dtensor_map(&g, ctx->mesh, &dy->global, dy->placements,
-				     backward_rank, &job, err);
-	}
-	if (st == TPS_OK) {
-		st = param_grad(ctx, m, WEIGHT, dw, err);
-		dw = NULL;
-	}
-	if (st == TPS_OK && dx) {
-		st = tps_nn_input_grad(ctx, m, &g, "rmsnorm_backward",
-				       "dx = rstd (g - xhat mean(g xhat)), "
-				       "g = dy w: row by row, the layout is "
-				       "kept",
-				       0, dx, err);
-	} else {
-		tps_dtensor_free(&g);
-	}
-	for (int r = 0; dw && r < world; r++) {
-		tps_tensor_free(&dw[r]);
-	}
-	free(dw);
-	tps_dtensor_free(dy);
-	tps_module_free_saved(m);
-	return st;
+	return tps_norm_backward(&rmsnorm, ctx, m, dy, dx, err);
 }
 
 static enum tps_status rmsnorm_reference_forward(struct tps_module *m,
-						struct tps_pool *pool,
-						const struct tps_tensor *x,
-						struct tps_tensor *y,
-						struct tps_error *err)
+						 struct tps_pool *pool,
+						 const struct tps_tensor *x,
+						 struct tps_tensor *y,
+						 struct tps_error *err)
 {
 	(void)pool;
-	return norm_forward(y, x, &m->params[WEIGHT].global, m->spec->eps,
-			    err);
+	return tps_norm_reference_forward(&rmsnorm, m, x, y, err);
 }
 
 static enum tps_status rmsnorm_reference_backward(struct tps_module *m,
-						 struct tps_pool *pool,
-						 const struct tps_tensor *dy,
-						 struct tps_tensor *dx,
-						 struct tps_error *err)
+						  struct tps_pool *pool,
+						  const struct tps_tensor *dy,
+						  struct tps_tensor *dx,
+						  struct tps_error *err)
 {
-	struct tps_tensor dw = {0};
-	enum tps_status st;
 	(void)pool;
-	st = norm_backward(dx, &dw, dy, &m->ref_saved_in,
-			   &m->params[WEIGHT].global, m->spec->eps, err);
-	if (st == TPS_OK) {
-		tps_tensor_move(&m->params[WEIGHT].ref_grad, &dw);
-	}
-	tps_tensor_free(&m->ref_saved_in);
-	return st;
+	return tps_norm_reference_backward(&rmsnorm, m, dy, dx, err);
 }
 
-/* The operands of nn_bounds.h's rules with rms: the reference's x and w
- * and their bounds. The row sums of dw split over the dp ranks, and
- * under sequence parallel over the tp ranks too. */
-static struct tps_bound_layernorm bound_operands(const struct tps_module *m,
-						 const struct tps_bound_ctx *bc,
-						 const struct tps_tensor *x,
-						 const struct tps_bound *ex)
-{
-	int64_t dp = (int64_t)bc->grad_scale;
-	struct tps_bound_layernorm ln = {
-		.x = x,
-		.e_x = &ex->e,
-		.w = &m->params[WEIGHT].global,
-		.e_w = &m->params[WEIGHT].ref_bound.e,
-		.eps = m->spec->eps,
-		.row_parts =
-			m->spec->style == TPS_STYLE_SEQUENCE ? dp * bc->tp : dp,
-		.rms = true};
-	return ln;
-}
-
-/* The first "no bound" among x's and the weight's bounds, or NULL. */
-static const struct tps_bound *first_none(const struct tps_module *m,
-					  const struct tps_bound *ex)
-{
-	const struct tps_bound *in[2] = {ex, &m->params[WEIGHT].ref_bound};
-	return tps_bound_first_none(in, 2);
-}
-
-/* docs/numerics.md, "rmsnorm": the store is the sequence's (nn_seq.c),
- * the sums of dw over row parts are all-reduced in the reduce dtype. */
+/* docs/numerics.md, "rmsnorm" (nn_norm.c). */
 static enum tps_status
 rmsnorm_bound_forward(struct tps_module *m, const struct tps_bound_ctx *bc,
 		      const struct tps_tensor *x, const struct tps_bound *ex,
 		      struct tps_tensor *y, struct tps_bound *ey,
 		      struct tps_error *err)
 {
-	struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
-				      bc->dtypes.of[TPS_ROLE_REDUCE]};
-	struct tps_bound_layernorm ln = bound_operands(m, bc, x, ex);
-	const struct tps_bound *none = first_none(m, ex);
-	struct tps_tensor out = {0};
-	struct tps_bound e = {0};
-	enum tps_status st =
-		rmsnorm_reference_forward(m, bc->pool, x, &out, err);
-	if (st == TPS_OK && none) {
-		tps_bound_none_like(&e, none);
-	} else if (st == TPS_OK) {
-		st = tps_bound_layernorm_forward(&ln, &dt, &e.e, err);
-	}
-	if (st != TPS_OK) {
-		tps_tensor_free(&out);
-		return st;
-	}
-	*y = out;
-	*ey = e;
-	return TPS_OK;
+	return tps_norm_bound_forward(&rmsnorm, m, bc, x, ex, y, ey, err);
 }
 
 static enum tps_status
@@ -403,45 +140,7 @@ rmsnorm_bound_backward(struct tps_module *m, const struct tps_bound_ctx *bc,
 		       struct tps_tensor *dx, struct tps_bound *edx,
 		       struct tps_error *err)
 {
-	/* dw: each rank's part of the row sums is stored in the grads
-	 * dtype before the all_reduce (the sequence then rounds the result
-	 * once more: counted twice, never missed). */
-	struct tps_bound_dtypes dt = {bc->dtypes.of[TPS_ROLE_GRADS],
-				      TPS_DTYPE_F32,
-				      bc->dtypes.of[TPS_ROLE_REDUCE]};
-	struct tps_bound_layernorm ln =
-		bound_operands(m, bc, &m->ref_saved_in, &m->ref_saved_bound);
-	const struct tps_bound *none = first_none(m, &m->ref_saved_bound);
-	struct tps_bound ed = {0}, ew = {0};
-	struct tps_tensor d = {0};
-	enum tps_status st = TPS_OK;
-	none = none ? none : (tps_bound_is_none(edy) ? edy : NULL);
-	if (none) {
-		tps_bound_none_like(&ed, none);
-		tps_bound_none_like(&ew, none);
-	} else {
-		st = tps_bound_layernorm_backward(&ln, dy, &edy->e, &dt,
-						  dx ? &ed.e : NULL, &ew.e,
-						  NULL, err);
-	}
-	/* The values last: reference_backward frees the saved input. */
-	if (st == TPS_OK) {
-		st = rmsnorm_reference_backward(m, bc->pool, dy, dx ? &d : NULL,
-						err);
-	}
-	if (st != TPS_OK) {
-		tps_bound_free(&ed);
-		tps_bound_free(&ew);
-		return st;
-	}
-	tps_bound_move(&m->params[WEIGHT].ref_grad_bound, &ew);
-	if (dx) {
-		*dx = d;
-		*edx = ed;
-	} else {
-		tps_bound_free(&ed);
-	}
-	return TPS_OK;
+	return tps_norm_bound_backward(&rmsnorm, m, bc, dy, edy, dx, edx, err);
 }
 
 static int rmsnorm_parameters(const struct tps_module_spec *s, int tp_dim,

@@ -583,3 +583,27 @@ enum tps_status tps_nn_bound_backward_seq(struct tps_module *begin,
 	tps_bound_free(&eg);
 	return st;
 }
+
+enum tps_status tps_nn_sum_bound(double u, const struct tps_tensor *sum,
+				 const struct tps_bound *ea,
+				 const struct tps_bound *eb, struct tps_bound *e,
+				 struct tps_error *err)
+{
+	const struct tps_bound *inputs[2] = {ea, eb};
+	const struct tps_bound *none = tps_bound_first_none(inputs, 2);
+	int64_t n = tps_tensor_numel(sum);
+	enum tps_status st;
+	if (none) {
+		tps_bound_none_like(e, none);
+		return TPS_OK;
+	}
+	st = tps_bound_zero(e, &sum->shape, err);
+	for (int64_t i = 0; st == TPS_OK && i < n; i++) {
+		double p = (double)ea->e.data[i] + (double)eb->e.data[i];
+		e->e.data[i] =
+			p > 0.0 ? tps_bound_up(p + u * (fabs(sum->data[i]) +
+							2.0 * p))
+				: 0.0f;
+	}
+	return st;
+}
