@@ -640,6 +640,13 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
 		const struct tps_param *p = &model->params[i];
 		const struct tps_dtensor *of[4] = {&p->value, &p->grad,
 						   &p->state[0], &p->state[1]};
+		/* Megatron's distributed optimizer reduce_scatters into a
+		 * full-size gradient buffer: the rank holds the whole
+		 * tp-local gradient's bytes, not only its shard's. */
+		if (model->spec->zero.distributed_optimizer && model->dp > 1 &&
+		    p->grad.locals) {
+			of[1] = &p->value;
+		}
 		for (int k = 0; k < 4; k++) {
 			for (int r = 0; of[k]->locals && r < world; r++) {
 				held[r][k < 2 ? k : 2] += local_bytes(of[k], r);

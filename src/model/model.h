@@ -308,9 +308,13 @@ struct tps_model_figure {
  * What each rank holds, in bytes of float32 (4 per element; shapes only,
  * so meta and real models alike), over the ranks:
  *   params            the rank's shards and copies of every parameter
- *   grads             their gradients (training, after a step)
+ *   grads             their gradients (training, after a step); under ZeRO
+ *                     stage 2 the rank's dp shard of each, and with
+ *                     Megatron's distributed optimizer the full-size
+ *                     buffer it reduce_scatters into (docs/zero.md)
  *   optimizer_state   the optimizer's state on the rank's shards (sgd with
- *                     momentum: 1 tensor per parameter, adamw: 2)
+ *                     momentum: 1 tensor per parameter, adamw: 2); under
+ *                     ZeRO, on the rank's dp shard of each
  *   saved             what forward keeps for backward (model.saved_bytes)
  *   output            the model output alive at the end of forward
  *   activations       saved + output: the peak of activations between

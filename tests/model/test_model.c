@@ -41,6 +41,9 @@ struct counts {
 	/* Tied embeddings: the sums of the two uses' gradients, and the
 	 * optimizer's updates of each parameter (compute events). */
 	int tied_sums, updates;
+	/* Bytes per rank of the collectives over the dp dims, by phase and
+	 * op. */
+	int64_t dp_bytes[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -67,6 +70,10 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 			c->collectives[op]++;
 			c->by_phase[ev->phase][op]++;
 			c->model_by_phase[ev->phase][op] += !pseudo;
+			if (c->dp_mask && ev->mask == c->dp_mask) {
+				c->dp_bytes[ev->phase][op] +=
+					ev->bytes_per_rank;
+			}
 		}
 	}
 	if (strcmp(ev->module, "fc") == 0 && ev->phase == TPS_PHASE_FORWARD &&
@@ -127,6 +134,7 @@ struct case_spec {
 	/* 0: (dp, tp); 1: a 1-D (tp) mesh; 3: (dp, cp, tp) with cp = 2. */
 	int mesh_ndim;
 	bool sp; /* NORMED_MLP: sequence parallel (needs seq) */
+	struct tps_zero_spec zero; /* stage 0: none */
 };
 
 static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
@@ -289,6 +297,7 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 			: c->dp > 1 && ndim > 1 ? 1u
 						: 0u;
 	set_training(spec, c);
+	spec->zero = c->zero;
 	if (c->seq) {
 		spec->input_shape = tps_shape_make(3, dims);
 	} else {
@@ -2988,6 +2997,208 @@ static bool same_values(const struct tps_tensor *a, const struct tps_tensor *b)
 		      (size_t)tps_tensor_numel(a) * sizeof *a->data) == 0;
 }
 
+/* ---- ZeRO (docs/zero.md) ------------------------------------------------ */
+
+/* What a ZeRO run of c did, and what comm.h's byte formulas and the chunk
+ * rule say it should have, from its parameters' tp-local shapes. */
+struct zero_run {
+	struct counts counts;
+	struct tps_model_outcome out;
+	struct tps_model_footprint fp;
+	/* Per step, over every parameter: comm.h's bytes per rank of a
+	 * reduce_scatter (and of an all_gather: the same padded chunk) and
+	 * of an all_reduce of each tp-local tensor over dp, the largest
+	 * over the ranks. */
+	int64_t chunk_bytes, all_reduce_bytes;
+	/* The most optimizer-state bytes a rank holds when each keeps the
+	 * state of its dp chunk of every tp-local tensor, and the most
+	 * grad bytes when it keeps its chunk of every gradient. */
+	int64_t state_bytes, shard_bytes, whole_bytes;
+	int n_params;
+};
+
+static struct zero_run zero_run(const struct case_spec *c)
+{
+	struct tps_model_spec spec;
+	struct tps_model model;
+	struct tps_tensor input, target;
+	struct zero_run z = {0};
+	struct tps_event_sink sink = {count_event, &z.counts};
+	struct tps_error err = {0};
+	int world, states;
+	build_spec(&spec, c);
+	z.counts.dp_mask = spec.dp_mask;
+	z.counts.tp_mask = 1u << spec.tp_dim;
+	ck_assert_msg(tps_model_init(&model, &spec, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(tps_model_make_input(&spec, &input, NULL), TPS_OK);
+	ck_assert_int_eq(tps_model_make_target(&spec, &target, NULL), TPS_OK);
+	ck_assert_msg(tps_model_run(&model, &input, &target, sink, &z.out,
+				    &err) == TPS_OK,
+		      "%s", err.message);
+	ck_assert_int_eq(tps_model_footprint(&model, &z.fp, NULL), TPS_OK);
+	world = spec.mesh.world_size;
+	states = tps_optim_state_count(&spec.optimizer);
+	z.n_params = model.n_params;
+	for (int r = 0; r < world; r++) {
+		int64_t state = 0, shard = 0, whole = 0;
+		int i = tps_mesh_local_rank(&spec.mesh, spec.dp_mask, r);
+		for (int k = 0; k < model.n_params; k++) {
+			const struct tps_tensor *t =
+				&model.params[k].value.locals[r];
+			int64_t rows = t->shape.dim[0];
+			int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
+			int64_t start, mine;
+			tps_chunk_range(rows, c->dp, i, &start, &mine);
+			state += (int64_t)states * mine * inner * 4;
+			shard += mine * inner * 4;
+			whole += rows * inner * 4;
+		}
+		z.state_bytes = state > z.state_bytes ? state : z.state_bytes;
+		z.shard_bytes = shard > z.shard_bytes ? shard : z.shard_bytes;
+		z.whole_bytes = whole > z.whole_bytes ? whole : z.whole_bytes;
+	}
+	for (int k = 0; k < model.n_params; k++) {
+		int64_t rs = 0, ar = 0;
+		for (int r = 0; r < world; r++) {
+			const struct tps_tensor *t =
+				&model.params[k].value.locals[r];
+			int64_t rows = t->shape.dim[0];
+			int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
+			int64_t n = tps_tensor_numel(t);
+			int64_t a = 4 * (int64_t)(c->dp - 1) *
+				    ((rows + c->dp - 1) / c->dp) * inner;
+			int64_t b = 8 * (int64_t)(c->dp - 1) *
+				    ((n + c->dp - 1) / c->dp);
+			rs = a > rs ? a : rs;
+			ar = b > ar ? b : ar;
+		}
+		z.chunk_bytes += rs;
+		z.all_reduce_bytes += ar;
+	}
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_model_spec_free(&spec);
+	return z;
+}
+
+START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
+{
+	/* tp = 1..4 (the loop) x dp = 1..4, sgd with momentum and adamw,
+	 * 3 steps of an MLP whose dims and batch divide neither: stages 1,
+	 * 1 with Megatron's distributed optimizer, and 2 give DDP's loss,
+	 * gradients and parameters bit for bit (the update is element-wise:
+	 * a shard's state is the shard of the state), and so match the
+	 * reference. Per step, in the optimizer phase and nowhere else:
+	 * stage 1 one all_reduce per parameter, 2 and the distributed
+	 * optimizer one reduce_scatter, and all three one all_gather of
+	 * each updated parameter, with comm.h's bytes of the padded dp
+	 * chunk of each tp-local tensor. Each rank keeps the optimizer
+	 * state of its chunk only; stage 2 its chunk of the gradients,
+	 * the distributed optimizer its full-size buffer. */
+	const struct tps_zero_spec zeros[3] = {
+		{1, true, false}, {1, true, true}, {2, true, false}};
+	int tp = _i;
+	for (int dp = 1; dp <= 4; dp++) {
+		for (int opt = 0; opt < 2; opt++) {
+			struct case_spec c = mlp_training(dp, tp, 5, true, true);
+			struct zero_run ddp;
+			c.optimizer = opt ? TPS_OPTIMIZER_ADAMW
+					  : TPS_OPTIMIZER_SGD;
+			run_training(&c); /* DDP against the reference */
+			ddp = zero_run(&c);
+			for (int v = 0; v < 3; v++) {
+				struct zero_run z;
+				bool rs = zeros[v].stage == 2 ||
+					  zeros[v].distributed_optimizer;
+				int steps = c.steps, n;
+				int64_t(*b)[TPS_COMM_OP_COUNT];
+				int(*k)[TPS_COMM_OP_COUNT];
+				c.zero = zeros[v];
+				run_training(&c);
+				z = zero_run(&c);
+				n = z.n_params;
+				b = z.counts.dp_bytes;
+				k = z.counts.by_phase;
+				for (int s = 0; s < steps; s++) {
+					ck_assert(z.out.loss[s] ==
+						  ddp.out.loss[s]);
+				}
+				for (int i = 0; i < n; i++) {
+					ck_assert(same_values(
+						&z.out.grads[i],
+						&ddp.out.grads[i]));
+					ck_assert(same_values(
+						&z.out.params_after[i],
+						&ddp.out.params_after[i]));
+				}
+				ck_assert_msg(
+					z.fp.optimizer_state.max ==
+						(dp > 1 ? z.state_bytes
+							: ddp.fp.optimizer_state
+								  .max),
+					"tp %d dp %d stage %d: state %lld, "
+					"expected %lld",
+					tp, dp, zeros[v].stage,
+					(long long)z.fp.optimizer_state.max,
+					(long long)z.state_bytes);
+				ck_assert_int_eq(
+					z.fp.grads.max,
+					dp > 1 && zeros[v].stage == 2
+						? z.shard_bytes
+						: z.whole_bytes);
+				ck_assert_int_eq(z.fp.params.max,
+						 z.whole_bytes);
+				if (dp == 1) {
+					/* Nothing to shard over: DDP's
+					 * events, no collective over dp. */
+					ck_assert_int_eq(z.counts.dp_collectives,
+							 0);
+					continue;
+				}
+				ck_assert_int_eq(
+					k[TPS_PHASE_OPTIMIZER]
+					 [TPS_COMM_REDUCE_SCATTER],
+					rs ? steps * n : 0);
+				ck_assert_int_eq(
+					k[TPS_PHASE_OPTIMIZER]
+					 [TPS_COMM_ALL_REDUCE],
+					rs ? 0 : steps * n);
+				ck_assert_int_eq(
+					k[TPS_PHASE_OPTIMIZER]
+					 [TPS_COMM_ALL_GATHER],
+					steps * n);
+				ck_assert_int_eq(z.counts.dp_collectives,
+						 2 * steps * n);
+				ck_assert_int_eq(
+					b[TPS_PHASE_OPTIMIZER]
+					 [TPS_COMM_REDUCE_SCATTER],
+					rs ? steps * z.chunk_bytes : 0);
+				ck_assert_int_eq(
+					b[TPS_PHASE_OPTIMIZER]
+					 [TPS_COMM_ALL_REDUCE],
+					rs ? 0 : steps * z.all_reduce_bytes);
+				ck_assert_int_eq(
+					b[TPS_PHASE_OPTIMIZER]
+					 [TPS_COMM_ALL_GATHER],
+					steps * z.chunk_bytes);
+				for (int ph = 0; ph < TPS_PHASE_COUNT; ph++) {
+					for (int op = 0; op < TPS_COMM_OP_COUNT;
+					     op++) {
+						ck_assert(
+							ph == TPS_PHASE_OPTIMIZER ||
+							b[ph][op] == 0);
+					}
+				}
+				tps_model_outcome_free(&z.out);
+			}
+			tps_model_outcome_free(&ddp.out);
+		}
+	}
+}
+END_TEST
+
 START_TEST(init_methods_follow_pytorchs_defaults_per_parameter)
 {
 	/* "torch": nn.Linear's U(-1/sqrt(in), 1/sqrt(in)) for weight and
@@ -3431,6 +3642,9 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);
+	tcase_add_loop_test(train,
+			    zero_stages_train_as_ddp_does_and_send_what_they_should,
+			    1, 5);
 	tcase_add_test(train, master_params_keep_updates_that_bf16_params_lose);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);
