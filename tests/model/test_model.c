@@ -3025,8 +3025,10 @@ static struct zero_run zero_run(const struct case_spec *c)
 	struct zero_run z = {0};
 	struct tps_event_sink sink = {count_event, &z.counts};
 	struct tps_error err = {0};
-	int world, states;
+	int world, states, dp;
 	build_spec(&spec, c);
+	/* The flattened dp group's size: c->dp, twice that with cp. */
+	dp = tps_mesh_group_size(&spec.mesh, spec.dp_mask);
 	z.counts.dp_mask = spec.dp_mask;
 	z.counts.tp_mask = 1u << spec.tp_dim;
 	ck_assert_msg(tps_model_init(&model, &spec, &err) == TPS_OK, "%s",
@@ -3049,7 +3051,7 @@ static struct zero_run zero_run(const struct case_spec *c)
 			int64_t rows = t->shape.dim[0];
 			int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
 			int64_t start, mine;
-			tps_chunk_range(rows, c->dp, i, &start, &mine);
+			tps_chunk_range(rows, dp, i, &start, &mine);
 			state += (int64_t)states * mine * inner * 4;
 			shard += mine * inner * 4;
 			whole += rows * inner * 4;
@@ -3066,10 +3068,9 @@ static struct zero_run zero_run(const struct case_spec *c)
 			int64_t rows = t->shape.dim[0];
 			int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
 			int64_t n = tps_tensor_numel(t);
-			int64_t a = 4 * (int64_t)(c->dp - 1) *
-				    ((rows + c->dp - 1) / c->dp) * inner;
-			int64_t b = 8 * (int64_t)(c->dp - 1) *
-				    ((n + c->dp - 1) / c->dp);
+			int64_t a = 4 * (int64_t)(dp - 1) *
+				    ((rows + dp - 1) / dp) * inner;
+			int64_t b = 8 * (int64_t)(dp - 1) * ((n + dp - 1) / dp);
 			rs = a > rs ? a : rs;
 			ar = b > ar ? b : ar;
 		}
@@ -3086,7 +3087,8 @@ static struct zero_run zero_run(const struct case_spec *c)
 START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 {
 	/* tp = 1..4 (the loop) x dp = 1..4, sgd with momentum and adamw,
-	 * 3 steps of an MLP whose dims and batch divide neither: stages 1,
+	 * and dp 2 x cp 2 flattened, 3 steps of an MLP whose dims and batch
+	 * divide neither: stages 1,
 	 * 1 with Megatron's distributed optimizer, and 2 give DDP's loss,
 	 * gradients and parameters bit for bit (the update is element-wise:
 	 * a shard's state is the shard of the state), and so match the
@@ -3100,10 +3102,19 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 	const struct tps_zero_spec zeros[3] = {
 		{1, true, false}, {1, true, true}, {2, true, false}};
 	int tp = _i;
-	for (int dp = 1; dp <= 4; dp++) {
+	/* dp 5: dp 2 and cp 2 flattened into one group of 4, the shards
+	 * shard(0,flat,local) (docs/zero.md). */
+	for (int v_dp = 1; v_dp <= 5; v_dp++) {
+		int dp = v_dp == 5 ? 4 : v_dp;
 		for (int opt = 0; opt < 2; opt++) {
-			struct case_spec c = mlp_training(dp, tp, 5, true, true);
+			struct case_spec c =
+				mlp_training(v_dp == 5 ? 2 : dp, tp, 5, true,
+					     true);
 			struct zero_run ddp;
+			if (v_dp == 5) {
+				c.mesh_ndim = 3;
+				c.dp_mask = 3u;
+			}
 			c.optimizer = opt ? TPS_OPTIMIZER_ADAMW
 					  : TPS_OPTIMIZER_SGD;
 			run_training(&c); /* DDP against the reference */
