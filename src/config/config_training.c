@@ -380,13 +380,6 @@ static void zero_body(struct cfg *c, const cJSON *zero, void *ctx)
 	}
 	cfg_bool(c, zero, "reshard_after_forward", &z->reshard_after_forward);
 	cfg_bool(c, zero, "distributed_optimizer", &z->distributed_optimizer);
-	if (cfg_ok(c) && z->stage == 3) {
-		/* Refused rather than run as stage 2: its gathers in forward
-		 * and backward are not simulated yet (docs/zero.md). */
-		cfg_fail_at(c, "stage", TPS_ERR_INPUT,
-			    "stage 3 (FSDP) is not simulated yet: expected 1 "
-			    "or 2, got 3 (docs/zero.md)");
-	}
 }
 
 /* ZeRO shards over the dp dims: without one it has nothing to do. */
@@ -407,6 +400,20 @@ static void parse_zero(struct cfg *c, const cJSON *root,
 			    "ZeRO shards over the dp dims, but the config has "
 			    "no \"dp_dim\": expected a dp_dim, or no "
 			    "\"zero\"");
+		return;
+	}
+	/* A tied weight is one parameter of two modules: FSDP2 would put
+	 * both in one fully_shard unit, which tpsim does not model. */
+	for (int i = 0; spec->zero.stage == 3 && i < spec->n_modules; i++) {
+		if (spec->modules[i].tie[0]) {
+			cfg_fail_at(c, "zero", TPS_ERR_INPUT,
+				    "stage 3 shards each module's own "
+				    "parameters, but %s ties its weight to "
+				    "%s's: expected no tie, or stage 1 or 2",
+				    spec->modules[i].name,
+				    spec->modules[i].tie);
+			return;
+		}
 	}
 }
 

@@ -106,6 +106,13 @@ void tps_model_free(struct tps_model *model);
 enum tps_status tps_model_plan_dropout(struct tps_model *model,
 				       struct tps_error *err);
 
+/* ZeRO stage 3 (FSDP, docs/zero.md), in training over a dp size of 2 or
+ * more: each parameter's value becomes each rank's shard(0,local) of its
+ * tp-local tensor, as fully_shard does (a local chunk, no collective).
+ * Otherwise nothing. On error the model is only fit to be freed. */
+enum tps_status tps_model_fsdp_shard(struct tps_model *model,
+				     struct tps_error *err);
+
 /*
  * One optimizer step of one parameter's values p (a rank's shard, or the
  * reference's global value) from grad and its state arrays, in the dtypes

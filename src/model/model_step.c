@@ -689,6 +689,29 @@ static enum tps_status zero_shard_of(struct tps_dtensor *out,
 			       &job, err);
 }
 
+enum tps_status tps_model_fsdp_shard(struct tps_model *model,
+				     struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	enum tps_status st = TPS_OK;
+	if (spec->mode != TPS_MODE_TRAINING || spec->zero.stage != 3 ||
+	    model->dp < 2) {
+		return TPS_OK;
+	}
+	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
+		struct tps_param *p = &model->params[i];
+		struct tps_dtensor shard = {0};
+		st = zero_shard_of(&shard, model, &p->value, true, err);
+		if (st == TPS_OK) {
+			tps_dtensor_free(&p->value);
+			p->value = shard;
+			p->fsdp_mask = spec->dp_mask;
+			p->fsdp_reshard = spec->zero.reshard_after_forward;
+		}
+	}
+	return st;
+}
+
 /* After each rank updated its shard's rows of the parameter: every rank's
  * rows gathered over dp into its tp-local parameter. The update event
  * shows the shards, the all_gather the whole parameter. */
@@ -826,8 +849,11 @@ static enum tps_status optimizer(struct tps_model *model,
 	bool master = spec->dtypes.of[TPS_ROLE_MASTER_PARAMS] !=
 		      spec->dtypes.of[TPS_ROLE_PARAMS];
 	/* ZeRO over a dp size of 1 shards nothing: DDP's step, which
-	 * spends no collective either. */
-	bool zero = spec->zero.stage > 0 && model->dp > 1;
+	 * spends no collective either. Stage 3 (FSDP) holds the shards
+	 * already, their gradients reduce_scattered in backward: each rank
+	 * updates what it holds, as without ZeRO, and gathers nothing. */
+	bool fsdp = spec->zero.stage == 3 && model->dp > 1;
+	bool zero = spec->zero.stage > 0 && model->dp > 1 && !fsdp;
 	enum tps_status st = TPS_OK;
 
 	job.zero = zero ? model : NULL;
@@ -837,7 +863,7 @@ static enum tps_status optimizer(struct tps_model *model,
 		struct tps_param *p = &model->params[i];
 		if (job.grad_sharded) {
 			st = zero_reduce_scatter(&ctx, model, p, err);
-		} else if (model->dp > 1) {
+		} else if (model->dp > 1 && !fsdp) {
 			st = dp_average(&ctx, model, p, err);
 		}
 		/* State is made at the first step, zeroed, shaped like the

@@ -1495,10 +1495,14 @@ static const struct bad_config bad_configs[] = {
 			  "'distributed_optimizer':1}}",
 	    TPS_ERR_INPUT, "cfg.json: /zero/distributed_optimizer: "
 	    "expected true or false, got 1"),
-	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':3}}",
+	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[{'name':'tok',"
+	    "'type':'embedding','num_embeddings':6,'embedding_dim':4},{'name':"
+	    "'head','type':'linear','in_features':4,'out_features':6,'bias':"
+	    "false,'tie':'tok'}],'input':{'shape':[2,3],'init':'tokens'},"
+	    "'mode':'training','zero':{'stage':3}}",
 	    TPS_ERR_INPUT,
-	    "cfg.json: /zero/stage: stage 3 (FSDP) is not simulated yet: "
-	    "expected 1 or 2, got 3 (docs/zero.md)"),
+	    "cfg.json: /zero: stage 3 shards each module's own parameters, but "
+	    "head ties its weight to tok's: expected no tie, or stage 1 or 2"),
 
 	/* Several dp dims, strict_tp_innermost. */
 	BAD(MESH_DP_CP_TP ",'dp_dim':['cp','dp']}", TPS_ERR_INPUT,
@@ -3222,6 +3226,8 @@ START_TEST(normalized_config_parses_to_itself)
 		      "'float32','reduce':'float32','grads':'float16'}}",
 		DP_BATCH("4") ",'mode':'training','zero':{'stage':2}}",
 		DP_BATCH("4") ",'mode':'training','zero':{'stage':1}}",
+		DP_BATCH("4") ",'mode':'training','zero':{'stage':3,"
+			      "'reshard_after_forward':false}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -3526,6 +3532,15 @@ START_TEST(zero_lands_in_spec_with_its_stage_options)
 		 &spec);
 	ck_assert_int_eq(m->zero.stage, 1);
 	ck_assert(m->zero.distributed_optimizer);
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("4") ",'mode':'training','zero':{'stage':3}}", &spec);
+	ck_assert_int_eq(m->zero.stage, 3);
+	ck_assert(m->zero.reshard_after_forward); /* fully_shard's default */
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("4") ",'mode':'training','zero':{'stage':3,"
+			       "'reshard_after_forward':false}}",
+		 &spec);
+	ck_assert(!m->zero.reshard_after_forward);
 	tps_run_spec_free(&spec);
 }
 END_TEST

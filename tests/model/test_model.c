@@ -3017,6 +3017,33 @@ struct zero_run {
 	int n_params;
 };
 
+/* The shape of rank r's tp-local part of parameter p, from its global
+ * shape and its placements off the dp dims (which ZeRO may have made
+ * shard(0,local): those are taken as replicate). */
+static struct tps_shape tp_local(const struct tps_param *p, int r)
+{
+	struct tps_placement pl[TPS_MAX_MESH_DIMS];
+	int64_t offset[TPS_MAX_DIMS];
+	struct tps_shape t = p->value.global;
+	for (int i = 0; i < p->value.mesh->ndim; i++) {
+		pl[i] = p->value.placements[i].local
+				? tps_placement_replicate()
+				: p->value.placements[i];
+	}
+	tps_dtensor_local_region(p->value.mesh, &p->value.global, pl, r,
+				 offset, t.dim);
+	return t;
+}
+
+static int64_t shape_numel(const struct tps_shape *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->ndim; d++) {
+		n *= t->dim[d];
+	}
+	return n;
+}
+
 static struct zero_run zero_run(const struct case_spec *c)
 {
 	struct tps_model_spec spec;
@@ -3046,10 +3073,10 @@ static struct zero_run zero_run(const struct case_spec *c)
 		int64_t state = 0, shard = 0, whole = 0;
 		int i = tps_mesh_local_rank(&spec.mesh, spec.dp_mask, r);
 		for (int k = 0; k < model.n_params; k++) {
-			const struct tps_tensor *t =
-				&model.params[k].value.locals[r];
-			int64_t rows = t->shape.dim[0];
-			int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
+			struct tps_shape t = tp_local(&model.params[k], r);
+			int64_t rows = t.dim[0];
+			int64_t n = shape_numel(&t);
+			int64_t inner = rows ? n / rows : 0;
 			int64_t start, mine;
 			tps_chunk_range(rows, dp, i, &start, &mine);
 			state += (int64_t)states * mine * inner * 4;
@@ -3063,11 +3090,10 @@ static struct zero_run zero_run(const struct case_spec *c)
 	for (int k = 0; k < model.n_params; k++) {
 		int64_t rs = 0, ar = 0;
 		for (int r = 0; r < world; r++) {
-			const struct tps_tensor *t =
-				&model.params[k].value.locals[r];
-			int64_t rows = t->shape.dim[0];
-			int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
-			int64_t n = tps_tensor_numel(t);
+			struct tps_shape t = tp_local(&model.params[k], r);
+			int64_t rows = t.dim[0];
+			int64_t n = shape_numel(&t);
+			int64_t inner = rows ? n / rows : 0;
 			int64_t a = 4 * (int64_t)(dp - 1) *
 				    ((rows + dp - 1) / dp) * inner;
 			int64_t b = 8 * (int64_t)(dp - 1) * ((n + dp - 1) / dp);
@@ -3084,23 +3110,82 @@ static struct zero_run zero_run(const struct case_spec *c)
 	return z;
 }
 
+/* The counts and bytes of z's collectives over dp, by phase and op, are
+ * what stage z->stage says per step (docs/zero.md's table): n
+ * parameters, each with the padded chunk's bytes summed in chunk. */
+static void assert_zero_traffic(const struct zero_run *z,
+				const struct tps_zero_spec *zero, int steps)
+{
+	enum { F = TPS_PHASE_FORWARD, B = TPS_PHASE_BACKWARD,
+	       O = TPS_PHASE_OPTIMIZER };
+	enum { AG = TPS_COMM_ALL_GATHER, AR = TPS_COMM_ALL_REDUCE,
+	       RS = TPS_COMM_REDUCE_SCATTER };
+	int n = z->n_params;
+	int64_t c = z->chunk_bytes;
+	bool fsdp = zero->stage == 3;
+	bool rs = zero->stage == 2 || zero->distributed_optimizer;
+	/* Expected count per step, and bytes per step, of each cell. */
+	int want[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT] = {{0}};
+	int64_t bytes[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT] = {{0}};
+	if (fsdp) {
+		want[F][AG] = n;
+		bytes[F][AG] = c;
+		want[B][AG] = zero->reshard_after_forward ? n : 0;
+		bytes[B][AG] = zero->reshard_after_forward ? c : 0;
+		want[B][RS] = n;
+		bytes[B][RS] = c;
+	} else {
+		want[O][rs ? RS : AR] = n;
+		bytes[O][rs ? RS : AR] = rs ? c : z->all_reduce_bytes;
+		want[O][AG] = n;
+		bytes[O][AG] = c;
+	}
+	for (int ph = 0; ph < TPS_PHASE_COUNT; ph++) {
+		for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+			int got = 0;
+			/* by_phase counts every module's; the dp ones are
+			 * those with bytes over dp, and tp's forward and
+			 * backward collectives are not all_gathers or
+			 * reduce_scatters of this MLP. */
+			if (op != AR || ph == O) {
+				got = z->counts.by_phase[ph][op];
+			} else {
+				got = want[ph][op] * steps;
+			}
+			ck_assert_msg(got == want[ph][op] * steps &&
+					      z->counts.dp_bytes[ph][op] ==
+						      bytes[ph][op] * steps,
+				      "stage %d reshard %d phase %d op %d: %d "
+				      "events, %lld bytes; expected %d, %lld",
+				      zero->stage, zero->reshard_after_forward,
+				      ph, op, got,
+				      (long long)z->counts.dp_bytes[ph][op],
+				      want[ph][op] * steps,
+				      (long long)bytes[ph][op] * steps);
+		}
+	}
+}
+
 START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 {
 	/* tp = 1..4 (the loop) x dp = 1..4, sgd with momentum and adamw,
 	 * and dp 2 x cp 2 flattened, 3 steps of an MLP whose dims and batch
-	 * divide neither: stages 1,
-	 * 1 with Megatron's distributed optimizer, and 2 give DDP's loss,
-	 * gradients and parameters bit for bit (the update is element-wise:
-	 * a shard's state is the shard of the state), and so match the
-	 * reference. Per step, in the optimizer phase and nowhere else:
-	 * stage 1 one all_reduce per parameter, 2 and the distributed
-	 * optimizer one reduce_scatter, and all three one all_gather of
-	 * each updated parameter, with comm.h's bytes of the padded dp
-	 * chunk of each tp-local tensor. Each rank keeps the optimizer
-	 * state of its chunk only; stage 2 its chunk of the gradients,
-	 * the distributed optimizer its full-size buffer. */
-	const struct tps_zero_spec zeros[3] = {
-		{1, true, false}, {1, true, true}, {2, true, false}};
+	 * divide neither: stages 1, 1 with Megatron's distributed
+	 * optimizer, 2, and 3 (FSDP) with and without reshard_after_forward
+	 * give DDP's loss, gradients and parameters bit for bit (the update
+	 * is element-wise: a shard's state is the shard of the state; the
+	 * gathers move values, the reduce_scatters sum as all_reduce does),
+	 * and so match the reference. The collectives over dp, their
+	 * counts and bytes per phase, are docs/zero.md's table with comm.h's
+	 * bytes of the padded dp chunk of each tp-local tensor. Each rank
+	 * keeps the optimizer state of its chunk only; stages 2 and 3 their
+	 * chunk of the gradients, the distributed optimizer its full-size
+	 * buffer; stage 3 its chunk of the parameters. */
+	const struct tps_zero_spec zeros[5] = {{1, true, false},
+					       {1, true, true},
+					       {2, true, false},
+					       {3, true, false},
+					       {3, false, false}};
 	int tp = _i;
 	/* dp 5: dp 2 and cp 2 flattened into one group of 4, the shards
 	 * shard(0,flat,local) (docs/zero.md). */
@@ -3119,24 +3204,17 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 					  : TPS_OPTIMIZER_SGD;
 			run_training(&c); /* DDP against the reference */
 			ddp = zero_run(&c);
-			for (int v = 0; v < 3; v++) {
+			for (int v = 0; v < 5; v++) {
 				struct zero_run z;
-				bool rs = zeros[v].stage == 2 ||
-					  zeros[v].distributed_optimizer;
-				int steps = c.steps, n;
-				int64_t(*b)[TPS_COMM_OP_COUNT];
-				int(*k)[TPS_COMM_OP_COUNT];
+				int stage = zeros[v].stage;
 				c.zero = zeros[v];
 				run_training(&c);
 				z = zero_run(&c);
-				n = z.n_params;
-				b = z.counts.dp_bytes;
-				k = z.counts.by_phase;
-				for (int s = 0; s < steps; s++) {
+				for (int s = 0; s < c.steps; s++) {
 					ck_assert(z.out.loss[s] ==
 						  ddp.out.loss[s]);
 				}
-				for (int i = 0; i < n; i++) {
+				for (int i = 0; i < z.n_params; i++) {
 					ck_assert(same_values(
 						&z.out.grads[i],
 						&ddp.out.grads[i]));
@@ -3144,64 +3222,36 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 						&z.out.params_after[i],
 						&ddp.out.params_after[i]));
 				}
-				ck_assert_msg(
-					z.fp.optimizer_state.max ==
-						(dp > 1 ? z.state_bytes
-							: ddp.fp.optimizer_state
-								  .max),
-					"tp %d dp %d stage %d: state %lld, "
-					"expected %lld",
-					tp, dp, zeros[v].stage,
-					(long long)z.fp.optimizer_state.max,
-					(long long)z.state_bytes);
-				ck_assert_int_eq(
-					z.fp.grads.max,
-					dp > 1 && zeros[v].stage == 2
-						? z.shard_bytes
-						: z.whole_bytes);
-				ck_assert_int_eq(z.fp.params.max,
-						 z.whole_bytes);
 				if (dp == 1) {
 					/* Nothing to shard over: DDP's
-					 * events, no collective over dp. */
+					 * events and bytes. */
 					ck_assert_int_eq(z.counts.dp_collectives,
 							 0);
+					ck_assert_int_eq(
+						z.fp.optimizer_state.max,
+						ddp.fp.optimizer_state.max);
+					ck_assert_int_eq(z.fp.grads.max,
+							 z.whole_bytes);
+					ck_assert_int_eq(z.fp.params.max,
+							 z.whole_bytes);
+					tps_model_outcome_free(&z.out);
 					continue;
 				}
-				ck_assert_int_eq(
-					k[TPS_PHASE_OPTIMIZER]
-					 [TPS_COMM_REDUCE_SCATTER],
-					rs ? steps * n : 0);
-				ck_assert_int_eq(
-					k[TPS_PHASE_OPTIMIZER]
-					 [TPS_COMM_ALL_REDUCE],
-					rs ? 0 : steps * n);
-				ck_assert_int_eq(
-					k[TPS_PHASE_OPTIMIZER]
-					 [TPS_COMM_ALL_GATHER],
-					steps * n);
-				ck_assert_int_eq(z.counts.dp_collectives,
-						 2 * steps * n);
-				ck_assert_int_eq(
-					b[TPS_PHASE_OPTIMIZER]
-					 [TPS_COMM_REDUCE_SCATTER],
-					rs ? steps * z.chunk_bytes : 0);
-				ck_assert_int_eq(
-					b[TPS_PHASE_OPTIMIZER]
-					 [TPS_COMM_ALL_REDUCE],
-					rs ? 0 : steps * z.all_reduce_bytes);
-				ck_assert_int_eq(
-					b[TPS_PHASE_OPTIMIZER]
-					 [TPS_COMM_ALL_GATHER],
-					steps * z.chunk_bytes);
-				for (int ph = 0; ph < TPS_PHASE_COUNT; ph++) {
-					for (int op = 0; op < TPS_COMM_OP_COUNT;
-					     op++) {
-						ck_assert(
-							ph == TPS_PHASE_OPTIMIZER ||
-							b[ph][op] == 0);
-					}
-				}
+				ck_assert_msg(
+					z.fp.optimizer_state.max ==
+						z.state_bytes,
+					"tp %d dp %d stage %d: state %lld, "
+					"expected %lld",
+					tp, dp, stage,
+					(long long)z.fp.optimizer_state.max,
+					(long long)z.state_bytes);
+				ck_assert_int_eq(z.fp.grads.max,
+						 stage >= 2 ? z.shard_bytes
+							    : z.whole_bytes);
+				ck_assert_int_eq(z.fp.params.max,
+						 stage == 3 ? z.shard_bytes
+							    : z.whole_bytes);
+				assert_zero_traffic(&z, &zeros[v], c.steps);
 				tps_model_outcome_free(&z.out);
 			}
 			tps_model_outcome_free(&ddp.out);
