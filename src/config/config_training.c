@@ -1,8 +1,9 @@
 /*
  * The training keys of the config: "steps", "loss", "target", "optimizer",
- * "dp_grad" (docs/design.md sections 2 and 4), "zero" (docs/zero.md), and the checks that tie the
- * batch to data parallelism. With "mode": "inference" each training key is an
- * error that says so, rather than a setting silently ignored.
+ * "dp_grad" (docs/design.md sections 2 and 4), "zero" (docs/zero.md), and the
+ * checks that tie the batch to data parallelism. With "mode": "inference" each
+ * training key is an error that says so, rather than a setting silently
+ * ignored.
  */
 #include "config_internal.h"
 
@@ -12,8 +13,8 @@
 
 /* The keys only training reads, in the order they are checked. */
 static const char *const training_keys[] = {
-	"steps",   "loss", "loss_parallel", "target", "optimizer",
-	"dp_grad", "zero", NULL};
+	"steps",     "loss",	"loss_parallel", "target",
+	"optimizer", "dp_grad", "zero",		 NULL};
 
 void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 		       enum tps_mode mode)
@@ -386,9 +387,9 @@ static void zero_body(struct cfg *c, const cJSON *zero, void *ctx)
 static void parse_zero(struct cfg *c, const cJSON *root,
 		       struct tps_model_spec *spec)
 {
-	static const char *const zero_keys[] = {
-		"stage", "reshard_after_forward", "distributed_optimizer",
-		NULL};
+	static const char *const zero_keys[] = {"stage",
+						"reshard_after_forward",
+						"distributed_optimizer", NULL};
 	spec->zero = (struct tps_zero_spec){0, true, false};
 	if (!cfg_object(c, root, "zero", CFG_OPTIONAL, zero_keys, zero_body,
 			&spec->zero) ||

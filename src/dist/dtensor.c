@@ -9,12 +9,14 @@
 
 struct tps_placement tps_placement_replicate(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1, false, false};
+	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1, false,
+				      false};
 }
 
 struct tps_placement tps_placement_shard(int dim)
 {
-	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, false, false};
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, false,
+				      false};
 }
 
 struct tps_placement tps_placement_shard_blocks(int dim, int64_t block)
@@ -26,7 +28,8 @@ struct tps_placement tps_placement_shard_blocks(int dim, int64_t block)
 
 struct tps_placement tps_placement_partial(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1, false, false};
+	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1, false,
+				      false};
 }
 
 struct tps_placement tps_placement_shard_flat(int dim)
@@ -529,8 +532,9 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 	s.before = from;
 	s.after = to;
 	if (from.flat || to.flat || from.local || to.local) {
-		/* Only distribute (and ZeRO, docs/zero.md) makes one: a step on one of its mesh dims
-		 * would split or gather a single dim of the group. */
+		/* Only distribute (and ZeRO, docs/zero.md) makes one: a step on
+		 * one of its mesh dims would split or gather a single dim of
+		 * the group. */
 		return tps_error_set(
 			err, TPS_ERR_UNSUPPORTED,
 			"redistribute %s -> %s on mesh dim \"%s\": a flat "

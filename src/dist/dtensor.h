@@ -109,7 +109,7 @@ char *tps_placement_format(struct tps_placement p, char *buf, size_t size);
 bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p);
 /* What tps_placement_parse reads, for the message of a reader that
  * refuses a placement string. */
-#define TPS_PLACEMENT_FORMS                                                   \
+#define TPS_PLACEMENT_FORMS                                                    \
 	"replicate, partial or shard(d) (or shard(d,block=b), shard(d,flat), " \
 	"shard(d,local), shard(d,flat,local)) with d a dim of the global "     \
 	"shape"

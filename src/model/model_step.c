@@ -573,11 +573,12 @@ static enum tps_status dp_average(const struct tps_nn_context *ctx,
 	ev.tensor = name;
 	ev.mask = mask;
 	ev.bytes_per_rank = report.bytes_per_rank;
-	ev.note = model->spec->zero.stage
-			  ? "ZeRO stage 1 averages the whole gradient over dp "
-			    "(sum, then / dp), as DDP does; each rank then "
-			    "updates only its shard"
-			  : "DDP averages the gradient over dp (sum, then / dp)";
+	ev.note =
+		model->spec->zero.stage
+			? "ZeRO stage 1 averages the whole gradient over dp "
+			  "(sum, then / dp), as DDP does; each rank then "
+			  "updates only its shard"
+			: "DDP averages the gradient over dp (sum, then / dp)";
 	ev.value = &p->grad;
 	ev.dtype = dt.store;
 	return tps_event_emit(ctx->sink, &ev, err);
@@ -803,9 +804,9 @@ static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
 		const float *grad = p->grad.locals[r].data;
 		int64_t start, rows, inner;
 		zero_rows(job->zero, &view, r, &start, &rows);
-		inner = view.shape.dim[0] ? tps_tensor_numel(&view) /
-						    view.shape.dim[0]
-					  : 0;
+		inner = view.shape.dim[0]
+				? tps_tensor_numel(&view) / view.shape.dim[0]
+				: 0;
 		view.shape.dim[0] = rows;
 		view.data = rows ? view.data + start * inner : NULL;
 		if (!job->grad_sharded && grad) {
@@ -872,12 +873,12 @@ static enum tps_status optimizer(struct tps_model *model,
 			if (!p->state[k].locals) {
 				st = zero ? zero_shard_of(&p->state[k], model,
 							  &p->value, false, err)
-					  : tps_dtensor_map(
-						    &p->state[k], ctx.mesh,
-						    &p->value.global,
-						    p->value.placements,
-						    zero_like_rank, &p->value,
-						    err);
+					  : tps_dtensor_map(&p->state[k],
+							    ctx.mesh,
+							    &p->value.global,
+							    p->value.placements,
+							    zero_like_rank,
+							    &p->value, err);
 			}
 		}
 		/* The master copy, from the parameter at the first step. */

@@ -482,7 +482,7 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 		c->keep_partial_dx = true;
 		if (st == TPS_OK) {
 			st = tps_nn_module_backward(ctx, c, &dqkv[i],
-					      dx ? &dxs[i] : NULL, err);
+						    dx ? &dxs[i] : NULL, err);
 		} else {
 			tps_dtensor_free(&dqkv[i]);
 			tps_module_free_saved(c);

@@ -1465,18 +1465,22 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /zero: \"zero\" needs \"mode\": \"training\" (this "
 	    "config runs inference)"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':4}}",
-	    TPS_ERR_INPUT, "cfg.json: /zero/stage: out of range (expected 1 to 3, got 4)"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: out of range (expected 1 to 3, got 4)"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':0}}",
-	    TPS_ERR_INPUT, "cfg.json: /zero/stage: out of range (expected 1 to 3, got 0)"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: out of range (expected 1 to 3, got 0)"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':'2'}}",
-	    TPS_ERR_INPUT, "cfg.json: /zero/stage: expected an integer, got string "
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: expected an integer, got string "
 	    "\"2\""),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{}}", TPS_ERR_INPUT,
 	    "cfg.json: /zero/stage: missing"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':2}", TPS_ERR_INPUT,
 	    "cfg.json: /zero: expected an object, got 2"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':1,'bucket':1}}",
-	    TPS_ERR_INPUT, "cfg.json: /zero/bucket: unknown key \"bucket\" "
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/bucket: unknown key \"bucket\" "
 	    "(expected one of: stage, reshard_after_forward, "
 	    "distributed_optimizer)"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':2,"
@@ -1493,7 +1497,8 @@ static const struct bad_config bad_configs[] = {
 	    "gradients already"),
 	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':1,"
 			  "'distributed_optimizer':1}}",
-	    TPS_ERR_INPUT, "cfg.json: /zero/distributed_optimizer: "
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/distributed_optimizer: "
 	    "expected true or false, got 1"),
 	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[{'name':'tok',"
 	    "'type':'embedding','num_embeddings':6,'embedding_dim':4},{'name':"

@@ -172,8 +172,7 @@ START_TEST(local_shard_is_a_chunk_of_each_rank_local_tensor)
 				      tps_placement_shard_local(0, true),
 				      tps_placement_shard(1)};
 	const int64_t off3[4] = {0, 2, 4, 5}, len3[4] = {2, 2, 1, 0};
-	ck_assert_int_eq(tps_dtensor_check_placements(&m, &g, p, NULL),
-			 TPS_OK);
+	ck_assert_int_eq(tps_dtensor_check_placements(&m, &g, p, NULL), TPS_OK);
 	for (int r = 0; r < 6; r++) {
 		int64_t o[2], l[2];
 		tps_dtensor_local_region(&m, &g, p, r, o, l);
@@ -227,10 +226,11 @@ START_TEST(flat_shards_round_trip_and_are_not_redistributed)
 	ck_assert_int_eq(tps_dtensor_redistribute(&dt, gathered, TPS_COMM_F32,
 						  NULL, NULL, &err),
 			 TPS_ERR_UNSUPPORTED);
-	ck_assert_str_eq(err.message,
-			 "redistribute shard(0,flat) -> replicate on mesh dim "
-			 "\"dp\": a flat or local shard is made by distribute or "
-			 "ZeRO only");
+	ck_assert_str_eq(
+		err.message,
+		"redistribute shard(0,flat) -> replicate on mesh dim "
+		"\"dp\": a flat or local shard is made by distribute or "
+		"ZeRO only");
 	tps_dtensor_free(&dt);
 	tps_tensor_free(&g);
 }
@@ -976,7 +976,8 @@ static Suite *dtensor_suite(void)
 	tcase_add_test(region, product_needs_one_layout);
 	tcase_add_test(region, rope_positions_follow_sequence_shards);
 	tcase_add_test(region, region_over_a_flat_group_is_one_chunk);
-	tcase_add_test(region, local_shard_is_a_chunk_of_each_rank_local_tensor);
+	tcase_add_test(region,
+		       local_shard_is_a_chunk_of_each_rank_local_tensor);
 	tcase_add_test(region,
 		       flat_shards_round_trip_and_are_not_redistributed);
 	tcase_add_test(region, distribute_then_full_tensor_round_trips);

@@ -3026,12 +3026,11 @@ static struct tps_shape tp_local(const struct tps_param *p, int r)
 	int64_t offset[TPS_MAX_DIMS];
 	struct tps_shape t = p->value.global;
 	for (int i = 0; i < p->value.mesh->ndim; i++) {
-		pl[i] = p->value.placements[i].local
-				? tps_placement_replicate()
-				: p->value.placements[i];
+		pl[i] = p->value.placements[i].local ? tps_placement_replicate()
+						     : p->value.placements[i];
 	}
-	tps_dtensor_local_region(p->value.mesh, &p->value.global, pl, r,
-				 offset, t.dim);
+	tps_dtensor_local_region(p->value.mesh, &p->value.global, pl, r, offset,
+				 t.dim);
 	return t;
 }
 
@@ -3116,10 +3115,16 @@ static struct zero_run zero_run(const struct case_spec *c)
 static void assert_zero_traffic(const struct zero_run *z,
 				const struct tps_zero_spec *zero, int steps)
 {
-	enum { F = TPS_PHASE_FORWARD, B = TPS_PHASE_BACKWARD,
-	       O = TPS_PHASE_OPTIMIZER };
-	enum { AG = TPS_COMM_ALL_GATHER, AR = TPS_COMM_ALL_REDUCE,
-	       RS = TPS_COMM_REDUCE_SCATTER };
+	enum {
+		F = TPS_PHASE_FORWARD,
+		B = TPS_PHASE_BACKWARD,
+		O = TPS_PHASE_OPTIMIZER
+	};
+	enum {
+		AG = TPS_COMM_ALL_GATHER,
+		AR = TPS_COMM_ALL_REDUCE,
+		RS = TPS_COMM_REDUCE_SCATTER
+	};
 	int n = z->n_params;
 	int64_t c = z->chunk_bytes;
 	bool fsdp = zero->stage == 3;
@@ -3192,16 +3197,15 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 	for (int v_dp = 1; v_dp <= 5; v_dp++) {
 		int dp = v_dp == 5 ? 4 : v_dp;
 		for (int opt = 0; opt < 2; opt++) {
-			struct case_spec c =
-				mlp_training(v_dp == 5 ? 2 : dp, tp, 5, true,
-					     true);
+			struct case_spec c = mlp_training(v_dp == 5 ? 2 : dp,
+							  tp, 5, true, true);
 			struct zero_run ddp;
 			if (v_dp == 5) {
 				c.mesh_ndim = 3;
 				c.dp_mask = 3u;
 			}
-			c.optimizer = opt ? TPS_OPTIMIZER_ADAMW
-					  : TPS_OPTIMIZER_SGD;
+			c.optimizer =
+				opt ? TPS_OPTIMIZER_ADAMW : TPS_OPTIMIZER_SGD;
 			run_training(&c); /* DDP against the reference */
 			ddp = zero_run(&c);
 			for (int v = 0; v < 5; v++) {
@@ -3215,9 +3219,9 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 						  ddp.out.loss[s]);
 				}
 				for (int i = 0; i < z.n_params; i++) {
-					ck_assert(same_values(
-						&z.out.grads[i],
-						&ddp.out.grads[i]));
+					ck_assert(
+						same_values(&z.out.grads[i],
+							    &ddp.out.grads[i]));
 					ck_assert(same_values(
 						&z.out.params_after[i],
 						&ddp.out.params_after[i]));
@@ -3225,8 +3229,8 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 				if (dp == 1) {
 					/* Nothing to shard over: DDP's
 					 * events and bytes. */
-					ck_assert_int_eq(z.counts.dp_collectives,
-							 0);
+					ck_assert_int_eq(
+						z.counts.dp_collectives, 0);
 					ck_assert_int_eq(
 						z.fp.optimizer_state.max,
 						ddp.fp.optimizer_state.max);
@@ -3703,9 +3707,9 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);
-	tcase_add_loop_test(train,
-			    zero_stages_train_as_ddp_does_and_send_what_they_should,
-			    1, 5);
+	tcase_add_loop_test(
+		train, zero_stages_train_as_ddp_does_and_send_what_they_should,
+		1, 5);
 	tcase_add_test(train, master_params_keep_updates_that_bf16_params_lose);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);
