@@ -9,7 +9,8 @@
  *   model, plan, input (shape, then values or init and seed, loaded_on,
  *   and requires_grad in training), init, params (when given), uneven,
  *   sampler, mode, then in training only: steps, loss, target (mse only:
- *   init, seed), optimizer (type and every field of that type), dp_grad;
+ *   init, seed), optimizer (type and every field of that type), dp_grad,
+ *   zero (when given: stage, and its stage's option);
  *   then inject (when given), links (every mesh dim, in mesh order),
  *   device, trace, tolerance (when given, with the keys given: the
  *   defaults add no slack to the error bounds, docs/config.md), dtype
@@ -364,6 +365,18 @@ static void put_training(struct builder *b, cJSON *n,
 	}
 	put_optimizer(b, n, &s->optimizer);
 	put_string(b, n, "dp_grad", tps_dp_grad_names[s->dp_grad]);
+	if (s->zero.stage) {
+		cJSON *z = put_object(b, n, "zero");
+		put_number(b, z, "stage", s->zero.stage);
+		if (s->zero.stage == 3) {
+			put_bool(b, z, "reshard_after_forward",
+				 s->zero.reshard_after_forward);
+		}
+		if (s->zero.stage == 1) {
+			put_bool(b, z, "distributed_optimizer",
+				 s->zero.distributed_optimizer);
+		}
+	}
 }
 
 static void put_cost(struct builder *b, cJSON *n, const struct tps_mesh *mesh,

@@ -1,8 +1,9 @@
 /*
  * The training keys of the config: "steps", "loss", "target", "optimizer",
- * "dp_grad" (docs/design.md sections 2 and 4), and the checks that tie the
- * batch to data parallelism. With "mode": "inference" each training key is an
- * error that says so, rather than a setting silently ignored.
+ * "dp_grad" (docs/design.md sections 2 and 4), "zero" (docs/zero.md), and the
+ * checks that tie the batch to data parallelism. With "mode": "inference" each
+ * training key is an error that says so, rather than a setting silently
+ * ignored.
  */
 #include "config_internal.h"
 
@@ -12,8 +13,8 @@
 
 /* The keys only training reads, in the order they are checked. */
 static const char *const training_keys[] = {
-	"steps",   "loss", "loss_parallel", "target", "optimizer",
-	"dp_grad", NULL};
+	"steps",     "loss",	"loss_parallel", "target",
+	"optimizer", "dp_grad", "zero",		 NULL};
 
 void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 		       enum tps_mode mode)
@@ -352,6 +353,71 @@ static void check_ddp(struct cfg *c, const struct tps_model_spec *spec)
 	}
 }
 
+/* ---- zero ------------------------------------------------------------- */
+
+static void zero_body(struct cfg *c, const cJSON *zero, void *ctx)
+{
+	struct tps_zero_spec *z = ctx;
+	int64_t stage = 0;
+	if (!cfg_int(c, zero, "stage", CFG_REQUIRED, 1, 3, &stage)) {
+		return;
+	}
+	z->stage = (int)stage;
+	if (cfg_get(zero, "reshard_after_forward") && z->stage != 3) {
+		cfg_fail_at(c, "reshard_after_forward", TPS_ERR_INPUT,
+			    "\"reshard_after_forward\" is stage 3's (FSDP's "
+			    "fully_shard): stage %d keeps every parameter "
+			    "whole",
+			    z->stage);
+		return;
+	}
+	if (cfg_get(zero, "distributed_optimizer") && z->stage != 1) {
+		cfg_fail_at(c, "distributed_optimizer", TPS_ERR_INPUT,
+			    "\"distributed_optimizer\" (Megatron's) is a "
+			    "stage 1 option: stage %d reduce_scatters the "
+			    "gradients already",
+			    z->stage);
+		return;
+	}
+	cfg_bool(c, zero, "reshard_after_forward", &z->reshard_after_forward);
+	cfg_bool(c, zero, "distributed_optimizer", &z->distributed_optimizer);
+}
+
+/* ZeRO shards over the dp dims: without one it has nothing to do. */
+static void parse_zero(struct cfg *c, const cJSON *root,
+		       struct tps_model_spec *spec)
+{
+	static const char *const zero_keys[] = {"stage",
+						"reshard_after_forward",
+						"distributed_optimizer", NULL};
+	spec->zero = (struct tps_zero_spec){0, true, false};
+	if (!cfg_object(c, root, "zero", CFG_OPTIONAL, zero_keys, zero_body,
+			&spec->zero) ||
+	    !cfg_ok(c)) {
+		return;
+	}
+	if (!spec->dp_mask) {
+		cfg_fail_at(c, "zero", TPS_ERR_INPUT,
+			    "ZeRO shards over the dp dims, but the config has "
+			    "no \"dp_dim\": expected a dp_dim, or no "
+			    "\"zero\"");
+		return;
+	}
+	/* A tied weight is one parameter of two modules: FSDP2 would put
+	 * both in one fully_shard unit, which tpsim does not model. */
+	for (int i = 0; spec->zero.stage == 3 && i < spec->n_modules; i++) {
+		if (spec->modules[i].tie[0]) {
+			cfg_fail_at(c, "zero", TPS_ERR_INPUT,
+				    "stage 3 shards each module's own "
+				    "parameters, but %s ties its weight to "
+				    "%s's: expected no tie, or stage 1 or 2",
+				    spec->modules[i].name,
+				    spec->modules[i].tie);
+			return;
+		}
+	}
+}
+
 void cfg_parse_training(struct cfg *c, const cJSON *root,
 			struct tps_model_spec *spec)
 {
@@ -367,6 +433,7 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	spec->target_init.seed = 0;
 	spec->optimizer = optimizer_kinds[TPS_OPTIMIZER_SGD].defaults;
 	spec->dp_grad = TPS_DP_GRAD_GLOBAL;
+	spec->zero = (struct tps_zero_spec){0, true, false};
 	if (spec->mode == TPS_MODE_INFERENCE) {
 		for (int i = 0; training_keys[i]; i++) {
 			cfg_training_only(c, root, training_keys[i],
@@ -405,4 +472,5 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	cfg_choice(c, root, "dp_grad", "dp_grad", tps_dp_grad_names, &dp_grad);
 	spec->dp_grad = (enum tps_dp_grad)dp_grad;
 	check_ddp(c, spec);
+	parse_zero(c, root, spec);
 }

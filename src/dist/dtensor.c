@@ -9,29 +9,37 @@
 
 struct tps_placement tps_placement_replicate(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1, false};
+	return (struct tps_placement){TPS_PLACEMENT_REPLICATE, 0, 1, false,
+				      false};
 }
 
 struct tps_placement tps_placement_shard(int dim)
 {
-	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, false};
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, false,
+				      false};
 }
 
 struct tps_placement tps_placement_shard_blocks(int dim, int64_t block)
 {
 	assert(block >= 0);
 	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim,
-				      block > 1 ? block : 1, false};
+				      block > 1 ? block : 1, false, false};
 }
 
 struct tps_placement tps_placement_partial(void)
 {
-	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1, false};
+	return (struct tps_placement){TPS_PLACEMENT_PARTIAL, 0, 1, false,
+				      false};
 }
 
 struct tps_placement tps_placement_shard_flat(int dim)
 {
-	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, true};
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, true, false};
+}
+
+struct tps_placement tps_placement_shard_local(int dim, bool flat)
+{
+	return (struct tps_placement){TPS_PLACEMENT_SHARD, dim, 1, flat, true};
 }
 
 int64_t tps_placement_block(struct tps_placement p)
@@ -45,7 +53,7 @@ bool tps_placement_equal(struct tps_placement a, struct tps_placement b)
 	       (a.kind != TPS_PLACEMENT_SHARD ||
 		(a.dim == b.dim &&
 		 tps_placement_block(a) == tps_placement_block(b) &&
-		 a.flat == b.flat));
+		 a.flat == b.flat && a.local == b.local));
 }
 
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
@@ -54,7 +62,10 @@ char *tps_placement_format(struct tps_placement p, char *buf, size_t size)
 	case TPS_PLACEMENT_REPLICATE: snprintf(buf, size, "replicate"); break;
 	case TPS_PLACEMENT_SHARD:
 		/* Block 1 keeps the spelling of every trace before blocks. */
-		if (p.flat) {
+		if (p.local) {
+			snprintf(buf, size, "shard(%d%s,local)", p.dim,
+				 p.flat ? ",flat" : "");
+		} else if (p.flat) {
 			snprintf(buf, size, "shard(%d,flat)", p.dim);
 		} else if (tps_placement_block(p) == 1) {
 			snprintf(buf, size, "shard(%d)", p.dim);
@@ -96,7 +107,7 @@ bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
 {
 	const char *c;
 	int64_t d, block = 1;
-	bool negative, flat = false;
+	bool negative, flat = false, local = false;
 	if (strcmp(s, "replicate") == 0) {
 		*p = tps_placement_replicate();
 		return true;
@@ -114,11 +125,16 @@ bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
 		return false;
 	}
 	d = negative ? -d : d;
-	if (strcmp(c, ",flat)") == 0) {
+	if (strncmp(c, ",flat", 5) == 0 && (c[5] == ')' || c[5] == ',')) {
 		flat = true;
 		c += 5;
 	}
-	if (strncmp(c, ",block=", 7) == 0 &&
+	if (strcmp(c, ",local)") == 0) {
+		local = true;
+		c += 6;
+	}
+	/* A flat or local shard takes no block. */
+	if (!flat && !local && strncmp(c, ",block=", 7) == 0 &&
 	    !parse_whole(c + 7, 1, TPS_MAX_ELEMENTS, &block, &c)) {
 		return false;
 	}
@@ -126,8 +142,9 @@ bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p)
 		return false;
 	}
 	d = tps_dim_normalize((int)d, ndim);
-	*p = flat ? tps_placement_shard_flat((int)d)
-		  : tps_placement_shard_blocks((int)d, block);
+	*p = local  ? tps_placement_shard_local((int)d, flat)
+	     : flat ? tps_placement_shard_flat((int)d)
+		    : tps_placement_shard_blocks((int)d, block);
 	return true;
 }
 
@@ -175,11 +192,14 @@ void tps_dtensor_local_region(const struct tps_mesh *mesh,
 		offset[d] = 0;
 		length[d] = global->dim[d];
 	}
-	/* Chunk of a chunk, mesh dim by mesh dim in mesh order. */
-	for (int i = 0; i < mesh->ndim; i++) {
+	/* Chunk of a chunk, mesh dim by mesh dim in mesh order; the local
+	 * shards last (the chunk of each rank's local tensor). */
+	for (int k = 0; k < 2 * mesh->ndim; k++) {
 		int64_t start, len;
+		int i = k % mesh->ndim;
 		int d = placements[i].dim, size, index;
-		if (!split_of(mesh, placements, coord, i, &size, &index)) {
+		if (placements[i].local != (k >= mesh->ndim) ||
+		    !split_of(mesh, placements, coord, i, &size, &index)) {
 			continue;
 		}
 		assert(d >= 0 && d < global->ndim);
@@ -218,11 +238,13 @@ enum tps_status tps_dtensor_check_placements(
 		for (int d = 0; d < global->ndim; d++) {
 			length[d] = global->dim[d];
 		}
-		for (int i = 0; i < mesh->ndim; i++) {
+		for (int k = 0; k < 2 * mesh->ndim; k++) {
+			int i = k % mesh->ndim;
 			int d = placements[i].dim, size, index;
 			int64_t block = tps_placement_block(placements[i]);
 			int64_t start;
-			if (!split_of(mesh, placements, coord, i, &size,
+			if (placements[i].local != (k >= mesh->ndim) ||
+			    !split_of(mesh, placements, coord, i, &size,
 				      &index)) {
 				continue;
 			}
@@ -509,13 +531,14 @@ static enum tps_status step(struct tps_dtensor *dt, int i,
 	s.mesh_dim = i;
 	s.before = from;
 	s.after = to;
-	if (from.flat || to.flat) {
-		/* Only distribute makes one: a step on one of its mesh dims
-		 * would split or gather a single dim of the group. */
+	if (from.flat || to.flat || from.local || to.local) {
+		/* Only distribute (and ZeRO, docs/zero.md) makes one: a step on
+		 * one of its mesh dims would split or gather a single dim of
+		 * the group. */
 		return tps_error_set(
 			err, TPS_ERR_UNSUPPORTED,
 			"redistribute %s -> %s on mesh dim \"%s\": a flat "
-			"shard is made by distribute only",
+			"or local shard is made by distribute or ZeRO only",
 			tps_placement_format(from, a, sizeof a),
 			tps_placement_format(to, b, sizeof b),
 			dt->mesh->dim_names[i]);

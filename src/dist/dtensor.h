@@ -21,10 +21,19 @@
  *              dims is split so; only distribute makes it (redistribute
  *              refuses to change it).
  *
+ *   shard(d,local), shard(d,flat,local)
+ *              split after every other mesh dim, whatever the mesh order:
+ *              each rank's chunk of its local tensor, as ZeRO and FSDP2
+ *              shard a TP shard over dp (FSDP2's _StridedShard,
+ *              docs/zero.md). Rank (dp i, tp j) of a colwise weight holds
+ *              chunk i of tp chunk j. Only ZeRO makes one (redistribute
+ *              refuses to change it).
+ *
  * Several mesh dims may shard the same tensor dim: the split is applied mesh
- * dim by mesh dim in mesh order (DTensor's order), so each rank's local
- * region is a chunk of a chunk (tps_dtensor_local_region); a flat group
- * counts as one step, at its first mesh dim.
+ * dim by mesh dim in mesh order (DTensor's order), the local shards last,
+ * so each rank's local region is a chunk of a chunk
+ * (tps_dtensor_local_region); a flat group counts as one step, at its first
+ * mesh dim.
  *
  * Redistribution (the algebra of docs/design.md section 2):
  *   partial  -> replicate   all_reduce (sum)
@@ -63,6 +72,11 @@ struct tps_placement {
 	/* shard: one of a flattened group's mesh dims (shard(d,flat)); then
 	 * block is 1. */
 	bool flat;
+	/* shard: split after every non-local mesh dim, whatever the mesh
+	 * order (shard(d,local), or shard(d,flat,local) over a flattened
+	 * group): a chunk of each rank's local tensor, as FSDP2's
+	 * _StridedShard is of a TP shard (docs/zero.md); block 1. */
+	bool local;
 };
 
 /* Every constructor gives block 1. */
@@ -74,26 +88,31 @@ struct tps_placement tps_placement_shard_blocks(int dim, int64_t block);
 struct tps_placement tps_placement_partial(void);
 /* shard(dim,flat): see the top of this file. */
 struct tps_placement tps_placement_shard_flat(int dim);
+/* shard(dim,local), or shard(dim,flat,local) with flat. */
+struct tps_placement tps_placement_shard_local(int dim, bool flat);
 /* A shard's block (>= 1); 1 for replicate and partial. */
 int64_t tps_placement_block(struct tps_placement p);
 /* Same kind; for shards also the same dim, block and flatness. */
 bool tps_placement_equal(struct tps_placement a, struct tps_placement b);
 /* "replicate", "shard(1)", "shard(1,block=2)" (block > 1 only),
- * "shard(0,flat)", "partial" into buf (32 bytes suffice). Returns buf. */
+ * "shard(0,flat)", "shard(0,local)", "shard(0,flat,local)", "partial" into
+ * buf (32 bytes suffice). Returns buf. */
 char *tps_placement_format(struct tps_placement p, char *buf, size_t size);
 /*
  * Reads what tps_placement_format writes, for a tensor of ndim dims:
  * "replicate", "partial", "shard(d)", "shard(d,block=b)" and
- * "shard(d,flat)" with d a dim (negative counts from the end; normalised)
+ * "shard(d,flat)", "shard(d,local)", "shard(d,flat,local)" with d a dim
+ * (negative counts from the end; normalised)
  * and b a whole number from 1 to 2^31, no spaces. Returns false, *p
  * untouched, on anything else.
  */
 bool tps_placement_parse(const char *s, int ndim, struct tps_placement *p);
 /* What tps_placement_parse reads, for the message of a reader that
  * refuses a placement string. */
-#define TPS_PLACEMENT_FORMS                                                   \
-	"replicate, partial or shard(d) (or shard(d,block=b), shard(d,flat)) " \
-	"with d a dim of the global shape"
+#define TPS_PLACEMENT_FORMS                                                    \
+	"replicate, partial or shard(d) (or shard(d,block=b), shard(d,flat), " \
+	"shard(d,local), shard(d,flat,local)) with d a dim of the global "     \
+	"shape"
 
 struct tps_dtensor {
 	const struct tps_mesh *mesh; /* not owned */

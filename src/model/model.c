@@ -347,6 +347,9 @@ static enum tps_status init_model(struct tps_model *model,
 	job.meta = meta;
 	st = tps_pool_try(spec->mesh.pool, m.n_params, make_param_item, &job,
 			  err);
+	if (st == TPS_OK) {
+		st = tps_model_fsdp_shard(&m, err);
+	}
 out:
 	free(job.param_specs);
 	if (st != TPS_OK) {
@@ -409,6 +412,7 @@ void tps_model_free(struct tps_model *model)
 		tps_bound_free(&p->ref_grad_bound);
 		tps_bound_free(&p->ref_master_bound);
 		tps_dtensor_free(&p->master);
+		tps_dtensor_free(&p->fsdp_shard);
 		tps_tensor_free(&p->ref_master);
 		for (int k = 0; k < 2; k++) {
 			tps_dtensor_free(&p->state[k]);
@@ -640,6 +644,13 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
 		const struct tps_param *p = &model->params[i];
 		const struct tps_dtensor *of[4] = {&p->value, &p->grad,
 						   &p->state[0], &p->state[1]};
+		/* Megatron's distributed optimizer reduce_scatters into a
+		 * full-size gradient buffer: the rank holds the whole
+		 * tp-local gradient's bytes, not only its shard's. */
+		if (model->spec->zero.distributed_optimizer && model->dp > 1 &&
+		    p->grad.locals) {
+			of[1] = &p->value;
+		}
 		for (int k = 0; k < 4; k++) {
 			for (int r = 0; of[k]->locals && r < world; r++) {
 				held[r][k < 2 ? k : 2] += local_bytes(of[k], r);

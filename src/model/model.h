@@ -106,6 +106,13 @@ void tps_model_free(struct tps_model *model);
 enum tps_status tps_model_plan_dropout(struct tps_model *model,
 				       struct tps_error *err);
 
+/* ZeRO stage 3 (FSDP, docs/zero.md), in training over a dp size of 2 or
+ * more: each parameter's value becomes each rank's shard(0,local) of its
+ * tp-local tensor, as fully_shard does (a local chunk, no collective).
+ * Otherwise nothing. On error the model is only fit to be freed. */
+enum tps_status tps_model_fsdp_shard(struct tps_model *model,
+				     struct tps_error *err);
+
 /*
  * One optimizer step of one parameter's values p (a rank's shard, or the
  * reference's global value) from grad and its state arrays, in the dtypes
@@ -308,9 +315,13 @@ struct tps_model_figure {
  * What each rank holds, in bytes of float32 (4 per element; shapes only,
  * so meta and real models alike), over the ranks:
  *   params            the rank's shards and copies of every parameter
- *   grads             their gradients (training, after a step)
+ *   grads             their gradients (training, after a step); under ZeRO
+ *                     stage 2 the rank's dp shard of each, and with
+ *                     Megatron's distributed optimizer the full-size
+ *                     buffer it reduce_scatters into (docs/zero.md)
  *   optimizer_state   the optimizer's state on the rank's shards (sgd with
- *                     momentum: 1 tensor per parameter, adamw: 2)
+ *                     momentum: 1 tensor per parameter, adamw: 2); under
+ *                     ZeRO, on the rank's dp shard of each
  *   saved             what forward keeps for backward (model.saved_bytes)
  *   output            the model output alive at the end of forward
  *   activations       saved + output: the peak of activations between

@@ -573,9 +573,193 @@ static enum tps_status dp_average(const struct tps_nn_context *ctx,
 	ev.tensor = name;
 	ev.mask = mask;
 	ev.bytes_per_rank = report.bytes_per_rank;
-	ev.note = "DDP averages the gradient over dp (sum, then / dp)";
+	ev.note =
+		model->spec->zero.stage
+			? "ZeRO stage 1 averages the whole gradient over dp "
+			  "(sum, then / dp), as DDP does; each rank then "
+			  "updates only its shard"
+			: "DDP averages the gradient over dp (sum, then / dp)";
 	ev.value = &p->grad;
 	ev.dtype = dt.store;
+	return tps_event_emit(ctx->sink, &ev, err);
+}
+
+/* ---- ZeRO (docs/zero.md) ----------------------------------------------- */
+
+/* The placements of a ZeRO shard of a tensor laid out as `like`: its own
+ * on the tp dim (and any other), shard(0,local) on each dp dim (flat over
+ * several): each rank's chunk of its tp-local tensor's dim 0. */
+static void zero_placements(const struct tps_model_spec *spec,
+			    const struct tps_dtensor *like,
+			    struct tps_placement *out)
+{
+	bool flat = __builtin_popcount(spec->dp_mask) > 1;
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		out[i] = spec->dp_mask & (1u << i)
+				 ? tps_placement_shard_local(0, flat)
+				 : like->placements[i];
+	}
+}
+
+/* Rank r's shard of a tp-local tensor t: rows [*start, *start + *rows)
+ * of its dim 0, by the chunk rule over the flattened dp group. */
+static void zero_rows(const struct tps_model *model, const struct tps_tensor *t,
+		      int r, int64_t *start, int64_t *rows)
+{
+	const struct tps_model_spec *spec = model->spec;
+	tps_chunk_range(t->shape.dim[0], model->dp,
+			tps_mesh_local_rank(&spec->mesh, spec->dp_mask, r),
+			start, rows);
+}
+
+/* Stage 2 and the distributed optimizer: the gradient averaged over dp
+ * and scattered, each rank keeping the average of its shard's rows (the
+ * sum in all_reduce's order: the DDP run's bits). */
+static enum tps_status zero_reduce_scatter(const struct tps_nn_context *ctx,
+					   const struct tps_model *model,
+					   struct tps_param *p,
+					   struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_comm_report report;
+	struct tps_event ev = {0};
+	char name[TPS_NAME_MAX + 16];
+	struct tps_comm_dtypes dt = {ctx->dtypes.of[TPS_ROLE_REDUCE],
+				     ctx->dtypes.of[TPS_ROLE_GRADS]};
+	enum tps_status st = tps_comm_reduce_scatter(
+		ctx->mesh, spec->dp_mask, p->grad.locals, TPS_REDUCE_AVG, dt, 0,
+		&report, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	zero_placements(spec, &p->value, p->grad.placements);
+	snprintf(name, sizeof name, "%s.grad", p->name);
+	ev.step = ctx->step;
+	ev.phase = ctx->phase;
+	ev.kind = TPS_EVENT_COLLECTIVE;
+	ev.module = p->module;
+	ev.op = tps_comm_op_name(TPS_COMM_REDUCE_SCATTER);
+	ev.tensor = name;
+	ev.mask = spec->dp_mask;
+	ev.bytes_per_rank = report.bytes_per_rank;
+	ev.note = spec->zero.distributed_optimizer
+			  ? "Megatron's distributed optimizer reduce_scatters "
+			    "the gradient over dp (sum, then / dp) into its "
+			    "full-size buffer: each rank keeps the average of "
+			    "its shard's rows"
+			  : "ZeRO stage 2 reduce_scatters the gradient over dp "
+			    "(sum, then / dp): each rank keeps the average of "
+			    "its shard's rows";
+	ev.value = &p->grad;
+	ev.dtype = dt.store;
+	return tps_event_emit(ctx->sink, &ev, err);
+}
+
+/* Rank r's shard of like's tp-local tensor: zeroed (state), or a copy of
+ * its rows (the master copy). */
+struct shard_job {
+	const struct tps_model *model;
+	const struct tps_dtensor *like;
+	bool copy;
+};
+
+static enum tps_status shard_rank(void *opaque, int r, struct tps_tensor *out,
+				  struct tps_error *err)
+{
+	const struct shard_job *job = opaque;
+	const struct tps_tensor *t = &job->like->locals[r];
+	struct tps_shape shape = t->shape;
+	int64_t start, rows;
+	zero_rows(job->model, t, r, &start, &rows);
+	if (job->copy) {
+		return tps_tensor_narrow(out, t, 0, start, rows, err);
+	}
+	shape.dim[0] = rows;
+	return tps_tensor_init_like(out, &shape, t, err);
+}
+
+static enum tps_status zero_shard_of(struct tps_dtensor *out,
+				     const struct tps_model *model,
+				     const struct tps_dtensor *like, bool copy,
+				     struct tps_error *err)
+{
+	struct tps_placement pl[TPS_MAX_MESH_DIMS];
+	struct shard_job job = {model, like, copy};
+	zero_placements(model->spec, like, pl);
+	return tps_dtensor_map(out, like->mesh, &like->global, pl, shard_rank,
+			       &job, err);
+}
+
+enum tps_status tps_model_fsdp_shard(struct tps_model *model,
+				     struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	enum tps_status st = TPS_OK;
+	if (spec->mode != TPS_MODE_TRAINING || spec->zero.stage != 3 ||
+	    model->dp < 2) {
+		return TPS_OK;
+	}
+	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
+		struct tps_param *p = &model->params[i];
+		struct tps_dtensor shard = {0};
+		st = zero_shard_of(&shard, model, &p->value, true, err);
+		if (st == TPS_OK) {
+			tps_dtensor_free(&p->value);
+			p->value = shard;
+			p->fsdp_mask = spec->dp_mask;
+			p->fsdp_reshard = spec->zero.reshard_after_forward;
+		}
+	}
+	return st;
+}
+
+/* After each rank updated its shard's rows of the parameter: every rank's
+ * rows gathered over dp into its tp-local parameter. The update event
+ * shows the shards, the all_gather the whole parameter. */
+static enum tps_status zero_gather_params(const struct tps_nn_context *ctx,
+					  const struct tps_model *model,
+					  struct tps_param *p,
+					  struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_comm_report report;
+	struct tps_event ev = {0};
+	struct tps_dtensor shards = {0};
+	enum tps_status st =
+		zero_shard_of(&shards, model, &p->value, true, err);
+	if (st == TPS_OK) {
+		st = tps_nn_emit_compute(
+			ctx, p->module,
+			tps_optimizer_type_names[spec->optimizer.type], p->name,
+			tps_optim_note(&spec->optimizer), &shards, 0, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_comm_all_gather(ctx->mesh, spec->dp_mask,
+					 shards.locals, 0, &report, err);
+	}
+	for (int r = 0; st == TPS_OK && r < ctx->mesh->world_size; r++) {
+		struct tps_tensor *t = &p->value.locals[r];
+		if (t->data) {
+			memcpy(t->data, shards.locals[r].data,
+			       (size_t)tps_tensor_numel(t) * sizeof(float));
+		}
+	}
+	tps_dtensor_free(&shards);
+	if (st != TPS_OK) {
+		return st;
+	}
+	ev.step = ctx->step;
+	ev.phase = ctx->phase;
+	ev.kind = TPS_EVENT_COLLECTIVE;
+	ev.module = p->module;
+	ev.op = tps_comm_op_name(TPS_COMM_ALL_GATHER);
+	ev.tensor = p->name;
+	ev.mask = spec->dp_mask;
+	ev.bytes_per_rank = report.bytes_per_rank;
+	ev.note = "ZeRO: each dp rank updated its shard; the all_gather gives "
+		  "every rank the whole updated parameter";
+	ev.value = &p->value;
+	ev.dtype = spec->dtypes.of[TPS_ROLE_PARAMS];
 	return tps_event_emit(ctx->sink, &ev, err);
 }
 
@@ -585,6 +769,11 @@ struct update_job {
 	struct tps_param *p;
 	int states;
 	const struct tps_dtypes *dtypes;
+	/* ZeRO: the model, when each rank updates only its shard's rows
+	 * (its state and master copy are of the shard; its gradient too
+	 * when grad_sharded); NULL: the whole tp-local tensor. */
+	const struct tps_model *zero;
+	bool grad_sharded;
 };
 
 static enum tps_status zero_like_rank(void *opaque, int r,
@@ -608,6 +797,29 @@ static enum tps_status update_rank(void *opaque, int r, struct tps_error *err)
 	for (int k = 0; k < job->states; k++) {
 		state[k] = p->state[k].locals[r].data;
 	}
+	if (job->zero) {
+		/* The shard's rows of the parameter (and of the gradient,
+		 * when all_reduce left it whole): a view. */
+		struct tps_tensor view = p->value.locals[r];
+		const float *grad = p->grad.locals[r].data;
+		int64_t start, rows, inner;
+		zero_rows(job->zero, &view, r, &start, &rows);
+		inner = view.shape.dim[0]
+				? tps_tensor_numel(&view) / view.shape.dim[0]
+				: 0;
+		view.shape.dim[0] = rows;
+		view.data = rows ? view.data + start * inner : NULL;
+		if (!job->grad_sharded && grad) {
+			grad += start * inner;
+		}
+		if (rows) {
+			tps_model_update(job->opt, job->t, job->dtypes, &view,
+					 p->master.locals ? &p->master.locals[r]
+							  : NULL,
+					 grad, state);
+		}
+		return TPS_OK;
+	}
 	tps_model_update(job->opt, job->t, job->dtypes, &p->value.locals[r],
 			 p->master.locals ? &p->master.locals[r] : NULL,
 			 p->grad.locals[r].data, state);
@@ -628,40 +840,64 @@ static enum tps_status optimizer(struct tps_model *model,
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_nn_context ctx =
 		context(model, sink, step, TPS_PHASE_OPTIMIZER);
-	struct update_job job = {&spec->optimizer, step + 1, NULL,
+	struct update_job job = {&spec->optimizer,
+				 step + 1,
+				 NULL,
 				 tps_optim_state_count(&spec->optimizer),
-				 &spec->dtypes};
+				 &spec->dtypes,
+				 NULL,
+				 false};
 	bool master = spec->dtypes.of[TPS_ROLE_MASTER_PARAMS] !=
 		      spec->dtypes.of[TPS_ROLE_PARAMS];
+	/* ZeRO over a dp size of 1 shards nothing: DDP's step, which
+	 * spends no collective either. Stage 3 (FSDP) holds the shards
+	 * already, their gradients reduce_scattered in backward: each rank
+	 * updates what it holds, as without ZeRO, and gathers nothing. */
+	bool fsdp = spec->zero.stage == 3 && model->dp > 1;
+	bool zero = spec->zero.stage > 0 && model->dp > 1 && !fsdp;
 	enum tps_status st = TPS_OK;
 
+	job.zero = zero ? model : NULL;
+	job.grad_sharded = zero && (spec->zero.stage >= 2 ||
+				    spec->zero.distributed_optimizer);
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
 		struct tps_param *p = &model->params[i];
-		if (model->dp > 1) {
+		if (job.grad_sharded) {
+			st = zero_reduce_scatter(&ctx, model, p, err);
+		} else if (model->dp > 1 && !fsdp) {
 			st = dp_average(&ctx, model, p, err);
 		}
 		/* State is made at the first step, zeroed, shaped like the
-		 * parameter on every rank. */
+		 * parameter on every rank (under ZeRO, like its shard). */
 		for (int k = 0; k < job.states && st == TPS_OK; k++) {
 			if (!p->state[k].locals) {
-				st = tps_dtensor_map(
-					&p->state[k], ctx.mesh,
-					&p->value.global, p->value.placements,
-					zero_like_rank, &p->value, err);
+				st = zero ? zero_shard_of(&p->state[k], model,
+							  &p->value, false, err)
+					  : tps_dtensor_map(&p->state[k],
+							    ctx.mesh,
+							    &p->value.global,
+							    p->value.placements,
+							    zero_like_rank,
+							    &p->value, err);
 			}
 		}
 		/* The master copy, from the parameter at the first step. */
 		if (st == TPS_OK && master && !p->master.locals) {
-			st = tps_dtensor_map(
-				&p->master, ctx.mesh, &p->value.global,
-				p->value.placements, copy_rank, &p->value, err);
+			st = zero ? zero_shard_of(&p->master, model, &p->value,
+						  true, err)
+				  : tps_dtensor_map(&p->master, ctx.mesh,
+						    &p->value.global,
+						    p->value.placements,
+						    copy_rank, &p->value, err);
 		}
 		job.p = p;
 		if (st == TPS_OK) {
 			st = tps_mesh_for_each_rank(ctx.mesh, update_rank, &job,
 						    err);
 		}
-		if (st == TPS_OK) {
+		if (st == TPS_OK && zero) {
+			st = zero_gather_params(&ctx, model, p, err);
+		} else if (st == TPS_OK) {
 			st = tps_nn_emit_compute(
 				&ctx, p->module,
 				tps_optimizer_type_names[spec->optimizer.type],

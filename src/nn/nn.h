@@ -131,6 +131,14 @@ struct tps_param {
 	 * the parameter is then its rounding. Empty otherwise. */
 	struct tps_dtensor master;
 	struct tps_tensor ref_master;
+	/* ZeRO stage 3 / FSDP (docs/zero.md): the dp dims value is sharded
+	 * over between uses (0: none), each rank holding shard(0,local) of
+	 * its tp-local tensor; whether forward frees the gathered value
+	 * (reshard_after_forward); and, while value holds it gathered, the
+	 * shard. tps_nn_module_forward and _backward gather and free it. */
+	unsigned fsdp_mask;
+	bool fsdp_reshard;
+	struct tps_dtensor fsdp_shard;
 };
 
 #define TPS_MODULE_MAX_PARAMS 2
@@ -421,6 +429,21 @@ enum tps_status tps_nn_forward_end(const struct tps_nn_context *ctx,
  */
 /* The module after m and its descendants. */
 struct tps_module *tps_module_next(struct tps_module *m);
+/* m->ops->forward and ->backward, as every sequence and container calls
+ * them: under FSDP (a parameter's fsdp_mask), each of m's own parameters
+ * is all-gathered over dp first (an event), and freed after (forward:
+ * when fsdp_reshard; backward: always, its gradient then reduce_scattered
+ * over dp, an event). Otherwise just the op. Contracts as the ops'. */
+enum tps_status tps_nn_module_forward(const struct tps_nn_context *ctx,
+				      struct tps_module *m,
+				      struct tps_dtensor *x,
+				      struct tps_dtensor *y,
+				      struct tps_error *err);
+enum tps_status tps_nn_module_backward(const struct tps_nn_context *ctx,
+				       struct tps_module *m,
+				       struct tps_dtensor *dy,
+				       struct tps_dtensor *dx,
+				       struct tps_error *err);
 /* Whether m or any of its descendants has parameters. */
 bool tps_module_trains(const struct tps_module *m);
 /* Forward through the sequence: *x is consumed, *y made. */

@@ -337,7 +337,7 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 		st = tps_dtensor_copy(&xi, x, err);
 		if (st == TPS_OK) {
 			struct tps_module *c = child(m, i);
-			st = c->ops->forward(ctx, c, &xi, &qkv[i], err);
+			st = tps_nn_module_forward(ctx, c, &xi, &qkv[i], err);
 		}
 		tps_dtensor_free(&xi);
 	}
@@ -371,7 +371,7 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);
-		st = o->ops->forward(ctx, o, &a, &out, err);
+		st = tps_nn_module_forward(ctx, o, &a, &out, err);
 	}
 	/* Its input is its children's: what it keeps is q, k and v. */
 	if (st == TPS_OK && ctx->save) {
@@ -435,7 +435,7 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 	snprintf(in_grad, sizeof in_grad, "%s.in.grad", s->name);
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);
-		st = o->ops->backward(ctx, o, dy, &da, err);
+		st = tps_nn_module_backward(ctx, o, dy, &da, err);
 	} else {
 		tps_dtensor_free(dy);
 	}
@@ -481,8 +481,8 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 		struct tps_module *c = child(m, i);
 		c->keep_partial_dx = true;
 		if (st == TPS_OK) {
-			st = c->ops->backward(ctx, c, &dqkv[i],
-					      dx ? &dxs[i] : NULL, err);
+			st = tps_nn_module_backward(ctx, c, &dqkv[i],
+						    dx ? &dxs[i] : NULL, err);
 		} else {
 			tps_dtensor_free(&dqkv[i]);
 			tps_module_free_saved(c);

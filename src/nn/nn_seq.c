@@ -122,7 +122,7 @@ enum tps_status tps_nn_forward_seq(const struct tps_nn_context *ctx,
 			st = prepare(ctx, m, &cur, true, err);
 		}
 		if (st == TPS_OK) {
-			st = m->ops->forward(ctx, m, &cur, &out, err);
+			st = tps_nn_module_forward(ctx, m, &cur, &out, err);
 		}
 		if (st == TPS_OK) {
 			tps_dtensor_free(&cur);
@@ -166,7 +166,7 @@ static enum tps_status backward_one(const struct tps_nn_context *ctx,
 	 * shards, as PyTorch's autograd does), not first to replicate. */
 	m->keep_partial_dx =
 		keep_partial || s->style == TPS_STYLE_PREPARE_INPUT;
-	st = m->ops->backward(ctx, m, dy, dx, err);
+	st = tps_nn_module_backward(ctx, m, dy, dx, err);
 	m->keep_partial_dx = false;
 	if (st == TPS_OK && dx && s->style == TPS_STYLE_PREPARE_INPUT) {
 		snprintf(name, sizeof name, "%s.in.grad", s->name);

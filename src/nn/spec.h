@@ -208,6 +208,21 @@ enum tps_dp_grad {
 };
 extern const char *const tps_dp_grad_names[];
 
+/* ZeRO over the dp dims (docs/zero.md): stage 0 is none (plain DDP). Each
+ * parameter's tp-local tensor is sharded on dim 0 over the flattened dp
+ * group by the chunk rule: stage 1 shards the optimizer state (and the
+ * master copy), 2 also the gradients, 3 also the parameters. */
+struct tps_zero_spec {
+	int stage; /* 0..3 */
+	/* Stage 3: free each gathered parameter after its forward and
+	 * gather it again before its backward (fully_shard's default). */
+	bool reshard_after_forward;
+	/* Stage 1: Megatron's distributed optimizer, the gradient
+	 * reduce_scattered (into a full-size buffer) instead of
+	 * all_reduced. */
+	bool distributed_optimizer;
+};
+
 /* Where the input batch is loaded. */
 enum tps_input_source {
 	TPS_INPUT_EVERY_RANK, /* every rank's data loader yields its dp part */
@@ -440,6 +455,7 @@ struct tps_model_spec {
 	int64_t classes;
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
+	struct tps_zero_spec zero;
 	/* The dtype of each role ("dtype"); float32 everywhere unless
 	 * given. */
 	struct tps_dtypes dtypes;

@@ -875,8 +875,8 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		 1,
 		 "/events/3/placements/0: expected replicate, partial or "
 		 "shard(d) "
-		 "(or shard(d,block=b), shard(d,flat)) with d a dim of the "
-		 "global shape, got "
+		 "(or shard(d,block=b), shard(d,flat), shard(d,local), "
+		 "shard(d,flat,local)) with d a dim of the global shape, got "
 		 "\"shard(5)\""},
 		{{{"\"placements\":[\"replicate\"],\"global_shape\":[2,2],"
 		   "\"bytes",

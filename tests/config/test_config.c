@@ -1457,6 +1457,58 @@ static const struct bad_config bad_configs[] = {
 	    "every dp rank, but dp rank 1 of 4 gets none of the batch of 2 "
 	    "(chunk_of_chunks sampler)"),
 
+	/* ZeRO (docs/zero.md): over the dp dims, in training, stage 1-2. */
+	BAD(TRAIN ",'zero':{'stage':2}}", TPS_ERR_INPUT,
+	    "cfg.json: /zero: ZeRO shards over the dp dims, but the config "
+	    "has no \"dp_dim\": expected a dp_dim, or no \"zero\""),
+	BAD(DP_BATCH("4") ",'zero':{'stage':1}}", TPS_ERR_INPUT,
+	    "cfg.json: /zero: \"zero\" needs \"mode\": \"training\" (this "
+	    "config runs inference)"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':4}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: out of range (expected 1 to 3, got 4)"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':0}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: out of range (expected 1 to 3, got 0)"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':'2'}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: expected an integer, got string "
+	    "\"2\""),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{}}", TPS_ERR_INPUT,
+	    "cfg.json: /zero/stage: missing"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':2}", TPS_ERR_INPUT,
+	    "cfg.json: /zero: expected an object, got 2"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':1,'bucket':1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/bucket: unknown key \"bucket\" "
+	    "(expected one of: stage, reshard_after_forward, "
+	    "distributed_optimizer)"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':2,"
+			  "'reshard_after_forward':false}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/reshard_after_forward: \"reshard_after_forward\" "
+	    "is stage 3's (FSDP's fully_shard): stage 2 keeps every parameter "
+	    "whole"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':2,"
+			  "'distributed_optimizer':true}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/distributed_optimizer: \"distributed_optimizer\" "
+	    "(Megatron's) is a stage 1 option: stage 2 reduce_scatters the "
+	    "gradients already"),
+	BAD(DP_BATCH("4") ",'mode':'training','zero':{'stage':1,"
+			  "'distributed_optimizer':1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero/distributed_optimizer: "
+	    "expected true or false, got 1"),
+	BAD("{'tpsim':1," MESH_DP_TP ",'dp_dim':'dp','model':[{'name':'tok',"
+	    "'type':'embedding','num_embeddings':6,'embedding_dim':4},{'name':"
+	    "'head','type':'linear','in_features':4,'out_features':6,'bias':"
+	    "false,'tie':'tok'}],'input':{'shape':[2,3],'init':'tokens'},"
+	    "'mode':'training','zero':{'stage':3}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /zero: stage 3 shards each module's own parameters, but "
+	    "head ties its weight to tok's: expected no tie, or stage 1 or 2"),
+
 	/* Several dp dims, strict_tp_innermost. */
 	BAD(MESH_DP_CP_TP ",'dp_dim':['cp','dp']}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim/1: \"dp\" (mesh dim 0) comes after \"cp\" (mesh "
@@ -3177,6 +3229,10 @@ START_TEST(normalized_config_parses_to_itself)
 		BASE ",'dtype':'bfloat16'}",
 		TRAIN ",'dtype':{'default':'bfloat16','master_params':"
 		      "'float32','reduce':'float32','grads':'float16'}}",
+		DP_BATCH("4") ",'mode':'training','zero':{'stage':2}}",
+		DP_BATCH("4") ",'mode':'training','zero':{'stage':1}}",
+		DP_BATCH("4") ",'mode':'training','zero':{'stage':3,"
+			      "'reshard_after_forward':false}}",
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -3461,6 +3517,35 @@ START_TEST(training_defaults_land_in_spec)
 	ck_assert_int_eq(m->input_source, TPS_INPUT_EVERY_RANK);
 	ck_assert_int_eq(m->sampler, TPS_SAMPLER_CHUNK);
 	ck_assert(!m->strict_tp_innermost);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(zero_lands_in_spec_with_its_stage_options)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_model_spec *m = &spec.model;
+	parse_ok(DP_BATCH("4") ",'mode':'training'}", &spec);
+	ck_assert_int_eq(m->zero.stage, 0);
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("4") ",'mode':'training','zero':{'stage':2}}", &spec);
+	ck_assert_int_eq(m->zero.stage, 2);
+	ck_assert(!m->zero.distributed_optimizer);
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("4") ",'mode':'training','zero':{'stage':1,"
+			       "'distributed_optimizer':true}}",
+		 &spec);
+	ck_assert_int_eq(m->zero.stage, 1);
+	ck_assert(m->zero.distributed_optimizer);
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("4") ",'mode':'training','zero':{'stage':3}}", &spec);
+	ck_assert_int_eq(m->zero.stage, 3);
+	ck_assert(m->zero.reshard_after_forward); /* fully_shard's default */
+	tps_run_spec_free(&spec);
+	parse_ok(DP_BATCH("4") ",'mode':'training','zero':{'stage':3,"
+			       "'reshard_after_forward':false}}",
+		 &spec);
+	ck_assert(!m->zero.reshard_after_forward);
 	tps_run_spec_free(&spec);
 }
 END_TEST
@@ -4071,6 +4156,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("training");
 	tcase_add_test(tc, training_defaults_land_in_spec);
+	tcase_add_test(tc, zero_lands_in_spec_with_its_stage_options);
 	tcase_add_test(tc, adamw_gets_pytorchs_defaults);
 	tcase_add_test(tc, explicit_training_settings_land_in_spec);
 	tcase_add_test(tc, loaded_on_is_valid_in_inference);

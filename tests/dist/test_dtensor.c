@@ -149,6 +149,48 @@ START_TEST(region_over_a_flat_group_is_one_chunk)
 }
 END_TEST
 
+START_TEST(local_shard_is_a_chunk_of_each_rank_local_tensor)
+{
+	/* ZeRO over dp of a colwise weight (docs/zero.md): on a (2,3) mesh
+	 * (dp, tp) with shard(0,local) on dp and shard(0) on tp, 13 rows are
+	 * split by tp first, 5, 5, 3, then each tp shard by dp: 3, 2 | 3, 2
+	 * | 2, 1. Rank (dp i, tp j) = 3 i + j. Plain shard(0) on both would
+	 * split dp first (region_is_a_chunk_of_a_chunk). */
+	struct tps_mesh m = mesh2(2, 3);
+	const int64_t d[2] = {13, 2};
+	struct tps_shape g = tps_shape_make(2, d);
+	struct tps_placement p[2] = {tps_placement_shard_local(0, false),
+				     tps_placement_shard(0)};
+	const int64_t off[6] = {0, 5, 10, 3, 8, 12};
+	const int64_t len[6] = {3, 3, 2, 2, 2, 1};
+	/* Over the flattened (dp, cp) group of a (2,2,2) mesh, with tp on
+	 * dim 1: 5 rows are one chunk over 4, 2, 2, 1, 0. */
+	struct tps_mesh m3 = mesh3(2, 2, 2);
+	const int64_t d3[2] = {5, 4};
+	struct tps_shape g3 = tps_shape_make(2, d3);
+	struct tps_placement p3[3] = {tps_placement_shard_local(0, true),
+				      tps_placement_shard_local(0, true),
+				      tps_placement_shard(1)};
+	const int64_t off3[4] = {0, 2, 4, 5}, len3[4] = {2, 2, 1, 0};
+	ck_assert_int_eq(tps_dtensor_check_placements(&m, &g, p, NULL), TPS_OK);
+	for (int r = 0; r < 6; r++) {
+		int64_t o[2], l[2];
+		tps_dtensor_local_region(&m, &g, p, r, o, l);
+		ck_assert_int_eq(o[0], off[r]);
+		ck_assert_int_eq(l[0], len[r]);
+		ck_assert_int_eq(l[1], 2);
+	}
+	for (int r = 0; r < 8; r++) {
+		int64_t o[2], l[2];
+		tps_dtensor_local_region(&m3, &g3, p3, r, o, l);
+		ck_assert_int_eq(o[0], off3[r / 2]);
+		ck_assert_int_eq(l[0], len3[r / 2]);
+		ck_assert_int_eq(o[1], 2 * (r % 2));
+		ck_assert_int_eq(l[1], 2);
+	}
+}
+END_TEST
+
 START_TEST(flat_shards_round_trip_and_are_not_redistributed)
 {
 	/* distribute and full_tensor take a flat shard; redistribute, which
@@ -184,9 +226,11 @@ START_TEST(flat_shards_round_trip_and_are_not_redistributed)
 	ck_assert_int_eq(tps_dtensor_redistribute(&dt, gathered, TPS_COMM_F32,
 						  NULL, NULL, &err),
 			 TPS_ERR_UNSUPPORTED);
-	ck_assert_str_eq(err.message,
-			 "redistribute shard(0,flat) -> replicate on mesh dim "
-			 "\"dp\": a flat shard is made by distribute only");
+	ck_assert_str_eq(
+		err.message,
+		"redistribute shard(0,flat) -> replicate on mesh dim "
+		"\"dp\": a flat or local shard is made by distribute or "
+		"ZeRO only");
 	tps_dtensor_free(&dt);
 	tps_tensor_free(&g);
 }
@@ -932,6 +976,8 @@ static Suite *dtensor_suite(void)
 	tcase_add_test(region, product_needs_one_layout);
 	tcase_add_test(region, rope_positions_follow_sequence_shards);
 	tcase_add_test(region, region_over_a_flat_group_is_one_chunk);
+	tcase_add_test(region,
+		       local_shard_is_a_chunk_of_each_rank_local_tensor);
 	tcase_add_test(region,
 		       flat_shards_round_trip_and_are_not_redistributed);
 	tcase_add_test(region, distribute_then_full_tensor_round_trips);

@@ -41,6 +41,9 @@ struct counts {
 	/* Tied embeddings: the sums of the two uses' gradients, and the
 	 * optimizer's updates of each parameter (compute events). */
 	int tied_sums, updates;
+	/* Bytes per rank of the collectives over the dp dims, by phase and
+	 * op. */
+	int64_t dp_bytes[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -67,6 +70,10 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 			c->collectives[op]++;
 			c->by_phase[ev->phase][op]++;
 			c->model_by_phase[ev->phase][op] += !pseudo;
+			if (c->dp_mask && ev->mask == c->dp_mask) {
+				c->dp_bytes[ev->phase][op] +=
+					ev->bytes_per_rank;
+			}
 		}
 	}
 	if (strcmp(ev->module, "fc") == 0 && ev->phase == TPS_PHASE_FORWARD &&
@@ -127,6 +134,7 @@ struct case_spec {
 	/* 0: (dp, tp); 1: a 1-D (tp) mesh; 3: (dp, cp, tp) with cp = 2. */
 	int mesh_ndim;
 	bool sp; /* NORMED_MLP: sequence parallel (needs seq) */
+	struct tps_zero_spec zero; /* stage 0: none */
 };
 
 static void set_linear(struct tps_module_spec *m, const char *name, int64_t in,
@@ -289,6 +297,7 @@ static void build_spec(struct tps_model_spec *spec, const struct case_spec *c)
 			: c->dp > 1 && ndim > 1 ? 1u
 						: 0u;
 	set_training(spec, c);
+	spec->zero = c->zero;
 	if (c->seq) {
 		spec->input_shape = tps_shape_make(3, dims);
 	} else {
@@ -2988,6 +2997,273 @@ static bool same_values(const struct tps_tensor *a, const struct tps_tensor *b)
 		      (size_t)tps_tensor_numel(a) * sizeof *a->data) == 0;
 }
 
+/* ---- ZeRO (docs/zero.md) ------------------------------------------------ */
+
+/* What a ZeRO run of c did, and what comm.h's byte formulas and the chunk
+ * rule say it should have, from its parameters' tp-local shapes. */
+struct zero_run {
+	struct counts counts;
+	struct tps_model_outcome out;
+	struct tps_model_footprint fp;
+	/* Per step, over every parameter: comm.h's bytes per rank of a
+	 * reduce_scatter (and of an all_gather: the same padded chunk) and
+	 * of an all_reduce of each tp-local tensor over dp, the largest
+	 * over the ranks. */
+	int64_t chunk_bytes, all_reduce_bytes;
+	/* The most optimizer-state bytes a rank holds when each keeps the
+	 * state of its dp chunk of every tp-local tensor, and the most
+	 * grad bytes when it keeps its chunk of every gradient. */
+	int64_t state_bytes, shard_bytes, whole_bytes;
+	int n_params;
+};
+
+/* The shape of rank r's tp-local part of parameter p, from its global
+ * shape and its placements off the dp dims (which ZeRO may have made
+ * shard(0,local): those are taken as replicate). */
+static struct tps_shape tp_local(const struct tps_param *p, int r)
+{
+	struct tps_placement pl[TPS_MAX_MESH_DIMS];
+	int64_t offset[TPS_MAX_DIMS];
+	struct tps_shape t = p->value.global;
+	for (int i = 0; i < p->value.mesh->ndim; i++) {
+		pl[i] = p->value.placements[i].local ? tps_placement_replicate()
+						     : p->value.placements[i];
+	}
+	tps_dtensor_local_region(p->value.mesh, &p->value.global, pl, r, offset,
+				 t.dim);
+	return t;
+}
+
+static int64_t shape_numel(const struct tps_shape *t)
+{
+	int64_t n = 1;
+	for (int d = 0; d < t->ndim; d++) {
+		n *= t->dim[d];
+	}
+	return n;
+}
+
+static struct zero_run zero_run(const struct case_spec *c)
+{
+	struct tps_model_spec spec;
+	struct tps_model model;
+	struct tps_tensor input, target;
+	struct zero_run z = {0};
+	struct tps_event_sink sink = {count_event, &z.counts};
+	struct tps_error err = {0};
+	int world, states, dp;
+	build_spec(&spec, c);
+	/* The flattened dp group's size: c->dp, twice that with cp. */
+	dp = tps_mesh_group_size(&spec.mesh, spec.dp_mask);
+	z.counts.dp_mask = spec.dp_mask;
+	z.counts.tp_mask = 1u << spec.tp_dim;
+	ck_assert_msg(tps_model_init(&model, &spec, &err) == TPS_OK, "%s",
+		      err.message);
+	ck_assert_int_eq(tps_model_make_input(&spec, &input, NULL), TPS_OK);
+	ck_assert_int_eq(tps_model_make_target(&spec, &target, NULL), TPS_OK);
+	ck_assert_msg(tps_model_run(&model, &input, &target, sink, &z.out,
+				    &err) == TPS_OK,
+		      "%s", err.message);
+	ck_assert_int_eq(tps_model_footprint(&model, &z.fp, NULL), TPS_OK);
+	world = spec.mesh.world_size;
+	states = tps_optim_state_count(&spec.optimizer);
+	z.n_params = model.n_params;
+	for (int r = 0; r < world; r++) {
+		int64_t state = 0, shard = 0, whole = 0;
+		int i = tps_mesh_local_rank(&spec.mesh, spec.dp_mask, r);
+		for (int k = 0; k < model.n_params; k++) {
+			struct tps_shape t = tp_local(&model.params[k], r);
+			int64_t rows = t.dim[0];
+			int64_t n = shape_numel(&t);
+			int64_t inner = rows ? n / rows : 0;
+			int64_t start, mine;
+			tps_chunk_range(rows, dp, i, &start, &mine);
+			state += (int64_t)states * mine * inner * 4;
+			shard += mine * inner * 4;
+			whole += rows * inner * 4;
+		}
+		z.state_bytes = state > z.state_bytes ? state : z.state_bytes;
+		z.shard_bytes = shard > z.shard_bytes ? shard : z.shard_bytes;
+		z.whole_bytes = whole > z.whole_bytes ? whole : z.whole_bytes;
+	}
+	for (int k = 0; k < model.n_params; k++) {
+		int64_t rs = 0, ar = 0;
+		for (int r = 0; r < world; r++) {
+			struct tps_shape t = tp_local(&model.params[k], r);
+			int64_t rows = t.dim[0];
+			int64_t n = shape_numel(&t);
+			int64_t inner = rows ? n / rows : 0;
+			int64_t a = 4 * (int64_t)(dp - 1) *
+				    ((rows + dp - 1) / dp) * inner;
+			int64_t b = 8 * (int64_t)(dp - 1) * ((n + dp - 1) / dp);
+			rs = a > rs ? a : rs;
+			ar = b > ar ? b : ar;
+		}
+		z.chunk_bytes += rs;
+		z.all_reduce_bytes += ar;
+	}
+	tps_tensor_free(&input);
+	tps_tensor_free(&target);
+	tps_model_free(&model);
+	tps_model_spec_free(&spec);
+	return z;
+}
+
+/* The counts and bytes of z's collectives over dp, by phase and op, are
+ * what stage z->stage says per step (docs/zero.md's table): n
+ * parameters, each with the padded chunk's bytes summed in chunk. */
+static void assert_zero_traffic(const struct zero_run *z,
+				const struct tps_zero_spec *zero, int steps)
+{
+	enum {
+		F = TPS_PHASE_FORWARD,
+		B = TPS_PHASE_BACKWARD,
+		O = TPS_PHASE_OPTIMIZER
+	};
+	enum {
+		AG = TPS_COMM_ALL_GATHER,
+		AR = TPS_COMM_ALL_REDUCE,
+		RS = TPS_COMM_REDUCE_SCATTER
+	};
+	int n = z->n_params;
+	int64_t c = z->chunk_bytes;
+	bool fsdp = zero->stage == 3;
+	bool rs = zero->stage == 2 || zero->distributed_optimizer;
+	/* Expected count per step, and bytes per step, of each cell. */
+	int want[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT] = {{0}};
+	int64_t bytes[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT] = {{0}};
+	if (fsdp) {
+		want[F][AG] = n;
+		bytes[F][AG] = c;
+		want[B][AG] = zero->reshard_after_forward ? n : 0;
+		bytes[B][AG] = zero->reshard_after_forward ? c : 0;
+		want[B][RS] = n;
+		bytes[B][RS] = c;
+	} else {
+		want[O][rs ? RS : AR] = n;
+		bytes[O][rs ? RS : AR] = rs ? c : z->all_reduce_bytes;
+		want[O][AG] = n;
+		bytes[O][AG] = c;
+	}
+	for (int ph = 0; ph < TPS_PHASE_COUNT; ph++) {
+		for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+			int got = 0;
+			/* by_phase counts every module's; the dp ones are
+			 * those with bytes over dp, and tp's forward and
+			 * backward collectives are not all_gathers or
+			 * reduce_scatters of this MLP. */
+			if (op != AR || ph == O) {
+				got = z->counts.by_phase[ph][op];
+			} else {
+				got = want[ph][op] * steps;
+			}
+			ck_assert_msg(got == want[ph][op] * steps &&
+					      z->counts.dp_bytes[ph][op] ==
+						      bytes[ph][op] * steps,
+				      "stage %d reshard %d phase %d op %d: %d "
+				      "events, %lld bytes; expected %d, %lld",
+				      zero->stage, zero->reshard_after_forward,
+				      ph, op, got,
+				      (long long)z->counts.dp_bytes[ph][op],
+				      want[ph][op] * steps,
+				      (long long)bytes[ph][op] * steps);
+		}
+	}
+}
+
+START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
+{
+	/* tp = 1..4 (the loop) x dp = 1..4, sgd with momentum and adamw,
+	 * and dp 2 x cp 2 flattened, 3 steps of an MLP whose dims and batch
+	 * divide neither: stages 1, 1 with Megatron's distributed
+	 * optimizer, 2, and 3 (FSDP) with and without reshard_after_forward
+	 * give DDP's loss, gradients and parameters bit for bit (the update
+	 * is element-wise: a shard's state is the shard of the state; the
+	 * gathers move values, the reduce_scatters sum as all_reduce does),
+	 * and so match the reference. The collectives over dp, their
+	 * counts and bytes per phase, are docs/zero.md's table with comm.h's
+	 * bytes of the padded dp chunk of each tp-local tensor. Each rank
+	 * keeps the optimizer state of its chunk only; stages 2 and 3 their
+	 * chunk of the gradients, the distributed optimizer its full-size
+	 * buffer; stage 3 its chunk of the parameters. */
+	const struct tps_zero_spec zeros[5] = {{1, true, false},
+					       {1, true, true},
+					       {2, true, false},
+					       {3, true, false},
+					       {3, false, false}};
+	int tp = _i;
+	/* dp 5: dp 2 and cp 2 flattened into one group of 4, the shards
+	 * shard(0,flat,local) (docs/zero.md). */
+	for (int v_dp = 1; v_dp <= 5; v_dp++) {
+		int dp = v_dp == 5 ? 4 : v_dp;
+		for (int opt = 0; opt < 2; opt++) {
+			struct case_spec c = mlp_training(v_dp == 5 ? 2 : dp,
+							  tp, 5, true, true);
+			struct zero_run ddp;
+			if (v_dp == 5) {
+				c.mesh_ndim = 3;
+				c.dp_mask = 3u;
+			}
+			c.optimizer =
+				opt ? TPS_OPTIMIZER_ADAMW : TPS_OPTIMIZER_SGD;
+			run_training(&c); /* DDP against the reference */
+			ddp = zero_run(&c);
+			for (int v = 0; v < 5; v++) {
+				struct zero_run z;
+				int stage = zeros[v].stage;
+				c.zero = zeros[v];
+				run_training(&c);
+				z = zero_run(&c);
+				for (int s = 0; s < c.steps; s++) {
+					ck_assert(z.out.loss[s] ==
+						  ddp.out.loss[s]);
+				}
+				for (int i = 0; i < z.n_params; i++) {
+					ck_assert(
+						same_values(&z.out.grads[i],
+							    &ddp.out.grads[i]));
+					ck_assert(same_values(
+						&z.out.params_after[i],
+						&ddp.out.params_after[i]));
+				}
+				if (dp == 1) {
+					/* Nothing to shard over: DDP's
+					 * events and bytes. */
+					ck_assert_int_eq(
+						z.counts.dp_collectives, 0);
+					ck_assert_int_eq(
+						z.fp.optimizer_state.max,
+						ddp.fp.optimizer_state.max);
+					ck_assert_int_eq(z.fp.grads.max,
+							 z.whole_bytes);
+					ck_assert_int_eq(z.fp.params.max,
+							 z.whole_bytes);
+					tps_model_outcome_free(&z.out);
+					continue;
+				}
+				ck_assert_msg(
+					z.fp.optimizer_state.max ==
+						z.state_bytes,
+					"tp %d dp %d stage %d: state %lld, "
+					"expected %lld",
+					tp, dp, stage,
+					(long long)z.fp.optimizer_state.max,
+					(long long)z.state_bytes);
+				ck_assert_int_eq(z.fp.grads.max,
+						 stage >= 2 ? z.shard_bytes
+							    : z.whole_bytes);
+				ck_assert_int_eq(z.fp.params.max,
+						 stage == 3 ? z.shard_bytes
+							    : z.whole_bytes);
+				assert_zero_traffic(&z, &zeros[v], c.steps);
+				tps_model_outcome_free(&z.out);
+			}
+			tps_model_outcome_free(&ddp.out);
+		}
+	}
+}
+END_TEST
+
 START_TEST(init_methods_follow_pytorchs_defaults_per_parameter)
 {
 	/* "torch": nn.Linear's U(-1/sqrt(in), 1/sqrt(in)) for weight and
@@ -3431,6 +3707,9 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);
+	tcase_add_loop_test(
+		train, zero_stages_train_as_ddp_does_and_send_what_they_should,
+		1, 5);
 	tcase_add_test(train, master_params_keep_updates_that_bf16_params_lose);
 	suite_add_tcase(s, exact);
 	suite_add_tcase(s, mlp);

@@ -246,8 +246,10 @@ START_TEST(picture_refuses_blocks_that_do_not_divide_the_dim)
 	trace = block_trace(dir, "shard(1,block=0)", 6, 4);
 	r = tu_cli(5, "picture", trace, "--tensor", "attn.q.out");
 	ck_assert_int_eq(r.rc, 2);
-	assert_has(r.err, "/events/0/placements/0: expected replicate, "
-			  "partial or shard(d) (or shard(d,block=b), shard(d,flat))");
+	assert_has(r.err,
+		   "/events/0/placements/0: expected replicate, "
+		   "partial or shard(d) (or shard(d,block=b), shard(d,flat), "
+		   "shard(d,local), shard(d,flat,local))");
 	tu_result_free(&r);
 	tu_rmtree(dir);
 }

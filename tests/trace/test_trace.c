@@ -471,6 +471,24 @@ START_TEST(placement_strings_round_trip_and_block_one_is_unchanged)
 	ck_assert(!tps_placement_equal(back, tps_placement_shard(0)));
 	ck_assert(tps_placement_parse("shard(-2,flat)", 3, &back));
 	ck_assert(tps_placement_equal(back, tps_placement_shard_flat(1)));
+	/* ZeRO's shard of a rank's local tensor (docs/zero.md), over one
+	 * dp dim or a flattened group: neither shard(0) nor flat. */
+	ck_assert_str_eq(
+		tps_placement_format(tps_placement_shard_local(0, false), buf,
+				     sizeof buf),
+		"shard(0,local)");
+	ck_assert_str_eq(
+		tps_placement_format(tps_placement_shard_local(1, true), buf,
+				     sizeof buf),
+		"shard(1,flat,local)");
+	ck_assert(tps_placement_parse("shard(0,local)", 2, &back));
+	ck_assert(
+		tps_placement_equal(back, tps_placement_shard_local(0, false)));
+	ck_assert(!tps_placement_equal(back, tps_placement_shard(0)));
+	ck_assert(tps_placement_parse("shard(-1,flat,local)", 2, &back));
+	ck_assert(
+		tps_placement_equal(back, tps_placement_shard_local(1, true)));
+	ck_assert(!tps_placement_equal(back, tps_placement_shard_flat(1)));
 }
 END_TEST
 
@@ -500,6 +518,13 @@ START_TEST(placement_parse_refuses_other_spellings_and_keeps_the_output)
 		"shard(1,flat,block=2)",
 		"shard(1,block=2,flat)",
 		"shard(1,flat)x",
+		"shard(1,local,flat)",
+		"shard(1,local",
+		"shard(1,local,block=2)",
+		"shard(1,block=2,local)",
+		"shard(1,flat,local,block=2)",
+		"shard(1,flat,)",
+		"shard(1,Local)",
 		"replicate ",
 		"",
 	};

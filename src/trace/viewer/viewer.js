@@ -86,15 +86,19 @@
 
   /* "shard(1,block=2)" -> {kind: "shard", dim: 1, block: 2, flat: false};
    * "shard(0,flat)": one of the mesh dims that split dim 0 as one chunk
-   * over their flattened group (dtensor.h). */
+   * over their flattened group (dtensor.h); "shard(0,local)" and
+   * "shard(0,flat,local)": split after the other mesh dims, a chunk of
+   * each rank's local tensor (ZeRO, docs/zero.md). */
   function parsePlacement(p, ndim) {
-    var m = /^shard\((-?\d+)(?:,block=(\d+)|(,flat))?\)$/.exec(p);
+    var m = /^shard\((-?\d+)(?:,block=(\d+)|(,flat)?(,local)?)\)$/.exec(p);
     if (m) {
       var d = Number(m[1]);
       if (d < 0) d += ndim;
-      return { kind: "shard", dim: d, block: m[2] ? Number(m[2]) : 1, flat: !!m[3] };
+      return { kind: "shard", dim: d, block: m[2] ? Number(m[2]) : 1,
+               flat: !!m[3], local: !!m[4] };
     }
-    return { kind: p === "partial" ? "partial" : "replicate", dim: -1, block: 1, flat: false };
+    return { kind: p === "partial" ? "partial" : "replicate", dim: -1, block: 1,
+             flat: false, local: false };
   }
 
   /* tps_chunk_range: chunk i of n over k. */
@@ -111,17 +115,22 @@
     for (var d = 0; d < n; d++) { off.push(0); len.push(shape[d]); }
     var coord = coordOf(rank);
     var flatDone = {};
-    for (var i = 0; i < meshShape.length; i++) {
+    /* The local shards after every other (dtensor.h). */
+    for (var k = 0; k < 2 * meshShape.length; k++) {
+      var i = k % meshShape.length;
       var p = parsePlacement(placements[i], n);
       if (p.kind !== "shard" || p.dim < 0 || p.dim >= n) continue;
+      if (p.local !== (k >= meshShape.length)) continue;
       var size = meshShape[i], index = coord[i];
       if (p.flat) {
         /* The whole flattened group at its first mesh dim, row-major. */
-        if (flatDone[p.dim]) continue;
-        flatDone[p.dim] = true;
+        var key = p.dim + (p.local ? "l" : "");
+        if (flatDone[key]) continue;
+        flatDone[key] = true;
         for (var j = i + 1; j < meshShape.length; j++) {
           var q = parsePlacement(placements[j], n);
-          if (q.kind === "shard" && q.flat && q.dim === p.dim) {
+          if (q.kind === "shard" && q.flat && q.local === p.local &&
+              q.dim === p.dim) {
             index = index * meshShape[j] + coord[j];
             size *= meshShape[j];
           }
