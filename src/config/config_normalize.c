@@ -9,7 +9,8 @@
  *   model, plan, input (shape, then values or init and seed, loaded_on,
  *   and requires_grad in training), init, params (when given), uneven,
  *   sampler, mode, then in training only: steps, loss, target (mse only:
- *   init, seed), optimizer (type and every field of that type), dp_grad;
+ *   init, seed), optimizer (type and every field of that type), dp_grad,
+ *   sequence_parallel_save (when not "shard");
  *   then inject (when given), links (every mesh dim, in mesh order),
  *   device, trace, tolerance (when given, with the keys given: the
  *   defaults add no slack to the error bounds, docs/config.md), dtype
@@ -364,6 +365,12 @@ static void put_training(struct builder *b, cJSON *n,
 	}
 	put_optimizer(b, n, &s->optimizer);
 	put_string(b, n, "dp_grad", tps_dp_grad_names[s->dp_grad]);
+	/* Only when not the default, so that the traces of configs that
+	 * leave it out keep their bytes. */
+	if (s->sp_save != TPS_SP_SAVE_SHARD) {
+		put_string(b, n, "sequence_parallel_save",
+			   tps_sp_save_names[s->sp_save]);
+	}
 }
 
 static void put_cost(struct builder *b, cJSON *n, const struct tps_mesh *mesh,

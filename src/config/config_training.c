@@ -13,7 +13,7 @@
 /* The keys only training reads, in the order they are checked. */
 static const char *const training_keys[] = {
 	"steps",   "loss", "loss_parallel", "target", "optimizer",
-	"dp_grad", NULL};
+	"dp_grad", "sequence_parallel_save", NULL};
 
 void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 		       enum tps_mode mode)
@@ -358,6 +358,7 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	static const char *const target_keys[] = {"init", "seed", "shape",
 						  "values", NULL};
 	int loss = TPS_LOSS_MSE, dp_grad = TPS_DP_GRAD_GLOBAL;
+	int sp_save = TPS_SP_SAVE_SHARD;
 	int64_t steps = 1;
 	struct tps_shape out = tps_model_spec_output_shape(spec);
 
@@ -367,6 +368,7 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	spec->target_init.seed = 0;
 	spec->optimizer = optimizer_kinds[TPS_OPTIMIZER_SGD].defaults;
 	spec->dp_grad = TPS_DP_GRAD_GLOBAL;
+	spec->sp_save = TPS_SP_SAVE_SHARD;
 	if (spec->mode == TPS_MODE_INFERENCE) {
 		for (int i = 0; training_keys[i]; i++) {
 			cfg_training_only(c, root, training_keys[i],
@@ -405,4 +407,7 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	cfg_choice(c, root, "dp_grad", "dp_grad", tps_dp_grad_names, &dp_grad);
 	spec->dp_grad = (enum tps_dp_grad)dp_grad;
 	check_ddp(c, spec);
+	cfg_choice(c, root, "sequence_parallel_save", "sequence_parallel_save",
+		   tps_sp_save_names, &sp_save);
+	spec->sp_save = (enum tps_sp_save)sp_save;
 }

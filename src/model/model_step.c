@@ -15,9 +15,9 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink,
-				     step,	  phase,	false,
-				     0,		  NULL,		spec->dtypes};
+	struct tps_nn_context ctx = {&spec->mesh,  spec->tp_dim, sink, step,
+				     phase,	   false,	 0,    NULL,
+				     spec->dtypes, spec->sp_save};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
 	/* One mistake at a time (config.c): the lowest set bit. */
 	for (int m = 0; tps_mistake_names[m]; m++) {

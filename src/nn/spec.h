@@ -208,6 +208,23 @@ enum tps_dp_grad {
 };
 extern const char *const tps_dp_grad_names[];
 
+/*
+ * What a colwise linear keeps for backward when its input arrived in
+ * sequence shards and was all-gathered for the matmul (sequence
+ * parallel; docs/symbolic.md, "Sequence parallelism").
+ */
+enum tps_sp_save {
+	/* The sequence shard, all-gathered again in backward for dW:
+	 * Megatron's LinearWithGradAccumulationAndAsyncCommunication
+	 * (Korthikanti et al. 2022, section 4.2.2). */
+	TPS_SP_SAVE_SHARD,
+	/* The gathered input, as the matmul consumed it: what autograd
+	 * keeps under PyTorch's DTensor (ColwiseParallel with
+	 * input_layouts Shard(1)); no backward all_gather. */
+	TPS_SP_SAVE_GATHERED,
+};
+extern const char *const tps_sp_save_names[];
+
 /* Where the input batch is loaded. */
 enum tps_input_source {
 	TPS_INPUT_EVERY_RANK, /* every rank's data loader yields its dp part */
@@ -440,6 +457,8 @@ struct tps_model_spec {
 	int64_t classes;
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
+	/* "sequence_parallel_save" (training only). */
+	enum tps_sp_save sp_save;
 	/* The dtype of each role ("dtype"); float32 everywhere unless
 	 * given. */
 	struct tps_dtypes dtypes;

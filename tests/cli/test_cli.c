@@ -2092,9 +2092,12 @@ START_TEST(gpt_example_counts_in_its_trace_are_megatrons)
 	 * parallel: forward a reduce_scatter out of the embedding and 2 per
 	 * block, an all_gather into each block's attention and fc1 and into
 	 * the projection, the loss's 3 all_reduces; backward the mirror
-	 * (all_gathers and reduce_scatters swapped: 5 and 5) and 10
+	 * (all_gathers and reduce_scatters swapped: 5 and 5), 10
 	 * all_reduces of layer-norm weight and bias gradients (5 layer norms:
-	 * 2 per block and the final one). */
+	 * 2 per block and the final one), and 5 all_gathers of the input
+	 * shards that the attentions, the fc1s and the projection keep for
+	 * their weight gradients (Megatron's sequence parallel: one per
+	 * gather forward). */
 	const char *dir = tu_tempdir();
 	char trace[512];
 	cJSON *t;
@@ -2117,9 +2120,11 @@ START_TEST(gpt_example_counts_in_its_trace_are_megatrons)
 	tu_result_free(&r);
 	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
 	ck_assert_int_eq(comm_count(t, "by_op", "reduce_scatter"), 3 * (5 + 5));
-	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 3 * (5 + 5));
+	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 3 * (5 + 5 + 5));
 	ck_assert_int_eq(comm_count(t, "by_op", "all_reduce"), 3 * (3 + 10));
 	ck_assert_int_eq(comm_count(t, "by_phase", "forward"), 3 * (5 + 5 + 3));
+	ck_assert_int_eq(comm_count(t, "by_phase", "backward"),
+			 3 * (5 + 5 + 10 + 5));
 	cJSON_Delete(t);
 	tu_rmtree(dir);
 }
