@@ -10,7 +10,8 @@
  *   and requires_grad in training), init, params (when given), uneven,
  *   sampler, mode, then in training only: steps, loss, target (mse only:
  *   init, seed), optimizer (type and every field of that type), dp_grad,
- *   sequence_parallel_save (when not "shard");
+ *   sequence_parallel_save (when not "shard"), recompute (when not
+ *   "none");
  *   then inject (when given), links (every mesh dim, in mesh order),
  *   device, trace, tolerance (when given, with the keys given: the
  *   defaults add no slack to the error bounds, docs/config.md), dtype
@@ -370,6 +371,10 @@ static void put_training(struct builder *b, cJSON *n,
 	if (s->sp_save != TPS_SP_SAVE_SHARD) {
 		put_string(b, n, "sequence_parallel_save",
 			   tps_sp_save_names[s->sp_save]);
+	}
+	if (s->recompute != TPS_RECOMPUTE_NONE) {
+		put_string(b, n, "recompute",
+			   tps_recompute_names[s->recompute]);
 	}
 }
 

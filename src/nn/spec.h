@@ -225,6 +225,17 @@ enum tps_sp_save {
 };
 extern const char *const tps_sp_save_names[];
 
+/* Activation recompute ("recompute"; Korthikanti et al. 2022,
+ * docs/symbolic.md "Activation recompute"). */
+enum tps_recompute {
+	TPS_RECOMPUTE_NONE, /* forward keeps what backward needs */
+	/* Each transformer_block keeps only its input; backward runs the
+	 * block's forward again, recorded, then its backward (Megatron's
+	 * --recompute-granularity full, uniform, one layer a chunk). */
+	TPS_RECOMPUTE_FULL,
+};
+extern const char *const tps_recompute_names[];
+
 /* Where the input batch is loaded. */
 enum tps_input_source {
 	TPS_INPUT_EVERY_RANK, /* every rank's data loader yields its dp part */
@@ -343,6 +354,12 @@ struct tps_module_spec {
 	 * descendants are the first body, the rest the second. 0 for the
 	 * others, whose descendants are one body (or parts). */
 	int n_first_body;
+	/* The first top-level module of a transformer block (a residual
+	 * "<p>.attn_residual" followed by "<p>.mlp_residual", as a
+	 * transformer_block expands; config_model.c): the block's
+	 * top-level modules from this one, 2, which "recompute": "full"
+	 * runs again in backward as one chunk. 0 for the others. */
+	int block_span;
 	/* The widths (last dims) of the input and the output: a linear's
 	 * in_features and out_features (its weight is (out, in)); a
 	 * layernorm's and an attention's dim, both; an embedding's output,
@@ -457,8 +474,9 @@ struct tps_model_spec {
 	int64_t classes;
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
-	/* "sequence_parallel_save" (training only). */
+	/* "sequence_parallel_save" and "recompute" (training only). */
 	enum tps_sp_save sp_save;
+	enum tps_recompute recompute;
 	/* The dtype of each role ("dtype"); float32 everywhere unless
 	 * given. */
 	struct tps_dtypes dtypes;

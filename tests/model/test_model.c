@@ -45,6 +45,10 @@ struct counts {
 	 * losses, the gradients and the parameters after the last update):
 	 * equal hashes, byte-identical results. */
 	uint64_t outcome_hash;
+	/* Events a forward run again in backward made ("recompute"), and
+	 * their collectives by phase and op. */
+	int recompute_events;
+	int recompute_by_phase[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
 };
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
@@ -88,6 +92,7 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 	struct counts *c = ctx;
 	(void)err;
 	c->events++;
+	c->recompute_events += ev->recompute;
 	if (ev->kind == TPS_EVENT_LAYOUT && strcmp(ev->op, "split") == 0) {
 		c->splits++;
 	}
@@ -100,6 +105,7 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 			c->collectives[op]++;
 			c->by_phase[ev->phase][op]++;
 			c->model_by_phase[ev->phase][op] += !pseudo;
+			c->recompute_by_phase[ev->phase][op] += ev->recompute;
 		}
 	}
 	if (strcmp(ev->module, "fc") == 0 && ev->phase == TPS_PHASE_FORWARD &&
@@ -2534,8 +2540,10 @@ END_TEST
 /* A model of `blocks` transformer blocks (dim 8, 2 heads, hidden 16) on
  * (2, seq, 8) float inputs, the plan plain or sequence parallel. */
 /* sp 0: plain TP; 1: sequence parallel; 2: sequence parallel keeping the
- * gathered inputs ("sequence_parallel_save": "gathered"). */
-static struct counts blocks_counts(int tp, int blocks, int sp, int seq)
+ * gathered inputs ("sequence_parallel_save": "gathered"). extra: more
+ * top-level keys (",'recompute':'full'"), or "". */
+static struct counts blocks_counts_with(int tp, int blocks, int sp, int seq,
+					const char *extra)
 {
 	char model[4096] = "";
 	size_t used = 0;
@@ -2550,7 +2558,7 @@ static struct counts blocks_counts(int tp, int blocks, int sp, int seq)
 		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
 		"'model':[%s],'plan':{'layers.*.attn.[qkv]':'colwise',%s},"
 		"'input':{'shape':[2,%d,8],'requires_grad':%s},'mode':"
-		"'training','optimizer':{'type':'sgd','lr':0.05}%s}",
+		"'training','optimizer':{'type':'sgd','lr':0.05}%s%s}",
 		tp, model,
 		sp ? "'layers.0.attn_residual':{'style':'prepare_input','input'"
 		     ":"
@@ -2564,7 +2572,12 @@ static struct counts blocks_counts(int tp, int blocks, int sp, int seq)
 		   : "'layers.*.attn.o':'rowwise','layers.*.mlp.fc1':'colwise',"
 		     "'layers.*.mlp.fc2':'rowwise'",
 		seq, sp ? "false" : "true",
-		sp == 2 ? ",'sequence_parallel_save':'gathered'" : "");
+		sp == 2 ? ",'sequence_parallel_save':'gathered'" : "", extra);
+}
+
+static struct counts blocks_counts(int tp, int blocks, int sp, int seq)
+{
+	return blocks_counts_with(tp, blocks, sp, seq, "");
 }
 
 START_TEST(transformer_blocks_cost_what_megatron_says)
@@ -2603,6 +2616,69 @@ START_TEST(transformer_blocks_cost_what_megatron_says)
 			      4 * blocks, 2 * blocks,
 			      "sequence parallel, gathered");
 		ck_assert(sp.outcome_hash == gathered.outcome_hash);
+	}
+}
+END_TEST
+
+START_TEST(full_recompute_runs_each_block_again_with_the_same_bytes)
+{
+	/* "recompute": "full" (Korthikanti et al. 2022): each block keeps
+	 * its input only, and backward runs the block's forward again,
+	 * every event of it marked recompute and in phase backward. The
+	 * results are the bytes of the run without it (the outcome's
+	 * hash), forward is unchanged, and backward gains the block's
+	 * forward collectives: plain TP its 2 all_reduces; sequence
+	 * parallel its 2 all_gathers and 2 reduce_scatters. At tp = _i + 1,
+	 * 1 and 3 blocks, plain and sequence parallel, the input needing a
+	 * gradient (plain) or not (SP, so the first block's input gradient
+	 * is skipped as without recompute). */
+	int tp = _i + 1;
+	for (int blocks = 1; blocks <= 3; blocks += 2) {
+		for (int sp = 0; sp < 2; sp++) {
+			struct counts none =
+				blocks_counts(tp, blocks, sp, 2 * tp);
+			struct counts full = blocks_counts_with(
+				tp, blocks, sp, 2 * tp, ",'recompute':'full'");
+			const int *f = full.model_by_phase[TPS_PHASE_FORWARD];
+			const int *n = none.model_by_phase[TPS_PHASE_FORWARD];
+			int(*r)[TPS_COMM_OP_COUNT] = full.recompute_by_phase;
+			ck_assert_msg(
+				full.outcome_hash == none.outcome_hash,
+				"tp %d blocks %d sp %d: recompute changed "
+				"the results",
+				tp, blocks, sp);
+			ck_assert_int_eq(none.recompute_events, 0);
+			ck_assert_int_gt(full.recompute_events, 0);
+			for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+				ck_assert_int_eq(f[op], n[op]);
+				ck_assert_int_eq(r[TPS_PHASE_FORWARD][op], 0);
+				ck_assert_int_eq(
+					full.model_by_phase[TPS_PHASE_BACKWARD]
+							   [op],
+					none.model_by_phase[TPS_PHASE_BACKWARD]
+							   [op] +
+						r[TPS_PHASE_BACKWARD][op]);
+			}
+			if (sp) {
+				assert_counts(&full, TPS_PHASE_BACKWARD,
+					      6 * blocks, 4 * blocks,
+					      4 * blocks,
+					      "sequence parallel, recompute");
+			} else {
+				assert_counts(&full, TPS_PHASE_BACKWARD, 0,
+					      4 * blocks, 0,
+					      "plain TP, recompute");
+			}
+			ck_assert_int_eq(
+				r[TPS_PHASE_BACKWARD][TPS_COMM_ALL_REDUCE],
+				sp ? 0 : 2 * blocks);
+			ck_assert_int_eq(
+				r[TPS_PHASE_BACKWARD][TPS_COMM_ALL_GATHER],
+				sp ? 2 * blocks : 0);
+			ck_assert_int_eq(
+				r[TPS_PHASE_BACKWARD][TPS_COMM_REDUCE_SCATTER],
+				sp ? 2 * blocks : 0);
+		}
 	}
 }
 END_TEST
@@ -3500,6 +3576,9 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(comm, pytorch_tp_style_counts_and_shapes, 1, 3);
 	tcase_add_loop_test(comm, transformer_blocks_cost_what_megatron_says, 1,
 			    4);
+	tcase_add_loop_test(
+		comm, full_recompute_runs_each_block_again_with_the_same_bytes,
+		1, 4);
 	tcase_add_loop_test(
 		train, two_block_transformers_train_like_the_reference, 1, 5);
 	tcase_add_test(
