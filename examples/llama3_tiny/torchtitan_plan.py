@@ -59,6 +59,11 @@ def config_with_torchtitan_plan(tp):
     with open(os.path.join(HERE, "config.json")) as f:
         d = json.load(f)
     d["plan"] = TORCHTITAN_PLAN
+    # torchtitan's autograd (DTensor's) keeps the input of wq, wk, wv,
+    # w1 and w3 as the matmul read it, all-gathered; Megatron, tpsim's
+    # default, keeps the sequence shard and gathers it again in backward
+    # (docs/config.md, "Sequence parallel: what backward keeps").
+    d["sequence_parallel_save"] = "gathered"
     return tpsim.Config.from_dict(d, name="torchtitan_plan.py").set(tp=tp)
 
 

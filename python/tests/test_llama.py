@@ -19,10 +19,14 @@ import torchtitan_plan  # noqa: E402
 # and before w1, w3); sequence parallelism turns each all_reduce into an
 # all_gather and a reduce_scatter, both ways, and all-reduces the two
 # RMSNorm weight gradients, which each rank computes from its own
-# sequence shard.
+# sequence shard. Backward also all-gathers again the two input shards
+# that Megatron keeps for the weight gradients of the fused QKV and of w1,
+# w3 (section 4.2.2; "sequence_parallel_save": "shard", the default);
+# torchtitan's DTensor autograd keeps the gathered inputs instead
+# ("gathered"), without those 2.
 PLAIN = {("forward", "all_reduce"): 2, ("backward", "all_reduce"): 2}
 SP = {("forward", "all_gather"): 2, ("forward", "reduce_scatter"): 2,
-      ("backward", "all_gather"): 2, ("backward", "reduce_scatter"): 2,
+      ("backward", "all_gather"): 4, ("backward", "reduce_scatter"): 2,
       ("backward", "all_reduce"): 2}
 
 

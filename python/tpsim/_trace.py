@@ -95,6 +95,12 @@ class Event:
         return self._trace._event_json(self.seq).get("note")
 
     @property
+    def recompute(self):
+        """True for an event of a forward run again in backward
+        ("recompute": "full"), False otherwise."""
+        return self._trace._event_json(self.seq).get("recompute", False)
+
+    @property
     def ranks(self):
         if self._ranks is None:
             ranks = []

@@ -1409,10 +1409,46 @@ static void read_model(struct cfg *c, const cJSON *model, void *ctx)
 	cfg_each_item(c, model, model_item, &x);
 }
 
+/* Whether name is prefix + suffix, with a prefix of plen characters. */
+static bool has_parts(const char *name, const char *prefix, size_t plen,
+		      const char *suffix)
+{
+	return strncmp(name, prefix, plen) == 0 &&
+	       strcmp(name + plen, suffix) == 0;
+}
+
+/*
+ * The transformer blocks among the top-level modules (block_span, what
+ * "recompute": "full" runs again): a residual "<p>.attn_residual" and the
+ * top-level module after it, a residual "<p>.mlp_residual". That is what
+ * a transformer_block expands into and what the normalised config lists,
+ * so that it parses back to the same blocks.
+ */
+static void mark_blocks(struct tps_model_spec *spec)
+{
+	static const char attn[] = ".attn_residual";
+	struct tps_module_spec *end = spec->modules + spec->n_modules;
+	for (struct tps_module_spec *m = spec->modules; m < end;
+	     m += 1 + m->n_descendants) {
+		struct tps_module_spec *next = m + 1 + m->n_descendants;
+		size_t n = strlen(m->name), k = sizeof attn - 1;
+		m->block_span = 0;
+		if (next < end && m->type == TPS_MODULE_RESIDUAL &&
+		    next->type == TPS_MODULE_RESIDUAL && n > k &&
+		    strcmp(m->name + n - k, attn) == 0 &&
+		    has_parts(next->name, m->name, n - k, ".mlp_residual")) {
+			m->block_span = 2;
+		}
+	}
+}
+
 void cfg_parse_model(struct cfg *c, const cJSON *root,
 		     struct tps_model_spec *spec)
 {
 	cfg_value(c, root, "model", CFG_REQUIRED, read_model, spec);
+	if (cfg_ok(c)) {
+		mark_blocks(spec);
+	}
 }
 
 /* ---- plan ------------------------------------------------------------- */

@@ -11,6 +11,8 @@
  *   sampler, mode, then in training only: steps, loss, target (mse only:
  *   init, seed), optimizer (type and every field of that type), dp_grad,
  *   zero (when given: stage, and its stage's option);
+ *   sequence_parallel_save (when not "shard"), recompute (when not
+ *   "none");
  *   then inject (when given), links (every mesh dim, in mesh order),
  *   device, trace, tolerance (when given, with the keys given: the
  *   defaults add no slack to the error bounds, docs/config.md), dtype
@@ -376,6 +378,16 @@ static void put_training(struct builder *b, cJSON *n,
 			put_bool(b, z, "distributed_optimizer",
 				 s->zero.distributed_optimizer);
 		}
+	}
+	/* Only when not the default, so that the traces of configs that
+	 * leave it out keep their bytes. */
+	if (s->sp_save != TPS_SP_SAVE_SHARD) {
+		put_string(b, n, "sequence_parallel_save",
+			   tps_sp_save_names[s->sp_save]);
+	}
+	if (s->recompute != TPS_RECOMPUTE_NONE) {
+		put_string(b, n, "recompute",
+			   tps_recompute_names[s->recompute]);
 	}
 }
 

@@ -13,8 +13,8 @@
 
 /* The keys only training reads, in the order they are checked. */
 static const char *const training_keys[] = {
-	"steps",     "loss",	"loss_parallel", "target",
-	"optimizer", "dp_grad", "zero",		 NULL};
+	"steps",   "loss", "loss_parallel", "target", "optimizer",
+	"dp_grad", "zero", "sequence_parallel_save", "recompute", NULL};
 
 void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 		       enum tps_mode mode)
@@ -418,12 +418,30 @@ static void parse_zero(struct cfg *c, const cJSON *root,
 	}
 }
 
+/* Full recompute runs transformer_blocks again: a model without one
+ * would recompute nothing. */
+static void check_recompute(struct cfg *c, const struct tps_model_spec *spec)
+{
+	if (!cfg_ok(c) || spec->recompute != TPS_RECOMPUTE_FULL) {
+		return;
+	}
+	for (int i = 0; i < spec->n_modules; i++) {
+		if (spec->modules[i].block_span > 0) {
+			return;
+		}
+	}
+	cfg_fail_at(c, "recompute", TPS_ERR_INPUT,
+		    "\"full\" recomputes each transformer_block from its "
+		    "input, and this model has none");
+}
+
 void cfg_parse_training(struct cfg *c, const cJSON *root,
 			struct tps_model_spec *spec)
 {
 	static const char *const target_keys[] = {"init", "seed", "shape",
 						  "values", NULL};
 	int loss = TPS_LOSS_MSE, dp_grad = TPS_DP_GRAD_GLOBAL;
+	int sp_save = TPS_SP_SAVE_SHARD, recompute = TPS_RECOMPUTE_NONE;
 	int64_t steps = 1;
 	struct tps_shape out = tps_model_spec_output_shape(spec);
 
@@ -434,6 +452,8 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	spec->optimizer = optimizer_kinds[TPS_OPTIMIZER_SGD].defaults;
 	spec->dp_grad = TPS_DP_GRAD_GLOBAL;
 	spec->zero = (struct tps_zero_spec){0, true, false};
+	spec->sp_save = TPS_SP_SAVE_SHARD;
+	spec->recompute = TPS_RECOMPUTE_NONE;
 	if (spec->mode == TPS_MODE_INFERENCE) {
 		for (int i = 0; training_keys[i]; i++) {
 			cfg_training_only(c, root, training_keys[i],
@@ -473,4 +493,11 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 	spec->dp_grad = (enum tps_dp_grad)dp_grad;
 	check_ddp(c, spec);
 	parse_zero(c, root, spec);
+	cfg_choice(c, root, "sequence_parallel_save", "sequence_parallel_save",
+		   tps_sp_save_names, &sp_save);
+	spec->sp_save = (enum tps_sp_save)sp_save;
+	cfg_choice(c, root, "recompute", "recompute", tps_recompute_names,
+		   &recompute);
+	spec->recompute = (enum tps_recompute)recompute;
+	check_recompute(c, spec);
 }

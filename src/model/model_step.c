@@ -15,9 +15,9 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh, spec->tp_dim, sink,
-				     step,	  phase,	false,
-				     0,		  NULL,		spec->dtypes};
+	struct tps_nn_context ctx = {&spec->mesh,  spec->tp_dim, sink, step,
+				     phase,	   false,	 0,    NULL,
+				     spec->dtypes, spec->sp_save};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
 	/* One mistake at a time (config.c): the lowest set bit. */
 	for (int m = 0; tps_mistake_names[m]; m++) {
@@ -202,6 +202,92 @@ static enum tps_status distribute_batch(const struct tps_nn_context *ctx,
 	return st;
 }
 
+/* ---- activation recompute ("recompute": "full") ----------------------
+ *
+ * The model's top-level modules run in chunks: each transformer_block's
+ * (block_span top-level modules: its two residuals), and the runs of
+ * other modules between them. With "full", forward runs a block without
+ * saving, and keeps only its input (in its first module's saved_in, so
+ * that the footprint counts it); backward runs the block's forward again,
+ * saving, its events marked "recompute", then the block's backward
+ * (Korthikanti et al. 2022, section 5; docs/symbolic.md). The other
+ * chunks save as usual. Without "full" the whole model is one chunk.
+ */
+
+/* The end of the chunk that starts at m; *recompute: whether it is a
+ * block that "full" runs again. */
+static struct tps_module *chunk_end(const struct tps_model *model,
+				    struct tps_module *m, bool *recompute)
+{
+	const struct tps_model_spec *spec = model->spec;
+	struct tps_module *end = model->modules + spec->n_modules;
+	bool full = spec->mode == TPS_MODE_TRAINING &&
+		    spec->recompute == TPS_RECOMPUTE_FULL;
+	*recompute = full && m->spec->block_span > 0;
+	if (*recompute) {
+		int span = m->spec->block_span;
+		for (int i = 0; i < span && m < end; i++) {
+			m = tps_module_next(m);
+		}
+		return m;
+	}
+	while (m < end && !(full && m->spec->block_span > 0)) {
+		m = tps_module_next(m);
+	}
+	return m;
+}
+
+/* Passes a recomputed forward's events on to the run's sink, marked. */
+static enum tps_status mark_recompute(void *opaque, const struct tps_event *ev,
+				      struct tps_error *err)
+{
+	const struct tps_event_sink *sink = opaque;
+	struct tps_event marked = *ev;
+	marked.recompute = true;
+	return tps_event_emit(*sink, &marked, err);
+}
+
+/* The model's forward over its chunks: *x consumed, *y made. */
+static enum tps_status forward_chunks(const struct tps_nn_context *ctx,
+				      struct tps_model *model,
+				      struct tps_dtensor *x,
+				      struct tps_dtensor *y,
+				      struct tps_error *err)
+{
+	struct tps_module *end = model->modules + model->spec->n_modules;
+	struct tps_dtensor cur = *x;
+	enum tps_status st = TPS_OK;
+	memset(x, 0, sizeof *x);
+	for (struct tps_module *a = model->modules; a < end && st == TPS_OK;) {
+		bool again;
+		struct tps_module *b = chunk_end(model, a, &again);
+		struct tps_nn_context c = *ctx;
+		struct tps_dtensor kept = {0}, out = {0};
+		if (again && ctx->save) {
+			c.save = false;
+			st = tps_dtensor_copy(&kept, &cur, err);
+		}
+		if (st == TPS_OK) {
+			st = tps_nn_forward_seq(&c, a, b, &cur, &out, err);
+		}
+		if (st == TPS_OK && kept.locals) {
+			tps_dtensor_free(&a->saved_in);
+			a->saved_in = kept;
+			memset(&kept, 0, sizeof kept);
+		}
+		tps_dtensor_free(&kept);
+		tps_dtensor_free(&cur);
+		cur = out;
+		a = b;
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&cur);
+		return st;
+	}
+	*y = cur;
+	return TPS_OK;
+}
+
 /* Forward on every rank: *y is the output, replicated over tp. */
 static enum tps_status forward(struct tps_model *model,
 			       const struct tps_tensor *input,
@@ -224,9 +310,7 @@ static enum tps_status forward(struct tps_model *model,
 	if (st == TPS_OK) {
 		struct tps_dtensor in = x;
 		memset(&x, 0, sizeof x);
-		st = tps_nn_forward_seq(&ctx, model->modules,
-					model->modules + spec->n_modules, &in,
-					&x, err);
+		st = forward_chunks(&ctx, model, &in, &x, err);
 	}
 	if (st == TPS_OK) {
 		tps_layout_chain_start(&model->output_chain, &ctx, &x);
@@ -512,6 +596,96 @@ done:
 
 /* Backward from dy (consumed): every parameter's grad; *dinput the input's
  * gradient when it requires one (else untouched). */
+/* Whether a module before m trains: then m's chunk owes its input a
+ * gradient. */
+static bool trains_before(const struct tps_model *model,
+			  const struct tps_module *m)
+{
+	for (const struct tps_module *p = model->modules; p < m; p++) {
+		if (p->n_params > 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The model's backward over its chunks, last first: *g consumed; *dinput
+ * (NULL: not wanted) the input's gradient. A block that "full" runs
+ * again runs its forward first, from the input it kept. */
+static enum tps_status backward_chunks(const struct tps_nn_context *ctx,
+				       struct tps_model *model,
+				       struct tps_dtensor *g,
+				       struct tps_dtensor *dinput,
+				       struct tps_error *err)
+{
+	struct tps_module *end = model->modules + model->spec->n_modules;
+	struct tps_module **starts = NULL;
+	bool *again = NULL;
+	int n = 0;
+	enum tps_status st = TPS_OK;
+	struct tps_nn_context rc = *ctx;
+
+	/* A forward again: saving, its events marked, its values stored in
+	 * the activations' dtype although the phase is backward. */
+	rc.save = true;
+	rc.sink = (struct tps_event_sink){mark_recompute, (void *)&ctx->sink};
+	rc.dtypes.of[TPS_ROLE_GRADS] = ctx->dtypes.of[TPS_ROLE_ACTIVATIONS];
+	starts = malloc((size_t)(model->spec->n_modules + 1) * sizeof *starts);
+	again = malloc((size_t)(model->spec->n_modules + 1) * sizeof *again);
+	if (!starts || !again) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (struct tps_module *a = model->modules; st == TPS_OK && a < end;
+	     n++) {
+		starts[n] = a;
+		a = chunk_end(model, a, &again[n]);
+	}
+	if (st == TPS_OK) {
+		starts[n] = end;
+	}
+	for (int k = n - 1; st == TPS_OK && k >= 0; k--) {
+		struct tps_module *a = starts[k], *b = starts[k + 1];
+		bool want = k > 0 ? trains_before(model, a) || dinput
+				  : dinput != NULL;
+		struct tps_dtensor dx = {0};
+		if (again[k]) {
+			struct tps_dtensor in = a->saved_in, out = {0};
+			memset(&a->saved_in, 0, sizeof a->saved_in);
+			st = tps_nn_forward_seq(&rc, a, b, &in, &out, err);
+			tps_dtensor_free(&out);
+		}
+		if (st == TPS_OK) {
+			st = tps_nn_backward_seq(ctx, a, b, g,
+						 want ? &dx : NULL, err);
+		}
+		if (st == TPS_OK && k > 0 && !want) {
+			/* Nothing before it trains: the chunks before keep
+			 * what they saved for nothing. */
+			for (struct tps_module *m = model->modules; m < a;
+			     m++) {
+				tps_module_free_saved(m);
+			}
+			break;
+		}
+		if (st == TPS_OK && k > 0) {
+			*g = dx;
+		} else if (st == TPS_OK && dinput) {
+			*dinput = dx;
+		} else {
+			tps_dtensor_free(&dx);
+		}
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(g);
+		for (struct tps_module *m = model->modules; m < end; m++) {
+			tps_module_free_saved(m);
+		}
+	}
+	free(starts);
+	free(again);
+	return st;
+}
+
 static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
 				struct tps_event_sink sink, int step,
 				struct tps_dtensor *dinput,
@@ -533,9 +707,8 @@ static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
 		}
 		return st;
 	}
-	return tps_nn_backward_seq(
-		&ctx, model->modules, model->modules + spec->n_modules, &g,
-		spec->input_requires_grad ? dinput : NULL, err);
+	return backward_chunks(&ctx, model, &g,
+			       spec->input_requires_grad ? dinput : NULL, err);
 }
 
 /* ---- optimizer ------------------------------------------------------- */

@@ -196,6 +196,50 @@ enum tps_status tps_nn_forward_end(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
+enum tps_status tps_nn_keep_shard(const struct tps_nn_context *ctx,
+				  const struct tps_dtensor *x,
+				  struct tps_dtensor *shard,
+				  struct tps_error *err)
+{
+	struct tps_placement p = x->placements[ctx->tp_dim];
+	memset(shard, 0, sizeof *shard);
+	if (!ctx->save || ctx->sp_save != TPS_SP_SAVE_SHARD ||
+	    ctx->mesh->shape[ctx->tp_dim] == 1 ||
+	    p.kind != TPS_PLACEMENT_SHARD ||
+	    tps_nn_normalized(p, x->global.ndim).dim == x->global.ndim - 1) {
+		return TPS_OK;
+	}
+	return tps_dtensor_copy(shard, x, err);
+}
+
+enum tps_status tps_nn_regather(const struct tps_nn_context *ctx,
+				const struct tps_dtensor *shard,
+				const char *module, const char *tensor,
+				struct tps_dtensor *out, struct tps_error *err)
+{
+	/* An activation, not a gradient: recorded in its own dtype. */
+	struct tps_nn_context c = *ctx;
+	struct tps_dtensor g = {0};
+	enum tps_status st;
+	c.dtypes.of[TPS_ROLE_GRADS] = ctx->dtypes.of[TPS_ROLE_ACTIVATIONS];
+	st = tps_dtensor_copy(&g, shard, err);
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout(&c, &g, tps_placement_replicate(), module,
+				      tensor,
+				      "the saved sequence shard all-gathered "
+				      "again for backward (Megatron's sequence "
+				      "parallel keeps the shard, not the "
+				      "gathered input)",
+				      err);
+	}
+	if (st != TPS_OK) {
+		tps_dtensor_free(&g);
+		return st;
+	}
+	*out = g;
+	return TPS_OK;
+}
+
 void tps_layout_chain_start(struct tps_layout_chain *chain,
 			    const struct tps_nn_context *ctx,
 			    const struct tps_dtensor *x)

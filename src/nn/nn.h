@@ -82,6 +82,9 @@ struct tps_nn_context {
 	/* The dtype of each role (spec.h); zeroed: float32 everywhere.
 	 * What a phase stores is tps_nn_store_dtype's. */
 	struct tps_dtypes dtypes;
+	/* What a colwise linear keeps of an input all-gathered from
+	 * sequence shards (spec.h; zeroed: the shard, Megatron's). */
+	enum tps_sp_save sp_save;
 };
 
 /* The dtype the values ctx's phase computes are stored in: activations in
@@ -546,6 +549,31 @@ enum tps_status tps_nn_to_layout(const struct tps_nn_context *ctx,
 				 struct tps_placement tp_target,
 				 const char *module, const char *tensor,
 				 const char *note, struct tps_error *err);
+
+/*
+ * Sequence parallel, Megatron's way (docs/symbolic.md, "Sequence
+ * parallelism"): a module that all-gathers a sequence-sharded input for
+ * colwise matmuls keeps the shard for backward, not the gathered input,
+ * and all-gathers it again in backward.
+ *
+ * tps_nn_keep_shard: in training under TPS_SP_SAVE_SHARD, when x is
+ * sharded on tp along a dim other than its last (a sequence shard, which
+ * colwise gathers), *shard gets a copy of x; otherwise *shard is left
+ * empty (no locals). On error *shard is empty.
+ *
+ * tps_nn_regather: *out = shard all-gathered to replicate on tp, in
+ * ctx's phase (backward), as recorded events named module / tensor with
+ * the activations' dtype (the values are the saved ones: a gather only
+ * copies). On error *out is untouched.
+ */
+enum tps_status tps_nn_keep_shard(const struct tps_nn_context *ctx,
+				  const struct tps_dtensor *x,
+				  struct tps_dtensor *shard,
+				  struct tps_error *err);
+enum tps_status tps_nn_regather(const struct tps_nn_context *ctx,
+				const struct tps_dtensor *shard,
+				const char *module, const char *tensor,
+				struct tps_dtensor *out, struct tps_error *err);
 
 /* Starts a chain at x's tp layout. */
 void tps_layout_chain_start(struct tps_layout_chain *chain,

@@ -314,7 +314,7 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 {
 	const struct tps_module_spec *s = m->spec;
 	char in_name[TPS_NAME_MAX + 8], core_name[TPS_NAME_MAX + 16];
-	struct tps_dtensor qkv[3] = {{0}}, a = {0}, out = {0};
+	struct tps_dtensor qkv[3] = {{0}}, a = {0}, out = {0}, shard = {0};
 	struct core_job job = {m, qkv, NULL, NULL};
 	enum tps_status st = TPS_OK;
 	char note[256];
@@ -325,13 +325,19 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 	if (ctx->save) {
 		tps_layout_chain_start(&m->in_chain, ctx, x);
 	}
+	/* Sequence shards: q, k and v keep none of the gathered copies;
+	 * the attention keeps the shard once, as Megatron's fused QKV
+	 * does, and backward gathers it again (sp_save). */
+	st = tps_nn_keep_shard(ctx, x, &shard, err);
 	/* Every head needs every position: the whole sequence, once. */
-	st = tps_nn_to_layout_chained(ctx, x, tps_placement_replicate(),
-				      ctx->save ? &m->in_chain : NULL, s->name,
-				      in_name,
-				      "q, k and v read the whole sequence: "
-				      "one gather for the three",
-				      err);
+	if (st == TPS_OK) {
+		st = tps_nn_to_layout_chained(
+			ctx, x, tps_placement_replicate(),
+			ctx->save ? &m->in_chain : NULL, s->name, in_name,
+			"q, k and v read the whole sequence: "
+			"one gather for the three",
+			err);
+	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		struct tps_dtensor xi = {0};
 		st = tps_dtensor_copy(&xi, x, err);
@@ -373,18 +379,25 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 		struct tps_module *o = child(m, O);
 		st = tps_nn_module_forward(ctx, o, &a, &out, err);
 	}
-	/* Its input is its children's: what it keeps is q, k and v. */
+	/* Its input is its children's: what it keeps is q, k and v (and
+	 * the sequence shard in their place, when it keeps one). */
 	if (st == TPS_OK && ctx->save) {
 		for (int i = Q; i <= V; i++) {
 			m->saved_more[i] = qkv[i];
 			memset(&qkv[i], 0, sizeof qkv[i]);
+			if (shard.locals) {
+				tps_dtensor_free(&child(m, i)->saved_in);
+			}
 		}
 	}
 	for (int i = Q; i <= V; i++) {
 		tps_dtensor_free(&qkv[i]);
 	}
 	tps_dtensor_free(&a);
-	return tps_nn_forward_end(ctx, m, NULL, &out, y, st);
+	st = tps_nn_forward_end(ctx, m, shard.locals ? &shard : NULL, &out, y,
+				st);
+	tps_dtensor_free(&shard);
+	return st;
 }
 
 static enum tps_status core_backward_rank(void *opaque, int r,
@@ -474,6 +487,25 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 				       "(the angle negated), per head, local",
 				       err);
 		}
+	}
+	/* A kept sequence shard gathered again, once for the three. */
+	if (st == TPS_OK && m->saved_in.locals) {
+		struct tps_dtensor gathered = {0};
+		snprintf(name, sizeof name, "%s.in", s->name);
+		st = tps_nn_regather(ctx, &m->saved_in, s->name, name,
+				     &gathered, err);
+		for (int i = Q; i <= V && st == TPS_OK; i++) {
+			struct tps_module *c = child(m, i);
+			tps_dtensor_free(&c->saved_in);
+			if (i == V) {
+				c->saved_in = gathered;
+				memset(&gathered, 0, sizeof gathered);
+			} else {
+				st = tps_dtensor_copy(&c->saved_in, &gathered,
+						      err);
+			}
+		}
+		tps_dtensor_free(&gathered);
 	}
 	/* q, k and v back to x; their input gradients, partial when they
 	 * are colwise, are summed before one reduction. */

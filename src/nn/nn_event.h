@@ -10,6 +10,7 @@
 #ifndef TPSIM_NN_EVENT_H
 #define TPSIM_NN_EVENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dtensor.h"
@@ -52,6 +53,9 @@ struct tps_event {
 	const struct tps_placement *before;
 	const char *note;    /* NULL or one sentence */
 	const char *mistake; /* NULL, or the injected mistake that made it */
+	/* Made by a forward run again in backward ("recompute": "full"):
+	 * the trace marks it "recompute": true. */
+	bool recompute;
 	/* The dtype value is stored in (its values are all of it); float32
 	 * unless the config's "dtype" says otherwise (spec.h). */
 	enum tps_dtype dtype;

@@ -89,6 +89,17 @@ static enum tps_status check_operands(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
+/* Whether b, a body's first module, is a colwise linear that kept the
+ * gathered input whole: what a kept sequence shard replaces. */
+static bool reads_gathered(const struct tps_nn_context *ctx,
+			   const struct tps_module *b)
+{
+	return b->spec->type == TPS_MODULE_LINEAR &&
+	       b->spec->style == TPS_STYLE_COLWISE && b->saved_in.locals &&
+	       b->saved_in.placements[ctx->tp_dim].kind ==
+		       TPS_PLACEMENT_REPLICATE;
+}
+
 /* One body's forward on its own copy of x. */
 static enum tps_status
 body_forward(const struct tps_nn_context *ctx, struct tps_module *begin,
@@ -112,7 +123,7 @@ static enum tps_status gated_forward(const struct tps_nn_context *ctx,
 {
 	const char *name = m->spec->name;
 	char in_name[TPS_NAME_MAX + 8], out_name[TPS_NAME_MAX + 8];
-	struct tps_dtensor g = {0}, u = {0}, out = {0};
+	struct tps_dtensor g = {0}, u = {0}, out = {0}, shard = {0};
 	struct tps_placement p = x->placements[ctx->tp_dim];
 	enum tps_status st = TPS_OK;
 
@@ -128,6 +139,15 @@ static enum tps_status gated_forward(const struct tps_nn_context *ctx,
 	if (p.kind == TPS_PLACEMENT_PARTIAL ||
 	    (p.kind == TPS_PLACEMENT_SHARD &&
 	     tps_nn_normalized(p, x->global.ndim).dim != x->global.ndim - 1)) {
+		/* A colwise first module of a body keeps the shard in
+		 * place of the gathered input (sp_save): kept here once,
+		 * gathered again in backward. */
+		st = tps_nn_keep_shard(ctx, x, &shard, err);
+	}
+	if (st == TPS_OK && (p.kind == TPS_PLACEMENT_PARTIAL ||
+			     (p.kind == TPS_PLACEMENT_SHARD &&
+			      tps_nn_normalized(p, x->global.ndim).dim !=
+				      x->global.ndim - 1))) {
 		st = tps_nn_to_layout_chained(
 			ctx, x, tps_placement_replicate(),
 			ctx->save ? &m->in_chain : NULL, name, in_name,
@@ -164,9 +184,49 @@ static enum tps_status gated_forward(const struct tps_nn_context *ctx,
 		memset(&g, 0, sizeof g);
 		memset(&u, 0, sizeof u);
 	}
+	if (st == TPS_OK && shard.locals) {
+		bool kept = false;
+		struct tps_module *first[2] = {gate_begin(m), gate_end(m)};
+		for (int i = 0; i < 2; i++) {
+			if (reads_gathered(ctx, first[i])) {
+				tps_dtensor_free(&first[i]->saved_in);
+				kept = true;
+			}
+		}
+		if (!kept) {
+			tps_dtensor_free(&shard);
+		}
+	}
 	tps_dtensor_free(&g);
 	tps_dtensor_free(&u);
-	return tps_nn_forward_end(ctx, m, NULL, &out, y, st);
+	st = tps_nn_forward_end(ctx, m, shard.locals ? &shard : NULL, &out, y,
+				st);
+	tps_dtensor_free(&shard);
+	return st;
+}
+
+/* The kept shard (m's saved_in) gathered again, once, and a copy given
+ * to each body's first module that gave up its gathered input. */
+static enum tps_status regather(const struct tps_nn_context *ctx,
+				struct tps_module *m, struct tps_error *err)
+{
+	char in_name[TPS_NAME_MAX + 8];
+	struct tps_dtensor gathered = {0};
+	struct tps_module *first[2] = {gate_begin(m), gate_end(m)};
+	enum tps_status st;
+	snprintf(in_name, sizeof in_name, "%s.in", m->spec->name);
+	st = tps_nn_regather(ctx, &m->saved_in, m->spec->name, in_name,
+			     &gathered, err);
+	for (int i = 0; i < 2 && st == TPS_OK; i++) {
+		struct tps_module *b = first[i];
+		if (b->spec->type == TPS_MODULE_LINEAR &&
+		    b->spec->style == TPS_STYLE_COLWISE &&
+		    !b->saved_in.locals) {
+			st = tps_dtensor_copy(&b->saved_in, &gathered, err);
+		}
+	}
+	tps_dtensor_free(&gathered);
+	return st;
 }
 
 /* *d = dy * other (d gate or d up), emitted as `tensor`. */
@@ -211,9 +271,12 @@ static enum tps_status gated_backward(const struct tps_nn_context *ctx,
 	snprintf(gate_grad, sizeof gate_grad, "%s.gate.out.grad", name);
 	snprintf(up_grad, sizeof up_grad, "%s.up.out.grad", name);
 	snprintf(in_grad, sizeof in_grad, "%s.in.grad", name);
-	st = operand_grad(ctx, name, gate_grad,
-			  "d gate = dy * up: each rank's local values", dy,
-			  &m->saved_more[1], &dg, err);
+	st = m->saved_in.locals ? regather(ctx, m, err) : TPS_OK;
+	if (st == TPS_OK) {
+		st = operand_grad(ctx, name, gate_grad,
+				  "d gate = dy * up: each rank's local values",
+				  dy, &m->saved_more[1], &dg, err);
+	}
 	if (st == TPS_OK) {
 		st = operand_grad(ctx, name, up_grad,
 				  "d up = dy * gate: each rank's local values",

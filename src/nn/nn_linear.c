@@ -318,12 +318,16 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 {
 	const struct tps_module_spec *s = m->spec;
 	struct io_names n = io_names_of(s->name);
-	struct tps_dtensor out = {0};
+	struct tps_dtensor out = {0}, shard = {0};
 	enum tps_status st;
 
-	/* Sequence parallel: the declared shard(seq) input is all-gathered. */
+	/* Sequence parallel: the declared shard(seq) input is all-gathered;
+	 * backward gathers it again from the shard it keeps (sp_save). */
 	st = tps_nn_to_layout_chained(ctx, x, s->input, in_chain(ctx, m, x),
 				      s->name, n.in, NULL, err);
+	if (st == TPS_OK) {
+		st = tps_nn_keep_shard(ctx, x, &shard, err);
+	}
 	if (st == TPS_OK) {
 		st = tps_nn_to_layout_chained(
 			ctx, x, tps_placement_replicate(), in_chain(ctx, m, x),
@@ -334,6 +338,7 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 		st = sharded_matmul(ctx, m, x, feature_shard(s, -1), &out, err);
 	}
 	if (st != TPS_OK) {
+		tps_dtensor_free(&shard);
 		return tps_nn_forward_end(ctx, m, x, &out, y, st);
 	}
 	start_out_chain(ctx, m, &out);
@@ -357,6 +362,11 @@ static enum tps_status colwise_forward(const struct tps_nn_context *ctx,
 		st = tps_nn_to_layout_chained(ctx, &out, s->output,
 					      out_chain(ctx, m), s->name, n.out,
 					      NULL, err);
+	}
+	if (shard.locals) {
+		st = tps_nn_forward_end(ctx, m, &shard, &out, y, st);
+		tps_dtensor_free(&shard);
+		return st;
 	}
 	return tps_nn_forward_end(ctx, m, x, &out, y, st);
 }
@@ -690,18 +700,30 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 {
 	const struct tps_module_spec *s = m->spec;
 	struct backward_notes notes = notes_of(s->style);
-	struct backward_job job = {dy, &m->saved_in, weight(m)};
-	char out_grad[TPS_NAME_MAX + 16];
+	struct tps_dtensor gathered = {0};
+	/* The input as the matmul consumed it. */
+	const struct tps_dtensor *x = &m->saved_in;
+	struct backward_job job = {dy, x, weight(m)};
+	char out_grad[TPS_NAME_MAX + 16], in_name[TPS_NAME_MAX + 8];
 	/* dW and dX cost what the forward matmul did. */
 	int64_t flops = 0;
 	enum tps_status st;
 
 	snprintf(out_grad, sizeof out_grad, "%s.out.grad", s->name);
+	snprintf(in_name, sizeof in_name, "%s.in", s->name);
 	/* dY back to the layout the matmul produced Y in. */
 	st = tps_nn_grad_through(ctx, dy, &m->out_chain, s->name, out_grad,
 				 err);
+	/* Colwise computes on the whole input: a kept sequence shard
+	 * (tps_nn_keep_shard) is gathered again. */
+	if (st == TPS_OK && s->style == TPS_STYLE_COLWISE &&
+	    x->placements[ctx->tp_dim].kind == TPS_PLACEMENT_SHARD) {
+		st = tps_nn_regather(ctx, x, s->name, in_name, &gathered, err);
+		x = &gathered;
+		job.x = x;
+	}
 	for (int r = 0; st == TPS_OK && r < ctx->mesh->world_size; r++) {
-		const struct tps_tensor *xr = &m->saved_in.locals[r];
+		const struct tps_tensor *xr = &x->locals[r];
 		int64_t k = xr->shape.dim[xr->shape.ndim - 1];
 		int64_t f = tps_sat_mul(
 			2, tps_sat_mul(tps_tensor_numel(&dy->locals[r]), k));
@@ -723,17 +745,16 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 	}
 	if (st == TPS_OK && dx) {
 		struct tps_placement placements[TPS_MAX_MESH_DIMS];
-		struct tps_placement tp =
-			s->style == TPS_STYLE_COLWISE
-				? tps_placement_partial()
-				: m->saved_in.placements[ctx->tp_dim];
+		struct tps_placement tp = s->style == TPS_STYLE_COLWISE
+						  ? tps_placement_partial()
+						  : x->placements[ctx->tp_dim];
 		struct tps_dtensor g = {0};
 		for (int i = 0; i < ctx->mesh->ndim; i++) {
-			placements[i] = m->saved_in.placements[i];
+			placements[i] = x->placements[i];
 		}
 		placements[ctx->tp_dim] = tp;
-		st = tps_dtensor_map(&g, ctx->mesh, &m->saved_in.global,
-				     placements, dx_rank, &job, err);
+		st = tps_dtensor_map(&g, ctx->mesh, &x->global, placements,
+				     dx_rank, &job, err);
 		/* Then back through the input's redistributions: a partial
 		 * dX of a replicated input all-reduces (Megatron's f). */
 		if (st == TPS_OK) {
@@ -742,6 +763,7 @@ static enum tps_status linear_backward(const struct tps_nn_context *ctx,
 		}
 	}
 	tps_dtensor_free(dy);
+	tps_dtensor_free(&gathered);
 	tps_module_free_saved(m);
 	return st;
 }

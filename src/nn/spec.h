@@ -223,6 +223,34 @@ struct tps_zero_spec {
 	bool distributed_optimizer;
 };
 
+/*
+ * What a colwise linear keeps for backward when its input arrived in
+ * sequence shards and was all-gathered for the matmul (sequence
+ * parallel; docs/symbolic.md, "Sequence parallelism").
+ */
+enum tps_sp_save {
+	/* The sequence shard, all-gathered again in backward for dW:
+	 * Megatron's LinearWithGradAccumulationAndAsyncCommunication
+	 * (Korthikanti et al. 2022, section 4.2.2). */
+	TPS_SP_SAVE_SHARD,
+	/* The gathered input, as the matmul consumed it: what autograd
+	 * keeps under PyTorch's DTensor (ColwiseParallel with
+	 * input_layouts Shard(1)); no backward all_gather. */
+	TPS_SP_SAVE_GATHERED,
+};
+extern const char *const tps_sp_save_names[];
+
+/* Activation recompute ("recompute"; Korthikanti et al. 2022,
+ * docs/symbolic.md "Activation recompute"). */
+enum tps_recompute {
+	TPS_RECOMPUTE_NONE, /* forward keeps what backward needs */
+	/* Each transformer_block keeps only its input; backward runs the
+	 * block's forward again, recorded, then its backward (Megatron's
+	 * --recompute-granularity full, uniform, one layer a chunk). */
+	TPS_RECOMPUTE_FULL,
+};
+extern const char *const tps_recompute_names[];
+
 /* Where the input batch is loaded. */
 enum tps_input_source {
 	TPS_INPUT_EVERY_RANK, /* every rank's data loader yields its dp part */
@@ -341,6 +369,12 @@ struct tps_module_spec {
 	 * descendants are the first body, the rest the second. 0 for the
 	 * others, whose descendants are one body (or parts). */
 	int n_first_body;
+	/* The first top-level module of a transformer block (a residual
+	 * "<p>.attn_residual" followed by "<p>.mlp_residual", as a
+	 * transformer_block expands; config_model.c): the block's
+	 * top-level modules from this one, 2, which "recompute": "full"
+	 * runs again in backward as one chunk. 0 for the others. */
+	int block_span;
 	/* The widths (last dims) of the input and the output: a linear's
 	 * in_features and out_features (its weight is (out, in)); a
 	 * layernorm's and an attention's dim, both; an embedding's output,
@@ -456,6 +490,9 @@ struct tps_model_spec {
 	struct tps_optimizer_spec optimizer;
 	enum tps_dp_grad dp_grad;
 	struct tps_zero_spec zero;
+	/* "sequence_parallel_save" and "recompute" (training only). */
+	enum tps_sp_save sp_save;
+	enum tps_recompute recompute;
 	/* The dtype of each role ("dtype"); float32 everywhere unless
 	 * given. */
 	struct tps_dtypes dtypes;

@@ -892,6 +892,7 @@ static void write_slice(FILE *out, const struct tps_timeline *tl,
 	}
 	copy_member(out, ev, "mistake");
 	copy_member(out, ev, "note");
+	copy_member(out, ev, "recompute");
 	fputs("}}", out);
 }
 

@@ -698,6 +698,9 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 		fputs(",\"note\":", out);
 		tps_json_write_string(out, ev->note);
 	}
+	if (ev->recompute) {
+		fputs(",\"recompute\":true", out);
+	}
 	if (ev->mistake) {
 		fputs(",\"mistake\":", out);
 		tps_json_write_string(out, ev->mistake);

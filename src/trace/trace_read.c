@@ -765,6 +765,9 @@ static enum tps_status read_event(struct reader *r, const cJSON *ev, int index)
 		st = may(r, ev, "note", cJSON_IsString, "a sentence");
 	}
 	if (st == TPS_OK) {
+		st = may(r, ev, "recompute", cJSON_IsTrue, "true");
+	}
+	if (st == TPS_OK) {
 		st = may(r, ev, "mistake", cJSON_IsString, "a mistake's name");
 	}
 	return st;

@@ -2092,9 +2092,12 @@ START_TEST(gpt_example_counts_in_its_trace_are_megatrons)
 	 * parallel: forward a reduce_scatter out of the embedding and 2 per
 	 * block, an all_gather into each block's attention and fc1 and into
 	 * the projection, the loss's 3 all_reduces; backward the mirror
-	 * (all_gathers and reduce_scatters swapped: 5 and 5) and 10
+	 * (all_gathers and reduce_scatters swapped: 5 and 5), 10
 	 * all_reduces of layer-norm weight and bias gradients (5 layer norms:
-	 * 2 per block and the final one). */
+	 * 2 per block and the final one), and 5 all_gathers of the input
+	 * shards that the attentions, the fc1s and the projection keep for
+	 * their weight gradients (Megatron's sequence parallel: one per
+	 * gather forward). */
 	const char *dir = tu_tempdir();
 	char trace[512];
 	cJSON *t;
@@ -2117,10 +2120,79 @@ START_TEST(gpt_example_counts_in_its_trace_are_megatrons)
 	tu_result_free(&r);
 	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
 	ck_assert_int_eq(comm_count(t, "by_op", "reduce_scatter"), 3 * (5 + 5));
-	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 3 * (5 + 5));
+	ck_assert_int_eq(comm_count(t, "by_op", "all_gather"), 3 * (5 + 5 + 5));
 	ck_assert_int_eq(comm_count(t, "by_op", "all_reduce"), 3 * (3 + 10));
 	ck_assert_int_eq(comm_count(t, "by_phase", "forward"), 3 * (5 + 5 + 3));
+	ck_assert_int_eq(comm_count(t, "by_phase", "backward"),
+			 3 * (5 + 5 + 10 + 5));
 	cJSON_Delete(t);
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(recomputed_events_are_marked_and_pass_every_reader)
+{
+	/* A transformer block with "recompute": "full" at tp 2: its
+	 * forward run again in backward is marked "recompute": true, every
+	 * such event in phase backward, among them o's and fc2's
+	 * all_reduces; the others carry no mark. The trace passes explain,
+	 * check and timeline. */
+	static const char config[] =
+		"{\"tpsim\":1,\"mesh\":{\"shape\":[2],\"dim_names\":"
+		"[\"tp\"]},\"model\":[{\"name\":\"b\",\"type\":"
+		"\"transformer_block\",\"dim\":8,\"num_heads\":2}],"
+		"\"plan\":{\"b.attn.[qkv]\":\"colwise\",\"b.attn.o\":"
+		"\"rowwise\",\"b.mlp.fc1\":\"colwise\",\"b.mlp.fc2\":"
+		"\"rowwise\"},\"input\":{\"shape\":[2,3,8]},"
+		"\"mode\":\"training\",\"recompute\":\"full\"}";
+	const char *dir = tu_tempdir();
+	char cfg[512], trace[512], fixture[512], timeline[512];
+	const cJSON *ev;
+	cJSON *t;
+	int marked = 0, collectives = 0;
+	struct tu_result r;
+	snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+	snprintf(trace, sizeof trace, "%s/t.json", dir);
+	snprintf(fixture, sizeof fixture, "%s/f.json", dir);
+	snprintf(timeline, sizeof timeline, "%s/tl.json", dir);
+	write_text(cfg, config);
+	write_text(fixture, "{}");
+	r = tu_cli(5, "run", cfg, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	tu_result_free(&r);
+	ck_assert_int_eq(tps_json_load(trace, 1 << 30, &t, NULL), TPS_OK);
+	cJSON_ArrayForEach(ev, cJSON_GetObjectItemCaseSensitive(t, "events"))
+	{
+		const cJSON *rc =
+			cJSON_GetObjectItemCaseSensitive(ev, "recompute");
+		const char *phase =
+			cJSON_GetObjectItemCaseSensitive(ev, "phase")
+				->valuestring;
+		const char *kind = cJSON_GetObjectItemCaseSensitive(ev, "kind")
+					   ->valuestring;
+		if (!rc) {
+			continue;
+		}
+		ck_assert(cJSON_IsTrue(rc));
+		ck_assert_str_eq(phase, "backward");
+		marked++;
+		collectives += strcmp(kind, "collective") == 0;
+	}
+	cJSON_Delete(t);
+	/* ln1, q, k, v (matmul and bias each), the heads, o (matmul,
+	 * all_reduce, bias), the residual's add: 12; ln2, fc1 (2), gelu,
+	 * fc2 (3), the add: 8. */
+	ck_assert_int_eq(marked, 20);
+	ck_assert_int_eq(collectives, 2);
+	r = tu_cli(3, "explain", trace);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	tu_result_free(&r);
+	r = tu_cli(4, "check", trace, fixture);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	tu_result_free(&r);
+	r = tu_cli(5, "timeline", trace, "-o", timeline);
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	tu_result_free(&r);
 	tu_rmtree(dir);
 }
 END_TEST
@@ -4218,6 +4290,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(run,
 		       inject_skip_all_reduce_is_diagnosed_from_its_symptom);
 	tcase_add_test(run, gpt_example_counts_in_its_trace_are_megatrons);
+	tcase_add_test(run, recomputed_events_are_marked_and_pass_every_reader);
 	tcase_add_test(run, inject_skip_gather_is_diagnosed_from_its_symptom);
 	tcase_add_test(run,
 		       inject_wrong_shard_dim_is_a_shape_error_in_the_matmul);

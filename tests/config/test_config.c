@@ -1436,6 +1436,31 @@ static const struct bad_config bad_configs[] = {
 	BAD(TRAIN ",'dp_grad':'local'}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_grad: unknown dp_grad \"local\" (expected one of "
 	    "global, ddp)"),
+	/* What sequence parallel keeps for backward (issue 20). */
+	BAD(BASE ",'sequence_parallel_save':'shard'}", TPS_ERR_INPUT,
+	    "cfg.json: /sequence_parallel_save: \"sequence_parallel_save\" "
+	    "needs \"mode\": \"training\" (this config runs inference)"),
+	BAD(TRAIN ",'sequence_parallel_save':'input'}", TPS_ERR_INPUT,
+	    "cfg.json: /sequence_parallel_save: unknown sequence_parallel_save "
+	    "\"input\" (expected one of shard, gathered)"),
+	BAD(TRAIN ",'sequence_parallel_save':true}", TPS_ERR_INPUT,
+	    "cfg.json: /sequence_parallel_save: expected a string"),
+	/* Activation recompute (issue 20): training only, a known kind,
+	 * and "full" needs transformer_blocks to run again. "selective" is
+	 * not built yet. */
+	BAD(BASE ",'recompute':'none'}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: \"recompute\" needs \"mode\": "
+	    "\"training\" (this config runs inference)"),
+	BAD(TRAIN ",'recompute':'selective'}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: unknown recompute \"selective\" (expected "
+	    "one of none, full)"),
+	BAD(TRAIN ",'recompute':'Full'}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: unknown recompute \"Full\""),
+	BAD(TRAIN ",'recompute':1}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: expected a string"),
+	BAD(TRAIN ",'recompute':'full'}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: \"full\" recomputes each transformer_block "
+	    "from its input, and this model has none"),
 	/* Batch 1 over dp 2: rank 1's local mse is a mean over nothing. */
 	BAD(DP_BATCH("1") ",'mode':'training','dp_grad':'ddp'}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_grad: \"ddp\" with loss \"mse\" needs samples on "
@@ -2755,6 +2780,87 @@ START_TEST(explicit_settings_override_defaults)
 	tps_run_spec_free(&spec);
 	parse_ok(BASE ",'dtype':'bfloat16','tolerance':{'rtol':1e-4}}", &spec);
 	ck_assert(spec.rtol == 1e-4 && spec.rtol_given);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(sequence_parallel_save_is_read_and_recorded_when_not_default)
+{
+	/* "shard" (the default, Megatron's) is left out of the normalised
+	 * config, so that traces of configs without the key keep their
+	 * bytes; "gathered" is recorded after dp_grad, and parses back. */
+	struct tps_run_spec spec = {0}, again = {0};
+	char *got, *back;
+
+	parse_ok(TRAIN "}", &spec);
+	ck_assert_int_eq(spec.model.sp_save, TPS_SP_SAVE_SHARD);
+	got = normalized_text(&spec);
+	ck_assert_ptr_null(strstr(got, "sequence_parallel_save"));
+	free(got);
+	tps_run_spec_free(&spec);
+	parse_ok(TRAIN ",'sequence_parallel_save':'shard'}", &spec);
+	ck_assert_int_eq(spec.model.sp_save, TPS_SP_SAVE_SHARD);
+	tps_run_spec_free(&spec);
+
+	parse_ok(TRAIN ",'sequence_parallel_save':'gathered'}", &spec);
+	ck_assert_int_eq(spec.model.sp_save, TPS_SP_SAVE_GATHERED);
+	got = normalized_text(&spec);
+	ck_assert_ptr_nonnull(strstr(
+		got, "\"dp_grad\":\"global\","
+		     "\"sequence_parallel_save\":\"gathered\","));
+	ck_assert_int_eq(tps_config_parse(spec.normalized, "cfg.json", &again,
+					  NULL),
+			 TPS_OK);
+	ck_assert_int_eq(again.model.sp_save, TPS_SP_SAVE_GATHERED);
+	back = normalized_text(&again);
+	ck_assert_str_eq(back, got);
+	free(back);
+	free(got);
+	tps_run_spec_free(&again);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+START_TEST(recompute_is_read_and_recorded_when_not_none)
+{
+	/* "none" (the default) is left out of the normalised config;
+	 * "full" is recorded after dp_grad, and parses back. A
+	 * transformer_block's first residual starts a block of 2 top-level
+	 * modules, which "full" runs again. */
+	static const char block[] =
+		"{'tpsim':1,'mesh':{'shape':[2],'dim_names':['tp']},"
+		"'model':[{'name':'b','type':'transformer_block','dim':8,"
+		"'num_heads':2}],'input':{'shape':[1,2,8]},"
+		"'mode':'training'";
+	char text[512];
+	struct tps_run_spec spec = {0}, again = {0};
+	char *got, *back;
+
+	snprintf(text, sizeof text, "%s}", block);
+	parse_ok(text, &spec);
+	ck_assert_int_eq(spec.model.recompute, TPS_RECOMPUTE_NONE);
+	ck_assert_int_eq(module(&spec, "b.attn_residual")->block_span, 2);
+	ck_assert_int_eq(module(&spec, "b.mlp_residual")->block_span, 0);
+	got = normalized_text(&spec);
+	ck_assert_ptr_null(strstr(got, "recompute"));
+	free(got);
+	tps_run_spec_free(&spec);
+
+	snprintf(text, sizeof text, "%s,'recompute':'full'}", block);
+	parse_ok(text, &spec);
+	ck_assert_int_eq(spec.model.recompute, TPS_RECOMPUTE_FULL);
+	got = normalized_text(&spec);
+	ck_assert_ptr_nonnull(
+		strstr(got, "\"dp_grad\":\"global\",\"recompute\":\"full\","));
+	ck_assert_int_eq(tps_config_parse(spec.normalized, "cfg.json", &again,
+					  NULL),
+			 TPS_OK);
+	ck_assert_int_eq(again.model.recompute, TPS_RECOMPUTE_FULL);
+	back = normalized_text(&again);
+	ck_assert_str_eq(back, got);
+	free(back);
+	free(got);
+	tps_run_spec_free(&again);
 	tps_run_spec_free(&spec);
 }
 END_TEST
@@ -4122,6 +4228,10 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, minimal_config_gets_defaults);
 	tcase_add_test(tc, rowwise_bias_defaults_to_after_reduce);
 	tcase_add_test(tc, explicit_settings_override_defaults);
+	tcase_add_test(
+		tc,
+		sequence_parallel_save_is_read_and_recorded_when_not_default);
+	tcase_add_test(tc, recompute_is_read_and_recorded_when_not_none);
 	tcase_add_test(tc, integral_floats_are_accepted_as_sizes);
 	tcase_add_test(tc, module_sizes_land_in_the_fields_that_name_them);
 	tcase_add_test(tc, sizes_at_the_limits_are_accepted);

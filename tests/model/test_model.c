@@ -44,7 +44,44 @@ struct counts {
 	/* Bytes per rank of the collectives over the dp dims, by phase and
 	 * op. */
 	int64_t dp_bytes[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
+	/* FNV-1a over the bytes of the run's outcome (the output, the
+	 * losses, the gradients and the parameters after the last update):
+	 * equal hashes, byte-identical results. */
+	uint64_t outcome_hash;
+	/* Events a forward run again in backward made ("recompute"), and
+	 * their collectives by phase and op. */
+	int recompute_events;
+	int recompute_by_phase[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
 };
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *b = data;
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ b[i]) * 1099511628211ull;
+	}
+	return h;
+}
+
+static uint64_t tensor_hash(uint64_t h, const struct tps_tensor *t)
+{
+	return t->data ? fnv1a(h, t->data,
+			       (size_t)tps_tensor_numel(t) * sizeof(float))
+		       : h;
+}
+
+static uint64_t outcome_hash(const struct tps_model_outcome *o)
+{
+	uint64_t h = tensor_hash(14695981039346656037ull, &o->output);
+	h = fnv1a(h, o->loss, (size_t)o->steps * sizeof *o->loss);
+	for (int i = 0; i < o->n_grads; i++) {
+		h = tensor_hash(h, &o->grads[i]);
+	}
+	for (int i = 0; i < o->n_params; i++) {
+		h = tensor_hash(h, &o->params_after[i]);
+	}
+	return h;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -58,6 +95,7 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 	struct counts *c = ctx;
 	(void)err;
 	c->events++;
+	c->recompute_events += ev->recompute;
 	if (ev->kind == TPS_EVENT_LAYOUT && strcmp(ev->op, "split") == 0) {
 		c->splits++;
 	}
@@ -74,6 +112,7 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 				c->dp_bytes[ev->phase][op] +=
 					ev->bytes_per_rank;
 			}
+			c->recompute_by_phase[ev->phase][op] += ev->recompute;
 		}
 	}
 	if (strcmp(ev->module, "fc") == 0 && ev->phase == TPS_PHASE_FORWARD &&
@@ -528,6 +567,7 @@ static struct counts run_config(const char *fmt, ...)
 		worst_diff = diff;
 	}
 	ck_assert_msg(match, "max_abs_diff %g for\n%s", (double)diff, text);
+	counts.outcome_hash = outcome_hash(&sim);
 	tps_model_outcome_free(&sim);
 	tps_model_outcome_free(&ref);
 	tps_tensor_free(&input);
@@ -1931,7 +1971,9 @@ START_TEST(swiglu_mlps_match_the_reference)
 	 * and one all_reduce of the summed w1 and w3 input gradients
 	 * backward; SP, one all_gather of the input for w1 and w3 and w2's
 	 * reduce_scatter forward, their mirror backward (plus the rmsnorm's
-	 * input gather and its weight gradient's all_reduce). */
+	 * input gather and its weight gradient's all_reduce) and one
+	 * all_gather of the input shard that the gated keeps for w1 and w3
+	 * (Megatron's). */
 	int tp = _i;
 	worst_diff = 0;
 	for (int dp = 1; dp <= 2; dp++) {
@@ -1984,7 +2026,7 @@ START_TEST(swiglu_mlps_match_the_reference)
 				ck_assert_int_eq(n.model_by_phase[bwd][ar],
 						 train * steps * p);
 				ck_assert_int_eq(n.model_by_phase[bwd][ag],
-						 train * steps * p * sp * 2);
+						 train * steps * p * sp * 3);
 				ck_assert_int_eq(n.model_by_phase[bwd][rs],
 						 train * steps * p * sp);
 			}
@@ -2049,7 +2091,11 @@ START_TEST(residual_blocks_train_like_the_reference)
 	int tp = _i;
 	worst_diff = 0;
 	for (int seq = 1; seq <= 2 * tp + 1; seq += tp) {
-		for (int sp = 0; sp < 2; sp++) {
+		/* sp 2: sequence parallel keeping the gathered input
+		 * (sequence_parallel_save "gathered"), whose results must
+		 * be sp 1's bytes. */
+		uint64_t shard_hash[2] = {0};
+		for (int sp = 0; sp < 3; sp++) {
 			for (int bias = 0; bias < 2; bias++) {
 				int hidden = 3 * tp + 1, dim = 2 * tp + 1;
 				struct counts n = run_config(
@@ -2074,7 +2120,7 @@ START_TEST(residual_blocks_train_like_the_reference)
 					"'init':'uniform'},'init':{'method':"
 					"'uniform','seed':3},'mode':'training',"
 					"'steps':2,'optimizer':{'type':'adamw',"
-					"'lr':0.01}}",
+					"'lr':0.01}%s}",
 					tp, dim, bias ? "true" : "false", dim,
 					hidden, bias ? "true" : "false", hidden,
 					dim, bias ? "true" : "false", dim,
@@ -2084,9 +2130,22 @@ START_TEST(residual_blocks_train_like_the_reference)
 					     ":"
 					     "'shard(1)'}"
 					   : "'fc1':'colwise','fc2':'rowwise'",
-					1 + bias, seq, dim);
+					1 + bias, seq, dim,
+					sp == 2 ? ",'sequence_parallel_save':"
+						  "'gathered'"
+						: "");
 				const int *f = n.by_phase[TPS_PHASE_FORWARD];
 				const int *b = n.by_phase[TPS_PHASE_BACKWARD];
+				if (sp == 1) {
+					shard_hash[bias] = n.outcome_hash;
+				} else if (sp == 2) {
+					ck_assert_msg(n.outcome_hash ==
+							      shard_hash[bias],
+						      "tp %d seq %d bias %d: "
+						      "keeping the shard "
+						      "changed the results",
+						      tp, seq, bias);
+				}
 				if (tp == 1) {
 					continue;
 				}
@@ -2096,8 +2155,10 @@ START_TEST(residual_blocks_train_like_the_reference)
 				 * reduce_scatter, and the body's output
 				 * gathered to the replicated input it is added
 				 * to; backward fc2's all_gather of dy, fc1's
-				 * reduce_scatter of dx, and ln1's weight (and
-				 * bias) gradient all_reduce. */
+				 * all_gather of its kept input shard (not with
+				 * "gathered", sp 2), fc1's reduce_scatter of
+				 * dx, and ln1's weight (and bias) gradient
+				 * all_reduce. */
 				ck_assert_int_eq(f[TPS_COMM_ALL_REDUCE],
 						 sp ? 0 : 2);
 				ck_assert_int_eq(f[TPS_COMM_ALL_GATHER],
@@ -2107,7 +2168,9 @@ START_TEST(residual_blocks_train_like_the_reference)
 				ck_assert_int_eq(b[TPS_COMM_ALL_REDUCE],
 						 sp ? 2 * (1 + bias) : 2);
 				ck_assert_int_eq(b[TPS_COMM_ALL_GATHER],
-						 sp ? 2 : 0);
+						 sp == 1 ? 4
+						 : sp	 ? 2
+							 : 0);
 				ck_assert_int_eq(b[TPS_COMM_REDUCE_SCATTER],
 						 sp ? 2 : 0);
 			}
@@ -2376,7 +2439,10 @@ START_TEST(pytorch_tp_style_counts_and_shapes)
 
 	/* ColwiseParallel(input_layouts=Shard(0)), each rank's 8 rows: the
 	 * global batch is (8 ws, 16), out (8 ws, 16/ws); one all_gather
-	 * forward, one reduce_scatter backward. tpsim's input is one global
+	 * forward, one reduce_scatter backward. PyTorch's autograd keeps
+	 * the gathered input for dW: "sequence_parallel_save": "gathered"
+	 * (tpsim's default, Megatron's, would all-gather the kept shard
+	 * again in backward). tpsim's input is one global
 	 * batch, so a prepare_output before fc splits it into Shard(0) (no
 	 * communication) to reproduce PyTorch's sharded input. */
 	n = run_config(
@@ -2387,7 +2453,7 @@ START_TEST(pytorch_tp_style_counts_and_shapes)
 		"output':"
 		"'shard(0)'},'fc':{'style':'colwise','input':'shard(0)'}},"
 		"'input':{'shape':[%d,16],'init':'ones','requires_grad':true}"
-		"," TRAIN_SUM "}",
+		"," TRAIN_SUM ",'sequence_parallel_save':'gathered'}",
 		ws, 8 * ws);
 	ck_assert_int_eq(n.fc_local.dim[0], 8 * ws);
 	ck_assert_int_eq(n.fc_local.dim[1], 16 / ws);
@@ -2482,7 +2548,11 @@ END_TEST
 
 /* A model of `blocks` transformer blocks (dim 8, 2 heads, hidden 16) on
  * (2, seq, 8) float inputs, the plan plain or sequence parallel. */
-static struct counts blocks_counts(int tp, int blocks, bool sp, int seq)
+/* sp 0: plain TP; 1: sequence parallel; 2: sequence parallel keeping the
+ * gathered inputs ("sequence_parallel_save": "gathered"). extra: more
+ * top-level keys (",'recompute':'full'"), or "". */
+static struct counts blocks_counts_with(int tp, int blocks, int sp, int seq,
+					const char *extra)
 {
 	char model[4096] = "";
 	size_t used = 0;
@@ -2497,7 +2567,7 @@ static struct counts blocks_counts(int tp, int blocks, bool sp, int seq)
 		"{'tpsim':1,'mesh':{'shape':[%d],'dim_names':['tp']},"
 		"'model':[%s],'plan':{'layers.*.attn.[qkv]':'colwise',%s},"
 		"'input':{'shape':[2,%d,8],'requires_grad':%s},'mode':"
-		"'training','optimizer':{'type':'sgd','lr':0.05}}",
+		"'training','optimizer':{'type':'sgd','lr':0.05}%s%s}",
 		tp, model,
 		sp ? "'layers.0.attn_residual':{'style':'prepare_input','input'"
 		     ":"
@@ -2510,7 +2580,13 @@ static struct counts blocks_counts(int tp, int blocks, bool sp, int seq)
 		     "'rowwise','output':'shard(1)'}"
 		   : "'layers.*.attn.o':'rowwise','layers.*.mlp.fc1':'colwise',"
 		     "'layers.*.mlp.fc2':'rowwise'",
-		seq, sp ? "false" : "true");
+		seq, sp ? "false" : "true",
+		sp == 2 ? ",'sequence_parallel_save':'gathered'" : "", extra);
+}
+
+static struct counts blocks_counts(int tp, int blocks, int sp, int seq)
+{
+	return blocks_counts_with(tp, blocks, sp, seq, "");
 }
 
 START_TEST(transformer_blocks_cost_what_megatron_says)
@@ -2521,22 +2597,97 @@ START_TEST(transformer_blocks_cost_what_megatron_says)
 	 * parallel (Korthikanti et al. 2022) replaces each with an all_gather
 	 * and a reduce_scatter: 2 + 2 forward, 2 + 2 backward. Its layernorms'
 	 * weight and bias gradients are all-reduced besides (4 per block),
-	 * which the paper counts apart. The sequence-parallel model's input
+	 * which the paper counts apart, and backward all-gathers again the
+	 * two input shards that the fused QKV and fc1 keep (section 4.2.2:
+	 * 2 per block), but for "sequence_parallel_save": "gathered", which
+	 * keeps the gathered inputs (PyTorch's autograd) and gives the same
+	 * bytes. The sequence-parallel model's input
 	 * is split into sequence shards once (prepare_input, no
 	 * communication); its output gathered once (not counted: the model's
 	 * materialising). At tp = _i + 1, 1 to 3 blocks. */
 	int tp = _i + 1;
 	for (int blocks = 1; blocks <= 3; blocks++) {
-		struct counts plain = blocks_counts(tp, blocks, false, 2 * tp);
-		struct counts sp = blocks_counts(tp, blocks, true, 2 * tp);
+		struct counts plain = blocks_counts(tp, blocks, 0, 2 * tp);
+		struct counts sp = blocks_counts(tp, blocks, 1, 2 * tp);
+		struct counts gathered = blocks_counts(tp, blocks, 2, 2 * tp);
+		int p = tp > 1;
 		assert_counts(&plain, TPS_PHASE_FORWARD, 0, 2 * blocks, 0,
 			      "plain TP");
 		assert_counts(&plain, TPS_PHASE_BACKWARD, 0, 2 * blocks, 0,
 			      "plain TP");
 		assert_counts(&sp, TPS_PHASE_FORWARD, 2 * blocks, 0, 2 * blocks,
 			      "sequence parallel");
-		assert_counts(&sp, TPS_PHASE_BACKWARD, 2 * blocks, 4 * blocks,
-			      2 * blocks, "sequence parallel");
+		assert_counts(&sp, TPS_PHASE_BACKWARD, (2 + 2 * p) * blocks,
+			      4 * blocks, 2 * blocks, "sequence parallel");
+		assert_counts(&gathered, TPS_PHASE_FORWARD, 2 * blocks, 0,
+			      2 * blocks, "sequence parallel, gathered");
+		assert_counts(&gathered, TPS_PHASE_BACKWARD, 2 * blocks,
+			      4 * blocks, 2 * blocks,
+			      "sequence parallel, gathered");
+		ck_assert(sp.outcome_hash == gathered.outcome_hash);
+	}
+}
+END_TEST
+
+START_TEST(full_recompute_runs_each_block_again_with_the_same_bytes)
+{
+	/* "recompute": "full" (Korthikanti et al. 2022): each block keeps
+	 * its input only, and backward runs the block's forward again,
+	 * every event of it marked recompute and in phase backward. The
+	 * results are the bytes of the run without it (the outcome's
+	 * hash), forward is unchanged, and backward gains the block's
+	 * forward collectives: plain TP its 2 all_reduces; sequence
+	 * parallel its 2 all_gathers and 2 reduce_scatters. At tp = _i + 1,
+	 * 1 and 3 blocks, plain and sequence parallel, the input needing a
+	 * gradient (plain) or not (SP, so the first block's input gradient
+	 * is skipped as without recompute). */
+	int tp = _i + 1;
+	for (int blocks = 1; blocks <= 3; blocks += 2) {
+		for (int sp = 0; sp < 2; sp++) {
+			struct counts none =
+				blocks_counts(tp, blocks, sp, 2 * tp);
+			struct counts full = blocks_counts_with(
+				tp, blocks, sp, 2 * tp, ",'recompute':'full'");
+			const int *f = full.model_by_phase[TPS_PHASE_FORWARD];
+			const int *n = none.model_by_phase[TPS_PHASE_FORWARD];
+			int(*r)[TPS_COMM_OP_COUNT] = full.recompute_by_phase;
+			ck_assert_msg(
+				full.outcome_hash == none.outcome_hash,
+				"tp %d blocks %d sp %d: recompute changed "
+				"the results",
+				tp, blocks, sp);
+			ck_assert_int_eq(none.recompute_events, 0);
+			ck_assert_int_gt(full.recompute_events, 0);
+			for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+				ck_assert_int_eq(f[op], n[op]);
+				ck_assert_int_eq(r[TPS_PHASE_FORWARD][op], 0);
+				ck_assert_int_eq(
+					full.model_by_phase[TPS_PHASE_BACKWARD]
+							   [op],
+					none.model_by_phase[TPS_PHASE_BACKWARD]
+							   [op] +
+						r[TPS_PHASE_BACKWARD][op]);
+			}
+			if (sp) {
+				assert_counts(&full, TPS_PHASE_BACKWARD,
+					      6 * blocks, 4 * blocks,
+					      4 * blocks,
+					      "sequence parallel, recompute");
+			} else {
+				assert_counts(&full, TPS_PHASE_BACKWARD, 0,
+					      4 * blocks, 0,
+					      "plain TP, recompute");
+			}
+			ck_assert_int_eq(
+				r[TPS_PHASE_BACKWARD][TPS_COMM_ALL_REDUCE],
+				sp ? 0 : 2 * blocks);
+			ck_assert_int_eq(
+				r[TPS_PHASE_BACKWARD][TPS_COMM_ALL_GATHER],
+				sp ? 2 * blocks : 0);
+			ck_assert_int_eq(
+				r[TPS_PHASE_BACKWARD][TPS_COMM_REDUCE_SCATTER],
+				sp ? 2 * blocks : 0);
+		}
 	}
 }
 END_TEST
@@ -2584,9 +2735,11 @@ START_TEST(llama_blocks_train_like_the_reference_and_cost_what_megatron_says)
 			2 * tp + 1, sp ? "false" : "true");
 		int p = tp > 1;
 		if (sp) {
+			/* Backward also all-gathers the two input shards
+			 * each block keeps (for q, k, v and for w1, w3). */
 			assert_counts(&n, TPS_PHASE_FORWARD, 4 * p, 0, 4 * p,
 				      "sequence parallel");
-			assert_counts(&n, TPS_PHASE_BACKWARD, 4 * p, 4 * p,
+			assert_counts(&n, TPS_PHASE_BACKWARD, 8 * p, 4 * p,
 				      4 * p, "sequence parallel");
 		} else {
 			assert_counts(&n, TPS_PHASE_FORWARD, 0, 4 * p, 0,
@@ -3699,6 +3852,9 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(comm, pytorch_tp_style_counts_and_shapes, 1, 3);
 	tcase_add_loop_test(comm, transformer_blocks_cost_what_megatron_says, 1,
 			    4);
+	tcase_add_loop_test(
+		comm, full_recompute_runs_each_block_again_with_the_same_bytes,
+		1, 4);
 	tcase_add_loop_test(
 		train, two_block_transformers_train_like_the_reference, 1, 5);
 	tcase_add_test(

@@ -70,7 +70,7 @@ START_TEST(redistribute_keeps_its_status_without_err)
 	struct tps_dtensor x;
 	struct tps_nn_context ctx = {
 		&m,    0, {NULL, NULL}, 0,    TPS_PHASE_FORWARD,
-		false, 0, NULL,		{{0}}};
+		false, 0, NULL,		{{0}}, TPS_SP_SAVE_SHARD};
 	struct tps_error err = {0};
 
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &rep, NULL),
@@ -263,7 +263,7 @@ START_TEST(colwise_gather_output_is_a_matmul_then_an_all_gather)
 	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
 	ctx = (struct tps_nn_context){
 		&f.mesh, 0, {record, &rec}, 0,	  TPS_PHASE_FORWARD,
-		false,	 0, NULL,	    {{0}}};
+		false,	 0, NULL,	    {{0}}, TPS_SP_SAVE_SHARD};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -296,7 +296,7 @@ START_TEST(rowwise_of_a_replicated_input_splits_it_locally)
 	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
 	ctx = (struct tps_nn_context){
 		&f.mesh, 0, {record, &rec}, 0,	  TPS_PHASE_FORWARD,
-		false,	 0, NULL,	    {{0}}};
+		false,	 0, NULL,	    {{0}}, TPS_SP_SAVE_SHARD};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -326,7 +326,7 @@ START_TEST(activation_of_a_partial_input_reduces_first)
 	struct tps_dtensor x, y;
 	struct tps_nn_context ctx = {
 		&m,    0, {record, &rec}, 0,	TPS_PHASE_FORWARD,
-		false, 0, NULL,		  {{0}}};
+		false, 0, NULL,		  {{0}}, TPS_SP_SAVE_SHARD};
 	snprintf(spec.name, sizeof spec.name, "act");
 	spec.type = TPS_MODULE_RELU;
 	mod.spec = &spec;
@@ -380,7 +380,7 @@ START_TEST(colwise_backward_reduces_the_partial_input_gradient)
 	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
 	ctx = (struct tps_nn_context){
 		&f.mesh, 0, {record, &rec}, 0,	  TPS_PHASE_FORWARD,
-		true,	 0, NULL,	    {{0}}};
+		true,	 0, NULL,	    {{0}}, TPS_SP_SAVE_SHARD};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -433,7 +433,7 @@ START_TEST(rowwise_backward_gathers_a_locally_split_input)
 	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
 	ctx = (struct tps_nn_context){
 		&f.mesh, 0, {record, &rec}, 0,	  TPS_PHASE_FORWARD,
-		true,	 0, NULL,	    {{0}}};
+		true,	 0, NULL,	    {{0}}, TPS_SP_SAVE_SHARD};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -482,7 +482,7 @@ START_TEST(loss_parallel_reduces_three_statistics_and_no_gradient)
 	struct tps_dtensor y, t, loss = {0}, dy = {0};
 	struct tps_nn_context ctx = {
 		&m,    0, {record, &rec}, 3,	TPS_PHASE_FORWARD,
-		false, 0, NULL,		  {{0}}};
+		false, 0, NULL,		  {{0}}, TPS_SP_SAVE_SHARD};
 	const double scale[2] = {0.5, 0.5};
 	const float want[2][4] = {{0.125f, 0.125f, -0.375f, 0.125f},
 				  {-0.26231656f, 0.08743885f, 0.08743885f,
@@ -699,7 +699,7 @@ START_TEST(mistaken_events_carry_the_mistakes_name)
 				     false,
 				     TPS_MISTAKE_SKIP_GATHER,
 				     NULL,
-				     {{0}}};
+				     {{0}}, TPS_SP_SAVE_SHARD};
 	struct tps_event ev = {0};
 
 	ck_assert_int_eq(tps_dtensor_distribute(&v, &m, &g, &rep, NULL),

@@ -80,6 +80,11 @@ END_TEST
 struct gpt {
 	int64_t l, h, a, s, b, t, dp, V;
 	bool sp;
+	/* With sp: "sequence_parallel_save": "gathered" (the colwise
+	 * matmuls keep their gathered inputs) rather than the shard. */
+	bool gathered;
+	/* "recompute": "full": each block keeps its input only. */
+	bool full;
 };
 
 static char *gpt_config(const struct gpt *g, bool symbolic)
@@ -123,10 +128,12 @@ static char *gpt_config(const struct gpt *g, bool symbolic)
 		"'input': {'shape': [%lld, %lld]}, 'mode': 'training', "
 		"'loss': 'cross_entropy', 'loss_parallel': true, "
 		"'optimizer': {'type': 'adamw'}, 'init': {'method': 'uniform', "
-		"'seed': 3}%s}",
+		"'seed': 3}%s%s%s}",
 		(long long)g->h, (long long)g->h, (long long)g->V,
 		g->sp ? sp : plain, (long long)(g->b * g->dp), (long long)g->s,
-		symbolic ? ", 'compute': 'symbolic'" : "");
+		symbolic ? ", 'compute': 'symbolic'" : "",
+		g->gathered ? ", 'sequence_parallel_save': 'gathered'" : "",
+		g->full ? ", 'recompute': 'full'" : "");
 	ck_assert_uint_lt(n, cap);
 	for (char *p = c; *p; p++) {
 		*p = *p == '\'' ? '"' : *p;
@@ -152,21 +159,34 @@ static int64_t gpt_params_per_rank(const struct gpt *g, int64_t v)
 	return g->l * (12 * h * h / t + 7 * h / t + 6 * h) + 2 * v * h + 2 * h;
 }
 
-/* Elements saved for backward per block (docs/symbolic.md):
- * plain 6 sbh + 12 sbh/t, sequence parallel 4 sbh + 14 sbh/t. */
+/* Elements saved for backward per block (docs/symbolic.md): plain
+ * 6 sbh + 12 sbh/t; sequence parallel 16 sbh/t (the paper's 34/t at 2
+ * bytes less its 2/t of dropout masks: ln1, ln2, the one input shard of
+ * q, k and v, fc1's shard 1/t each; q, k, v 3/t; o's input 1/t; gelu's
+ * and fc2's inputs 4/t each), or 4 sbh + 14 sbh/t keeping the gathered
+ * inputs (q, k and v a copy each, fc1 one). */
 static int64_t gpt_saved_per_layer(const struct gpt *g)
 {
 	int64_t sbh = g->s * g->b * g->h;
-	return g->sp ? 4 * sbh + 14 * sbh / g->t : 6 * sbh + 12 * sbh / g->t;
+	if (g->full) {
+		/* The block's input: replicated, or its sequence shard. */
+		return g->sp ? sbh / g->t : sbh;
+	}
+	if (!g->sp) {
+		return 6 * sbh + 12 * sbh / g->t;
+	}
+	return g->gathered ? 4 * sbh + 14 * sbh / g->t : 16 * sbh / g->t;
 }
 
 /* Everything saved: the blocks, the embedding's token ids (bs), ln_f's
- * input (sbh, or sbh/t sequence parallel), the head's gathered input. */
+ * input (sbh, or sbh/t sequence parallel), the head's input (gathered,
+ * sbh, or its sequence shard, sbh/t). */
 static int64_t gpt_saved(const struct gpt *g)
 {
 	int64_t sbh = g->s * g->b * g->h;
 	return g->l * gpt_saved_per_layer(g) + g->b * g->s +
-	       (g->sp ? sbh / g->t : sbh) + sbh;
+	       (g->sp ? sbh / g->t : sbh) +
+	       (g->sp && !g->gathered ? sbh / g->t : sbh);
 }
 
 /* Ring bytes per rank over n ranks of a buffer of S elements. */
@@ -205,12 +225,24 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 	int64_t stats = 3 * ring_all_reduce(g->b * g->s, t);
 	if (!g->sp) {
 		*fwd = (2 * l + 1) * ring_all_reduce(bsh, t) + stats;
-		*bwd = (2 * l + 1) * ring_all_reduce(bsh, t);
+		/* Full recompute runs each block's forward again in
+		 * backward: its 2 all_reduces. */
+		*bwd = (2 * l + 1 + (g->full ? 2 * l : 0)) *
+		       ring_all_reduce(bsh, t);
 		return;
 	}
 	*fwd = (4 * l + 2) * ring_gather(bsh, t) + stats;
 	*bwd = (4 * l + 2) * ring_gather(bsh, t) +
 	       (4 * l + 2) * ring_all_reduce(g->h, t);
+	/* The kept input shards gathered again: attention's and fc1's in
+	 * each block, the head's. */
+	if (!g->gathered) {
+		*bwd += (2 * l + 1) * ring_gather(bsh, t);
+	}
+	/* ... or its 2 all_gathers and 2 reduce_scatters. */
+	if (g->full) {
+		*bwd += 4 * l * ring_gather(bsh, t);
+	}
 }
 
 /* AddressSanitizer reserves terabytes of address space: under it no
@@ -317,13 +349,18 @@ static void assert_figure(const char *what, const struct tps_model_figure *f,
 START_TEST(symbolic_figures_equal_the_formulas)
 {
 	static const struct gpt cases[] = {
-		{1, 8, 2, 4, 1, 2, 1, 10, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, false},
-		{2, 8, 2, 4, 1, 1, 2, 11, false},
-		{3, 12, 3, 6, 1, 3, 2, 29, true},
-		{2, 16, 4, 8, 2, 4, 2, 37, true},
-		{1, 24, 6, 4, 3, 2, 3, 51, true},
-		{4, 32, 8, 16, 2, 8, 1, 100, true},
+		{1, 8, 2, 4, 1, 2, 1, 10, false, false, false},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, false},
+		{2, 8, 2, 4, 1, 1, 2, 11, false, false, false},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false, false},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, false, false},
+		{1, 24, 6, 4, 3, 2, 3, 51, true, false, false},
+		{4, 32, 8, 16, 2, 8, 1, 100, true, false, false},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, true, false},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, false},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, true},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false, true},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, true},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -341,11 +378,14 @@ START_TEST(symbolic_figures_equal_the_formulas)
 		int64_t out_min = 4 * g->b * g->s * vmin;
 
 		printf("l %lld h %lld a %lld s %lld b %lld t %lld dp %lld V "
-		       "%lld%s\n",
+		       "%lld%s%s\n",
 		       (long long)g->l, (long long)g->h, (long long)g->a,
 		       (long long)g->s, (long long)g->b, (long long)g->t,
 		       (long long)g->dp, (long long)g->V,
-		       g->sp ? " sequence parallel" : "");
+		       g->sp ? g->gathered ? " sequence parallel, gathered"
+					   : " sequence parallel"
+			     : "",
+		       g->full ? ", full recompute" : "");
 		ck_assert_msg(run_text_in(dir, "gpt", text, false, &s, &err) ==
 				      TPS_OK,
 			      "%s", err.message);
@@ -492,9 +532,9 @@ START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 	 * run is the block its placements give (what the picture checks),
 	 * so leaving them out loses nothing. comm and params agree too. */
 	static const struct gpt cases[] = {
-		{2, 8, 2, 4, 1, 2, 2, 11, false},
-		{2, 8, 2, 4, 1, 2, 2, 11, true},
-		{1, 12, 3, 6, 2, 3, 1, 7, true},
+		{2, 8, 2, 4, 1, 2, 2, 11, false, false, false},
+		{2, 8, 2, 4, 1, 2, 2, 11, true, false, false},
+		{1, 12, 3, 6, 2, 3, 1, 7, true, false, false},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -575,7 +615,8 @@ START_TEST(symbolic_and_values_models_hold_the_same_bytes)
 {
 	/* tps_model_footprint on a real model after a real step equals the
 	 * meta model's: the figures count shapes, not values. */
-	static const struct gpt g = {2, 8, 2, 4, 1, 2, 2, 11, true};
+	static const struct gpt g = {2, 8,  2,	  4,	 1,    2,
+				     2, 11, true, false, false};
 	char *text = gpt_config(&g, false);
 	cJSON *root = cJSON_Parse(text);
 	struct tps_run_spec spec;
@@ -717,8 +758,8 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 	 * 50257, tp 8 x dp 64, one sequence per dp rank. Its parameters per
 	 * rank are the formula's; not one byte of tensor values is
 	 * allocated (the run's own account, memory.h, peaks at 0). */
-	static const struct gpt g = {96, 12288, 96,    2048, 1,
-				     8,	 64,	50257, false};
+	static const struct gpt g = {96, 12288, 96,    2048,  1,    8,
+				     64, 50257, false, false, false};
 	static const char *const configs[] = {"config.json", "config_sp.json"};
 	for (int c = 0; c < 2; c++) {
 		char path[256], trace[512];
@@ -996,7 +1037,8 @@ static int cli_run(int argc, const char **argv, char **out, char **err_text)
 
 START_TEST(explain_reads_a_symbolic_trace)
 {
-	static const struct gpt g = {1, 8, 2, 4, 1, 2, 2, 11, true};
+	static const struct gpt g = {1, 8,  2,	  4,	 1,    2,
+				     2, 11, true, false, false};
 	const char *dir = tu_tempdir();
 	char *text = gpt_config(&g, false), *out, *err_text, cfg[512],
 	     trace[512];
@@ -1173,7 +1215,8 @@ START_TEST(symbolic_flag_makes_the_normalised_config_symbolic)
 	/* --symbolic on a values config: the trace's config says compute
 	 * symbolic, before links, and trace values none; on a config that
 	 * injects a mistake it is an error. */
-	static const struct gpt g = {1, 8, 2, 4, 1, 2, 1, 10, false};
+	static const struct gpt g = {1, 8,  2,	   4,	  1,	2,
+				     1, 10, false, false, false};
 	const char *dir = tu_tempdir();
 	char *text = gpt_config(&g, false);
 	struct tps_run_summary s;
