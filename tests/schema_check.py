@@ -172,9 +172,8 @@ def check_module_types(schema, dump):
                 if default is not None:
                     problems.append("%s: a default, but tpsim's is %s's"
                                     % (where, k["same_as"]))
-            elif k["kind"] == "module" or k.get("none_when_absent"):
-                # absent: no module named, or none (no vocabulary
-                # padding): no default to state
+            elif k["kind"] == "module":
+                # absent: no module named: no default to state
                 if default is not None:
                     problems.append("%s: a default, but tpsim has none"
                                     % where)

@@ -145,13 +145,13 @@ static void put_module_key(struct builder *b, cJSON *e,
 	const char *field = (const char *)m + key->offset;
 	switch (key->kind) {
 	case TPS_KEY_SIZE:
-		/* Left out when it is the key it defaults to (num_kv_heads
-		 * equal to num_heads: plain multi-head attention). */
-		/* Left out when absent and none (no vocabulary padding). */
-		if (key->none_when_absent &&
+		/* Absent, and off (no vocabulary padding): left out. */
+		if (key->off_when_absent &&
 		    *(const int64_t *)(const void *)field == 0) {
 			break;
 		}
+		/* Left out when it is the key it defaults to (num_kv_heads
+		 * equal to num_heads: plain multi-head attention). */
 		if (key->same_as &&
 		    *(const int64_t *)(const void *)field ==
 			    *(const int64_t *)(const void *)((const char *)m +
@@ -173,15 +173,12 @@ static void put_module_key(struct builder *b, cJSON *e,
 			   (double)*(const int64_t *)(const void *)field);
 		break;
 	case TPS_KEY_POSITIVE:
+	case TPS_KEY_UNIT:
 		/* Absent, and off (rope_theta): left out. */
 		if (key->off_when_absent &&
 		    *(const double *)(const void *)field == 0.0) {
 			break;
 		}
-		put_number(b, e, key->name,
-			   *(const double *)(const void *)field);
-		break;
-	case TPS_KEY_UNIT:
 		put_number(b, e, key->name,
 			   *(const double *)(const void *)field);
 		break;

@@ -63,8 +63,10 @@ struct tps_module_key {
 	 * absent is that of this other key of the type (num_kv_heads:
 	 * num_heads), read before it. */
 	const char *same_as;
-	/* TPS_KEY_POSITIVE: absent means the feature is off (0 in the
-	 * field, no key in the normalised config): rope_theta. */
+	/* TPS_KEY_SIZE, TPS_KEY_POSITIVE: optional with no default, absent
+	 * meaning the feature is off: 0 in the field, no key in the
+	 * normalised config, no default in the schema (rope_theta: no RoPE;
+	 * make_vocab_size_divisible_by: no padding). */
 	bool off_when_absent;
 	/* Set: the key means something only with this other key of the
 	 * type given (rope_style with rope_theta): given without it, an
@@ -74,10 +76,6 @@ struct tps_module_key {
 	 * is the index of the default. */
 	const char *const *choices;
 	int n_choices;
-	/* TPS_KEY_SIZE: optional with no default: absent is 0, "none"
-	 * (make_vocab_size_divisible_by: no padding), and the normalised
-	 * config leaves it out. */
-	bool none_when_absent;
 };
 
 /* offsetof(struct tps_module_spec, field), a compile error unless the
@@ -100,12 +98,12 @@ struct tps_module_key {
 		.offset = TPS_MODULE_FIELD(field, int64_t), .min = (lo),       \
 		.max = (hi), .same_as = (other)                                \
 	}
-/* An optional size whose absence means none: 0 in the field. */
+/* An optional size whose absence turns a feature off: 0 in the field. */
 #define TPS_SIZE_KEY_OPTIONAL(key, field, lo, hi)                              \
 	{                                                                      \
 		.name = (key), .kind = TPS_KEY_SIZE,                           \
 		.offset = TPS_MODULE_FIELD(field, int64_t), .min = (lo),       \
-		.max = (hi), .none_when_absent = true                          \
+		.max = (hi), .off_when_absent = true                           \
 	}
 #define TPS_POSITIVE_KEY(key, field, dflt)                                     \
 	{                                                                      \

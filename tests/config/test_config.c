@@ -2296,14 +2296,12 @@ static cJSON *key_json(const struct tps_module_key *key)
 	} else if (key->kind == TPS_KEY_MODULE_NAME) {
 		/* Absent: no module named, which has no default to state. */
 	} else if (key->off_when_absent) {
-		/* Absent: the feature is off, no value to default to. */
+		/* Absent: the feature is off (no RoPE, no vocabulary
+		 * padding), no value to default to. */
 		cJSON_AddBoolToObject(o, "off_when_absent", true);
 	} else if (!key->required && key->kind == TPS_KEY_CHOICE) {
 		cJSON_AddStringToObject(o, "default",
 					key->choices[(int)key->fallback]);
-	} else if (key->none_when_absent) {
-		/* Absent: none (no padding), which has no default to state. */
-		cJSON_AddBoolToObject(o, "none_when_absent", true);
 	} else if (!key->required && key->kind == TPS_KEY_BOOL) {
 		cJSON_AddBoolToObject(o, "default", key->fallback != 0);
 	} else if (!key->required) {
