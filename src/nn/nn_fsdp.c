@@ -20,7 +20,7 @@ static bool gathered(const struct tps_param *p)
 
 static enum tps_status gather(const struct tps_nn_context *ctx,
 			      const struct tps_module *m, struct tps_param *p,
-			      struct tps_error *err)
+			      const char *note, struct tps_error *err)
 {
 	struct tps_dtensor full = {0};
 	struct tps_comm_report report;
@@ -54,12 +54,7 @@ static enum tps_status gather(const struct tps_nn_context *ctx,
 	ev.tensor = p->name;
 	ev.mask = p->fsdp_mask;
 	ev.bytes_per_rank = report.bytes_per_rank;
-	ev.note = ctx->phase == TPS_PHASE_FORWARD
-			  ? "FSDP gathers the parameter over dp before its "
-			    "module's forward"
-			  : "FSDP gathers the parameter over dp again before "
-			    "its module's backward (reshard_after_forward "
-			    "freed it)";
+	ev.note = note;
 	ev.value = &p->value;
 	ev.dtype = ctx->dtypes.of[TPS_ROLE_PARAMS];
 	return tps_event_emit(ctx->sink, &ev, err);
@@ -122,16 +117,27 @@ enum tps_status tps_nn_module_forward(const struct tps_nn_context *ctx,
 				      struct tps_dtensor *y,
 				      struct tps_error *err)
 {
+	/* A forward in the backward phase is a recompute ("recompute"),
+	 * which runs just before the module's backward: as FSDP2 does
+	 * (no reshard after a forward in its PRE_BACKWARD state), the
+	 * parameter stays gathered for that backward, one gather for both. */
+	bool recomputing = ctx->phase == TPS_PHASE_BACKWARD;
+	const char *note =
+		recomputing ? "FSDP gathers the parameter over dp again for "
+			      "its module's recomputed forward, and keeps it "
+			      "for the backward that follows"
+			    : "FSDP gathers the parameter over dp before its "
+			      "module's forward";
 	enum tps_status st = TPS_OK;
 	for (int k = 0; k < m->n_params && st == TPS_OK; k++) {
-		st = gather(ctx, m, &m->params[k], err);
+		st = gather(ctx, m, &m->params[k], note, err);
 	}
 	if (st == TPS_OK) {
 		st = m->ops->forward(ctx, m, x, y, err);
 	}
-	/* Kept gathered until backward when it does not reshard, or when
-	 * it failed (the model frees it). */
-	for (int k = 0; st == TPS_OK && k < m->n_params; k++) {
+	/* Kept gathered until backward when it does not reshard, when it
+	 * was a recompute, or when it failed (the model frees it). */
+	for (int k = 0; st == TPS_OK && !recomputing && k < m->n_params; k++) {
 		if (m->params[k].fsdp_reshard) {
 			reshard(&m->params[k]);
 		}
@@ -147,7 +153,11 @@ enum tps_status tps_nn_module_backward(const struct tps_nn_context *ctx,
 {
 	enum tps_status st = TPS_OK;
 	for (int k = 0; k < m->n_params && st == TPS_OK; k++) {
-		st = gather(ctx, m, &m->params[k], err);
+		st = gather(ctx, m, &m->params[k],
+			    "FSDP gathers the parameter over dp again before "
+			    "its module's backward (reshard_after_forward "
+			    "freed it)",
+			    err);
 	}
 	if (st == TPS_OK) {
 		st = m->ops->backward(ctx, m, dy, dx, err);
