@@ -319,6 +319,9 @@ static void print_symbolic(FILE *err, const char *config,
 		"float32): ",
 		config);
 	print_figure(err, "parameters", &fp->params);
+	if (s->gathers) {
+		print_figure(err, " + gathered at once (FSDP)", &fp->gathered);
+	}
 	fputs("; ", err);
 	print_figure(err, "gradients", &fp->grads);
 	fputs("; ", err);

@@ -478,17 +478,21 @@ static int column_rows(const struct tps_comm_point *points, int n,
 	return used;
 }
 
-/* The held-bytes rows: each a figure of the point's footprint. */
-#define HELD_ROWS 4
+/* The held-bytes rows: each a figure of the point's footprint. The
+ * gathered parameters' row (GATHERED) is there when a point gathers. */
+#define HELD_ROWS 5
+#define GATHERED  1
 static const char *const held_names[HELD_ROWS] = {
-	"parameters", "gradients", "optimizer state", "activations at peak"};
+	"parameters", "+ gathered at once", "gradients", "optimizer state",
+	"activations at peak"};
 
 static const struct tps_model_figure *
 held_figure(const struct tps_comm_point *p, int row)
 {
 	const struct tps_model_footprint *f = &p->report.footprint;
 	const struct tps_model_figure *of[HELD_ROWS] = {
-		&f->params, &f->grads, &f->optimizer_state, &f->activations};
+		&f->params, &f->gathered, &f->grads, &f->optimizer_state,
+		&f->activations};
 	return of[row];
 }
 
@@ -498,6 +502,7 @@ tps_comm_write_columns(FILE *out, const struct tps_comm_point *points, int n)
 	struct column_row *rows = NULL;
 	struct table t = {3 + n, 0, 0, NULL, "lllrrrrrrrrrrrrr"};
 	int n_rows;
+	bool gathers = false;
 	enum tps_status st = TPS_OK;
 
 	if (n < 1 || n > TPS_COMM_MAX_COLUMNS) {
@@ -577,7 +582,13 @@ tps_comm_write_columns(FILE *out, const struct tps_comm_point *points, int n)
 			tps_format_bytes(sum, cell(&t, t.rows - 1, 3 + i));
 		}
 	}
+	for (int i = 0; i < n; i++) {
+		gathers = gathers || points[i].gathers;
+	}
 	for (int h = 0; h < HELD_ROWS; h++) {
+		if (h == GATHERED && !gathers) {
+			continue;
+		}
 		if (!table_row(&t)) {
 			st = TPS_ERR_NOMEM;
 			goto out;
@@ -585,6 +596,11 @@ tps_comm_write_columns(FILE *out, const struct tps_comm_point *points, int n)
 		snprintf(cell(&t, t.rows - 1, 0), CELL, "held");
 		snprintf(cell(&t, t.rows - 1, 1), CELL, "%s", held_names[h]);
 		for (int i = 0; i < n; i++) {
+			if (h == GATHERED && !points[i].gathers) {
+				snprintf(cell(&t, t.rows - 1, 3 + i), CELL,
+					 "-");
+				continue;
+			}
 			tps_format_bytes(held_figure(&points[i], h)->max,
 					 cell(&t, t.rows - 1, 3 + i));
 		}
@@ -782,6 +798,10 @@ void tps_comm_write_json(FILE *out, const struct tps_comm_point *points, int n)
 		json_by_phase(out, r);
 		fputs(",\"memory\":{", out);
 		json_held(out, "param_bytes", &r->footprint.params, true);
+		if (p->gathers) {
+			json_held(out, "gathered_param_bytes",
+				  &r->footprint.gathered, false);
+		}
 		json_held(out, "grad_bytes", &r->footprint.grads, false);
 		json_held(out, "optimizer_state_bytes",
 			  &r->footprint.optimizer_state, false);
@@ -819,6 +839,7 @@ enum tps_status tps_comm_point_make(const struct tps_run_spec *spec,
 	p->tp_dim = spec->model.tp_dim;
 	p->dp_mask = spec->model.dp_mask;
 	p->cost = spec->cost;
+	p->gathers = spec->model.zero.stage == 3;
 	st = tps_cost_estimate(&spec->model, &spec->cost, &p->report, err);
 	if (st != TPS_OK) {
 		tps_error_prefix(err, "%s", config);

@@ -48,6 +48,9 @@ struct tps_comm_point {
 	/* The --zero setting it was counted at (an enum tps_comm_zero), or
 	 * -1: the config's own "zero". */
 	int zero;
+	/* Its ZeRO stage gathers parameters (3, FSDP): the footprint's
+	 * gathered figure is theirs. */
+	bool gathers;
 	struct tps_mesh mesh;
 	int tp_dim;
 	unsigned dp_mask;

@@ -3803,6 +3803,9 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 			int count, bytes;
 		} ops[4];
 		int params, grads, state;
+		/* FSDP's parameters gathered at once besides the shards
+		 * (fc1's 20 tp-local floats on rank 0); 0: no figure. */
+		int gathered;
 	} want[] = {
 		{"ddp",
 		 "DDP",
@@ -3810,7 +3813,8 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 		  {"optimizer", "all_reduce", 4, 208}},
 		 140,
 		 140,
-		 280},
+		 280,
+		 0},
 		{"1",
 		 "stage 1",
 		 {{"forward", "all_reduce", 1, 24},
@@ -3818,7 +3822,8 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 		  {"optimizer", "all_gather", 4, 120}},
 		 140,
 		 140,
-		 120},
+		 120,
+		 0},
 		{"distributed_optimizer",
 		 "distributed optimizer",
 		 {{"forward", "all_reduce", 1, 24},
@@ -3826,7 +3831,8 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 		  {"optimizer", "all_gather", 4, 120}},
 		 140,
 		 140,
-		 120},
+		 120,
+		 0},
 		{"2",
 		 "stage 2",
 		 {{"forward", "all_reduce", 1, 24},
@@ -3834,7 +3840,8 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 		  {"optimizer", "all_gather", 4, 120}},
 		 140,
 		 60,
-		 120},
+		 120,
+		 0},
 		{"3",
 		 "stage 3 (FSDP)",
 		 {{"forward", "all_reduce", 1, 24},
@@ -3843,7 +3850,8 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 		  {"backward", "reduce_scatter", 4, 120}},
 		 60,
 		 60,
-		 120},
+		 120,
+		 80},
 	};
 	/* Each example's own config counts as its --zero setting does. */
 	static const char *const own[] = {
@@ -3916,6 +3924,18 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 				"bytes")
 				->valueint,
 			want[i].state);
+		if (want[i].gathered) {
+			cJSON *g = cJSON_GetObjectItem(memory,
+						       "gathered_param_bytes");
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(g, "bytes")->valueint,
+				want[i].gathered);
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(g, "rank")->valueint, 0);
+		} else {
+			ck_assert_ptr_null(cJSON_GetObjectItem(
+				memory, "gathered_param_bytes"));
+		}
 		snprintf(path, sizeof path, "%s/examples/zero_tp/%s.json",
 			 tu_source_root(), own[i]);
 		mine = comm_point_json(path, NULL, 0);
@@ -3955,6 +3975,12 @@ START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
 	ck_assert_int_eq(numbers_of_line(r.out, "held", v, 8), 5);
 	ck_assert_int_eq(v[0], 140);
 	ck_assert_int_eq(v[4], 60);
+	ck_assert_msg(strstr(r.out, "held       + gathered at once") != NULL,
+		      "%s", r.out);
+	ck_assert_int_eq(numbers_of_line(strstr(r.out, "held       + gathered"),
+					 "held", v, 8),
+			 1);
+	ck_assert_int_eq(v[0], 80);
 	tu_result_free(&r);
 }
 END_TEST
