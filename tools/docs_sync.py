@@ -83,7 +83,7 @@ DEFAULT_PAGES = ("docs/transformer.md", "examples/gpt_2block/README.md",
                  "docs/symbolic.md", "examples/gpt3_175b/README.md",
                  "docs/tp-vs-single-device.md", "docs/diff.md",
                  "examples/llama3_8b/README.md",
-                 "examples/llama3_tiny/README.md")
+                 "examples/llama3_tiny/README.md", "docs/comparison.md")
 MARKER = re.compile(r"^<!-- tpsim (.*?) -->\s*$")
 VERBS = ("explain", "run", "run-inline", "mesh", "comm", "config", "diff",
          "plot", "bounds-property")

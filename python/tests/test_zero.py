@@ -1,6 +1,8 @@
 """ZeRO and FSDP with TP (issue 20 item 1, docs/zero.md): the five runs of
 examples/zero_tp give DDP's values bit for bit, and their per-rank bytes
 and traffic are the figures examples/zero_tp/README.md derives by hand."""
+import json
+
 import pytest
 
 import tpsim
@@ -17,6 +19,12 @@ FOOTPRINT = {
     "stage2": (140, 60, 120),
     "fsdp": (60, 60, 120),
 }
+# FSDP's parameters gathered at once, besides the shards: fc1's tp-local
+# weight and bias on tp 0 (20 floats, rank 0) and on tp 1 (15, rank 1);
+# without reshard_after_forward fc2's too (15 and 12 more). The others
+# gather nothing and write no figure.
+GATHERED = {"fsdp": (80, 0, 60, 1)}
+GATHERED_KEEP = (140, 0, 108, 1)
 TRAFFIC = {
     "ddp": (72, 0, 624),
     "stage1": (72, 0, 984),
@@ -50,6 +58,24 @@ def test_zero_example_figures_are_the_readmes(name):
     assert s["param_bytes"]["rank"] == 0
     c = s["comm_bytes_per_rank"]
     assert (c["forward"], c["backward"], c["optimizer"]) == TRAFFIC[name]
+    if name in GATHERED:
+        g = s["gathered_param_bytes"]
+        assert (g["bytes"], g["rank"], g["min_bytes"],
+                g["min_rank"]) == GATHERED[name]
+    else:
+        assert "gathered_param_bytes" not in s
+
+
+def test_fsdp_without_resharding_keeps_every_parameter_gathered():
+    with open(_path("fsdp"), encoding="utf-8") as f:
+        d = json.load(f)
+    d["zero"]["reshard_after_forward"] = False
+    s = tpsim.run(tpsim.Config.from_dict(d, "keep.json"),
+                  symbolic=True)._json()["result"]["symbolic"]
+    g = s["gathered_param_bytes"]
+    assert (g["bytes"], g["rank"], g["min_bytes"],
+            g["min_rank"]) == GATHERED_KEEP
+    assert s["param_bytes"]["bytes"] == 60
 
 
 @pytest.mark.parametrize("name", CONFIGS)

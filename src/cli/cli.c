@@ -51,14 +51,21 @@ static const char usage_text[] =
 	"\"symbolic\")\n"
 	"      and reports each rank's parameter, gradient, optimizer and\n"
 	"      activation bytes.\n"
-	"  comm CONFIG... [--set NAME=V[,V...]]... [--summary] [--json]\n"
+	"  comm CONFIG... [--set NAME=V[,V...]]... [--zero LIST] [--columns]\n"
+	"      [--summary] [--json]\n"
 	"      Count the collectives and bytes per rank of one inference step "
 	"and\n"
 	"      one training step, by phase, op, module and mesh dim, with a "
 	"step\n"
 	"      time from an alpha-beta model; --set lists sweep every "
 	"combination,\n"
-	"      --summary prints one line per combination.\n"
+	"      --summary prints one line per combination. --zero counts each "
+	"at\n"
+	"      the ZeRO settings listed (ddp or 0, 1, distributed_optimizer, "
+	"2, 3;\n"
+	"      or all) side by side; --columns puts the training steps side "
+	"by\n"
+	"      side, with the bytes each rank holds.\n"
 	"  check TRACE FIXTURE\n"
 	"      Compare a trace with a hand-derived fixture; mismatches on "
 	"stdout.\n"
@@ -312,6 +319,9 @@ static void print_symbolic(FILE *err, const char *config,
 		"float32): ",
 		config);
 	print_figure(err, "parameters", &fp->params);
+	if (s->gathers) {
+		print_figure(err, " + gathered at once (FSDP)", &fp->gathered);
+	}
 	fputs("; ", err);
 	print_figure(err, "gradients", &fp->grads);
 	fputs("; ", err);

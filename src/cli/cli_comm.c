@@ -1,11 +1,15 @@
 /*
- * tpsim comm CONFIG... [--set NAME=V[,V...]]... [--summary] [--json]
+ * tpsim comm CONFIG... [--set NAME=V[,V...]]... [--zero LIST] [--columns]
+ *            [--summary] [--json]
  *
  * Seed 003's exercise done right: for each config, and each combination of
  * the --set values (a sweep), the collectives and bytes per rank of one
  * inference step and one training step side by side, by phase, op, module
  * and mesh dim, and a step time from the alpha-beta model (costs.h). The
  * engine runs on meta tensors, so hidden 8192 costs no more than 8.
+ * --zero counts each point again at each ZeRO setting it lists, and
+ * --columns (which --zero implies) puts the points' training steps side
+ * by side, with what each rank holds (docs/comm.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,11 +22,55 @@
 /* At most this many points (configs times combinations). */
 #define MAX_POINTS 4096
 
+/* Parses --zero's LIST: settings by name (ddp or 0, 1,
+ * distributed_optimizer, 2, 3), or all, separated by commas, each at most
+ * once, into zero[] in the order given. Returns how many, or 0 when
+ * malformed. */
+static int parse_zero(const char *list, int zero[TPS_COMM_ZERO_COUNT])
+{
+	int n = 0;
+	const char *p = list;
+	if (strcmp(list, "all") == 0) {
+		for (int z = 0; z < TPS_COMM_ZERO_COUNT; z++) {
+			zero[z] = z;
+		}
+		return TPS_COMM_ZERO_COUNT;
+	}
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int found = -1;
+		for (int z = 0; z < TPS_COMM_ZERO_COUNT; z++) {
+			const char *name = tps_comm_zero_settings[z].name;
+			if (strlen(name) == len && strncmp(p, name, len) == 0) {
+				found = z;
+			}
+		}
+		/* Stage 0: DeepSpeed's name for plain DDP. */
+		if (len == 1 && p[0] == '0') {
+			found = TPS_COMM_ZERO_DDP;
+		}
+		for (int i = 0; i < n; i++) {
+			if (zero[i] == found) {
+				return 0; /* listed twice */
+			}
+		}
+		if (found < 0 || n == TPS_COMM_ZERO_COUNT) {
+			return 0;
+		}
+		zero[n++] = found;
+		if (p[len] == '\0') {
+			return n;
+		}
+		p += len + 1;
+	}
+}
+
 /* Loads config at the combination `combo` of the sets (mixed radix, the
- * last --set fastest) and counts it into *p. */
+ * last --set fastest) and counts it into *p, at the --zero setting zero
+ * (-1: the config's own). */
 static enum tps_status make_point(const char *config,
 				  const struct tps_cli_set *sets, int n_sets,
-				  int combo, struct tps_comm_point *p,
+				  int combo, int zero, struct tps_comm_point *p,
 				  struct tps_error *err)
 {
 	struct tps_config_var overrides[TPS_CONFIG_MAX_VARS];
@@ -38,7 +86,20 @@ static enum tps_status make_point(const char *config,
 	if (st != TPS_OK) {
 		return st;
 	}
-	st = tps_comm_point_make(&spec, config, p, err);
+	if (zero >= 0) {
+		char option[64];
+		snprintf(option, sizeof option, "--zero %s",
+			 tps_comm_zero_settings[zero].name);
+		st = tps_config_set_zero(&spec, config,
+					 tps_comm_zero_settings[zero].zero,
+					 option, err);
+	}
+	if (st == TPS_OK) {
+		st = tps_comm_point_make(&spec, config, p, err);
+	}
+	if (st == TPS_OK) {
+		p->zero = zero;
+	}
 	tps_run_spec_free(&spec);
 	return st;
 }
@@ -48,7 +109,9 @@ int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err)
 	struct tps_cli_set sets[TPS_CONFIG_MAX_VARS];
 	const char *configs[64];
 	int n_sets = 0, n_configs = 0, combos = 1, n_points = 0;
-	bool json = false, summary = false;
+	int zero[TPS_COMM_ZERO_COUNT] = {-1}, n_zero = 0;
+	bool json = false, summary = false, columns = false;
+	enum tps_comm_format format;
 	struct tps_comm_point *points;
 	struct tps_error e = {0};
 	int rc = TPS_EXIT_OK;
@@ -58,6 +121,24 @@ int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err)
 			json = true;
 		} else if (strcmp(argv[i], "--summary") == 0) {
 			summary = true;
+		} else if (strcmp(argv[i], "--columns") == 0) {
+			columns = true;
+		} else if (strcmp(argv[i], "--zero") == 0) {
+			if (n_zero > 0) {
+				return tps_cli_usage_error(
+					err, "comm: --zero given twice%s",
+					NULL);
+			}
+			if (++i == argc ||
+			    (n_zero = parse_zero(argv[i], zero)) == 0) {
+				return tps_cli_usage_error(
+					err,
+					"comm: --zero expects ddp (or 0), 1, "
+					"distributed_optimizer, 2 and 3, "
+					"separated by commas and each once, "
+					"or all; got '%s'",
+					i < argc ? argv[i] : "");
+			}
 		} else if (strcmp(argv[i], "--set") == 0) {
 			if (++i == argc) {
 				return tps_cli_usage_error(
@@ -94,19 +175,42 @@ int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err)
 	if (n_configs == 0) {
 		return tps_cli_usage_error(err, "comm: missing CONFIG%s", NULL);
 	}
-	if ((int64_t)combos * n_configs > MAX_POINTS) {
+	if (n_zero == 0) {
+		n_zero = 1; /* the config's own "zero" */
+	} else if (!json && !summary) {
+		columns = true;
+	}
+	if ((int64_t)combos * n_configs * n_zero > MAX_POINTS) {
 		return tps_cli_usage_error(
 			err, "comm: more than 4096 points to count%s", NULL);
 	}
-	points = calloc((size_t)(combos * n_configs), sizeof *points);
+	if (columns && (json || summary)) {
+		return tps_cli_usage_error(
+			err,
+			"comm: --columns is a table of its own: expected "
+			"--columns, --summary or --json, one of them%s",
+			NULL);
+	}
+	if (columns && combos * n_configs * n_zero > TPS_COMM_MAX_COLUMNS) {
+		char count[96];
+		snprintf(count, sizeof count, "%d",
+			 combos * n_configs * n_zero);
+		return tps_cli_usage_error(
+			err,
+			"comm: --columns puts at most 12 points side by side, "
+			"got %s (use --summary or --json for more)",
+			count);
+	}
+	points = calloc((size_t)(combos * n_configs * n_zero), sizeof *points);
 	if (!points) {
 		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
 		return tps_cli_trouble(err, &e);
 	}
 	for (int c = 0; c < n_configs && rc == TPS_EXIT_OK; c++) {
-		for (int k = 0; k < combos && rc == TPS_EXIT_OK; k++) {
-			if (make_point(configs[c], sets, n_sets, k,
-				       &points[n_points], &e) != TPS_OK) {
+		for (int k = 0; k < combos * n_zero && rc == TPS_EXIT_OK; k++) {
+			if (make_point(configs[c], sets, n_sets, k / n_zero,
+				       zero[k % n_zero], &points[n_points],
+				       &e) != TPS_OK) {
 				rc = tps_cli_trouble(err, &e);
 			} else {
 				n_points++;
@@ -127,12 +231,12 @@ int tps_cli_comm(int argc, char **argv, FILE *out, FILE *err)
 				points[i].config, points[i].report.warning);
 		}
 	}
+	format = json	   ? TPS_COMM_JSON
+		 : summary ? TPS_COMM_SUMMARY
+		 : columns ? TPS_COMM_COLUMNS
+			   : TPS_COMM_TABLES;
 	if (rc == TPS_EXIT_OK &&
-	    tps_comm_write(out, points, n_points,
-			   json      ? TPS_COMM_JSON
-			   : summary ? TPS_COMM_SUMMARY
-				     : TPS_COMM_TABLES,
-			   &e) != TPS_OK) {
+	    tps_comm_write(out, points, n_points, format, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 	}
 	tps_comm_points_free(points, n_points);

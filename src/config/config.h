@@ -107,6 +107,22 @@ enum tps_status tps_config_load_with(const char *path,
 enum tps_status tps_config_make_symbolic(struct tps_run_spec *spec,
 					 struct tps_error *err);
 
+/*
+ * Sets the spec's ZeRO (docs/zero.md) to z, as `tpsim comm --zero` does
+ * to count one config at several stages (z.stage 0: plain DDP, whatever
+ * the config's own "zero" said). z is checked as the config's "zero" key
+ * is: a stage needs a dp_dim to shard over, and stage 3 refuses a tied
+ * weight. `option` names the setting in messages ("--zero 3"). An
+ * inference config takes it too: comm trains it (costs.h), and only
+ * training reads ZeRO. Only spec->model changes: the normalised config
+ * keeps what the file said (comm writes no trace). On error
+ * (TPS_ERR_INPUT, naming `file` and /dp_dim or the tie's pointer) spec is
+ * untouched.
+ */
+enum tps_status tps_config_set_zero(struct tps_run_spec *spec, const char *file,
+				    struct tps_zero_spec z, const char *option,
+				    struct tps_error *err);
+
 void tps_run_spec_free(struct tps_run_spec *spec);
 
 #endif

@@ -383,10 +383,26 @@ static void zero_body(struct cfg *c, const cJSON *zero, void *ctx)
 	cfg_bool(c, zero, "distributed_optimizer", &z->distributed_optimizer);
 }
 
+/* A module that ties its weight to another's (a tied head), or NULL. A
+ * tied weight is one parameter of two modules: FSDP2 would put both in
+ * one fully_shard unit, which tpsim does not model, so stage 3 refuses
+ * it. */
+static const struct tps_module_spec *
+tied_module(const struct tps_model_spec *spec)
+{
+	for (int i = 0; i < spec->n_modules; i++) {
+		if (spec->modules[i].tie[0]) {
+			return &spec->modules[i];
+		}
+	}
+	return NULL;
+}
+
 /* ZeRO shards over the dp dims: without one it has nothing to do. */
 static void parse_zero(struct cfg *c, const cJSON *root,
 		       struct tps_model_spec *spec)
 {
+	const struct tps_module_spec *tied;
 	static const char *const zero_keys[] = {"stage",
 						"reshard_after_forward",
 						"distributed_optimizer", NULL};
@@ -403,19 +419,64 @@ static void parse_zero(struct cfg *c, const cJSON *root,
 			    "\"zero\"");
 		return;
 	}
-	/* A tied weight is one parameter of two modules: FSDP2 would put
-	 * both in one fully_shard unit, which tpsim does not model. */
-	for (int i = 0; spec->zero.stage == 3 && i < spec->n_modules; i++) {
-		if (spec->modules[i].tie[0]) {
-			cfg_fail_at(c, "zero", TPS_ERR_INPUT,
-				    "stage 3 shards each module's own "
-				    "parameters, but %s ties its weight to "
-				    "%s's: expected no tie, or stage 1 or 2",
-				    spec->modules[i].name,
-				    spec->modules[i].tie);
-			return;
-		}
+	tied = tied_module(spec);
+	if (spec->zero.stage == 3 && tied) {
+		cfg_fail_at(c, "zero", TPS_ERR_INPUT,
+			    "stage 3 shards each module's own parameters, but "
+			    "%s ties its weight to %s's: expected no tie, or "
+			    "stage 1 or 2",
+			    tied->name, tied->tie);
 	}
+}
+
+/* The top-level index of module m in the config's "model" array, or -1
+ * when m is inside another module. */
+static int top_level_index(const struct tps_model_spec *spec,
+			   const struct tps_module_spec *m)
+{
+	int index = 0;
+	for (int i = 0; i < spec->n_modules;
+	     i += 1 + spec->modules[i].n_descendants) {
+		if (&spec->modules[i] == m) {
+			return index;
+		}
+		index++;
+	}
+	return -1;
+}
+
+enum tps_status tps_config_set_zero(struct tps_run_spec *run, const char *file,
+				    struct tps_zero_spec z, const char *option,
+				    struct tps_error *err)
+{
+	const struct tps_model_spec *spec = &run->model;
+	const struct tps_module_spec *tied = tied_module(spec);
+	char pointer[64];
+	int top;
+
+	if (z.stage > 0 && !spec->dp_mask) {
+		return tps_error_set_at(
+			err, TPS_ERR_INPUT, file, "/dp_dim",
+			"missing: %s shards over the dp dims: expected a "
+			"dp_dim to shard over",
+			option);
+	}
+	if (z.stage == 3 && tied) {
+		top = top_level_index(spec, tied);
+		if (top >= 0) {
+			snprintf(pointer, sizeof pointer, "/model/%d/tie", top);
+		} else {
+			snprintf(pointer, sizeof pointer, "/model");
+		}
+		return tps_error_set_at(
+			err, TPS_ERR_INPUT, file, pointer,
+			"%s: stage 3 shards each module's own parameters, but "
+			"%s ties its weight to %s's: expected no tie, or "
+			"stage 1 or 2",
+			option, tied->name, tied->tie);
+	}
+	run->model.zero = z;
+	return TPS_OK;
 }
 
 /* Full recompute runs transformer_blocks again: a model without one

@@ -317,10 +317,12 @@ static enum tps_status count(void *ctx, const struct tps_event *ev,
 	return TPS_OK;
 }
 
-/* One step of spec (as mode) on meta tensors, into sink. */
+/* One step of spec (as mode) on meta tensors, into sink; footprint (may
+ * be NULL) receives what each rank holds after it. */
 static enum tps_status run_meta_step(const struct tps_model_spec *spec,
 				     enum tps_cost_mode mode,
 				     struct tps_event_sink sink,
+				     struct tps_model_footprint *footprint,
 				     struct tps_error *err)
 {
 	struct tps_model_spec s = *spec; /* shares modules; not freed */
@@ -359,6 +361,9 @@ static enum tps_status run_meta_step(const struct tps_model_spec *spec,
 		st = tps_model_run(&model, &input, with_target ? &target : NULL,
 				   sink, &out, err);
 	}
+	if (st == TPS_OK && footprint) {
+		st = tps_model_footprint(&model, footprint, err);
+	}
 	tps_model_outcome_free(&out);
 	tps_tensor_free(&input);
 	tps_tensor_free(&target);
@@ -387,7 +392,9 @@ static enum tps_status run_mode(const struct tps_model_spec *spec,
 	struct tps_event_sink sink = {count, &t};
 	enum tps_status st;
 	watch.spec = spec;
-	st = run_meta_step(spec, mode, sink, err);
+	st = run_meta_step(
+		spec, mode, sink,
+		mode == TPS_COST_TRAINING ? &report->footprint : NULL, err);
 	if (st == TPS_OK && t.watch) {
 		watch_sentence(&watch, report->warning);
 	}
@@ -414,7 +421,7 @@ enum tps_status tps_cost_plan_warning(const struct tps_model_spec *spec,
 	planned.inject = 0;
 	watch.spec = spec;
 	warning[0] = '\0';
-	st = run_meta_step(&planned, own_mode(spec), sink, err);
+	st = run_meta_step(&planned, own_mode(spec), sink, NULL, err);
 	if (st == TPS_OK) {
 		watch_sentence(&watch, warning);
 	}

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "model.h"
 #include "nn_event.h"
 #include "spec.h"
 
@@ -55,6 +56,9 @@ struct tps_cost_report {
 	struct tps_cost_figures total[TPS_COST_MODES];
 	int64_t flops[TPS_COST_MODES]; /* per step, summed over events */
 	double compute_seconds[TPS_COST_MODES];
+	/* What each rank holds after the training step (model.h): the
+	 * figures a symbolic run of the spec, trained one step, reports. */
+	struct tps_model_footprint footprint;
 	/* tps_cost_plan_warning's sentence for the spec's own mode; "" when
 	 * the plan wastes no redistribution. */
 	char warning[TPS_COST_WARNING_MAX];

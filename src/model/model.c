@@ -309,11 +309,16 @@ static enum tps_status init_model(struct tps_model *model,
 		calloc((size_t)spec->mesh.world_size, sizeof *m.output_bytes);
 	m.module_saved_bytes =
 		calloc((size_t)spec->n_modules, sizeof *m.module_saved_bytes);
+	m.gathered_bytes =
+		calloc((size_t)spec->mesh.world_size, sizeof *m.gathered_bytes);
+	m.gathered_peak_bytes = calloc((size_t)spec->mesh.world_size,
+				       sizeof *m.gathered_peak_bytes);
 	m.modules = calloc((size_t)spec->n_modules, sizeof *m.modules);
 	m.params = calloc((size_t)spec->n_modules * TPS_MODULE_MAX_PARAMS,
 			  sizeof *m.params);
 	if (!m.modules || !m.params || !m.saved_bytes || !m.output_bytes ||
-	    !m.module_saved_bytes) {
+	    !m.module_saved_bytes || !m.gathered_bytes ||
+	    !m.gathered_peak_bytes) {
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -430,6 +435,8 @@ void tps_model_free(struct tps_model *model)
 	free(model->saved_bytes);
 	free(model->output_bytes);
 	free(model->module_saved_bytes);
+	free(model->gathered_bytes);
+	free(model->gathered_peak_bytes);
 	memset(model, 0, sizeof *model);
 }
 
@@ -665,6 +672,7 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
 		figure_add(&out->output, r, model->output_bytes[r]);
 		figure_add(&out->activations, r,
 			   model->saved_bytes[r] + model->output_bytes[r]);
+		figure_add(&out->gathered, r, model->gathered_peak_bytes[r]);
 	}
 	free(held);
 	return TPS_OK;

@@ -66,6 +66,11 @@ struct tps_model {
 	 */
 	int64_t *saved_bytes, *output_bytes;
 	int64_t *module_saved_bytes;
+	/* ZeRO stage 3 (FSDP): per rank, the bytes of gathered tp-local
+	 * parameters alive now (nn.h's gathered_now; 0 between steps), and
+	 * the most alive at once during the last step (0 when nothing is
+	 * gathered). */
+	int64_t *gathered_bytes, *gathered_peak_bytes;
 };
 
 /* Fills t (of the given shape) by an init method; `a` is the bound of
@@ -326,10 +331,16 @@ struct tps_model_figure {
  *   output            the model output alive at the end of forward
  *   activations       saved + output: the peak of activations between
  *                     forward and backward
+ *   gathered          under ZeRO stage 3 (FSDP), the most bytes of
+ *                     parameters gathered at once during the last step,
+ *                     besides the shards `params` counts: one module's
+ *                     tp-local parameters while it runs (or, without
+ *                     reshard_after_forward, every module's between the
+ *                     end of forward and their backward); 0 otherwise
  */
 struct tps_model_footprint {
 	struct tps_model_figure params, grads, optimizer_state, saved, output,
-		activations;
+		activations, gathered;
 };
 enum tps_status tps_model_footprint(const struct tps_model *model,
 				    struct tps_model_footprint *out,

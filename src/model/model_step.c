@@ -15,9 +15,18 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh,  spec->tp_dim, sink, step,
-				     phase,	   false,	 0,    NULL,
-				     spec->dtypes, spec->sp_save};
+	struct tps_nn_context ctx = {&spec->mesh,
+				     spec->tp_dim,
+				     sink,
+				     step,
+				     phase,
+				     false,
+				     0,
+				     NULL,
+				     spec->dtypes,
+				     spec->sp_save,
+				     model->gathered_bytes,
+				     model->gathered_peak_bytes};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
 	/* One mistake at a time (config.c): the lowest set bit. */
 	for (int m = 0; tps_mistake_names[m]; m++) {
@@ -1191,6 +1200,11 @@ tps_model_run(struct tps_model *model, const struct tps_tensor *input,
 	}
 	for (int step = 0; step < steps && st == TPS_OK; step++) {
 		struct tps_dtensor y = {0};
+		/* The step's peak of gathered parameters starts from what is
+		 * gathered now: nothing, as every step ends resharded. */
+		memcpy(model->gathered_peak_bytes, model->gathered_bytes,
+		       (size_t)spec->mesh.world_size *
+			       sizeof *model->gathered_bytes);
 		st = forward(model, &x, sink, step, &y, err);
 		if (st == TPS_OK && training) {
 			measure_saved(model, &y);

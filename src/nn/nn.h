@@ -85,6 +85,11 @@ struct tps_nn_context {
 	/* What a colwise linear keeps of an input all-gathered from
 	 * sequence shards (spec.h; zeroed: the shard, Megatron's). */
 	enum tps_sp_save sp_save;
+	/* FSDP's gathered parameters (tps_nn_module_forward): per rank
+	 * (the mesh's world_size entries), the bytes (4 per element) of the
+	 * gathered tp-local parameters alive now, and the most alive at
+	 * once since the caller last set peak; NULL: not counted. */
+	int64_t *gathered_now, *gathered_peak;
 };
 
 /* The dtype the values ctx's phase computes are stored in: activations in
@@ -436,7 +441,8 @@ struct tps_module *tps_module_next(struct tps_module *m);
  * them: under FSDP (a parameter's fsdp_mask), each of m's own parameters
  * is all-gathered over dp first (an event), and freed after (forward:
  * when fsdp_reshard; backward: always, its gradient then reduce_scattered
- * over dp, an event). Otherwise just the op. Contracts as the ops'. */
+ * over dp, an event), its bytes counted in ctx->gathered_now and _peak
+ * while gathered. Otherwise just the op. Contracts as the ops'. */
 enum tps_status tps_nn_module_forward(const struct tps_nn_context *ctx,
 				      struct tps_module *m,
 				      struct tps_dtensor *x,

@@ -18,6 +18,21 @@ static bool gathered(const struct tps_param *p)
 	return p->fsdp_shard.locals != NULL;
 }
 
+/* Counts p's gathered value in (sign 1) or out (-1) of what each rank
+ * holds gathered now, and the most at once. Meta tensors count as real
+ * ones: 4 bytes an element. */
+static void count_gathered(const struct tps_nn_context *ctx,
+			   const struct tps_param *p, int sign)
+{
+	for (int r = 0; ctx->gathered_now && r < ctx->mesh->world_size; r++) {
+		ctx->gathered_now[r] +=
+			sign * tps_tensor_numel(&p->value.locals[r]) * 4;
+		if (ctx->gathered_now[r] > ctx->gathered_peak[r]) {
+			ctx->gathered_peak[r] = ctx->gathered_now[r];
+		}
+	}
+}
+
 static enum tps_status gather(const struct tps_nn_context *ctx,
 			      const struct tps_module *m, struct tps_param *p,
 			      const char *note, struct tps_error *err)
@@ -46,6 +61,7 @@ static enum tps_status gather(const struct tps_nn_context *ctx,
 	}
 	p->fsdp_shard = p->value;
 	p->value = full;
+	count_gathered(ctx, p, 1);
 	ev.step = ctx->step;
 	ev.phase = ctx->phase;
 	ev.kind = TPS_EVENT_COLLECTIVE;
@@ -61,9 +77,10 @@ static enum tps_status gather(const struct tps_nn_context *ctx,
 }
 
 /* Frees the gathered parameter: each rank keeps its shard. */
-static void reshard(struct tps_param *p)
+static void reshard(const struct tps_nn_context *ctx, struct tps_param *p)
 {
 	if (gathered(p)) {
+		count_gathered(ctx, p, -1);
 		tps_dtensor_free(&p->value);
 		p->value = p->fsdp_shard;
 		memset(&p->fsdp_shard, 0, sizeof p->fsdp_shard);
@@ -139,7 +156,7 @@ enum tps_status tps_nn_module_forward(const struct tps_nn_context *ctx,
 	 * was a recompute, or when it failed (the model frees it). */
 	for (int k = 0; st == TPS_OK && !recomputing && k < m->n_params; k++) {
 		if (m->params[k].fsdp_reshard) {
-			reshard(&m->params[k]);
+			reshard(ctx, &m->params[k]);
 		}
 	}
 	return st;
@@ -166,7 +183,7 @@ enum tps_status tps_nn_module_backward(const struct tps_nn_context *ctx,
 		tps_module_free_saved(m);
 	}
 	for (int k = 0; st == TPS_OK && k < m->n_params; k++) {
-		reshard(&m->params[k]);
+		reshard(ctx, &m->params[k]);
 		st = reduce_scatter_grad(ctx, m, &m->params[k], err);
 	}
 	return st;

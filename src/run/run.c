@@ -188,6 +188,8 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 				ms->mode == TPS_MODE_TRAINING
 					? tps_optim_state_count(&ms->optimizer)
 					: 0;
+			summary->gathers = ms->mode == TPS_MODE_TRAINING &&
+					   ms->zero.stage == 3;
 			st = tps_model_footprint(&model, &summary->footprint,
 						 err);
 			for (int p = 0; p < TPS_PHASE_COUNT; p++) {

@@ -170,6 +170,9 @@ struct tps_run_summary {
 	 * each rank holds, and the collective bytes per rank by phase. */
 	bool symbolic;
 	int optimizer_states;
+	/* ZeRO stage 3 (FSDP) gathers parameters: footprint.gathered is
+	 * theirs. */
+	bool gathers;
 	struct tps_model_footprint footprint;
 	int64_t phase_bytes[TPS_PHASE_COUNT];
 	struct tps_run_stats stats;

@@ -14,11 +14,43 @@
 #include "config.h"
 #include "costs.h"
 
+/*
+ * The ZeRO settings `tpsim comm --zero` compares side by side, each the
+ * config with its "zero" key replaced (docs/zero.md, docs/comm.md): plain
+ * DDP, stage 1, Megatron's distributed optimizer, stage 2, stage 3 (FSDP,
+ * reshard_after_forward).
+ */
+enum tps_comm_zero {
+	TPS_COMM_ZERO_DDP,
+	TPS_COMM_ZERO_STAGE1,
+	TPS_COMM_ZERO_DISTRIBUTED_OPTIMIZER,
+	TPS_COMM_ZERO_STAGE2,
+	TPS_COMM_ZERO_STAGE3,
+};
+#define TPS_COMM_ZERO_COUNT 5
+
+struct tps_comm_zero_setting {
+	const char *name;  /* as --zero and --json write it: "ddp", "1", ... */
+	const char *label; /* a column's heading: "DDP", "stage 1", ... */
+	struct tps_zero_spec zero;
+};
+extern const struct tps_comm_zero_setting
+	tps_comm_zero_settings[TPS_COMM_ZERO_COUNT];
+
+/* At most this many points side by side (TPS_COMM_COLUMNS). */
+#define TPS_COMM_MAX_COLUMNS 12
+
 /* One config at one combination of variables, and what it costs. */
 struct tps_comm_point {
 	const char *config; /* its name; not owned */
 	struct tps_config_var vars[TPS_CONFIG_MAX_VARS];
 	int n_vars;
+	/* The --zero setting it was counted at (an enum tps_comm_zero), or
+	 * -1: the config's own "zero". */
+	int zero;
+	/* Its ZeRO stage gathers parameters (3, FSDP): the footprint's
+	 * gathered figure is theirs. */
+	bool gathers;
 	struct tps_mesh mesh;
 	int tp_dim;
 	unsigned dp_mask;
@@ -28,8 +60,8 @@ struct tps_comm_point {
 
 /*
  * Counts a parsed config into *p, named `config` (not copied: it must
- * outlive p). On error (the plan's, out of memory) the message starts
- * with config, and *p holds nothing to free.
+ * outlive p), its zero -1. On error (the plan's, out of memory) the
+ * message starts with config, and *p holds nothing to free.
  */
 enum tps_status tps_comm_point_make(const struct tps_run_spec *spec,
 				    const char *config,
@@ -43,6 +75,10 @@ enum tps_comm_format {
 	TPS_COMM_TABLES,  /* each point's table, then the sweep's (n > 1) */
 	TPS_COMM_SUMMARY, /* --summary: the sweep's table alone */
 	TPS_COMM_JSON,	  /* --json: "tpsim.comm" version 1 */
+	/* --columns (and --zero): one training step of every point side by
+	 * side, a column each (at most TPS_COMM_MAX_COLUMNS): the bytes
+	 * sent per rank by phase and op, and the bytes held per rank. */
+	TPS_COMM_COLUMNS,
 };
 
 /* Writes the n points in format. Fails only for want of memory
@@ -56,6 +92,8 @@ enum tps_status tps_comm_write(FILE *out, const struct tps_comm_point *points,
 enum tps_status tps_comm_write_point(FILE *out, const struct tps_comm_point *p);
 enum tps_status
 tps_comm_write_sweep(FILE *out, const struct tps_comm_point *points, int n);
+enum tps_status
+tps_comm_write_columns(FILE *out, const struct tps_comm_point *points, int n);
 void tps_comm_write_json(FILE *out, const struct tps_comm_point *points, int n);
 
 #endif

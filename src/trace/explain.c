@@ -181,9 +181,12 @@ struct global_row_view {
 struct symbolic_figure_view {
 	const char *what;
 	const cJSON *bytes, *min_bytes, *rank, *min_rank;
+	/* Left out when the trace has none (gathered_param_bytes, which
+	 * only ZeRO stage 3 writes); the others print "?" then. */
+	bool optional;
 };
 
-#define SYMBOLIC_FIGURES 6
+#define SYMBOLIC_FIGURES 7
 
 struct symbolic_view {
 	const cJSON *output_shape;
@@ -628,6 +631,9 @@ static void text_symbolic(const struct explainer *x,
 	print_shape(out, v->output_shape);
 	fputs("; per rank, float32, the largest over ranks:\n", out);
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
+		if (!v->figures[i].bytes && v->figures[i].optional) {
+			continue;
+		}
 		fprintf(out, "  %s ", v->figures[i].what);
 		print_figure(out, &v->figures[i]);
 		fputc('\n', out);
@@ -887,6 +893,9 @@ static void md_symbolic(const struct explainer *x,
 	print_shape(out, v->output_shape);
 	fputs(". Per rank, float32, the largest over ranks:\n\n", out);
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
+		if (!v->figures[i].bytes && v->figures[i].optional) {
+			continue;
+		}
 		fprintf(out, "- %s: ", v->figures[i].what);
 		print_figure(out, &v->figures[i]);
 		fputc('\n', out);
@@ -1304,6 +1313,8 @@ static void symbolic_view_of(struct symbolic_view *v, const cJSON *result)
 {
 	static const char *const keys[SYMBOLIC_FIGURES][2] = {
 		{"param_bytes", "parameters"},
+		{"gathered_param_bytes",
+		 "parameters gathered at once (FSDP, besides the shards)"},
 		{"grad_bytes", "gradients"},
 		{"optimizer_state_bytes", "optimizer state"},
 		{"saved_activation_bytes", "activations saved for backward"},
@@ -1315,6 +1326,8 @@ static void symbolic_view_of(struct symbolic_view *v, const cJSON *result)
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
 		const cJSON *f = get(s, keys[i][0]);
 		v->figures[i].what = keys[i][1];
+		v->figures[i].optional =
+			strcmp(keys[i][0], "gathered_param_bytes") == 0;
 		v->figures[i].bytes = get(f, "bytes");
 		v->figures[i].min_bytes = get(f, "min_bytes");
 		v->figures[i].rank = get(f, "rank");

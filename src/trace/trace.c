@@ -971,6 +971,9 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 			? tps_optim_state_count(&spec->optimizer)
 			: 0);
 	write_figure(out, "param_bytes", &fp.params);
+	if (spec->mode == TPS_MODE_TRAINING && spec->zero.stage == 3) {
+		write_figure(out, "gathered_param_bytes", &fp.gathered);
+	}
 	write_figure(out, "grad_bytes", &fp.grads);
 	write_figure(out, "optimizer_state_bytes", &fp.optimizer_state);
 	write_figure(out, "saved_activation_bytes", &fp.saved);

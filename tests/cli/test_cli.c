@@ -73,13 +73,13 @@ START_TEST(help_and_version_go_to_stdout)
 END_TEST
 
 /*
- * Each row: up to four arguments after "tpsim" and, last, a substring of
+ * Each row: up to six arguments after "tpsim" and, last, a substring of
  * the message (NULLs between are left out). An argument "TRACE" stands
  * for a trace of small_config that the test writes first.
  */
 START_TEST(usage_errors_are_one_line_and_a_hint)
 {
-	static const char *const cases[][5] = {
+	static const char *const cases[][7] = {
 		{"", NULL, NULL, "missing command"},
 		{"frobnicate", NULL, NULL, "unknown command 'frobnicate'"},
 		{"run", NULL, NULL, "run: missing CONFIG"},
@@ -159,15 +159,41 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"plot", "a.json", "-o", "plot: -o needs a file"},
 		{"plot", "a.json", "--label", "plot: --label needs a text"},
 		{"plot", "a.json", "--frob", "plot: unknown option '--frob'"},
+		{"comm", "a.json", "--zero",
+		 "comm: --zero expects ddp (or 0), 1, distributed_optimizer, "
+		 "2 and 3, separated by commas and each once, or all; got ''"},
+		{"comm", "a.json", "--zero", "4", "or all; got '4'"},
+		{"comm", "a.json", "--zero", "stage1", "or all; got 'stage1'"},
+		{"comm", "a.json", "--zero", "1,", "or all; got '1,'"},
+		{"comm", "a.json", "--zero", ",1", "or all; got ',1'"},
+		{"comm", "a.json", "--zero", "1,1", "or all; got '1,1'"},
+		{"comm", "a.json", "--zero", "0,ddp", "or all; got '0,ddp'"},
+		{"comm", "a.json", "--zero", "all,3", "or all; got 'all,3'"},
+		{"comm", "a.json", "--zero",
+		 "1,2,3,ddp,distributed_optimizer,1",
+		 "or all; got '1,2,3,ddp,distributed_optimizer,1'"},
+		{"comm", "--zero", "1", "--zero", "2",
+		 "comm: --zero given twice"},
+		{"comm", "a.json", "--columns", "--json",
+		 "comm: --columns is a table of its own: expected --columns, "
+		 "--summary or --json, one of them"},
+		{"comm", "a.json", "--summary", "--columns",
+		 "comm: --columns is a table of its own"},
+		{"comm", "a.json", "--zero", "all", "--set",
+		 "comm: --set needs NAME=V[,V...]"},
+		/* 5 settings x 3 values: 15 columns, past 12. */
+		{"comm", "a.json", "--zero", "all", "--set", "dp=1,2,3",
+		 "comm: --columns puts at most 12 points side by side, got 15 "
+		 "(use --summary or --json for more)"},
 	};
 	const char *dir = tu_tempdir();
 	char trace[512];
 	run_to_trace(write_config(dir, "c.json", small_config), dir, trace,
 		     sizeof trace);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		const char *args[4] = {NULL};
+		const char *args[6] = {NULL};
 		const char *message = NULL;
-		int argc = 1, last = 4;
+		int argc = 1, last = 6;
 		struct tu_result r;
 		while (!cases[i][last]) {
 			last--;
@@ -181,7 +207,8 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 				argc++;
 			}
 		}
-		r = tu_cli(argc, args[0], args[1], args[2], args[3]);
+		r = tu_cli(argc, args[0], args[1], args[2], args[3], args[4],
+			   args[5]);
 		ck_assert_int_eq(r.rc, 2);
 		ck_assert_msg(strstr(r.err, message) != NULL, "%s", r.err);
 		ck_assert_ptr_nonnull(strstr(r.err, "\nTry 'tpsim --help'.\n"));
@@ -3673,6 +3700,291 @@ START_TEST(comm_refuses_bad_input_with_one_line)
 }
 END_TEST
 
+/*
+ * --zero asks of each config what its own "zero" key would: a dp dim to
+ * shard over, no tied weight under stage 3. Each row: a config, the
+ * --zero list, and the one line of the error (exit 2, no output), or NULL
+ * for a config that it counts.
+ */
+START_TEST(comm_zero_refuses_what_the_zero_key_refuses)
+{
+	static const char tp_only[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 4}], "
+		"\"plan\": {\"fc\": \"colwise\"}, \"input\": {\"shape\": "
+		"[2, 4]}}";
+	static const char tied[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
+		"[\"dp\", \"tp\"]}, \"dp_dim\": \"dp\", \"model\": [{\"name\": "
+		"\"tok\", \"type\": \"embedding\", \"num_embeddings\": 6, "
+		"\"embedding_dim\": 4}, {\"name\": \"head\", \"type\": "
+		"\"linear\", \"in_features\": 4, \"out_features\": 6, "
+		"\"bias\": false, \"tie\": \"tok\"}], \"input\": {\"shape\": "
+		"[2, 3], \"init\": \"tokens\"}, \"mode\": \"training\", "
+		"\"loss\": \"cross_entropy\"}";
+	static const struct {
+		const char *config, *zero, *message;
+	} cases[] = {
+		{tp_only, "1",
+		 "c.json: /dp_dim: missing: --zero 1 shards over the dp dims: "
+		 "expected a dp_dim to shard over\n"},
+		{tp_only, "ddp,distributed_optimizer",
+		 "c.json: /dp_dim: missing: --zero distributed_optimizer "
+		 "shards over the dp dims: expected a dp_dim to shard over\n"},
+		{tp_only, "3",
+		 "c.json: /dp_dim: missing: --zero 3 shards over the dp dims"},
+		{tp_only, "ddp", NULL}, /* DDP needs no dp dim: DP over 1 */
+		{tied, "3",
+		 "c.json: /model/1/tie: --zero 3: stage 3 shards each module's "
+		 "own parameters, but head ties its weight to tok's: expected "
+		 "no tie, or stage 1 or 2\n"},
+		{tied, "ddp,1,distributed_optimizer,2", NULL},
+	};
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *cfg = write_config(dir, "c.json", cases[i].config);
+		struct tu_result r =
+			tu_cli(5, "comm", cfg, "--zero", cases[i].zero);
+		if (!cases[i].message) {
+			ck_assert_msg(r.rc == 0, "%s: %s", cases[i].zero,
+				      r.err);
+		} else {
+			ck_assert_int_eq(r.rc, 2);
+			ck_assert_msg(strstr(r.err, cases[i].message) != NULL,
+				      "%s", r.err);
+			ck_assert_int_eq(tu_count_lines(r.err), 1);
+			ck_assert_uint_eq(r.out_len, 0);
+		}
+		tu_result_free(&r);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+/* The training figures of `tpsim comm --json` for one point: its
+ * "by_phase"."training" and its "memory". */
+static cJSON *comm_point_json(const char *config, const char *zero, int index)
+{
+	struct tu_result r =
+		zero ? tu_cli(6, "comm", config, "--zero", zero, "--json")
+		     : tu_cli(4, "comm", config, "--json");
+	cJSON *root = NULL, *point;
+	struct tps_error e = {0};
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	ck_assert_msg(tps_json_parse_strict("out", r.out, r.out_len, &root,
+					    &e) == TPS_OK,
+		      "%s", e.message);
+	tu_result_free(&r);
+	point = cJSON_DetachItemFromArray(cJSON_GetObjectItem(root, "points"),
+					  index);
+	cJSON_Delete(root);
+	ck_assert_ptr_nonnull(point);
+	return point;
+}
+
+/*
+ * examples/zero_tp/README.md derives by hand what each rank of its MLP
+ * sends and holds under DDP, stage 1, the distributed optimizer, stage 2
+ * and FSDP; `tpsim comm --zero all` counts its ddp.json at each, and the
+ * figures are the README's: per step, over dp, an all_reduce of each
+ * gradient 2 x 2 x (6 + 2 + 4 + 1) floats = 208 bytes, a reduce_scatter
+ * or an all_gather of each 2 x (8 + 2 + 4 + 1) floats = 120 bytes, fc2's
+ * forward all_reduce over tp 2 x 1 x 3 floats = 24 bytes; rank 0 holds
+ * 35 floats of parameters (140 bytes), 15 in its dp chunks (60 bytes),
+ * and AdamW's two states of what it updates.
+ */
+START_TEST(comm_zero_figures_are_the_zero_tp_readmes)
+{
+	static const struct {
+		const char *zero, *label;
+		struct {
+			const char *phase, *op;
+			int count, bytes;
+		} ops[4];
+		int params, grads, state;
+		/* FSDP's parameters gathered at once besides the shards
+		 * (fc1's 20 tp-local floats on rank 0); 0: no figure. */
+		int gathered;
+	} want[] = {
+		{"ddp",
+		 "DDP",
+		 {{"forward", "all_reduce", 1, 24},
+		  {"optimizer", "all_reduce", 4, 208}},
+		 140,
+		 140,
+		 280,
+		 0},
+		{"1",
+		 "stage 1",
+		 {{"forward", "all_reduce", 1, 24},
+		  {"optimizer", "all_reduce", 4, 208},
+		  {"optimizer", "all_gather", 4, 120}},
+		 140,
+		 140,
+		 120,
+		 0},
+		{"distributed_optimizer",
+		 "distributed optimizer",
+		 {{"forward", "all_reduce", 1, 24},
+		  {"optimizer", "reduce_scatter", 4, 120},
+		  {"optimizer", "all_gather", 4, 120}},
+		 140,
+		 140,
+		 120,
+		 0},
+		{"2",
+		 "stage 2",
+		 {{"forward", "all_reduce", 1, 24},
+		  {"optimizer", "reduce_scatter", 4, 120},
+		  {"optimizer", "all_gather", 4, 120}},
+		 140,
+		 60,
+		 120,
+		 0},
+		{"3",
+		 "stage 3 (FSDP)",
+		 {{"forward", "all_reduce", 1, 24},
+		  {"forward", "all_gather", 4, 120},
+		  {"backward", "all_gather", 4, 120},
+		  {"backward", "reduce_scatter", 4, 120}},
+		 60,
+		 60,
+		 120,
+		 80},
+	};
+	/* Each example's own config counts as its --zero setting does. */
+	static const char *const own[] = {
+		"ddp", "stage1", "distributed_optimizer", "stage2", "fsdp"};
+	static const char *const phases[] = {"forward", "backward",
+					     "optimizer"};
+	char ddp[4096];
+	struct tu_result r;
+	long v[8];
+	snprintf(ddp, sizeof ddp, "%s/examples/zero_tp/ddp.json",
+		 tu_source_root());
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		cJSON *point = comm_point_json(ddp, "all", (int)i);
+		cJSON *training = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(point, "by_phase"), "training");
+		cJSON *memory = cJSON_GetObjectItem(point, "memory");
+		char path[4096];
+		cJSON *mine;
+		ck_assert_str_eq(
+			cJSON_GetObjectItem(point, "zero")->valuestring,
+			want[i].zero);
+		for (size_t p = 0; p < 3; p++) {
+			cJSON *phase = cJSON_GetObjectItem(training, phases[p]);
+			cJSON *by_op = cJSON_GetObjectItem(phase, "by_op");
+			int bytes = 0, ops = 0;
+			for (size_t k = 0; k < 4 && want[i].ops[k].op; k++) {
+				cJSON *op;
+				if (strcmp(want[i].ops[k].phase, phases[p])) {
+					continue;
+				}
+				op = cJSON_GetObjectItem(by_op,
+							 want[i].ops[k].op);
+				ck_assert_msg(op != NULL, "%s: %s %s",
+					      want[i].zero, phases[p],
+					      want[i].ops[k].op);
+				ck_assert_int_eq(
+					cJSON_GetObjectItem(op, "count")
+						->valueint,
+					want[i].ops[k].count);
+				ck_assert_int_eq(cJSON_GetObjectItem(
+							 op, "bytes_per_rank")
+							 ->valueint,
+						 want[i].ops[k].bytes);
+				bytes += want[i].ops[k].bytes;
+				ops++;
+			}
+			/* No other op, and the phase's sum. */
+			ck_assert_int_eq(cJSON_GetArraySize(by_op), ops);
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(phase, "bytes_per_rank")
+					->valueint,
+				bytes);
+		}
+		ck_assert_int_eq(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(memory, "param_bytes"),
+				"bytes")
+				->valueint,
+			want[i].params);
+		ck_assert_int_eq(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(memory, "grad_bytes"),
+				"bytes")
+				->valueint,
+			want[i].grads);
+		ck_assert_int_eq(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(memory,
+						    "optimizer_state_bytes"),
+				"bytes")
+				->valueint,
+			want[i].state);
+		if (want[i].gathered) {
+			cJSON *g = cJSON_GetObjectItem(memory,
+						       "gathered_param_bytes");
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(g, "bytes")->valueint,
+				want[i].gathered);
+			ck_assert_int_eq(
+				cJSON_GetObjectItem(g, "rank")->valueint, 0);
+		} else {
+			ck_assert_ptr_null(cJSON_GetObjectItem(
+				memory, "gathered_param_bytes"));
+		}
+		snprintf(path, sizeof path, "%s/examples/zero_tp/%s.json",
+			 tu_source_root(), own[i]);
+		mine = comm_point_json(path, NULL, 0);
+		ck_assert_msg(
+			cJSON_Compare(cJSON_GetObjectItem(mine, "by_phase"),
+				      cJSON_GetObjectItem(point, "by_phase"),
+				      true) &&
+				cJSON_Compare(
+					cJSON_GetObjectItem(mine, "memory"),
+					memory, true),
+			"%s.json counts otherwise than --zero %s", own[i],
+			want[i].zero);
+		cJSON_Delete(mine);
+		/* --zero replaces the config's own: fsdp.json at ddp is
+		 * ddp.json. */
+		snprintf(path, sizeof path, "%s/examples/zero_tp/fsdp.json",
+			 tu_source_root());
+		mine = comm_point_json(path, want[i].zero, 0);
+		ck_assert(cJSON_Compare(cJSON_GetObjectItem(mine, "by_phase"),
+					cJSON_GetObjectItem(point, "by_phase"),
+					true));
+		cJSON_Delete(mine);
+		cJSON_Delete(point);
+	}
+	/* The table: a column per setting, the README's sums per step. */
+	r = tu_cli(5, "comm", ddp, "--zero", "all");
+	ck_assert_msg(r.rc == 0, "%s", r.err);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		ck_assert_ptr_nonnull(strstr(r.out, want[i].label));
+	}
+	ck_assert_int_eq(numbers_of_line(r.out, "total", v, 8), 5);
+	ck_assert_int_eq(v[0], 24 + 208);
+	ck_assert_int_eq(v[1], 24 + 208 + 120);
+	ck_assert_int_eq(v[2], 24 + 120 + 120);
+	ck_assert_int_eq(v[3], 24 + 120 + 120);
+	ck_assert_int_eq(v[4], 24 + 120 + 120 + 120);
+	ck_assert_int_eq(numbers_of_line(r.out, "held", v, 8), 5);
+	ck_assert_int_eq(v[0], 140);
+	ck_assert_int_eq(v[4], 60);
+	ck_assert_msg(strstr(r.out, "held       + gathered at once") != NULL,
+		      "%s", r.out);
+	ck_assert_int_eq(numbers_of_line(strstr(r.out, "held       + gathered"),
+					 "held", v, 8),
+			 1);
+	ck_assert_int_eq(v[0], 80);
+	tu_result_free(&r);
+}
+END_TEST
+
 /* --set values follow the JSON number grammar, as the config's own
  * numbers do: strtod took every one of these. Each is a usage error,
  * from run (one value) and from comm (a list, the bad value anywhere). */
@@ -4331,6 +4643,8 @@ static Suite *cli_suite(void)
 		comm,
 		run_and_comm_warn_of_a_redistribution_the_next_one_undoes);
 	tcase_add_test(comm, comm_refuses_bad_input_with_one_line);
+	tcase_add_test(comm, comm_zero_refuses_what_the_zero_key_refuses);
+	tcase_add_test(comm, comm_zero_figures_are_the_zero_tp_readmes);
 	tcase_add_test(comm, run_set_overrides_a_config_variable);
 	tcase_add_test(comm, the_generated_tables_in_docs_are_current);
 	tcase_add_test(comm, seed_004_example_runs_as_ddp_and_tp_do);

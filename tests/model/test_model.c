@@ -3167,6 +3167,10 @@ struct zero_run {
 	 * state of its dp chunk of every tp-local tensor, and the most
 	 * grad bytes when it keeps its chunk of every gradient. */
 	int64_t state_bytes, shard_bytes, whole_bytes;
+	/* The most tp-local parameter bytes of one module a rank holds
+	 * (what FSDP gathers at once with reshard_after_forward; without
+	 * it, every module's stays gathered until backward: whole_bytes). */
+	int64_t module_bytes;
 	int n_params;
 };
 
@@ -3222,7 +3226,7 @@ static struct zero_run zero_run(const struct case_spec *c)
 	states = tps_optim_state_count(&spec.optimizer);
 	z.n_params = model.n_params;
 	for (int r = 0; r < world; r++) {
-		int64_t state = 0, shard = 0, whole = 0;
+		int64_t state = 0, shard = 0, whole = 0, module = 0;
 		int i = tps_mesh_local_rank(&spec.mesh, spec.dp_mask, r);
 		for (int k = 0; k < model.n_params; k++) {
 			struct tps_shape t = tp_local(&model.params[k], r);
@@ -3234,6 +3238,15 @@ static struct zero_run zero_run(const struct case_spec *c)
 			state += (int64_t)states * mine * inner * 4;
 			shard += mine * inner * 4;
 			whole += rows * inner * 4;
+			/* A module's parameters are listed together. */
+			if (k > 0 && strcmp(model.params[k].module,
+					    model.params[k - 1].module) != 0) {
+				module = 0;
+			}
+			module += n * 4;
+			z.module_bytes = module > z.module_bytes
+						 ? module
+						 : z.module_bytes;
 		}
 		z.state_bytes = state > z.state_bytes ? state : z.state_bytes;
 		z.shard_bytes = shard > z.shard_bytes ? shard : z.shard_bytes;
@@ -3391,9 +3404,28 @@ START_TEST(zero_stages_train_as_ddp_does_and_send_what_they_should)
 							 z.whole_bytes);
 					ck_assert_int_eq(z.fp.params.max,
 							 z.whole_bytes);
+					ck_assert_int_eq(z.fp.gathered.max, 0);
 					tps_model_outcome_free(&z.out);
 					continue;
 				}
+				/* Stage 3 holds one module's parameters
+				 * gathered at once, or, without
+				 * reshard_after_forward, all of them from
+				 * forward to backward, besides its shards. */
+				ck_assert_msg(
+					z.fp.gathered.max ==
+						(stage < 3 ? 0
+						 : zeros[v].reshard_after_forward
+							 ? z.module_bytes
+							 : z.whole_bytes),
+					"tp %d dp %d stage %d reshard %d: "
+					"gathered %lld, expected %lld or "
+					"%lld",
+					tp, dp, stage,
+					zeros[v].reshard_after_forward,
+					(long long)z.fp.gathered.max,
+					(long long)z.module_bytes,
+					(long long)z.whole_bytes);
 				ck_assert_msg(
 					z.fp.optimizer_state.max ==
 						z.state_bytes,

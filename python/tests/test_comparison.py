@@ -1,0 +1,135 @@
+"""docs/comparison.md: the figures its prose derives by hand for
+examples/comparison's four layouts of one 2-block GPT on four ranks are
+what tpsim comm counts (the page's tables are tpsim's own output, kept
+current by tools/docs_sync.py; this checks the arithmetic beside them)."""
+import json
+
+import pytest
+
+import tpsim
+from conftest import cli, root_path
+
+H, S, B, VOCAB, MLP = 16, 8, 4, 64, 64
+# Per block 12h^2 + 13h (q, k, v, o with biases; fc1, fc2 with biases; two
+# layer norms); the embedding and the projection VOCAB x H; the final norm.
+BLOCK = 12 * H * H + 13 * H
+PARAMS = 2 * BLOCK + 2 * VOCAB * H + 2 * H
+F32 = 4
+
+
+def ring_all_reduce(nbytes, n):
+    return 2 * (n - 1) * nbytes // n
+
+
+def ring_gather(nbytes, n):
+    return (n - 1) * nbytes // n
+
+
+def tp_local_params(t):
+    """Per tp rank: the split matrices and colwise biases (q, k, v, fc1),
+    the replicated layer norms and rowwise biases (6h per block), the
+    vocabulary rows of the embedding and the projection, the final
+    norm."""
+    per_block = 12 * H * H // t + 7 * H // t + 6 * H
+    return 2 * per_block + 2 * (VOCAB // t) * H + 2 * H
+
+
+def saved_floats(b, t):
+    """Korthikanti's per-block 6 sbh + 12 sbh/t (18 sbh unsplit, as
+    docs/symbolic.md derives for tpsim), the ids, the final norm's and the
+    projection's inputs; plus the logits' tp shard."""
+    sbh = S * b * H
+    return (2 * (6 * sbh + 12 * sbh // t) + S * b + 2 * sbh
+            + S * b * VOCAB // t)
+
+
+def point(name, **kw):
+    return tpsim.comm(root_path("examples", "comparison", name + ".json"),
+                      **kw)
+
+
+def sent(p, phase, op=None):
+    f = p["by_phase"]["training"][phase]
+    if op is None:
+        return f["bytes_per_rank"]
+    return f["by_op"].get(op, {"bytes_per_rank": 0})["bytes_per_rank"]
+
+
+def held(p, key):
+    return p["memory"][key]["bytes"]
+
+
+def test_the_model_has_8640_parameters():
+    assert PARAMS == 8640
+    assert held(point("ddp4")[0], "param_bytes") == PARAMS * F32
+
+
+def test_tp_sends_activations_and_never_a_weight():
+    (p,) = point("tp4")
+    act = S * B * H * F32  # the (4, 8, 16) activation
+    stats = S * B * F32  # loss_parallel's (4, 8) statistics
+    assert sent(p, "forward") == (5 * ring_all_reduce(act, 4)
+                                  + 3 * ring_all_reduce(stats, 4)) == 15936
+    assert sent(p, "backward") == 5 * ring_all_reduce(act, 4) == 15360
+    assert sent(p, "optimizer") == 0
+    assert sent(p, "forward", "all_gather") == 0
+    assert held(p, "param_bytes") == tp_local_params(4) * F32 == 9312
+    assert held(p, "optimizer_state_bytes") == 2 * 9312
+    assert held(p, "peak_activation_bytes") == saved_floats(B, 4) * F32
+
+
+def test_zero3_gathers_each_weight_before_use():
+    (ddp,) = point("ddp4")
+    (z,) = point("zero3")
+    every = PARAMS * F32
+    assert sent(ddp, "optimizer", "all_reduce") == ring_all_reduce(
+        every, 4) == 51840
+    for phase, op in (("forward", "all_gather"), ("backward", "all_gather"),
+                      ("backward", "reduce_scatter")):
+        assert sent(z, phase, op) == ring_gather(every, 4) == 25920
+    assert sent(z, "optimizer") == 0
+    total = sum(sent(z, ph) for ph in ("forward", "backward", "optimizer"))
+    assert total == 77760 and 2 * total == 3 * sent(ddp, "optimizer")
+    # A quarter of each parameter between uses; fc1's 64 x 16 + 64 at once.
+    assert held(z, "param_bytes") == every // 4 == 8640
+    assert held(z, "gathered_param_bytes") == (MLP * H + MLP) * F32 == 4352
+    assert held(z, "optimizer_state_bytes") == 2 * every // 4
+    assert held(ddp, "optimizer_state_bytes") == 2 * every
+    # ZeRO shards no activation: DDP's quarter of the batch.
+    assert held(z, "peak_activation_bytes") == held(
+        ddp, "peak_activation_bytes") == saved_floats(1, 1) * F32 == 21536
+
+
+def test_dp_times_tp_does_both_on_halves():
+    (p,) = point("dp2_tp2")
+    act = S * (B // 2) * H * F32
+    stats = S * (B // 2) * F32
+    assert sent(p, "forward") == (5 * ring_all_reduce(act, 2)
+                                  + 3 * ring_all_reduce(stats, 2)) == 5312
+    assert sent(p, "backward") == 5 * ring_all_reduce(act, 2) == 5120
+    local = tp_local_params(2) * F32
+    assert local == 17728
+    assert sent(p, "optimizer", "all_reduce") == ring_all_reduce(local, 2)
+    assert held(p, "optimizer_state_bytes") == 2 * local
+    assert held(p, "peak_activation_bytes") == saved_floats(2, 2) * F32
+
+
+@pytest.mark.parametrize("zero,state,params", [
+    ("ddp", 2, 1), ("1", 1, 1), ("distributed_optimizer", 1, 1),
+    ("2", 1, 1), ("3", 1, 0.5)])
+def test_zero_on_the_dp_dim_of_dp_times_tp(zero, state, params):
+    """The page's last table (tpsim comm --zero, which the Python API
+    does not take): ZeRO halves the optimizer state over dp 2 from stage
+    1 on, and the parameters at stage 3; the tp traffic stays."""
+    local = tp_local_params(2) * F32
+    (plain,) = point("dp2_tp2")
+    code, out, err = cli("comm", root_path("examples", "comparison",
+                                           "dp2_tp2.json"),
+                         "--zero", zero, "--json")
+    assert code == 0, err
+    (p,) = json.loads(out)["points"]
+    assert held(p, "optimizer_state_bytes") == state * local
+    assert held(p, "param_bytes") == params * local
+    for phase in ("forward", "backward"):
+        assert sent(p, phase, "all_reduce") == sent(plain, phase,
+                                                    "all_reduce")
