@@ -715,6 +715,24 @@ static int64_t estimate(const struct tps_model_spec *spec,
 			tps_sat_mul(tps_sat_mul(activation, spec->n_modules),
 				    mc.world + 1));
 	}
+	/* Each attention keeps its softmax probabilities, b s^2 per head,
+	 * unless selective recompute runs its core again: H heads over
+	 * each tp group, for each dp copy, and one while it runs. */
+	for (int i = 0;
+	     training && spec->recompute != TPS_RECOMPUTE_SELECTIVE &&
+	     spec->input_shape.ndim >= 2 && i < spec->n_modules;
+	     i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		int64_t seq = spec->input_shape.dim[spec->input_shape.ndim - 2];
+		if (m->type == TPS_MODULE_ATTENTION) {
+			activations = tps_sat_add(
+				activations,
+				tps_sat_mul(
+					tps_sat_mul(tps_sat_mul(rows, seq),
+						    m->num_heads),
+					tps_sat_mul(4, mc.world / mc.tp + 1)));
+		}
+	}
 	total = tps_sat_add(total, activations);
 	if (activations >= top.bytes) {
 		top = (struct tps_memory_part){activations, widest_key, NULL};

@@ -24,6 +24,25 @@ struct tps_comm_dtypes tps_nn_comm_dtypes(const struct tps_nn_context *ctx)
 	return dt;
 }
 
+/* Passes a recomputed forward's events on to the run's sink, marked. */
+static enum tps_status mark_recompute(void *opaque, const struct tps_event *ev,
+				      struct tps_error *err)
+{
+	const struct tps_event_sink *sink = opaque;
+	struct tps_event marked = *ev;
+	marked.recompute = true;
+	return tps_event_emit(*sink, &marked, err);
+}
+
+struct tps_nn_context tps_nn_recompute_context(const struct tps_nn_context *ctx)
+{
+	struct tps_nn_context rc = *ctx;
+	rc.save = true;
+	rc.sink = (struct tps_event_sink){mark_recompute, (void *)&ctx->sink};
+	rc.dtypes.of[TPS_ROLE_GRADS] = ctx->dtypes.of[TPS_ROLE_ACTIVATIONS];
+	return rc;
+}
+
 void tps_nn_round(struct tps_dtensor *v, enum tps_dtype d)
 {
 	if (d == TPS_DTYPE_F32 || !v->locals) {
@@ -154,8 +173,10 @@ void tps_module_free_saved(struct tps_module *m)
 	tps_dtensor_free(&m->saved_in);
 	tps_tensor_free(&m->ref_saved_in);
 	tps_bound_free(&m->ref_saved_bound);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < TPS_MODULE_SAVED_MORE; i++) {
 		tps_dtensor_free(&m->saved_more[i]);
+	}
+	for (int i = 0; i < 3; i++) {
 		tps_tensor_free(&m->ref_saved_more[i]);
 		tps_bound_free(&m->ref_saved_more_bound[i]);
 	}

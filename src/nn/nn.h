@@ -85,7 +85,22 @@ struct tps_nn_context {
 	/* What a colwise linear keeps of an input all-gathered from
 	 * sequence shards (spec.h; zeroed: the shard, Megatron's). */
 	enum tps_sp_save sp_save;
+	/* Activation recompute (spec.h; zeroed: none): under "selective"
+	 * an attention keeps no probabilities and runs its core again in
+	 * backward. */
+	enum tps_recompute recompute;
 };
+
+/*
+ * The context of a forward run again in backward (activation recompute,
+ * docs/symbolic.md), from backward's ctx: it saves what backward needs,
+ * its events go to ctx's sink marked "recompute" (struct tps_event), and
+ * what it stores is stored in the activations' dtype, as forward stored
+ * it, although its phase is backward. It points at ctx's sink: it must
+ * not outlive *ctx.
+ */
+struct tps_nn_context
+tps_nn_recompute_context(const struct tps_nn_context *ctx);
 
 /* The dtype the values ctx's phase computes are stored in: activations in
  * forward, grads in backward, params in setup and in the optimizer phase
@@ -355,6 +370,9 @@ struct tps_dropout_state {
 	bool shards_identical;
 };
 
+/* The slots of struct tps_module's saved_more. */
+#define TPS_MODULE_SAVED_MORE 4
+
 /* A module as it runs. */
 struct tps_module {
 	const struct tps_module_spec *spec; /* not owned */
@@ -373,9 +391,10 @@ struct tps_module {
 	struct tps_tensor ref_saved_in;
 	/* The bound pass's: ref_saved_in's bound (bound_forward). */
 	struct tps_bound ref_saved_bound;
-	/* What a composite keeps besides its input (attention: its q, k
-	 * and v, as the ranks and the reference computed them). */
-	struct tps_dtensor saved_more[3];
+	/* What a module keeps besides its input: attention its q, k and v
+	 * (the ranks' and the reference's) and the ranks' softmax
+	 * probabilities; gated its two bodies' outputs. */
+	struct tps_dtensor saved_more[TPS_MODULE_SAVED_MORE];
 	struct tps_tensor ref_saved_more[3];
 	/* The bound pass's: ref_saved_more's bounds. */
 	struct tps_bound ref_saved_more_bound[3];

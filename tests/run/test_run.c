@@ -83,8 +83,9 @@ struct gpt {
 	/* With sp: "sequence_parallel_save": "gathered" (the colwise
 	 * matmuls keep their gathered inputs) rather than the shard. */
 	bool gathered;
-	/* "recompute": "full": each block keeps its input only. */
-	bool full;
+	/* "recompute": "full" (each block keeps its input only) or
+	 * "selective" (each attention keeps no probabilities). */
+	enum tps_recompute recompute;
 };
 
 static char *gpt_config(const struct gpt *g, bool symbolic)
@@ -133,7 +134,10 @@ static char *gpt_config(const struct gpt *g, bool symbolic)
 		g->sp ? sp : plain, (long long)(g->b * g->dp), (long long)g->s,
 		symbolic ? ", 'compute': 'symbolic'" : "",
 		g->gathered ? ", 'sequence_parallel_save': 'gathered'" : "",
-		g->full ? ", 'recompute': 'full'" : "");
+		g->recompute == TPS_RECOMPUTE_FULL ? ", 'recompute': 'full'"
+		: g->recompute == TPS_RECOMPUTE_SELECTIVE
+			? ", 'recompute': 'selective'"
+			: "");
 	ck_assert_uint_lt(n, cap);
 	for (char *p = c; *p; p++) {
 		*p = *p == '\'' ? '"' : *p;
@@ -164,18 +168,24 @@ static int64_t gpt_params_per_rank(const struct gpt *g, int64_t v)
  * bytes less its 2/t of dropout masks: ln1, ln2, the one input shard of
  * q, k and v, fc1's shard 1/t each; q, k, v 3/t; o's input 1/t; gelu's
  * and fc2's inputs 4/t each), or 4 sbh + 14 sbh/t keeping the gathered
- * inputs (q, k and v a copy each, fc1 one). */
+ * inputs (q, k and v a copy each, fc1 one); and, both ways, the softmax
+ * probabilities of the rank's a/t heads, a s^2 b / t (the paper's
+ * softmax output, 2as^2b/t bytes at 2 bytes). */
 static int64_t gpt_saved_per_layer(const struct gpt *g)
 {
 	int64_t sbh = g->s * g->b * g->h;
-	if (g->full) {
+	int64_t probs = g->recompute == TPS_RECOMPUTE_NONE
+				? g->a * g->s * g->s * g->b / g->t
+				: 0;
+	if (g->recompute == TPS_RECOMPUTE_FULL) {
 		/* The block's input: replicated, or its sequence shard. */
 		return g->sp ? sbh / g->t : sbh;
 	}
 	if (!g->sp) {
-		return 6 * sbh + 12 * sbh / g->t;
+		return 6 * sbh + 12 * sbh / g->t + probs;
 	}
-	return g->gathered ? 4 * sbh + 14 * sbh / g->t : 16 * sbh / g->t;
+	return (g->gathered ? 4 * sbh + 14 * sbh / g->t : 16 * sbh / g->t) +
+	       probs;
 }
 
 /* Everything saved: the blocks, the embedding's token ids (bs), ln_f's
@@ -223,11 +233,12 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 {
 	int64_t bsh = g->b * g->s * g->h, t = g->t, l = g->l;
 	int64_t stats = 3 * ring_all_reduce(g->b * g->s, t);
+	bool full = g->recompute == TPS_RECOMPUTE_FULL;
 	if (!g->sp) {
 		*fwd = (2 * l + 1) * ring_all_reduce(bsh, t) + stats;
 		/* Full recompute runs each block's forward again in
 		 * backward: its 2 all_reduces. */
-		*bwd = (2 * l + 1 + (g->full ? 2 * l : 0)) *
+		*bwd = (2 * l + 1 + (full ? 2 * l : 0)) *
 		       ring_all_reduce(bsh, t);
 		return;
 	}
@@ -240,7 +251,7 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 		*bwd += (2 * l + 1) * ring_gather(bsh, t);
 	}
 	/* ... or its 2 all_gathers and 2 reduce_scatters. */
-	if (g->full) {
+	if (full) {
 		*bwd += 4 * l * ring_gather(bsh, t);
 	}
 }
@@ -349,18 +360,23 @@ static void assert_figure(const char *what, const struct tps_model_figure *f,
 START_TEST(symbolic_figures_equal_the_formulas)
 {
 	static const struct gpt cases[] = {
-		{1, 8, 2, 4, 1, 2, 1, 10, false, false, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, false, false, false},
-		{2, 8, 2, 4, 1, 1, 2, 11, false, false, false},
-		{3, 12, 3, 6, 1, 3, 2, 29, true, false, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, true, false, false},
-		{1, 24, 6, 4, 3, 2, 3, 51, true, false, false},
-		{4, 32, 8, 16, 2, 8, 1, 100, true, false, false},
-		{3, 12, 3, 6, 1, 3, 2, 29, true, true, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, true, true, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, false, false, true},
-		{3, 12, 3, 6, 1, 3, 2, 29, true, false, true},
-		{2, 16, 4, 8, 2, 4, 2, 37, true, true, true},
+		{1, 8, 2, 4, 1, 2, 1, 10, false, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, TPS_RECOMPUTE_NONE},
+		{2, 8, 2, 4, 1, 1, 2, 11, false, false, TPS_RECOMPUTE_NONE},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, false, TPS_RECOMPUTE_NONE},
+		{1, 24, 6, 4, 3, 2, 3, 51, true, false, TPS_RECOMPUTE_NONE},
+		{4, 32, 8, 16, 2, 8, 1, 100, true, false, TPS_RECOMPUTE_NONE},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, true, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, TPS_RECOMPUTE_FULL},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false, TPS_RECOMPUTE_FULL},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, TPS_RECOMPUTE_FULL},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false,
+		 TPS_RECOMPUTE_SELECTIVE},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false,
+		 TPS_RECOMPUTE_SELECTIVE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, TPS_RECOMPUTE_SELECTIVE},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -385,7 +401,11 @@ START_TEST(symbolic_figures_equal_the_formulas)
 		       g->sp ? g->gathered ? " sequence parallel, gathered"
 					   : " sequence parallel"
 			     : "",
-		       g->full ? ", full recompute" : "");
+		       g->recompute != TPS_RECOMPUTE_NONE
+			       ? g->recompute == TPS_RECOMPUTE_FULL
+					 ? ", full recompute"
+					 : ", selective recompute"
+			       : "");
 		ck_assert_msg(run_text_in(dir, "gpt", text, false, &s, &err) ==
 				      TPS_OK,
 			      "%s", err.message);
@@ -532,9 +552,9 @@ START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 	 * run is the block its placements give (what the picture checks),
 	 * so leaving them out loses nothing. comm and params agree too. */
 	static const struct gpt cases[] = {
-		{2, 8, 2, 4, 1, 2, 2, 11, false, false, false},
-		{2, 8, 2, 4, 1, 2, 2, 11, true, false, false},
-		{1, 12, 3, 6, 2, 3, 1, 7, true, false, false},
+		{2, 8, 2, 4, 1, 2, 2, 11, false, false, TPS_RECOMPUTE_NONE},
+		{2, 8, 2, 4, 1, 2, 2, 11, true, false, TPS_RECOMPUTE_NONE},
+		{1, 12, 3, 6, 2, 3, 1, 7, true, false, TPS_RECOMPUTE_NONE},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -615,8 +635,8 @@ START_TEST(symbolic_and_values_models_hold_the_same_bytes)
 {
 	/* tps_model_footprint on a real model after a real step equals the
 	 * meta model's: the figures count shapes, not values. */
-	static const struct gpt g = {2, 8,  2,	  4,	 1,    2,
-				     2, 11, true, false, false};
+	static const struct gpt g = {
+		2, 8, 2, 4, 1, 2, 2, 11, true, false, TPS_RECOMPUTE_NONE};
 	char *text = gpt_config(&g, false);
 	cJSON *root = cJSON_Parse(text);
 	struct tps_run_spec spec;
@@ -758,8 +778,17 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 	 * 50257, tp 8 x dp 64, one sequence per dp rank. Its parameters per
 	 * rank are the formula's; not one byte of tensor values is
 	 * allocated (the run's own account, memory.h, peaks at 0). */
-	static const struct gpt g = {96, 12288, 96,    2048,  1,    8,
-				     64, 50257, false, false, false};
+	static const struct gpt g = {96,
+				     12288,
+				     96,
+				     2048,
+				     1,
+				     8,
+				     64,
+				     50257,
+				     false,
+				     false,
+				     TPS_RECOMPUTE_NONE};
 	static const char *const configs[] = {"config.json", "config_sp.json"};
 	for (int c = 0; c < 2; c++) {
 		char path[256], trace[512];
@@ -1037,8 +1066,8 @@ static int cli_run(int argc, const char **argv, char **out, char **err_text)
 
 START_TEST(explain_reads_a_symbolic_trace)
 {
-	static const struct gpt g = {1, 8,  2,	  4,	 1,    2,
-				     2, 11, true, false, false};
+	static const struct gpt g = {
+		1, 8, 2, 4, 1, 2, 2, 11, true, false, TPS_RECOMPUTE_NONE};
 	const char *dir = tu_tempdir();
 	char *text = gpt_config(&g, false), *out, *err_text, cfg[512],
 	     trace[512];
@@ -1215,8 +1244,8 @@ START_TEST(symbolic_flag_makes_the_normalised_config_symbolic)
 	/* --symbolic on a values config: the trace's config says compute
 	 * symbolic, before links, and trace values none; on a config that
 	 * injects a mistake it is an error. */
-	static const struct gpt g = {1, 8,  2,	   4,	  1,	2,
-				     1, 10, false, false, false};
+	static const struct gpt g = {
+		1, 8, 2, 4, 1, 2, 1, 10, false, false, TPS_RECOMPUTE_NONE};
 	const char *dir = tu_tempdir();
 	char *text = gpt_config(&g, false);
 	struct tps_run_summary s;
