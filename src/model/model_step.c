@@ -1075,28 +1075,24 @@ static enum tps_status optimizer(struct tps_model *model,
 
 /* ---- the run --------------------------------------------------------- */
 
-static int64_t local_bytes(const struct tps_dtensor *t, int r)
-{
-	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
-}
-
 /* What forward left alive for backward (model.h): every module's saved
- * tensors, per rank and per module, and the output y. */
+ * tensors, per rank and per module, and the output y (in the
+ * activations' dtype). */
 static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 {
+	const struct tps_dtypes *dt = &model->spec->dtypes;
 	int world = model->spec->mesh.world_size;
+	int act = tps_dtype_size(dt->of[TPS_ROLE_ACTIVATIONS]);
 	for (int r = 0; r < world; r++) {
 		model->saved_bytes[r] = 0;
-		model->output_bytes[r] = local_bytes(y, r);
+		model->output_bytes[r] =
+			y->locals ? tps_tensor_numel(&y->locals[r]) * act : 0;
 	}
 	for (int i = 0; i < model->spec->n_modules; i++) {
 		const struct tps_module *m = &model->modules[i];
 		int64_t most = 0;
 		for (int r = 0; r < world; r++) {
-			int64_t b = local_bytes(&m->saved_in, r);
-			for (int k = 0; k < TPS_MODULE_SAVED_MORE; k++) {
-				b += local_bytes(&m->saved_more[k], r);
-			}
+			int64_t b = tps_module_saved_bytes(m, dt, r);
 			model->saved_bytes[r] += b;
 			most = b > most ? b : most;
 		}

@@ -185,6 +185,25 @@ void tps_module_free_saved(struct tps_module *m)
 	m->prep_chain.n = 0;
 }
 
+/* Bytes of rank r's part of t at size bytes an element (0: act). */
+static int64_t held(const struct tps_dtensor *t, int r, int size, int act)
+{
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * (size ? size : act)
+			 : 0;
+}
+
+int64_t tps_module_saved_bytes(const struct tps_module *m,
+			       const struct tps_dtypes *dt, int r)
+{
+	int act = tps_dtype_size(dt->of[TPS_ROLE_ACTIVATIONS]);
+	int64_t bytes = held(&m->saved_in, r, m->ops->saved_in_size, act);
+	for (int k = 0; k < TPS_MODULE_SAVED_MORE; k++) {
+		bytes += held(&m->saved_more[k], r, m->ops->saved_more_size[k],
+			      act);
+	}
+	return bytes;
+}
+
 void tps_nn_forward_begin(const struct tps_nn_context *ctx,
 			  struct tps_module *m)
 {

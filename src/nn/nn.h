@@ -270,6 +270,9 @@ enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
 			       const struct tps_bound *bound,
 			       struct tps_error *err);
 
+/* The slots of struct tps_module's saved_more. */
+#define TPS_MODULE_SAVED_MORE 4
+
 struct tps_module_ops {
 	/* The parallel forward: x (redistributed in place as the style needs)
 	 * -> *y, new. Emits one event per step. On error *y is untouched. */
@@ -342,6 +345,13 @@ struct tps_module_ops {
 	 * message is about. NULL: none. */
 	enum tps_status (*check)(const struct tps_module_spec *spec,
 				 const char **key, struct tps_error *err);
+	/* The bytes an element of what forward keeps takes on a real
+	 * system, for the memory figures (tps_module_saved_bytes): of
+	 * saved_in, and of each saved_more slot; 0 (the default) is the
+	 * activations' dtype. An embedding's input is token ids, float32
+	 * here; an attention keeps its probabilities in float32. */
+	int saved_in_size;
+	int saved_more_size[TPS_MODULE_SAVED_MORE];
 };
 
 /*
@@ -369,9 +379,6 @@ struct tps_dropout_state {
 	 * test_tp_random_state.py checks for. */
 	bool shards_identical;
 };
-
-/* The slots of struct tps_module's saved_more. */
-#define TPS_MODULE_SAVED_MORE 4
 
 /* A module as it runs. */
 struct tps_module {
@@ -421,6 +428,13 @@ struct tps_module {
 
 /* Frees what forward saved (backward does it; a failed run calls this). */
 void tps_module_free_saved(struct tps_module *m);
+
+/* The bytes of what m keeps for backward on rank r (saved_in and
+ * saved_more), each tensor at its size on a real system: its type's
+ * saved_in_size and saved_more_size, or the activations' dtype in dt
+ * (tps_dtype_size). */
+int64_t tps_module_saved_bytes(const struct tps_module *m,
+			       const struct tps_dtypes *dt, int r);
 
 /*
  * The start and the end of every module type's forward, so that what a

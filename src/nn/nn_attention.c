@@ -1131,4 +1131,7 @@ const struct tps_module_ops tps_attention_ops = {
 	.parameters = attention_parameters,
 	.memory_estimate = attention_memory_estimate,
 	.check = attention_check,
+	/* q, k, v in the activations' dtype; the probabilities float32, as
+	 * the core computes them. */
+	.saved_more_size = {[PROBS] = 4},
 };

@@ -170,6 +170,7 @@ struct tps_run_summary {
 	 * each rank holds, and the collective bytes per rank by phase. */
 	bool symbolic;
 	int optimizer_states;
+	struct tps_dtypes dtypes; /* what the figures count each role in */
 	struct tps_model_footprint footprint;
 	int64_t phase_bytes[TPS_PHASE_COUNT];
 	struct tps_run_stats stats;

@@ -88,7 +88,10 @@ struct gpt {
 	enum tps_recompute recompute;
 };
 
-static char *gpt_config(const struct gpt *g, bool symbolic)
+/* gpt_config's text with `extra` (more top-level keys, ", 'k': v", or
+ * "") before its closing brace. */
+static char *gpt_config_with(const struct gpt *g, bool symbolic,
+			     const char *extra)
 {
 	static const char plain[] =
 		"'plan': {'wte': 'vocab', 'h*.attn.[qkv]': 'colwise', "
@@ -129,7 +132,7 @@ static char *gpt_config(const struct gpt *g, bool symbolic)
 		"'input': {'shape': [%lld, %lld]}, 'mode': 'training', "
 		"'loss': 'cross_entropy', 'loss_parallel': true, "
 		"'optimizer': {'type': 'adamw'}, 'init': {'method': 'uniform', "
-		"'seed': 3}%s%s%s}",
+		"'seed': 3}%s%s%s%s}",
 		(long long)g->h, (long long)g->h, (long long)g->V,
 		g->sp ? sp : plain, (long long)(g->b * g->dp), (long long)g->s,
 		symbolic ? ", 'compute': 'symbolic'" : "",
@@ -137,12 +140,18 @@ static char *gpt_config(const struct gpt *g, bool symbolic)
 		g->recompute == TPS_RECOMPUTE_FULL ? ", 'recompute': 'full'"
 		: g->recompute == TPS_RECOMPUTE_SELECTIVE
 			? ", 'recompute': 'selective'"
-			: "");
+			: "",
+		extra);
 	ck_assert_uint_lt(n, cap);
 	for (char *p = c; *p; p++) {
 		*p = *p == '\'' ? '"' : *p;
 	}
 	return c;
+}
+
+static char *gpt_config(const struct gpt *g, bool symbolic)
+{
+	return gpt_config_with(g, symbolic, "");
 }
 
 /* Vocabulary rows on tp rank r: the chunk rule, ceil(V/t) each. */
@@ -171,12 +180,17 @@ static int64_t gpt_params_per_rank(const struct gpt *g, int64_t v)
  * inputs (q, k and v a copy each, fc1 one); and, both ways, the softmax
  * probabilities of the rank's a/t heads, a s^2 b / t (the paper's
  * softmax output, 2as^2b/t bytes at 2 bytes). */
+static int64_t gpt_probs_per_layer(const struct gpt *g)
+{
+	return g->recompute == TPS_RECOMPUTE_NONE
+		       ? g->a * g->s * g->s * g->b / g->t
+		       : 0;
+}
+
 static int64_t gpt_saved_per_layer(const struct gpt *g)
 {
 	int64_t sbh = g->s * g->b * g->h;
-	int64_t probs = g->recompute == TPS_RECOMPUTE_NONE
-				? g->a * g->s * g->s * g->b / g->t
-				: 0;
+	int64_t probs = gpt_probs_per_layer(g);
 	if (g->recompute == TPS_RECOMPUTE_FULL) {
 		/* The block's input: replicated, or its sequence shard. */
 		return g->sp ? sbh / g->t : sbh;
@@ -197,6 +211,14 @@ static int64_t gpt_saved(const struct gpt *g)
 	return g->l * gpt_saved_per_layer(g) + g->b * g->s +
 	       (g->sp ? sbh / g->t : sbh) +
 	       (g->sp && !g->gathered ? sbh / g->t : sbh);
+}
+
+/* gpt_saved in bytes with activations of `act` bytes: the token ids and
+ * the probabilities are float32 whatever the activations' dtype. */
+static int64_t gpt_saved_bytes(const struct gpt *g, int64_t act)
+{
+	int64_t f32 = g->l * gpt_probs_per_layer(g) + g->b * g->s;
+	return act * (gpt_saved(g) - f32) + 4 * f32;
 }
 
 /* Ring bytes per rank over n ranks of a buffer of S elements. */
@@ -419,6 +441,9 @@ START_TEST(symbolic_figures_equal_the_formulas)
 		assert_figure("output", &fp->output, out_max, 0, out_min, last);
 		assert_figure("activations", &fp->activations, saved + out_max,
 			      0, saved + out_min, last);
+		assert_figure("master copy", &fp->master, 0, 0, 0, 0);
+		assert_figure("in all", &fp->total, 4 * pmax + saved + out_max,
+			      0, 4 * pmin + saved + out_min, last);
 		gpt_tp_bytes(g, &fwd, &bwd);
 		printf("  comm forward %lld backward %lld optimizer %lld\n",
 		       (long long)s.phase_bytes[TPS_PHASE_FORWARD],
@@ -543,6 +568,117 @@ static char *layernorm_params(const struct gpt *g)
 	ck_assert_uint_lt(n, cap);
 	return out;
 }
+
+START_TEST(symbolic_figures_count_each_role_in_its_dtype)
+{
+	/* Megatron's mixed precision (docs/symbolic.md): bf16 parameters
+	 * and activations, fp32 gradients (its main_grad), fp32 master
+	 * weights and AdamW state. Per parameter on a rank: 2 + 4 + (4 +
+	 * 8) = 18 bytes; with its distributed optimizer over dp, the
+	 * master copy and the state on the rank's dp shard, 6 + 12/dp
+	 * (every tensor here splits evenly over dp 2). Activations at 2
+	 * bytes but the token ids and the probabilities, float32. The
+	 * trace's per_rank entries give each rank's figures, the summary
+	 * the largest and smallest: both are checked on the first and the
+	 * last rank (their vocabulary rows differ but at V 40). */
+	static const struct gpt cases[] = {
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 40, false, false,
+		 TPS_RECOMPUTE_SELECTIVE},
+		{2, 16, 4, 8, 2, 4, 2, 40, true, false, TPS_RECOMPUTE_FULL},
+	};
+	static const char mixed[] =
+		", 'dtype': {'default': 'bfloat16', 'master_params': "
+		"'float32', 'grads': 'float32', 'optimizer_state': 'float32'}";
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < 2 * sizeof cases / sizeof cases[0]; i++) {
+		const struct gpt *g = &cases[i / 2];
+		bool dist = i % 2 == 1;
+		char extra[256];
+		char *text;
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		const struct tps_model_footprint *fp = &s.footprint;
+		int last = (int)(g->t - 1);
+		int64_t v[2] = {vocab_rows(g, 0), vocab_rows(g, g->t - 1)};
+		int64_t saved = gpt_saved_bytes(g, 2);
+		cJSON *trace, *per;
+
+		if (dist && g->V % (g->t * g->dp) != 0) {
+			continue;
+		}
+		snprintf(extra, sizeof extra, "%s%s", mixed,
+			 dist ? ", 'zero': {'stage': 1, "
+				"'distributed_optimizer': true}"
+			      : "");
+		text = gpt_config_with(g, true, extra);
+		printf("l %lld h %lld t %lld dp %lld V %lld%s%s, recompute "
+		       "%s\n",
+		       (long long)g->l, (long long)g->h, (long long)g->t,
+		       (long long)g->dp, (long long)g->V,
+		       g->sp ? ", sequence parallel" : "",
+		       dist ? ", distributed optimizer" : "",
+		       tps_recompute_names[g->recompute]);
+		ck_assert_msg(run_text_in(dir, "mixed", text, false, &s,
+					  &err) == TPS_OK,
+			      "%s", err.message);
+		trace = load_trace(dir, "mixed");
+		per = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(trace, "result"),
+				"symbolic"),
+			"per_rank");
+		ck_assert_int_eq(cJSON_GetArraySize(per), (int)(g->t * g->dp));
+		for (int k = 0; k < 2; k++) {
+			int64_t P = gpt_params_per_rank(g, v[k]);
+			int64_t opt = dist ? 12 * P / g->dp : 12 * P;
+			int64_t out = 2 * g->b * g->s * v[k];
+			int64_t want[8] = {2 * P,
+					   4 * P,
+					   dist ? 4 * P / g->dp : 4 * P,
+					   opt,
+					   saved,
+					   out,
+					   saved + out,
+					   2 * P + 4 * P + opt + saved + out};
+			static const char *const keys[8] = {
+				"param_bytes",
+				"grad_bytes",
+				"master_param_bytes",
+				"optimizer_state_bytes",
+				"saved_activation_bytes",
+				"output_bytes",
+				"peak_activation_bytes",
+				"total_bytes"};
+			const struct tps_model_figure *f[8] = {
+				&fp->params,	      &fp->grads, &fp->master,
+				&fp->optimizer_state, &fp->saved, &fp->output,
+				&fp->activations,     &fp->total};
+			const cJSON *rank =
+				cJSON_GetArrayItem(per, k ? last : 0);
+			printf("  rank %d: %lld parameters, %lld bytes in "
+			       "all\n",
+			       k ? last : 0, (long long)P, (long long)want[7]);
+			for (int j = 0; j < 8; j++) {
+				const cJSON *b =
+					cJSON_GetObjectItem(rank, keys[j]);
+				ck_assert_msg(cJSON_IsNumber(b), "%s", keys[j]);
+				ck_assert_msg(
+					(int64_t)b->valuedouble == want[j],
+					"rank %d %s: %.0f, formula %lld",
+					k ? last : 0, keys[j], b->valuedouble,
+					(long long)want[j]);
+				ck_assert_int_eq(k ? f[j]->min : f[j]->max,
+						 want[j]);
+			}
+		}
+		cJSON_Delete(trace);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
 
 START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 {
@@ -1815,6 +1951,8 @@ static Suite *run_suite(void)
 	{
 		TCase *sym = tcase_create("symbolic");
 		tcase_add_test(sym, symbolic_figures_equal_the_formulas);
+		tcase_add_test(sym,
+			       symbolic_figures_count_each_role_in_its_dtype);
 		tcase_add_test(
 			sym,
 			symbolic_parameter_bytes_count_the_padded_vocabulary);
