@@ -457,6 +457,21 @@ core_run(const struct tps_nn_context *ctx, const struct tps_module *m,
 	return st;
 }
 
+/* Whether q, k and v each kept x itself for backward (the same layout:
+ * no linear split it its own way), so that one copy serves the three. */
+static bool one_input(struct tps_module *m, const struct tps_dtensor *x)
+{
+	for (int i = Q; i <= V; i++) {
+		const struct tps_dtensor *in = &child(m, i)->saved_in;
+		if (!in->locals || !tps_shape_equal(&in->global, &x->global) ||
+		    memcmp(in->placements, x->placements,
+			   sizeof x->placements) != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
 static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 					 struct tps_module *m,
 					 struct tps_dtensor *x,
@@ -518,16 +533,20 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 		struct tps_module *o = child(m, O);
 		st = tps_nn_module_forward(ctx, o, &a, &out, err);
 	}
-	/* Its input is its children's: what it keeps is q, k and v (and
-	 * the sequence shard in their place, when it keeps one), and the
-	 * probabilities. */
+	/* Its input is its children's: what it keeps is q, k and v, the
+	 * probabilities, and in q's, k's and v's place one input for the
+	 * three (the sequence shard, when it keeps one; else the input
+	 * they all read, as Megatron's fused QKV and PyTorch's autograd,
+	 * three uses of one tensor, keep one). */
+	if (st == TPS_OK && ctx->save && !shard.locals && one_input(m, x)) {
+		shard = child(m, Q)->saved_in;
+		memset(&child(m, Q)->saved_in, 0, sizeof shard);
+	}
 	if (st == TPS_OK && ctx->save) {
 		for (int i = Q; i <= V; i++) {
 			m->saved_more[i] = qkv[i];
 			memset(&qkv[i], 0, sizeof qkv[i]);
-			if (shard.locals) {
-				tps_dtensor_free(&child(m, i)->saved_in);
-			}
+			tps_dtensor_free(&child(m, i)->saved_in);
 		}
 		m->saved_more[PROBS] = probs;
 		memset(&probs, 0, sizeof probs);
@@ -659,12 +678,19 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 				       err);
 		}
 	}
-	/* A kept sequence shard gathered again, once for the three. */
+	/* The one input kept for q, k and v, handed to each: a sequence
+	 * shard gathered again first, once for the three. */
 	if (st == TPS_OK && m->saved_in.locals) {
 		struct tps_dtensor gathered = {0};
 		snprintf(name, sizeof name, "%s.in", s->name);
-		st = tps_nn_regather(ctx, &m->saved_in, s->name, name,
-				     &gathered, err);
+		if (m->saved_in.placements[ctx->tp_dim].kind ==
+		    TPS_PLACEMENT_SHARD) {
+			st = tps_nn_regather(ctx, &m->saved_in, s->name, name,
+					     &gathered, err);
+		} else {
+			gathered = m->saved_in;
+			memset(&m->saved_in, 0, sizeof m->saved_in);
+		}
 		for (int i = Q; i <= V && st == TPS_OK; i++) {
 			struct tps_module *c = child(m, i);
 			tps_dtensor_free(&c->saved_in);

@@ -173,13 +173,15 @@ static int64_t gpt_params_per_rank(const struct gpt *g, int64_t v)
 }
 
 /* Elements saved for backward per block (docs/symbolic.md): plain
- * 6 sbh + 12 sbh/t; sequence parallel 16 sbh/t (the paper's 34/t at 2
- * bytes less its 2/t of dropout masks: ln1, ln2, the one input shard of
- * q, k and v, fc1's shard 1/t each; q, k, v 3/t; o's input 1/t; gelu's
- * and fc2's inputs 4/t each), or 4 sbh + 14 sbh/t keeping the gathered
- * inputs (q, k and v a copy each, fc1 one); and, both ways, the softmax
- * probabilities of the rank's a/t heads, a s^2 b / t (the paper's
- * softmax output, 2as^2b/t bytes at 2 bytes). */
+ * 4 sbh + 12 sbh/t (ln1, the one input q, k and v read, ln2 and fc1's
+ * input sbh each; q, k, v 3/t; o's input 1/t; gelu's and fc2's inputs
+ * 4/t each); sequence parallel 16 sbh/t (the paper's 34/t at 2 bytes
+ * less its 2/t of dropout masks: ln1, ln2, the one input shard of q, k
+ * and v, fc1's shard 1/t each, the rest as plain), or 2 sbh + 14 sbh/t
+ * keeping the gathered inputs (q, k and v's one, fc1's); and, but
+ * under selective or full recompute, the softmax probabilities of the
+ * rank's a/t heads, a s^2 b / t (the paper's softmax output, 2as^2b/t
+ * bytes at 2 bytes). */
 static int64_t gpt_probs_per_layer(const struct gpt *g)
 {
 	return g->recompute == TPS_RECOMPUTE_NONE
@@ -196,9 +198,9 @@ static int64_t gpt_saved_per_layer(const struct gpt *g)
 		return g->sp ? sbh / g->t : sbh;
 	}
 	if (!g->sp) {
-		return 6 * sbh + 12 * sbh / g->t + probs;
+		return 4 * sbh + 12 * sbh / g->t + probs;
 	}
-	return (g->gathered ? 4 * sbh + 14 * sbh / g->t : 16 * sbh / g->t) +
+	return (g->gathered ? 2 * sbh + 14 * sbh / g->t : 16 * sbh / g->t) +
 	       probs;
 }
 
@@ -675,6 +677,58 @@ START_TEST(symbolic_figures_count_each_role_in_its_dtype)
 		}
 		cJSON_Delete(trace);
 		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(dropout_keeps_its_mask_at_one_byte_an_element)
+{
+	/* fc1 (8 -> 16, colwise) -> dropout (inside the TP region) -> fc2
+	 * (rowwise) at tp 2 on (4, 8), training: each rank keeps fc1's
+	 * input (4 x 8), the dropout's mask of its shard (4 x 8, one byte
+	 * an element: a bool, as torch's dropout keeps it) and fc2's input
+	 * (4 x 8). In float32 32 x 4 + 32 + 32 x 4 = 288 bytes, with
+	 * bfloat16 activations 32 x 2 + 32 + 32 x 2 = 160; the dropout's
+	 * share is 32 either way. */
+	static const char fmt[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+		"\"linear\", \"in_features\": 8, \"out_features\": 16}, "
+		"{\"name\": \"drop\", \"type\": \"dropout\", \"p\": 0.1}, "
+		"{\"name\": \"fc2\", \"type\": \"linear\", \"in_features\": "
+		"16, \"out_features\": 8}], \"plan\": {\"fc1\": \"colwise\", "
+		"\"fc2\": \"rowwise\"}, \"input\": {\"shape\": [4, 8]}, "
+		"\"mode\": \"training\", \"compute\": \"symbolic\"%s}";
+	const char *dir = tu_tempdir();
+	for (int bf16 = 0; bf16 < 2; bf16++) {
+		char text[1024];
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		cJSON *trace, *by;
+		snprintf(text, sizeof text, fmt,
+			 bf16 ? ", \"dtype\": {\"activations\": "
+				"\"bfloat16\"}"
+			      : "");
+		ck_assert_msg(run_text_in(dir, "drop", text, false, &s, &err) ==
+				      TPS_OK,
+			      "%s", err.message);
+		printf("dropout, %s activations: saved %lld bytes\n",
+		       bf16 ? "bfloat16" : "float32",
+		       (long long)s.footprint.saved.max);
+		ck_assert_int_eq(s.footprint.saved.max, bf16 ? 160 : 288);
+		ck_assert_int_eq(s.footprint.saved.min, bf16 ? 160 : 288);
+		trace = load_trace(dir, "drop");
+		by = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(trace, "result"),
+					"symbolic"),
+				"saved_activation_bytes_by_module"),
+			"drop");
+		ck_assert(cJSON_IsNumber(by));
+		ck_assert_int_eq((int64_t)by->valuedouble, 32);
+		cJSON_Delete(trace);
 	}
 	tu_rmtree(dir);
 }
@@ -1953,6 +2007,8 @@ static Suite *run_suite(void)
 		tcase_add_test(sym, symbolic_figures_equal_the_formulas);
 		tcase_add_test(sym,
 			       symbolic_figures_count_each_role_in_its_dtype);
+		tcase_add_test(sym,
+			       dropout_keeps_its_mask_at_one_byte_an_element);
 		tcase_add_test(
 			sym,
 			symbolic_parameter_bytes_count_the_padded_vocabulary);
