@@ -1045,6 +1045,164 @@ END_TEST
  * all split over t, and two norms of D, replicated; the embedding and
  * the output V/t rows of D each; the final norm D. At t 1: 8030261248,
  * the model's published 8.03B. */
+/*
+ * examples/gpt3_175b_3d (docs/symbolic.md, "GPT-3 175B in bfloat16,
+ * beside Table 2 and Megatron"): GPT-3 175B at tp 8 in Megatron's mixed
+ * precision, dropout 0.1 after the embedding, attn.o and fc2, the
+ * vocabulary padded to 51200 (make_vocab_size_divisible_by 128 x 8), the
+ * head tied to the embedding. The figures below are written from
+ * Korthikanti et al. 2022's Table 2 and from Megatron-LM's
+ * megatron/training/theoretical_memory_usage.py, term by term, not
+ * from the engine.
+ */
+struct gpt3 {
+	const char *file;
+	bool sp, selective;
+};
+
+/* Table 2, bytes per layer per rank: 10 sbh unsplit (sbh/t each with
+ * SP), 24 sbh/t split, 5 a s^2 b / t for the attention core (its
+ * softmax output 2, the dropout mask 1, the dropout's output 2), which
+ * selective recompute drops. */
+static int64_t table2_layer(const struct gpt3 *c, int64_t s, int64_t b,
+			    int64_t h, int64_t a, int64_t t)
+{
+	int64_t sbh = s * b * h;
+	return (c->sp ? 10 * sbh / t : 10 * sbh) + 24 * sbh / t +
+	       (c->selective ? 0 : 5 * a * s * s * b / t);
+}
+
+START_TEST(gpt3_175b_3d_matches_table_2_and_megatron)
+{
+	static const struct gpt3 cases[] = {
+		{"none.json", false, false},
+		{"sp.json", true, false},
+		{"selective.json", false, true},
+		{"sp_selective.json", true, true},
+	};
+	const int64_t L = 96, h = 12288, a = 96, s = 2048, b = 1, t = 8;
+	const int64_t V = 51200; /* 50257 padded to a multiple of 128 t */
+	const int64_t sbh = s * b * h;
+	/* theoretical_memory_usage.py's parameters on the most loaded shard
+	 * (p = 1, tied): (L (12 h^2 + 4 h) + 2 h + V h) / t; it counts no
+	 * linear bias and divides the layer norms by t. tpsim's rank holds
+	 * the biases (q, k, v and fc1's split, 7h/t; o's and fc2's whole,
+	 * 2h) and its layer norms whole (4h, and ln_f's 2h). */
+	const int64_t megatron_params =
+		(L * (12 * h * h + 4 * h) + 2 * h + V * h) / t;
+	const int64_t params = megatron_params +
+			       L * (7 * h / t + 6 * h - 4 * h / t) + 2 * h -
+			       2 * h / t;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct gpt3 *c = &cases[i];
+		char path[256], trace_path[512];
+		const char *dir = tu_tempdir();
+		struct tps_run_options opts = {
+			.config_path = path,
+			.output_path = trace_path,
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+		};
+		struct tps_run_summary sum;
+		struct tps_error err = {0};
+		const struct tps_model_footprint *fp = &sum.footprint;
+		int64_t paper = table2_layer(c, s, b, h, a, t);
+		/* tpsim keeps the probabilities in float32 (4 bytes) and has
+		 * no dropout on them: its core term is 4 a s^2 b / t where
+		 * the paper's is 5; every other term is the paper's. */
+		int64_t layer = paper - (c->selective ? 0 : a * s * s * b / t);
+		int64_t unsplit = c->sp ? sbh / t : sbh;
+		/* Besides the layers: the token ids (float32), the
+		 * embedding dropout's mask (1 byte), ln_f's and the head's
+		 * inputs (2 bytes); the output, the logits' shard. */
+		int64_t rest = 4 * b * s + unsplit + 2 * unsplit + 2 * unsplit;
+		int64_t logits = 2 * b * s * V / t;
+		int64_t peak = L * layer + rest + logits;
+		cJSON *trace, *by;
+		int64_t got[2];
+
+		snprintf(path, sizeof path, "%s%s",
+			 tu_source_path("examples/gpt3_175b_3d/"), c->file);
+		snprintf(trace_path, sizeof trace_path, "%s/t.trace.json", dir);
+		ck_assert_msg(tps_run(&opts, NULL, &sum, &err) == TPS_OK, "%s",
+			      err.message);
+		trace = load_trace(dir, "t");
+		by = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(trace, "result"),
+				"symbolic"),
+			"saved_activation_bytes_by_module");
+		/* The first layer and the last, each its two residuals. */
+		for (int k = 0; k < 2; k++) {
+			char attn[64], mlp[64];
+			snprintf(attn, sizeof attn, "layers.%d.attn_residual",
+				 k ? 95 : 0);
+			snprintf(mlp, sizeof mlp, "layers.%d.mlp_residual",
+				 k ? 95 : 0);
+			ck_assert(
+				cJSON_IsNumber(cJSON_GetObjectItem(by, attn)));
+			got[k] = (int64_t)cJSON_GetObjectItem(by, attn)
+					 ->valuedouble +
+				 (int64_t)cJSON_GetObjectItem(by, mlp)
+					 ->valuedouble;
+		}
+		printf("%s: a layer %lld bytes (Table 2: %lld), peak %lld, "
+		       "%lld bytes in all\n",
+		       c->file, (long long)got[0], (long long)paper,
+		       (long long)fp->activations.max,
+		       (long long)fp->total.max);
+		ck_assert_int_eq(got[0], layer);
+		ck_assert_int_eq(got[1], layer);
+		if (c->selective) {
+			ck_assert_int_eq(got[0], paper);
+		}
+		ck_assert_int_eq(fp->activations.max, peak);
+		ck_assert_int_eq(fp->activations.min, peak);
+		/* 18 bytes a parameter: 2 (bf16) + 4 (fp32 grads) + 4 (fp32
+		 * master) + 8 (AdamW's two fp32 states). */
+		ck_assert_int_eq(fp->params.max, 2 * params);
+		ck_assert_int_eq(fp->grads.max, 4 * params);
+		ck_assert_int_eq(fp->master.max, 4 * params);
+		ck_assert_int_eq(fp->optimizer_state.max, 12 * params);
+		ck_assert_int_eq(fp->params.max + fp->grads.max +
+					 fp->optimizer_state.max,
+				 18 * megatron_params +
+					 18 * (params - megatron_params));
+		ck_assert_int_eq(fp->total.max, 18 * params + peak);
+		ck_assert_int_eq(fp->total.min, fp->total.max);
+		/* theoretical_memory_usage.py's activations. With SP and
+		 * selective recompute (compute_activation_memory): (34 sbh L
+		 * + 8 sb + sbh + 4 sbh (1 + V/h)) / t, its 8 sb the int64
+		 * ids and its 4 s b V the logits in fp32; tpsim keeps the
+		 * ids once per rank in float32 (4 bs) and the logits' shard
+		 * in bf16, and counts ln_f's and the head's inputs as its
+		 * 4 sbh / t. Otherwise (compute_activation_memory_without_sp,
+		 * before its 5% overhead): 13 sbh L (Table 2's selective,
+		 * even without recompute, even with SP) + 8 sb + sbh + 2
+		 * (s b V / t + sbh), the last ln_f's output; tpsim keeps
+		 * ln_f's input too (2 sbh). */
+		if (c->sp && c->selective) {
+			int64_t m = (34 * sbh * L + 8 * s * b + sbh + 4 * sbh +
+				     4 * s * b * V) /
+				    t;
+			ck_assert_int_eq(fp->activations.max,
+					 m - 8 * s * b / t + 4 * s * b -
+						 2 * s * b * V / t);
+		} else {
+			int64_t m = 13 * sbh * L + 8 * s * b + sbh +
+				    2 * (s * b * V / t + sbh);
+			ck_assert_int_eq(fp->activations.max,
+					 m - 13 * sbh * L + L * layer -
+						 8 * s * b + 4 * s * b - sbh +
+						 unsplit + 4 * unsplit -
+						 2 * sbh);
+		}
+		cJSON_Delete(trace);
+		tu_rmtree(dir);
+	}
+}
+END_TEST
+
 static int64_t llama3_8b_params_per_rank(int64_t t)
 {
 	const int64_t L = 32, D = 4096, KV = 8 * 128, F = 14336, V = 128256;
@@ -2009,6 +2167,7 @@ static Suite *run_suite(void)
 			       symbolic_figures_count_each_role_in_its_dtype);
 		tcase_add_test(sym,
 			       dropout_keeps_its_mask_at_one_byte_an_element);
+		tcase_add_test(sym, gpt3_175b_3d_matches_table_2_and_megatron);
 		tcase_add_test(
 			sym,
 			symbolic_parameter_bytes_count_the_padded_vocabulary);
