@@ -9,7 +9,7 @@ import pytest
 import tpsim
 from conftest import cli, root_path
 
-H, S, B, VOCAB, MLP = 16, 8, 4, 64, 64
+H, S, B, VOCAB, MLP, HEADS = 16, 8, 4, 64, 64, 4
 # Per block 12h^2 + 13h (q, k, v, o with biases; fc1, fc2 with biases; two
 # layer norms); the embedding and the projection VOCAB x H; the final norm.
 BLOCK = 12 * H * H + 13 * H
@@ -35,12 +35,14 @@ def tp_local_params(t):
 
 
 def saved_floats(b, t):
-    """Korthikanti's per-block 6 sbh + 12 sbh/t (18 sbh unsplit, as
-    docs/symbolic.md derives for tpsim), the ids, the final norm's and the
-    projection's inputs; plus the logits' tp shard."""
+    """Per block, as docs/symbolic.md derives for tpsim: 4 sbh + 12 sbh/t
+    (the layer norms', the attention's one input and fc1's whole; q, k,
+    v, o's input, the gelu's and fc2's inputs split) and the softmax
+    probabilities a s^2 b / t; then the ids, the final norm's and the
+    projection's inputs, and the logits' tp shard."""
     sbh = S * b * H
-    return (2 * (6 * sbh + 12 * sbh // t) + S * b + 2 * sbh
-            + S * b * VOCAB // t)
+    return (2 * (4 * sbh + 12 * sbh // t + HEADS * S * S * b // t) + S * b
+            + 2 * sbh + S * b * VOCAB // t)
 
 
 def point(name, **kw):

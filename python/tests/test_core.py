@@ -207,3 +207,36 @@ def test_full_recompute_events_are_marked_and_results_unchanged():
         for x, y in zip(a, b):
             for sx, sy in zip(x.ranks, y.ranks):
                 assert sx.values.tobytes() == sy.values.tobytes()
+
+
+def test_selective_recompute_marks_the_core_and_changes_no_byte():
+    # The same block with "recompute": "selective": its attention keeps
+    # no probabilities and runs its core again in backward, one event,
+    # "b.attn.heads", marked recompute in phase backward, with the values
+    # forward's core event had; the loss and the parameters after the
+    # step are the bytes of the run without recompute.
+    d = {"tpsim": 1, "mesh": {"shape": [2], "dim_names": ["tp"]},
+         "model": [{"name": "b", "type": "transformer_block", "dim": 8,
+                    "num_heads": 2}],
+         "plan": {"b.attn.[qkv]": "colwise", "b.attn.o": "rowwise",
+                  "b.mlp.fc1": "colwise", "b.mlp.fc2": "rowwise"},
+         "input": {"shape": [2, 3, 8]}, "mode": "training"}
+    plain = tpsim.run(tpsim.Config.from_dict(d, name="none.json"))
+    d["recompute"] = "selective"
+    sel = tpsim.run(tpsim.Config.from_dict(d, name="selective.json"))
+    marked = [ev for ev in sel.events() if ev.recompute]
+    assert [(ev.phase, ev.op, ev.tensor) for ev in marked] == [
+        ("backward", "attention", "b.attn.heads")]
+    core = list(sel.events(tensor="b.attn.heads"))
+    assert [ev.phase for ev in core] == ["forward", "backward"]
+    for sx, sy in zip(core[0].ranks, core[1].ranks):
+        assert sx.values.tobytes() == sy.values.tobytes()
+    assert sel.result.match and plain.result.match
+    assert sel.result.loss == plain.result.loss
+    for name in ("b.attn.q.weight", "b.attn.k.bias"):
+        a = [ev for ev in plain.events(phase="optimizer", tensor=name)]
+        b = [ev for ev in sel.events(phase="optimizer", tensor=name)]
+        assert a and len(a) == len(b)
+        for x, y in zip(a, b):
+            for sx, sy in zip(x.ranks, y.ranks):
+                assert sx.values.tobytes() == sy.values.tobytes()

@@ -17,13 +17,19 @@ struct format {
 	int p;	  /* significand bits, the implicit one included */
 	int emin; /* exponent of the smallest normal */
 	double max;
+	int bytes; /* in memory */
 };
 
 static const struct format formats[TPS_DTYPE_COUNT] = {
-	[TPS_DTYPE_F32] = {24, -126, 0x1.fffffep127},
-	[TPS_DTYPE_BF16] = {8, -126, 0x1.fep127},
-	[TPS_DTYPE_F16] = {11, -14, 65504.0},
+	[TPS_DTYPE_F32] = {24, -126, 0x1.fffffep127, 4},
+	[TPS_DTYPE_BF16] = {8, -126, 0x1.fep127, 2},
+	[TPS_DTYPE_F16] = {11, -14, 65504.0, 2},
 };
+
+int tps_dtype_size(enum tps_dtype d)
+{
+	return formats[d].bytes;
+}
 
 double tps_dtype_unit_roundoff(enum tps_dtype d)
 {

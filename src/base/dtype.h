@@ -30,6 +30,11 @@ enum tps_dtype {
 /* "float32", "bfloat16", "float16"; NULL-terminated. */
 extern const char *const tps_dtype_names[];
 
+/* Bytes an element of d takes in memory on a real system: 4 for
+ * float32, 2 for bfloat16 and float16 (tpsim itself keeps every value in
+ * a float; the memory figures count what a GPU would hold). */
+int tps_dtype_size(enum tps_dtype d);
+
 /* The dtype's unit roundoff u (the table above). */
 double tps_dtype_unit_roundoff(enum tps_dtype d);
 

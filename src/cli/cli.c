@@ -308,16 +308,39 @@ static void print_figure(FILE *err, const char *what,
 	}
 }
 
+/* The dtypes the figures count in: "float32", or each role's. */
+static void print_dtypes(FILE *err, const struct tps_dtypes *dt)
+{
+	static const struct {
+		enum tps_dtype_role role;
+		const char *what;
+	} roles[] = {
+		{TPS_ROLE_PARAMS, "parameters"},
+		{TPS_ROLE_MASTER_PARAMS, "master copy"},
+		{TPS_ROLE_GRADS, "gradients"},
+		{TPS_ROLE_OPTIMIZER_STATE, "optimizer state"},
+		{TPS_ROLE_ACTIVATIONS, "activations"},
+	};
+	if (tps_dtypes_all_f32(dt)) {
+		fputs(", float32", err);
+		return;
+	}
+	for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+		fprintf(err, "%s %s %s", i ? "," : ";", roles[i].what,
+			tps_dtype_names[dt->of[roles[i].role]]);
+	}
+}
+
 /* The symbolic run's summary after its verdict: what each rank holds and
  * sends. */
 static void print_symbolic(FILE *err, const char *config,
 			   const struct tps_run_summary *s)
 {
 	const struct tps_model_footprint *fp = &s->footprint;
-	fprintf(err,
-		"tpsim: %s: symbolic, per rank (the largest over ranks, "
-		"float32): ",
+	fprintf(err, "tpsim: %s: symbolic, per rank (the largest over ranks",
 		config);
+	print_dtypes(err, &s->dtypes);
+	fputs("): ", err);
 	print_figure(err, "parameters", &fp->params);
 	if (s->gathers) {
 		print_figure(err, " + gathered at once (FSDP)", &fp->gathered);
@@ -326,7 +349,12 @@ static void print_symbolic(FILE *err, const char *config,
 	print_figure(err, "gradients", &fp->grads);
 	fputs("; ", err);
 	print_figure(err, "optimizer state", &fp->optimizer_state);
-	fprintf(err, " (%d per parameter)\n", s->optimizer_states);
+	fprintf(err, " (%d per parameter", s->optimizer_states);
+	if (fp->master.max > 0) {
+		fputs(", with ", err);
+		print_figure(err, "the master copy", &fp->master);
+	}
+	fputs(")\n", err);
 	fprintf(err, "tpsim: %s: symbolic, per rank: ", config);
 	print_figure(err, "activations at peak", &fp->activations);
 	fputs(" = ", err);
@@ -334,6 +362,14 @@ static void print_symbolic(FILE *err, const char *config,
 	fputs(" + ", err);
 	print_figure(err, "the model output", &fp->output);
 	fputc('\n', err);
+	fprintf(err, "tpsim: %s: symbolic, per rank: ", config);
+	print_figure(err, "in all", &fp->total);
+	fputs(" = parameters + gradients + optimizer state + activations at "
+	      "peak",
+	      err);
+	fputs(s->gathers ? " + gathered at once (each at its own peak)\n"
+			 : "\n",
+	      err);
 	fprintf(err, "tpsim: %s: symbolic, collectives per rank: ", config);
 	for (int p = TPS_PHASE_FORWARD; p < TPS_PHASE_COUNT; p++) {
 		fprintf(err, "%s%s ", p == TPS_PHASE_FORWARD ? "" : ", ",

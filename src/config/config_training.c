@@ -479,21 +479,30 @@ enum tps_status tps_config_set_zero(struct tps_run_spec *run, const char *file,
 	return TPS_OK;
 }
 
-/* Full recompute runs transformer_blocks again: a model without one
- * would recompute nothing. */
+/* Full recompute runs transformer_blocks again, selective the
+ * attentions' cores: a model without one would recompute nothing. */
 static void check_recompute(struct cfg *c, const struct tps_model_spec *spec)
 {
-	if (!cfg_ok(c) || spec->recompute != TPS_RECOMPUTE_FULL) {
+	bool full = spec->recompute == TPS_RECOMPUTE_FULL;
+	if (!cfg_ok(c) || spec->recompute == TPS_RECOMPUTE_NONE) {
 		return;
 	}
 	for (int i = 0; i < spec->n_modules; i++) {
-		if (spec->modules[i].block_span > 0) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		if (full ? m->block_span > 0
+			 : m->type == TPS_MODULE_ATTENTION) {
 			return;
 		}
 	}
+	if (full) {
+		cfg_fail_at(c, "recompute", TPS_ERR_INPUT,
+			    "\"full\" recomputes each transformer_block from "
+			    "its input, and this model has none");
+		return;
+	}
 	cfg_fail_at(c, "recompute", TPS_ERR_INPUT,
-		    "\"full\" recomputes each transformer_block from its "
-		    "input, and this model has none");
+		    "\"selective\" recomputes each attention's core from its "
+		    "q, k and v, and this model has no attention");
 }
 
 void cfg_parse_training(struct cfg *c, const cJSON *root,

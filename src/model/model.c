@@ -617,10 +617,11 @@ void tps_model_outcome_free(struct tps_model_outcome *out)
 	memset(out, 0, sizeof *out);
 }
 
-/* Bytes of rank r's part of a dtensor (0 when it holds none). */
-static int64_t local_bytes(const struct tps_dtensor *t, int r)
+/* Bytes of rank r's part of a dtensor (0 when it holds none), at size
+ * bytes an element. */
+static int64_t local_bytes(const struct tps_dtensor *t, int r, int size)
 {
-	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * size : 0;
 }
 
 static void figure_add(struct tps_model_figure *f, int r, int64_t bytes)
@@ -635,46 +636,72 @@ static void figure_add(struct tps_model_figure *f, int r, int64_t bytes)
 	}
 }
 
+void tps_model_held_by_rank(const struct tps_model *model,
+			    struct tps_model_held *per)
+{
+	const struct tps_dtypes *dt = &model->spec->dtypes;
+	int world = model->spec->mesh.world_size;
+	int param = tps_dtype_size(dt->of[TPS_ROLE_PARAMS]);
+	int grad = tps_dtype_size(dt->of[TPS_ROLE_GRADS]);
+	int master = tps_dtype_size(dt->of[TPS_ROLE_MASTER_PARAMS]);
+	int state = tps_dtype_size(dt->of[TPS_ROLE_OPTIMIZER_STATE]);
+	for (int r = 0; r < world; r++) {
+		per[r] = (struct tps_model_held){0};
+	}
+	for (int i = 0; i < model->n_params; i++) {
+		const struct tps_param *p = &model->params[i];
+		/* Megatron's distributed optimizer reduce_scatters into a
+		 * full-size gradient buffer: the rank holds the whole
+		 * tp-local gradient's bytes, not only its shard's. */
+		const struct tps_dtensor *g =
+			model->spec->zero.distributed_optimizer &&
+					model->dp > 1 && p->grad.locals
+				? &p->value
+				: &p->grad;
+		for (int r = 0; r < world; r++) {
+			per[r].params += local_bytes(&p->value, r, param);
+			per[r].grads += local_bytes(g, r, grad);
+			per[r].master += local_bytes(&p->master, r, master);
+			per[r].optimizer_state +=
+				local_bytes(&p->state[0], r, state) +
+				local_bytes(&p->state[1], r, state);
+		}
+	}
+	for (int r = 0; r < world; r++) {
+		struct tps_model_held *h = &per[r];
+		h->optimizer_state += h->master;
+		h->saved = model->saved_bytes[r];
+		h->output = model->output_bytes[r];
+		h->activations = h->saved + h->output;
+		h->gathered = model->gathered_peak_bytes[r];
+		h->total = h->params + h->grads + h->optimizer_state +
+			   h->activations + h->gathered;
+	}
+}
+
 enum tps_status tps_model_footprint(const struct tps_model *model,
 				    struct tps_model_footprint *out,
 				    struct tps_error *err)
 {
 	int world = model->spec->mesh.world_size;
-	/* Per rank: params, grads, optimizer state. Each tensor's ranks
-	 * are read in order (its locals are one array). */
-	int64_t(*held)[3] = calloc((size_t)world, sizeof *held);
-	if (!held) {
+	struct tps_model_held *per = calloc((size_t)world, sizeof *per);
+	if (!per) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
+	tps_model_held_by_rank(model, per);
 	memset(out, 0, sizeof *out);
-	for (int i = 0; i < model->n_params; i++) {
-		const struct tps_param *p = &model->params[i];
-		const struct tps_dtensor *of[4] = {&p->value, &p->grad,
-						   &p->state[0], &p->state[1]};
-		/* Megatron's distributed optimizer reduce_scatters into a
-		 * full-size gradient buffer: the rank holds the whole
-		 * tp-local gradient's bytes, not only its shard's. */
-		if (model->spec->zero.distributed_optimizer && model->dp > 1 &&
-		    p->grad.locals) {
-			of[1] = &p->value;
-		}
-		for (int k = 0; k < 4; k++) {
-			for (int r = 0; of[k]->locals && r < world; r++) {
-				held[r][k < 2 ? k : 2] += local_bytes(of[k], r);
-			}
-		}
-	}
 	for (int r = 0; r < world; r++) {
-		figure_add(&out->params, r, held[r][0]);
-		figure_add(&out->grads, r, held[r][1]);
-		figure_add(&out->optimizer_state, r, held[r][2]);
-		figure_add(&out->saved, r, model->saved_bytes[r]);
-		figure_add(&out->output, r, model->output_bytes[r]);
-		figure_add(&out->activations, r,
-			   model->saved_bytes[r] + model->output_bytes[r]);
-		figure_add(&out->gathered, r, model->gathered_peak_bytes[r]);
+		figure_add(&out->params, r, per[r].params);
+		figure_add(&out->grads, r, per[r].grads);
+		figure_add(&out->master, r, per[r].master);
+		figure_add(&out->optimizer_state, r, per[r].optimizer_state);
+		figure_add(&out->saved, r, per[r].saved);
+		figure_add(&out->output, r, per[r].output);
+		figure_add(&out->activations, r, per[r].activations);
+		figure_add(&out->gathered, r, per[r].gathered);
+		figure_add(&out->total, r, per[r].total);
 	}
-	free(held);
+	free(per);
 	return TPS_OK;
 }
 
@@ -722,6 +749,24 @@ static int64_t estimate(const struct tps_model_spec *spec,
 			activations,
 			tps_sat_mul(tps_sat_mul(activation, spec->n_modules),
 				    mc.world + 1));
+	}
+	/* Each attention keeps its softmax probabilities, b s^2 per head,
+	 * unless selective recompute runs its core again: H heads over
+	 * each tp group, for each dp copy, and one while it runs. */
+	for (int i = 0;
+	     training && spec->recompute != TPS_RECOMPUTE_SELECTIVE &&
+	     spec->input_shape.ndim >= 2 && i < spec->n_modules;
+	     i++) {
+		const struct tps_module_spec *m = &spec->modules[i];
+		int64_t seq = spec->input_shape.dim[spec->input_shape.ndim - 2];
+		if (m->type == TPS_MODULE_ATTENTION) {
+			activations = tps_sat_add(
+				activations,
+				tps_sat_mul(
+					tps_sat_mul(tps_sat_mul(rows, seq),
+						    m->num_heads),
+					tps_sat_mul(4, mc.world / mc.tp + 1)));
+		}
 	}
 	total = tps_sat_add(total, activations);
 	if (activations >= top.bytes) {

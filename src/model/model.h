@@ -56,8 +56,9 @@ struct tps_model {
 	struct tps_layout_chain output_chain;
 	/*
 	 * What the last training step's forward left alive for backward, in
-	 * bytes (4 per element, values or meta alike), taken when forward
-	 * ends, before the loss: per rank (world_size entries), saved_bytes
+	 * bytes (each tensor at its dtype's size, tps_module_saved_bytes;
+	 * values or meta alike), taken when forward ends, before the loss:
+	 * per rank (world_size entries), saved_bytes
 	 * is every module's saved input and intermediates (saved_in,
 	 * saved_more) and output_bytes the model output the loss reads; per
 	 * module (n_modules entries, the module alone, not its
@@ -317,16 +318,25 @@ struct tps_model_figure {
 };
 
 /*
- * What each rank holds, in bytes of float32 (4 per element; shapes only,
- * so meta and real models alike), over the ranks:
- *   params            the rank's shards and copies of every parameter
- *   grads             their gradients (training, after a step); under ZeRO
- *                     stage 2 the rank's dp shard of each, and with
- *                     Megatron's distributed optimizer the full-size
- *                     buffer it reduce_scatters into (docs/zero.md)
- *   optimizer_state   the optimizer's state on the rank's shards (sgd with
- *                     momentum: 1 tensor per parameter, adamw: 2); under
- *                     ZeRO, on the rank's dp shard of each
+ * What one rank holds, in bytes, each tensor at its role's dtype
+ * (spec.h: 4 bytes an element for float32, 2 for bfloat16 and float16;
+ * shapes only, so meta and real models alike; docs/symbolic.md):
+ *   params            the rank's shards and copies of every parameter, in
+ *                     the params dtype
+ *   grads             their gradients (training, after a step), in the
+ *                     grads dtype; under ZeRO stage 2 the rank's dp shard
+ *                     of each, and with Megatron's distributed optimizer
+ *                     the full-size buffer it reduce_scatters into
+ *                     (docs/zero.md)
+ *   master            the optimizer's master copy of the rank's shards,
+ *                     in the master_params dtype, when it is not the
+ *                     params dtype (0 otherwise); under ZeRO, of the
+ *                     rank's dp shard of each
+ *   optimizer_state   the optimizer's state tensors on the rank's shards
+ *                     (sgd with momentum: 1 per parameter, adamw: 2), in
+ *                     the optimizer_state dtype, and the master copy:
+ *                     everything the optimizer keeps, as Megatron counts
+ *                     it (its 12 bytes of 18 per parameter)
  *   saved             what forward keeps for backward (model.saved_bytes)
  *   output            the model output alive at the end of forward
  *   activations       saved + output: the peak of activations between
@@ -337,10 +347,24 @@ struct tps_model_figure {
  *                     tp-local parameters while it runs (or, without
  *                     reshard_after_forward, every module's between the
  *                     end of forward and their backward); 0 otherwise
+ *   total             params + grads + optimizer_state + activations +
+ *                     gathered: each figure's own peak, summed (an upper
+ *                     bound on the peak of the sum: gathered parameters
+ *                     live while activations do)
  */
+struct tps_model_held {
+	int64_t params, grads, master, optimizer_state, saved, output,
+		activations, gathered, total;
+};
+
+/* Each rank's, into per[0 .. world_size). Cannot fail. */
+void tps_model_held_by_rank(const struct tps_model *model,
+			    struct tps_model_held *per);
+
+/* The same over the ranks: each figure's largest and smallest. */
 struct tps_model_footprint {
-	struct tps_model_figure params, grads, optimizer_state, saved, output,
-		activations, gathered;
+	struct tps_model_figure params, grads, master, optimizer_state, saved,
+		output, activations, gathered, total;
 };
 enum tps_status tps_model_footprint(const struct tps_model *model,
 				    struct tps_model_footprint *out,

@@ -15,18 +15,17 @@ static struct tps_nn_context context(const struct tps_model *model,
 				     enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx = {&spec->mesh,
-				     spec->tp_dim,
-				     sink,
-				     step,
-				     phase,
-				     false,
-				     0,
-				     NULL,
-				     spec->dtypes,
-				     spec->sp_save,
-				     model->gathered_bytes,
-				     model->gathered_peak_bytes};
+	struct tps_nn_context ctx = {.mesh = &spec->mesh,
+				     .tp_dim = spec->tp_dim,
+				     .sink = sink,
+				     .step = step,
+				     .phase = phase,
+				     .dtypes = spec->dtypes,
+				     .sp_save = spec->sp_save,
+				     .recompute = spec->recompute,
+				     .gathered_now = model->gathered_bytes,
+				     .gathered_peak =
+					     model->gathered_peak_bytes};
 	ctx.save = spec->mode == TPS_MODE_TRAINING;
 	/* One mistake at a time (config.c): the lowest set bit. */
 	for (int m = 0; tps_mistake_names[m]; m++) {
@@ -244,16 +243,6 @@ static struct tps_module *chunk_end(const struct tps_model *model,
 		m = tps_module_next(m);
 	}
 	return m;
-}
-
-/* Passes a recomputed forward's events on to the run's sink, marked. */
-static enum tps_status mark_recompute(void *opaque, const struct tps_event *ev,
-				      struct tps_error *err)
-{
-	const struct tps_event_sink *sink = opaque;
-	struct tps_event marked = *ev;
-	marked.recompute = true;
-	return tps_event_emit(*sink, &marked, err);
 }
 
 /* The model's forward over its chunks: *x consumed, *y made. */
@@ -632,13 +621,10 @@ static enum tps_status backward_chunks(const struct tps_nn_context *ctx,
 	bool *again = NULL;
 	int n = 0;
 	enum tps_status st = TPS_OK;
-	struct tps_nn_context rc = *ctx;
-
 	/* A forward again: saving, its events marked, its values stored in
 	 * the activations' dtype although the phase is backward. */
-	rc.save = true;
-	rc.sink = (struct tps_event_sink){mark_recompute, (void *)&ctx->sink};
-	rc.dtypes.of[TPS_ROLE_GRADS] = ctx->dtypes.of[TPS_ROLE_ACTIVATIONS];
+	struct tps_nn_context rc = tps_nn_recompute_context(ctx);
+
 	starts = malloc((size_t)(model->spec->n_modules + 1) * sizeof *starts);
 	again = malloc((size_t)(model->spec->n_modules + 1) * sizeof *again);
 	if (!starts || !again) {
@@ -1092,28 +1078,24 @@ static enum tps_status optimizer(struct tps_model *model,
 
 /* ---- the run --------------------------------------------------------- */
 
-static int64_t local_bytes(const struct tps_dtensor *t, int r)
-{
-	return t->locals ? tps_tensor_numel(&t->locals[r]) * 4 : 0;
-}
-
 /* What forward left alive for backward (model.h): every module's saved
- * tensors, per rank and per module, and the output y. */
+ * tensors, per rank and per module, and the output y (in the
+ * activations' dtype). */
 static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 {
+	const struct tps_dtypes *dt = &model->spec->dtypes;
 	int world = model->spec->mesh.world_size;
+	int act = tps_dtype_size(dt->of[TPS_ROLE_ACTIVATIONS]);
 	for (int r = 0; r < world; r++) {
 		model->saved_bytes[r] = 0;
-		model->output_bytes[r] = local_bytes(y, r);
+		model->output_bytes[r] =
+			y->locals ? tps_tensor_numel(&y->locals[r]) * act : 0;
 	}
 	for (int i = 0; i < model->spec->n_modules; i++) {
 		const struct tps_module *m = &model->modules[i];
 		int64_t most = 0;
 		for (int r = 0; r < world; r++) {
-			int64_t b = local_bytes(&m->saved_in, r);
-			for (int k = 0; k < 3; k++) {
-				b += local_bytes(&m->saved_more[k], r);
-			}
+			int64_t b = tps_module_saved_bytes(m, dt, r);
 			model->saved_bytes[r] += b;
 			most = b > most ? b : most;
 		}

@@ -24,6 +24,25 @@ struct tps_comm_dtypes tps_nn_comm_dtypes(const struct tps_nn_context *ctx)
 	return dt;
 }
 
+/* Passes a recomputed forward's events on to the run's sink, marked. */
+static enum tps_status mark_recompute(void *opaque, const struct tps_event *ev,
+				      struct tps_error *err)
+{
+	const struct tps_event_sink *sink = opaque;
+	struct tps_event marked = *ev;
+	marked.recompute = true;
+	return tps_event_emit(*sink, &marked, err);
+}
+
+struct tps_nn_context tps_nn_recompute_context(const struct tps_nn_context *ctx)
+{
+	struct tps_nn_context rc = *ctx;
+	rc.save = true;
+	rc.sink = (struct tps_event_sink){mark_recompute, (void *)&ctx->sink};
+	rc.dtypes.of[TPS_ROLE_GRADS] = ctx->dtypes.of[TPS_ROLE_ACTIVATIONS];
+	return rc;
+}
+
 void tps_nn_round(struct tps_dtensor *v, enum tps_dtype d)
 {
 	if (d == TPS_DTYPE_F32 || !v->locals) {
@@ -154,14 +173,35 @@ void tps_module_free_saved(struct tps_module *m)
 	tps_dtensor_free(&m->saved_in);
 	tps_tensor_free(&m->ref_saved_in);
 	tps_bound_free(&m->ref_saved_bound);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < TPS_MODULE_SAVED_MORE; i++) {
 		tps_dtensor_free(&m->saved_more[i]);
+	}
+	for (int i = 0; i < 3; i++) {
 		tps_tensor_free(&m->ref_saved_more[i]);
 		tps_bound_free(&m->ref_saved_more_bound[i]);
 	}
 	m->in_chain.n = 0;
 	m->out_chain.n = 0;
 	m->prep_chain.n = 0;
+}
+
+/* Bytes of rank r's part of t at size bytes an element (0: act). */
+static int64_t held(const struct tps_dtensor *t, int r, int size, int act)
+{
+	return t->locals ? tps_tensor_numel(&t->locals[r]) * (size ? size : act)
+			 : 0;
+}
+
+int64_t tps_module_saved_bytes(const struct tps_module *m,
+			       const struct tps_dtypes *dt, int r)
+{
+	int act = tps_dtype_size(dt->of[TPS_ROLE_ACTIVATIONS]);
+	int64_t bytes = held(&m->saved_in, r, m->ops->saved_in_size, act);
+	for (int k = 0; k < TPS_MODULE_SAVED_MORE; k++) {
+		bytes += held(&m->saved_more[k], r, m->ops->saved_more_size[k],
+			      act);
+	}
+	return bytes;
 }
 
 void tps_nn_forward_begin(const struct tps_nn_context *ctx,

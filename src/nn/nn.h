@@ -86,11 +86,26 @@ struct tps_nn_context {
 	 * sequence shards (spec.h; zeroed: the shard, Megatron's). */
 	enum tps_sp_save sp_save;
 	/* FSDP's gathered parameters (tps_nn_module_forward): per rank
-	 * (the mesh's world_size entries), the bytes (4 per element) of the
+	 * (the mesh's world_size entries), the bytes (in the params dtype) of the
 	 * gathered tp-local parameters alive now, and the most alive at
 	 * once since the caller last set peak; NULL: not counted. */
 	int64_t *gathered_now, *gathered_peak;
+	/* Activation recompute (spec.h; zeroed: none): under "selective"
+	 * an attention keeps no probabilities and runs its core again in
+	 * backward. */
+	enum tps_recompute recompute;
 };
+
+/*
+ * The context of a forward run again in backward (activation recompute,
+ * docs/symbolic.md), from backward's ctx: it saves what backward needs,
+ * its events go to ctx's sink marked "recompute" (struct tps_event), and
+ * what it stores is stored in the activations' dtype, as forward stored
+ * it, although its phase is backward. It points at ctx's sink: it must
+ * not outlive *ctx.
+ */
+struct tps_nn_context
+tps_nn_recompute_context(const struct tps_nn_context *ctx);
 
 /* The dtype the values ctx's phase computes are stored in: activations in
  * forward, grads in backward, params in setup and in the optimizer phase
@@ -260,6 +275,9 @@ enum tps_status tps_bound_emit(const struct tps_bound_ctx *bc,
 			       const struct tps_bound *bound,
 			       struct tps_error *err);
 
+/* The slots of struct tps_module's saved_more. */
+#define TPS_MODULE_SAVED_MORE 4
+
 struct tps_module_ops {
 	/* The parallel forward: x (redistributed in place as the style needs)
 	 * -> *y, new. Emits one event per step. On error *y is untouched. */
@@ -332,6 +350,13 @@ struct tps_module_ops {
 	 * message is about. NULL: none. */
 	enum tps_status (*check)(const struct tps_module_spec *spec,
 				 const char **key, struct tps_error *err);
+	/* The bytes an element of what forward keeps takes on a real
+	 * system, for the memory figures (tps_module_saved_bytes): of
+	 * saved_in, and of each saved_more slot; 0 (the default) is the
+	 * activations' dtype. An embedding's input is token ids, float32
+	 * here; an attention keeps its probabilities in float32. */
+	int saved_in_size;
+	int saved_more_size[TPS_MODULE_SAVED_MORE];
 };
 
 /*
@@ -378,9 +403,10 @@ struct tps_module {
 	struct tps_tensor ref_saved_in;
 	/* The bound pass's: ref_saved_in's bound (bound_forward). */
 	struct tps_bound ref_saved_bound;
-	/* What a composite keeps besides its input (attention: its q, k
-	 * and v, as the ranks and the reference computed them). */
-	struct tps_dtensor saved_more[3];
+	/* What a module keeps besides its input: attention its q, k and v
+	 * (the ranks' and the reference's) and the ranks' softmax
+	 * probabilities; gated its two bodies' outputs. */
+	struct tps_dtensor saved_more[TPS_MODULE_SAVED_MORE];
 	struct tps_tensor ref_saved_more[3];
 	/* The bound pass's: ref_saved_more's bounds. */
 	struct tps_bound ref_saved_more_bound[3];
@@ -407,6 +433,13 @@ struct tps_module {
 
 /* Frees what forward saved (backward does it; a failed run calls this). */
 void tps_module_free_saved(struct tps_module *m);
+
+/* The bytes of what m keeps for backward on rank r (saved_in and
+ * saved_more), each tensor at its size on a real system: its type's
+ * saved_in_size and saved_more_size, or the activations' dtype in dt
+ * (tps_dtype_size). */
+int64_t tps_module_saved_bytes(const struct tps_module *m,
+			       const struct tps_dtypes *dt, int r);
 
 /*
  * The start and the end of every module type's forward, so that what a

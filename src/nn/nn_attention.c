@@ -20,7 +20,13 @@
  * sqrt(d) in float; p_ij = exp(s_ij - max_j s) / sum_j (double, in
  * order); a_ic = sum over j of p_ij v_jc in float. Each head is computed
  * alike on its rank and in the reference, so the core adds no rounding
- * difference of its own. Backward recomputes p and takes
+ * difference of its own. In training forward keeps p for backward, as
+ * Megatron keeps its softmax output (Korthikanti et al. 2022's 2as^2b),
+ * in float32, the precision the core multiplies v by: the ranks'
+ * `<attn>` keeps one (..., S, H_r S) tensor, row i of head h at columns
+ * [h S, (h + 1) S). Under "recompute": "selective" it keeps none, and
+ * backward runs the core's forward again from q, k and v (a recorded
+ * event) to get the same p. Backward takes
  *
  *   dv = p^T da, dp = da v^T, ds = p (dp - rowsum(p dp)),
  *   dq = ds k / sqrt(d), dk = ds^T q / sqrt(d)
@@ -32,6 +38,7 @@
  * on each rank before one reduction: one all_reduce (or reduce_scatter
  * back into sequence shards), as Megatron's f.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +47,12 @@
 #include "nn.h"
 #include "nn_bounds.h"
 
+/* The linears (children) and, past V, the probabilities' slot among
+ * what the attention keeps (saved_more). */
 enum { Q, K, V, O };
+enum { PROBS = 3 };
+
+static_assert(PROBS < TPS_MODULE_SAVED_MORE, "saved_more holds probs");
 
 static struct tps_module *child(struct tps_module *m, int i)
 {
@@ -55,12 +67,25 @@ static int64_t head_dim(const struct tps_module_spec *s)
 /* The attention core over every head in q (..., S, Fq) and k, v
  * (..., S, Fk), Fq and Fk multiples of d, Fq a multiple of Fk: out (q's
  * shape) = softmax(q_h k_g^T / sqrt(d)) v_g per query head h, g = h / (Fq
- * / Fk) its kv head (grouped-query attention; g = h when Fq = Fk). */
+ * / Fk) its kv head (grouped-query attention; g = h when Fq = Fk). With
+ * probs (NULL: not kept), the probabilities p too, (..., S, (Fq / d) S):
+ * probs_shape's. */
 static enum tps_status core_forward(struct tps_tensor *out,
+				    struct tps_tensor *probs,
 				    const struct tps_tensor *q,
 				    const struct tps_tensor *k,
 				    const struct tps_tensor *v, int64_t d,
 				    bool causal, struct tps_error *err);
+
+/* The shape of the probabilities of q (..., S, Fq) with heads of d: (...,
+ * S, (Fq / d) S), row i of head h at columns [h S, (h + 1) S). */
+static struct tps_shape probs_shape(const struct tps_shape *q, int64_t d)
+{
+	struct tps_shape sh = *q;
+	int64_t S = sh.dim[sh.ndim - 2];
+	sh.dim[sh.ndim - 1] = sh.dim[sh.ndim - 1] / d * S;
+	return sh;
+}
 
 /* Softmax probabilities of one head's query row i: p[0..S); q's rows
  * are Fq floats apart, k's Fk. */
@@ -89,6 +114,7 @@ static void row_probs(const float *q, const float *k, int64_t S, int64_t Fq,
 }
 
 static enum tps_status core_forward(struct tps_tensor *out,
+				    struct tps_tensor *probs,
 				    const struct tps_tensor *q,
 				    const struct tps_tensor *k,
 				    const struct tps_tensor *v, int64_t d,
@@ -98,15 +124,26 @@ static enum tps_status core_forward(struct tps_tensor *out,
 	int64_t F = sh->dim[sh->ndim - 1], S = sh->dim[sh->ndim - 2];
 	int64_t Fk = k->shape.dim[k->shape.ndim - 1];
 	int64_t batches = S > 0 && F > 0 ? tps_tensor_numel(q) / (S * F) : 0;
+	int64_t HS = F / d * S; /* a row of probs */
 	float scale = 1.0f / sqrtf((float)d);
-	float *p;
+	float *p = NULL;
 	enum tps_status st = tps_tensor_init_like(out, sh, q, err);
+	if (st == TPS_OK && probs) {
+		struct tps_shape ps = probs_shape(sh, d);
+		st = tps_tensor_init_like(probs, &ps, q, err);
+		if (st != TPS_OK) {
+			tps_tensor_free(out);
+		}
+	}
 	if (st != TPS_OK || !out->data || F == 0 || Fk == 0 || S == 0) {
 		return st;
 	}
 	p = malloc((size_t)S * sizeof *p);
 	if (!p) {
 		tps_tensor_free(out);
+		if (probs) {
+			tps_tensor_free(probs);
+		}
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
 	for (int64_t b = 0; b < batches; b++) {
@@ -116,6 +153,11 @@ static enum tps_status core_forward(struct tps_tensor *out,
 			for (int64_t i = 0; i < S; i++) {
 				row_probs(q->data + base, k->data + kbase, S, F,
 					  Fk, d, i, causal, scale, p);
+				if (probs) {
+					memcpy(probs->data + (b * S + i) * HS +
+						       h * S,
+					       p, (size_t)S * sizeof *p);
+				}
 				for (int64_t c = 0; c < d; c++) {
 					float a = 0.0f;
 					for (int64_t j = 0; j < S; j++) {
@@ -131,14 +173,15 @@ static enum tps_status core_forward(struct tps_tensor *out,
 	return TPS_OK;
 }
 
-/* dq (q's shape), dk, dv (k's) from da and the saved q, k, v: a kv
- * head's gradients are the sum over its query heads, in head order. */
-static enum tps_status core_backward(struct tps_tensor grads[3],
-				     const struct tps_tensor *da,
-				     const struct tps_tensor *q,
-				     const struct tps_tensor *k,
-				     const struct tps_tensor *v, int64_t d,
-				     bool causal, struct tps_error *err)
+/* dq (q's shape), dk, dv (k's) from da and the saved q, k, v, and the
+ * probabilities forward kept (probs; NULL: recomputed from q and k, the
+ * same floats): a kv head's gradients are the sum over its query heads,
+ * in head order. */
+static enum tps_status
+core_backward(struct tps_tensor grads[3], const struct tps_tensor *da,
+	      const struct tps_tensor *q, const struct tps_tensor *k,
+	      const struct tps_tensor *v, const struct tps_tensor *probs,
+	      int64_t d, bool causal, struct tps_error *err)
 {
 	const struct tps_shape *sh = &q->shape;
 	int64_t F = sh->dim[sh->ndim - 1], S = sh->dim[sh->ndim - 2];
@@ -173,8 +216,17 @@ static enum tps_status core_backward(struct tps_tensor grads[3],
 			float *dk = grads[1].data + kbase;
 			float *dv = grads[2].data + kbase;
 			for (int64_t i = 0; i < S; i++) {
-				row_probs(qb, kb, S, F, Fk, d, i, causal,
-					  scale, p + i * S);
+				if (probs) {
+					memcpy(p + i * S,
+					       probs->data +
+						       (b * S + i) *
+							       (F / d * S) +
+						       h * S,
+					       (size_t)S * sizeof *p);
+				} else {
+					row_probs(qb, kb, S, F, Fk, d, i,
+						  causal, scale, p + i * S);
+				}
 			}
 			/* dv_jc = sum over i of p_ij da_ic */
 			for (int64_t j = 0; j < S; j++) {
@@ -294,6 +346,8 @@ struct core_job {
 	const struct tps_dtensor *qkv; /* q, k, v */
 	const struct tps_dtensor *da;
 	struct tps_tensor *grads; /* backward: 3 per rank */
+	/* forward: each rank's probabilities, kept (NULL: not kept) */
+	struct tps_tensor *probs;
 };
 
 static enum tps_status core_rank(void *opaque, int r, struct tps_tensor *out,
@@ -301,9 +355,121 @@ static enum tps_status core_rank(void *opaque, int r, struct tps_tensor *out,
 {
 	const struct core_job *job = opaque;
 	const struct tps_module_spec *s = job->m->spec;
-	return core_forward(out, &job->qkv[Q].locals[r], &job->qkv[K].locals[r],
+	return core_forward(out, job->probs ? &job->probs[r] : NULL,
+			    &job->qkv[Q].locals[r], &job->qkv[K].locals[r],
 			    &job->qkv[V].locals[r], head_dim(s), s->causal,
 			    err);
+}
+
+/* The probabilities' layout, from q's (..., S, H d): (..., S, H S), a
+ * shard of q's last dim in whole heads of d becoming one in whole rows
+ * of S (the same heads on each rank); the other placements as q's. */
+static void probs_layout(const struct tps_dtensor *q, int64_t d,
+			 struct tps_shape *global,
+			 struct tps_placement placements[TPS_MAX_MESH_DIMS])
+{
+	int last = q->global.ndim - 1;
+	int64_t S = q->global.dim[last - 1];
+	*global = probs_shape(&q->global, d);
+	for (int i = 0; i < TPS_MAX_MESH_DIMS; i++) {
+		placements[i] = q->placements[i];
+		if (placements[i].kind == TPS_PLACEMENT_SHARD &&
+		    placements[i].dim == last && !placements[i].flat &&
+		    !placements[i].local) {
+			placements[i] = tps_placement_shard_blocks(
+				last,
+				tps_placement_block(placements[i]) / d * S);
+		}
+	}
+}
+
+/* Whether forward keeps the probabilities for backward: in training,
+ * unless selective recompute runs the core again instead. */
+static bool keep_probs(const struct tps_nn_context *ctx)
+{
+	return ctx->save && ctx->recompute != TPS_RECOMPUTE_SELECTIVE;
+}
+
+/* The core's event, "<attn>.heads" (again: run again in backward, from
+ * the kept q, k and v). */
+static enum tps_status emit_core(const struct tps_nn_context *ctx,
+				 const struct tps_module *m,
+				 struct tps_dtensor *a, bool again,
+				 struct tps_error *err)
+{
+	const struct tps_module_spec *s = m->spec;
+	char core_name[TPS_NAME_MAX + 16], note[320];
+	int tp = ctx->mesh->shape[ctx->tp_dim];
+	bool split = a->placements[ctx->tp_dim].kind == TPS_PLACEMENT_SHARD;
+	snprintf(core_name, sizeof core_name, "%s.heads", s->name);
+	snprintf(note, sizeof note,
+		 "%sa_h = softmax(q_h k_h^T / sqrt(%lld)%s) v_h for each of "
+		 "%s: no communication",
+		 again ? "selective recompute, the core again from the kept "
+			 "q, k and v for its probabilities: "
+		       : "",
+		 (long long)head_dim(s), s->causal ? ", causal" : "",
+		 split && tp > 1 ? "the rank's whole heads"
+				 : "the heads, on every rank");
+	return tps_nn_emit_compute(ctx, s->name, "attention", core_name, note,
+				   a, 0, err);
+}
+
+/*
+ * The core on every rank: *a its output; with keep (training without
+ * selective recompute), the probabilities too, into *probs (laid out by
+ * probs_layout), as forward keeps them for backward. On error both
+ * untouched.
+ */
+static enum tps_status
+core_run(const struct tps_nn_context *ctx, const struct tps_module *m,
+	 const struct tps_dtensor qkv[3], bool keep, struct tps_dtensor *a,
+	 struct tps_dtensor *probs, struct tps_error *err)
+{
+	int world = ctx->mesh->world_size;
+	struct core_job job = {m, qkv, NULL, NULL, NULL};
+	struct tps_dtensor out = {0};
+	enum tps_status st = TPS_OK;
+	if (keep) {
+		job.probs = calloc((size_t)world, sizeof *job.probs);
+		if (!job.probs) {
+			return tps_error_set(err, TPS_ERR_NOMEM,
+					     "out of memory");
+		}
+	}
+	st = tps_dtensor_map(&out, ctx->mesh, &qkv[Q].global, qkv[Q].placements,
+			     core_rank, &job, err);
+	if (st == TPS_OK && keep) {
+		struct tps_shape global;
+		struct tps_placement placements[TPS_MAX_MESH_DIMS];
+		probs_layout(&qkv[Q], head_dim(m->spec), &global, placements);
+		tps_dtensor_wrap(probs, ctx->mesh, &global, placements,
+				 job.probs);
+		job.probs = NULL;
+	}
+	for (int r = 0; job.probs && r < world; r++) {
+		tps_tensor_free(&job.probs[r]);
+	}
+	free(job.probs);
+	if (st == TPS_OK) {
+		*a = out;
+	}
+	return st;
+}
+
+/* Whether q, k and v each kept x itself for backward (the same layout:
+ * no linear split it its own way), so that one copy serves the three. */
+static bool one_input(struct tps_module *m, const struct tps_dtensor *x)
+{
+	for (int i = Q; i <= V; i++) {
+		const struct tps_dtensor *in = &child(m, i)->saved_in;
+		if (!in->locals || !tps_shape_equal(&in->global, &x->global) ||
+		    memcmp(in->placements, x->placements,
+			   sizeof x->placements) != 0) {
+			return false;
+		}
+	}
+	return true;
 }
 
 static enum tps_status attention_forward(const struct tps_nn_context *ctx,
@@ -313,14 +479,13 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 					 struct tps_error *err)
 {
 	const struct tps_module_spec *s = m->spec;
-	char in_name[TPS_NAME_MAX + 8], core_name[TPS_NAME_MAX + 16];
+	char in_name[TPS_NAME_MAX + 8];
 	struct tps_dtensor qkv[3] = {{0}}, a = {0}, out = {0}, shard = {0};
-	struct core_job job = {m, qkv, NULL, NULL};
+	struct tps_dtensor probs = {0};
 	enum tps_status st = TPS_OK;
 	char note[256];
 
 	snprintf(in_name, sizeof in_name, "%s.in", s->name);
-	snprintf(core_name, sizeof core_name, "%s.heads", s->name);
 	tps_nn_forward_begin(ctx, m);
 	if (ctx->save) {
 		tps_layout_chain_start(&m->in_chain, ctx, x);
@@ -359,40 +524,37 @@ static enum tps_status attention_forward(const struct tps_nn_context *ctx,
 		st = rope_step(ctx, s, &qkv[i], 1, name, note, err);
 	}
 	if (st == TPS_OK) {
-		st = tps_dtensor_map(&a, ctx->mesh, &qkv[Q].global,
-				     qkv[Q].placements, core_rank, &job, err);
+		st = core_run(ctx, m, qkv, keep_probs(ctx), &a, &probs, err);
 	}
 	if (st == TPS_OK) {
-		int tp = ctx->mesh->shape[ctx->tp_dim];
-		bool split = qkv[Q].placements[ctx->tp_dim].kind ==
-			     TPS_PLACEMENT_SHARD;
-		snprintf(note, sizeof note,
-			 "a_h = softmax(q_h k_h^T / sqrt(%lld)%s) v_h for "
-			 "each of %s: no communication",
-			 (long long)head_dim(s), s->causal ? ", causal" : "",
-			 split && tp > 1 ? "the rank's whole heads"
-					 : "the heads, on every rank");
-		st = tps_nn_emit_compute(ctx, s->name, "attention", core_name,
-					 note, &a, 0, err);
+		st = emit_core(ctx, m, &a, false, err);
 	}
 	if (st == TPS_OK) {
 		struct tps_module *o = child(m, O);
 		st = tps_nn_module_forward(ctx, o, &a, &out, err);
 	}
-	/* Its input is its children's: what it keeps is q, k and v (and
-	 * the sequence shard in their place, when it keeps one). */
+	/* Its input is its children's: what it keeps is q, k and v, the
+	 * probabilities, and in q's, k's and v's place one input for the
+	 * three (the sequence shard, when it keeps one; else the input
+	 * they all read, as Megatron's fused QKV and PyTorch's autograd,
+	 * three uses of one tensor, keep one). */
+	if (st == TPS_OK && ctx->save && !shard.locals && one_input(m, x)) {
+		shard = child(m, Q)->saved_in;
+		memset(&child(m, Q)->saved_in, 0, sizeof shard);
+	}
 	if (st == TPS_OK && ctx->save) {
 		for (int i = Q; i <= V; i++) {
 			m->saved_more[i] = qkv[i];
 			memset(&qkv[i], 0, sizeof qkv[i]);
-			if (shard.locals) {
-				tps_dtensor_free(&child(m, i)->saved_in);
-			}
+			tps_dtensor_free(&child(m, i)->saved_in);
 		}
+		m->saved_more[PROBS] = probs;
+		memset(&probs, 0, sizeof probs);
 	}
 	for (int i = Q; i <= V; i++) {
 		tps_dtensor_free(&qkv[i]);
 	}
+	tps_dtensor_free(&probs);
 	tps_dtensor_free(&a);
 	st = tps_nn_forward_end(ctx, m, shard.locals ? &shard : NULL, &out, y,
 				st);
@@ -405,11 +567,36 @@ static enum tps_status core_backward_rank(void *opaque, int r,
 {
 	const struct core_job *job = opaque;
 	const struct tps_module_spec *s = job->m->spec;
+	const struct tps_dtensor *probs = &job->m->saved_more[PROBS];
 	return core_backward(job->grads + 3 * r, &job->da->locals[r],
 			     &job->m->saved_more[Q].locals[r],
 			     &job->m->saved_more[K].locals[r],
-			     &job->m->saved_more[V].locals[r], head_dim(s),
-			     s->causal, err);
+			     &job->m->saved_more[V].locals[r],
+			     probs->locals ? &probs->locals[r] : NULL,
+			     head_dim(s), s->causal, err);
+}
+
+/* Selective recompute: the core's forward run again from the kept q, k
+ * and v, its event marked, for the probabilities forward did not keep
+ * (into saved_more[PROBS]); its output is not needed. */
+static enum tps_status recompute_core(const struct tps_nn_context *ctx,
+				      struct tps_module *m,
+				      struct tps_error *err)
+{
+	struct tps_nn_context rc = tps_nn_recompute_context(ctx);
+	struct tps_dtensor a = {0}, probs = {0};
+	enum tps_status st =
+		core_run(&rc, m, m->saved_more, true, &a, &probs, err);
+	if (st == TPS_OK) {
+		st = emit_core(&rc, m, &a, true, err);
+	}
+	if (st == TPS_OK) {
+		m->saved_more[PROBS] = probs;
+		memset(&probs, 0, sizeof probs);
+	}
+	tps_dtensor_free(&probs);
+	tps_dtensor_free(&a);
+	return st;
 }
 
 struct sum_job {
@@ -438,7 +625,7 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 	int world = ctx->mesh->world_size;
 	struct tps_dtensor da = {0}, dqkv[3] = {{0}}, dxs[3] = {{0}};
 	struct tps_tensor *grads = calloc((size_t)world * 3, sizeof *grads);
-	struct core_job job = {m, NULL, &da, grads};
+	struct core_job job = {m, NULL, &da, grads, NULL};
 	static const char *const names[3] = {"q", "k", "v"};
 	char name[TPS_NAME_MAX + 24], in_grad[TPS_NAME_MAX + 16];
 	enum tps_status st =
@@ -451,6 +638,9 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 		st = tps_nn_module_backward(ctx, o, dy, &da, err);
 	} else {
 		tps_dtensor_free(dy);
+	}
+	if (st == TPS_OK && !m->saved_more[PROBS].locals) {
+		st = recompute_core(ctx, m, err);
 	}
 	if (st == TPS_OK) {
 		st = tps_mesh_for_each_rank(ctx->mesh, core_backward_rank, &job,
@@ -488,12 +678,19 @@ static enum tps_status attention_backward(const struct tps_nn_context *ctx,
 				       err);
 		}
 	}
-	/* A kept sequence shard gathered again, once for the three. */
+	/* The one input kept for q, k and v, handed to each: a sequence
+	 * shard gathered again first, once for the three. */
 	if (st == TPS_OK && m->saved_in.locals) {
 		struct tps_dtensor gathered = {0};
 		snprintf(name, sizeof name, "%s.in", s->name);
-		st = tps_nn_regather(ctx, &m->saved_in, s->name, name,
-				     &gathered, err);
+		if (m->saved_in.placements[ctx->tp_dim].kind ==
+		    TPS_PLACEMENT_SHARD) {
+			st = tps_nn_regather(ctx, &m->saved_in, s->name, name,
+					     &gathered, err);
+		} else {
+			gathered = m->saved_in;
+			memset(&m->saved_in, 0, sizeof m->saved_in);
+		}
 		for (int i = Q; i <= V && st == TPS_OK; i++) {
 			struct tps_module *c = child(m, i);
 			tps_dtensor_free(&c->saved_in);
@@ -575,8 +772,8 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 				    err);
 	}
 	if (st == TPS_OK) {
-		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
-				  s->causal, err);
+		st = core_forward(&a, NULL, &qkv[Q], &qkv[K], &qkv[V],
+				  head_dim(s), s->causal, err);
 	}
 	if (st == TPS_OK && a.data) {
 		/* Stored as the ranks store their heads' event. */
@@ -614,7 +811,7 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 	if (st == TPS_OK) {
 		st = core_backward(grads, &da, &m->ref_saved_more[Q],
 				   &m->ref_saved_more[K], &m->ref_saved_more[V],
-				   head_dim(s), s->causal, err);
+				   NULL, head_dim(s), s->causal, err);
 	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		if (grads[i].data) {
@@ -733,8 +930,8 @@ static enum tps_status attention_bound_forward(struct tps_module *m,
 				err);
 	}
 	if (st == TPS_OK) {
-		st = core_forward(&a, &qkv[Q], &qkv[K], &qkv[V], head_dim(s),
-				  s->causal, err);
+		st = core_forward(&a, NULL, &qkv[Q], &qkv[K], &qkv[V],
+				  head_dim(s), s->causal, err);
 	}
 	if (st == TPS_OK && none_of3(eqkv)) {
 		tps_bound_none_like(&ea, none_of3(eqkv));
@@ -850,7 +1047,7 @@ static enum tps_status attention_bound_backward(struct tps_module *m,
 	if (st == TPS_OK) {
 		st = core_backward(grads, &da, &m->ref_saved_more[Q],
 				   &m->ref_saved_more[K], &m->ref_saved_more[V],
-				   head_dim(s), s->causal, err);
+				   NULL, head_dim(s), s->causal, err);
 	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		/* "<attn>.q.out.grad", as the ranks' events name it
@@ -960,4 +1157,7 @@ const struct tps_module_ops tps_attention_ops = {
 	.parameters = attention_parameters,
 	.memory_estimate = attention_memory_estimate,
 	.check = attention_check,
+	/* q, k, v in the activations' dtype; the probabilities float32, as
+	 * the core computes them. */
+	.saved_more_size = {[PROBS] = 4},
 };

@@ -35,7 +35,10 @@
  * rule; so the ranks' masks are the reference's, bit for bit, and the
  * module's layout under the plan is part of the reference's draw
  * (tps_dropout_state, which tps_model_init fills before any step).
- * Nothing is kept for backward: each mask is drawn again from its counter.
+ * In training forward keeps the mask for backward (saved_more[0], 1 and
+ * 0: a bool, one byte an element on a GPU, as torch's dropout and
+ * Megatron's bias-dropout-add keep it; Korthikanti et al. 2022 count it
+ * so); backward multiplies by the kept mask, the factors forward used.
  *
  * inject same_dropout_seed: inside the TP region every tp rank draws from
  * rank 0's generator, seed + 2718, so equal shards get the same mask.
@@ -160,6 +163,9 @@ struct rank_job {
 	const struct tps_dtensor *in; /* x or dy */
 	const struct draw *draw;
 	bool mask_only;
+	/* backward: the mask forward kept, in dy's layout (NULL: drawn
+	 * again, p = 0's identity) */
+	const struct tps_dtensor *mask;
 };
 
 static enum tps_status apply_rank(void *opaque, int r, struct tps_tensor *out,
@@ -173,6 +179,26 @@ static enum tps_status apply_rank(void *opaque, int r, struct tps_tensor *out,
 	if (st != TPS_OK || in->meta) {
 		*out = t;
 		return st;
+	}
+	if (job->mask) {
+		/* dx = dy * m s: the factor forward multiplied by. */
+		const struct tps_tensor *m = &job->mask->locals[r];
+		int64_t n = tps_tensor_numel(in);
+		if (tps_tensor_numel(m) != n) {
+			tps_tensor_free(&t);
+			return tps_error_set(err, TPS_ERR_SHAPE,
+					     "dropout backward: the gradient "
+					     "and the kept mask differ in "
+					     "size on rank %d",
+					     r);
+		}
+		for (int64_t i = 0; i < n; i++) {
+			t.data[i] =
+				in->data[i] *
+				(m->data[i] != 0.0f ? job->draw->scale : 0.0f);
+		}
+		*out = t;
+		return TPS_OK;
 	}
 	tps_dtensor_local_region(job->mesh, &job->in->global,
 				 job->in->placements, r, offset, length);
@@ -248,7 +274,7 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 	char mask_name[TPS_NAME_MAX + 8];
 	struct tps_dtensor out = {0}, mask = {0};
 	struct draw d;
-	struct rank_job job = {ctx->mesh, x, &d, false};
+	struct rank_job job = {ctx->mesh, x, &d, false, NULL};
 	bool identity = !ctx->save || s->p == 0.0;
 	enum tps_status st = TPS_OK;
 
@@ -301,7 +327,6 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 						   mask_name, mask_note(&d),
 						   &mask, 0, err);
 	}
-	tps_dtensor_free(&mask);
 	if (st == TPS_OK) {
 		job.mask_only = false;
 		st = tps_dtensor_map(&out, ctx->mesh, &x->global, x->placements,
@@ -314,7 +339,12 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 			"layout is kept",
 			&out, 0, err);
 	}
-	/* Nothing kept: backward draws the masks again. */
+	/* The mask, kept for backward (the input is not needed). */
+	if (st == TPS_OK) {
+		m->saved_more[0] = mask;
+		memset(&mask, 0, sizeof mask);
+	}
+	tps_dtensor_free(&mask);
 	return tps_nn_forward_end(ctx, m, NULL, &out, y, st);
 }
 
@@ -325,18 +355,21 @@ static enum tps_status dropout_backward(const struct tps_nn_context *ctx,
 					struct tps_error *err)
 {
 	struct draw d = draw_of(m, &dy->global, ctx->step, mistaken(ctx, m));
-	struct rank_job job = {ctx->mesh, dy, &d, false};
+	const struct tps_dtensor *kept =
+		m->saved_more[0].locals ? &m->saved_more[0] : NULL;
+	struct rank_job job = {ctx->mesh, dy, &d, false, kept};
 	struct tps_dtensor g = {0};
 	enum tps_status st = TPS_OK;
 	if (dx) {
 		st = tps_dtensor_map(&g, ctx->mesh, &dy->global, dy->placements,
 				     apply_rank, &job, err);
 		if (st == TPS_OK) {
-			st = tps_nn_input_grad(ctx, m, &g, "dropout_backward",
-					       "dy * mask / (1 - p), the "
-					       "forward's masks drawn "
-					       "again from their counters",
-					       0, dx, err);
+			st = tps_nn_input_grad(
+				ctx, m, &g, "dropout_backward",
+				kept ? "dy * mask / (1 - p), the mask forward "
+				       "kept"
+				     : "dy: p = 0, the identity",
+				0, dx, err);
 		}
 	}
 	tps_dtensor_free(dy);
@@ -507,6 +540,9 @@ const struct tps_module_ops tps_dropout_ops = {
 	.bound_forward = dropout_bound_forward,
 	.bound_backward = dropout_bound_backward,
 	.parameters = tps_nn_no_parameters,
-	/* No parameters, and nothing kept: the masks are drawn again. */
+	/* No parameters; the mask it keeps is counted with the
+	 * activations. */
 	.memory_estimate = tps_nn_no_memory,
+	/* The mask: a bool, one byte an element. */
+	.saved_more_size = {1},
 };

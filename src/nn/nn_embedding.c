@@ -523,4 +523,7 @@ const struct tps_module_ops tps_embedding_ops = {
 	.bound_backward = embedding_bound_backward,
 	.parameters = embedding_parameters,
 	.memory_estimate = embedding_memory_estimate,
+	/* Its input is token ids, stored as float32 whole numbers
+	 * (tps_model_input_dtype) whatever the activations' dtype. */
+	.saved_in_size = 4,
 };

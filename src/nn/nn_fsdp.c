@@ -19,14 +19,16 @@ static bool gathered(const struct tps_param *p)
 }
 
 /* Counts p's gathered value in (sign 1) or out (-1) of what each rank
- * holds gathered now, and the most at once. Meta tensors count as real
- * ones: 4 bytes an element. */
+ * holds gathered now, and the most at once, in the bytes an element of
+ * the params' dtype takes (the symbolic figures', docs/symbolic.md).
+ * Meta tensors count as real ones. */
 static void count_gathered(const struct tps_nn_context *ctx,
 			   const struct tps_param *p, int sign)
 {
 	for (int r = 0; ctx->gathered_now && r < ctx->mesh->world_size; r++) {
 		ctx->gathered_now[r] +=
-			sign * tps_tensor_numel(&p->value.locals[r]) * 4;
+			sign * tps_tensor_numel(&p->value.locals[r]) *
+			tps_dtype_size(ctx->dtypes.of[TPS_ROLE_PARAMS]);
 		if (ctx->gathered_now[r] > ctx->gathered_peak[r]) {
 			ctx->gathered_peak[r] = ctx->gathered_now[r];
 		}

@@ -24,7 +24,10 @@ const char *const tps_mode_names[] = {"inference", "training", NULL};
 const char *const tps_loss_names[] = {"mse", "sum", "cross_entropy", NULL};
 const char *const tps_dp_grad_names[] = {"global", "ddp", NULL};
 const char *const tps_sp_save_names[] = {"shard", "gathered", NULL};
-const char *const tps_recompute_names[] = {"none", "full", NULL};
+const char *const tps_recompute_names[] = {"none", "selective", "full", NULL};
+static_assert(sizeof tps_recompute_names / sizeof *tps_recompute_names ==
+		      TPS_RECOMPUTE_COUNT + 1,
+	      "one name per recompute kind");
 const char *const tps_input_source_names[] = {"every_rank", "tp_root", NULL};
 const char *const tps_trace_values_names[] = {"full", "summary", "none", NULL};
 const char *const tps_compute_names[] = {"values", "symbolic", NULL};

@@ -243,12 +243,21 @@ extern const char *const tps_sp_save_names[];
 /* Activation recompute ("recompute"; Korthikanti et al. 2022,
  * docs/symbolic.md "Activation recompute"). */
 enum tps_recompute {
-	TPS_RECOMPUTE_NONE, /* forward keeps what backward needs */
+	/* Forward keeps what backward needs (an attention its softmax
+	 * probabilities too). */
+	TPS_RECOMPUTE_NONE,
+	/* Each attention keeps its q, k and v but not the probabilities;
+	 * backward runs the core (q k^T, softmax, the product with v)
+	 * again from them, recorded (Megatron's --recompute-granularity
+	 * selective: core_attention checkpointed). */
+	TPS_RECOMPUTE_SELECTIVE,
 	/* Each transformer_block keeps only its input; backward runs the
 	 * block's forward again, recorded, then its backward (Megatron's
 	 * --recompute-granularity full, uniform, one layer a chunk). */
 	TPS_RECOMPUTE_FULL,
 };
+#define TPS_RECOMPUTE_COUNT 3
+/* "none", "selective", "full": the config's values; NULL-terminated. */
 extern const char *const tps_recompute_names[];
 
 /* Where the input batch is loaded. */

@@ -184,6 +184,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_trace_write_result(trace, &result, err);
 		if (st == TPS_OK) {
 			summary->symbolic = true;
+			summary->dtypes = ms->dtypes;
 			summary->optimizer_states =
 				ms->mode == TPS_MODE_TRAINING
 					? tps_optim_state_count(&ms->optimizer)

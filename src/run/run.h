@@ -173,6 +173,7 @@ struct tps_run_summary {
 	/* ZeRO stage 3 (FSDP) gathers parameters: footprint.gathered is
 	 * theirs. */
 	bool gathers;
+	struct tps_dtypes dtypes; /* what the figures count each role in */
 	struct tps_model_footprint footprint;
 	int64_t phase_bytes[TPS_PHASE_COUNT];
 	struct tps_run_stats stats;

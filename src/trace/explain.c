@@ -180,16 +180,17 @@ struct global_row_view {
  * differ. */
 struct symbolic_figure_view {
 	const char *what;
+	bool hide_zero; /* left out when 0 (the master copy, kept or not) */
 	const cJSON *bytes, *min_bytes, *rank, *min_rank;
-	/* Left out when the trace has none (gathered_param_bytes, which
-	 * only ZeRO stage 3 writes); the others print "?" then. */
-	bool optional;
 };
 
-#define SYMBOLIC_FIGURES 7
+#define SYMBOLIC_FIGURES 9
 
 struct symbolic_view {
 	const cJSON *output_shape;
+	/* {"params": 4, ...}: the bytes an element of each role (NULL in a
+	 * trace from before dtypes counted, whose figures are float32). */
+	const cJSON *bytes_per_element;
 	struct symbolic_figure_view figures[SYMBOLIC_FIGURES];
 	const cJSON *comm_by_phase; /* {"forward": bytes, ...} */
 };
@@ -623,15 +624,52 @@ static void text_none_shown(const struct explainer *x)
 	fputs("(no event matches --step, --module and --phase)\n", x->out);
 }
 
+/* A figure a trace from before it lacks, or that only some runs write
+ * (gathered_param_bytes: ZeRO stage 3), or a master copy of 0 bytes
+ * (none is kept when it is the params dtype). */
+static bool skip_figure(const struct symbolic_figure_view *f)
+{
+	return !f->bytes || (f->hide_zero && cJSON_IsNumber(f->bytes) &&
+			     f->bytes->valuedouble == 0.0);
+}
+
+/* What the figures count an element as: "float32" when every role is,
+ * else "bytes an element: params 2, master_params 4, ...". */
+static void print_element_bytes(FILE *out, const struct symbolic_view *v,
+				write_text_fn text)
+{
+	const cJSON *e;
+	bool f32 = true, first = true;
+	cJSON_ArrayForEach(e, v->bytes_per_element)
+	{
+		f32 = f32 && cJSON_IsNumber(e) && e->valuedouble == 4.0;
+	}
+	if (f32) {
+		fputs("float32", out);
+		return;
+	}
+	fputs("bytes an element: ", out);
+	cJSON_ArrayForEach(e, v->bytes_per_element)
+	{
+		fputs(first ? "" : ", ", out);
+		first = false;
+		text(out, e->string);
+		fputc(' ', out);
+		print_number(out, e);
+	}
+}
+
 static void text_symbolic(const struct explainer *x,
 			  const struct symbolic_view *v)
 {
 	FILE *out = x->out;
 	fputs("result: symbolic: no values, no reference; output ", out);
 	print_shape(out, v->output_shape);
-	fputs("; per rank, float32, the largest over ranks:\n", out);
+	fputs("; per rank (", out);
+	print_element_bytes(out, v, plain_text);
+	fputs("), the largest over ranks:\n", out);
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
-		if (!v->figures[i].bytes && v->figures[i].optional) {
+		if (skip_figure(&v->figures[i])) {
 			continue;
 		}
 		fprintf(out, "  %s ", v->figures[i].what);
@@ -891,9 +929,11 @@ static void md_symbolic(const struct explainer *x,
 	md_heading(x, 1);
 	fputs("Result\n\nSymbolic: no values, no reference. Output ", out);
 	print_shape(out, v->output_shape);
-	fputs(". Per rank, float32, the largest over ranks:\n\n", out);
+	fputs(". Per rank (", out);
+	print_element_bytes(out, v, md_text);
+	fputs("), the largest over ranks:\n\n", out);
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
-		if (!v->figures[i].bytes && v->figures[i].optional) {
+		if (skip_figure(&v->figures[i])) {
 			continue;
 		}
 		fprintf(out, "- %s: ", v->figures[i].what);
@@ -1311,23 +1351,32 @@ static void count_comparison(const cJSON *c, int *exact, int *bounded,
 
 static void symbolic_view_of(struct symbolic_view *v, const cJSON *result)
 {
-	static const char *const keys[SYMBOLIC_FIGURES][2] = {
-		{"param_bytes", "parameters"},
+	static const struct {
+		const char *key, *what;
+		bool hide_zero;
+	} keys[SYMBOLIC_FIGURES] = {
+		{"param_bytes", "parameters", false},
 		{"gathered_param_bytes",
-		 "parameters gathered at once (FSDP, besides the shards)"},
-		{"grad_bytes", "gradients"},
-		{"optimizer_state_bytes", "optimizer state"},
-		{"saved_activation_bytes", "activations saved for backward"},
-		{"output_bytes", "model output"},
-		{"peak_activation_bytes", "activations at peak"},
+		 "parameters gathered at once (FSDP, besides the shards)",
+		 false},
+		{"grad_bytes", "gradients", false},
+		{"optimizer_state_bytes", "optimizer state", false},
+		{"master_param_bytes", "of which the master copy", true},
+		{"saved_activation_bytes", "activations saved for backward",
+		 false},
+		{"output_bytes", "model output", false},
+		{"peak_activation_bytes", "activations at peak", false},
+		{"total_bytes", "in all", false},
 	};
 	const cJSON *s = get(result, "symbolic");
 	v->output_shape = get(get(result, "output"), "shape");
+	v->bytes_per_element = cJSON_IsObject(get(s, "bytes_per_element"))
+				       ? get(s, "bytes_per_element")
+				       : NULL;
 	for (int i = 0; i < SYMBOLIC_FIGURES; i++) {
-		const cJSON *f = get(s, keys[i][0]);
-		v->figures[i].what = keys[i][1];
-		v->figures[i].optional =
-			strcmp(keys[i][0], "gathered_param_bytes") == 0;
+		const cJSON *f = get(s, keys[i].key);
+		v->figures[i].what = keys[i].what;
+		v->figures[i].hide_zero = keys[i].hide_zero;
 		v->figures[i].bytes = get(f, "bytes");
 		v->figures[i].min_bytes = get(f, "min_bytes");
 		v->figures[i].rank = get(f, "rank");

@@ -951,21 +951,43 @@ int64_t tps_trace_phase_bytes(const struct tps_trace *t, enum tps_phase phase)
 	return 0;
 }
 
+/* "key":B for one rank's figure. */
+static void write_held(FILE *out, const char *key, int64_t bytes, bool first)
+{
+	fprintf(out, "%s\"%s\":%" PRId64, first ? "" : ",", key, bytes);
+}
+
 /* "symbolic": what each rank holds and sends (docs/trace.md). */
 static enum tps_status write_symbolic(const struct tps_trace *t,
 				      const struct tps_model *model,
 				      struct tps_error *err)
 {
+	static const enum tps_dtype_role roles[] = {
+		TPS_ROLE_PARAMS, TPS_ROLE_MASTER_PARAMS, TPS_ROLE_ACTIVATIONS,
+		TPS_ROLE_GRADS, TPS_ROLE_OPTIMIZER_STATE};
 	FILE *out = t->out;
 	const struct tps_model_spec *spec = model->spec;
+	int world = spec->mesh.world_size;
 	struct tps_model_footprint fp;
+	struct tps_model_held *per = calloc((size_t)world, sizeof *per);
 	bool first = true;
-	enum tps_status st = tps_model_footprint(model, &fp, err);
+	enum tps_status st =
+		per ? tps_model_footprint(model, &fp, err)
+		    : tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 
 	if (st != TPS_OK) {
+		free(per);
 		return st;
 	}
-	fputs(",\"symbolic\":{\"bytes_per_element\":4", out);
+	tps_model_held_by_rank(model, per);
+	/* The bytes an element of each role takes (the reduce dtype's
+	 * running sums are not held). */
+	fputs(",\"symbolic\":{\"bytes_per_element\":{", out);
+	for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
+		write_held(out, tps_dtype_role_names[roles[i]],
+			   tps_dtype_size(spec->dtypes.of[roles[i]]), i == 0);
+	}
+	fputc('}', out);
 	fprintf(out, ",\"optimizer_states\":%d",
 		spec->mode == TPS_MODE_TRAINING
 			? tps_optim_state_count(&spec->optimizer)
@@ -975,10 +997,12 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 		write_figure(out, "gathered_param_bytes", &fp.gathered);
 	}
 	write_figure(out, "grad_bytes", &fp.grads);
+	write_figure(out, "master_param_bytes", &fp.master);
 	write_figure(out, "optimizer_state_bytes", &fp.optimizer_state);
 	write_figure(out, "saved_activation_bytes", &fp.saved);
 	write_figure(out, "output_bytes", &fp.output);
 	write_figure(out, "peak_activation_bytes", &fp.activations);
+	write_figure(out, "total_bytes", &fp.total);
 	/* Each top-level module with its descendants. */
 	fputs(",\"saved_activation_bytes_by_module\":{", out);
 	for (int i = 0; i < spec->n_modules;) {
@@ -999,7 +1023,28 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 			p == TPS_PHASE_FORWARD ? "" : ",", tps_phase_names[p],
 			tps_trace_phase_bytes(t, (enum tps_phase)p));
 	}
-	fputs("}}", out);
+	/* Every rank's figures, in rank order. */
+	fputs("},\"per_rank\":[", out);
+	for (int r = 0; r < world; r++) {
+		const struct tps_model_held *h = &per[r];
+		fputs(r ? ",{" : "{", out);
+		write_held(out, "param_bytes", h->params, true);
+		if (spec->mode == TPS_MODE_TRAINING && spec->zero.stage == 3) {
+			write_held(out, "gathered_param_bytes", h->gathered,
+				   false);
+		}
+		write_held(out, "grad_bytes", h->grads, false);
+		write_held(out, "master_param_bytes", h->master, false);
+		write_held(out, "optimizer_state_bytes", h->optimizer_state,
+			   false);
+		write_held(out, "saved_activation_bytes", h->saved, false);
+		write_held(out, "output_bytes", h->output, false);
+		write_held(out, "peak_activation_bytes", h->activations, false);
+		write_held(out, "total_bytes", h->total, false);
+		fputc('}', out);
+	}
+	fputs("]}", out);
+	free(per);
 	return TPS_OK;
 }
 

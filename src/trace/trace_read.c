@@ -812,7 +812,8 @@ static cJSON_bool is_numbers(const cJSON *v)
 }
 
 /* result.symbolic: per-rank figures {"bytes", "rank", ...}, counts, and
- * objects of them (by phase, by module): whole numbers from 0, ranks of
+ * objects of them (by phase, by module), and "per_rank", an array of one
+ * object of figures per rank of the mesh: whole numbers from 0, ranks of
  * the mesh. */
 static enum tps_status read_figures(struct reader *r, const cJSON *o, int depth)
 {
@@ -823,7 +824,36 @@ static enum tps_status read_figures(struct reader *r, const cJSON *o, int depth)
 		size_t at = push(r, v->string);
 		bool rank = strcmp(v->string, "rank") == 0 ||
 			    strcmp(v->string, "min_rank") == 0;
-		if (cJSON_IsObject(v) && depth < 3) {
+		if (depth == 0 && strcmp(v->string, "per_rank") == 0) {
+			const cJSON *e;
+			size_t i = 0;
+			if (!cJSON_IsArray(v) ||
+			    cJSON_GetArraySize(v) != r->mesh.world_size) {
+				return bad(r,
+					   "expected an object per rank (%d), "
+					   "got %s",
+					   r->mesh.world_size,
+					   describe(v, got, sizeof got));
+			}
+			cJSON_ArrayForEach(e, v)
+			{
+				size_t e_at = r->p.len;
+				enum tps_status st;
+				tps_json_path_push_index(&r->p, i++);
+				if (!cJSON_IsObject(e)) {
+					return bad(
+						r,
+						"expected an object of "
+						"figures, got %s",
+						describe(e, got, sizeof got));
+				}
+				st = read_figures(r, e, depth + 1);
+				if (st != TPS_OK) {
+					return st;
+				}
+				tps_json_path_pop(&r->p, e_at);
+			}
+		} else if (cJSON_IsObject(v) && depth < 3) {
 			enum tps_status st = read_figures(r, v, depth + 1);
 			if (st != TPS_OK) {
 				return st;

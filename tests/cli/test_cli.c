@@ -931,10 +931,36 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		 "/events/1/step: expected a step number from 0, got -3"},
 		/* An event's dtype (issue 17). */
 		{{{"\"tensor\":\"fc.in\",", "\"tensor\":\"fc.in\",\"dtype\":"
-						"\"bf16\","}},
+					    "\"bf16\","}},
 		 1,
 		 "/events/1/dtype: expected float32, bfloat16 or float16, got "
 		 "\"bf16\""},
+		/* A symbolic result's figures (issue 20): whole numbers,
+		 * ranks of the mesh, one object per rank in per_rank. */
+		{{{"\"result\":{\"output\"",
+		   "\"result\":{\"symbolic\":{\"per_rank\":[{}]},"
+		   "\"output\""}},
+		 1,
+		 "/result/symbolic/per_rank: expected an object per rank (2), "
+		 "got an array of 1"},
+		{{{"\"result\":{\"output\"",
+		   "\"result\":{\"symbolic\":{\"per_rank\":[{},7]},"
+		   "\"output\""}},
+		 1,
+		 "/result/symbolic/per_rank/1: expected an object of figures, "
+		 "got 7"},
+		{{{"\"result\":{\"output\"",
+		   "\"result\":{\"symbolic\":{\"per_rank\":[{},"
+		   "{\"total_bytes\":-1}]},\"output\""}},
+		 1,
+		 "/result/symbolic/per_rank/1/total_bytes: expected a whole "
+		 "number from 0, got -1"},
+		{{{"\"result\":{\"output\"",
+		   "\"result\":{\"symbolic\":{\"total_bytes\":{\"bytes\":"
+		   "1,\"rank\":2}},\"output\""}},
+		 1,
+		 "/result/symbolic/total_bytes/rank: expected a rank of the "
+		 "mesh, got 2"},
 		/* The mesh every rank is checked against. */
 		{{{"\"world_size\":2", "\"world_size\":3"}},
 		 1,

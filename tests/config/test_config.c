@@ -630,8 +630,8 @@ static const struct bad_config bad_configs[] = {
 	    "\"res\" (it adds its body's output to its input; plan the "
 	    "body's modules)"),
 	/* rmsnorm: layernorm's keys but bias, layernorm's styles */
-	BAD(WITH_MODEL(FC1 ",{'name':'n','type':'rmsnorm'}") "}",
-	    TPS_ERR_INPUT, "cfg.json: /model/1/dim: missing"),
+	BAD(WITH_MODEL(FC1 ",{'name':'n','type':'rmsnorm'}") "}", TPS_ERR_INPUT,
+	    "cfg.json: /model/1/dim: missing"),
 	BAD(WITH_MODEL(FC1 ",{'name':'n','type':'rmsnorm','dim':4}") "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/dim: expected 8, the out_features of "
@@ -645,7 +645,8 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/0/bias: unknown key \"bias\" "
 	    "(expected one of: name, type, dim, eps)"),
 	BAD(WITH_MODEL("{'name':'n','type':'rmsnorm','dim':4}") ","
-		       "'plan':{'n':'colwise'}}",
+								"'plan':{'n':'"
+								"colwise'}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/n: colwise cannot apply to rmsnorm module "
 	    "\"n\" (its weight is replicated: it runs \"sequence\" or "
@@ -1446,14 +1447,20 @@ static const struct bad_config bad_configs[] = {
 	BAD(TRAIN ",'sequence_parallel_save':true}", TPS_ERR_INPUT,
 	    "cfg.json: /sequence_parallel_save: expected a string"),
 	/* Activation recompute (issue 20): training only, a known kind,
-	 * and "full" needs transformer_blocks to run again. "selective" is
-	 * not built yet. */
+	 * "full" needs transformer_blocks to run again and "selective" an
+	 * attention (TRAIN's model is one linear). */
 	BAD(BASE ",'recompute':'none'}", TPS_ERR_INPUT,
 	    "cfg.json: /recompute: \"recompute\" needs \"mode\": "
 	    "\"training\" (this config runs inference)"),
+	BAD(TRAIN ",'recompute':'Selective'}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: unknown recompute \"Selective\" (expected "
+	    "one of none, selective, full)"),
 	BAD(TRAIN ",'recompute':'selective'}", TPS_ERR_INPUT,
-	    "cfg.json: /recompute: unknown recompute \"selective\" (expected "
-	    "one of none, full)"),
+	    "cfg.json: /recompute: \"selective\" recomputes each attention's "
+	    "core from its q, k and v, and this model has no attention"),
+	BAD(BASE ",'recompute':'selective'}", TPS_ERR_INPUT,
+	    "cfg.json: /recompute: \"recompute\" needs \"mode\": "
+	    "\"training\" (this config runs inference)"),
 	BAD(TRAIN ",'recompute':'Full'}", TPS_ERR_INPUT,
 	    "cfg.json: /recompute: unknown recompute \"Full\""),
 	BAD(TRAIN ",'recompute':1}", TPS_ERR_INPUT,
@@ -1819,9 +1826,10 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /params/head.weight: no parameter \"head.weight\" in "
 	    "the model"),
-	BAD(HDR "'model':[{'name':'tok','type':'embedding','num_embeddings':"
-		"6,'embedding_dim':4},{'name':'act','type':'relu','tie':'tok'}],"
-		"'input':{'shape':[2,3],'init':'tokens'}}",
+	BAD(HDR
+	    "'model':[{'name':'tok','type':'embedding','num_embeddings':"
+	    "6,'embedding_dim':4},{'name':'act','type':'relu','tie':'tok'}],"
+	    "'input':{'shape':[2,3],'init':'tokens'}}",
 	    TPS_ERR_INPUT, "cfg.json: /model/1/tie: unknown key \"tie\""),
 	/* rotary embeddings: rope_theta, rope_style */
 	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':6,"
@@ -1841,13 +1849,15 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/0/rope_theta: expected a finite number > 0, got "
 	    "0"),
-	BAD(HDR "'model':[{'name':'b','type':'transformer_block','dim':8,"
-		"'num_heads':2,'rope_theta':-10000}],'input':{'shape':[2,3,8]}}",
+	BAD(HDR
+	    "'model':[{'name':'b','type':'transformer_block','dim':8,"
+	    "'num_heads':2,'rope_theta':-10000}],'input':{'shape':[2,3,8]}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/0/rope_theta: expected a finite number > 0, got "
 	    "-10000"),
-	BAD(HDR "'model':[{'name':'attn','type':'attention','embed_dim':8,"
-		"'num_heads':2,'rope_theta':'10000'}],'input':{'shape':[2,3,8]}}",
+	BAD(HDR
+	    "'model':[{'name':'attn','type':'attention','embed_dim':8,"
+	    "'num_heads':2,'rope_theta':'10000'}],'input':{'shape':[2,3,8]}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/0/rope_theta: expected a number, got string "
 	    "\"10000\""),
@@ -1886,8 +1896,7 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/0/make_vocab_size_divisible_by: out of range "
 	    "(expected 1 to 16777216, got -128)"),
-	BAD(VOCAB(",'make_vocab_size_divisible_by':2.5", "") "}",
-	    TPS_ERR_INPUT,
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2.5", "") "}", TPS_ERR_INPUT,
 	    "cfg.json: /model/0/make_vocab_size_divisible_by: expected an "
 	    "integer, got 2.5"),
 	BAD(VOCAB(",'make_vocab_size_divisible_by':'128'", "") "}",
@@ -1903,7 +1912,7 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/0/make_vocab_size_divisible_by: out of range "
 	    "(expected 1 to 16777216, got 16777217)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'act','type':'relu',"
-		       "'make_vocab_size_divisible_by':2}," FC2) "}",
+			   "'make_vocab_size_divisible_by':2}," FC2) "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/make_vocab_size_divisible_by: unknown key "
 	    "\"make_vocab_size_divisible_by\" (expected one of: name, type)"),
@@ -1914,20 +1923,21 @@ static const struct bad_config bad_configs[] = {
 	    "\"make_vocab_size_divisible_by\" (expected one of: name, type, "
 	    "dim, eps)"),
 	BAD(WITH_MODEL("{'name':'fc1','type':'linear','in_features':4,"
-		       "'out_features':8,'make_vocab_size_divisible_by':2},"
-		       ACT "," FC2) "}",
+		       "'out_features':8,'make_vocab_size_divisible_by':2}," ACT
+		       "," FC2) "}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/0/make_vocab_size_divisible_by: a padded "
 	    "vocabulary is the logits' classes: \"fc1\" must be the model's "
 	    "last module, whose output feeds the loss"),
-	BAD(VOCAB(",'make_vocab_size_divisible_by':2",
-		  ",'bias':false,'tie':'tok','make_vocab_size_divisible_by':4")
-		"}",
-	    TPS_ERR_INPUT,
-	    "cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
-	    "the make_vocab_size_divisible_by of \"tok\" "
-	    "(/model/0/make_vocab_size_divisible_by), the embedding "
-	    "\"head\" is tied to, got 4"),
+	BAD(
+		VOCAB(",'make_vocab_size_divisible_by':2",
+		      ",'bias':false,'tie':'tok','make_vocab_size_divisible_by'"
+		      ":4") "}",
+		TPS_ERR_INPUT,
+		"cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
+		"the make_vocab_size_divisible_by of \"tok\" "
+		"(/model/0/make_vocab_size_divisible_by), the embedding "
+		"\"head\" is tied to, got 4"),
 	BAD(VOCAB("", ",'bias':false,'tie':'tok',"
 		      "'make_vocab_size_divisible_by':4") "}",
 	    TPS_ERR_INPUT,
@@ -2020,18 +2030,25 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_INPUT,
 	    "cfg.json: /model/1/dim: unknown key \"dim\" (expected one of: "
 	    "name, type, p)"),
-	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout'}") ","
-		       "'plan':{'d':'colwise'}}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'name':'d','type':'dropout'}") ","
+						      "'plan':{'d':'colwise'}}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /plan/d: colwise cannot apply to dropout module \"d\" "
 	    "(it has no weight to shard)"),
 	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout'}") ","
-		       "'inject':['same_dropout_seed']}",
+							     "'inject':['same_"
+							     "dropout_seed']}",
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /inject/0: same_dropout_seed is injected in training "
 	    "only (this config runs inference)"),
-	BAD(WITH_MODEL(FC1 ",{'name':'d','type':'dropout','p':0}") ","
-		       "'mode':'training','inject':['same_dropout_seed']}",
+	BAD(WITH_MODEL(
+		    FC1
+		    ",{'name':'d','type':'dropout','p':0}") ","
+							    "'mode':'training',"
+							    "'inject':['same_"
+							    "dropout_seed']}",
 	    TPS_ERR_INPUT,
 	    "cfg.json: /inject/0: same_dropout_seed needs a dropout with p > "
 	    "0, on a tp group of 2 or more ranks (this model has none)"),
@@ -2822,7 +2839,8 @@ END_TEST
 START_TEST(recompute_is_read_and_recorded_when_not_none)
 {
 	/* "none" (the default) is left out of the normalised config;
-	 * "full" is recorded after dp_grad, and parses back. A
+	 * "selective" and "full" are recorded after dp_grad, and parse
+	 * back. A
 	 * transformer_block's first residual starts a block of 2 top-level
 	 * modules, which "full" runs again. */
 	static const char block[] =
@@ -2844,22 +2862,28 @@ START_TEST(recompute_is_read_and_recorded_when_not_none)
 	free(got);
 	tps_run_spec_free(&spec);
 
-	snprintf(text, sizeof text, "%s,'recompute':'full'}", block);
-	parse_ok(text, &spec);
-	ck_assert_int_eq(spec.model.recompute, TPS_RECOMPUTE_FULL);
-	got = normalized_text(&spec);
-	ck_assert_ptr_nonnull(
-		strstr(got, "\"dp_grad\":\"global\",\"recompute\":\"full\","));
-	ck_assert_int_eq(tps_config_parse(spec.normalized, "cfg.json", &again,
-					  NULL),
-			 TPS_OK);
-	ck_assert_int_eq(again.model.recompute, TPS_RECOMPUTE_FULL);
-	back = normalized_text(&again);
-	ck_assert_str_eq(back, got);
-	free(back);
-	free(got);
-	tps_run_spec_free(&again);
-	tps_run_spec_free(&spec);
+	for (int k = TPS_RECOMPUTE_SELECTIVE; k <= TPS_RECOMPUTE_FULL; k++) {
+		const char *name = tps_recompute_names[k];
+		char want[96];
+		snprintf(text, sizeof text, "%s,'recompute':'%s'}", block,
+			 name);
+		parse_ok(text, &spec);
+		ck_assert_int_eq(spec.model.recompute, k);
+		got = normalized_text(&spec);
+		snprintf(want, sizeof want,
+			 "\"dp_grad\":\"global\",\"recompute\":\"%s\",", name);
+		ck_assert_ptr_nonnull(strstr(got, want));
+		ck_assert_int_eq(tps_config_parse(spec.normalized, "cfg.json",
+						  &again, NULL),
+				 TPS_OK);
+		ck_assert_int_eq(again.model.recompute, k);
+		back = normalized_text(&again);
+		ck_assert_str_eq(back, got);
+		free(back);
+		free(got);
+		tps_run_spec_free(&again);
+		tps_run_spec_free(&spec);
+	}
 }
 END_TEST
 

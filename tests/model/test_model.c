@@ -52,6 +52,8 @@ struct counts {
 	 * their collectives by phase and op. */
 	int recompute_events;
 	int recompute_by_phase[TPS_PHASE_COUNT][TPS_COMM_OP_COUNT];
+	/* Attention cores run in backward, marked recompute. */
+	int recompute_cores;
 };
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
@@ -96,6 +98,11 @@ static enum tps_status count_event(void *ctx, const struct tps_event *ev,
 	(void)err;
 	c->events++;
 	c->recompute_events += ev->recompute;
+	c->recompute_cores += ev->recompute &&
+			      ev->phase == TPS_PHASE_BACKWARD &&
+			      ev->kind == TPS_EVENT_COMPUTE &&
+			      strcmp(ev->op, "attention") == 0 &&
+			      ends_with(ev->tensor, ".attn.heads");
 	if (ev->kind == TPS_EVENT_LAYOUT && strcmp(ev->op, "split") == 0) {
 		c->splits++;
 	}
@@ -2692,6 +2699,56 @@ START_TEST(full_recompute_runs_each_block_again_with_the_same_bytes)
 }
 END_TEST
 
+START_TEST(selective_recompute_runs_each_core_again_with_the_same_bytes)
+{
+	/* "recompute": "selective" (Korthikanti et al. 2022, section 5):
+	 * each attention keeps q, k and v but not its softmax
+	 * probabilities, and backward runs its core again from them: one
+	 * more event per attention, "<attn>.heads" in phase backward,
+	 * marked recompute, and no collective (the core is local). Without
+	 * recompute, backward reads the probabilities forward kept; either
+	 * way, and with "full", the results are the same bytes (the
+	 * outcome's hash): the same floats recomputed or kept. At tp = _i
+	 * + 1, 1 and 3 blocks, plain and sequence parallel. */
+	int tp = _i + 1;
+	for (int blocks = 1; blocks <= 3; blocks += 2) {
+		for (int sp = 0; sp < 2; sp++) {
+			struct counts none =
+				blocks_counts(tp, blocks, sp, 2 * tp);
+			struct counts sel =
+				blocks_counts_with(tp, blocks, sp, 2 * tp,
+						   ",'recompute':'selective'");
+			struct counts full = blocks_counts_with(
+				tp, blocks, sp, 2 * tp, ",'recompute':'full'");
+			printf("tp %d blocks %d sp %d: events %d, selective "
+			       "%d (%d recomputed)\n",
+			       tp, blocks, sp, none.events, sel.events,
+			       sel.recompute_events);
+			ck_assert(sel.outcome_hash == none.outcome_hash);
+			ck_assert(full.outcome_hash == none.outcome_hash);
+			ck_assert_int_eq(sel.recompute_events, blocks);
+			ck_assert_int_eq(sel.recompute_cores, blocks);
+			ck_assert_int_eq(sel.events, none.events + blocks);
+			ck_assert_int_eq(none.recompute_cores, 0);
+			for (int ph = 0; ph < TPS_PHASE_COUNT; ph++) {
+				for (int op = 0; op < TPS_COMM_OP_COUNT; op++) {
+					ck_assert_int_eq(
+						sel.recompute_by_phase[ph][op],
+						0);
+					ck_assert_int_eq(sel.by_phase[ph][op],
+							 none.by_phase[ph][op]);
+				}
+			}
+			/* Full recompute runs each block's forward again,
+			 * its core among it, keeping the probabilities: the
+			 * attention's backward does not run the core a
+			 * second time. */
+			ck_assert_int_eq(full.recompute_cores, blocks);
+		}
+	}
+}
+END_TEST
+
 START_TEST(llama_blocks_train_like_the_reference_and_cost_what_megatron_says)
 {
 	/* Two LLaMA blocks (transformer_block with "norm": "rmsnorm", "mlp":
@@ -3085,6 +3142,47 @@ START_TEST(memory_estimate_counts_what_training_keeps)
 	       (long long)inference, (long long)sgd, (long long)adamw);
 	ck_assert_int_gt(sgd, inference);
 	ck_assert_int_gt(adamw, sgd);
+}
+END_TEST
+
+START_TEST(memory_estimate_counts_the_kept_probabilities)
+{
+	/* An attention keeps b s^2 floats per head for backward, unless
+	 * selective recompute runs its core again: with 4 heads over a
+	 * sequence of 256 at dp 2 x tp 2 (a batch of 2), the estimate
+	 * without recompute holds at least the 2 dp copies of every
+	 * head's, 2 x 4 x 256^2 x 4 bytes per sequence, more than with
+	 * it. */
+	static const char fmt[] =
+		"{'tpsim':1,'mesh':{'shape':[2,2],'dim_names':['dp','tp']},"
+		"'dp_dim':'dp','model':[{'name':'a','type':'attention',"
+		"'embed_dim':8,'num_heads':4}],'plan':{'a.[qkv]':'colwise',"
+		"'a.o':'rowwise'},'input':{'shape':[2,256,8]},"
+		"'mode':'training'%s}";
+	int64_t bytes[2];
+	for (int sel = 0; sel < 2; sel++) {
+		char text[1024];
+		cJSON *root;
+		struct tps_run_spec spec = {0};
+		struct tps_error err = {0};
+		snprintf(text, sizeof text, fmt,
+			 sel ? ",'recompute':'selective'" : "");
+		for (char *p = text; *p; p++) {
+			*p = *p == '\'' ? '"' : *p;
+		}
+		root = cJSON_Parse(text);
+		ck_assert_ptr_nonnull(root);
+		ck_assert_msg(tps_config_parse(root, "cfg.json", &spec, &err) ==
+				      TPS_OK,
+			      "%s", err.message);
+		cJSON_Delete(root);
+		bytes[sel] = tps_model_estimate_bytes(&spec.model);
+		tps_run_spec_free(&spec);
+	}
+	printf("estimate: none %lld, selective %lld bytes\n",
+	       (long long)bytes[0], (long long)bytes[1]);
+	ck_assert_int_ge(bytes[0] - bytes[1],
+			 (int64_t)2 * 2 * 4 * 256 * 256 * 4);
 }
 END_TEST
 
@@ -3888,6 +3986,10 @@ static Suite *model_suite(void)
 		comm, full_recompute_runs_each_block_again_with_the_same_bytes,
 		1, 4);
 	tcase_add_loop_test(
+		comm,
+		selective_recompute_runs_each_core_again_with_the_same_bytes, 1,
+		4);
+	tcase_add_loop_test(
 		train, two_block_transformers_train_like_the_reference, 1, 5);
 	tcase_add_test(
 		policy,
@@ -3895,6 +3997,7 @@ static Suite *model_suite(void)
 	tcase_add_test(train, training_keeps_weight_gradients_off_tp);
 	tcase_add_test(train, meta_run_emits_the_events_of_a_real_one);
 	tcase_add_test(train, memory_estimate_counts_what_training_keeps);
+	tcase_add_test(train, memory_estimate_counts_the_kept_probabilities);
 	tcase_add_loop_test(
 		train, zero_stages_train_as_ddp_does_and_send_what_they_should,
 		1, 5);

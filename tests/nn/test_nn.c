@@ -68,10 +68,19 @@ START_TEST(redistribute_keeps_its_status_without_err)
 	struct tps_placement rep = tps_placement_replicate();
 	struct tps_placement part = tps_placement_partial();
 	struct tps_dtensor x;
-	struct tps_nn_context ctx = {
-		&m,    0,   {NULL, NULL}, 0,	 TPS_PHASE_FORWARD,
-		false, 0,   NULL,	  {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,  NULL};
+	struct tps_nn_context ctx = {&m,
+				     0,
+				     {NULL, NULL},
+				     0,
+				     TPS_PHASE_FORWARD,
+				     false,
+				     0,
+				     NULL,
+				     {{0}},
+				     TPS_SP_SAVE_SHARD,
+				     NULL,
+				     NULL,
+				     TPS_RECOMPUTE_NONE};
 	struct tps_error err = {0};
 
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &m, &g, &rep, NULL),
@@ -262,10 +271,19 @@ START_TEST(colwise_gather_output_is_a_matmul_then_an_all_gather)
 	struct tps_dtensor x, y;
 	struct tps_nn_context ctx;
 	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
-	ctx = (struct tps_nn_context){
-		&f.mesh, 0,   {record, &rec}, 0,     TPS_PHASE_FORWARD,
-		false,	 0,   NULL,	      {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,	 NULL};
+	ctx = (struct tps_nn_context){&f.mesh,
+				      0,
+				      {record, &rec},
+				      0,
+				      TPS_PHASE_FORWARD,
+				      false,
+				      0,
+				      NULL,
+				      {{0}},
+				      TPS_SP_SAVE_SHARD,
+				      NULL,
+				      NULL,
+				      TPS_RECOMPUTE_NONE};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -296,10 +314,19 @@ START_TEST(rowwise_of_a_replicated_input_splits_it_locally)
 	struct tps_dtensor x, y;
 	struct tps_nn_context ctx;
 	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
-	ctx = (struct tps_nn_context){
-		&f.mesh, 0,   {record, &rec}, 0,     TPS_PHASE_FORWARD,
-		false,	 0,   NULL,	      {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,	 NULL};
+	ctx = (struct tps_nn_context){&f.mesh,
+				      0,
+				      {record, &rec},
+				      0,
+				      TPS_PHASE_FORWARD,
+				      false,
+				      0,
+				      NULL,
+				      {{0}},
+				      TPS_SP_SAVE_SHARD,
+				      NULL,
+				      NULL,
+				      TPS_RECOMPUTE_NONE};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -327,10 +354,19 @@ START_TEST(activation_of_a_partial_input_reduces_first)
 	struct tps_module mod = {0};
 	struct tps_tensor g = arange(1, 2);
 	struct tps_dtensor x, y;
-	struct tps_nn_context ctx = {
-		&m,    0,   {record, &rec}, 0,	   TPS_PHASE_FORWARD,
-		false, 0,   NULL,	    {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,  NULL};
+	struct tps_nn_context ctx = {&m,
+				     0,
+				     {record, &rec},
+				     0,
+				     TPS_PHASE_FORWARD,
+				     false,
+				     0,
+				     NULL,
+				     {{0}},
+				     TPS_SP_SAVE_SHARD,
+				     NULL,
+				     NULL,
+				     TPS_RECOMPUTE_NONE};
 	snprintf(spec.name, sizeof spec.name, "act");
 	spec.type = TPS_MODULE_RELU;
 	mod.spec = &spec;
@@ -382,10 +418,19 @@ START_TEST(colwise_backward_reduces_the_partial_input_gradient)
 	struct tps_nn_context ctx;
 	const float want_dw[4] = {6, 8, 10, 12}, want_dx[4] = {15, 18, 21, 24};
 	linear_fixture_init(&f, 2, TPS_STYLE_COLWISE, 4, 3, rep);
-	ctx = (struct tps_nn_context){
-		&f.mesh, 0,   {record, &rec}, 0,     TPS_PHASE_FORWARD,
-		true,	 0,   NULL,	      {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,	 NULL};
+	ctx = (struct tps_nn_context){&f.mesh,
+				      0,
+				      {record, &rec},
+				      0,
+				      TPS_PHASE_FORWARD,
+				      true,
+				      0,
+				      NULL,
+				      {{0}},
+				      TPS_SP_SAVE_SHARD,
+				      NULL,
+				      NULL,
+				      TPS_RECOMPUTE_NONE};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -436,10 +481,19 @@ START_TEST(rowwise_backward_gathers_a_locally_split_input)
 	struct tps_dtensor x, y, dy, dx;
 	struct tps_nn_context ctx;
 	linear_fixture_init(&f, 2, TPS_STYLE_ROWWISE, 4, 2, rep);
-	ctx = (struct tps_nn_context){
-		&f.mesh, 0,   {record, &rec}, 0,     TPS_PHASE_FORWARD,
-		true,	 0,   NULL,	      {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,	 NULL};
+	ctx = (struct tps_nn_context){&f.mesh,
+				      0,
+				      {record, &rec},
+				      0,
+				      TPS_PHASE_FORWARD,
+				      true,
+				      0,
+				      NULL,
+				      {{0}},
+				      TPS_SP_SAVE_SHARD,
+				      NULL,
+				      NULL,
+				      TPS_RECOMPUTE_NONE};
 	ck_assert_int_eq(tps_dtensor_distribute(&x, &f.mesh, &g, &rep, NULL),
 			 TPS_OK);
 	ck_assert_int_eq(f.module.ops->forward(&ctx, &f.module, &x, &y, NULL),
@@ -486,10 +540,19 @@ START_TEST(loss_parallel_reduces_three_statistics_and_no_gradient)
 	struct tps_placement rep = tps_placement_replicate();
 	struct tps_tensor logits = arange(2, 4), ids = arange(1, 2);
 	struct tps_dtensor y, t, loss = {0}, dy = {0};
-	struct tps_nn_context ctx = {
-		&m,    0,   {record, &rec}, 3,	   TPS_PHASE_FORWARD,
-		false, 0,   NULL,	    {{0}}, TPS_SP_SAVE_SHARD,
-		NULL,  NULL};
+	struct tps_nn_context ctx = {&m,
+				     0,
+				     {record, &rec},
+				     3,
+				     TPS_PHASE_FORWARD,
+				     false,
+				     0,
+				     NULL,
+				     {{0}},
+				     TPS_SP_SAVE_SHARD,
+				     NULL,
+				     NULL,
+				     TPS_RECOMPUTE_NONE};
 	const double scale[2] = {0.5, 0.5};
 	const float want[2][4] = {{0.125f, 0.125f, -0.375f, 0.125f},
 				  {-0.26231656f, 0.08743885f, 0.08743885f,
@@ -709,7 +772,8 @@ START_TEST(mistaken_events_carry_the_mistakes_name)
 				     {{0}},
 				     TPS_SP_SAVE_SHARD,
 				     NULL,
-				     NULL};
+				     NULL,
+				     TPS_RECOMPUTE_NONE};
 	struct tps_event ev = {0};
 
 	ck_assert_int_eq(tps_dtensor_distribute(&v, &m, &g, &rep, NULL),

@@ -83,11 +83,15 @@ struct gpt {
 	/* With sp: "sequence_parallel_save": "gathered" (the colwise
 	 * matmuls keep their gathered inputs) rather than the shard. */
 	bool gathered;
-	/* "recompute": "full": each block keeps its input only. */
-	bool full;
+	/* "recompute": "full" (each block keeps its input only) or
+	 * "selective" (each attention keeps no probabilities). */
+	enum tps_recompute recompute;
 };
 
-static char *gpt_config(const struct gpt *g, bool symbolic)
+/* gpt_config's text with `extra` (more top-level keys, ", 'k': v", or
+ * "") before its closing brace. */
+static char *gpt_config_with(const struct gpt *g, bool symbolic,
+			     const char *extra)
 {
 	static const char plain[] =
 		"'plan': {'wte': 'vocab', 'h*.attn.[qkv]': 'colwise', "
@@ -128,17 +132,26 @@ static char *gpt_config(const struct gpt *g, bool symbolic)
 		"'input': {'shape': [%lld, %lld]}, 'mode': 'training', "
 		"'loss': 'cross_entropy', 'loss_parallel': true, "
 		"'optimizer': {'type': 'adamw'}, 'init': {'method': 'uniform', "
-		"'seed': 3}%s%s%s}",
+		"'seed': 3}%s%s%s%s}",
 		(long long)g->h, (long long)g->h, (long long)g->V,
 		g->sp ? sp : plain, (long long)(g->b * g->dp), (long long)g->s,
 		symbolic ? ", 'compute': 'symbolic'" : "",
 		g->gathered ? ", 'sequence_parallel_save': 'gathered'" : "",
-		g->full ? ", 'recompute': 'full'" : "");
+		g->recompute == TPS_RECOMPUTE_FULL ? ", 'recompute': 'full'"
+		: g->recompute == TPS_RECOMPUTE_SELECTIVE
+			? ", 'recompute': 'selective'"
+			: "",
+		extra);
 	ck_assert_uint_lt(n, cap);
 	for (char *p = c; *p; p++) {
 		*p = *p == '\'' ? '"' : *p;
 	}
 	return c;
+}
+
+static char *gpt_config(const struct gpt *g, bool symbolic)
+{
+	return gpt_config_with(g, symbolic, "");
 }
 
 /* Vocabulary rows on tp rank r: the chunk rule, ceil(V/t) each. */
@@ -160,22 +173,35 @@ static int64_t gpt_params_per_rank(const struct gpt *g, int64_t v)
 }
 
 /* Elements saved for backward per block (docs/symbolic.md): plain
- * 6 sbh + 12 sbh/t; sequence parallel 16 sbh/t (the paper's 34/t at 2
- * bytes less its 2/t of dropout masks: ln1, ln2, the one input shard of
- * q, k and v, fc1's shard 1/t each; q, k, v 3/t; o's input 1/t; gelu's
- * and fc2's inputs 4/t each), or 4 sbh + 14 sbh/t keeping the gathered
- * inputs (q, k and v a copy each, fc1 one). */
+ * 4 sbh + 12 sbh/t (ln1, the one input q, k and v read, ln2 and fc1's
+ * input sbh each; q, k, v 3/t; o's input 1/t; gelu's and fc2's inputs
+ * 4/t each); sequence parallel 16 sbh/t (the paper's 34/t at 2 bytes
+ * less its 2/t of dropout masks: ln1, ln2, the one input shard of q, k
+ * and v, fc1's shard 1/t each, the rest as plain), or 2 sbh + 14 sbh/t
+ * keeping the gathered inputs (q, k and v's one, fc1's); and, but
+ * under selective or full recompute, the softmax probabilities of the
+ * rank's a/t heads, a s^2 b / t (the paper's softmax output, 2as^2b/t
+ * bytes at 2 bytes). */
+static int64_t gpt_probs_per_layer(const struct gpt *g)
+{
+	return g->recompute == TPS_RECOMPUTE_NONE
+		       ? g->a * g->s * g->s * g->b / g->t
+		       : 0;
+}
+
 static int64_t gpt_saved_per_layer(const struct gpt *g)
 {
 	int64_t sbh = g->s * g->b * g->h;
-	if (g->full) {
+	int64_t probs = gpt_probs_per_layer(g);
+	if (g->recompute == TPS_RECOMPUTE_FULL) {
 		/* The block's input: replicated, or its sequence shard. */
 		return g->sp ? sbh / g->t : sbh;
 	}
 	if (!g->sp) {
-		return 6 * sbh + 12 * sbh / g->t;
+		return 4 * sbh + 12 * sbh / g->t + probs;
 	}
-	return g->gathered ? 4 * sbh + 14 * sbh / g->t : 16 * sbh / g->t;
+	return (g->gathered ? 2 * sbh + 14 * sbh / g->t : 16 * sbh / g->t) +
+	       probs;
 }
 
 /* Everything saved: the blocks, the embedding's token ids (bs), ln_f's
@@ -187,6 +213,14 @@ static int64_t gpt_saved(const struct gpt *g)
 	return g->l * gpt_saved_per_layer(g) + g->b * g->s +
 	       (g->sp ? sbh / g->t : sbh) +
 	       (g->sp && !g->gathered ? sbh / g->t : sbh);
+}
+
+/* gpt_saved in bytes with activations of `act` bytes: the token ids and
+ * the probabilities are float32 whatever the activations' dtype. */
+static int64_t gpt_saved_bytes(const struct gpt *g, int64_t act)
+{
+	int64_t f32 = g->l * gpt_probs_per_layer(g) + g->b * g->s;
+	return act * (gpt_saved(g) - f32) + 4 * f32;
 }
 
 /* Ring bytes per rank over n ranks of a buffer of S elements. */
@@ -223,11 +257,12 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 {
 	int64_t bsh = g->b * g->s * g->h, t = g->t, l = g->l;
 	int64_t stats = 3 * ring_all_reduce(g->b * g->s, t);
+	bool full = g->recompute == TPS_RECOMPUTE_FULL;
 	if (!g->sp) {
 		*fwd = (2 * l + 1) * ring_all_reduce(bsh, t) + stats;
 		/* Full recompute runs each block's forward again in
 		 * backward: its 2 all_reduces. */
-		*bwd = (2 * l + 1 + (g->full ? 2 * l : 0)) *
+		*bwd = (2 * l + 1 + (full ? 2 * l : 0)) *
 		       ring_all_reduce(bsh, t);
 		return;
 	}
@@ -240,7 +275,7 @@ static void gpt_tp_bytes(const struct gpt *g, int64_t *fwd, int64_t *bwd)
 		*bwd += (2 * l + 1) * ring_gather(bsh, t);
 	}
 	/* ... or its 2 all_gathers and 2 reduce_scatters. */
-	if (g->full) {
+	if (full) {
 		*bwd += 4 * l * ring_gather(bsh, t);
 	}
 }
@@ -349,18 +384,23 @@ static void assert_figure(const char *what, const struct tps_model_figure *f,
 START_TEST(symbolic_figures_equal_the_formulas)
 {
 	static const struct gpt cases[] = {
-		{1, 8, 2, 4, 1, 2, 1, 10, false, false, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, false, false, false},
-		{2, 8, 2, 4, 1, 1, 2, 11, false, false, false},
-		{3, 12, 3, 6, 1, 3, 2, 29, true, false, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, true, false, false},
-		{1, 24, 6, 4, 3, 2, 3, 51, true, false, false},
-		{4, 32, 8, 16, 2, 8, 1, 100, true, false, false},
-		{3, 12, 3, 6, 1, 3, 2, 29, true, true, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, true, true, false},
-		{2, 16, 4, 8, 2, 4, 2, 37, false, false, true},
-		{3, 12, 3, 6, 1, 3, 2, 29, true, false, true},
-		{2, 16, 4, 8, 2, 4, 2, 37, true, true, true},
+		{1, 8, 2, 4, 1, 2, 1, 10, false, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, TPS_RECOMPUTE_NONE},
+		{2, 8, 2, 4, 1, 1, 2, 11, false, false, TPS_RECOMPUTE_NONE},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, false, TPS_RECOMPUTE_NONE},
+		{1, 24, 6, 4, 3, 2, 3, 51, true, false, TPS_RECOMPUTE_NONE},
+		{4, 32, 8, 16, 2, 8, 1, 100, true, false, TPS_RECOMPUTE_NONE},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, true, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, TPS_RECOMPUTE_FULL},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false, TPS_RECOMPUTE_FULL},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, TPS_RECOMPUTE_FULL},
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false,
+		 TPS_RECOMPUTE_SELECTIVE},
+		{3, 12, 3, 6, 1, 3, 2, 29, true, false,
+		 TPS_RECOMPUTE_SELECTIVE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, true, TPS_RECOMPUTE_SELECTIVE},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -385,7 +425,11 @@ START_TEST(symbolic_figures_equal_the_formulas)
 		       g->sp ? g->gathered ? " sequence parallel, gathered"
 					   : " sequence parallel"
 			     : "",
-		       g->full ? ", full recompute" : "");
+		       g->recompute != TPS_RECOMPUTE_NONE
+			       ? g->recompute == TPS_RECOMPUTE_FULL
+					 ? ", full recompute"
+					 : ", selective recompute"
+			       : "");
 		ck_assert_msg(run_text_in(dir, "gpt", text, false, &s, &err) ==
 				      TPS_OK,
 			      "%s", err.message);
@@ -399,6 +443,9 @@ START_TEST(symbolic_figures_equal_the_formulas)
 		assert_figure("output", &fp->output, out_max, 0, out_min, last);
 		assert_figure("activations", &fp->activations, saved + out_max,
 			      0, saved + out_min, last);
+		assert_figure("master copy", &fp->master, 0, 0, 0, 0);
+		assert_figure("in all", &fp->total, 4 * pmax + saved + out_max,
+			      0, 4 * pmin + saved + out_min, last);
 		gpt_tp_bytes(g, &fwd, &bwd);
 		printf("  comm forward %lld backward %lld optimizer %lld\n",
 		       (long long)s.phase_bytes[TPS_PHASE_FORWARD],
@@ -524,6 +571,169 @@ static char *layernorm_params(const struct gpt *g)
 	return out;
 }
 
+START_TEST(symbolic_figures_count_each_role_in_its_dtype)
+{
+	/* Megatron's mixed precision (docs/symbolic.md): bf16 parameters
+	 * and activations, fp32 gradients (its main_grad), fp32 master
+	 * weights and AdamW state. Per parameter on a rank: 2 + 4 + (4 +
+	 * 8) = 18 bytes; with its distributed optimizer over dp, the
+	 * master copy and the state on the rank's dp shard, 6 + 12/dp
+	 * (every tensor here splits evenly over dp 2). Activations at 2
+	 * bytes but the token ids and the probabilities, float32. The
+	 * trace's per_rank entries give each rank's figures, the summary
+	 * the largest and smallest: both are checked on the first and the
+	 * last rank (their vocabulary rows differ but at V 40). */
+	static const struct gpt cases[] = {
+		{2, 16, 4, 8, 2, 4, 2, 37, false, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 37, true, false, TPS_RECOMPUTE_NONE},
+		{2, 16, 4, 8, 2, 4, 2, 40, false, false,
+		 TPS_RECOMPUTE_SELECTIVE},
+		{2, 16, 4, 8, 2, 4, 2, 40, true, false, TPS_RECOMPUTE_FULL},
+	};
+	static const char mixed[] =
+		", 'dtype': {'default': 'bfloat16', 'master_params': "
+		"'float32', 'grads': 'float32', 'optimizer_state': 'float32'}";
+	const char *dir = tu_tempdir();
+	for (size_t i = 0; i < 2 * sizeof cases / sizeof cases[0]; i++) {
+		const struct gpt *g = &cases[i / 2];
+		bool dist = i % 2 == 1;
+		char extra[256];
+		char *text;
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		const struct tps_model_footprint *fp = &s.footprint;
+		int last = (int)(g->t - 1);
+		int64_t v[2] = {vocab_rows(g, 0), vocab_rows(g, g->t - 1)};
+		int64_t saved = gpt_saved_bytes(g, 2);
+		cJSON *trace, *per;
+
+		if (dist && g->V % (g->t * g->dp) != 0) {
+			continue;
+		}
+		snprintf(extra, sizeof extra, "%s%s", mixed,
+			 dist ? ", 'zero': {'stage': 1, "
+				"'distributed_optimizer': true}"
+			      : "");
+		text = gpt_config_with(g, true, extra);
+		printf("l %lld h %lld t %lld dp %lld V %lld%s%s, recompute "
+		       "%s\n",
+		       (long long)g->l, (long long)g->h, (long long)g->t,
+		       (long long)g->dp, (long long)g->V,
+		       g->sp ? ", sequence parallel" : "",
+		       dist ? ", distributed optimizer" : "",
+		       tps_recompute_names[g->recompute]);
+		ck_assert_msg(run_text_in(dir, "mixed", text, false, &s,
+					  &err) == TPS_OK,
+			      "%s", err.message);
+		trace = load_trace(dir, "mixed");
+		per = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(trace, "result"),
+				"symbolic"),
+			"per_rank");
+		ck_assert_int_eq(cJSON_GetArraySize(per), (int)(g->t * g->dp));
+		for (int k = 0; k < 2; k++) {
+			int64_t P = gpt_params_per_rank(g, v[k]);
+			int64_t opt = dist ? 12 * P / g->dp : 12 * P;
+			int64_t out = 2 * g->b * g->s * v[k];
+			int64_t want[8] = {2 * P,
+					   4 * P,
+					   dist ? 4 * P / g->dp : 4 * P,
+					   opt,
+					   saved,
+					   out,
+					   saved + out,
+					   2 * P + 4 * P + opt + saved + out};
+			static const char *const keys[8] = {
+				"param_bytes",
+				"grad_bytes",
+				"master_param_bytes",
+				"optimizer_state_bytes",
+				"saved_activation_bytes",
+				"output_bytes",
+				"peak_activation_bytes",
+				"total_bytes"};
+			const struct tps_model_figure *f[8] = {
+				&fp->params,	      &fp->grads, &fp->master,
+				&fp->optimizer_state, &fp->saved, &fp->output,
+				&fp->activations,     &fp->total};
+			const cJSON *rank =
+				cJSON_GetArrayItem(per, k ? last : 0);
+			printf("  rank %d: %lld parameters, %lld bytes in "
+			       "all\n",
+			       k ? last : 0, (long long)P, (long long)want[7]);
+			for (int j = 0; j < 8; j++) {
+				const cJSON *b =
+					cJSON_GetObjectItem(rank, keys[j]);
+				ck_assert_msg(cJSON_IsNumber(b), "%s", keys[j]);
+				ck_assert_msg(
+					(int64_t)b->valuedouble == want[j],
+					"rank %d %s: %.0f, formula %lld",
+					k ? last : 0, keys[j], b->valuedouble,
+					(long long)want[j]);
+				ck_assert_int_eq(k ? f[j]->min : f[j]->max,
+						 want[j]);
+			}
+		}
+		cJSON_Delete(trace);
+		free(text);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
+START_TEST(dropout_keeps_its_mask_at_one_byte_an_element)
+{
+	/* fc1 (8 -> 16, colwise) -> dropout (inside the TP region) -> fc2
+	 * (rowwise) at tp 2 on (4, 8), training: each rank keeps fc1's
+	 * input (4 x 8), the dropout's mask of its shard (4 x 8, one byte
+	 * an element: a bool, as torch's dropout keeps it) and fc2's input
+	 * (4 x 8). In float32 32 x 4 + 32 + 32 x 4 = 288 bytes, with
+	 * bfloat16 activations 32 x 2 + 32 + 32 x 2 = 160; the dropout's
+	 * share is 32 either way. */
+	static const char fmt[] =
+		"{\"tpsim\": 1, \"mesh\": {\"shape\": [2], \"dim_names\": "
+		"[\"tp\"]}, \"model\": [{\"name\": \"fc1\", \"type\": "
+		"\"linear\", \"in_features\": 8, \"out_features\": 16}, "
+		"{\"name\": \"drop\", \"type\": \"dropout\", \"p\": 0.1}, "
+		"{\"name\": \"fc2\", \"type\": \"linear\", \"in_features\": "
+		"16, \"out_features\": 8}], \"plan\": {\"fc1\": \"colwise\", "
+		"\"fc2\": \"rowwise\"}, \"input\": {\"shape\": [4, 8]}, "
+		"\"mode\": \"training\", \"compute\": \"symbolic\"%s}";
+	const char *dir = tu_tempdir();
+	for (int bf16 = 0; bf16 < 2; bf16++) {
+		char text[1024];
+		struct tps_run_summary s;
+		struct tps_error err = {0};
+		cJSON *trace, *by;
+		snprintf(text, sizeof text, fmt,
+			 bf16 ? ", \"dtype\": {\"activations\": "
+				"\"bfloat16\"}"
+			      : "");
+		ck_assert_msg(run_text_in(dir, "drop", text, false, &s, &err) ==
+				      TPS_OK,
+			      "%s", err.message);
+		printf("dropout, %s activations: saved %lld bytes\n",
+		       bf16 ? "bfloat16" : "float32",
+		       (long long)s.footprint.saved.max);
+		ck_assert_int_eq(s.footprint.saved.max, bf16 ? 160 : 288);
+		ck_assert_int_eq(s.footprint.saved.min, bf16 ? 160 : 288);
+		trace = load_trace(dir, "drop");
+		by = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(trace, "result"),
+					"symbolic"),
+				"saved_activation_bytes_by_module"),
+			"drop");
+		ck_assert(cJSON_IsNumber(by));
+		ck_assert_int_eq((int64_t)by->valuedouble, 32);
+		cJSON_Delete(trace);
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 {
 	/* The same configs run with values (trace values none) and
@@ -532,9 +742,9 @@ START_TEST(symbolic_and_values_runs_emit_the_same_events_and_bytes)
 	 * run is the block its placements give (what the picture checks),
 	 * so leaving them out loses nothing. comm and params agree too. */
 	static const struct gpt cases[] = {
-		{2, 8, 2, 4, 1, 2, 2, 11, false, false, false},
-		{2, 8, 2, 4, 1, 2, 2, 11, true, false, false},
-		{1, 12, 3, 6, 2, 3, 1, 7, true, false, false},
+		{2, 8, 2, 4, 1, 2, 2, 11, false, false, TPS_RECOMPUTE_NONE},
+		{2, 8, 2, 4, 1, 2, 2, 11, true, false, TPS_RECOMPUTE_NONE},
+		{1, 12, 3, 6, 2, 3, 1, 7, true, false, TPS_RECOMPUTE_NONE},
 	};
 	const char *dir = tu_tempdir();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -615,8 +825,8 @@ START_TEST(symbolic_and_values_models_hold_the_same_bytes)
 {
 	/* tps_model_footprint on a real model after a real step equals the
 	 * meta model's: the figures count shapes, not values. */
-	static const struct gpt g = {2, 8,  2,	  4,	 1,    2,
-				     2, 11, true, false, false};
+	static const struct gpt g = {
+		2, 8, 2, 4, 1, 2, 2, 11, true, false, TPS_RECOMPUTE_NONE};
 	char *text = gpt_config(&g, false);
 	cJSON *root = cJSON_Parse(text);
 	struct tps_run_spec spec;
@@ -758,8 +968,17 @@ START_TEST(gpt3_175b_reports_its_figures_and_takes_no_tensor_memory)
 	 * 50257, tp 8 x dp 64, one sequence per dp rank. Its parameters per
 	 * rank are the formula's; not one byte of tensor values is
 	 * allocated (the run's own account, memory.h, peaks at 0). */
-	static const struct gpt g = {96, 12288, 96,    2048,  1,    8,
-				     64, 50257, false, false, false};
+	static const struct gpt g = {96,
+				     12288,
+				     96,
+				     2048,
+				     1,
+				     8,
+				     64,
+				     50257,
+				     false,
+				     false,
+				     TPS_RECOMPUTE_NONE};
 	static const char *const configs[] = {"config.json", "config_sp.json"};
 	for (int c = 0; c < 2; c++) {
 		char path[256], trace[512];
@@ -826,6 +1045,164 @@ END_TEST
  * all split over t, and two norms of D, replicated; the embedding and
  * the output V/t rows of D each; the final norm D. At t 1: 8030261248,
  * the model's published 8.03B. */
+/*
+ * examples/gpt3_175b_3d (docs/symbolic.md, "GPT-3 175B in bfloat16,
+ * beside Table 2 and Megatron"): GPT-3 175B at tp 8 in Megatron's mixed
+ * precision, dropout 0.1 after the embedding, attn.o and fc2, the
+ * vocabulary padded to 51200 (make_vocab_size_divisible_by 128 x 8), the
+ * head tied to the embedding. The figures below are written from
+ * Korthikanti et al. 2022's Table 2 and from Megatron-LM's
+ * megatron/training/theoretical_memory_usage.py, term by term, not
+ * from the engine.
+ */
+struct gpt3 {
+	const char *file;
+	bool sp, selective;
+};
+
+/* Table 2, bytes per layer per rank: 10 sbh unsplit (sbh/t each with
+ * SP), 24 sbh/t split, 5 a s^2 b / t for the attention core (its
+ * softmax output 2, the dropout mask 1, the dropout's output 2), which
+ * selective recompute drops. */
+static int64_t table2_layer(const struct gpt3 *c, int64_t s, int64_t b,
+			    int64_t h, int64_t a, int64_t t)
+{
+	int64_t sbh = s * b * h;
+	return (c->sp ? 10 * sbh / t : 10 * sbh) + 24 * sbh / t +
+	       (c->selective ? 0 : 5 * a * s * s * b / t);
+}
+
+START_TEST(gpt3_175b_3d_matches_table_2_and_megatron)
+{
+	static const struct gpt3 cases[] = {
+		{"none.json", false, false},
+		{"sp.json", true, false},
+		{"selective.json", false, true},
+		{"sp_selective.json", true, true},
+	};
+	const int64_t L = 96, h = 12288, a = 96, s = 2048, b = 1, t = 8;
+	const int64_t V = 51200; /* 50257 padded to a multiple of 128 t */
+	const int64_t sbh = s * b * h;
+	/* theoretical_memory_usage.py's parameters on the most loaded shard
+	 * (p = 1, tied): (L (12 h^2 + 4 h) + 2 h + V h) / t; it counts no
+	 * linear bias and divides the layer norms by t. tpsim's rank holds
+	 * the biases (q, k, v and fc1's split, 7h/t; o's and fc2's whole,
+	 * 2h) and its layer norms whole (4h, and ln_f's 2h). */
+	const int64_t megatron_params =
+		(L * (12 * h * h + 4 * h) + 2 * h + V * h) / t;
+	const int64_t params = megatron_params +
+			       L * (7 * h / t + 6 * h - 4 * h / t) + 2 * h -
+			       2 * h / t;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct gpt3 *c = &cases[i];
+		char path[256], trace_path[512];
+		const char *dir = tu_tempdir();
+		struct tps_run_options opts = {
+			.config_path = path,
+			.output_path = trace_path,
+			.max_memory = TPS_DEFAULT_MAX_MEMORY,
+			.max_trace = TPS_DEFAULT_MAX_TRACE,
+		};
+		struct tps_run_summary sum;
+		struct tps_error err = {0};
+		const struct tps_model_footprint *fp = &sum.footprint;
+		int64_t paper = table2_layer(c, s, b, h, a, t);
+		/* tpsim keeps the probabilities in float32 (4 bytes) and has
+		 * no dropout on them: its core term is 4 a s^2 b / t where
+		 * the paper's is 5; every other term is the paper's. */
+		int64_t layer = paper - (c->selective ? 0 : a * s * s * b / t);
+		int64_t unsplit = c->sp ? sbh / t : sbh;
+		/* Besides the layers: the token ids (float32), the
+		 * embedding dropout's mask (1 byte), ln_f's and the head's
+		 * inputs (2 bytes); the output, the logits' shard. */
+		int64_t rest = 4 * b * s + unsplit + 2 * unsplit + 2 * unsplit;
+		int64_t logits = 2 * b * s * V / t;
+		int64_t peak = L * layer + rest + logits;
+		cJSON *trace, *by;
+		int64_t got[2];
+
+		snprintf(path, sizeof path, "%s%s",
+			 tu_source_path("examples/gpt3_175b_3d/"), c->file);
+		snprintf(trace_path, sizeof trace_path, "%s/t.trace.json", dir);
+		ck_assert_msg(tps_run(&opts, NULL, &sum, &err) == TPS_OK, "%s",
+			      err.message);
+		trace = load_trace(dir, "t");
+		by = cJSON_GetObjectItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(trace, "result"),
+				"symbolic"),
+			"saved_activation_bytes_by_module");
+		/* The first layer and the last, each its two residuals. */
+		for (int k = 0; k < 2; k++) {
+			char attn[64], mlp[64];
+			snprintf(attn, sizeof attn, "layers.%d.attn_residual",
+				 k ? 95 : 0);
+			snprintf(mlp, sizeof mlp, "layers.%d.mlp_residual",
+				 k ? 95 : 0);
+			ck_assert(
+				cJSON_IsNumber(cJSON_GetObjectItem(by, attn)));
+			got[k] = (int64_t)cJSON_GetObjectItem(by, attn)
+					 ->valuedouble +
+				 (int64_t)cJSON_GetObjectItem(by, mlp)
+					 ->valuedouble;
+		}
+		printf("%s: a layer %lld bytes (Table 2: %lld), peak %lld, "
+		       "%lld bytes in all\n",
+		       c->file, (long long)got[0], (long long)paper,
+		       (long long)fp->activations.max,
+		       (long long)fp->total.max);
+		ck_assert_int_eq(got[0], layer);
+		ck_assert_int_eq(got[1], layer);
+		if (c->selective) {
+			ck_assert_int_eq(got[0], paper);
+		}
+		ck_assert_int_eq(fp->activations.max, peak);
+		ck_assert_int_eq(fp->activations.min, peak);
+		/* 18 bytes a parameter: 2 (bf16) + 4 (fp32 grads) + 4 (fp32
+		 * master) + 8 (AdamW's two fp32 states). */
+		ck_assert_int_eq(fp->params.max, 2 * params);
+		ck_assert_int_eq(fp->grads.max, 4 * params);
+		ck_assert_int_eq(fp->master.max, 4 * params);
+		ck_assert_int_eq(fp->optimizer_state.max, 12 * params);
+		ck_assert_int_eq(fp->params.max + fp->grads.max +
+					 fp->optimizer_state.max,
+				 18 * megatron_params +
+					 18 * (params - megatron_params));
+		ck_assert_int_eq(fp->total.max, 18 * params + peak);
+		ck_assert_int_eq(fp->total.min, fp->total.max);
+		/* theoretical_memory_usage.py's activations. With SP and
+		 * selective recompute (compute_activation_memory): (34 sbh L
+		 * + 8 sb + sbh + 4 sbh (1 + V/h)) / t, its 8 sb the int64
+		 * ids and its 4 s b V the logits in fp32; tpsim keeps the
+		 * ids once per rank in float32 (4 bs) and the logits' shard
+		 * in bf16, and counts ln_f's and the head's inputs as its
+		 * 4 sbh / t. Otherwise (compute_activation_memory_without_sp,
+		 * before its 5% overhead): 13 sbh L (Table 2's selective,
+		 * even without recompute, even with SP) + 8 sb + sbh + 2
+		 * (s b V / t + sbh), the last ln_f's output; tpsim keeps
+		 * ln_f's input too (2 sbh). */
+		if (c->sp && c->selective) {
+			int64_t m = (34 * sbh * L + 8 * s * b + sbh + 4 * sbh +
+				     4 * s * b * V) /
+				    t;
+			ck_assert_int_eq(fp->activations.max,
+					 m - 8 * s * b / t + 4 * s * b -
+						 2 * s * b * V / t);
+		} else {
+			int64_t m = 13 * sbh * L + 8 * s * b + sbh +
+				    2 * (s * b * V / t + sbh);
+			ck_assert_int_eq(fp->activations.max,
+					 m - 13 * sbh * L + L * layer -
+						 8 * s * b + 4 * s * b - sbh +
+						 unsplit + 4 * unsplit -
+						 2 * sbh);
+		}
+		cJSON_Delete(trace);
+		tu_rmtree(dir);
+	}
+}
+END_TEST
+
 static int64_t llama3_8b_params_per_rank(int64_t t)
 {
 	const int64_t L = 32, D = 4096, KV = 8 * 128, F = 14336, V = 128256;
@@ -1037,8 +1414,8 @@ static int cli_run(int argc, const char **argv, char **out, char **err_text)
 
 START_TEST(explain_reads_a_symbolic_trace)
 {
-	static const struct gpt g = {1, 8,  2,	  4,	 1,    2,
-				     2, 11, true, false, false};
+	static const struct gpt g = {
+		1, 8, 2, 4, 1, 2, 2, 11, true, false, TPS_RECOMPUTE_NONE};
 	const char *dir = tu_tempdir();
 	char *text = gpt_config(&g, false), *out, *err_text, cfg[512],
 	     trace[512];
@@ -1215,8 +1592,8 @@ START_TEST(symbolic_flag_makes_the_normalised_config_symbolic)
 	/* --symbolic on a values config: the trace's config says compute
 	 * symbolic, before links, and trace values none; on a config that
 	 * injects a mistake it is an error. */
-	static const struct gpt g = {1, 8,  2,	   4,	  1,	2,
-				     1, 10, false, false, false};
+	static const struct gpt g = {
+		1, 8, 2, 4, 1, 2, 1, 10, false, false, TPS_RECOMPUTE_NONE};
 	const char *dir = tu_tempdir();
 	char *text = gpt_config(&g, false);
 	struct tps_run_summary s;
@@ -1786,6 +2163,11 @@ static Suite *run_suite(void)
 	{
 		TCase *sym = tcase_create("symbolic");
 		tcase_add_test(sym, symbolic_figures_equal_the_formulas);
+		tcase_add_test(sym,
+			       symbolic_figures_count_each_role_in_its_dtype);
+		tcase_add_test(sym,
+			       dropout_keeps_its_mask_at_one_byte_an_element);
+		tcase_add_test(sym, gpt3_175b_3d_matches_table_2_and_megatron);
 		tcase_add_test(
 			sym,
 			symbolic_parameter_bytes_count_the_padded_vocabulary);
