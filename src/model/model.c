@@ -297,6 +297,14 @@ static enum tps_status init_model(struct tps_model *model,
 	if (st != TPS_OK) {
 		return st;
 	}
+	if (spec->pipeline.enabled) {
+		/* The config reads and checks the keys; the stages do not
+		 * run yet (docs/pipeline.md). */
+		return tps_error_set(err, TPS_ERR_UNSUPPORTED,
+				     "/pipeline: pipeline runs are not built "
+				     "yet (docs/pipeline.md): the config's "
+				     "keys are read and checked only");
+	}
 	m.spec = spec;
 	m.meta = meta;
 	st = plan_dp_split(spec, &m, err);
