@@ -337,7 +337,12 @@ static void stages_body(struct cfg *c, const cJSON *v, void *ctx)
 }
 
 /* The batch's rows on each dp rank, cut in m microbatches of equal rows
- * (Megatron's global batch = micro batch x microbatches x dp). */
+ * (Megatron's global batch = micro batch x microbatches x dp). Then the
+ * sampler splits a microbatch of batch / m rows into each dp rank's
+ * rows / m (model_pipeline.c's microbatches): the chunk rule gives
+ * ceil(n / k)-row chunks, and when each is a multiple of m, ceil(n / (m
+ * k)) is ceil(n / k) / m; a chunk of chunks applies that dim by dim;
+ * DistributedSampler's parts are equal. */
 static void check_microbatches(struct cfg *c, const struct tps_model_spec *spec)
 {
 	int m = spec->pipeline.microbatches;
@@ -480,6 +485,17 @@ static void pipeline_body(struct cfg *c, const cJSON *pl, void *ctx)
 		return;
 	}
 	check_microbatches(c, spec);
+	for (int i = 0; i < spec->n_modules && cfg_ok(c) && m > 1; i++) {
+		const struct tps_module_spec *d = &spec->modules[i];
+		if (d->type == TPS_MODULE_DROPOUT && d->p > 0) {
+			cfg_fail_at(c, "microbatches", TPS_ERR_UNSUPPORTED,
+				    "dropout %s draws each element's mask from "
+				    "its place in the batch, which tpsim does "
+				    "not carry into %lld microbatches: "
+				    "expected 1 microbatch, or no dropout",
+				    d->name, (long long)m);
+		}
+	}
 	if (!cfg_ok(c) || !units_init(c, spec, &u)) {
 		return;
 	}

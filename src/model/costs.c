@@ -14,6 +14,11 @@ int64_t tps_cost_ring_steps(const char *op, int n)
 	if (n <= 1) {
 		return 0;
 	}
+	/* A pipeline's point-to-point: one step from the sender; the
+	 * receiver's event sends nothing. */
+	if (strcmp(op, "send") == 0 || strcmp(op, "recv") == 0) {
+		return op[0] == 's' ? 1 : 0;
+	}
 	return strcmp(op, tps_comm_op_name(TPS_COMM_ALL_REDUCE)) == 0
 		       ? 2 * (int64_t)(n - 1)
 		       : (int64_t)(n - 1);

@@ -66,6 +66,22 @@ struct tps_model {
 	 */
 	int64_t *saved_bytes, *output_bytes;
 	int64_t *module_saved_bytes;
+	/*
+	 * Pipeline parallelism (spec->pipeline.enabled; docs/pipeline.md),
+	 * else all empty. Each virtual stage k's modules are
+	 * [stage_begin[k], stage_begin[k + 1]) (n_virtual + 1 entries), the
+	 * top-level ranges of the spec; virtual_of[i] is module i's virtual
+	 * stage. plan is the schedule's, and fwd_slots[k m + mb] and
+	 * bwd_slots[k m + mb] the slots of virtual stage k's forward and
+	 * backward of microbatch mb in it.
+	 */
+	int n_virtual;
+	struct tps_module **stage_begin;
+	int *virtual_of;
+	struct tps_pp_plan plan;
+	struct tps_pp_slot {
+		int64_t start, end;
+	} * fwd_slots, *bwd_slots;
 };
 
 /* Fills t (of the given shape) by an init method; `a` is the bound of

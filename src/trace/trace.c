@@ -701,6 +701,20 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	if (ev->recompute) {
 		fputs(",\"recompute\":true", out);
 	}
+	if (ev->stage) {
+		const struct tps_event_stage *g = ev->stage;
+		fprintf(out, ",\"stage\":%d,\"chunk\":%d", g->stage, g->chunk);
+		if (g->microbatch >= 0) {
+			fprintf(out, ",\"microbatch\":%d", g->microbatch);
+		}
+		if (g->peer >= 0) {
+			fprintf(out, ",\"peer\":%d", g->peer);
+		}
+		if (g->slot_end > 0) {
+			fprintf(out, ",\"slot\":[%" PRId64 ",%" PRId64 "]",
+				g->slot_start, g->slot_end);
+		}
+	}
 	if (ev->mistake) {
 		fputs(",\"mistake\":", out);
 		tps_json_write_string(out, ev->mistake);

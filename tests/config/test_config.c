@@ -1658,6 +1658,14 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /pipeline/microbatches: 3 microbatches, not a multiple "
 	    "of the 2 stages: interleaved_1f1b runs them in groups of p "
 	    "(expected a multiple, as Megatron requires)"),
+	/* A dropout's masks follow each element's place in the batch. */
+	BAD("{'tpsim':1," MESH_PP_TP ",'model':[" FC1 ",{'name':'drop','type':"
+	    "'dropout','p':0.5}," FC2 "],'input':{'shape':[4,4]},'mode':"
+	    "'training','pipeline':{'dim':'pp','microbatches':2}}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /pipeline/microbatches: dropout drop draws each "
+	    "element's mask from its place in the batch, which tpsim does not "
+	    "carry into 2 microbatches: expected 1 microbatch, or no dropout"),
 	/* More virtual stages than top-level modules (fc1, act, fc2). */
 	BAD("{'tpsim':1,'mesh':{'shape':[4,2],'dim_names':['pp','tp']}," MODEL
 	    "," INPUT ",'mode':'training','pipeline':{'dim':'pp',"
@@ -2147,15 +2155,14 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/0/make_vocab_size_divisible_by: a padded "
 	    "vocabulary is the logits' classes: \"fc1\" must be the model's "
 	    "last module, whose output feeds the loss"),
-	BAD(
-		VOCAB(",'make_vocab_size_divisible_by':2",
-		      ",'bias':false,'tie':'tok','make_vocab_size_divisible_by'"
-		      ":4") "}",
-		TPS_ERR_INPUT,
-		"cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
-		"the make_vocab_size_divisible_by of \"tok\" "
-		"(/model/0/make_vocab_size_divisible_by), the embedding "
-		"\"head\" is tied to, got 4"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2",
+		  ",'bias':false,'tie':'tok','make_vocab_size_divisible_by'"
+		  ":4") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
+	    "the make_vocab_size_divisible_by of \"tok\" "
+	    "(/model/0/make_vocab_size_divisible_by), the embedding "
+	    "\"head\" is tied to, got 4"),
 	BAD(VOCAB("", ",'bias':false,'tie':'tok',"
 		      "'make_vocab_size_divisible_by':4") "}",
 	    TPS_ERR_INPUT,
