@@ -302,9 +302,12 @@ static enum tps_status init_pipeline(struct tps_model *m, struct tps_error *err)
 		calloc((size_t)m->n_virtual + 1, sizeof *m->stage_begin);
 	m->virtual_of = calloc((size_t)n, sizeof *m->virtual_of);
 	m->fwd_slots = calloc(slots, sizeof *m->fwd_slots);
+	m->mb_saved =
+		calloc((size_t)m->n_virtual * (size_t)m->spec->mesh.world_size,
+		       sizeof *m->mb_saved);
 	m->bwd_slots = calloc(slots, sizeof *m->bwd_slots);
 	if (!m->stage_begin || !m->virtual_of || !m->fwd_slots ||
-	    !m->bwd_slots) {
+	    !m->bwd_slots || !m->mb_saved) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
 	/* Top-level module `top` is spec module i; the ranges cover them in
@@ -463,6 +466,7 @@ void tps_model_free(struct tps_model *model)
 	}
 	free(model->stage_begin);
 	free(model->virtual_of);
+	free(model->mb_saved);
 	free(model->fwd_slots);
 	free(model->bwd_slots);
 	tps_pp_plan_free(&model->plan);
@@ -722,6 +726,10 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
 		const struct tps_param *p = &model->params[i];
 		const struct tps_dtensor *of[4] = {&p->value, &p->grad,
 						   &p->state[0], &p->state[1]};
+		/* Under a pipeline, only the ranks of its stage hold it (the
+		 * other coordinates of the pp dim compute it too:
+		 * model_pipeline.c). */
+		int k = tps_model_param_virtual_stage(model, p);
 		/* Megatron's distributed optimizer reduce_scatters into a
 		 * full-size gradient buffer: the rank holds the whole
 		 * tp-local gradient's bytes, not only its shard's. */
@@ -729,9 +737,14 @@ enum tps_status tps_model_footprint(const struct tps_model *model,
 		    p->grad.locals) {
 			of[1] = &p->value;
 		}
-		for (int k = 0; k < 4; k++) {
-			for (int r = 0; of[k]->locals && r < world; r++) {
-				held[r][k < 2 ? k : 2] += local_bytes(of[k], r);
+		for (int j = 0; j < 4; j++) {
+			for (int r = 0; of[j]->locals && r < world; r++) {
+				if (k >= 0 &&
+				    tps_model_rank_stage(model, r) !=
+					    k % model->spec->pipeline.p) {
+					continue;
+				}
+				held[r][j < 2 ? j : 2] += local_bytes(of[j], r);
 			}
 		}
 	}

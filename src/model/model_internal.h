@@ -85,10 +85,6 @@ struct tps_stage_tag {
 };
 struct tps_event_sink tps_stage_tag_sink(struct tps_stage_tag *tag);
 
-/* The virtual stage holding parameter p, or -1 without a pipeline. */
-int tps_model_param_virtual_stage(const struct tps_model *model,
-				  const struct tps_param *p);
-
 /* tps_model_run for a pipelined spec: `steps` steps, each over the
  * microbatches. */
 enum tps_status tps_model_run_pipeline(struct tps_model *model,

@@ -316,24 +316,53 @@ struct step_out {
 	double loss;
 };
 
-/* Rank r's coordinate on the pp dim: its stage. */
-static int stage_of_rank(const struct tps_model *model, int r)
+int tps_model_rank_stage(const struct tps_model *model, int r)
 {
 	int coord[TPS_MAX_MESH_DIMS];
 	tps_mesh_coord_of(&model->spec->mesh, r, coord);
 	return coord[model->spec->pipeline.dim];
 }
 
-/* What forward left alive for backward, per rank and per module
- * (model.h), for one microbatch: a module's bytes count on the ranks of
- * its stage only, the output on the last stage's. */
+int64_t tps_model_pipeline_peak(const struct tps_model *model, int r,
+				int *in_flight)
+{
+	int p = model->spec->pipeline.p, s = tps_model_rank_stage(model, r);
+	int world = model->spec->mesh.world_size, n = 0;
+	const struct tps_pp_stage *g = &model->plan.stages[s];
+	int64_t held = 0, most = 0;
+	*in_flight = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct tps_pp_op *op = &g->ops[i];
+		int k = op->chunk * p + s;
+		int64_t b =
+			model->mb_saved[(size_t)k * (size_t)world + (size_t)r];
+		bool fwd = op->kind == TPS_PP_FORWARD;
+		held += fwd ? b : -b;
+		n += fwd ? 1 : -1;
+		if (held > most) {
+			most = held;
+		}
+		if (n > *in_flight) {
+			*in_flight = n;
+		}
+	}
+	return most;
+}
+
+/* What forward left alive for backward (model.h): per virtual stage and
+ * rank, one microbatch's (a module's bytes count on the ranks of its
+ * stage only); per rank, the most its stage holds at once under the
+ * schedule; the output, one microbatch's on the last stage's ranks. */
 static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 {
 	const struct tps_model_spec *spec = model->spec;
 	int world = spec->mesh.world_size, p = spec->pipeline.p;
 	int last = (model->n_virtual - 1) % p;
+	memset(model->mb_saved, 0,
+	       (size_t)model->n_virtual * (size_t)world *
+		       sizeof *model->mb_saved);
 	for (int r = 0; r < world; r++) {
-		bool on_last = stage_of_rank(model, r) == last;
+		bool on_last = tps_model_rank_stage(model, r) == last;
 		model->saved_bytes[r] = 0;
 		model->output_bytes[r] =
 			on_last && y->locals
@@ -349,7 +378,7 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 			const struct tps_dtensor *t[4] = {
 				&m->saved_in, &m->saved_more[0],
 				&m->saved_more[1], &m->saved_more[2]};
-			if (stage_of_rank(model, r) != s) {
+			if (tps_model_rank_stage(model, r) != s) {
 				continue;
 			}
 			for (int k = 0; k < 4; k++) {
@@ -358,10 +387,18 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 							    4
 						  : 0;
 			}
-			model->saved_bytes[r] += b;
+			model->mb_saved[(size_t)model->virtual_of[i] *
+						(size_t)world +
+					(size_t)r] += b;
 			most = b > most ? b : most;
 		}
 		model->module_saved_bytes[i] = most;
+	}
+	/* What the rank holds at its schedule's peak. */
+	for (int r = 0; r < world; r++) {
+		int in_flight;
+		model->saved_bytes[r] =
+			tps_model_pipeline_peak(model, r, &in_flight);
 	}
 }
 

@@ -1014,6 +1014,60 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 	return TPS_OK;
 }
 
+/*
+ * ,"pipeline":{...}: the schedule, and per stage (the largest over its
+ * ranks, with the lowest rank that holds it): the microbatches (chunk
+ * forwards, with v > 1) in flight at its peak, what one microbatch
+ * leaves saved on it, and its activations at the peak of the schedule
+ * (tps_model_pipeline_peak, plus one microbatch's output on the last
+ * stage); the schedule's busy and idle slots (docs/pipeline.md).
+ */
+static void write_pipeline(const struct tps_trace *t,
+			   const struct tps_model *model)
+{
+	const struct tps_model_spec *spec = model->spec;
+	const struct tps_pipeline_spec *pp = &spec->pipeline;
+	int world = spec->mesh.world_size;
+	FILE *out = t->out;
+	fprintf(out,
+		",\"pipeline\":{\"schedule\":\"%s\",\"stages\":%d,"
+		"\"microbatches\":%d,\"virtual_stages\":%d,\"by_stage\":[",
+		tps_pp_schedule_name(pp->schedule), pp->p, pp->microbatches,
+		pp->virtual_stages);
+	for (int s = 0; s < pp->p; s++) {
+		int64_t peak = -1, per_mb = 0;
+		int rank = 0, in_flight = 0;
+		for (int r = 0; r < world; r++) {
+			int n;
+			int64_t b, mb = 0;
+			if (tps_model_rank_stage(model, r) != s) {
+				continue;
+			}
+			b = tps_model_pipeline_peak(model, r, &n) +
+			    model->output_bytes[r];
+			for (int c = 0; c < pp->virtual_stages; c++) {
+				mb += model->mb_saved[(size_t)(c * pp->p + s) *
+							      (size_t)world +
+						      (size_t)r];
+			}
+			if (b > peak) {
+				peak = b;
+				rank = r;
+				in_flight = n;
+				per_mb = mb;
+			}
+		}
+		fprintf(out,
+			"%s{\"stage\":%d,\"rank\":%d,\"busy_slots\":%" PRId64
+			",\"idle_slots\":%" PRId64 ",\"peak_in_flight\":%d,"
+			"\"saved_bytes_per_microbatch\":%" PRId64
+			",\"peak_activation_bytes\":%" PRId64 "}",
+			s ? "," : "", s, rank, model->plan.stages[s].busy,
+			model->plan.stages[s].idle, in_flight, per_mb, peak);
+	}
+	fputs("]}", out);
+}
+
 enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err)
@@ -1028,6 +1082,9 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		fputs("\"result\":{\"output\":", t->out);
 		write_tensor_object(t, &r->sim->output, act);
 		st = write_symbolic(t, r->model, err);
+		if (r->model->n_virtual > 0) {
+			write_pipeline(t, r->model);
+		}
 		fputs("},\n", t->out);
 		return st;
 	}
@@ -1084,6 +1141,9 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 	if (r->diagnosis) {
 		fputs(",\"diagnosis\":", t->out);
 		tps_json_write_string(t->out, r->diagnosis);
+	}
+	if (r->model->n_virtual > 0 && !r->stopped) {
+		write_pipeline(t, r->model);
 	}
 	fputs("},\n", t->out);
 	(void)err;
