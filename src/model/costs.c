@@ -415,8 +415,11 @@ enum tps_status tps_cost_plan_warning(const struct tps_model_spec *spec,
 	struct tps_event_sink sink = {watch_only, &watch};
 	enum tps_status st;
 	/* The plan as written: an injected mistake is the run's to make
-	 * (and may stop it at a shape error, which the run reports). */
+	 * (and may stop it at a shape error, which the run reports). A
+	 * pipeline runs the same modules in the same layouts, once per
+	 * microbatch: one step without it finds what it would. */
 	planned.inject = 0;
+	planned.pipeline.enabled = false;
 	watch.spec = spec;
 	warning[0] = '\0';
 	st = run_meta_step(&planned, own_mode(spec), sink, err);

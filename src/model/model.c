@@ -326,6 +326,20 @@ static enum tps_status init_pipeline(struct tps_model *m, struct tps_error *err)
 		top++;
 	}
 	m->stage_begin[m->n_virtual] = m->modules + n;
+	/* Each parameter's: its first module's (a tied head's parameters
+	 * are its embedding's, which comes first). */
+	m->param_virtual = malloc((size_t)(m->n_params ? m->n_params : 1) *
+				  sizeof *m->param_virtual);
+	if (!m->param_virtual) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		const struct tps_module *mod = &m->modules[i];
+		for (int j = 0; j < mod->n_params; j++) {
+			m->param_virtual[mod->params + j - m->params] =
+				m->virtual_of[i];
+		}
+	}
 	st = tps_pp_plan_init(&m->plan, pp->schedule, pp->p, pp->microbatches,
 			      pp->virtual_stages, err);
 	for (int s = 0; st == TPS_OK && s < pp->p; s++) {
@@ -466,6 +480,7 @@ void tps_model_free(struct tps_model *model)
 	}
 	free(model->stage_begin);
 	free(model->virtual_of);
+	free(model->param_virtual);
 	free(model->mb_saved);
 	free(model->fwd_slots);
 	free(model->bwd_slots);

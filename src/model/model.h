@@ -83,6 +83,7 @@ struct tps_model {
 	int n_virtual;
 	struct tps_module **stage_begin;
 	int *virtual_of;
+	int *param_virtual; /* per parameter, in params' order */
 	struct tps_pp_plan plan;
 	struct tps_pp_slot *fwd_slots, *bwd_slots;
 	/* What one microbatch's forward left saved on each rank, per

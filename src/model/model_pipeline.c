@@ -93,18 +93,8 @@ static struct tps_event_sink op_sink(struct op_tag *t)
 int tps_model_param_virtual_stage(const struct tps_model *model,
 				  const struct tps_param *p)
 {
-	if (model->n_virtual == 0) {
-		return -1;
-	}
-	/* The first module whose parameters it is (a tied head's point at
-	 * its embedding's, which comes first). */
-	for (int i = 0; i < model->spec->n_modules; i++) {
-		const struct tps_module *m = &model->modules[i];
-		if (p >= m->params && p < m->params + m->n_params) {
-			return model->virtual_of[i];
-		}
-	}
-	return -1;
+	return model->n_virtual > 0 ? model->param_virtual[p - model->params]
+				    : -1;
 }
 
 /* ---- microbatches ------------------------------------------------------- */
@@ -263,8 +253,8 @@ static bool trains_before(const struct tps_model *model,
 }
 
 /* acc[i] += each parameter's gradient of microbatch mb (the first one's
- * taken over), rank by rank in float32; an event per parameter from the
- * second microbatch on. */
+ * taken over), rank by rank in float32; after the last microbatch (of 2
+ * or more), an event per parameter with the sum. */
 static enum tps_status accumulate(struct tps_model *model, int step, int mb,
 				  struct tps_dtensor *acc,
 				  struct tps_event_sink sink,
@@ -285,10 +275,14 @@ static enum tps_status accumulate(struct tps_model *model, int step, int mb,
 			memset(&p->grad, 0, sizeof p->grad);
 			continue;
 		}
-		for (int r = 0; r < spec->mesh.world_size; r++) {
+		for (int r = 0;
+		     !acc[i].locals[0].meta && r < spec->mesh.world_size; r++) {
 			tps_tensor_add(&acc[i].locals[r], &p->grad.locals[r]);
 		}
 		tps_dtensor_free(&p->grad);
+		if (mb < spec->pipeline.microbatches - 1) {
+			continue;
+		}
 		tag = op_tag_of(model, sink,
 				tps_model_param_virtual_stage(model, p), mb);
 		ctx = tps_step_context(model, op_sink(&tag), step,
@@ -296,12 +290,12 @@ static enum tps_status accumulate(struct tps_model *model, int step, int mb,
 		/* The running sum is float32, as Megatron's main_grad. */
 		ctx.dtypes.of[TPS_ROLE_GRADS] = TPS_DTYPE_F32;
 		snprintf(name, sizeof name, "%s.grad", p->name);
-		st = tps_nn_emit_compute(&ctx, p->module, "accumulate", name,
-					 "the gradient summed over the "
-					 "microbatches so far, in float32 (the "
-					 "loss of each is scaled for the whole "
-					 "batch)",
-					 &acc[i], 0, err);
+		st = tps_nn_emit_compute(
+			&ctx, p->module, "accumulate", name,
+			"the gradient summed over the step's "
+			"microbatches, in float32 (the loss of "
+			"each is scaled for the whole batch)",
+			&acc[i], 0, err);
 	}
 	return st;
 }
@@ -318,9 +312,13 @@ struct step_out {
 
 int tps_model_rank_stage(const struct tps_model *model, int r)
 {
-	int coord[TPS_MAX_MESH_DIMS];
-	tps_mesh_coord_of(&model->spec->mesh, r, coord);
-	return coord[model->spec->pipeline.dim];
+	/* Row-major: the dims after the pp dim vary faster. */
+	const struct tps_mesh *mesh = &model->spec->mesh;
+	int stride = 1;
+	for (int d = model->spec->pipeline.dim + 1; d < mesh->ndim; d++) {
+		stride *= mesh->shape[d];
+	}
+	return r / stride % mesh->shape[model->spec->pipeline.dim];
 }
 
 int64_t tps_model_pipeline_peak(const struct tps_model *model, int r,

@@ -811,7 +811,8 @@ START_TEST(pipeline_timeline_measures_the_bubble_of_each_schedule)
 	 * integers: idle m v = busy (p - 1). The trace's result says how
 	 * many microbatches stage 0 holds at its peak: m with GPipe,
 	 * min(p, m) with 1F1B, and its peak activations are that many
-	 * microbatches' (12 linears of a (1, 4) input: 16 bytes each). */
+	 * microbatches' (12 linears of a (1, 4) input: 16 bytes each). The
+	 * trace's bytes per rank are the busiest stage's sends. */
 	static const char *const schedules[] = {
 		"gpipe", "1f1b", "interleaved_1f1b", "interleaved_1f1b"};
 	const char *dir = tu_tempdir();
@@ -847,6 +848,19 @@ START_TEST(pipeline_timeline_measures_the_bubble_of_each_schedule)
 				get(get(get(trace, "result"), "pipeline"),
 				    "by_stage"),
 				0);
+			if (v == 1) {
+				/* Each send is a (1, 4) microbatch's 16
+				 * bytes; a middle stage sends m forward and
+				 * m backward, the first and the last m, and
+				 * a rank sends its stage's only. */
+				int64_t most = p >= 3	? 32 * m
+					       : p == 2 ? 16 * m
+							: 0;
+				ck_assert_int_eq(get(get(trace, "comm"),
+						     "bytes_per_rank")
+							 ->valuedouble,
+						 most);
+			}
 			if (v == 1) {
 				int want = k == 0 ? m : (p < m ? p : m);
 				int64_t per =
