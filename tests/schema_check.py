@@ -47,6 +47,7 @@ EXPRESSIBLE = (
     ": unknown input source",
     ": unknown optimizer",
     ": unknown dtype",
+    ": unknown schedule",
     ": unknown module type",
     ": unsupported config version",
     ": out of range (expected",

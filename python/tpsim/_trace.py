@@ -101,6 +101,18 @@ class Event:
         return self._trace._event_json(self.seq).get("recompute", False)
 
     @property
+    def pipeline(self):
+        """Under a pipeline (docs/pipeline.md), a dict of the event's
+        "stage" (whose ranks ran it), "chunk", and when it has them
+        "microbatch", "peer" (a send's or recv's other stage) and "slot"
+        ([start, end] of the schedule's operation); None otherwise."""
+        ev = self._trace._event_json(self.seq)
+        if "stage" not in ev:
+            return None
+        return {k: ev[k] for k in ("stage", "chunk", "microbatch", "peer",
+                                   "slot") if k in ev}
+
+    @property
     def ranks(self):
         if self._ranks is None:
             ranks = []

@@ -671,7 +671,7 @@ static void parse_root(struct cfg *c, const cJSON *root,
 		"optimizer", "dp_grad",	      "links",
 		"device",    "trace",	      "tolerance",
 		"inject",    "compute",	      "dtype",
-		"zero", "sequence_parallel_save", "recompute", NULL};
+		"zero", "sequence_parallel_save", "recompute", "pipeline", NULL};
 	static const char *const mesh_keys[] = {"shape", "dim_names", NULL};
 	static const char *const input_keys[] = {
 		"shape",	 "values",    "init", "seed",

@@ -222,6 +222,11 @@ void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 /* "sampler": "distributed" needs the batch divisible by the dp size. */
 void cfg_check_sampler(struct cfg *c, const struct tps_model_spec *spec);
 
+/* config_pipeline.c: "pipeline" (docs/pipeline.md), in training, after
+ * the other training keys (its split reads "recompute"). */
+void cfg_parse_pipeline(struct cfg *c, const cJSON *root,
+			struct tps_model_spec *spec);
+
 /* config_cost.c: "links" and "device", defaults by mesh position. */
 void cfg_parse_cost(struct cfg *c, const cJSON *root,
 		    const struct tps_mesh *mesh, struct tps_cost_spec *cost);

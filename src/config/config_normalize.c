@@ -12,7 +12,9 @@
  *   init, seed), optimizer (type and every field of that type), dp_grad,
  *   zero (when given: stage, and its stage's option);
  *   sequence_parallel_save (when not "shard"), recompute (when not
- *   "none");
+ *   "none"), pipeline (when given: dim, microbatches, schedule,
+ *   virtual_stages for interleaved_1f1b, and stages, the ranges as
+ *   resolved);
  *   then inject (when given), links (every mesh dim, in mesh order),
  *   device, trace, tolerance (when given, with the keys given: the
  *   defaults add no slack to the error bounds, docs/config.md), dtype
@@ -342,6 +344,26 @@ static void put_optimizer(struct builder *b, cJSON *n,
 	}
 }
 
+/* The pipeline's keys, the stages as ranges whether given or split. */
+static void put_pipeline(struct builder *b, cJSON *n,
+			 const struct tps_model_spec *s)
+{
+	const struct tps_pipeline_spec *pp = &s->pipeline;
+	cJSON *o = put_object(b, n, "pipeline"), *a;
+	put_string(b, o, "dim", s->mesh.dim_names[pp->dim]);
+	put_number(b, o, "microbatches", pp->microbatches);
+	put_string(b, o, "schedule", tps_pp_schedule_names[pp->schedule]);
+	if (pp->schedule == TPS_PP_INTERLEAVED_1F1B) {
+		put_number(b, o, "virtual_stages", pp->virtual_stages);
+	}
+	a = put_array(b, o, "stages");
+	for (int k = 0; k < pp->p * pp->virtual_stages; k++) {
+		cJSON *r = put_array(b, a, NULL);
+		put_number(b, r, NULL, pp->ranges[k].first);
+		put_number(b, r, NULL, pp->ranges[k].last);
+	}
+}
+
 static void put_training(struct builder *b, cJSON *n,
 			 const struct tps_model_spec *s, const cJSON *values)
 {
@@ -385,6 +407,9 @@ static void put_training(struct builder *b, cJSON *n,
 	if (s->recompute != TPS_RECOMPUTE_NONE) {
 		put_string(b, n, "recompute",
 			   tps_recompute_names[s->recompute]);
+	}
+	if (s->pipeline.enabled) {
+		put_pipeline(b, n, s);
 	}
 }
 

@@ -1,6 +1,7 @@
 /*
  * The training keys of the config: "steps", "loss", "target", "optimizer",
- * "dp_grad" (docs/design.md sections 2 and 4), "zero" (docs/zero.md), and the
+ * "dp_grad" (docs/design.md sections 2 and 4), "zero" (docs/zero.md),
+ * "pipeline" (config_pipeline.c, docs/pipeline.md), and the
  * checks that tie the batch to data parallelism. With "mode": "inference" each
  * training key is an error that says so, rather than a setting silently
  * ignored.
@@ -14,7 +15,8 @@
 /* The keys only training reads, in the order they are checked. */
 static const char *const training_keys[] = {
 	"steps",   "loss", "loss_parallel", "target", "optimizer",
-	"dp_grad", "zero", "sequence_parallel_save", "recompute", NULL};
+	"dp_grad", "zero", "sequence_parallel_save", "recompute", "pipeline",
+	NULL};
 
 void cfg_training_only(struct cfg *c, const cJSON *obj, const char *key,
 		       enum tps_mode mode)
@@ -570,4 +572,5 @@ void cfg_parse_training(struct cfg *c, const cJSON *root,
 		   &recompute);
 	spec->recompute = (enum tps_recompute)recompute;
 	check_recompute(c, spec);
+	cfg_parse_pipeline(c, root, spec);
 }

@@ -5,19 +5,20 @@
 #include <assert.h>
 #include <stdlib.h>
 
-static const char *const schedule_names[] = {
+const char *const tps_pp_schedule_names[] = {
 	[TPS_PP_GPIPE] = "gpipe",
 	[TPS_PP_1F1B] = "1f1b",
 	[TPS_PP_INTERLEAVED_1F1B] = "interleaved_1f1b",
+	[TPS_PP_SCHEDULE_COUNT] = NULL,
 };
-static_assert(sizeof schedule_names / sizeof schedule_names[0] ==
-		      TPS_PP_SCHEDULE_COUNT,
-	      "one name per schedule");
+static_assert(sizeof tps_pp_schedule_names / sizeof tps_pp_schedule_names[0] ==
+		      TPS_PP_SCHEDULE_COUNT + 1,
+	      "one name per schedule, then NULL");
 
 const char *tps_pp_schedule_name(enum tps_pp_schedule schedule)
 {
 	assert(schedule >= 0 && schedule < TPS_PP_SCHEDULE_COUNT);
-	return schedule_names[schedule];
+	return tps_pp_schedule_names[schedule];
 }
 
 static enum tps_status check_input(enum tps_pp_schedule schedule, int p, int m,

@@ -88,7 +88,10 @@ enum tps_status tps_pp_plan_init(struct tps_pp_plan *plan,
 void tps_pp_plan_free(struct tps_pp_plan *plan);
 
 /* The schedule's name in docs/pipeline.md ("gpipe", "1f1b",
- * "interleaved_1f1b"). */
+ * "interleaved_1f1b"): tps_pp_schedule_names[schedule], the one name table
+ * of the enum (NULL-terminated, as spec.h's tables, so that the config
+ * reads the names through it). */
+extern const char *const tps_pp_schedule_names[];
 const char *tps_pp_schedule_name(enum tps_pp_schedule schedule);
 
 #endif

@@ -14,6 +14,11 @@ int64_t tps_cost_ring_steps(const char *op, int n)
 	if (n <= 1) {
 		return 0;
 	}
+	/* A pipeline's point-to-point: one step from the sender; the
+	 * receiver's event sends nothing. */
+	if (strcmp(op, "send") == 0 || strcmp(op, "recv") == 0) {
+		return op[0] == 's' ? 1 : 0;
+	}
 	return strcmp(op, tps_comm_op_name(TPS_COMM_ALL_REDUCE)) == 0
 		       ? 2 * (int64_t)(n - 1)
 		       : (int64_t)(n - 1);
@@ -417,8 +422,11 @@ enum tps_status tps_cost_plan_warning(const struct tps_model_spec *spec,
 	struct tps_event_sink sink = {watch_only, &watch};
 	enum tps_status st;
 	/* The plan as written: an injected mistake is the run's to make
-	 * (and may stop it at a shape error, which the run reports). */
+	 * (and may stop it at a shape error, which the run reports). A
+	 * pipeline runs the same modules in the same layouts, once per
+	 * microbatch: one step without it finds what it would. */
 	planned.inject = 0;
+	planned.pipeline.enabled = false;
 	watch.spec = spec;
 	warning[0] = '\0';
 	st = run_meta_step(&planned, own_mode(spec), sink, NULL, err);

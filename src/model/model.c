@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arith.h"
+#include "model_internal.h"
 #include "optim.h"
 #include "pool.h"
 #include "rng.h"
@@ -287,6 +288,78 @@ static void tie_module(struct tps_model *m, int i)
 	}
 }
 
+/* The virtual stages' modules and the schedule's slots (model.h). */
+static enum tps_status init_pipeline(struct tps_model *m, struct tps_error *err)
+{
+	const struct tps_pipeline_spec *pp = &m->spec->pipeline;
+	int n = m->spec->n_modules, k = 0, top = 0;
+	size_t slots = (size_t)pp->p * (size_t)pp->virtual_stages *
+		       (size_t)pp->microbatches;
+	enum tps_status st;
+
+	m->n_virtual = pp->p * pp->virtual_stages;
+	m->stage_begin =
+		calloc((size_t)m->n_virtual + 1, sizeof *m->stage_begin);
+	m->virtual_of = calloc((size_t)n, sizeof *m->virtual_of);
+	m->fwd_slots = calloc(slots, sizeof *m->fwd_slots);
+	m->mb_saved =
+		calloc((size_t)m->n_virtual * (size_t)m->spec->mesh.world_size,
+		       sizeof *m->mb_saved);
+	m->bwd_slots = calloc(slots, sizeof *m->bwd_slots);
+	if (!m->stage_begin || !m->virtual_of || !m->fwd_slots ||
+	    !m->bwd_slots || !m->mb_saved) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	/* Top-level module `top` is spec module i; the ranges cover them in
+	 * order (config_pipeline.c). */
+	for (int i = 0; i < n; i += 1 + m->spec->modules[i].n_descendants) {
+		if (top == pp->ranges[k].first) {
+			m->stage_begin[k] = &m->modules[i];
+		}
+		for (int j = i; j <= i + m->spec->modules[i].n_descendants;
+		     j++) {
+			m->virtual_of[j] = k;
+		}
+		if (top == pp->ranges[k].last) {
+			k++;
+		}
+		top++;
+	}
+	m->stage_begin[m->n_virtual] = m->modules + n;
+	/* Each parameter's: its first module's (a tied head's parameters
+	 * are its embedding's, which comes first). */
+	m->param_virtual = malloc((size_t)(m->n_params ? m->n_params : 1) *
+				  sizeof *m->param_virtual);
+	if (!m->param_virtual) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		const struct tps_module *mod = &m->modules[i];
+		for (int j = 0; j < mod->n_params; j++) {
+			m->param_virtual[mod->params + j - m->params] =
+				m->virtual_of[i];
+		}
+	}
+	st = tps_pp_plan_init(&m->plan, pp->schedule, pp->p, pp->microbatches,
+			      pp->virtual_stages, err);
+	for (int s = 0; st == TPS_OK && s < pp->p; s++) {
+		const struct tps_pp_stage *g = &m->plan.stages[s];
+		for (int i = 0; i < g->n_ops; i++) {
+			const struct tps_pp_op *op = &g->ops[i];
+			size_t at = ((size_t)op->chunk * (size_t)pp->p +
+				     (size_t)s) *
+					    (size_t)pp->microbatches +
+				    (size_t)op->microbatch;
+			struct tps_pp_slot *slot = op->kind == TPS_PP_FORWARD
+							   ? &m->fwd_slots[at]
+							   : &m->bwd_slots[at];
+			slot->start = op->start;
+			slot->end = op->end;
+		}
+	}
+	return st;
+}
+
 static enum tps_status init_model(struct tps_model *model,
 				  const struct tps_model_spec *spec, bool meta,
 				  struct tps_error *err)
@@ -355,6 +428,9 @@ static enum tps_status init_model(struct tps_model *model,
 	if (st == TPS_OK) {
 		st = tps_model_fsdp_shard(&m, err);
 	}
+	if (st == TPS_OK && spec->pipeline.enabled) {
+		st = init_pipeline(&m, err);
+	}
 out:
 	free(job.param_specs);
 	if (st != TPS_OK) {
@@ -407,6 +483,13 @@ void tps_model_free(struct tps_model *model)
 	if (!model) {
 		return;
 	}
+	free(model->stage_begin);
+	free(model->virtual_of);
+	free(model->param_virtual);
+	free(model->mb_saved);
+	free(model->fwd_slots);
+	free(model->bwd_slots);
+	tps_pp_plan_free(&model->plan);
 	for (int i = 0; i < model->n_params; i++) {
 		struct tps_param *p = &model->params[i];
 		tps_tensor_free(&p->global);
@@ -467,6 +550,7 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
 		const struct tps_param *p = &model->params[i];
 		struct tps_event ev = {0};
+		int k;
 		ev.step = -1;
 		ev.phase = TPS_PHASE_SETUP;
 		ev.module = p->module;
@@ -475,6 +559,19 @@ enum tps_status tps_model_emit_setup(const struct tps_model *model,
 		ev.tensor = p->name;
 		ev.value = &p->value;
 		ev.dtype = model->spec->dtypes.of[TPS_ROLE_PARAMS];
+		/* Under a pipeline, on its stage's ranks. */
+		k = tps_model_param_virtual_stage(model, p);
+		if (k >= 0) {
+			struct tps_event_stage g = {k % model->spec->pipeline.p,
+						    k / model->spec->pipeline.p,
+						    -1,
+						    -1,
+						    0,
+						    0};
+			ev.stage = &g;
+			st = tps_event_emit(sink, &ev, err);
+			continue;
+		}
 		st = tps_event_emit(sink, &ev, err);
 	}
 	return st;
@@ -658,7 +755,15 @@ void tps_model_held_by_rank(const struct tps_model *model,
 					model->dp > 1 && p->grad.locals
 				? &p->value
 				: &p->grad;
+		/* Under a pipeline, only the ranks of its stage hold it (the
+		 * other coordinates of the pp dim compute it too:
+		 * model_pipeline.c). */
+		int k = tps_model_param_virtual_stage(model, p);
 		for (int r = 0; r < world; r++) {
+			if (k >= 0 && tps_model_rank_stage(model, r) !=
+					      k % model->spec->pipeline.p) {
+				continue;
+			}
 			per[r].params += local_bytes(&p->value, r, param);
 			per[r].grads += local_bytes(g, r, grad);
 			per[r].master += local_bytes(&p->master, r, master);

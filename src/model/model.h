@@ -35,6 +35,11 @@
 #include "nn.h"
 #include "spec.h"
 
+/* A pipeline operation's slots (pipeline_schedule.h). */
+struct tps_pp_slot {
+	int64_t start, end;
+};
+
 struct tps_model {
 	const struct tps_model_spec *spec; /* not owned; must outlive model */
 	/* Meta (tps_model_init_meta): parameters are meta tensors; so must
@@ -72,7 +77,42 @@ struct tps_model {
 	 * the most alive at once during the last step (0 when nothing is
 	 * gathered). */
 	int64_t *gathered_bytes, *gathered_peak_bytes;
+	/*
+	 * Pipeline parallelism (spec->pipeline.enabled; docs/pipeline.md),
+	 * else all empty. Each virtual stage k's modules are
+	 * [stage_begin[k], stage_begin[k + 1]) (n_virtual + 1 entries), the
+	 * top-level ranges of the spec; virtual_of[i] is module i's virtual
+	 * stage. plan is the schedule's, and fwd_slots[k m + mb] and
+	 * bwd_slots[k m + mb] the slots of virtual stage k's forward and
+	 * backward of microbatch mb in it.
+	 */
+	int n_virtual;
+	struct tps_module **stage_begin;
+	int *virtual_of;
+	int *param_virtual; /* per parameter, in params' order */
+	struct tps_pp_plan plan;
+	struct tps_pp_slot *fwd_slots, *bwd_slots;
+	/* What one microbatch's forward left saved on each rank, per
+	 * virtual stage (mb_saved[k * world + r], bytes): the last
+	 * training step's first microbatch. saved_bytes[r] is then the
+	 * most rank r holds over its stage's order of operations
+	 * (tps_model_pipeline_peak), output_bytes[r] one microbatch's
+	 * output on the last stage. */
+	int64_t *mb_saved;
 };
+
+/* A pipelined model's rank r: the bytes its stage holds for backward at
+ * the peak of the schedule, walking its order of operations (each
+ * forward of microbatch i on chunk c adds what chunk c saves per
+ * microbatch, its backward frees it), and the microbatches (chunk
+ * forwards, with v > 1) in flight there. 0 before a training step. */
+int64_t tps_model_pipeline_peak(const struct tps_model *model, int r,
+				int *in_flight);
+/* A pipelined model's rank r's stage: its coordinate on the pp dim. */
+int tps_model_rank_stage(const struct tps_model *model, int r);
+/* The virtual stage holding parameter p, or -1 without a pipeline. */
+int tps_model_param_virtual_stage(const struct tps_model *model,
+				  const struct tps_param *p);
 
 /* Fills t (of the given shape) by an init method; `a` is the bound of
  * uniform and the standard deviation of normal; `stream` names the random

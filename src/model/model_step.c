@@ -8,11 +8,12 @@
 
 #include "comm.h"
 #include "model.h"
+#include "model_internal.h"
 #include "optim.h"
 
-static struct tps_nn_context context(const struct tps_model *model,
-				     struct tps_event_sink sink, int step,
-				     enum tps_phase phase)
+struct tps_nn_context tps_step_context(const struct tps_model *model,
+				       struct tps_event_sink sink, int step,
+				       enum tps_phase phase)
 {
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_nn_context ctx = {.mesh = &spec->mesh,
@@ -41,10 +42,10 @@ static struct tps_nn_context context(const struct tps_model *model,
 
 /* out = t with its rows (dim 0) reordered: out row p is t row order[p], or,
  * with inverse, out row order[p] is t row p. */
-static enum tps_status permute_rows(const struct tps_tensor *t,
-				    const int64_t *order, bool inverse,
-				    struct tps_tensor *out,
-				    struct tps_error *err)
+enum tps_status tps_step_permute_rows(const struct tps_tensor *t,
+				      const int64_t *order, bool inverse,
+				      struct tps_tensor *out,
+				      struct tps_error *err)
 {
 	int64_t rows = t->shape.dim[0];
 	int64_t inner = rows ? tps_tensor_numel(t) / rows : 0;
@@ -65,7 +66,8 @@ static enum tps_status sampled(const struct tps_model *model,
 			       struct tps_tensor *out, struct tps_error *err)
 {
 	if (model->spec->sampler == TPS_SAMPLER_DISTRIBUTED) {
-		return permute_rows(t, model->sample_order, false, out, err);
+		return tps_step_permute_rows(t, model->sample_order, false, out,
+					     err);
 	}
 	return tps_tensor_copy(out, t, err);
 }
@@ -81,7 +83,7 @@ static enum tps_status assembled(const struct tps_model *model,
 		*out = full;
 		return st;
 	}
-	st = permute_rows(&full, model->sample_order, true, out, err);
+	st = tps_step_permute_rows(&full, model->sample_order, true, out, err);
 	tps_tensor_free(&full);
 	return st;
 }
@@ -103,9 +105,9 @@ static enum tps_status zero_off_root(void *opaque, int r, struct tps_error *err)
 
 /* Seed 004's script: each tp group's root loads the batch, the others
  * hold torch.empty until the broadcast. */
-static enum tps_status broadcast_from_tp_root(const struct tps_nn_context *ctx,
-					      struct tps_dtensor *x,
-					      struct tps_error *err)
+enum tps_status
+tps_step_broadcast_from_tp_root(const struct tps_nn_context *ctx,
+				struct tps_dtensor *x, struct tps_error *err)
 {
 	struct zero_job job = {x, 1u << ctx->tp_dim};
 	struct tps_comm_report report;
@@ -164,12 +166,10 @@ static enum tps_status emit_flat_split(const struct tps_nn_context *ctx,
  * flattened group (shard(0,flat) on each: one event); with
  * chunk_of_chunks, or over one dp dim, a shard(0) on each dp dim, the
  * whole batch distributed and then split dim by dim (one event each). */
-static enum tps_status distribute_batch(const struct tps_nn_context *ctx,
-					const struct tps_model *model,
-					const struct tps_tensor *global,
-					const char *module, const char *tensor,
-					struct tps_dtensor *x,
-					struct tps_error *err)
+enum tps_status tps_step_distribute_batch(
+	const struct tps_nn_context *ctx, const struct tps_model *model,
+	const struct tps_tensor *global, const char *module, const char *tensor,
+	struct tps_dtensor *x, struct tps_error *err)
 {
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_placement p[TPS_MAX_MESH_DIMS];
@@ -222,13 +222,14 @@ static enum tps_status distribute_batch(const struct tps_nn_context *ctx,
  * chunks save as usual. Without "full" the whole model is one chunk.
  */
 
-/* The end of the chunk that starts at m; *recompute: whether it is a
- * block that "full" runs again. */
+/* The end of the chunk that starts at m, at most `end`; *recompute:
+ * whether it is a block that "full" runs again (the config keeps a block
+ * within one pipeline stage). */
 static struct tps_module *chunk_end(const struct tps_model *model,
-				    struct tps_module *m, bool *recompute)
+				    struct tps_module *m,
+				    struct tps_module *end, bool *recompute)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_module *end = model->modules + spec->n_modules;
 	bool full = spec->mode == TPS_MODE_TRAINING &&
 		    spec->recompute == TPS_RECOMPUTE_FULL;
 	*recompute = full && m->spec->block_span > 0;
@@ -245,20 +246,18 @@ static struct tps_module *chunk_end(const struct tps_model *model,
 	return m;
 }
 
-/* The model's forward over its chunks: *x consumed, *y made. */
-static enum tps_status forward_chunks(const struct tps_nn_context *ctx,
-				      struct tps_model *model,
-				      struct tps_dtensor *x,
-				      struct tps_dtensor *y,
-				      struct tps_error *err)
+enum tps_status
+tps_step_forward_range(const struct tps_nn_context *ctx,
+		       struct tps_model *model, struct tps_module *begin,
+		       struct tps_module *end, struct tps_dtensor *x,
+		       struct tps_dtensor *y, struct tps_error *err)
 {
-	struct tps_module *end = model->modules + model->spec->n_modules;
 	struct tps_dtensor cur = *x;
 	enum tps_status st = TPS_OK;
 	memset(x, 0, sizeof *x);
-	for (struct tps_module *a = model->modules; a < end && st == TPS_OK;) {
+	for (struct tps_module *a = begin; a < end && st == TPS_OK;) {
 		bool again;
-		struct tps_module *b = chunk_end(model, a, &again);
+		struct tps_module *b = chunk_end(model, a, end, &again);
 		struct tps_nn_context c = *ctx;
 		struct tps_dtensor kept = {0}, out = {0};
 		if (again && ctx->save) {
@@ -286,6 +285,24 @@ static enum tps_status forward_chunks(const struct tps_nn_context *ctx,
 	return TPS_OK;
 }
 
+enum tps_status tps_step_output(const struct tps_nn_context *ctx,
+				struct tps_model *model, struct tps_dtensor *x,
+				struct tps_error *err)
+{
+	const struct tps_model_spec *spec = model->spec;
+	tps_layout_chain_start(&model->output_chain, ctx, x);
+	/* loss_parallel keeps the logits sharded over their classes. */
+	if (spec->loss_parallel && spec->mode == TPS_MODE_TRAINING) {
+		return TPS_OK;
+	}
+	return tps_nn_to_layout_chained(ctx, x, tps_placement_replicate(),
+					&model->output_chain, "output",
+					"output",
+					"the model output is "
+					"materialised in full",
+					err);
+}
+
 /* Forward on every rank: *y is the output, replicated over tp. */
 static enum tps_status forward(struct tps_model *model,
 			       const struct tps_tensor *input,
@@ -294,34 +311,26 @@ static enum tps_status forward(struct tps_model *model,
 {
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_nn_context ctx =
-		context(model, sink, step, TPS_PHASE_FORWARD);
+		tps_step_context(model, sink, step, TPS_PHASE_FORWARD);
 	struct tps_dtensor x = {0};
-	enum tps_status st =
-		distribute_batch(&ctx, model, input, "input", "input", &x, err);
+	enum tps_status st = tps_step_distribute_batch(
+		&ctx, model, input, "input", "input", &x, err);
 
 	/* Every step reuses the batch: it is loaded and broadcast once,
 	 * and each rank keeps what it received, as in seed 004's loop. */
 	if (st == TPS_OK && spec->input_source == TPS_INPUT_TP_ROOT &&
 	    step == 0) {
-		st = broadcast_from_tp_root(&ctx, &x, err);
+		st = tps_step_broadcast_from_tp_root(&ctx, &x, err);
 	}
 	if (st == TPS_OK) {
 		struct tps_dtensor in = x;
 		memset(&x, 0, sizeof x);
-		st = forward_chunks(&ctx, model, &in, &x, err);
+		st = tps_step_forward_range(&ctx, model, model->modules,
+					    model->modules + spec->n_modules,
+					    &in, &x, err);
 	}
 	if (st == TPS_OK) {
-		tps_layout_chain_start(&model->output_chain, &ctx, &x);
-	}
-	/* loss_parallel keeps the logits sharded over their classes. */
-	if (st == TPS_OK &&
-	    !(spec->loss_parallel && spec->mode == TPS_MODE_TRAINING)) {
-		st = tps_nn_to_layout_chained(
-			&ctx, &x, tps_placement_replicate(),
-			&model->output_chain, "output", "output",
-			"the model output is "
-			"materialised in full",
-			err);
+		st = tps_step_output(&ctx, model, &x, err);
 	}
 	if (st != TPS_OK) {
 		tps_dtensor_free(&x);
@@ -341,6 +350,10 @@ struct loss_job {
 	const struct tps_dtensor *y, *target;
 	int64_t global_numel;
 	double *values; /* per rank: loss_r */
+	/* The microbatches y is one of (1 without a pipeline): the counts
+	 * below are the whole batch's, m times the microbatch's, so that
+	 * the gradients summed over the microbatches are the batch's. */
+	int microbatches;
 };
 
 static double scale_of(const struct loss_job *job, int r)
@@ -352,13 +365,14 @@ static double scale_of(const struct loss_job *job, int r)
 	int64_t n = job->y->global.dim[job->y->global.ndim - 1];
 	/* mse averages over elements, cross_entropy over rows (n classes
 	 * each, whole on every rank but under loss_parallel), sum neither. */
-	double global = spec->loss == TPS_LOSS_MSE ? (double)job->global_numel
+	double m = job->microbatches;
+	double global = spec->loss == TPS_LOSS_MSE ? m * job->global_numel
 			: spec->loss == TPS_LOSS_CROSS_ENTROPY
-				? (double)(n ? job->global_numel / n : 0)
+				? m * (n ? job->global_numel / n : 0)
 				: 1.0;
-	double mine = spec->loss == TPS_LOSS_MSE ? (double)local
+	double mine = spec->loss == TPS_LOSS_MSE ? m * local
 		      : spec->loss == TPS_LOSS_CROSS_ENTROPY
-			      ? (double)tps_loss_rows(y)
+			      ? m * tps_loss_rows(y)
 			      : 1.0;
 	switch (spec->dp_grad) {
 	case TPS_DP_GRAD_GLOBAL:
@@ -497,24 +511,21 @@ loss_parallel(const struct tps_nn_context *ctx, struct loss_job *job,
 	return st;
 }
 
-/*
- * The loss on every rank (forward phase) and its gradient, the seed of
- * backward (backward phase). *dy is laid out as y; *run_loss is the mean
- * over the dp ranks of their losses.
- */
-static enum tps_status
-loss(struct tps_model *model, const struct tps_dtensor *y,
-     const struct tps_tensor *target, struct tps_event_sink sink, int step,
-     double *run_loss, struct tps_dtensor *dy, struct tps_error *err)
+enum tps_status tps_step_loss(struct tps_model *model,
+			      const struct tps_dtensor *y,
+			      const struct tps_tensor *target,
+			      struct tps_event_sink sink, int step,
+			      int microbatches, double *run_loss,
+			      struct tps_dtensor *dy, struct tps_error *err)
 {
 	const struct tps_model_spec *spec = model->spec;
 	const struct tps_mesh *mesh = &spec->mesh;
 	struct tps_nn_context ctx =
-		context(model, sink, step, TPS_PHASE_FORWARD);
+		tps_step_context(model, sink, step, TPS_PHASE_FORWARD);
 	struct tps_placement placements[TPS_MAX_MESH_DIMS];
 	struct tps_shape scalar = tps_shape_make(0, NULL);
 	struct tps_dtensor t = {0}, value = {0}, g = {0};
-	struct loss_job job = {model, y, NULL, 0, NULL};
+	struct loss_job job = {model, y, NULL, 0, NULL, microbatches};
 	unsigned others = ((1u << mesh->ndim) - 1) & ~spec->dp_mask;
 	double total = 0.0;
 	enum tps_status st = TPS_OK;
@@ -533,8 +544,8 @@ loss(struct tps_model *model, const struct tps_dtensor *y,
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
 	if (target) {
-		st = distribute_batch(&ctx, model, target, "loss", "target", &t,
-				      err);
+		st = tps_step_distribute_batch(&ctx, model, target, "loss",
+					       "target", &t, err);
 		job.target = &t;
 	}
 	/* The losses sum over dp to dp times the run's loss: partial. */
@@ -607,16 +618,12 @@ static bool trains_before(const struct tps_model *model,
 	return false;
 }
 
-/* The model's backward over its chunks, last first: *g consumed; *dinput
- * (NULL: not wanted) the input's gradient. A block that "full" runs
- * again runs its forward first, from the input it kept. */
-static enum tps_status backward_chunks(const struct tps_nn_context *ctx,
-				       struct tps_model *model,
-				       struct tps_dtensor *g,
-				       struct tps_dtensor *dinput,
-				       struct tps_error *err)
+enum tps_status
+tps_step_backward_range(const struct tps_nn_context *ctx,
+			struct tps_model *model, struct tps_module *begin,
+			struct tps_module *end, struct tps_dtensor *g,
+			struct tps_dtensor *dinput, struct tps_error *err)
 {
-	struct tps_module *end = model->modules + model->spec->n_modules;
 	struct tps_module **starts = NULL;
 	bool *again = NULL;
 	int n = 0;
@@ -625,15 +632,14 @@ static enum tps_status backward_chunks(const struct tps_nn_context *ctx,
 	 * the activations' dtype although the phase is backward. */
 	struct tps_nn_context rc = tps_nn_recompute_context(ctx);
 
-	starts = malloc((size_t)(model->spec->n_modules + 1) * sizeof *starts);
-	again = malloc((size_t)(model->spec->n_modules + 1) * sizeof *again);
+	starts = malloc((size_t)(end - begin + 1) * sizeof *starts);
+	again = malloc((size_t)(end - begin + 1) * sizeof *again);
 	if (!starts || !again) {
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
-	for (struct tps_module *a = model->modules; st == TPS_OK && a < end;
-	     n++) {
+	for (struct tps_module *a = begin; st == TPS_OK && a < end; n++) {
 		starts[n] = a;
-		a = chunk_end(model, a, &again[n]);
+		a = chunk_end(model, a, end, &again[n]);
 	}
 	if (st == TPS_OK) {
 		starts[n] = end;
@@ -656,8 +662,7 @@ static enum tps_status backward_chunks(const struct tps_nn_context *ctx,
 		if (st == TPS_OK && k > 0 && !want) {
 			/* Nothing before it trains: the chunks before keep
 			 * what they saved for nothing. */
-			for (struct tps_module *m = model->modules; m < a;
-			     m++) {
+			for (struct tps_module *m = begin; m < a; m++) {
 				tps_module_free_saved(m);
 			}
 			break;
@@ -672,7 +677,7 @@ static enum tps_status backward_chunks(const struct tps_nn_context *ctx,
 	}
 	if (st != TPS_OK) {
 		tps_dtensor_free(g);
-		for (struct tps_module *m = model->modules; m < end; m++) {
+		for (struct tps_module *m = begin; m < end; m++) {
 			tps_module_free_saved(m);
 		}
 	}
@@ -688,7 +693,7 @@ static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
 {
 	const struct tps_model_spec *spec = model->spec;
 	struct tps_nn_context ctx =
-		context(model, sink, step, TPS_PHASE_BACKWARD);
+		tps_step_context(model, sink, step, TPS_PHASE_BACKWARD);
 	struct tps_dtensor g = *dy;
 	enum tps_status st;
 
@@ -702,8 +707,9 @@ static enum tps_status backward(struct tps_model *model, struct tps_dtensor *dy,
 		}
 		return st;
 	}
-	return backward_chunks(&ctx, model, &g,
-			       spec->input_requires_grad ? dinput : NULL, err);
+	return tps_step_backward_range(
+		&ctx, model, model->modules, model->modules + spec->n_modules,
+		&g, spec->input_requires_grad ? dinput : NULL, err);
 }
 
 /* ---- optimizer ------------------------------------------------------- */
@@ -1001,13 +1007,13 @@ static enum tps_status copy_rank(void *opaque, int r, struct tps_tensor *out,
 	return tps_tensor_copy(out, &x->locals[r], err);
 }
 
-static enum tps_status optimizer(struct tps_model *model,
-				 struct tps_event_sink sink, int step,
-				 struct tps_error *err)
+enum tps_status tps_step_optimizer(struct tps_model *model,
+				   struct tps_event_sink sink, int step,
+				   struct tps_error *err)
 {
 	const struct tps_model_spec *spec = model->spec;
-	struct tps_nn_context ctx =
-		context(model, sink, step, TPS_PHASE_OPTIMIZER);
+	struct tps_nn_context octx =
+		tps_step_context(model, sink, step, TPS_PHASE_OPTIMIZER);
 	struct update_job job = {&spec->optimizer,
 				 step + 1,
 				 NULL,
@@ -1030,6 +1036,15 @@ static enum tps_status optimizer(struct tps_model *model,
 				    spec->zero.distributed_optimizer);
 	for (int i = 0; i < model->n_params && st == TPS_OK; i++) {
 		struct tps_param *p = &model->params[i];
+		/* Under a pipeline, the ranks of the parameter's stage. */
+		int vs = tps_model_param_virtual_stage(model, p);
+		struct tps_nn_context ctx = octx;
+		struct tps_stage_tag tag = {sink, {0, 0, -1, -1, 0, 0}};
+		if (vs >= 0) {
+			tag.info.stage = vs % spec->pipeline.p;
+			tag.info.chunk = vs / spec->pipeline.p;
+			ctx.sink = tps_stage_tag_sink(&tag);
+		}
 		if (job.grad_sharded) {
 			st = zero_reduce_scatter(&ctx, model, p, err);
 		} else if (model->dp > 1 && !fsdp) {
@@ -1148,15 +1163,15 @@ static enum tps_status train_step(struct tps_model *model,
 {
 	struct tps_dtensor dy = {0};
 	double value = 0.0;
-	enum tps_status st =
-		loss(model, y, target, sink, step, &value, &dy, err);
+	enum tps_status st = tps_step_loss(model, y, target, sink, step, 1,
+					   &value, &dy, err);
 	if (st == TPS_OK) {
 		*run_loss = (float)value;
 		tps_dtensor_free(dinput);
 		st = backward(model, &dy, sink, step, dinput, err);
 	}
 	if (st == TPS_OK) {
-		st = optimizer(model, sink, step, err);
+		st = tps_step_optimizer(model, sink, step, err);
 	}
 	return st;
 }
@@ -1172,7 +1187,13 @@ tps_model_run(struct tps_model *model, const struct tps_tensor *input,
 	struct tps_model_outcome o = {0};
 	struct tps_tensor x = {0}, t = {0};
 	struct tps_dtensor dinput = {0};
-	enum tps_status st = tps_model_outcome_init(&o, model, err);
+	enum tps_status st;
+
+	if (model->n_virtual > 0) {
+		return tps_model_run_pipeline(model, input, target, sink, out,
+					      err);
+	}
+	st = tps_model_outcome_init(&o, model, err);
 
 	if (st == TPS_OK) {
 		st = sampled(model, input, &x, err);
@@ -1227,14 +1248,15 @@ enum tps_status tps_model_plan_dropout(struct tps_model *model,
 	if (st != TPS_OK) {
 		return st;
 	}
-	ctx = context(&meta, (struct tps_event_sink){0}, 0, TPS_PHASE_FORWARD);
+	ctx = tps_step_context(&meta, (struct tps_event_sink){0}, 0,
+			       TPS_PHASE_FORWARD);
 	ctx.mistake = 0;
 	ctx.mistake_site = NULL;
 	ctx.save = false;
 	st = tps_tensor_init_meta(&input, &spec->input_shape, &e);
 	if (st == TPS_OK) {
-		st = distribute_batch(&ctx, &meta, &input, "input", "input", &x,
-				      &e);
+		st = tps_step_distribute_batch(&ctx, &meta, &input, "input",
+					       "input", &x, &e);
 	}
 	if (st == TPS_OK) {
 		st = tps_nn_forward_seq(&ctx, meta.modules,

@@ -32,6 +32,19 @@ enum tps_event_kind {
 };
 extern const char *const tps_event_kind_names[];
 
+/*
+ * Pipeline parallelism (docs/pipeline.md): the stage whose ranks ran an
+ * event (those whose coordinate on the pp dim is `stage`), the model
+ * chunk it belongs to (virtual stage chunk * p + stage), the microbatch
+ * (-1: none, as a parameter's setup or update), the other stage of a
+ * send or a recv (-1 otherwise), and the schedule's operation it is part
+ * of, in unit slots (pipeline_schedule.h; slot_end 0: none).
+ */
+struct tps_event_stage {
+	int stage, chunk, microbatch, peer;
+	int64_t slot_start, slot_end;
+};
+
 struct tps_event {
 	int step; /* -1 for setup events */
 	enum tps_phase phase;
@@ -56,6 +69,8 @@ struct tps_event {
 	/* Made by a forward run again in backward ("recompute": "full"):
 	 * the trace marks it "recompute": true. */
 	bool recompute;
+	/* NULL: no pipeline, every rank ran it. */
+	const struct tps_event_stage *stage;
 	/* The dtype value is stored in (its values are all of it); float32
 	 * unless the config's "dtype" says otherwise (spec.h). */
 	enum tps_dtype dtype;

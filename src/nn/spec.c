@@ -114,6 +114,7 @@ void tps_model_spec_free(struct tps_model_spec *spec)
 	free(spec->modules);
 	tps_tensor_free(&spec->input_values);
 	tps_tensor_free(&spec->target_values);
+	free(spec->pipeline.ranges);
 	memset(spec, 0, sizeof *spec);
 }
 

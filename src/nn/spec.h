@@ -23,6 +23,7 @@
 #include "dtype.h"
 #include "mesh.h"
 #include "optim.h"
+#include "pipeline_schedule.h"
 #include "tensor.h"
 
 #define TPS_NAME_MAX	128
@@ -259,6 +260,33 @@ enum tps_recompute {
 #define TPS_RECOMPUTE_COUNT 3
 /* "none", "selective", "full": the config's values; NULL-terminated. */
 extern const char *const tps_recompute_names[];
+
+/* One virtual stage's modules: top-level module indices first..last,
+ * inclusive (the n-th top-level module of the spec's list, counting a
+ * composite with its descendants as one). */
+struct tps_pp_range {
+	int first, last;
+};
+
+/*
+ * Pipeline parallelism over a mesh dim ("pipeline"; docs/pipeline.md):
+ * the model cut into p v virtual stages, virtual stage k = c p + s (model
+ * chunk c of stage s) on the ranks whose coordinate on `dim` is s; each
+ * dp rank's part of the batch cut in `microbatches` microbatches, run in
+ * the schedule's order, their gradients accumulated before one optimizer
+ * step. A zeroed struct is no pipeline.
+ */
+struct tps_pipeline_spec {
+	bool enabled;
+	int dim;	  /* the pp mesh dim's index */
+	int p;		  /* its size: the stages */
+	int microbatches; /* m */
+	enum tps_pp_schedule schedule;
+	int virtual_stages; /* v: 1 but for interleaved_1f1b */
+	/* p v ranges, virtual stage k's at k, covering every top-level
+	 * module once, in order; owned (tps_model_spec_free). */
+	struct tps_pp_range *ranges;
+};
 
 /* Where the input batch is loaded. */
 enum tps_input_source {
@@ -502,6 +530,8 @@ struct tps_model_spec {
 	/* "sequence_parallel_save" and "recompute" (training only). */
 	enum tps_sp_save sp_save;
 	enum tps_recompute recompute;
+	/* "pipeline" (training only); zeroed: none. */
+	struct tps_pipeline_spec pipeline;
 	/* The dtype of each role ("dtype"); float32 everywhere unless
 	 * given. */
 	struct tps_dtypes dtypes;

@@ -269,7 +269,7 @@ finish:
 	if (st == TPS_OK) {
 		summary->events = trace->next_seq;
 		summary->collectives = trace->collectives;
-		summary->bytes_per_rank = trace->bytes_per_rank;
+		summary->bytes_per_rank = tps_trace_bytes_per_rank(trace);
 		summary->max_abs_diff = result.max_abs_diff;
 		summary->match = result.match;
 		summary->steps = sim.steps;

@@ -216,11 +216,11 @@ void tps_run_summary_free(struct tps_run_summary *summary);
 /*
  * The warnings a spec earns, at most TPS_RUN_MAX_WARNINGS, into
  * summary->warnings: TP off the innermost mesh dim; each mesh dim of size 2
- * or more that is neither tp_dim nor a dp dim (its ranks repeat each other's
- * work; a name like "dp" gets the hint that dp_dim would split the batch);
- * with a mean loss, dp ranks holding unequal parts of the batch (dp_grad
- * global: what DDP would weight differently; ddp: that the step is not the
- * global-batch gradient).
+ * or more that is neither tp_dim nor a dp dim nor the pipeline's dim (its ranks
+ * repeat each other's work; a name like "dp" gets the hint that dp_dim would
+ * split the batch); with a mean loss, dp ranks holding unequal parts of the
+ * batch (dp_grad global: what DDP would weight differently; ddp: that the step
+ * is not the global-batch gradient).
  */
 void tps_run_warnings(const struct tps_model_spec *spec,
 		      const int64_t *dp_counts, int dp,

@@ -75,7 +75,8 @@ void tps_run_warnings(const struct tps_model_spec *spec,
 	for (int i = 0; i < mesh->ndim; i++) {
 		char hint[TPS_NAME_MAX * 4 + 96] = "";
 		if (i == spec->tp_dim || (spec->dp_mask & (1u << i)) ||
-		    mesh->shape[i] == 1) {
+		    mesh->shape[i] == 1 ||
+		    (spec->pipeline.enabled && i == spec->pipeline.dim)) {
 			continue;
 		}
 		tps_json_escape_for_message(mesh->dim_names[i], esc,

@@ -12,6 +12,7 @@
 
 #include "costs.h"
 #include "dtensor.h"
+#include "pipeline_schedule.h"
 #include "jsonio.h"
 #include "arith.h"
 #include "numfmt.h"
@@ -37,7 +38,36 @@ struct builder {
 	int64_t *flops; /* per rank: the current compute event's */
 	struct module_flops *mods;
 	int n_mods, cap_mods;
+	/*
+	 * A pipeline's trace (tl.pp_dim >= 0): each rank's stage; its
+	 * operations, found before the layout (find_ops), each in keys and
+	 * indexed by (step, stage, slot start) in op_at; each step's start
+	 * (base) and last slot's end. Per event: the stage it runs on (-1:
+	 * every rank), and for one with a slot its window [t0, t1).
+	 */
+	int *stage_of;
+	struct op_key {
+		int step, stage, chunk, microbatch;
+		int64_t start, end;
+		int n, used; /* its events; laid out so far */
+	} * keys;
+	int n_keys;
+	int *op_at;
+	int n_steps_seen;
+	int64_t slots; /* op_at's slot starts: the largest end + 1 */
+	int64_t *base, *step_end;
+	int cur_step;
+	bool flushed; /* the step's operations are over: its clocks past */
+	int only_stage;
+	bool slotted;
+	int64_t t0, t1;
 };
+
+/* Whether rank r runs the current event. */
+static bool runs(const struct builder *b, int r)
+{
+	return b->only_stage < 0 || b->stage_of[r] == b->only_stage;
+}
 
 /* "t.json: /events/3/groups: <what>" at the builder's path. */
 static enum tps_status fail(struct builder *b, enum tps_status code,
@@ -456,8 +486,15 @@ static enum tps_status lay_local(struct builder *b, int index, const cJSON *ev,
 	for (int r = 0; st == TPS_OK && r < b->tl.mesh.world_size; r++) {
 		struct tps_timeline_slice s = {
 			index, r, -1, b->clock[r], 0, b->flops[r], 0, 0};
+		if (!runs(b, r)) {
+			continue;
+		}
 		st = to_ns(b, (double)s.flops / (b->tl.cost.tflops * 1e12),
 			   &s.dur_ns);
+		if (st == TPS_OK && b->slotted) {
+			s.ts_ns = b->t0;
+			s.dur_ns = b->t1 - b->t0;
+		}
 		if (st == TPS_OK) {
 			st = advance_clock(b, r, s.ts_ns, s.dur_ns);
 		}
@@ -569,8 +606,11 @@ static enum tps_status lay_collective(struct builder *b, int index,
 				goto out;
 			}
 			b->group_of[r] = gi;
-			start[gi] = b->clock[r] > start[gi] ? b->clock[r]
-							    : start[gi];
+			if (runs(b, (int)r)) {
+				start[gi] = b->clock[r] > start[gi]
+						    ? b->clock[r]
+						    : start[gi];
+			}
 			mi++;
 		}
 		st = to_ns(b, tps_cost_collective_seconds(op, n, bytes, link),
@@ -587,11 +627,11 @@ static enum tps_status lay_collective(struct builder *b, int index,
 	for (int r = 0; r < mesh->world_size; r++) {
 		int grp = b->group_of[r];
 		struct tps_timeline_slice s = {index, r, grp, 0, 0, 0, 0, 0};
-		if (grp < 0) {
+		if (grp < 0 || !runs(b, r)) {
 			continue;
 		}
-		s.ts_ns = start[grp];
-		s.dur_ns = dur[grp];
+		s.ts_ns = b->slotted ? b->t0 : start[grp];
+		s.dur_ns = b->slotted ? b->t1 - b->t0 : dur[grp];
 		tps_json_path_pop(&b->p, at);
 		st = local_numel(b, &shape, pl, r, &local);
 		if (st == TPS_OK) {
@@ -630,6 +670,282 @@ static const char *read_name(struct builder *b, const cJSON *ev,
 		return NULL;
 	}
 	return v->valuestring;
+}
+
+/* ---- a pipeline's trace ------------------------------------------------ */
+
+/* /config/pipeline/dim: the pp dim, each rank's stage along it. A trace
+ * without "pipeline" has none (tl.pp_dim -1). */
+static enum tps_status read_pipeline(struct builder *b)
+{
+	const cJSON *pl = member(member(b->trace, "config"), "pipeline");
+	const cJSON *dim = member(pl, "dim");
+	int coord[TPS_MAX_MESH_DIMS], d;
+	b->tl.pp_dim = -1;
+	b->only_stage = -1;
+	if (!pl) {
+		return TPS_OK;
+	}
+	d = cJSON_IsString(dim)
+		    ? tps_mesh_dim_index(&b->tl.mesh, dim->valuestring)
+		    : -1;
+	if (d < 0) {
+		tps_json_path_init(&b->p);
+		tps_json_path_push_key(&b->p, "config");
+		tps_json_path_push_key(&b->p, "pipeline");
+		tps_json_path_push_key(&b->p, "dim");
+		return fail(b, TPS_ERR_INPUT, "expected a mesh dim's name");
+	}
+	b->stage_of =
+		calloc((size_t)b->tl.mesh.world_size, sizeof *b->stage_of);
+	if (!b->stage_of) {
+		return no_memory(b);
+	}
+	for (int r = 0; r < b->tl.mesh.world_size; r++) {
+		tps_mesh_coord_of(&b->tl.mesh, r, coord);
+		b->stage_of[r] = coord[d];
+	}
+	b->tl.pp_dim = d;
+	b->tl.pp = b->tl.mesh.shape[d];
+	return TPS_OK;
+}
+
+/* ev's "stage" (-1 when it has none) and "slot" [*a, *b) (0, 0: none),
+ * failing at the key that is wrong. */
+static enum tps_status read_staging(struct builder *b, const cJSON *ev,
+				    int *stage, int64_t *a, int64_t *e)
+{
+	const cJSON *v = member(ev, "stage"), *slot = member(ev, "slot");
+	size_t at = b->p.len;
+	int64_t x;
+	*stage = -1;
+	*a = *e = 0;
+	if (v) {
+		tps_json_path_push_key(&b->p, "stage");
+		if (!whole_in(v, 0, b->tl.pp - 1, &x)) {
+			return fail(b, TPS_ERR_INPUT,
+				    "expected a stage, a whole number from 0 "
+				    "below the pp dim's size");
+		}
+		tps_json_path_pop(&b->p, at);
+		*stage = (int)x;
+	}
+	if (slot) {
+		tps_json_path_push_key(&b->p, "slot");
+		if (!v || !cJSON_IsArray(slot) ||
+		    cJSON_GetArraySize(slot) != 2 ||
+		    !whole_in(cJSON_GetArrayItem(slot, 0), 0,
+			      TPS_PP_MAX_OPS_HALF * 4.0, a) ||
+		    !whole_in(cJSON_GetArrayItem(slot, 1), 1,
+			      TPS_PP_MAX_OPS_HALF * 4.0, e) ||
+		    *e <= *a) {
+			return fail(b, TPS_ERR_INPUT,
+				    "expected [start, end], slots with start "
+				    "< end, on an event with a stage");
+		}
+		tps_json_path_pop(&b->p, at);
+	}
+	return TPS_OK;
+}
+
+/* The microbatch or chunk of an event with a slot (0 when it has none:
+ * the trace reader checked them). */
+static int int_member(const cJSON *ev, const char *key)
+{
+	const cJSON *v = member(ev, key);
+	return cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
+}
+
+/* Before the layout: every operation of the schedule the events name by
+ * their slots (the events of one operation share its window), each
+ * step's last slot's end. */
+static enum tps_status find_ops(struct builder *b, const cJSON *events)
+{
+	const cJSON *ev;
+	size_t i = 0, cells;
+	int max_step = -1;
+	int64_t max_end = 0;
+
+	/* The extent, then the index. */
+	for (int pass = 0; pass < 2; pass++) {
+		i = 0;
+		cJSON_ArrayForEach(ev, events)
+		{
+			const cJSON *step = member(ev, "step");
+			int stage;
+			int64_t a, e, st64 = 0;
+			enum tps_status st;
+			tps_json_path_init(&b->p);
+			tps_json_path_push_key(&b->p, "events");
+			tps_json_path_push_index(&b->p, i++);
+			if (!cJSON_IsObject(ev) || !step ||
+			    !whole_in(step, 0, 1e6, &st64)) {
+				continue; /* lay_event says what is wrong */
+			}
+			st = read_staging(b, ev, &stage, &a, &e);
+			if (st != TPS_OK) {
+				return st;
+			}
+			if (e == 0) {
+				continue;
+			}
+			if (pass == 0) {
+				max_step = (int)st64 > max_step ? (int)st64
+								: max_step;
+				max_end = e > max_end ? e : max_end;
+			} else {
+				size_t at = ((size_t)st64 * (size_t)b->tl.pp +
+					     (size_t)stage) *
+						    (size_t)b->slots +
+					    (size_t)a;
+				struct op_key *k;
+				if (b->op_at[at] < 0) {
+					k = &b->keys[b->n_keys];
+					*k = (struct op_key){
+						(int)st64,
+						stage,
+						int_member(ev, "chunk"),
+						int_member(ev, "microbatch"),
+						a,
+						e,
+						0,
+						0};
+					b->op_at[at] = b->n_keys++;
+				}
+				k = &b->keys[b->op_at[at]];
+				k->n++;
+				if (e > b->step_end[st64]) {
+					b->step_end[st64] = e;
+				}
+			}
+		}
+		if (pass == 1 || max_step < 0) {
+			break;
+		}
+		b->n_steps_seen = max_step + 1;
+		b->slots = max_end + 1;
+		cells = (size_t)b->n_steps_seen * (size_t)b->tl.pp *
+			(size_t)b->slots;
+		if (cells > ((size_t)1 << 28) / sizeof *b->op_at) {
+			tps_json_path_init(&b->p);
+			tps_json_path_push_key(&b->p, "events");
+			return fail(b, TPS_ERR_LIMIT,
+				    "the pipeline's steps x stages x slots "
+				    "pass what the timeline lays out (2^26)");
+		}
+		b->op_at = malloc(cells * sizeof *b->op_at);
+		b->keys = calloc(i + 1, sizeof *b->keys);
+		b->step_end =
+			calloc((size_t)b->n_steps_seen, sizeof *b->step_end);
+		b->base = calloc((size_t)b->n_steps_seen, sizeof *b->base);
+		if (!b->op_at || !b->keys || !b->step_end || !b->base) {
+			return no_memory(b);
+		}
+		memset(b->op_at, 0xff, cells * sizeof *b->op_at);
+	}
+	return TPS_OK;
+}
+
+/*
+ * A pipeline trace's event, before it is laid out: the stage whose ranks
+ * run it, and for one with a slot its share of the operation's window.
+ * At a new step, the step starts when every rank is done with the last;
+ * at its first event without a slot (the optimizer's), every rank's
+ * clock moves past the step's last operation.
+ */
+static enum tps_status place_staged(struct builder *b, const cJSON *ev,
+				    int step)
+{
+	int stage;
+	int64_t a, e;
+	enum tps_status st = read_staging(b, ev, &stage, &a, &e);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (step != b->cur_step) {
+		int64_t t = 0;
+		for (int r = 0; r < b->tl.mesh.world_size; r++) {
+			t = b->clock[r] > t ? b->clock[r] : t;
+		}
+		b->cur_step = step;
+		b->flushed = false;
+		if (step < b->n_steps_seen) {
+			b->base[step] = t;
+		}
+	}
+	b->only_stage = stage;
+	b->slotted = e > 0;
+	if (b->slotted) {
+		struct op_key *k =
+			&b->keys[b->op_at[((size_t)step * (size_t)b->tl.pp +
+					   (size_t)stage) *
+						  (size_t)b->slots +
+					  (size_t)a]];
+		int64_t w = (e - a) * TPS_TIMELINE_SLOT_NS;
+		int64_t t = b->base[step] + a * TPS_TIMELINE_SLOT_NS;
+		b->t0 = t + w * k->used / k->n;
+		b->t1 = t + w * (k->used + 1) / k->n;
+		k->used++;
+	} else if (!b->flushed && step < b->n_steps_seen) {
+		int64_t end = b->base[step] +
+			      b->step_end[step] * TPS_TIMELINE_SLOT_NS;
+		for (int r = 0; r < b->tl.mesh.world_size; r++) {
+			b->clock[r] = b->clock[r] > end ? b->clock[r] : end;
+		}
+		b->flushed = true;
+	}
+	return TPS_OK;
+}
+
+/* Each operation, on each rank of its stage. */
+static enum tps_status make_ops(struct builder *b)
+{
+	size_t n = 0;
+	for (int k = 0; k < b->n_keys; k++) {
+		for (int r = 0; r < b->tl.mesh.world_size; r++) {
+			n += b->stage_of[r] == b->keys[k].stage;
+		}
+	}
+	b->tl.ops = calloc(n ? n : 1, sizeof *b->tl.ops);
+	if (!b->tl.ops) {
+		return no_memory(b);
+	}
+	for (int k = 0; k < b->n_keys; k++) {
+		const struct op_key *o = &b->keys[k];
+		for (int r = 0; r < b->tl.mesh.world_size; r++) {
+			if (b->stage_of[r] != o->stage) {
+				continue;
+			}
+			b->tl.ops[b->tl.n_ops++] = (struct tps_timeline_op){
+				o->step,
+				r,
+				o->stage,
+				o->chunk,
+				o->microbatch,
+				o->end - o->start == TPS_PP_BACKWARD_SLOTS,
+				b->base[o->step] +
+					o->start * TPS_TIMELINE_SLOT_NS,
+				(o->end - o->start) * TPS_TIMELINE_SLOT_NS};
+		}
+	}
+	return TPS_OK;
+}
+
+void tps_timeline_bubble(const struct tps_timeline *tl, int step, int rank,
+			 int64_t *busy, int64_t *idle)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN, mine = 0;
+	for (size_t i = 0; i < tl->n_ops; i++) {
+		const struct tps_timeline_op *o = &tl->ops[i];
+		if (o->step != step) {
+			continue;
+		}
+		lo = o->ts_ns < lo ? o->ts_ns : lo;
+		hi = o->ts_ns + o->dur_ns > hi ? o->ts_ns + o->dur_ns : hi;
+		mine += o->rank == rank ? o->dur_ns : 0;
+	}
+	*busy = mine;
+	*idle = hi > lo ? hi - lo - mine : 0;
 }
 
 /* One event of the trace; setup events (no "step") are skipped. */
@@ -680,6 +996,10 @@ static enum tps_status lay_event(struct builder *b, const cJSON *ev)
 		return fail(b, TPS_ERR_INPUT,
 			    "expected compute, collective or layout");
 	}
+	st = b->tl.pp_dim >= 0 ? place_staged(b, ev, e->step) : TPS_OK;
+	if (st != TPS_OK) {
+		return st;
+	}
 	st = e->kind == TPS_EVENT_COLLECTIVE
 		     ? lay_collective(b, b->tl.n_events, ev, op)
 		     : lay_local(b, b->tl.n_events, ev, phase, op, module);
@@ -704,11 +1024,25 @@ enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
 	b.trace = trace;
 	b.name = trace_name;
 	b.err = err;
+	b.cur_step = -1;
 	st = read_mesh(&b);
 	if (st == TPS_OK) {
 		st = read_cost(&b);
 	}
+	if (st == TPS_OK) {
+		st = read_pipeline(&b);
+	}
+	if (st == TPS_OK && b.tl.pp_dim >= 0 &&
+	    cJSON_IsArray(member(trace, "events"))) {
+		st = find_ops(&b, member(trace, "events"));
+	}
 	if (st != TPS_OK) {
+		free(b.stage_of);
+		free(b.op_at);
+		free(b.keys);
+		free(b.step_end);
+		free(b.base);
+		tps_timeline_free(&b.tl);
 		return st;
 	}
 	tps_json_path_init(&b.p);
@@ -735,6 +1069,14 @@ enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
 		tps_json_path_push_index(&b.p, i++);
 		st = lay_event(&b, ev);
 	}
+	if (st == TPS_OK && b.tl.pp_dim >= 0) {
+		st = make_ops(&b);
+	}
+	free(b.stage_of);
+	free(b.op_at);
+	free(b.keys);
+	free(b.step_end);
+	free(b.base);
 	free(b.clock);
 	free(b.group_of);
 	free(b.flops);
@@ -757,6 +1099,7 @@ void tps_timeline_free(struct tps_timeline *tl)
 	}
 	free(tl->events);
 	free(tl->slices);
+	free(tl->ops);
 	memset(tl, 0, sizeof *tl);
 }
 
@@ -896,11 +1239,66 @@ static void write_slice(FILE *out, const struct tps_timeline *tl,
 	fputs("}}", out);
 }
 
+/* A pipeline's operation: a slice around its events. */
+static void write_op(FILE *out, const struct tps_timeline_op *o)
+{
+	fprintf(out,
+		"{\"name\":\"%s mb %d chunk %d\",\"cat\":\"pipeline\","
+		"\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
+		o->backward ? "backward" : "forward", o->microbatch, o->chunk,
+		o->step + 1, o->rank);
+	write_us(out, o->ts_ns);
+	fputs(",\"dur\":", out);
+	write_us(out, o->dur_ns);
+	fprintf(out,
+		",\"args\":{\"stage\":%d,\"chunk\":%d,\"microbatch\":%d,"
+		"\"slots\":%" PRId64 "}}",
+		o->stage, o->chunk, o->microbatch,
+		o->dur_ns / TPS_TIMELINE_SLOT_NS);
+}
+
+/* ,"pipeline":{...}: the pp dim, the slot, and each stage's bubble in
+ * step 0, measured on its first rank. */
+static void write_pipeline(FILE *out, const struct tps_timeline *tl)
+{
+	fputs(",\"pipeline\":{\"dim\":", out);
+	tps_json_write_string(out, tl->mesh.dim_names[tl->pp_dim]);
+	fprintf(out,
+		",\"slot_ns\":%d,\"time_model\":\"the schedule's unit slots: "
+		"a forward of one microbatch on one chunk 1 slot, its "
+		"backward 2; each operation's events share its window "
+		"evenly; the optimizer's events follow on the alpha-beta "
+		"model\",\"bubble_step_0\":[",
+		TPS_TIMELINE_SLOT_NS);
+	for (int s = 0; s < tl->pp; s++) {
+		int r = 0;
+		int64_t busy, idle;
+		int coord[TPS_MAX_MESH_DIMS];
+		for (r = 0; r < tl->mesh.world_size; r++) {
+			tps_mesh_coord_of(&tl->mesh, r, coord);
+			if (coord[tl->pp_dim] == s) {
+				break;
+			}
+		}
+		tps_timeline_bubble(tl, 0, r, &busy, &idle);
+		fprintf(out,
+			"%s{\"stage\":%d,\"rank\":%d,\"busy_slots\":%" PRId64
+			",\"idle_slots\":%" PRId64 "}",
+			s ? "," : "", s, r, busy / TPS_TIMELINE_SLOT_NS,
+			idle / TPS_TIMELINE_SLOT_NS);
+	}
+	fputs("]}", out);
+}
+
 void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
 {
 	char num[TPS_NUMFMT_MAX];
 	fputs("{\"traceEvents\":[\n", out);
 	write_metadata(out, tl);
+	for (size_t i = 0; i < tl->n_ops; i++) {
+		fputs(",\n", out);
+		write_op(out, &tl->ops[i]);
+	}
 	for (size_t i = 0; i < tl->n_slices; i++) {
 		fputs(",\n", out); /* after the metadata: a step has slices */
 		write_slice(out, tl, &tl->slices[i]);
@@ -914,6 +1312,9 @@ void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
 	      "takes ring steps * latency + bytes per rank / bandwidth; "
 	      "nothing overlaps\"",
 	      out);
+	if (tl->pp_dim >= 0) {
+		write_pipeline(out, tl);
+	}
 	fputs(",\"links\":{", out);
 	for (int d = 0; d < tl->mesh.ndim; d++) {
 		fputs(d ? "," : "", out);

@@ -32,6 +32,19 @@
  * placements); a backward matmul of M reuses the last forward one's.
  * Values are never read, so full, summary, none and symbolic traces (no
  * "ranks") all give the same timeline.
+ *
+ * A pipeline's trace (config "pipeline", docs/pipeline.md) is laid out by
+ * its schedule instead: each event with a "stage" is drawn on that
+ * stage's ranks only; an event with a "slot" [a, b] (a forward of one
+ * microbatch on one chunk takes 1 unit slot, its backward 2) shares the
+ * window [a, b] x TPS_TIMELINE_SLOT_NS from the step's start evenly with
+ * the other events of that operation on its stage, in trace order, and
+ * each operation is a slice of its own around them (struct
+ * tps_timeline_op). The step's events without a slot (the optimizer's)
+ * follow on the alpha-beta model once the last operation of the step has
+ * ended, on their stage's ranks. A rank's busy time in a step is its
+ * operations', its idle time the step's span of operations (over every
+ * rank) less that: the bubble, measured (tps_timeline_bubble).
  */
 #ifndef TPSIM_TIMELINE_H
 #define TPSIM_TIMELINE_H
@@ -46,6 +59,10 @@
 #include "nn_event.h"
 #include "mesh.h"
 #include "spec.h"
+
+/* A pipeline schedule's unit slot (a forward of one chunk of one
+ * microbatch), in ns. */
+#define TPS_TIMELINE_SLOT_NS 1000000
 
 /* The least slice: an event that costs nothing in the model still shows,
  * in order, rather than as a zero-length mark viewers nest under its
@@ -73,6 +90,14 @@ struct tps_timeline_event {
 	int group_size; /* collectives: the largest group's size; else 0 */
 };
 
+/* A pipeline's forward or backward of one microbatch on one chunk, on one
+ * rank of its stage, as its events' "slot" place it. */
+struct tps_timeline_op {
+	int step, rank, stage, chunk, microbatch;
+	bool backward;
+	int64_t ts_ns, dur_ns;
+};
+
 struct tps_timeline {
 	struct tps_mesh mesh;
 	struct tps_cost_spec cost; /* the trace's config "links", "device" */
@@ -83,7 +108,20 @@ struct tps_timeline {
 	/* Owned: event by event in trace order, each event's in rank
 	 * order. */
 	struct tps_timeline_slice *slices;
+	/* A pipeline's trace: the pp mesh dim (-1: none) and its size, and
+	 * its operations (owned), step by step, each on its stage's ranks
+	 * in rank order. */
+	int pp_dim, pp;
+	size_t n_ops;
+	struct tps_timeline_op *ops;
 };
+
+/* A pipeline trace's step: rank r's busy ns (the length of its
+ * operations) and idle ns (the span of the step's operations over every
+ * rank, less busy); both 0 without operations. idle / busy is the rank's
+ * bubble fraction (Narayanan et al. 2021). */
+void tps_timeline_bubble(const struct tps_timeline *tl, int step, int rank,
+			 int64_t *busy, int64_t *idle);
 
 /*
  * Lays out `trace` (a parsed tpsim trace, already checked to be one;

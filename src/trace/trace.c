@@ -136,6 +136,8 @@ void tps_trace_free(struct tps_trace *t)
 	}
 	free(t->tallies);
 	t->tallies = NULL;
+	free(t->stage_bytes);
+	t->stage_bytes = NULL;
 	t->n_tallies = t->cap_tallies = 0;
 	for (size_t i = 0; i < sizeof t->groups_json / sizeof t->groups_json[0];
 	     i++) {
@@ -701,6 +703,20 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 	if (ev->recompute) {
 		fputs(",\"recompute\":true", out);
 	}
+	if (ev->stage) {
+		const struct tps_event_stage *g = ev->stage;
+		fprintf(out, ",\"stage\":%d,\"chunk\":%d", g->stage, g->chunk);
+		if (g->microbatch >= 0) {
+			fprintf(out, ",\"microbatch\":%d", g->microbatch);
+		}
+		if (g->peer >= 0) {
+			fprintf(out, ",\"peer\":%d", g->peer);
+		}
+		if (g->slot_end > 0) {
+			fprintf(out, ",\"slot\":[%" PRId64 ",%" PRId64 "]",
+				g->slot_start, g->slot_end);
+		}
+	}
 	if (ev->mistake) {
 		fputs(",\"mistake\":", out);
 		tps_json_write_string(out, ev->mistake);
@@ -729,6 +745,20 @@ static enum tps_status emit_event(void *ctx, const struct tps_event *ev,
 				     ev->op);
 	}
 	t->collectives++;
+	if (ev->stage && !t->stage_bytes) {
+		t->stage_bytes =
+			calloc((size_t)t->mesh->world_size * TPS_PHASE_COUNT,
+			       sizeof *t->stage_bytes);
+		if (!t->stage_bytes) {
+			return tps_error_set(err, TPS_ERR_NOMEM,
+					     "out of memory");
+		}
+	}
+	if (ev->stage) {
+		/* Under the total's: no overflow. */
+		t->stage_bytes[ev->stage->stage * TPS_PHASE_COUNT +
+			       ev->phase] += ev->bytes_per_rank;
+	}
 	st = tally(t, 0, ev->op, ev->bytes_per_rank, err);
 	if (st == TPS_OK) {
 		st = tally(t, 1, tps_phase_names[ev->phase], ev->bytes_per_rank,
@@ -940,8 +970,32 @@ static void write_figure(FILE *out, const char *key,
 	fputc('}', out);
 }
 
+int64_t tps_trace_bytes_per_rank(const struct tps_trace *t)
+{
+	int64_t most = 0;
+	if (!t->stage_bytes) {
+		return t->bytes_per_rank;
+	}
+	for (int s = 0; s < t->mesh->world_size; s++) {
+		int64_t b = 0;
+		for (int p = 0; p < TPS_PHASE_COUNT; p++) {
+			b += t->stage_bytes[s * TPS_PHASE_COUNT + p];
+		}
+		most = b > most ? b : most;
+	}
+	return most;
+}
+
 int64_t tps_trace_phase_bytes(const struct tps_trace *t, enum tps_phase phase)
 {
+	if (t->stage_bytes) {
+		int64_t most = 0;
+		for (int s = 0; s < t->mesh->world_size; s++) {
+			int64_t b = t->stage_bytes[s * TPS_PHASE_COUNT + phase];
+			most = b > most ? b : most;
+		}
+		return most;
+	}
 	for (size_t i = 0; i < t->n_tallies; i++) {
 		if (t->tallies[i].section == 1 &&
 		    strcmp(t->tallies[i].key, tps_phase_names[phase]) == 0) {
@@ -1048,6 +1102,87 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 	return TPS_OK;
 }
 
+/* What rank r (on stage s) holds of the parameters of its stage. */
+static int64_t stage_param_bytes(const struct tps_model *model, int s, int r)
+{
+	int64_t b = 0;
+	for (int i = 0; i < model->n_params; i++) {
+		const struct tps_param *p = &model->params[i];
+		int k = tps_model_param_virtual_stage(model, p);
+		if (k % model->spec->pipeline.p == s && p->value.locals) {
+			b += tps_tensor_numel(&p->value.locals[r]) * 4;
+		}
+	}
+	return b;
+}
+
+/*
+ * ,"pipeline":{...}: the schedule, and per stage (the largest over its
+ * ranks, with the lowest rank that holds it): the microbatches (chunk
+ * forwards, with v > 1) in flight at its peak, what one microbatch
+ * leaves saved on it, and its activations at the peak of the schedule
+ * (tps_model_pipeline_peak, plus one microbatch's output on the last
+ * stage); the schedule's busy and idle slots (docs/pipeline.md).
+ */
+static void write_pipeline(const struct tps_trace *t,
+			   const struct tps_model *model)
+{
+	const struct tps_model_spec *spec = model->spec;
+	const struct tps_pipeline_spec *pp = &spec->pipeline;
+	int world = spec->mesh.world_size;
+	FILE *out = t->out;
+	fprintf(out,
+		",\"pipeline\":{\"schedule\":\"%s\",\"stages\":%d,"
+		"\"microbatches\":%d,\"virtual_stages\":%d,\"by_stage\":[",
+		tps_pp_schedule_name(pp->schedule), pp->p, pp->microbatches,
+		pp->virtual_stages);
+	for (int s = 0; s < pp->p; s++) {
+		int64_t peak = -1, per_mb = 0;
+		int rank = 0, in_flight = 0;
+		for (int r = 0; r < world; r++) {
+			int n;
+			int64_t b, mb = 0;
+			if (tps_model_rank_stage(model, r) != s) {
+				continue;
+			}
+			b = tps_model_pipeline_peak(model, r, &n) +
+			    model->output_bytes[r];
+			for (int c = 0; c < pp->virtual_stages; c++) {
+				mb += model->mb_saved[(size_t)(c * pp->p + s) *
+							      (size_t)world +
+						      (size_t)r];
+			}
+			if (b > peak) {
+				peak = b;
+				rank = r;
+				in_flight = n;
+				per_mb = mb;
+			}
+		}
+		fprintf(out,
+			"%s{\"stage\":%d,\"rank\":%d,\"busy_slots\":%" PRId64
+			",\"idle_slots\":%" PRId64 ",\"peak_in_flight\":%d,"
+			"\"saved_bytes_per_microbatch\":%" PRId64
+			",\"peak_activation_bytes\":%" PRId64,
+			s ? "," : "", s, rank, model->plan.stages[s].busy,
+			model->plan.stages[s].idle, in_flight, per_mb, peak);
+		fprintf(out, ",\"param_bytes\":%" PRId64,
+			stage_param_bytes(model, s, rank));
+		fputs(",\"comm_bytes_per_rank\":{", out);
+		for (int ph = TPS_PHASE_FORWARD; ph < TPS_PHASE_COUNT; ph++) {
+			fprintf(out, "%s\"%s\":%" PRId64,
+				ph == TPS_PHASE_FORWARD ? "" : ",",
+				tps_phase_names[ph],
+				t->stage_bytes
+					? t->stage_bytes[s * TPS_PHASE_COUNT +
+							 ph]
+					: 0);
+		}
+		fputs("}}", out);
+	}
+	fputs("]}", out);
+}
+
 enum tps_status tps_trace_write_result(struct tps_trace *t,
 				       const struct tps_trace_result *r,
 				       struct tps_error *err)
@@ -1062,6 +1197,9 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		fputs("\"result\":{\"output\":", t->out);
 		write_tensor_object(t, &r->sim->output, act);
 		st = write_symbolic(t, r->model, err);
+		if (r->model->n_virtual > 0) {
+			write_pipeline(t, r->model);
+		}
 		fputs("},\n", t->out);
 		return st;
 	}
@@ -1119,6 +1257,9 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		fputs(",\"diagnosis\":", t->out);
 		tps_json_write_string(t->out, r->diagnosis);
 	}
+	if (r->model->n_virtual > 0 && !r->stopped) {
+		write_pipeline(t, r->model);
+	}
 	fputs("},\n", t->out);
 	(void)err;
 	return TPS_OK;
@@ -1130,7 +1271,7 @@ enum tps_status tps_trace_finish(struct tps_trace *t, struct tps_error *err)
 	fprintf(out,
 		"\"comm\":{\"collectives\":%" PRId64
 		",\"bytes_per_rank\":%" PRId64,
-		t->collectives, t->bytes_per_rank);
+		t->collectives, tps_trace_bytes_per_rank(t));
 	for (int s = 0; s < 4; s++) {
 		bool first = true;
 		fprintf(out, ",\"%s\":{", tally_sections[s]);

@@ -75,7 +75,17 @@ struct tps_trace {
 	int64_t counted, counted_from;
 	/* Every event's flops on its busiest rank times the world size. */
 	int64_t flops;
+	/* A pipeline's: the bytes per rank of each stage's collectives by
+	 * phase (stage_bytes[stage * TPS_PHASE_COUNT + phase]), made at the
+	 * first event with a stage; NULL before. A rank sends only its
+	 * stage's. */
+	int64_t *stage_bytes;
 };
+
+/* The bytes each rank sends over the trace's collectives: their sum, or
+ * under a pipeline the busiest stage's (its ranks send only its
+ * events'). */
+int64_t tps_trace_bytes_per_rank(const struct tps_trace *t);
 
 /* What the run concluded: the simulation's and the reference's outcomes
  * (global tensors), and their comparison. In training the gradients are

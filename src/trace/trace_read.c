@@ -668,6 +668,27 @@ static enum tps_status read_ranks(struct reader *r, const cJSON *ev,
 	return TPS_OK;
 }
 
+/* An event's "slot": [start, end], whole numbers, start < end (the
+ * schedule's operation it is part of, docs/pipeline.md). */
+static enum tps_status read_slot(struct reader *r, const cJSON *slot)
+{
+	int64_t a = 0, b = 0;
+	char got[128];
+	enum tps_status st = TPS_OK;
+	size_t at = push(r, "slot");
+	if (!cJSON_IsArray(slot) || cJSON_GetArraySize(slot) != 2 ||
+	    !whole_in(cJSON_GetArrayItem(slot, 0), 0, READ_WHOLE_MAX, &a) ||
+	    !whole_in(cJSON_GetArrayItem(slot, 1), 0, READ_WHOLE_MAX, &b) ||
+	    b <= a) {
+		st = bad(r,
+			 "expected [start, end], whole numbers with start < "
+			 "end, got %s",
+			 describe(slot, got, sizeof got));
+	}
+	tps_json_path_pop(&r->p, at);
+	return st;
+}
+
 static enum tps_status read_event(struct reader *r, const cJSON *ev, int index)
 {
 	struct tps_shape global;
@@ -769,6 +790,17 @@ static enum tps_status read_event(struct reader *r, const cJSON *ev, int index)
 	}
 	if (st == TPS_OK) {
 		st = may(r, ev, "mistake", cJSON_IsString, "a mistake's name");
+	}
+	/* A pipeline's (docs/pipeline.md): the stage whose ranks ran it,
+	 * its model chunk, microbatch, the other stage of a send or recv,
+	 * and the slots of the schedule's operation. */
+	for (int i = 0; st == TPS_OK && i < 4; i++) {
+		static const char *const keys[] = {"stage", "chunk",
+						   "microbatch", "peer"};
+		st = may_count(r, ev, keys[i]);
+	}
+	if (st == TPS_OK && member(ev, "slot")) {
+		st = read_slot(r, member(ev, "slot"));
 	}
 	return st;
 }

@@ -961,6 +961,22 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		 1,
 		 "/result/symbolic/total_bytes/rank: expected a rank of the "
 		 "mesh, got 2"},
+		/* A pipeline's keys (issue 20, docs/pipeline.md). */
+		{{{"\"tensor\":\"fc.in\",", "\"tensor\":\"fc.in\",\"stage\":"
+					    "-1,"}},
+		 1,
+		 "/events/1/stage: expected a whole number from 0, got -1"},
+		{{{"\"tensor\":\"fc.in\",",
+		   "\"tensor\":\"fc.in\",\"microbatch\""
+		   ":1.5,"}},
+		 1,
+		 "/events/1/microbatch: expected a whole number from 0, got "
+		 "1.5"},
+		{{{"\"tensor\":\"fc.in\",", "\"tensor\":\"fc.in\",\"slot\":"
+					    "[3,2],"}},
+		 1,
+		 "/events/1/slot: expected [start, end], whole numbers with "
+		 "start < end, got an array"},
 		/* The mesh every rank is checked against. */
 		{{{"\"world_size\":2", "\"world_size\":3"}},
 		 1,

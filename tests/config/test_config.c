@@ -153,6 +153,36 @@ static bool is_shard(struct tps_placement p, int dim, int ndim)
 	"{'name':'fc2','type':'linear','in_features':'$hidden*4',"             \
 	"'out_features':'$hidden / 2'}],"                                      \
 	"'input':{'shape':['$batch',4]}}"
+/* A (2, 2) mesh (pp, tp): fc1, act, fc2 (3 top-level modules) in
+ * training on a batch of `b` rows, with "pipeline": `pipe`. */
+#define MESH_PP_TP "'mesh':{'shape':[2,2],'dim_names':['pp','tp']}"
+#define PP(b, pipe)                                                            \
+	"{'tpsim':1," MESH_PP_TP "," MODEL ",'input':{'shape':[" b ",4]},"     \
+	"'mode':'training','pipeline':" pipe "}"
+/* The same on a (dp, pp, tp) mesh of `shape`, dp_dim dp. */
+#define PP_DP(shape, b, pipe)                                                  \
+	"{'tpsim':1,'mesh':{'shape':" shape ",'dim_names':['dp','pp','tp']},"  \
+	"'dp_dim':'dp'," MODEL ",'input':{'shape':[" b ",4]},'mode':"          \
+	"'training','pipeline':" pipe "}"
+/* Two transformer blocks b.0, b.1 (4 top-level modules) on MESH_PP_TP,
+ * in training with `keys`. */
+#define PP_BLOCKS(keys)                                                        \
+	"{'tpsim':1," MESH_PP_TP ",'model':[{'repeat':2,'name':'b','module':"  \
+	"{'type':'transformer_block','dim':8,'num_heads':2}}],'input':{"       \
+	"'shape':[2,3,8]},'mode':'training'," keys "}"
+/* fc1 (4 -> 8), a1, fc2 (8 -> 8), a2, fc3 (8 -> 4), fc4 (4 -> 4), with
+ * biases: 40, 0, 72, 0, 36 and 20 parameters; `mesh` (pp, tp), batch 4,
+ * training with "pipeline": `pipe`. */
+#define PP_SIX(mesh, pipe)                                                     \
+	"{'tpsim':1,'mesh':{'shape':" mesh ",'dim_names':['pp','tp']},"        \
+	"'model':[{'name':'fc1','type':'linear','in_features':4,"              \
+	"'out_features':8},{'name':'a1','type':'relu'},{'name':'fc2','type':"  \
+	"'linear','in_features':8,'out_features':8},{'name':'a2','type':"      \
+	"'relu'},{'name':'fc3','type':'linear','in_features':8,"               \
+	"'out_features':4},{'name':'fc4','type':'linear','in_features':4,"     \
+	"'out_features':4}],'input':{'shape':[4,4]},'mode':'training',"        \
+	"'pipeline':" pipe "}"
+
 #define EIGHT_ROWS_OF(row)                                                     \
 	"[" row "," row "," row "," row "," row "," row "," row "," row "]"
 
@@ -1541,6 +1571,208 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /zero: stage 3 shards each module's own parameters, but "
 	    "head ties its weight to tok's: expected no tie, or stage 1 or 2"),
 
+	/* Pipeline parallelism (docs/pipeline.md): training only, on a dim
+	 * of its own; microbatches cut every dp rank's part evenly;
+	 * virtual_stages only interleaved, whose microbatches are a multiple
+	 * of p; every virtual stage holds modules, the ranges in order and
+	 * covering the model; a tie within one stage; recompute's blocks
+	 * whole. */
+	BAD("{'tpsim':1," MESH_PP_TP "," MODEL "," INPUT ",'pipeline':{'dim':"
+	    "'pp','microbatches':1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline: \"pipeline\" needs \"mode\": \"training\" "
+	    "(this config runs inference)"),
+	BAD(PP("4", "2"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline: expected an object, got 2"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'chunks':2}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/chunks: unknown key \"chunks\" (expected one "
+	    "of: dim, microbatches, schedule, virtual_stages, stages)"),
+	BAD(PP("4", "{'microbatches':2}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: missing"),
+	BAD(PP("4", "{'dim':0,'microbatches':2}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: expected a mesh dim name, got 0"),
+	BAD(PP("4", "{'dim':'pipe','microbatches':2}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: no mesh dim is named \"pipe\""),
+	BAD(PP("4", "{'dim':'tp','microbatches':2}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: \"tp\" is the tp dim (/tp_dim, by "
+	    "default the last mesh dim): expected a dim of its own, the "
+	    "stages over it"),
+	BAD(PP_DP("[2,2,2]", "4", "{'dim':'dp','microbatches':1}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: \"dp\" is a dp dim (/dp_dim): expected "
+	    "a dim of its own, the stages over it"),
+	BAD(PP("4", "{'dim':'pp'}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: missing"),
+	BAD(PP("4", "{'dim':'pp','microbatches':0}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: out of range (expected 1 to "
+	    "65536, got 0)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':1.5}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: expected an integer, got 1.5"),
+	BAD(PP("4", "{'dim':'pp','microbatches':3}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: the batch of 4 rows "
+	    "(/input/shape/0) is not a multiple of 3 microbatches (expected "
+	    "equal microbatches of at least one row)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':8}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: the batch of 4 rows "
+	    "(/input/shape/0) is not a multiple of 8 microbatches"),
+	/* After the dp split, as Megatron cuts each dp rank's part: 6 rows
+	 * over dp 2 are 3 and 3, and over dp 4 (chunk) 2, 2, 2, 0. */
+	BAD(PP_DP("[2,2,2]", "6", "{'dim':'pp','microbatches':2}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: dp rank 0's part of the batch "
+	    "is 3 rows (of 6, chunk sampler), not a multiple of 2 microbatches "
+	    "(expected every dp rank's part cut in equal microbatches of at "
+	    "least one row)"),
+	BAD(PP_DP("[4,2,2]", "6", "{'dim':'pp','microbatches':2}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: dp rank 3's part of the batch "
+	    "is 0 rows (of 6, chunk sampler), not a multiple of 2 "
+	    "microbatches"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'schedule':'zero_bubble'}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/schedule: unknown schedule \"zero_bubble\" "
+	    "(expected one of gpipe, 1f1b, interleaved_1f1b)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'schedule':1}"),
+	    TPS_ERR_INPUT, "cfg.json: /pipeline/schedule: expected a string"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'schedule':'gpipe',"
+		    "'virtual_stages':2}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/virtual_stages: virtual_stages (model chunks "
+	    "per stage) is interleaved_1f1b's: schedule gpipe runs one chunk "
+	    "per stage"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'virtual_stages':2}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/virtual_stages: virtual_stages (model chunks "
+	    "per stage) is interleaved_1f1b's: schedule 1f1b runs one chunk "
+	    "per stage"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'schedule':"
+		    "'interleaved_1f1b'}"),
+	    TPS_ERR_INPUT, "cfg.json: /pipeline/virtual_stages: missing"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'schedule':"
+		    "'interleaved_1f1b','virtual_stages':1}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/virtual_stages: out of range (expected 2 to "
+	    "65536, got 1)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':4,'schedule':"
+		    "'interleaved_1f1b','virtual_stages':65536}"),
+	    TPS_ERR_LIMIT,
+	    "cfg.json: /pipeline/virtual_stages: microbatches x "
+	    "virtual_stages is 262144, past the limit 65536"),
+	BAD(PP("3", "{'dim':'pp','microbatches':3,'schedule':"
+		    "'interleaved_1f1b','virtual_stages':2}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/microbatches: 3 microbatches, not a multiple "
+	    "of the 2 stages: interleaved_1f1b runs them in groups of p "
+	    "(expected a multiple, as Megatron requires)"),
+	/* A dropout's masks follow each element's place in the batch. */
+	BAD("{'tpsim':1," MESH_PP_TP ",'model':[" FC1 ",{'name':'drop','type':"
+	    "'dropout','p':0.5}," FC2 "],'input':{'shape':[4,4]},'mode':"
+	    "'training','pipeline':{'dim':'pp','microbatches':2}}",
+	    TPS_ERR_UNSUPPORTED,
+	    "cfg.json: /pipeline/microbatches: dropout drop draws each "
+	    "element's mask from its place in the batch, which tpsim does not "
+	    "carry into 2 microbatches: expected 1 microbatch, or no dropout"),
+	/* More virtual stages than top-level modules (fc1, act, fc2). */
+	BAD("{'tpsim':1,'mesh':{'shape':[4,2],'dim_names':['pp','tp']}," MODEL
+	    "," INPUT ",'mode':'training','pipeline':{'dim':'pp',"
+	    "'microbatches':1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: 4 virtual stages (4 stages x 1 "
+	    "virtual_stages) for a model of 3 top-level modules: expected at "
+	    "most one stage per module, no stage without modules"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'schedule':"
+		    "'interleaved_1f1b','virtual_stages':2}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/virtual_stages: 4 virtual stages (2 stages x "
+	    "2 virtual_stages) for a model of 3 top-level modules"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':{}}"), TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages: expected an array of [first, last] "
+	    "ranges, got an object"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,2]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages: expected 2 ranges, one per virtual "
+	    "stage (2 stages x 1 virtual_stages), got 1"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,1],2]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1: expected [first, last], top-level "
+	    "module indices, got 2"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,1],[2]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1: expected [first, last], 2 "
+	    "top-level module indices, got 1 numbers"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,1],[2,'2']]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/1: expected an integer, got string "
+	    "\"2\""),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[-1,1],[2,2]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/0/0: out of range (expected 0 to "
+	    "4095, got -1)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,2],[3,3]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/0: expected a top-level module "
+	    "index, 0 to 2 (the model has 3), got 3"),
+	/* A stage with no modules. */
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,2],[2,1]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/0: expected 3, the module after the "
+	    "last of /pipeline/stages/0, got 2: module 2 would be in two "
+	    "stages (the ranges overlap)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,1],[2,1]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/1: last 1 is before first 2: "
+	    "virtual stage 1 would have no modules (expected last >= first)"),
+	/* Overlapping, leaving a gap, out of order, not covering. */
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,1],[1,2]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/0: expected 2, the module after the "
+	    "last of /pipeline/stages/0, got 1: module 1 would be in two "
+	    "stages (the ranges overlap)"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,0],[2,2]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/0: expected 1, the module after the "
+	    "last of /pipeline/stages/0, got 2: module 1 would be in no "
+	    "stage"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[1,2],[0,0]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/0/0: expected 0, the model's first "
+	    "top-level module, got 1: module 0 would be in no stage"),
+	BAD(PP("4", "{'dim':'pp','microbatches':2,'stages':[[0,0],[1,1]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/1/1: expected 2, the model's last "
+	    "top-level module, got 1: module 2 would be in no stage"),
+	/* A tied weight on two stages (the even split puts tok and head
+	 * apart), and a block cut under full recompute. */
+	BAD("{'tpsim':1," MESH_PP_TP ",'model':[{'name':'tok','type':"
+	    "'embedding','num_embeddings':6,'embedding_dim':4},{'name':'head',"
+	    "'type':'linear','in_features':4,'out_features':6,'bias':false,"
+	    "'tie':'tok'}],'input':{'shape':[2,3],'init':'tokens'},'mode':"
+	    "'training','pipeline':{'dim':'pp','microbatches':1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: head ties its weight to tok's, but they "
+	    "are on virtual stages 1 and 0 (Megatron then all-reduces the tied "
+	    "gradient between the two stages, which tpsim does not model): "
+	    "expected both in one range, or no tie"),
+	BAD(PP_BLOCKS("'recompute':'full','pipeline':{'dim':'pp',"
+		      "'microbatches':1,'stages':[[0,0],[1,3]]}"),
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/stages/0/1: the range ends inside the "
+	    "transformer_block that starts at b.0.attn_residual "
+	    "(\"recompute\": "
+	    "\"full\" runs a block again as one chunk, on one stage): expected "
+	    "a range that ends at a block's end"),
+	BAD("{'tpsim':1,'mesh':{'shape':[4,2],'dim_names':['pp','tp']},"
+	    "'model':[{'repeat':2,'name':'b','module':{'type':"
+	    "'transformer_block','dim':8,'num_heads':2}}],'input':{'shape':"
+	    "[2,3,8]},'mode':'training','recompute':'full','pipeline':{'dim':"
+	    "'pp','microbatches':1}}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /pipeline/dim: 4 virtual stages (4 stages x 1 "
+	    "virtual_stages) for a model of 2 top-level modules (under "
+	    "\"recompute\": \"full\", a transformer_block counts as one): "
+	    "expected at most one stage per module, no stage without "
+	    "modules"),
+
 	/* Several dp dims, strict_tp_innermost. */
 	BAD(MESH_DP_CP_TP ",'dp_dim':['cp','dp']}", TPS_ERR_INPUT,
 	    "cfg.json: /dp_dim/1: \"dp\" (mesh dim 0) comes after \"cp\" (mesh "
@@ -1929,15 +2161,14 @@ static const struct bad_config bad_configs[] = {
 	    "cfg.json: /model/0/make_vocab_size_divisible_by: a padded "
 	    "vocabulary is the logits' classes: \"fc1\" must be the model's "
 	    "last module, whose output feeds the loss"),
-	BAD(
-		VOCAB(",'make_vocab_size_divisible_by':2",
-		      ",'bias':false,'tie':'tok','make_vocab_size_divisible_by'"
-		      ":4") "}",
-		TPS_ERR_INPUT,
-		"cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
-		"the make_vocab_size_divisible_by of \"tok\" "
-		"(/model/0/make_vocab_size_divisible_by), the embedding "
-		"\"head\" is tied to, got 4"),
+	BAD(VOCAB(",'make_vocab_size_divisible_by':2",
+		  ",'bias':false,'tie':'tok','make_vocab_size_divisible_by'"
+		  ":4") "}",
+	    TPS_ERR_INPUT,
+	    "cfg.json: /model/1/make_vocab_size_divisible_by: expected 2, "
+	    "the make_vocab_size_divisible_by of \"tok\" "
+	    "(/model/0/make_vocab_size_divisible_by), the embedding "
+	    "\"head\" is tied to, got 4"),
 	BAD(VOCAB("", ",'bias':false,'tie':'tok',"
 		      "'make_vocab_size_divisible_by':4") "}",
 	    TPS_ERR_INPUT,
@@ -3361,6 +3592,11 @@ START_TEST(normalized_config_parses_to_itself)
 		DP_BATCH("4") ",'mode':'training','zero':{'stage':1}}",
 		DP_BATCH("4") ",'mode':'training','zero':{'stage':3,"
 			      "'reshard_after_forward':false}}",
+		PP("4", "{'dim':'pp','microbatches':2}"),
+		PP("4", "{'dim':'pp','microbatches':4,'schedule':'gpipe',"
+			"'stages':[[0,0],[1,2]]}"),
+		PP_SIX("[2,2]", "{'dim':'pp','microbatches':2,'schedule':"
+				"'interleaved_1f1b','virtual_stages':2}"),
 	};
 	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
 		struct tps_run_spec a = {0}, b = {0};
@@ -3674,6 +3910,93 @@ START_TEST(zero_lands_in_spec_with_its_stage_options)
 			       "'reshard_after_forward':false}}",
 		 &spec);
 	ck_assert(!m->zero.reshard_after_forward);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
+static void check_ranges(const struct tps_pipeline_spec *pp, int n,
+			 const int (*want)[2])
+{
+	for (int k = 0; k < n; k++) {
+		ck_assert_msg(pp->ranges[k].first == want[k][0] &&
+				      pp->ranges[k].last == want[k][1],
+			      "virtual stage %d: [%d, %d], want [%d, %d]", k,
+			      pp->ranges[k].first, pp->ranges[k].last,
+			      want[k][0], want[k][1]);
+	}
+}
+
+START_TEST(pipeline_lands_in_spec_and_normalises_with_its_ranges)
+{
+	struct tps_run_spec spec = {0};
+	const struct tps_pipeline_spec *pp = &spec.model.pipeline;
+	char *got;
+
+	parse_ok(TRAIN "}", &spec);
+	ck_assert(!pp->enabled);
+	got = normalized_text(&spec);
+	ck_assert_ptr_null(strstr(got, "pipeline"));
+	free(got);
+	tps_run_spec_free(&spec);
+
+	/* fc1 40, act 0, fc2 36 over 2 stages: no split holds fewer than
+	 * 40 on its heaviest stage; the first stage fills to 40 with fc1
+	 * and act, fc2 is left for the second. */
+	parse_ok(PP("4", "{'dim':'pp','microbatches':2}"), &spec);
+	ck_assert(pp->enabled);
+	ck_assert_int_eq(pp->dim, 0);
+	ck_assert_int_eq(pp->p, 2);
+	ck_assert_int_eq(pp->microbatches, 2);
+	ck_assert_int_eq(pp->schedule, TPS_PP_1F1B);
+	ck_assert_int_eq(pp->virtual_stages, 1);
+	check_ranges(pp, 2, (const int[][2]){{0, 1}, {2, 2}});
+	got = normalized_text(&spec);
+	ck_assert_ptr_nonnull(
+		strstr(got, "\"dp_grad\":\"global\",\"pipeline\":{\"dim\":"
+			    "\"pp\",\"microbatches\":2,\"schedule\":\"1f1b\","
+			    "\"stages\":[[0,1],[2,2]]},\"links\""));
+	free(got);
+	tps_run_spec_free(&spec);
+
+	/* 40, 0, 72, 0, 36, 20 over 4: the heaviest stage holds at least
+	 * fc2's 72, and 72 is enough: [fc1, a1] 40, [fc2, a2] 72, then fc3
+	 * 36 (fc4 would fit under 72, but the last stage needs a module)
+	 * and fc4 20. */
+	parse_ok(PP_SIX("[4,2]", "{'dim':'pp','microbatches':1}"), &spec);
+	check_ranges(pp, 4, (const int[][2]){{0, 1}, {2, 3}, {4, 4}, {5, 5}});
+	tps_run_spec_free(&spec);
+
+	/* The same 4 virtual stages as p 2 x v 2: stage 0 runs virtual
+	 * stages 0 and 2 (chunks 0 and 1). */
+	parse_ok(PP_SIX("[2,2]", "{'dim':'pp','microbatches':2,'schedule':"
+				 "'interleaved_1f1b','virtual_stages':2}"),
+		 &spec);
+	ck_assert_int_eq(pp->schedule, TPS_PP_INTERLEAVED_1F1B);
+	ck_assert_int_eq(pp->virtual_stages, 2);
+	check_ranges(pp, 4, (const int[][2]){{0, 1}, {2, 3}, {4, 4}, {5, 5}});
+	got = normalized_text(&spec);
+	ck_assert_ptr_nonnull(
+		strstr(got, "\"pipeline\":{\"dim\":\"pp\",\"microbatches\":2,"
+			    "\"schedule\":\"interleaved_1f1b\","
+			    "\"virtual_stages\":2,\"stages\":[[0,1],[2,3],[4,"
+			    "4],[5,5]]}"));
+	free(got);
+	tps_run_spec_free(&spec);
+
+	/* Explicit ranges are kept as given. */
+	parse_ok(PP("4", "{'dim':'pp','microbatches':4,'schedule':'gpipe',"
+			 "'stages':[[0,0],[1,2]]}"),
+		 &spec);
+	ck_assert_int_eq(pp->schedule, TPS_PP_GPIPE);
+	check_ranges(pp, 2, (const int[][2]){{0, 0}, {1, 2}});
+	tps_run_spec_free(&spec);
+
+	/* Under full recompute a block is one unit: b.0's two residuals
+	 * on stage 0, b.1's on stage 1. */
+	parse_ok(PP_BLOCKS("'recompute':'full','pipeline':{'dim':'pp',"
+			   "'microbatches':2}"),
+		 &spec);
+	check_ranges(pp, 2, (const int[][2]){{0, 1}, {2, 3}});
 	tps_run_spec_free(&spec);
 }
 END_TEST
@@ -4289,6 +4612,8 @@ static Suite *config_suite(void)
 	tc = tcase_create("training");
 	tcase_add_test(tc, training_defaults_land_in_spec);
 	tcase_add_test(tc, zero_lands_in_spec_with_its_stage_options);
+	tcase_add_test(tc,
+		       pipeline_lands_in_spec_and_normalises_with_its_ranges);
 	tcase_add_test(tc, adamw_gets_pytorchs_defaults);
 	tcase_add_test(tc, explicit_training_settings_land_in_spec);
 	tcase_add_test(tc, loaded_on_is_valid_in_inference);

@@ -762,6 +762,127 @@ START_TEST(timeline_leaves_no_partial_file_and_keeps_the_old_one_on_error)
 }
 END_TEST
 
+/* ---- a pipeline's schedule ------------------------------------------- */
+
+/* A symbolic training run of 12 linears (4 -> 4) on a (pp p, tp 1) mesh,
+ * a batch of m rows in m microbatches, with `schedule` (and v chunks when
+ * v > 1), into DIR/pp.json; its trace, parsed. */
+static cJSON *pipeline_trace(const char *dir, int p, int m,
+			     const char *schedule, int v)
+{
+	char config[4096], path[1024], trace[1100], vs[64] = "";
+	size_t n;
+	struct tu_result r;
+	n = (size_t)snprintf(config, sizeof config,
+			     "{\"tpsim\":1,\"mesh\":{\"shape\":[%d,1],"
+			     "\"dim_names\":[\"pp\",\"tp\"]},\"model\":[",
+			     p);
+	for (int i = 0; i < 12; i++) {
+		n += (size_t)snprintf(
+			config + n, sizeof config - n,
+			"%s{\"name\":\"fc%d\",\"type\":\"linear\","
+			"\"in_features\":4,\"out_features\":4}",
+			i ? "," : "", i);
+	}
+	if (v > 1) {
+		snprintf(vs, sizeof vs, ",\"virtual_stages\":%d", v);
+	}
+	snprintf(config + n, sizeof config - n,
+		 "],\"input\":{\"shape\":[%d,4]},\"mode\":\"training\","
+		 "\"compute\":\"symbolic\",\"pipeline\":{\"dim\":\"pp\","
+		 "\"microbatches\":%d,\"schedule\":\"%s\"%s}}",
+		 m, m, schedule, vs);
+	snprintf(path, sizeof path, "%s/pp.config.json", dir);
+	tu_write_file(path, config, strlen(config));
+	snprintf(trace, sizeof trace, "%s/pp.json", dir);
+	r = tu_cli(5, "run", path, "-o", trace);
+	ck_assert_msg(r.rc == 0, "%s: %s", config, r.err);
+	tu_result_free(&r);
+	return load(trace);
+}
+
+START_TEST(pipeline_timeline_measures_the_bubble_of_each_schedule)
+{
+	/* p = _i + 1 stages, m 1-8 microbatches; gpipe and 1f1b, and
+	 * interleaved_1f1b with v 2 and 3 when m is a multiple of p. Laid
+	 * out from the trace's events (their stages and slots), every rank
+	 * is busy 3 m v slots and idle (p - 1) / m of that (gpipe, 1f1b)
+	 * or (p - 1) / (v m) (interleaved, Narayanan et al. 2021), as
+	 * integers: idle m v = busy (p - 1). The trace's result says how
+	 * many microbatches stage 0 holds at its peak: m with GPipe,
+	 * min(p, m) with 1F1B, and its peak activations are that many
+	 * microbatches' (12 linears of a (1, 4) input: 16 bytes each). The
+	 * trace's bytes per rank are the busiest stage's sends. */
+	static const char *const schedules[] = {
+		"gpipe", "1f1b", "interleaved_1f1b", "interleaved_1f1b"};
+	const char *dir = tu_tempdir();
+	int p = _i + 1;
+	for (int m = 1; m <= 8; m++) {
+		for (int k = 0; k < 4; k++) {
+			int v = k < 2 ? 1 : k;
+			struct tps_timeline tl;
+			struct tps_error err = {0};
+			const cJSON *st0;
+			cJSON *trace;
+			if (v > 1 && m % p != 0) {
+				continue;
+			}
+			trace = pipeline_trace(dir, p, m, schedules[k], v);
+			ck_assert_msg(tps_timeline_build(&tl, trace, "pp.json",
+							 &err) == TPS_OK,
+				      "%s", err.message);
+			ck_assert_int_eq(tl.n_ops, (size_t)(2 * m * v * p));
+			for (int r = 0; r < p; r++) {
+				int64_t busy, idle;
+				tps_timeline_bubble(&tl, 0, r, &busy, &idle);
+				ck_assert_int_eq(busy,
+						 (int64_t)3 * m * v *
+							 TPS_TIMELINE_SLOT_NS);
+				ck_assert_msg(idle * m * v == busy * (p - 1),
+					      "%s p %d m %d v %d rank %d: idle "
+					      "%lld, busy %lld",
+					      schedules[k], p, m, v, r,
+					      (long long)idle, (long long)busy);
+			}
+			st0 = cJSON_GetArrayItem(
+				get(get(get(trace, "result"), "pipeline"),
+				    "by_stage"),
+				0);
+			if (v == 1) {
+				/* Each send is a (1, 4) microbatch's 16
+				 * bytes; a middle stage sends m forward and
+				 * m backward, the first and the last m, and
+				 * a rank sends its stage's only. */
+				int64_t most = p >= 3	? 32 * m
+					       : p == 2 ? 16 * m
+							: 0;
+				ck_assert_int_eq(get(get(trace, "comm"),
+						     "bytes_per_rank")
+							 ->valuedouble,
+						 most);
+			}
+			if (v == 1) {
+				int want = k == 0 ? m : (p < m ? p : m);
+				int64_t per =
+					get(st0, "saved_bytes_per_microbatch")
+						->valuedouble;
+				ck_assert_int_eq(
+					get(st0, "peak_in_flight")->valuedouble,
+					want);
+				ck_assert_int_eq(per, 16 * 12 / p);
+				ck_assert_int_eq(
+					get(st0, "peak_activation_bytes")
+						->valuedouble,
+					per * want + (p == 1 ? 16 : 0));
+			}
+			tps_timeline_free(&tl);
+			cJSON_Delete(trace);
+		}
+	}
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *timeline_suite(void)
 {
 	Suite *s = suite_create("timeline");
@@ -781,6 +902,9 @@ static Suite *timeline_suite(void)
 		model,
 		timeline_names_ranks_by_mesh_coordinates_and_counts_own_flops);
 	tcase_add_test(model, timeline_flops_equal_the_cost_models_count);
+	tcase_add_loop_test(
+		model, pipeline_timeline_measures_the_bubble_of_each_schedule,
+		0, 4);
 	tcase_add_test(cli_tc, timeline_is_byte_identical_across_runs);
 	tcase_add_test(cli_tc, timeline_refuses_bad_arguments_with_one_line);
 	tcase_add_test(
