@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outcome_hash.h"
 #include "testutil.h"
 #include "config.h"
 #include "model.h"
@@ -55,35 +56,6 @@ struct counts {
 	/* Attention cores run in backward, marked recompute. */
 	int recompute_cores;
 };
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-	const unsigned char *b = data;
-	for (size_t i = 0; i < n; i++) {
-		h = (h ^ b[i]) * 1099511628211ull;
-	}
-	return h;
-}
-
-static uint64_t tensor_hash(uint64_t h, const struct tps_tensor *t)
-{
-	return t->data ? fnv1a(h, t->data,
-			       (size_t)tps_tensor_numel(t) * sizeof(float))
-		       : h;
-}
-
-static uint64_t outcome_hash(const struct tps_model_outcome *o)
-{
-	uint64_t h = tensor_hash(14695981039346656037ull, &o->output);
-	h = fnv1a(h, o->loss, (size_t)o->steps * sizeof *o->loss);
-	for (int i = 0; i < o->n_grads; i++) {
-		h = tensor_hash(h, &o->grads[i]);
-	}
-	for (int i = 0; i < o->n_params; i++) {
-		h = tensor_hash(h, &o->params_after[i]);
-	}
-	return h;
-}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -574,7 +546,7 @@ static struct counts run_config(const char *fmt, ...)
 		worst_diff = diff;
 	}
 	ck_assert_msg(match, "max_abs_diff %g for\n%s", (double)diff, text);
-	counts.outcome_hash = outcome_hash(&sim);
+	counts.outcome_hash = tu_outcome_hash(&sim);
 	tps_model_outcome_free(&sim);
 	tps_model_outcome_free(&ref);
 	tps_tensor_free(&input);
