@@ -135,3 +135,51 @@ def test_zero_on_the_dp_dim_of_dp_times_tp(zero, state, params):
     for phase in ("forward", "backward"):
         assert sent(p, phase, "all_reduce") == sent(plain, phase,
                                                     "all_reduce")
+
+
+def test_pipeline_sends_the_stage_boundary_and_holds_its_stage():
+    """pp2_tp2: stage 0 runs the embedding and block 0, stage 1 block 1,
+    the final norm and the projection, each on tp 2, the batch in 2
+    microbatches of 2 sequences. A rank sends only its stage's events:
+    tpsim comm's per-rank figures are the busiest stage's, as the
+    trace's comm.bytes_per_rank."""
+    (p,) = point("pp2_tp2")
+    act = S * (B // 2) * H * F32  # a microbatch's (2, 8, 16) activation
+    stats = S * (B // 2) * F32
+    # Stage 1, per microbatch: forward o's and fc2's all_reduces and
+    # loss_parallel's three; backward the projection's, fc1's and q, k,
+    # v's input gradients and the send of its input's gradient to stage 0.
+    fwd1 = 2 * (2 * ring_all_reduce(act, 2) + 3 * ring_all_reduce(stats, 2))
+    bwd1 = 2 * (3 * ring_all_reduce(act, 2) + act)
+    # Stage 0: the embedding's, o's and fc2's, the send of its output;
+    # backward fc1's and q, k, v's.
+    fwd0 = 2 * (3 * ring_all_reduce(act, 2) + act)
+    bwd0 = 2 * (2 * ring_all_reduce(act, 2))
+    assert (fwd1, bwd1, fwd0, bwd0) == (4480, 8192, 8192, 4096)
+    assert fwd1 + bwd1 == 12672 > fwd0 + bwd0 == 12288
+    assert sent(p, "forward") == fwd1
+    assert sent(p, "backward") == bwd1
+    assert sent(p, "backward", "send") == 2 * act
+    assert sent(p, "forward", "send") == 0
+    assert sent(p, "optimizer") == 0
+    assert p["total"]["training"]["bytes_per_rank"] == 12672
+    # Stage 1's parameters (the most): block 1's tp shard, the final
+    # norm, the projection's 32 vocabulary rows; stage 0's: the
+    # embedding's 32 rows and block 0's shard.
+    per_block = 12 * H * H // 2 + 7 * H // 2 + 6 * H
+    assert held(p, "param_bytes") == (per_block + 2 * H
+                                      + VOCAB // 2 * H) * F32 == 8928
+    assert (per_block + VOCAB // 2 * H) * F32 == 8800
+    assert held(p, "optimizer_state_bytes") == 2 * 8928
+
+
+def test_pipeline_comm_total_is_the_traces(tmp_path):
+    out = tmp_path / "pp.trace.json"
+    code, _, err = cli("run", "--symbolic",
+                       root_path("examples", "comparison", "pp2_tp2.json"),
+                       "-o", str(out))
+    assert code == 0, err
+    trace = json.loads(out.read_text())
+    (p,) = point("pp2_tp2")
+    assert trace["comm"]["bytes_per_rank"] == 12672
+    assert p["total"]["training"]["bytes_per_rank"] == 12672
