@@ -1,5 +1,5 @@
 """docs/comparison.md: the figures its prose derives by hand for
-examples/comparison's four layouts of one 2-block GPT on four ranks are
+examples/comparison's five layouts of one 2-block GPT on four ranks are
 what tpsim comm counts (the page's tables are tpsim's own output, kept
 current by tools/docs_sync.py; this checks the arithmetic beside them)."""
 import json
@@ -183,3 +183,43 @@ def test_pipeline_comm_total_is_the_traces(tmp_path):
     (p,) = point("pp2_tp2")
     assert trace["comm"]["bytes_per_rank"] == 12672
     assert p["total"]["training"]["bytes_per_rank"] == 12672
+
+
+def test_pipeline_holds_its_stages_microbatches_in_flight(tmp_path):
+    """pp2_tp2 under 1F1B: stage 0 runs two forwards before its first
+    backward (p - s - 1 = 1 warm-up forward, then one more), so it holds
+    two microbatches' saved activations at its peak; stage 1 one, and
+    the model output. A microbatch is b = 2 sequences at tp 2; per block
+    4 sbh + 12 sbh/t and the probabilities a s^2 b / t, as without a
+    pipeline."""
+    out = tmp_path / "pp.trace.json"
+    code, _, err = cli("run", "--symbolic",
+                       root_path("examples", "comparison", "pp2_tp2.json"),
+                       "-o", str(out))
+    assert code == 0, err
+    trace = json.loads(out.read_text())
+    b, t = B // 2, 2
+    sbh = S * b * H
+    block = 4 * sbh + 12 * sbh // t + HEADS * S * S * b // t
+    stage0 = (S * b + block) * F32  # the ids, block 0
+    stage1 = (block + 2 * sbh) * F32  # block 1, the norm's, output's input
+    logits = S * b * VOCAB // t * F32
+    assert (stage0, stage1, logits) == (11328, 13312, 2048)
+    by_stage = trace["result"]["pipeline"]["by_stage"]
+    assert [s["saved_bytes_per_microbatch"] for s in by_stage] == [
+        stage0, stage1]
+    assert [s["peak_in_flight"] for s in by_stage] == [2, 1]
+    assert [s["peak_activation_bytes"] for s in by_stage] == [
+        2 * stage0, stage1 + logits]
+    (p,) = point("pp2_tp2")
+    assert held(p, "peak_activation_bytes") == 2 * stage0 == 22656
+    # Each module saves what it saves without a pipeline, per microbatch:
+    # dp2_tp2's rank holds the same b = 2 sequences at tp 2.
+    plain = json.loads((tmp_path / "pp.trace.json").read_text())
+    code, _, err = cli("run", "--symbolic",
+                       root_path("examples", "comparison", "dp2_tp2.json"),
+                       "-o", str(tmp_path / "dp.trace.json"))
+    assert code == 0, err
+    dp = json.loads((tmp_path / "dp.trace.json").read_text())
+    key = "saved_activation_bytes_by_module"
+    assert plain["result"]["symbolic"][key] == dp["result"]["symbolic"][key]
