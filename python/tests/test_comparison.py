@@ -1,5 +1,5 @@
 """docs/comparison.md: the figures its prose derives by hand for
-examples/comparison's four layouts of one 2-block GPT on four ranks are
+examples/comparison's five layouts of one 2-block GPT on four ranks are
 what tpsim comm counts (the page's tables are tpsim's own output, kept
 current by tools/docs_sync.py; this checks the arithmetic beside them)."""
 import json
@@ -135,3 +135,91 @@ def test_zero_on_the_dp_dim_of_dp_times_tp(zero, state, params):
     for phase in ("forward", "backward"):
         assert sent(p, phase, "all_reduce") == sent(plain, phase,
                                                     "all_reduce")
+
+
+def test_pipeline_sends_the_stage_boundary_and_holds_its_stage():
+    """pp2_tp2: stage 0 runs the embedding and block 0, stage 1 block 1,
+    the final norm and the projection, each on tp 2, the batch in 2
+    microbatches of 2 sequences. A rank sends only its stage's events:
+    tpsim comm's per-rank figures are the busiest stage's, as the
+    trace's comm.bytes_per_rank."""
+    (p,) = point("pp2_tp2")
+    act = S * (B // 2) * H * F32  # a microbatch's (2, 8, 16) activation
+    stats = S * (B // 2) * F32
+    # Stage 1, per microbatch: forward o's and fc2's all_reduces and
+    # loss_parallel's three; backward the projection's, fc1's and q, k,
+    # v's input gradients and the send of its input's gradient to stage 0.
+    fwd1 = 2 * (2 * ring_all_reduce(act, 2) + 3 * ring_all_reduce(stats, 2))
+    bwd1 = 2 * (3 * ring_all_reduce(act, 2) + act)
+    # Stage 0: the embedding's, o's and fc2's, the send of its output;
+    # backward fc1's and q, k, v's.
+    fwd0 = 2 * (3 * ring_all_reduce(act, 2) + act)
+    bwd0 = 2 * (2 * ring_all_reduce(act, 2))
+    assert (fwd1, bwd1, fwd0, bwd0) == (4480, 8192, 8192, 4096)
+    assert fwd1 + bwd1 == 12672 > fwd0 + bwd0 == 12288
+    assert sent(p, "forward") == fwd1
+    assert sent(p, "backward") == bwd1
+    assert sent(p, "backward", "send") == 2 * act
+    assert sent(p, "forward", "send") == 0
+    assert sent(p, "optimizer") == 0
+    assert p["total"]["training"]["bytes_per_rank"] == 12672
+    # Stage 1's parameters (the most): block 1's tp shard, the final
+    # norm, the projection's 32 vocabulary rows; stage 0's: the
+    # embedding's 32 rows and block 0's shard.
+    per_block = 12 * H * H // 2 + 7 * H // 2 + 6 * H
+    assert held(p, "param_bytes") == (per_block + 2 * H
+                                      + VOCAB // 2 * H) * F32 == 8928
+    assert (per_block + VOCAB // 2 * H) * F32 == 8800
+    assert held(p, "optimizer_state_bytes") == 2 * 8928
+
+
+def test_pipeline_comm_total_is_the_traces(tmp_path):
+    out = tmp_path / "pp.trace.json"
+    code, _, err = cli("run", "--symbolic",
+                       root_path("examples", "comparison", "pp2_tp2.json"),
+                       "-o", str(out))
+    assert code == 0, err
+    trace = json.loads(out.read_text())
+    (p,) = point("pp2_tp2")
+    assert trace["comm"]["bytes_per_rank"] == 12672
+    assert p["total"]["training"]["bytes_per_rank"] == 12672
+
+
+def test_pipeline_holds_its_stages_microbatches_in_flight(tmp_path):
+    """pp2_tp2 under 1F1B: stage 0 runs two forwards before its first
+    backward (p - s - 1 = 1 warm-up forward, then one more), so it holds
+    two microbatches' saved activations at its peak; stage 1 one, and
+    the model output. A microbatch is b = 2 sequences at tp 2; per block
+    4 sbh + 12 sbh/t and the probabilities a s^2 b / t, as without a
+    pipeline."""
+    out = tmp_path / "pp.trace.json"
+    code, _, err = cli("run", "--symbolic",
+                       root_path("examples", "comparison", "pp2_tp2.json"),
+                       "-o", str(out))
+    assert code == 0, err
+    trace = json.loads(out.read_text())
+    b, t = B // 2, 2
+    sbh = S * b * H
+    block = 4 * sbh + 12 * sbh // t + HEADS * S * S * b // t
+    stage0 = (S * b + block) * F32  # the ids, block 0
+    stage1 = (block + 2 * sbh) * F32  # block 1, the norm's, output's input
+    logits = S * b * VOCAB // t * F32
+    assert (stage0, stage1, logits) == (11328, 13312, 2048)
+    by_stage = trace["result"]["pipeline"]["by_stage"]
+    assert [s["saved_bytes_per_microbatch"] for s in by_stage] == [
+        stage0, stage1]
+    assert [s["peak_in_flight"] for s in by_stage] == [2, 1]
+    assert [s["peak_activation_bytes"] for s in by_stage] == [
+        2 * stage0, stage1 + logits]
+    (p,) = point("pp2_tp2")
+    assert held(p, "peak_activation_bytes") == 2 * stage0 == 22656
+    # Each module saves what it saves without a pipeline, per microbatch:
+    # dp2_tp2's rank holds the same b = 2 sequences at tp 2.
+    plain = json.loads((tmp_path / "pp.trace.json").read_text())
+    code, _, err = cli("run", "--symbolic",
+                       root_path("examples", "comparison", "dp2_tp2.json"),
+                       "-o", str(tmp_path / "dp.trace.json"))
+    assert code == 0, err
+    dp = json.loads((tmp_path / "dp.trace.json").read_text())
+    key = "saved_activation_bytes_by_module"
+    assert plain["result"]["symbolic"][key] == dp["result"]["symbolic"][key]

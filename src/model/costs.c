@@ -219,10 +219,11 @@ static struct tps_cost_row *row_for(struct tps_cost_report *r,
 				    const struct tps_event *ev,
 				    const char *group, struct tps_error *err)
 {
+	int stage = ev->stage ? ev->stage->stage : -1;
 	for (int i = 0; i < r->n_rows; i++) {
 		struct tps_cost_row *row = &r->rows[i];
 		if (row->phase == ev->phase && row->mask == ev->mask &&
-		    strcmp(row->op, ev->op) == 0 &&
+		    row->stage == stage && strcmp(row->op, ev->op) == 0 &&
 		    strcmp(row->module, ev->module) == 0) {
 			return row;
 		}
@@ -241,6 +242,7 @@ static struct tps_cost_row *row_for(struct tps_cost_report *r,
 	memset(&r->rows[r->n_rows], 0, sizeof r->rows[0]);
 	r->rows[r->n_rows].phase = ev->phase;
 	r->rows[r->n_rows].mask = ev->mask;
+	r->rows[r->n_rows].stage = stage;
 	snprintf(r->rows[r->n_rows].op, sizeof r->rows[0].op, "%s", ev->op);
 	snprintf(r->rows[r->n_rows].module, sizeof r->rows[0].module, "%s",
 		 ev->module);
@@ -383,6 +385,64 @@ static enum tps_cost_mode own_mode(const struct tps_model_spec *spec)
 					       : TPS_COST_INFERENCE;
 }
 
+/* Under a pipeline a rank sends only its own stage's events: the
+ * figures per rank of mode are those of the stage that sends the most
+ * (the trace's bytes_per_rank, trace.c), so its rows stay and every
+ * other stage's are dropped from mode, and the total is theirs again.
+ * Rows of no stage (-1) stay. Without a pipeline, nothing changes. */
+static void keep_busiest_stage(struct tps_cost_report *r,
+			       enum tps_cost_mode mode)
+{
+	int busiest = -1;
+	int64_t most = -1;
+	int kept = 0;
+	for (int i = 0; i < r->n_rows; i++) {
+		int s = r->rows[i].stage;
+		int64_t b = 0;
+		bool seen = false;
+		if (s < 0) {
+			continue;
+		}
+		for (int k = 0; k < i; k++) {
+			seen = seen || r->rows[k].stage == s;
+		}
+		if (seen) {
+			continue; /* counted at its first row */
+		}
+		/* Parts of the total: no overflow. */
+		for (int k = i; k < r->n_rows; k++) {
+			if (r->rows[k].stage == s) {
+				b += r->rows[k].mode[mode].bytes_per_rank;
+			}
+		}
+		if (b > most) { /* the first stage of the most on a tie */
+			most = b;
+			busiest = s;
+		}
+	}
+	if (busiest < 0) {
+		return;
+	}
+	memset(&r->total[mode], 0, sizeof r->total[mode]);
+	for (int i = 0; i < r->n_rows; i++) {
+		struct tps_cost_row *row = &r->rows[i];
+		bool any = false;
+		if (row->stage >= 0 && row->stage != busiest) {
+			memset(&row->mode[mode], 0, sizeof row->mode[mode]);
+		}
+		r->total[mode].count += row->mode[mode].count;
+		r->total[mode].bytes_per_rank += row->mode[mode].bytes_per_rank;
+		r->total[mode].seconds += row->mode[mode].seconds;
+		for (int m = 0; m < TPS_COST_MODES; m++) {
+			any = any || row->mode[m].count > 0;
+		}
+		if (any) {
+			r->rows[kept++] = *row;
+		}
+	}
+	r->n_rows = kept;
+}
+
 /* One step of spec (as mode) on meta tensors, counted into report; the
  * spec's own mode is watched for undone redistributions too. */
 static enum tps_status run_mode(const struct tps_model_spec *spec,
@@ -402,6 +462,9 @@ static enum tps_status run_mode(const struct tps_model_spec *spec,
 		mode == TPS_COST_TRAINING ? &report->footprint : NULL, err);
 	if (st == TPS_OK && t.watch) {
 		watch_sentence(&watch, report->warning);
+	}
+	if (st == TPS_OK) {
+		keep_busiest_stage(report, mode);
 	}
 	return st;
 }

@@ -45,6 +45,7 @@ struct tps_cost_row {
 	char mesh_dim[TPS_MAX_MESH_DIMS *
 		      TPS_MESH_NAME_MAX]; /* "tp", "dp_cp" */
 	unsigned mask;
+	int stage; /* the pipeline stage whose ranks send it; -1 without */
 	struct tps_cost_figures mode[TPS_COST_MODES];
 };
 

@@ -364,7 +364,9 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 		model->saved_bytes[r] = 0;
 		model->output_bytes[r] =
 			on_last && y->locals
-				? tps_tensor_numel(&y->locals[r]) * 4
+				? tps_tensor_numel(&y->locals[r]) *
+					  tps_dtype_size(spec->dtypes.of
+							    [TPS_ROLE_ACTIVATIONS])
 				: 0;
 	}
 	for (int i = 0; i < spec->n_modules; i++) {
@@ -372,19 +374,14 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 		int s = model->virtual_of[i] % p;
 		int64_t most = 0;
 		for (int r = 0; r < world; r++) {
-			int64_t b = 0;
-			const struct tps_dtensor *t[4] = {
-				&m->saved_in, &m->saved_more[0],
-				&m->saved_more[1], &m->saved_more[2]};
+			int64_t b;
 			if (tps_model_rank_stage(model, r) != s) {
 				continue;
 			}
-			for (int k = 0; k < 4; k++) {
-				b += t[k]->locals ? tps_tensor_numel(
-							    &t[k]->locals[r]) *
-							    4
-						  : 0;
-			}
+			/* Every saved tensor (the attention's probabilities
+			 * too), each at its own size, as without a pipeline
+			 * (model_step.c). */
+			b = tps_module_saved_bytes(m, &spec->dtypes, r);
 			model->mb_saved[(size_t)model->virtual_of[i] *
 						(size_t)world +
 					(size_t)r] += b;
