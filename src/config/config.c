@@ -705,6 +705,9 @@ static void parse_root(struct cfg *c, const cJSON *root,
 	parse_misc(c, root, run);
 	if (cfg_ok(c)) {
 		cfg_parse_training(c, root, &run->model);
+		if (run->compute != TPS_COMPUTE_SYMBOLIC) {
+			cfg_check_pipeline_dropout(c, &run->model);
+		}
 		cfg_parse_cost(c, root, &run->model.mesh, &run->cost);
 	}
 }

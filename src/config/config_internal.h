@@ -226,6 +226,11 @@ void cfg_check_sampler(struct cfg *c, const struct tps_model_spec *spec);
  * the other training keys (its split reads "recompute"). */
 void cfg_parse_pipeline(struct cfg *c, const cJSON *root,
 			struct tps_model_spec *spec);
+/* More than one microbatch with a dropout of p > 0: refused in a values
+ * run (its masks follow each element's place in the whole batch); a
+ * symbolic run draws no mask, and the caller skips the check. */
+void cfg_check_pipeline_dropout(struct cfg *c,
+				const struct tps_model_spec *spec);
 
 /* config_cost.c: "links" and "device", defaults by mesh position. */
 void cfg_parse_cost(struct cfg *c, const cJSON *root,

@@ -485,17 +485,6 @@ static void pipeline_body(struct cfg *c, const cJSON *pl, void *ctx)
 		return;
 	}
 	check_microbatches(c, spec);
-	for (int i = 0; i < spec->n_modules && cfg_ok(c) && m > 1; i++) {
-		const struct tps_module_spec *d = &spec->modules[i];
-		if (d->type == TPS_MODULE_DROPOUT && d->p > 0) {
-			cfg_fail_at(c, "microbatches", TPS_ERR_UNSUPPORTED,
-				    "dropout %s draws each element's mask from "
-				    "its place in the batch, which tpsim does "
-				    "not carry into %lld microbatches: "
-				    "expected 1 microbatch, or no dropout",
-				    d->name, (long long)m);
-		}
-	}
 	if (!cfg_ok(c) || !units_init(c, spec, &u)) {
 		return;
 	}
@@ -534,6 +523,29 @@ static void pipeline_body(struct cfg *c, const cJSON *pl, void *ctx)
 	}
 	pp->ranges = x.ranges;
 	pp->enabled = true;
+}
+
+void cfg_check_pipeline_dropout(struct cfg *c,
+				const struct tps_model_spec *spec)
+{
+	int m = spec->pipeline.microbatches;
+	if (!spec->pipeline.enabled) {
+		return;
+	}
+	for (int i = 0; i < spec->n_modules && cfg_ok(c) && m > 1; i++) {
+		const struct tps_module_spec *d = &spec->modules[i];
+		if (d->type == TPS_MODULE_DROPOUT && d->p > 0) {
+			cfg_fail_at_pointer(
+				c, "/pipeline/microbatches",
+				TPS_ERR_UNSUPPORTED,
+				"dropout %s draws each element's mask from "
+				"its place in the batch, which tpsim does "
+				"not carry into %d microbatches: expected 1 "
+				"microbatch, no dropout, or \"compute\": "
+				"\"symbolic\" (which draws no mask)",
+				d->name, m);
+		}
+	}
 }
 
 void cfg_parse_pipeline(struct cfg *c, const cJSON *root,

@@ -356,6 +356,7 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 	const struct tps_model_spec *spec = model->spec;
 	int world = spec->mesh.world_size, p = spec->pipeline.p;
 	int last = (model->n_virtual - 1) % p;
+	int act = tps_dtype_size(spec->dtypes.of[TPS_ROLE_ACTIVATIONS]);
 	memset(model->mb_saved, 0,
 	       (size_t)model->n_virtual * (size_t)world *
 		       sizeof *model->mb_saved);
@@ -364,9 +365,7 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 		model->saved_bytes[r] = 0;
 		model->output_bytes[r] =
 			on_last && y->locals
-				? tps_tensor_numel(&y->locals[r]) *
-					  tps_dtype_size(spec->dtypes.of
-							    [TPS_ROLE_ACTIVATIONS])
+				? tps_tensor_numel(&y->locals[r]) * act
 				: 0;
 	}
 	for (int i = 0; i < spec->n_modules; i++) {
@@ -378,9 +377,9 @@ static void measure_saved(struct tps_model *model, const struct tps_dtensor *y)
 			if (tps_model_rank_stage(model, r) != s) {
 				continue;
 			}
-			/* Every saved tensor (the attention's probabilities
-			 * too), each at its own size, as without a pipeline
-			 * (model_step.c). */
+			/* Each tensor in its dtype, every saved_more slot (the
+			 * attention's probabilities too), as without a
+			 * pipeline (model_step.c's measure_saved). */
 			b = tps_module_saved_bytes(m, &spec->dtypes, r);
 			model->mb_saved[(size_t)model->virtual_of[i] *
 						(size_t)world +

@@ -1106,11 +1106,13 @@ static enum tps_status write_symbolic(const struct tps_trace *t,
 static int64_t stage_param_bytes(const struct tps_model *model, int s, int r)
 {
 	int64_t b = 0;
+	/* In the params dtype, as result.symbolic's param_bytes. */
+	int size = tps_dtype_size(model->spec->dtypes.of[TPS_ROLE_PARAMS]);
 	for (int i = 0; i < model->n_params; i++) {
 		const struct tps_param *p = &model->params[i];
 		int k = tps_model_param_virtual_stage(model, p);
 		if (k % model->spec->pipeline.p == s && p->value.locals) {
-			b += tps_tensor_numel(&p->value.locals[r]) * 4;
+			b += tps_tensor_numel(&p->value.locals[r]) * size;
 		}
 	}
 	return b;

@@ -1671,7 +1671,8 @@ static const struct bad_config bad_configs[] = {
 	    TPS_ERR_UNSUPPORTED,
 	    "cfg.json: /pipeline/microbatches: dropout drop draws each "
 	    "element's mask from its place in the batch, which tpsim does not "
-	    "carry into 2 microbatches: expected 1 microbatch, or no dropout"),
+	    "carry into 2 microbatches: expected 1 microbatch, no dropout, or "
+	    "\"compute\": \"symbolic\" (which draws no mask)"),
 	/* More virtual stages than top-level modules (fc1, act, fc2). */
 	BAD("{'tpsim':1,'mesh':{'shape':[4,2],'dim_names':['pp','tp']}," MODEL
 	    "," INPUT ",'mode':'training','pipeline':{'dim':'pp',"
@@ -3926,6 +3927,24 @@ static void check_ranges(const struct tps_pipeline_spec *pp, int n,
 	}
 }
 
+/* The bad table's dropout row, symbolic: a meta tensor draws no mask
+ * (nn_dropout.c returns before drawing), so the microbatches are taken,
+ * as examples/gpt3_175b_3d needs (GPT-3's dropout, 16 microbatches). */
+START_TEST(pipeline_takes_dropout_with_microbatches_when_symbolic)
+{
+	struct tps_run_spec spec = {0};
+	parse_ok("{'tpsim':1,'compute':'symbolic'," MESH_PP_TP ",'model':["
+		 FC1 ",{'name':'drop','type':'dropout','p':0.5}," FC2 "],"
+		 "'input':{'shape':[4,4]},'mode':'training','pipeline':"
+		 "{'dim':'pp','microbatches':2}}",
+		 &spec);
+	ck_assert(spec.model.pipeline.enabled);
+	ck_assert_int_eq(spec.model.pipeline.microbatches, 2);
+	ck_assert_int_eq(spec.compute, TPS_COMPUTE_SYMBOLIC);
+	tps_run_spec_free(&spec);
+}
+END_TEST
+
 START_TEST(pipeline_lands_in_spec_and_normalises_with_its_ranges)
 {
 	struct tps_run_spec spec = {0};
@@ -4614,6 +4633,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, zero_lands_in_spec_with_its_stage_options);
 	tcase_add_test(tc,
 		       pipeline_lands_in_spec_and_normalises_with_its_ranges);
+	tcase_add_test(tc,
+		       pipeline_takes_dropout_with_microbatches_when_symbolic);
 	tcase_add_test(tc, adamw_gets_pytorchs_defaults);
 	tcase_add_test(tc, explicit_training_settings_land_in_spec);
 	tcase_add_test(tc, loaded_on_is_valid_in_inference);

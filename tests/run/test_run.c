@@ -1072,6 +1072,22 @@ static int64_t table2_layer(const struct gpt3 *c, int64_t s, int64_t b,
 	       (c->selective ? 0 : 5 * a * s * s * b / t);
 }
 
+/* A number of result.symbolic.per_rank[r] (the test fails on none). */
+static int64_t per_rank_figure(const cJSON *trace, int r, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItem(
+		cJSON_GetArrayItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(trace, "result"),
+					"symbolic"),
+				"per_rank"),
+			r),
+		key);
+	ck_assert_msg(cJSON_IsNumber(v), "per_rank[%d].%s", r, key);
+	return (int64_t)v->valuedouble;
+}
+
 START_TEST(gpt3_175b_3d_matches_table_2_and_megatron)
 {
 	static const struct gpt3 cases[] = {
@@ -1081,18 +1097,37 @@ START_TEST(gpt3_175b_3d_matches_table_2_and_megatron)
 		{"sp_selective.json", true, true},
 	};
 	const int64_t L = 96, h = 12288, a = 96, s = 2048, b = 1, t = 8;
+	const int64_t p = 8, v = 3, m = 16, mid = 3; /* stage 3: rank 24 */
 	const int64_t V = 51200; /* 50257 padded to a multiple of 128 t */
 	const int64_t sbh = s * b * h;
-	/* theoretical_memory_usage.py's parameters on the most loaded shard
-	 * (p = 1, tied): (L (12 h^2 + 4 h) + 2 h + V h) / t; it counts no
-	 * linear bias and divides the layer norms by t. tpsim's rank holds
-	 * the biases (q, k, v and fc1's split, 7h/t; o's and fc2's whole,
-	 * 2h) and its layer norms whole (4h, and ln_f's 2h). */
-	const int64_t megatron_params =
-		(L * (12 * h * h + 4 * h) + 2 * h + V * h) / t;
-	const int64_t params = megatron_params +
-			       L * (7 * h / t + 6 * h - 4 * h / t) + 2 * h -
-			       2 * h / t;
+	/* Blocks a chunk (Megatron's 4 a virtual stage); chunk forwards in
+	 * flight at a stage's peak under interleaved 1F1B, (p - 1 - s) 2 +
+	 * (v - 1) p + 1 (docs/pipeline.md): 31 on the first stage, 25 on
+	 * stage 3. The first stage's are theoretical_memory_usage.py's L
+	 * (1 + (p - 1) / (p v)) layers: 124 either way. */
+	const int64_t per_chunk = L / (p * v);
+	const int64_t first_flight = (p - 1) * 2 + (v - 1) * p + 1;
+	const int64_t mid_flight = (p - 1 - mid) * 2 + (v - 1) * p + 1;
+	/* theoretical_memory_usage.py's parameters, t p split: the most
+	 * loaded shard ((L (12 h^2 + 4 h) + 2 h) / p + V h) / t (the first
+	 * stage: the embedding, the final layer norm divided by p with the
+	 * layers), the others (L (12 h^2 + 4 h) + 2 h) / (p t); the script
+	 * counts no linear bias and divides the layer norms by t. tpsim's
+	 * rank holds a layer's biases (q, k, v and fc1's split, 7h/t; o's
+	 * and fc2's whole, 2h) and its layer norms whole (4h), and ln_f on
+	 * the last stage only. */
+	const int64_t block = L * (12 * h * h + 4 * h) + 2 * h;
+	const int64_t megatron_first = (block / p + V * h) / t;
+	const int64_t megatron_other = block / (p * t);
+	const int64_t bias_norms = L / p * (7 * h / t + 6 * h - 4 * h / t) -
+				   2 * h / (p * t);
+	const int64_t params_first = megatron_first + bias_norms;
+	const int64_t params_mid = megatron_other + bias_norms;
+
+	ck_assert_int_eq(per_chunk, 4);
+	ck_assert_int_eq(first_flight, 31);
+	ck_assert_int_eq(first_flight * per_chunk * p * v, L * (p * v + p - 1));
+	ck_assert_int_eq(mid_flight, 25);
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct gpt3 *c = &cases[i];
 		char path[256], trace_path[512];
@@ -1105,19 +1140,20 @@ START_TEST(gpt3_175b_3d_matches_table_2_and_megatron)
 		};
 		struct tps_run_summary sum;
 		struct tps_error err = {0};
-		const struct tps_model_footprint *fp = &sum.footprint;
 		int64_t paper = table2_layer(c, s, b, h, a, t);
 		/* tpsim keeps the probabilities in float32 (4 bytes) and has
 		 * no dropout on them: its core term is 4 a s^2 b / t where
 		 * the paper's is 5; every other term is the paper's. */
 		int64_t layer = paper - (c->selective ? 0 : a * s * s * b / t);
 		int64_t unsplit = c->sp ? sbh / t : sbh;
-		/* Besides the layers: the token ids (float32), the
-		 * embedding dropout's mask (1 byte), ln_f's and the head's
-		 * inputs (2 bytes); the output, the logits' shard. */
-		int64_t rest = 4 * b * s + unsplit + 2 * unsplit + 2 * unsplit;
-		int64_t logits = 2 * b * s * V / t;
-		int64_t peak = L * layer + rest + logits;
+		/* The first chunk's besides its layers: the token ids (float32,
+		 * 4 bs) and the embedding dropout's mask (1 byte); the first
+		 * stage holds all m microbatches of it at its peak (31 chunk
+		 * forwards: 16 of chunk 0, 15 of chunks 1 and 2). */
+		int64_t emb = 4 * b * s + unsplit;
+		int64_t layers_first = first_flight * per_chunk * layer;
+		int64_t act_first = layers_first + m * emb;
+		int64_t act_mid = mid_flight * per_chunk * layer;
 		cJSON *trace, *by;
 		int64_t got[2];
 
@@ -1146,56 +1182,86 @@ START_TEST(gpt3_175b_3d_matches_table_2_and_megatron)
 				 (int64_t)cJSON_GetObjectItem(by, mlp)
 					 ->valuedouble;
 		}
-		printf("%s: a layer %lld bytes (Table 2: %lld), peak %lld, "
-		       "%lld bytes in all\n",
+		printf("%s: a layer %lld bytes (Table 2: %lld); rank 0 "
+		       "activations %lld, in all %lld; rank 24 %lld, %lld\n",
 		       c->file, (long long)got[0], (long long)paper,
-		       (long long)fp->activations.max,
-		       (long long)fp->total.max);
+		       (long long)per_rank_figure(trace, 0,
+						  "peak_activation_bytes"),
+		       (long long)per_rank_figure(trace, 0, "total_bytes"),
+		       (long long)per_rank_figure(trace, 24,
+						  "peak_activation_bytes"),
+		       (long long)per_rank_figure(trace, 24, "total_bytes"));
 		ck_assert_int_eq(got[0], layer);
 		ck_assert_int_eq(got[1], layer);
 		if (c->selective) {
 			ck_assert_int_eq(got[0], paper);
 		}
-		ck_assert_int_eq(fp->activations.max, peak);
-		ck_assert_int_eq(fp->activations.min, peak);
 		/* 18 bytes a parameter: 2 (bf16) + 4 (fp32 grads) + 4 (fp32
-		 * master) + 8 (AdamW's two fp32 states). */
-		ck_assert_int_eq(fp->params.max, 2 * params);
-		ck_assert_int_eq(fp->grads.max, 4 * params);
-		ck_assert_int_eq(fp->master.max, 4 * params);
-		ck_assert_int_eq(fp->optimizer_state.max, 12 * params);
-		ck_assert_int_eq(fp->params.max + fp->grads.max +
-					 fp->optimizer_state.max,
-				 18 * megatron_params +
-					 18 * (params - megatron_params));
-		ck_assert_int_eq(fp->total.max, 18 * params + peak);
-		ck_assert_int_eq(fp->total.min, fp->total.max);
-		/* theoretical_memory_usage.py's activations. With SP and
-		 * selective recompute (compute_activation_memory): (34 sbh L
-		 * + 8 sb + sbh + 4 sbh (1 + V/h)) / t, its 8 sb the int64
-		 * ids and its 4 s b V the logits in fp32; tpsim keeps the
-		 * ids once per rank in float32 (4 bs) and the logits' shard
-		 * in bf16, and counts ln_f's and the head's inputs as its
-		 * 4 sbh / t. Otherwise (compute_activation_memory_without_sp,
-		 * before its 5% overhead): 13 sbh L (Table 2's selective,
-		 * even without recompute, even with SP) + 8 sb + sbh + 2
-		 * (s b V / t + sbh), the last ln_f's output; tpsim keeps
-		 * ln_f's input too (2 sbh). */
+		 * master) + 8 (AdamW's two fp32 states); rank 0 is the first
+		 * stage's, rank 24 stage 3's. */
+		for (int k = 0; k < 2; k++) {
+			int r = k ? 24 : 0;
+			int64_t n = k ? params_mid : params_first;
+			int64_t act = k ? act_mid : act_first;
+			ck_assert_int_eq(per_rank_figure(trace, r, "param_bytes"),
+					 2 * n);
+			ck_assert_int_eq(per_rank_figure(trace, r, "grad_bytes"),
+					 4 * n);
+			ck_assert_int_eq(
+				per_rank_figure(trace, r, "master_param_bytes"),
+				4 * n);
+			ck_assert_int_eq(per_rank_figure(trace, r,
+							 "optimizer_state_bytes"),
+					 12 * n);
+			ck_assert_int_eq(per_rank_figure(trace, r,
+							 "peak_activation_bytes"),
+					 act);
+			ck_assert_int_eq(per_rank_figure(trace, r, "output_bytes"),
+					 0);
+			ck_assert_int_eq(per_rank_figure(trace, r, "total_bytes"),
+					 18 * n + act);
+		}
+		/* result.pipeline.by_stage says the same of stages 0 and 3,
+		 * its parameters in their dtype (bf16) too. */
+		for (int k = 0; k < 2; k++) {
+			const cJSON *st = cJSON_GetArrayItem(
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(
+						cJSON_GetObjectItem(trace,
+								    "result"),
+						"pipeline"),
+					"by_stage"),
+				k ? (int)mid : 0);
+			const cJSON *pb = cJSON_GetObjectItem(st, "param_bytes");
+			const cJSON *ab = cJSON_GetObjectItem(
+				st, "peak_activation_bytes");
+			const cJSON *fl = cJSON_GetObjectItem(st,
+							      "peak_in_flight");
+			ck_assert(cJSON_IsNumber(pb) && cJSON_IsNumber(ab) &&
+				  cJSON_IsNumber(fl));
+			ck_assert_int_eq((int64_t)pb->valuedouble,
+					 2 * (k ? params_mid : params_first));
+			ck_assert_int_eq((int64_t)ab->valuedouble,
+					 k ? act_mid : act_first);
+			ck_assert_int_eq(fl->valueint,
+					 k ? mid_flight : first_flight);
+		}
+		/* The script's activations of the first stage, the in-flight
+		 * factor 1 + (p - 1) / (p v) = 31/24 applied, where tpsim's
+		 * model is the script's: with SP and selective recompute
+		 * (compute_activation_memory) its layers' 34 sbh L (31/24) / t;
+		 * otherwise (compute_activation_memory_without_sp) (10 + 24/t)
+		 * sbh L (31/24), before its 5%, which is tpsim's selective
+		 * layer. The embedding's the script counts for p microbatches
+		 * (times 31/24: 10.3), tpsim for the m it holds. */
 		if (c->sp && c->selective) {
-			int64_t m = (34 * sbh * L + 8 * s * b + sbh + 4 * sbh +
-				     4 * s * b * V) /
-				    t;
-			ck_assert_int_eq(fp->activations.max,
-					 m - 8 * s * b / t + 4 * s * b -
-						 2 * s * b * V / t);
-		} else {
-			int64_t m = 13 * sbh * L + 8 * s * b + sbh +
-				    2 * (s * b * V / t + sbh);
-			ck_assert_int_eq(fp->activations.max,
-					 m - 13 * sbh * L + L * layer -
-						 8 * s * b + 4 * s * b - sbh +
-						 unsplit + 4 * unsplit -
-						 2 * sbh);
+			ck_assert_int_eq(layers_first, 34 * sbh * L *
+							       (p * v + p - 1) /
+							       (p * v * t));
+		} else if (c->selective) {
+			ck_assert_int_eq(layers_first,
+					 (10 + 24 / t) * sbh * L *
+						 (p * v + p - 1) / (p * v));
 		}
 		cJSON_Delete(trace);
 		tu_rmtree(dir);
