@@ -60,6 +60,11 @@ enum tps_status tps_step_loss(struct tps_model *model,
 			      int microbatches, double *run_loss,
 			      struct tps_dtensor *dy, struct tps_error *err);
 
+/* Whether a module before m trains: then the range starting at m (a
+ * recompute chunk, a pipeline stage) owes its input a gradient. */
+bool tps_step_trains_before(const struct tps_model *model,
+			    const struct tps_module *m);
+
 /* The backward of the modules [begin, end), last first: *g consumed;
  * *dinput (NULL: not wanted) the gradient of the range's input. Frees
  * what their forward saved. */

@@ -239,19 +239,6 @@ static enum tps_status send_recv(const struct tps_model *model, int step,
 
 /* ---- gradients over the microbatches ------------------------------------ */
 
-/* Whether a module before m trains: then m's stage owes its input a
- * gradient. */
-static bool trains_before(const struct tps_model *model,
-			  const struct tps_module *m)
-{
-	for (const struct tps_module *p = model->modules; p < m; p++) {
-		if (p->n_params > 0) {
-			return true;
-		}
-	}
-	return false;
-}
-
 /* acc[i] += each parameter's gradient of microbatch mb (the first one's
  * taken over), rank by rank in float32; after the last microbatch (of 2
  * or more), an event per parameter with the sum. */
@@ -487,7 +474,7 @@ run_microbatch(struct tps_model *model, const struct tps_tensor *x,
 	}
 	for (k = K - 1; k >= 0 && st == TPS_OK; k--) {
 		struct tps_module *begin = model->stage_begin[k];
-		bool want = k > 0 ? trains_before(model, begin) ||
+		bool want = k > 0 ? tps_step_trains_before(model, begin) ||
 					    spec->input_requires_grad
 				  : spec->input_requires_grad;
 		struct tps_dtensor dx = {0};

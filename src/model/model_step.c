@@ -603,12 +603,8 @@ done:
 
 /* ---- backward -------------------------------------------------------- */
 
-/* Backward from dy (consumed): every parameter's grad; *dinput the input's
- * gradient when it requires one (else untouched). */
-/* Whether a module before m trains: then m's chunk owes its input a
- * gradient. */
-static bool trains_before(const struct tps_model *model,
-			  const struct tps_module *m)
+bool tps_step_trains_before(const struct tps_model *model,
+			    const struct tps_module *m)
 {
 	for (const struct tps_module *p = model->modules; p < m; p++) {
 		if (p->n_params > 0) {
@@ -646,7 +642,7 @@ tps_step_backward_range(const struct tps_nn_context *ctx,
 	}
 	for (int k = n - 1; st == TPS_OK && k >= 0; k--) {
 		struct tps_module *a = starts[k], *b = starts[k + 1];
-		bool want = k > 0 ? trains_before(model, a) || dinput
+		bool want = k > 0 ? tps_step_trains_before(model, a) || dinput
 				  : dinput != NULL;
 		struct tps_dtensor dx = {0};
 		if (again[k]) {
