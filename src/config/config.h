@@ -64,6 +64,9 @@ struct tps_run_spec {
 	double atol, rtol;
 	bool atol_given, rtol_given;
 	cJSON *normalized; /* owned; the trace's "config" */
+	/* "--no-reference": no single-device reference is run, nothing is
+	 * compared (a command-line choice, not the config's). */
+	bool no_reference;
 };
 
 /*

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "memory.h"
 
 const char *tps_comm_op_name(enum tps_comm_op op)
@@ -45,10 +46,30 @@ struct comm_run {
 	int64_t bytes;		/* largest bytes_per_rank over groups */
 };
 
+/* Under a backend (backend.h), process p needs rank r's buffer when r's
+ * group has a member p holds. */
+static bool group_needs(const void *ctx, const struct tps_mesh *mesh, int p,
+			int r)
+{
+	const struct comm_run *run = ctx;
+	int g = tps_mesh_group_index(mesh, run->mask, r);
+	tps_mesh_group_members(mesh, run->mask, g, run->members);
+	for (int i = 0; i < run->n; i++) {
+		if (tps_mesh_holder(mesh, run->members[i]) == p) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Starts a collective on locals; under a backend, the buffers of the
+ * groups of this process's ranks are fetched first. */
 static enum tps_status run_begin(struct comm_run *run,
 				 const struct tps_mesh *mesh, unsigned mask,
+				 struct tps_tensor *locals,
 				 struct tps_error *err)
 {
+	enum tps_status st;
 	memset(run, 0, sizeof *run);
 	run->mesh = mesh;
 	run->mask = mask;
@@ -60,10 +81,17 @@ static enum tps_status run_begin(struct comm_run *run,
 	if (!run->members || !run->out) {
 		free(run->members);
 		free(run->out);
-		return tps_error_set(err, TPS_ERR_NOMEM,
-				     "out of memory in a collective");
+		st = tps_error_set(err, TPS_ERR_NOMEM,
+				   "out of memory in a collective");
+		/* Every process still reaches the exchange. */
+		return tps_backend_agree(mesh, st, err);
 	}
-	return TPS_OK;
+	st = tps_backend_fetch(mesh, locals, group_needs, run, err);
+	if (st != TPS_OK) {
+		free(run->members);
+		free(run->out);
+	}
+	return st;
 }
 
 /* Moves the new buffers in on success, frees them on failure. */
@@ -78,6 +106,8 @@ static enum tps_status run_end(struct comm_run *run, struct tps_tensor *locals,
 			tps_tensor_free(&run->out[r]);
 		}
 	}
+	/* The other processes' ranks: shapes only again. */
+	tps_backend_drop(run->mesh, locals);
 	if (st == TPS_OK && report) {
 		report->op = op;
 		report->mask = run->mask;
@@ -94,6 +124,18 @@ static void note_bytes(struct comm_run *run, int64_t bytes)
 	if (bytes > run->bytes) {
 		run->bytes = bytes;
 	}
+}
+
+/* out[r] = a copy of src; only its shape where another process holds r
+ * (backend.h): that process makes the values. */
+static enum tps_status result_copy(struct comm_run *run, int r,
+				   const struct tps_tensor *src,
+				   struct tps_error *err)
+{
+	if (!tps_mesh_holds(run->mesh, r)) {
+		return tps_tensor_init_meta(&run->out[r], &src->shape, err);
+	}
+	return tps_tensor_copy(&run->out[r], src, err);
 }
 
 /* Elements of a shape excluding dim d (the "inner rows" of a shard). */
@@ -143,7 +185,7 @@ enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 {
 	struct comm_run run;
 	struct tps_tensor *parts = NULL;
-	enum tps_status st = run_begin(&run, mesh, mask, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -171,8 +213,8 @@ enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 		st = tps_tensor_concat(&run.out[run.members[0]], parts, run.n,
 				       tensor_dim, err);
 		for (int i = 1; i < run.n && st == TPS_OK; i++) {
-			st = tps_tensor_copy(&run.out[run.members[i]],
-					     &run.out[run.members[0]], err);
+			st = result_copy(&run, run.members[i],
+					 &run.out[run.members[0]], err);
 		}
 		note_bytes(&run,
 			   (int64_t)(run.n - 1) * largest *
@@ -296,8 +338,7 @@ static enum tps_status copy_member(void *opaque, int64_t i,
 				   struct tps_error *err)
 {
 	struct copy_job *job = opaque;
-	return tps_tensor_copy(&job->run->out[job->run->members[i + 1]],
-			       job->first, err);
+	return result_copy(job->run, job->run->members[i + 1], job->first, err);
 }
 
 static enum tps_status copy_to_members(struct comm_run *run,
@@ -317,7 +358,7 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -353,7 +394,7 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 	int64_t block, struct tps_comm_report *report, struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -396,7 +437,7 @@ enum tps_status tps_comm_broadcast(const struct tps_mesh *mesh, unsigned mask,
 				   struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -406,8 +447,7 @@ enum tps_status tps_comm_broadcast(const struct tps_mesh *mesh, unsigned mask,
 		tps_mesh_group_members(mesh, mask, g, run.members);
 		src = &locals[run.members[root]];
 		for (int i = 0; i < run.n && st == TPS_OK; i++) {
-			st = tps_tensor_copy(&run.out[run.members[i]], src,
-					     err);
+			st = result_copy(&run, run.members[i], src, err);
 		}
 		note_bytes(&run, tps_tensor_numel(src) * 4);
 	}
@@ -431,7 +471,7 @@ enum tps_status tps_comm_scatter_blocks(const struct tps_mesh *mesh,
 					struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -482,7 +522,7 @@ enum tps_status tps_comm_all_to_all_blocks(
 {
 	struct comm_run run;
 	struct tps_tensor *blocks = NULL; /* n x n: blocks[j * n + i] i -> j */
-	enum tps_status st = run_begin(&run, mesh, mask, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
 	if (st != TPS_OK) {
 		return st;
 	}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "memory.h"
 
 struct tps_placement tps_placement_replicate(void)
@@ -349,6 +350,12 @@ static enum tps_status distribute_rank(void *opaque, int r,
 	enum tps_status st;
 	tps_dtensor_local_region(mesh, &job->global->shape, job->placements, r,
 				 offset, length);
+	if (!tps_mesh_holds(mesh, r)) {
+		/* Another process holds r (backend.h): its shape only. */
+		struct tps_shape shape =
+			tps_shape_make(job->global->shape.ndim, length);
+		return tps_tensor_init_meta(out, &shape, err);
+	}
 	st = tps_tensor_region(out, job->global, offset, length, err);
 	tps_mesh_coord_of(mesh, r, coord);
 	for (int i = 0; i < mesh->ndim; i++) {
@@ -401,43 +408,66 @@ static void add_at(struct tps_tensor *dst, const struct tps_tensor *src,
 	}
 }
 
+/* Whether rank r's local is part of the whole: one replica per replicate
+ * dim; every member of shard and partial dims contributes. */
+static bool counted_in_full(const struct tps_mesh *mesh,
+			    const struct tps_placement *placements, int r)
+{
+	int coord[TPS_MAX_MESH_DIMS];
+	tps_mesh_coord_of(mesh, r, coord);
+	for (int i = 0; i < mesh->ndim; i++) {
+		if (placements[i].kind == TPS_PLACEMENT_REPLICATE &&
+		    coord[i] != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Under a backend every process assembles the whole: it needs each
+ * counted rank's local (need fn of tps_backend_fetch). */
+static bool full_needs(const void *ctx, const struct tps_mesh *mesh, int p,
+		       int r)
+{
+	const struct tps_dtensor *dt = ctx;
+	(void)p;
+	return counted_in_full(mesh, dt->placements, r);
+}
+
 enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 					struct tps_tensor *out,
 					struct tps_error *err)
 {
 	const struct tps_mesh *mesh = dt->mesh;
 	struct tps_tensor full;
+	/* Meta in a meta pass; otherwise every process assembles the
+	 * values, fetching the other processes' ranks (backend.h). */
+	bool meta = tps_mesh_locals_meta(mesh, dt->locals);
 	enum tps_status st =
-		tps_tensor_init_like(&full, &dt->global, &dt->locals[0], err);
+		meta ? tps_tensor_init_meta(&full, &dt->global, err)
+		     : tps_tensor_init(&full, &dt->global, err);
+	if (st == TPS_OK && !meta) {
+		st = tps_backend_fetch(mesh, dt->locals, full_needs, dt, err);
+		if (st != TPS_OK) {
+			tps_tensor_free(&full);
+		}
+	} else if (mesh->backend && !meta) {
+		/* Every process still reaches the exchange. */
+		st = tps_backend_agree(mesh, st, err);
+	}
 	if (st != TPS_OK) {
 		return st; /* full was not made: *out untouched */
 	}
-	if (full.meta) {
-		*out = full; /* a meta tensor has nothing to assemble */
-		return st;
-	}
-	for (int r = 0; r < mesh->world_size; r++) {
+	for (int r = 0; !meta && r < mesh->world_size; r++) {
 		int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
-		int coord[TPS_MAX_MESH_DIMS];
-		bool counted = true;
-		tps_mesh_coord_of(mesh, r, coord);
-		/* One replica per replicate dim; every member of shard and
-		 * partial dims contributes. */
-		for (int i = 0; i < mesh->ndim; i++) {
-			if (dt->placements[i].kind == TPS_PLACEMENT_REPLICATE &&
-			    coord[i] != 0) {
-				counted = false;
-			}
-		}
-		if (!counted) {
+		if (!counted_in_full(mesh, dt->placements, r)) {
 			continue;
 		}
 		tps_dtensor_local_region(mesh, &dt->global, dt->placements, r,
 					 offset, length);
-		if (full.data) { /* not meta */
-			add_at(&full, &dt->locals[r], offset);
-		}
+		add_at(&full, &dt->locals[r], offset);
 	}
+	tps_backend_drop(mesh, dt->locals);
 	*out = full;
 	return TPS_OK;
 }

@@ -27,6 +27,8 @@
 #include "error.h"
 #include "pool.h"
 
+struct tps_backend;
+
 #define TPS_MAX_MESH_DIMS 4
 #define TPS_MAX_WORLD	  4096
 #define TPS_MESH_NAME_MAX 64
@@ -40,6 +42,9 @@ struct tps_mesh {
 	 * after another on the caller's thread). It changes how fast a run
 	 * goes, never what it computes. */
 	struct tps_pool *pool;
+	/* Where the ranks live (backend.h; not owned): NULL, all in this
+	 * process. */
+	struct tps_backend *backend;
 };
 
 /*

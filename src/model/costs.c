@@ -340,6 +340,8 @@ static enum tps_status run_meta_step(const struct tps_model_spec *spec,
 	enum tps_status st;
 
 	s.steps = 1;
+	/* Shapes alone, in this process: no values to exchange. */
+	s.mesh.backend = NULL;
 	s.mode = mode == TPS_COST_TRAINING ? TPS_MODE_TRAINING
 					   : TPS_MODE_INFERENCE;
 	if (spec->mode == TPS_MODE_INFERENCE) {

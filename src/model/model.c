@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arith.h"
+#include "backend.h"
 #include "model_internal.h"
 #include "optim.h"
 #include "pool.h"
@@ -250,6 +251,14 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 	if (st == TPS_OK) {
 		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->global,
 					    placements, err);
+	}
+	if (st == TPS_OK && !tps_mesh_is_writer(&spec->mesh)) {
+		/* Under a backend (backend.h) only process 0 runs the
+		 * reference and writes the trace's parameters: the others
+		 * keep their ranks' shards alone. */
+		struct tps_shape shape = p->global.shape;
+		tps_tensor_free(&p->global);
+		st = tps_tensor_init_meta(&p->global, &shape, err);
 	}
 	return st;
 }

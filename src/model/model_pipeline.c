@@ -262,8 +262,9 @@ static enum tps_status accumulate(struct tps_model *model, int step, int mb,
 			memset(&p->grad, 0, sizeof p->grad);
 			continue;
 		}
-		for (int r = 0;
-		     !acc[i].locals[0].meta && r < spec->mesh.world_size; r++) {
+		/* Meta locals (a meta run's, or another process's ranks:
+		 * backend.h) add nothing. */
+		for (int r = 0; r < spec->mesh.world_size; r++) {
 			tps_tensor_add(&acc[i].locals[r], &p->grad.locals[r]);
 		}
 		tps_dtensor_free(&p->grad);

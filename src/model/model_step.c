@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "comm.h"
 #include "model.h"
 #include "model_internal.h"
@@ -583,6 +584,12 @@ enum tps_status tps_step_loss(struct tps_model *model,
 			&g, 0, err);
 	}
 done:
+	if (st == TPS_OK) {
+		/* Each process has its own ranks' (backend.h). */
+		st = tps_backend_share(mesh, job.values, err);
+	} else {
+		st = tps_backend_agree(mesh, st, err);
+	}
 	/* One rank per dp rank: those at coordinate 0 off the dp dims. */
 	for (int r = 0; st == TPS_OK && r < mesh->world_size; r++) {
 		if (tps_mesh_local_rank(mesh, others, r) == 0) {

@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "nn.h"
 #include "rng.h"
 
@@ -317,8 +318,18 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 				     x->placements, apply_rank, &job, err);
 	}
 	if (st == TPS_OK) {
-		m->dropout.shards_identical = d.inside && !x->locals[0].meta &&
+		/* Under a backend (backend.h) every process compares every
+		 * rank's mask: the others' are fetched. */
+		if (d.inside && ctx->mesh->backend) {
+			st = tps_backend_fetch(ctx->mesh, mask.locals,
+					       tps_backend_need_all, NULL, err);
+		}
+		m->dropout.shards_identical = st == TPS_OK && d.inside &&
+					      !mask.locals[0].meta &&
 					      shards_identical(ctx, &mask);
+		tps_backend_drop(ctx->mesh, mask.locals);
+	}
+	if (st == TPS_OK) {
 		st = d.same_seed
 			     ? tps_nn_emit_mistaken_compute(
 				       ctx, s->name, "dropout_mask", mask_name,

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "backend.h"
 #include "jsonio.h"
 #include "memory.h"
 #include "numfmt.h"
@@ -56,14 +57,39 @@ static double now_seconds(void)
 struct timed_sink {
 	struct tps_event_sink inner;
 	double *seconds;
+	const struct tps_mesh *mesh;
 };
+
+/* Under a backend (backend.h) process 0 writes the trace: it needs every
+ * rank's values of each event. */
+static bool writer_needs(const void *ctx, const struct tps_mesh *mesh, int p,
+			 int r)
+{
+	(void)ctx;
+	(void)mesh;
+	(void)r;
+	return p == 0;
+}
 
 static enum tps_status timed_emit(void *ctx, const struct tps_event *ev,
 				  struct tps_error *err)
 {
 	struct timed_sink *ts = ctx;
 	double t0 = now_seconds();
-	enum tps_status st = tps_event_emit(ts->inner, ev, err);
+	enum tps_status st = TPS_OK;
+	struct tps_tensor *locals = ev->value ? ev->value->locals : NULL;
+	if (locals && ts->mesh->backend) {
+		/* The event's values, one event at a time: fetched to
+		 * process 0, written, and dropped again. */
+		st = tps_backend_fetch(ts->mesh, locals, writer_needs, NULL,
+				       err);
+	}
+	if (st == TPS_OK && tps_mesh_is_writer(ts->mesh)) {
+		st = tps_event_emit(ts->inner, ev, err);
+	}
+	if (locals) {
+		tps_backend_drop(ts->mesh, locals);
+	}
 	*ts->seconds += now_seconds() - t0;
 	return st;
 }
@@ -100,16 +126,20 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 {
 	struct tps_run_stats *stats = &summary->stats;
 	double t0 = now_seconds(), events_s = 0.0;
-	struct timed_sink timed = {tps_trace_sink(trace), &events_s};
-	struct tps_event_sink sink = {timed_emit, &timed};
 	const struct tps_model_spec *ms = &spec->model;
+	struct timed_sink timed = {tps_trace_sink(trace), &events_s, &ms->mesh};
+	struct tps_event_sink sink = {timed_emit, &timed};
+	/* Process 0 of a backend, or the one process: it writes the trace
+	 * and runs the reference. */
+	bool writer = tps_mesh_is_writer(&ms->mesh);
 	struct tps_model model = {0};
 	struct tps_tensor input = {0}, target = {0};
 	struct tps_model_outcome sim = {0}, ref = {0};
 	bool symbolic = spec->compute == TPS_COMPUTE_SYMBOLIC;
+	bool with_reference = !symbolic && !spec->no_reference;
 	struct tps_trace_result result = {.model = &model,
 					  .sim = &sim,
-					  .ref = symbolic ? NULL : &ref,
+					  .ref = with_reference ? &ref : NULL,
 					  .symbolic = symbolic};
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
@@ -136,21 +166,21 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_model_make_target(ms, &target, err);
 	}
 	lap(&t0, &stats->init_s);
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_begin(trace, spec->normalized, err);
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_write_warnings(trace, warnings,
 					      summary->n_warnings, err);
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_write_params(trace, &model, err);
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_write_inputs(trace, &spec->model, &input,
 					    with_target ? &target : NULL, err);
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_begin_events(trace, err);
 	}
 	lap(&t0, &stats->trace_s);
@@ -174,7 +204,7 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	lap(&t0, &stats->tp_s);
 	stats->tp_s -= events_s;
 	stats->trace_s += events_s;
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_end_events(trace, err);
 	}
 	lap(&t0, &stats->trace_s);
@@ -197,6 +227,24 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 				summary->phase_bytes[p] = tps_trace_phase_bytes(
 					trace, (enum tps_phase)p);
 			}
+		}
+		goto finish;
+	}
+	if (st == TPS_OK && !writer) {
+		/* The trace and the comparison are process 0's. */
+		goto finish;
+	}
+	if (st == TPS_OK && !with_reference) {
+		/* "--no-reference": the trace says so; nothing is compared. */
+		if (!result.stopped && !tps_run_outcome_finite(&sim)) {
+			st = tps_error_set(err, TPS_ERR_NUMERIC,
+					   "the simulation's results hold a "
+					   "NaN or Inf");
+		}
+		if (st == TPS_OK) {
+			result.match = true;
+			summary->no_reference = true;
+			st = tps_trace_write_result(trace, &result, err);
 		}
 		goto finish;
 	}
@@ -262,9 +310,11 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_trace_write_result(trace, &result, err);
 	}
 finish:
-	if (st == TPS_OK) {
+	if (st == TPS_OK && writer) {
 		st = tps_trace_finish(trace, err);
 	}
+	/* The last exchange: a process that failed since stops the others. */
+	st = tps_backend_finish(ms->mesh.backend, st, err);
 	lap(&t0, &stats->trace_s);
 	if (st == TPS_OK) {
 		summary->events = trace->next_seq;
@@ -275,11 +325,16 @@ finish:
 		summary->steps = sim.steps;
 		if (sim.steps > 0 && !result.stopped && !symbolic) {
 			summary->loss = sim.loss[sim.steps - 1];
-			summary->reference_loss = ref.loss[ref.steps - 1];
 			if (keep_losses) {
 				summary->losses = sim.loss;
-				summary->reference_losses = ref.loss;
 				sim.loss = NULL;
+			}
+		}
+		if (ref.steps > 0 && !result.stopped) {
+			/* Process 0's, without --no-reference. */
+			summary->reference_loss = ref.loss[ref.steps - 1];
+			if (keep_losses) {
+				summary->reference_losses = ref.loss;
 				ref.loss = NULL;
 			}
 		}
@@ -360,6 +415,14 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 			goto out;
 		}
 	}
+	if (st == TPS_OK && opts->backend) {
+		st = tps_backend_place(opts->backend,
+				       spec.model.mesh.world_size, err);
+		if (st != TPS_OK) {
+			tps_error_prefix(err, "%s", esc);
+			goto out;
+		}
+	}
 	st = tps_run_check_sizes(&spec, esc, opts->max_memory, err);
 	if (st != TPS_OK) {
 		goto out;
@@ -393,13 +456,27 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		goto out;
 	}
 	spec.model.mesh.pool = pool;
-	st = tps_outfile_open(&out, opts->output_path, stream, "trace",
-			      &opts->config_path,
-			      !opts->config_text || opts->config_read_from_path
-				      ? 1
-				      : 0,
-			      opts->pending, err);
+	spec.no_reference = opts->no_reference;
+	if (opts->backend && spec.compute == TPS_COMPUTE_SYMBOLIC &&
+	    opts->backend->process != 0) {
+		/* A symbolic run holds no values: process 0 runs it alone
+		 * (docs/mpi.md). */
+		goto out;
+	}
+	if (spec.compute != TPS_COMPUTE_SYMBOLIC) {
+		spec.model.mesh.backend = opts->backend;
+	}
+	if (tps_mesh_is_writer(&spec.model.mesh)) {
+		st = tps_outfile_open(
+			&out, opts->output_path, stream, "trace",
+			&opts->config_path,
+			!opts->config_text || opts->config_read_from_path ? 1
+									  : 0,
+			opts->pending, err);
+	}
 	if (st != TPS_OK) {
+		/* The others still reach this process's first exchange. */
+		tps_backend_agree(&spec.model.mesh, st, err);
 		goto out;
 	}
 	tps_trace_init(&trace, out.f, spec.values, &spec.model.mesh);
@@ -408,7 +485,7 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 	}
 	st = simulate(&spec, &trace, opts->keep_losses, opts->elements, &s,
 		      err);
-	s.stats.trace_bytes = ftell(out.f);
+	s.stats.trace_bytes = out.f ? ftell(out.f) : 0;
 	if (st == TPS_OK && guarded) {
 		/* Its estimate is what it wrote and counted. */
 		s.estimate.trace_bytes = tps_trace_size(&trace);
@@ -432,13 +509,13 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		 * Pointer; every run message names the config file. */
 		tps_error_prefix(err, "%s", esc);
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && out.f) {
 		/* Publishing (a rename, or a copy to stdout or a device) is
 		 * trace writing too. */
 		double t0 = now_seconds();
 		st = tps_outfile_commit(&out, err);
 		lap(&t0, &s.stats.trace_s);
-	} else {
+	} else if (out.f) {
 		tps_outfile_discard(&out);
 	}
 	if (st == TPS_OK) {

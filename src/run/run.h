@@ -76,6 +76,11 @@ struct tps_run_options {
 	 * the comparison meets it (the property test's way to every |d_i|
 	 * and 2 e_i; see struct tps_run_element_sink). */
 	const struct tps_run_element_sink *elements;
+	/* "--no-reference": run no single-device reference and compare
+	 * nothing; the trace's result says "reference": "skipped". */
+	bool no_reference;
+	/* NULL, or where the ranks live (backend.h: `--backend mpi`). */
+	struct tps_backend *backend;
 };
 
 /* Where a run's time and memory went (`tpsim run --stats`). Seconds are
@@ -169,6 +174,8 @@ struct tps_run_summary {
 	/* A symbolic run: no values and no reference (match is true); what
 	 * each rank holds, and the collective bytes per rank by phase. */
 	bool symbolic;
+	/* "--no-reference": nothing was compared (match is true). */
+	bool no_reference;
 	int optimizer_states;
 	/* ZeRO stage 3 (FSDP) gathers parameters: footprint.gathered is
 	 * theirs. */

@@ -230,6 +230,7 @@ enum tps_status tps_run_estimate(const struct tps_run_spec *spec,
 
 	ms.steps = steps < 2 ? steps : 2;
 	ms.mesh.pool = NULL;
+	ms.mesh.backend = NULL;
 	c.f = tps_trace_counter_open(&c.written);
 	summary = calloc(1, sizeof *summary);
 	if (!c.f || !summary) {

@@ -143,13 +143,24 @@ void tps_run_write_verdict(FILE *out, const struct tps_run_summary *s)
 		char loss[TPS_NUMFMT_MAX], ref[TPS_NUMFMT_MAX];
 		tps_format_float(s->loss, loss);
 		tps_format_float(s->reference_loss, ref);
-		fprintf(out, "%d training step%s, loss %s (reference %s), ",
-			s->steps, s->steps == 1 ? "" : "s", loss, ref);
+		if (s->no_reference) {
+			fprintf(out, "%d training step%s, loss %s, ", s->steps,
+				s->steps == 1 ? "" : "s", loss);
+		} else {
+			fprintf(out,
+				"%d training step%s, loss %s (reference "
+				"%s), ",
+				s->steps, s->steps == 1 ? "" : "s", loss, ref);
+		}
 	}
 	fprintf(out, "%lld event%s, %lld collective%s (%s/rank), ",
 		(long long)s->events, s->events == 1 ? "" : "s",
 		(long long)s->collectives, s->collectives == 1 ? "" : "s",
 		sent);
+	if (s->no_reference) {
+		fputs("no reference (--no-reference): nothing compared", out);
+		return;
+	}
 	if (s->stopped[0]) {
 		fprintf(out, "STOPPED by a shape error: %s", s->stopped);
 		return;

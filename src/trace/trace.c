@@ -1205,6 +1205,26 @@ enum tps_status tps_trace_write_result(struct tps_trace *t,
 		fputs("},\n", t->out);
 		return st;
 	}
+	if (!r->ref && !r->stopped) {
+		/* "--no-reference": the simulation's results alone, no
+		 * match, and the trace says why. */
+		fputs("\"result\":{\"output\":", t->out);
+		write_tensor_object(t, &r->sim->output, act);
+		fputs(",\"reference\":\"skipped\"", t->out);
+		if (r->sim->steps > 0) {
+			write_losses(t, "loss", r->sim);
+			write_named(t, "grads", r->model, r->sim->grads,
+				    r->sim->n_grads, dt->of[TPS_ROLE_GRADS]);
+			write_named(t, "params_after", r->model,
+				    r->sim->params_after, r->sim->n_params,
+				    dt->of[TPS_ROLE_PARAMS]);
+		}
+		if (r->model->n_virtual > 0) {
+			write_pipeline(t, r->model);
+		}
+		fputs("},\n", t->out);
+		return TPS_OK;
+	}
 	if (r->stopped) {
 		/* The mistaken simulation never produced an output. */
 		fputs("\"result\":{\"stopped\":", t->out);
