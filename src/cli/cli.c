@@ -277,6 +277,21 @@ static void print_stats(FILE *err, const struct tps_run_stats *st)
 	fputc('\n', err);
 }
 
+/* --stats under MPI: the bytes the trace counts (each collective's ring
+ * formula, per rank) beside those the processes really sent. */
+static void print_wire(FILE *err, const struct tps_backend *b,
+		       const struct tps_run_summary *s, int64_t total)
+{
+	fprintf(err,
+		"tpsim: stats: mpi: %d processes of %d ranks each; "
+		"sent on the wire ",
+		b->processes, b->ranks);
+	print_bytes(err, total);
+	fputs(" in all (the trace's ring formula: ", err);
+	print_bytes(err, s->bytes_per_rank);
+	fputs(" per rank)\n", err);
+}
+
 /* --stats: what the run was estimated to write and compute before it
  * started, beside what it wrote. */
 static void print_estimate(FILE *err, const struct tps_run_estimate *e,
@@ -388,9 +403,12 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		.overrides = overrides,
 		.pending = tps_cli_pending(),
 	};
-	bool stats = false;
-	struct tps_run_summary s;
+	bool stats = false, mpi = false;
+	struct tps_backend backend;
+	struct tps_run_summary s = {0};
 	struct tps_error e = {0};
+	enum tps_status st;
+	int64_t wire_bytes = 0;
 	int rc;
 
 	for (int i = 2; i < argc; i++) {
@@ -437,6 +455,18 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			stats = true;
 		} else if (strcmp(argv[i], "--symbolic") == 0) {
 			opts.symbolic = true;
+		} else if (strcmp(argv[i], "--no-reference") == 0) {
+			opts.no_reference = true;
+		} else if (strcmp(argv[i], "--backend") == 0) {
+			if (++i == argc || (strcmp(argv[i], "mpi") != 0 &&
+					    strcmp(argv[i], "local") != 0)) {
+				return tps_cli_usage_error(
+					err,
+					"run: --backend needs local or mpi, "
+					"got '%s'",
+					i < argc ? argv[i] : "");
+			}
+			mpi = strcmp(argv[i], "mpi") == 0;
 		} else if (strcmp(argv[i], "--set") == 0) {
 			struct tps_cli_set set;
 			if (++i == argc || !tps_cli_parse_set(argv[i], &set) ||
@@ -464,7 +494,29 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	if (!opts.config_path) {
 		return tps_cli_usage_error(err, "run: missing CONFIG%s", NULL);
 	}
-	if (tps_run(&opts, out, &s, &e) != TPS_OK) {
+	if (mpi) {
+		if (tps_cli_mpi_start(&backend, &e) != TPS_OK) {
+			return tps_cli_trouble(err, &e);
+		}
+		opts.backend = &backend;
+	}
+	st = tps_run(&opts, out, &s, &e);
+	/* Under MPI every process agrees on the outcome (backend.h): one
+	 * that failed before the run's last exchange stops the others. */
+	st = tps_backend_finish(opts.backend, st, &e);
+	if (mpi && (st != TPS_OK || backend.process != 0)) {
+		/* One line, from process 0; every process exits with its
+		 * code. */
+		rc = st != TPS_OK ? TPS_EXIT_TROUBLE : TPS_EXIT_OK;
+		if (st != TPS_OK && backend.process == 0) {
+			tps_cli_trouble(err, &e);
+		}
+		if (st == TPS_OK) {
+			tps_run_summary_free(&s);
+		}
+		return tps_cli_mpi_stop(&backend, rc, &wire_bytes);
+	}
+	if (st != TPS_OK) {
 		return tps_cli_trouble(err, &e);
 	}
 	for (int i = 0; i < s.n_warnings; i++) {
@@ -481,17 +533,25 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			print_estimate(err, &s.estimate, s.stats.trace_bytes);
 		}
 		tps_run_summary_free(&s);
-		return TPS_EXIT_OK;
+		return mpi ? tps_cli_mpi_stop(&backend, TPS_EXIT_OK,
+					      &wire_bytes)
+			   : TPS_EXIT_OK;
 	}
 	if (s.diagnosis[0]) {
 		fprintf(err, "tpsim: %s: diagnosis: %s\n", opts.config_path,
 			s.diagnosis);
 	}
+	rc = s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
+	if (mpi) {
+		rc = tps_cli_mpi_stop(&backend, rc, &wire_bytes);
+	}
 	if (stats) {
 		print_stats(err, &s.stats);
 		print_estimate(err, &s.estimate, s.stats.trace_bytes);
+		if (mpi) {
+			print_wire(err, &backend, &s, wire_bytes);
+		}
 	}
-	rc = s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
 	/* The summary owns the comparison's figures. */
 	tps_run_summary_free(&s);
 	return rc;

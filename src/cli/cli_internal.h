@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "backend.h"
 #include "config.h"
 #include "error.h"
 #include "outfile.h"
@@ -19,6 +20,14 @@ int tps_cli_usage_error(FILE *err, const char *fmt, const char *arg);
 
 /* Trouble: "tpsim: <message>". Returns the trouble exit code. */
 int tps_cli_trouble(FILE *err, const struct tps_error *e);
+
+/* `--backend mpi` (cli_mpi.c, docs/mpi.md): starts MPI and sets up b as
+ * this process of the job (TPS_ERR_UNSUPPORTED when tpsim was built
+ * without MPI, or MPI cannot start). */
+enum tps_status tps_cli_mpi_start(struct tps_backend *b, struct tps_error *err);
+/* Ends the job: every process returns process 0's exit code rc, and
+ * *total_sent (process 0's) is the bytes every process sent. */
+int tps_cli_mpi_stop(struct tps_backend *b, int rc, int64_t *total_sent);
 
 /* The most values one --set may list (tpsim comm sweeps them). */
 #define TPS_CLI_MAX_SET_VALUES 64
