@@ -278,18 +278,22 @@ static void print_stats(FILE *err, const struct tps_run_stats *st)
 }
 
 /* --stats under MPI: the bytes the trace counts (each collective's ring
- * formula, per rank) beside those the processes really sent. */
+ * formula, per rank) beside those the processes really sent, by what
+ * they carried (backend.h). */
 static void print_wire(FILE *err, const struct tps_backend *b,
-		       const struct tps_run_summary *s, int64_t total)
+		       const struct tps_run_summary *s, const int64_t *sent)
 {
-	fprintf(err,
-		"tpsim: stats: mpi: %d processes of %d ranks each; "
-		"sent on the wire ",
+	fprintf(err, "tpsim: stats: mpi: %d processes of %d ranks each\n",
 		b->processes, b->ranks);
-	print_bytes(err, total);
-	fputs(" in all (the trace's ring formula: ", err);
+	fputs("tpsim: stats: mpi: collectives sent ", err);
+	print_bytes(err, sent[TPS_TRAFFIC_COLLECTIVE]);
+	fputs(" between processes; the trace's ring formula ", err);
 	print_bytes(err, s->bytes_per_rank);
-	fputs(" per rank)\n", err);
+	fputs(" per rank\ntpsim: stats: mpi: trace values to process 0 ", err);
+	print_bytes(err, sent[TPS_TRAFFIC_TRACE]);
+	fputs(", tensors assembled ", err);
+	print_bytes(err, sent[TPS_TRAFFIC_ASSEMBLE]);
+	fputc('\n', err);
 }
 
 /* --stats: what the run was estimated to write and compute before it
@@ -408,7 +412,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	struct tps_run_summary s = {0};
 	struct tps_error e = {0};
 	enum tps_status st;
-	int64_t wire_bytes = 0;
+	int64_t wire_bytes[TPS_TRAFFIC_COUNT] = {0};
 	int rc;
 
 	for (int i = 2; i < argc; i++) {
@@ -514,7 +518,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 		if (st == TPS_OK) {
 			tps_run_summary_free(&s);
 		}
-		return tps_cli_mpi_stop(&backend, rc, &wire_bytes);
+		return tps_cli_mpi_stop(&backend, rc, wire_bytes);
 	}
 	if (st != TPS_OK) {
 		return tps_cli_trouble(err, &e);
@@ -533,8 +537,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 			print_estimate(err, &s.estimate, s.stats.trace_bytes);
 		}
 		tps_run_summary_free(&s);
-		return mpi ? tps_cli_mpi_stop(&backend, TPS_EXIT_OK,
-					      &wire_bytes)
+		return mpi ? tps_cli_mpi_stop(&backend, TPS_EXIT_OK, wire_bytes)
 			   : TPS_EXIT_OK;
 	}
 	if (s.diagnosis[0]) {
@@ -543,7 +546,7 @@ static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 	}
 	rc = s.match ? TPS_EXIT_OK : TPS_EXIT_MISMATCH;
 	if (mpi) {
-		rc = tps_cli_mpi_stop(&backend, rc, &wire_bytes);
+		rc = tps_cli_mpi_stop(&backend, rc, wire_bytes);
 	}
 	if (stats) {
 		print_stats(err, &s.stats);

@@ -26,7 +26,8 @@ int tps_cli_trouble(FILE *err, const struct tps_error *e);
  * without MPI, or MPI cannot start). */
 enum tps_status tps_cli_mpi_start(struct tps_backend *b, struct tps_error *err);
 /* Ends the job: every process returns process 0's exit code rc, and
- * *total_sent (process 0's) is the bytes every process sent. */
+ * total_sent[TPS_TRAFFIC_COUNT] (process 0's) are the bytes every process
+ * sent, by kind (backend.h). */
 int tps_cli_mpi_stop(struct tps_backend *b, int rc, int64_t *total_sent);
 
 /* The most values one --set may list (tpsim comm sweeps them). */

@@ -157,11 +157,17 @@ enum tps_status tps_cli_mpi_start(struct tps_backend *b, struct tps_error *err)
 
 int tps_cli_mpi_stop(struct tps_backend *b, int rc, int64_t *total_sent)
 {
-	long long mine = b->bytes_sent, all = 0;
+	long long mine[TPS_TRAFFIC_COUNT], all[TPS_TRAFFIC_COUNT] = {0};
 	/* Process 0 knows the verdict; every process exits with its code. */
 	MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
-	MPI_Reduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, 0, comm);
-	*total_sent = all;
+	for (int k = 0; k < TPS_TRAFFIC_COUNT; k++) {
+		mine[k] = b->bytes_sent[k];
+	}
+	MPI_Reduce(mine, all, TPS_TRAFFIC_COUNT, MPI_LONG_LONG, MPI_SUM, 0,
+		   comm);
+	for (int k = 0; k < TPS_TRAFFIC_COUNT; k++) {
+		total_sent[k] = all[k];
+	}
 	MPI_Comm_free(&comm);
 	MPI_Finalize();
 	return rc;
@@ -181,7 +187,9 @@ enum tps_status tps_cli_mpi_start(struct tps_backend *b, struct tps_error *err)
 int tps_cli_mpi_stop(struct tps_backend *b, int rc, int64_t *total_sent)
 {
 	(void)b;
-	*total_sent = 0;
+	for (int k = 0; k < TPS_TRAFFIC_COUNT; k++) {
+		total_sent[k] = 0;
+	}
 	return rc;
 }
 

@@ -137,7 +137,7 @@ bool tps_mesh_locals_meta(const struct tps_mesh *mesh,
 enum tps_status tps_backend_fetch(const struct tps_mesh *mesh,
 				  struct tps_tensor *locals,
 				  tps_backend_need_fn need, const void *ctx,
-				  struct tps_error *err)
+				  enum tps_traffic kind, struct tps_error *err)
 {
 	struct tps_backend *b = mesh->backend;
 	struct tps_transfer *list;
@@ -153,20 +153,34 @@ enum tps_status tps_backend_fetch(const struct tps_mesh *mesh,
 	st = list ? fetch_list(mesh, locals, need, ctx, list, &n, err)
 		  : tps_error_set(err, TPS_ERR_NOMEM,
 				  "out of memory in an exchange");
+	st = tps_backend_exchange(mesh, st, list, n, kind, err);
+	if (st != TPS_OK) {
+		tps_backend_drop(mesh, locals);
+	}
+	free(list);
+	return st;
+}
+
+enum tps_status tps_backend_exchange(const struct tps_mesh *mesh,
+				     enum tps_status st,
+				     struct tps_transfer *list, size_t n,
+				     enum tps_traffic kind,
+				     struct tps_error *err)
+{
+	struct tps_backend *b = mesh->backend;
 	st = agree(b, st, err);
 	if (st == TPS_OK) {
 		st = b->ops->exchange(b->impl, list, n, err);
 	}
 	for (size_t i = 0; st == TPS_OK && i < n; i++) {
 		if (list[i].send) {
-			b->bytes_sent += list[i].count * (int64_t)sizeof(float);
+			b->bytes_sent[kind] +=
+				list[i].count * (int64_t)sizeof(float);
 		}
 	}
 	if (st != TPS_OK) {
 		b->failed = true;
-		tps_backend_drop(mesh, locals);
 	}
-	free(list);
 	return st;
 }
 
@@ -211,7 +225,7 @@ enum tps_status tps_backend_share(const struct tps_mesh *mesh, double *values,
 	st = agree(mesh->backend, st, err);
 	if (st == TPS_OK) {
 		st = tps_backend_fetch(mesh, one, tps_backend_need_all, NULL,
-				       err);
+				       TPS_TRAFFIC_ASSEMBLE, err);
 	}
 	for (int r = 0; one && r < mesh->world_size; r++) {
 		if (st == TPS_OK) {

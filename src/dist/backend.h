@@ -32,6 +32,16 @@
 #include "mesh.h"
 #include "tensor.h"
 
+/* What an exchange moves, counted apart (`tpsim run --stats`): the
+ * collectives' buffers, the shards of an assembled tensor (an outcome, the
+ * loss, a dropout check), the trace's values to process 0. */
+enum tps_traffic {
+	TPS_TRAFFIC_COLLECTIVE,
+	TPS_TRAFFIC_ASSEMBLE,
+	TPS_TRAFFIC_TRACE,
+};
+#define TPS_TRAFFIC_COUNT 3
+
 /* One message of an exchange: `count` floats at `data`, to (send) or
  * from process `peer`; a send and its receive carry the same tag. */
 struct tps_transfer {
@@ -59,8 +69,8 @@ struct tps_backend {
 	void *impl;
 	int process, processes;
 	int first_rank, ranks; /* the ranks this process holds */
-	/* Bytes this process sent, as measured on the wire. */
-	int64_t bytes_sent;
+	/* Bytes this process sent to others, by what they carried. */
+	int64_t bytes_sent[TPS_TRAFFIC_COUNT];
 	/* A failure has been agreed on: no exchange runs any more. */
 	bool failed;
 	/* The run's last exchange (tps_backend_finish) is done. */
@@ -116,7 +126,19 @@ bool tps_backend_need_all(const void *ctx, const struct tps_mesh *mesh, int p,
 enum tps_status tps_backend_fetch(const struct tps_mesh *mesh,
 				  struct tps_tensor *locals,
 				  tps_backend_need_fn need, const void *ctx,
-				  struct tps_error *err);
+				  enum tps_traffic kind, struct tps_error *err);
+
+/*
+ * One exchange of a list the caller built (the ordered reduction of
+ * comm.c): agrees on st, this process's status so far (see the top), then
+ * runs the transfers and counts the bytes sent. Every process calls it at
+ * the same point, with its own list.
+ */
+enum tps_status tps_backend_exchange(const struct tps_mesh *mesh,
+				     enum tps_status st,
+				     struct tps_transfer *list, size_t n,
+				     enum tps_traffic kind,
+				     struct tps_error *err);
 
 /* Makes every rank's buffer this process does not hold meta again
  * (freeing its values), keeping its shape. A no-op without a backend. */

@@ -44,6 +44,9 @@ struct comm_run {
 	int *members;		/* n ranks of the current group */
 	struct tps_tensor *out; /* world_size new buffers */
 	int64_t bytes;		/* largest bytes_per_rank over groups */
+	/* NULL, or each group's reduction (reduce_scatter's): where
+	 * ordered_gather finds them instead of out[first member]. */
+	struct tps_tensor *full;
 };
 
 /* Under a backend (backend.h), process p needs rank r's buffer when r's
@@ -62,11 +65,12 @@ static bool group_needs(const void *ctx, const struct tps_mesh *mesh, int p,
 	return false;
 }
 
-/* Starts a collective on locals; under a backend, the buffers of the
- * groups of this process's ranks are fetched first. */
+/* Starts a collective on locals; under a backend, with fetch, the
+ * buffers of the groups of this process's ranks are fetched first (the
+ * reductions move their addends themselves: ordered_scatter). */
 static enum tps_status run_begin(struct comm_run *run,
 				 const struct tps_mesh *mesh, unsigned mask,
-				 struct tps_tensor *locals,
+				 struct tps_tensor *locals, bool fetch,
 				 struct tps_error *err)
 {
 	enum tps_status st;
@@ -86,7 +90,9 @@ static enum tps_status run_begin(struct comm_run *run,
 		/* Every process still reaches the exchange. */
 		return tps_backend_agree(mesh, st, err);
 	}
-	st = tps_backend_fetch(mesh, locals, group_needs, run, err);
+	st = fetch ? tps_backend_fetch(mesh, locals, group_needs, run,
+				       TPS_TRAFFIC_COLLECTIVE, err)
+		   : TPS_OK;
 	if (st != TPS_OK) {
 		free(run->members);
 		free(run->out);
@@ -138,6 +144,159 @@ static enum tps_status result_copy(struct comm_run *run, int r,
 	return tps_tensor_copy(&run->out[r], src, err);
 }
 
+/* out[r] = src narrowed to [start, start + len) along dim; only the
+ * shape where another process holds r (see result_copy). */
+static enum tps_status result_narrow(struct comm_run *run, int r,
+				     const struct tps_tensor *src, int dim,
+				     int64_t start, int64_t len,
+				     struct tps_error *err)
+{
+	if (!tps_mesh_holds(run->mesh, r)) {
+		struct tps_shape shape = src->shape;
+		shape.dim[dim] = len;
+		return tps_tensor_init_meta(&run->out[r], &shape, err);
+	}
+	return tps_tensor_narrow(&run->out[r], src, dim, start, len, err);
+}
+
+/*
+ * The reductions under a backend (backend.h), with the ring's bytes.
+ * Member j of a group of n reduces the flat chunk j of the buffer (ceil(S
+ * / n) elements, the ring formula's chunk): every other member's process
+ * sends it that chunk of its addend (ordered_scatter); it adds the n
+ * addends in ascending group order with reduce_group, the arithmetic of
+ * the one-process run, element by element; and sends the reduced chunk to
+ * every other process of the group (ordered_gather). Each process sends
+ * (n - 1) / n of the buffer each way, as a ring all_reduce; no MPI
+ * reduction adds anything, so the bytes are those of one process.
+ */
+static void flat_chunk(int64_t size, int n, int j, int64_t *lo, int64_t *len)
+{
+	int64_t c = (size + n - 1) / n;
+	int64_t end = c * (j + 1) < size ? c * (j + 1) : size;
+	*lo = c * j < size ? c * j : size;
+	*len = end - *lo;
+}
+
+static bool group_here(const struct tps_mesh *mesh, const int *members, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (tps_mesh_holds(mesh, members[i])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Phase 1: the other processes' addends arrive, each as the chunks this
+ * process's members reduce, into zeroed buffers of their shapes (the rest
+ * of them stays zero: the sums there are not used). st: the status so
+ * far, agreed on before the exchange. */
+static enum tps_status ordered_scatter(struct comm_run *run,
+				       struct tps_tensor *locals,
+				       enum tps_status st,
+				       struct tps_error *err)
+{
+	const struct tps_mesh *mesh = run->mesh;
+	int n = run->n, world = mesh->world_size;
+	int me = mesh->backend->process, *m = run->members;
+	size_t k = 0;
+	struct tps_transfer *list =
+		malloc(2 * (size_t)world * (size_t)n * sizeof *list);
+	if (!list && st == TPS_OK) {
+		st = tps_error_set(err, TPS_ERR_NOMEM,
+				   "out of memory in a collective");
+	}
+	for (int g = 0; st == TPS_OK && g < run->groups; g++) {
+		int64_t size;
+		tps_mesh_group_members(mesh, run->mask, g, m);
+		if (!group_here(mesh, m, n)) {
+			continue;
+		}
+		size = tps_tensor_numel(&locals[m[0]]);
+		for (int i = 0; i < n && st == TPS_OK; i++) {
+			struct tps_shape shape = locals[m[i]].shape;
+			if (locals[m[i]].meta) {
+				st = tps_tensor_init(&locals[m[i]], &shape,
+						     err);
+			}
+		}
+		for (int i = 0; i < n && st == TPS_OK; i++) {
+			int from = tps_mesh_holder(mesh, m[i]);
+			for (int j = 0; j < n; j++) {
+				int to = tps_mesh_holder(mesh, m[j]);
+				int64_t lo, len;
+				flat_chunk(size, n, j, &lo, &len);
+				if (from == to || len == 0 ||
+				    (from != me && to != me) ||
+				    tps_tensor_numel(&locals[m[i]]) != size) {
+					continue;
+				}
+				list[k++] = (struct tps_transfer){
+					from == me ? to : from,
+					m[i] * world + m[j],
+					locals[m[i]].data + lo, len,
+					from == me};
+			}
+		}
+	}
+	st = tps_backend_exchange(mesh, st, list, k, TPS_TRAFFIC_COLLECTIVE,
+				  err);
+	free(list);
+	return st;
+}
+
+/* Phase 2: each reduced chunk goes to every other process of its group,
+ * once, into that process's copy of the reduction. */
+static enum tps_status ordered_gather(struct comm_run *run, enum tps_status st,
+				      struct tps_error *err)
+{
+	const struct tps_mesh *mesh = run->mesh;
+	int n = run->n, me = mesh->backend->process, *m = run->members;
+	size_t k = 0;
+	struct tps_transfer *list =
+		malloc(2 * (size_t)mesh->world_size * (size_t)n * sizeof *list);
+	if (!list && st == TPS_OK) {
+		st = tps_error_set(err, TPS_ERR_NOMEM,
+				   "out of memory in a collective");
+	}
+	for (int g = 0; st == TPS_OK && g < run->groups; g++) {
+		struct tps_tensor *acc;
+		int64_t size;
+		tps_mesh_group_members(mesh, run->mask, g, m);
+		if (!group_here(mesh, m, n)) {
+			continue;
+		}
+		acc = run->full ? &run->full[g] : &run->out[m[0]];
+		size = tps_tensor_numel(acc);
+		for (int j = 0; j < n; j++) {
+			int from = tps_mesh_holder(mesh, m[j]);
+			int64_t lo, len;
+			flat_chunk(size, n, j, &lo, &len);
+			for (int i = 0; i < n && len > 0; i++) {
+				int to = tps_mesh_holder(mesh, m[i]);
+				bool again = false;
+				for (int e = 0; e < i; e++) {
+					again = again ||
+						tps_mesh_holder(mesh, m[e]) ==
+							to;
+				}
+				if (to == from || again ||
+				    (from != me && to != me)) {
+					continue;
+				}
+				list[k++] = (struct tps_transfer){
+					from == me ? to : from, m[j],
+					acc->data + lo, len, from == me};
+			}
+		}
+	}
+	st = tps_backend_exchange(mesh, st, list, k, TPS_TRAFFIC_COLLECTIVE,
+				  err);
+	free(list);
+	return st;
+}
+
 /* Elements of a shape excluding dim d (the "inner rows" of a shard). */
 static int64_t numel_without(const struct tps_shape *s, int d)
 {
@@ -185,7 +344,7 @@ enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 {
 	struct comm_run run;
 	struct tps_tensor *parts = NULL;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -358,22 +517,29 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
+	bool ordered = mesh->backend && !tps_mesh_locals_meta(mesh, locals);
 	if (st != TPS_OK) {
 		return st;
 	}
+	if (ordered) {
+		st = ordered_scatter(&run, locals, st, err);
+	}
 	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
-		struct tps_tensor *first;
 		int64_t total;
 		tps_mesh_group_members(mesh, mask, g, run.members);
-		first = &run.out[run.members[0]];
-		st = reduce_group(&run, locals, op, dt, first, err);
-		if (st == TPS_OK) {
-			st = copy_to_members(&run, first, err);
-		}
+		st = reduce_group(&run, locals, op, dt,
+				  &run.out[run.members[0]], err);
 		total = tps_tensor_numel(&locals[run.members[0]]);
 		note_bytes(&run, 2 * (int64_t)(run.n - 1) *
 					 ((total + run.n - 1) / run.n) * 4);
+	}
+	if (ordered) {
+		st = ordered_gather(&run, st, err);
+	}
+	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
+		tps_mesh_group_members(mesh, mask, g, run.members);
+		st = copy_to_members(&run, &run.out[run.members[0]], err);
 	}
 	return run_end(&run, locals, st, TPS_COMM_ALL_REDUCE, report);
 }
@@ -394,13 +560,23 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 	int64_t block, struct tps_comm_report *report, struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
+	bool ordered = mesh->backend && !tps_mesh_locals_meta(mesh, locals);
+	struct tps_tensor *full = NULL; /* per group: the reduction */
 	if (st != TPS_OK) {
 		return st;
 	}
+	full = calloc((size_t)run.groups, sizeof *full);
+	if (!full) {
+		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	/* The whole reduction moves as all_reduce's does, then each member
+	 * keeps its chunk along tensor_dim (a chunk of a dim other than the
+	 * first is not a contiguous run of the buffer). */
+	if (ordered) {
+		st = ordered_scatter(&run, locals, st, err);
+	}
 	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
-		struct tps_tensor full = {0};
-		int64_t size, start, len, chunk_len;
 		tps_mesh_group_members(mesh, mask, g, run.members);
 		st = check_dim(&locals[run.members[0]], tensor_dim,
 			       "reduce_scatter", err);
@@ -409,25 +585,38 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 					  block, "reduce_scatter", err);
 		}
 		if (st == TPS_OK) {
-			st = reduce_group(&run, locals, op, dt, &full, err);
+			st = reduce_group(&run, locals, op, dt,
+					  &run.out[run.members[0]], err);
 		}
-		if (st != TPS_OK) {
-			break;
+		if (st == TPS_OK) {
+			tps_tensor_move(&full[g], &run.out[run.members[0]]);
 		}
-		size = full.shape.dim[tensor_dim];
+	}
+	if (ordered) {
+		run.full = full;
+		st = ordered_gather(&run, st, err);
+	}
+	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
+		int64_t size, start, len, chunk_len;
+		tps_mesh_group_members(mesh, mask, g, run.members);
+		size = full[g].shape.dim[tensor_dim];
 		for (int i = 0; i < run.n && st == TPS_OK; i++) {
 			tps_chunk_range_blocks(size, block, run.n, i, &start,
 					       &len);
-			st = tps_tensor_narrow(&run.out[run.members[i]], &full,
-					       tensor_dim, start, len, err);
+			st = result_narrow(&run, run.members[i], &full[g],
+					   tensor_dim, start, len, err);
 		}
 		tps_chunk_range_blocks(size, block, run.n, 0, &start,
 				       &chunk_len);
 		note_bytes(&run,
 			   (int64_t)(run.n - 1) * chunk_len *
-				   numel_without(&full.shape, tensor_dim) * 4);
-		tps_tensor_free(&full);
+				   numel_without(&full[g].shape, tensor_dim) *
+				   4);
 	}
+	for (int g = 0; full && g < run.groups; g++) {
+		tps_tensor_free(&full[g]);
+	}
+	free(full);
 	return run_end(&run, locals, st, TPS_COMM_REDUCE_SCATTER, report);
 }
 
@@ -437,7 +626,7 @@ enum tps_status tps_comm_broadcast(const struct tps_mesh *mesh, unsigned mask,
 				   struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -471,7 +660,7 @@ enum tps_status tps_comm_scatter_blocks(const struct tps_mesh *mesh,
 					struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -522,7 +711,7 @@ enum tps_status tps_comm_all_to_all_blocks(
 {
 	struct comm_run run;
 	struct tps_tensor *blocks = NULL; /* n x n: blocks[j * n + i] i -> j */
-	enum tps_status st = run_begin(&run, mesh, mask, locals, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
 	if (st != TPS_OK) {
 		return st;
 	}

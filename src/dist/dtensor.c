@@ -447,7 +447,8 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 		meta ? tps_tensor_init_meta(&full, &dt->global, err)
 		     : tps_tensor_init(&full, &dt->global, err);
 	if (st == TPS_OK && !meta) {
-		st = tps_backend_fetch(mesh, dt->locals, full_needs, dt, err);
+		st = tps_backend_fetch(mesh, dt->locals, full_needs, dt,
+				       TPS_TRAFFIC_ASSEMBLE, err);
 		if (st != TPS_OK) {
 			tps_tensor_free(&full);
 		}

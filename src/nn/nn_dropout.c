@@ -322,7 +322,8 @@ static enum tps_status dropout_forward(const struct tps_nn_context *ctx,
 		 * rank's mask: the others' are fetched. */
 		if (d.inside && ctx->mesh->backend) {
 			st = tps_backend_fetch(ctx->mesh, mask.locals,
-					       tps_backend_need_all, NULL, err);
+					       tps_backend_need_all, NULL,
+					       TPS_TRAFFIC_ASSEMBLE, err);
 		}
 		m->dropout.shards_identical = st == TPS_OK && d.inside &&
 					      !mask.locals[0].meta &&

@@ -82,7 +82,7 @@ static enum tps_status timed_emit(void *ctx, const struct tps_event *ev,
 		/* The event's values, one event at a time: fetched to
 		 * process 0, written, and dropped again. */
 		st = tps_backend_fetch(ts->mesh, locals, writer_needs, NULL,
-				       err);
+				       TPS_TRAFFIC_TRACE, err);
 	}
 	if (st == TPS_OK && tps_mesh_is_writer(ts->mesh)) {
 		st = tps_event_emit(ts->inner, ev, err);
