@@ -55,6 +55,17 @@ static const char small_config[] =
 	"\"init\": \"arange\"},"
 	" \"init\": {\"method\": \"arange\"}}";
 
+/* dp 2 x tp 2, two linears, 2 steps of SGD. */
+static const char train_dp_tp_config[] =
+	"{\"tpsim\": 1, \"mesh\": {\"shape\": [2, 2], \"dim_names\": "
+	"[\"dp\", \"tp\"]}, \"dp_dim\": \"dp\", \"model\": ["
+	"{\"name\": \"fc1\", \"type\": \"linear\", \"in_features\": 4, "
+	"\"out_features\": 6}, {\"name\": \"fc2\", \"type\": \"linear\", "
+	"\"in_features\": 6, \"out_features\": 3}], \"plan\": {\"fc1\": "
+	"\"colwise\", \"fc2\": \"rowwise\"}, \"input\": {\"shape\": [4, 4]},"
+	" \"mode\": \"training\", \"steps\": 2, \"loss\": \"mse\", "
+	"\"optimizer\": {\"type\": \"sgd\", \"lr\": 0.1}}";
+
 START_TEST(help_and_version_go_to_stdout)
 {
 	struct tu_result r = tu_cli(2, "--help");
@@ -84,6 +95,10 @@ START_TEST(usage_errors_are_one_line_and_a_hint)
 		{"frobnicate", NULL, NULL, "unknown command 'frobnicate'"},
 		{"run", NULL, NULL, "run: missing CONFIG"},
 		{"run", "a.json", "--bogus", "unknown option '--bogus'"},
+		{"run", "a.json", "--backend",
+		 "run: --backend needs local or mpi, got ''"},
+		{"run", "--backend", "nccl",
+		 "run: --backend needs local or mpi, got 'nccl'"},
 		{"run", "a.json", "-o", "-o needs a file"},
 		{"run", "a.json", "--max-trace",
 		 "run: --max-trace needs a size like 1G or 1048576, got ''"},
@@ -274,6 +289,96 @@ START_TEST(run_writes_trace_and_one_line_summary)
 	tu_rmtree(dir);
 }
 END_TEST
+
+/* --no-reference: nothing compared, and the trace says so; the rest of
+ * the trace is the run's with a reference, byte for byte, up to its
+ * result. --backend local is the default. */
+START_TEST(run_without_reference_says_so_and_compares_nothing)
+{
+	const char *dir = tu_tempdir();
+	char with[512], without[512], local[512];
+	const char *cfg = write_config(dir, "c.json", train_dp_tp_config);
+	struct tu_result r;
+	cJSON *root = NULL;
+	const cJSON *result;
+	char *a, *b;
+	size_t a_len, b_len;
+	snprintf(with, sizeof with, "%s/with.json", dir);
+	snprintf(without, sizeof without, "%s/without.json", dir);
+	snprintf(local, sizeof local, "%s/local.json", dir);
+	r = tu_cli(5, "run", cfg, "-o", with);
+	ck_assert_int_eq(r.rc, 0);
+	tu_result_free(&r);
+	r = tu_cli(7, "run", cfg, "-o", local, "--backend", "local");
+	ck_assert_int_eq(r.rc, 0);
+	tu_result_free(&r);
+	r = tu_cli(6, "run", cfg, "-o", without, "--no-reference");
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_msg(strstr(r.err, "loss ") && !strstr(r.err, "(reference ") &&
+			      strstr(r.err, "no reference (--no-reference): "
+					    "nothing compared"),
+		      "%s", r.err);
+	tu_result_free(&r);
+	a = tu_read_file(with, &a_len);
+	b = tu_read_file(without, &b_len);
+	/* Everything before the result is the same bytes. */
+	ck_assert_ptr_nonnull(strstr(a, "\"result\":"));
+	ck_assert_int_eq(strstr(a, "\"result\":") - a,
+			 strstr(b, "\"result\":") - b);
+	ck_assert(memcmp(a, b, (size_t)(strstr(a, "\"result\":") - a)) == 0);
+	free(b);
+	b = tu_read_file(local, &b_len);
+	ck_assert(a_len == b_len && memcmp(a, b, a_len) == 0);
+	free(a);
+	free(b);
+	ck_assert_int_eq(
+		tps_json_load(without, TPS_JSON_MAX_TRACE_BYTES, &root, NULL),
+		TPS_OK);
+	result = cJSON_GetObjectItemCaseSensitive(root, "result");
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(result, "reference")
+				 ->valuestring,
+			 "skipped");
+	ck_assert_ptr_nonnull(
+		cJSON_GetObjectItemCaseSensitive(result, "output"));
+	ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(result, "loss"));
+	ck_assert_ptr_nonnull(
+		cJSON_GetObjectItemCaseSensitive(result, "grads"));
+	ck_assert_ptr_nonnull(
+		cJSON_GetObjectItemCaseSensitive(result, "params_after"));
+	for (const char *const *k =
+		     (const char *const[]){"match", "max_abs_diff",
+					   "reference_output", "reference_loss",
+					   "reference_grads", "comparison",
+					   "verdict", NULL};
+	     *k; k++) {
+		ck_assert_msg(!cJSON_GetObjectItemCaseSensitive(result, *k),
+			      "result.%s present without a reference", *k);
+	}
+	cJSON_Delete(root);
+	tu_rmtree(dir);
+}
+END_TEST
+
+#ifndef TPSIM_HAVE_MPI
+/* Built without MPI, --backend mpi is one clear line, exit 2 (with it,
+ * tests/mpi/mpi_check.sh runs the backend under mpirun). */
+START_TEST(backend_mpi_without_mpi_is_a_clear_error)
+{
+	const char *dir = tu_tempdir();
+	const char *cfg = write_config(dir, "c.json", small_config);
+	struct tu_result r = tu_cli(5, "run", cfg, "--backend", "mpi");
+	ck_assert_int_eq(r.rc, 2);
+	ck_assert_int_eq(tu_count_lines(r.err), 1);
+	ck_assert_msg(strstr(r.err, "tpsim: --backend mpi: this tpsim was "
+				    "built without MPI"),
+		      "%s", r.err);
+	ck_assert_uint_eq(r.out_len, 0);
+	tu_result_free(&r);
+	tu_rmtree(dir);
+}
+END_TEST
+#endif
 
 START_TEST(run_reads_the_config_from_stdin)
 {
@@ -4609,6 +4714,10 @@ static Suite *cli_suite(void)
 	tcase_add_test(usage, set_values_are_json_numbers);
 	tcase_add_test(run, run_writes_trace_and_one_line_summary);
 	tcase_add_test(run, run_reads_the_config_from_stdin);
+	tcase_add_test(run, run_without_reference_says_so_and_compares_nothing);
+#ifndef TPSIM_HAVE_MPI
+	tcase_add_test(run, backend_mpi_without_mpi_is_a_clear_error);
+#endif
 	tcase_add_test(run, bad_config_is_exit_2_naming_file_and_pointer);
 	tcase_add_test(run, output_directory_and_memory_budget_are_refused);
 	tcase_add_test(
