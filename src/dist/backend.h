@@ -75,6 +75,11 @@ struct tps_backend {
 	bool failed;
 	/* The run's last exchange (tps_backend_finish) is done. */
 	bool finished;
+	/* Process 0 keeps each parameter whole (it runs the reference);
+	 * otherwise it too holds its ranks' shards alone, and the trace's
+	 * parameters are assembled from every process's shards one at a
+	 * time (tps_model_keeps_params). */
+	bool writer_keeps_params;
 };
 
 /* Sets up b for process `process` of `processes`; tps_backend_place then

@@ -424,35 +424,43 @@ static bool counted_in_full(const struct tps_mesh *mesh,
 	return true;
 }
 
-/* Under a backend every process assembles the whole: it needs each
- * counted rank's local (need fn of tps_backend_fetch). */
+/* Under a backend the assembling processes (every one, or process 0
+ * alone) need each counted rank's local (need fn of tps_backend_fetch). */
+struct full_job {
+	const struct tps_dtensor *dt;
+	bool writer_only;
+};
+
 static bool full_needs(const void *ctx, const struct tps_mesh *mesh, int p,
 		       int r)
 {
-	const struct tps_dtensor *dt = ctx;
-	(void)p;
-	return counted_in_full(mesh, dt->placements, r);
+	const struct full_job *job = ctx;
+	return (!job->writer_only || p == 0) &&
+	       counted_in_full(mesh, job->dt->placements, r);
 }
 
-enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
-					struct tps_tensor *out,
-					struct tps_error *err)
+static enum tps_status full_tensor(const struct tps_dtensor *dt,
+				   bool writer_only, struct tps_tensor *out,
+				   struct tps_error *err)
 {
 	const struct tps_mesh *mesh = dt->mesh;
 	struct tps_tensor full;
-	/* Meta in a meta pass; otherwise every process assembles the
-	 * values, fetching the other processes' ranks (backend.h). */
-	bool meta = tps_mesh_locals_meta(mesh, dt->locals);
+	struct full_job job = {dt, writer_only};
+	/* Meta in a meta pass, and on a process that does not assemble;
+	 * otherwise the values, the other processes' ranks fetched
+	 * (backend.h). */
+	bool pass = tps_mesh_locals_meta(mesh, dt->locals);
+	bool meta = pass || (writer_only && !tps_mesh_is_writer(mesh));
 	enum tps_status st =
 		meta ? tps_tensor_init_meta(&full, &dt->global, err)
 		     : tps_tensor_init(&full, &dt->global, err);
-	if (st == TPS_OK && !meta) {
-		st = tps_backend_fetch(mesh, dt->locals, full_needs, dt,
+	if (st == TPS_OK && !pass) {
+		st = tps_backend_fetch(mesh, dt->locals, full_needs, &job,
 				       TPS_TRAFFIC_ASSEMBLE, err);
 		if (st != TPS_OK) {
 			tps_tensor_free(&full);
 		}
-	} else if (mesh->backend && !meta) {
+	} else if (mesh->backend && !pass) {
 		/* Every process still reaches the exchange. */
 		st = tps_backend_agree(mesh, st, err);
 	}
@@ -471,6 +479,20 @@ enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 	tps_backend_drop(mesh, dt->locals);
 	*out = full;
 	return TPS_OK;
+}
+
+enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
+					struct tps_tensor *out,
+					struct tps_error *err)
+{
+	return full_tensor(dt, false, out, err);
+}
+
+enum tps_status tps_dtensor_full_tensor_on_writer(const struct tps_dtensor *dt,
+						  struct tps_tensor *out,
+						  struct tps_error *err)
+{
+	return full_tensor(dt, true, out, err);
 }
 
 void tps_dtensor_free(struct tps_dtensor *dt)

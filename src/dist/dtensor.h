@@ -168,6 +168,13 @@ void tps_dtensor_wrap(struct tps_dtensor *dt, const struct tps_mesh *mesh,
 enum tps_status tps_dtensor_full_tensor(const struct tps_dtensor *dt,
 					struct tps_tensor *out,
 					struct tps_error *err);
+/* The same for what only process 0 reads (an outcome, the trace's
+ * parameters): under a backend (backend.h) process 0 assembles it and
+ * every other process gets a meta tensor of its shape; without one, the
+ * call above. */
+enum tps_status tps_dtensor_full_tensor_on_writer(const struct tps_dtensor *dt,
+						  struct tps_tensor *out,
+						  struct tps_error *err);
 
 void tps_dtensor_free(struct tps_dtensor *dt);
 

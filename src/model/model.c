@@ -51,6 +51,99 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 	return TPS_OK;
 }
 
+/*
+ * The region [offset, offset + length) of what tps_model_init_tensor makes
+ * of `shape`, without the whole: every element is drawn in the same order
+ * from the same stream, and those in the region are kept (row-major, so
+ * in the region's own order). Under a backend (backend.h) a process makes
+ * its ranks' shards so, and never holds a parameter whole.
+ */
+static enum tps_status init_region(struct tps_tensor *t,
+				   const struct tps_shape *shape,
+				   struct tps_init_spec init, float a,
+				   const char *stream, const int64_t *offset,
+				   const int64_t *length, struct tps_error *err)
+{
+	struct tps_shape rshape = tps_shape_make(shape->ndim, length);
+	int64_t idx[TPS_MAX_DIMS] = {0}, n = 1, kept = 0;
+	struct tps_tensor v;
+	struct tps_rng rng;
+	enum tps_status st = tps_tensor_init(&v, &rshape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	for (int d = 0; d < shape->ndim; d++) {
+		n *= shape->dim[d];
+	}
+	tps_rng_seed_named(&rng, init.seed, stream);
+	for (int64_t i = 0; i < n; i++) {
+		float x = 0.0f;
+		bool inside = true;
+		switch (init.method) {
+		case TPS_INIT_ARANGE: x = (float)(i + 1); break;
+		case TPS_INIT_ONES: x = 1.0f; break;
+		case TPS_INIT_ZEROS: break;
+		case TPS_INIT_TORCH:
+		case TPS_INIT_UNIFORM: x = tps_rng_uniform(&rng, a); break;
+		case TPS_INIT_NORMAL: x = tps_rng_normal(&rng, a); break;
+		case TPS_INIT_TOKENS:
+			x = (float)(((tps_rng_next(&rng) >> 32) *
+				     (uint64_t)a) >>
+				    32);
+			break;
+		}
+		for (int d = 0; d < shape->ndim; d++) {
+			inside = inside && idx[d] >= offset[d] &&
+				 idx[d] < offset[d] + length[d];
+		}
+		if (inside) {
+			v.data[kept++] = x;
+		}
+		for (int d = shape->ndim - 1; d >= 0; d--) {
+			if (++idx[d] < shape->dim[d]) {
+				break;
+			}
+			idx[d] = 0;
+		}
+	}
+	*t = v;
+	return TPS_OK;
+}
+
+/* One parameter's shards on the ranks this process holds, made by
+ * init_region (the others: meta). */
+struct region_job {
+	const struct tps_model_spec *spec;
+	const struct tps_param_spec *ps;
+	struct tps_init_spec init;
+	float a;
+	const char *name;
+	const struct tps_placement *placements;
+};
+
+static enum tps_status region_rank(void *opaque, int r, struct tps_tensor *out,
+				   struct tps_error *err)
+{
+	const struct region_job *job = opaque;
+	const struct tps_mesh *mesh = &job->spec->mesh;
+	int64_t offset[TPS_MAX_DIMS], length[TPS_MAX_DIMS];
+	enum tps_status st;
+	tps_dtensor_local_region(mesh, &job->ps->shape, job->placements, r,
+				 offset, length);
+	if (!tps_mesh_holds(mesh, r)) {
+		struct tps_shape shape =
+			tps_shape_make(job->ps->shape.ndim, length);
+		return tps_tensor_init_meta(out, &shape, err);
+	}
+	st = init_region(out, &job->ps->shape, job->init, job->a, job->name,
+			 offset, length, err);
+	if (st == TPS_OK && out->data) {
+		tps_dtype_round_array(out->data, tps_tensor_numel(out),
+				      job->spec->dtypes.of[TPS_ROLE_PARAMS]);
+	}
+	return st;
+}
+
 static enum tps_status check_divisible(const struct tps_model_spec *spec,
 				       const struct tps_module_spec *m,
 				       const char *what, int64_t size,
@@ -225,6 +318,34 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 	snprintf(p->name, sizeof p->name, "%s.%s", module, ps->suffix);
 	p->module = module;
 	o = find_override(spec, p->name);
+	for (int i = 0; i < spec->mesh.ndim; i++) {
+		placements[i] = tps_placement_replicate();
+	}
+	placements[spec->tp_dim] = ps->tp;
+	if (!meta && !o && !tps_model_keeps_params(spec) &&
+	    ps->tp.kind != TPS_PLACEMENT_PARTIAL) {
+		/* This process's shards alone (backend.h); the whole is
+		 * only a shape here. */
+		struct region_job job = {
+			spec,
+			ps,
+			param_init(spec->param_init, ps),
+			ps->fan_in > 0 ? (float)(1.0 / sqrt((double)ps->fan_in))
+				       : 0.0f,
+			p->name,
+			placements};
+		st = tps_tensor_init_meta(&p->global, &ps->shape, err);
+		if (st == TPS_OK) {
+			st = tps_dtensor_check_placements(
+				&spec->mesh, &ps->shape, placements, err);
+		}
+		if (st == TPS_OK) {
+			st = tps_dtensor_map(&p->value, &spec->mesh, &ps->shape,
+					     placements, region_rank, &job,
+					     err);
+		}
+		return st;
+	}
 	if (meta) {
 		st = tps_tensor_init_meta(&p->global, &ps->shape, err);
 	} else if (o) {
@@ -238,10 +359,6 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 					   param_init(spec->param_init, ps), a,
 					   p->name, err);
 	}
-	for (int i = 0; i < spec->mesh.ndim; i++) {
-		placements[i] = tps_placement_replicate();
-	}
-	placements[spec->tp_dim] = ps->tp;
 	if (st == TPS_OK && p->global.data) {
 		/* Stored in the params dtype, the reference's as the ranks'. */
 		tps_dtype_round_array(p->global.data,
@@ -252,10 +369,9 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->global,
 					    placements, err);
 	}
-	if (st == TPS_OK && !tps_mesh_is_writer(&spec->mesh)) {
-		/* Under a backend (backend.h) only process 0 runs the
-		 * reference and writes the trace's parameters: the others
-		 * keep their ranks' shards alone. */
+	if (st == TPS_OK && !meta && !tps_model_keeps_params(spec)) {
+		/* An override's whole came from the config: this process
+		 * keeps its ranks' shards alone (backend.h). */
 		struct tps_shape shape = p->global.shape;
 		tps_tensor_free(&p->global);
 		st = tps_tensor_init_meta(&p->global, &shape, err);
@@ -448,6 +564,12 @@ out:
 	}
 	*model = m;
 	return TPS_OK;
+}
+
+bool tps_model_keeps_params(const struct tps_model_spec *spec)
+{
+	const struct tps_backend *b = spec->mesh.backend;
+	return !b || (b->process == 0 && b->writer_keeps_params);
 }
 
 /* Whether a forward of spec's model in training draws dropout masks. */

@@ -114,6 +114,15 @@ int tps_model_rank_stage(const struct tps_model *model, int r);
 int tps_model_param_virtual_stage(const struct tps_model *model,
 				  const struct tps_param *p);
 
+/*
+ * Whether this process keeps each parameter's global value (param->global
+ * with values): always without a backend; under one (backend.h) only
+ * process 0, and only when it runs the reference (writer_keeps_params).
+ * Otherwise a process makes and keeps its ranks' shards alone, and
+ * param->global is a meta tensor of the parameter's shape.
+ */
+bool tps_model_keeps_params(const struct tps_model_spec *spec);
+
 /* Fills t (of the given shape) by an init method; `a` is the bound of
  * uniform and the standard deviation of normal; `stream` names the random
  * stream (parameter name, "input", "target"). */

@@ -79,7 +79,8 @@ static enum tps_status assembled(const struct tps_model *model,
 				 struct tps_tensor *out, struct tps_error *err)
 {
 	struct tps_tensor full = {0};
-	enum tps_status st = tps_dtensor_full_tensor(x, &full, err);
+	/* An outcome: process 0's to read (backend.h). */
+	enum tps_status st = tps_dtensor_full_tensor_on_writer(x, &full, err);
 	if (st != TPS_OK || model->spec->sampler != TPS_SAMPLER_DISTRIBUTED) {
 		*out = full;
 		return st;
@@ -1130,12 +1131,12 @@ static enum tps_status collect_training(const struct tps_model *model,
 	enum tps_status st = TPS_OK;
 	int n = model->n_params;
 	for (int i = 0; i < n && st == TPS_OK; i++) {
-		st = tps_dtensor_full_tensor(&model->params[i].grad,
-					     &out->grads[i], err);
+		st = tps_dtensor_full_tensor_on_writer(&model->params[i].grad,
+						       &out->grads[i], err);
 		if (st == TPS_OK) {
-			st = tps_dtensor_full_tensor(&model->params[i].value,
-						     &out->params_after[i],
-						     err);
+			st = tps_dtensor_full_tensor_on_writer(
+				&model->params[i].value, &out->params_after[i],
+				err);
 		}
 	}
 	if (st == TPS_OK && model->spec->input_requires_grad) {

@@ -94,6 +94,22 @@ static enum tps_status timed_emit(void *ctx, const struct tps_event *ev,
 	return st;
 }
 
+/* A process other than 0 under a backend, while process 0 writes the
+ * trace's parameters without keeping them whole: the same exchanges, in
+ * the same order, this process's shards among them. */
+static enum tps_status share_params(const struct tps_model *model,
+				    struct tps_error *err)
+{
+	enum tps_status st = TPS_OK;
+	for (int i = 0; st == TPS_OK && i < model->n_params; i++) {
+		struct tps_tensor whole = {0};
+		st = tps_dtensor_full_tensor_on_writer(&model->params[i].value,
+						       &whole, err);
+		tps_tensor_free(&whole);
+	}
+	return st;
+}
+
 /* Adds the seconds since *t0 to *total and restarts *t0. */
 static void lap(double *t0, double *total)
 {
@@ -175,6 +191,12 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	}
 	if (st == TPS_OK && writer) {
 		st = tps_trace_write_params(trace, &model, err);
+	} else if (st == TPS_OK && !model.meta &&
+		   !tps_model_keeps_params(&model.spec[0]) &&
+		   !ms->mesh.backend->writer_keeps_params) {
+		/* Process 0 makes each parameter whole from the shards,
+		 * ours among them (tps_trace_write_params). */
+		st = share_params(&model, err);
 	}
 	if (st == TPS_OK && writer) {
 		st = tps_trace_write_inputs(trace, &spec->model, &input,
@@ -416,6 +438,8 @@ enum tps_status tps_run(const struct tps_run_options *opts, FILE *stream,
 		}
 	}
 	if (st == TPS_OK && opts->backend) {
+		/* Process 0 keeps the parameters whole for the reference. */
+		opts->backend->writer_keeps_params = !opts->no_reference;
 		st = tps_backend_place(opts->backend,
 				       spec.model.mesh.world_size, err);
 		if (st != TPS_OK) {

@@ -497,22 +497,35 @@ enum tps_status tps_trace_write_params(struct tps_trace *t,
 				       const struct tps_model *model,
 				       struct tps_error *err)
 {
+	enum tps_status st = TPS_OK;
 	fputs("\"params\":{", t->out);
-	for (int i = 0; i < model->n_params; i++) {
+	for (int i = 0; st == TPS_OK && i < model->n_params; i++) {
 		const struct tps_param *p = &model->params[i];
+		struct tps_tensor whole = {0};
+		const struct tps_tensor *v = &p->global;
+		if (!model->meta && p->global.meta) {
+			/* Not kept whole here (tps_model_keeps_params): made
+			 * again from the ranks' shards, one at a time, as
+			 * every other process does with us (backend.h). */
+			st = tps_dtensor_full_tensor_on_writer(&p->value,
+							       &whole, err);
+			v = &whole;
+		}
+		if (st != TPS_OK) {
+			break;
+		}
 		fputs(i ? ",\n" : "\n", t->out);
 		tps_json_write_string(t->out, p->name);
 		fputs(":{\"shape\":", t->out);
 		write_shape(t->out, &p->global.shape);
 		fputs(",\"placements\":", t->out);
 		write_placements(t->out, &p->value);
-		write_values_of(t, &p->global,
-				model->spec->dtypes.of[TPS_ROLE_PARAMS]);
+		write_values_of(t, v, model->spec->dtypes.of[TPS_ROLE_PARAMS]);
 		fputc('}', t->out);
+		tps_tensor_free(&whole);
 	}
 	fputs("},\n", t->out);
-	(void)err;
-	return TPS_OK;
+	return st;
 }
 
 enum tps_status tps_trace_write_inputs(struct tps_trace *t,
