@@ -47,6 +47,9 @@ struct comm_run {
 	/* NULL, or each group's reduction (reduce_scatter's): where
 	 * ordered_gather finds them instead of out[first member]. */
 	struct tps_tensor *full;
+	/* A reduction under a backend: this process reduces its members'
+	 * chunks alone (ordered_scatter). */
+	bool ordered;
 };
 
 /* Under a backend (backend.h), process p needs rank r's buffer when r's
@@ -399,17 +402,27 @@ struct sum_job {
 	struct tps_tensor *acc; /* zeroed */
 	enum tps_reduce_op op;
 	struct tps_comm_dtypes dt;
-	int64_t numel;
+	int64_t start, end; /* the elements summed */
 };
 
 static void sum_chunk(void *opaque, int64_t chunk)
 {
 	const struct sum_job *job = opaque;
-	int64_t lo = chunk * SUM_CHUNK;
-	int64_t hi = lo + SUM_CHUNK < job->numel ? lo + SUM_CHUNK : job->numel;
+	int64_t lo = job->start + chunk * SUM_CHUNK;
+	int64_t hi = lo + SUM_CHUNK < job->end ? lo + SUM_CHUNK : job->end;
 	float *acc = job->acc->data;
 	enum tps_dtype sum = job->dt.sum;
-	if (sum == TPS_DTYPE_F32) {
+	if (job->op == TPS_REDUCE_MAX) {
+		/* The first member's value, then each larger one. */
+		for (int i = 0; i < job->run->n; i++) {
+			const float *x = job->locals[job->run->members[i]].data;
+			for (int64_t e = lo; e < hi; e++) {
+				if (i == 0 || x[e] > acc[e]) {
+					acc[e] = x[e];
+				}
+			}
+		}
+	} else if (sum == TPS_DTYPE_F32) {
 		for (int i = 0; i < job->run->n; i++) {
 			const float *x = job->locals[job->run->members[i]].data;
 			for (int64_t e = lo; e < hi; e++) {
@@ -459,26 +472,23 @@ reduce_group(const struct comm_run *run, const struct tps_tensor *locals,
 				tps_shape_format(&t->shape, b, sizeof b));
 		}
 	}
-	if (op == TPS_REDUCE_MAX) {
-		st = tps_tensor_copy(&acc, first, err);
-		for (int i = 1; i < run->n && st == TPS_OK; i++) {
-			tps_tensor_max(&acc, &locals[run->members[i]]);
+	/* zeroed; meta when the members are */
+	st = tps_tensor_init_like(&acc, &first->shape, first, err);
+	for (int j = 0; st == TPS_OK && acc.data && j < run->n; j++) {
+		struct sum_job job = {run, locals, &acc, op, dt, 0, 0};
+		int64_t numel = tps_tensor_numel(&acc), len;
+		if (!run->ordered) {
+			job.end = numel;
+			j = run->n; /* the whole buffer, once */
+		} else if (tps_mesh_holds(run->mesh, run->members[j])) {
+			/* Under a backend, the chunks this process's
+			 * members reduce (ordered_scatter). */
+			flat_chunk(numel, run->n, j, &job.start, &len);
+			job.end = job.start + len;
 		}
-		if (st == TPS_OK && acc.data) {
-			tps_dtype_round_array(acc.data, tps_tensor_numel(&acc),
-					      dt.store);
-		}
-	} else {
-		/* zeroed */
-		st = tps_tensor_init_like(&acc, &first->shape, first, err);
-		if (st == TPS_OK && acc.data) {
-			struct sum_job job = {run,  locals,
-					      &acc, op,
-					      dt,   tps_tensor_numel(&acc)};
-			tps_pool_for(run->mesh->pool,
-				     (job.numel + SUM_CHUNK - 1) / SUM_CHUNK,
-				     sum_chunk, &job);
-		}
+		tps_pool_for(run->mesh->pool,
+			     (job.end - job.start + SUM_CHUNK - 1) / SUM_CHUNK,
+			     sum_chunk, &job);
 	}
 	if (st == TPS_OK) {
 		*out = acc;
@@ -522,6 +532,7 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 	if (st != TPS_OK) {
 		return st;
 	}
+	run.ordered = ordered;
 	if (ordered) {
 		st = ordered_scatter(&run, locals, st, err);
 	}
@@ -566,6 +577,7 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 	if (st != TPS_OK) {
 		return st;
 	}
+	run.ordered = ordered;
 	full = calloc((size_t)run.groups, sizeof *full);
 	if (!full) {
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
