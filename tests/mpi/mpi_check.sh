@@ -1,11 +1,14 @@
 #!/bin/bash
 # The MPI backend (docs/mpi.md) on this machine's loopback:
 #
-#  1. Byte identity: every fixture, seed 004's example, a LLaMA block at
-#     dp 2 x tp 4 (a transformer block and dp x tp training), an MLP at
-#     tp 8 in training and a pipeline, at 2, 4 and 8 processes (each
-#     count that divides the config's world size), against the
-#     one-process trace: the same bytes after the `generator` line.
+#  1. Byte identity: every fixture, seed 004's example, LLaMA blocks at
+#     dp 2 x tp 4 in float32 and bfloat16 (transformer blocks and dp x tp
+#     training), a GPT block with sequence parallelism and ZeRO-3 at
+#     dp 2 x tp 4, an MLP at tp 8 in training, GPT blocks at tp 4, FSDP
+#     on TP, a pipeline and an injected mistake, at 2, 4 and 8 processes
+#     (each count that divides the config's world size), against the
+#     one-process trace: the same bytes after the `generator` line, and
+#     the same exit code.
 #  2. Faults: a bad config and a process count that does not divide the
 #     world (every process exits 2, one line from process 0, no trace);
 #     one process out of memory (ulimit -v on process 1 alone: exit 2,
@@ -45,8 +48,13 @@ declare -A compared
 configs=("$src"/fixtures/*/config.json
 	"$src"/examples/seed004_ddp_tp/config.json
 	"$src"/tests/mpi/llama_block_dp2_tp4.json
+	"$src"/tests/mpi/llama_block_dp2_tp4_bf16.json
+	"$src"/tests/mpi/gpt_sp_zero3_dp2_tp4.json
 	"$src"/tools/bench/mlp4_h1024_b64_tp8_train.json
-	"$src"/examples/comparison/pp2_tp2.json)
+	"$src"/examples/gpt_2block/config_sp.json
+	"$src"/examples/zero_tp/fsdp.json
+	"$src"/examples/comparison/pp2_tp2.json
+	"$src"/examples/mistakes/same_dropout_seed.json)
 for cfg in "${configs[@]}"; do
 	world=$(world_of "$cfg")
 	"$tpsim" run "$cfg" -o "$out/one.json" --threads 1 2>/dev/null
@@ -143,6 +151,11 @@ else
 	wait "$job"
 	rc=$?
 	[ "$rc" -ne 0 ] || fail "kill: mpirun exited 0"
+	sleep 1
+	if pgrep -f "tpsim run $long" >/dev/null; then
+		fail "kill: a process of the run still lives"
+		pkill -9 -f "tpsim run $long"
+	fi
 	[ -z "$(ls -A "$out/f")" ] || fail "kill: left $(ls -A "$out/f")"
 	echo "kill: mpirun exited $rc in $(($(date +%s) - start)) s"
 fi
