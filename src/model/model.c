@@ -12,6 +12,25 @@
 #include "pool.h"
 #include "rng.h"
 
+/* Element i of a tensor the init method fills, the stream at i. */
+static float draw(struct tps_init_spec init, float a, struct tps_rng *rng,
+		  int64_t i)
+{
+	switch (init.method) {
+	case TPS_INIT_ARANGE: return (float)(i + 1);
+	case TPS_INIT_ONES: return 1.0f;
+	case TPS_INIT_ZEROS: return 0.0f;
+	/* A tensor of no module: nn.Linear's, U(-a, a). */
+	case TPS_INIT_TORCH:
+	case TPS_INIT_UNIFORM: return tps_rng_uniform(rng, a);
+	case TPS_INIT_NORMAL: return tps_rng_normal(rng, a);
+	case TPS_INIT_TOKENS:
+		/* An integer id in [0, a): the high 32 bits scaled. */
+		return (float)(((tps_rng_next(rng) >> 32) * (uint64_t)a) >> 32);
+	}
+	return 0.0f;
+}
+
 enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 				      const struct tps_shape *shape,
 				      struct tps_init_spec init, float a,
@@ -27,25 +46,7 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 	n = tps_tensor_numel(&v);
 	tps_rng_seed_named(&rng, init.seed, stream);
 	for (int64_t i = 0; i < n; i++) {
-		switch (init.method) {
-		case TPS_INIT_ARANGE: v.data[i] = (float)(i + 1); break;
-		case TPS_INIT_ONES: v.data[i] = 1.0f; break;
-		case TPS_INIT_ZEROS: break;
-		/* A tensor of no module: nn.Linear's, U(-a, a). */
-		case TPS_INIT_TORCH:
-		case TPS_INIT_UNIFORM:
-			v.data[i] = tps_rng_uniform(&rng, a);
-			break;
-		case TPS_INIT_NORMAL:
-			v.data[i] = tps_rng_normal(&rng, a);
-			break;
-		case TPS_INIT_TOKENS:
-			/* An integer id in [0, a): the high 32 bits scaled. */
-			v.data[i] = (float)(((tps_rng_next(&rng) >> 32) *
-					     (uint64_t)a) >>
-					    32);
-			break;
-		}
+		v.data[i] = draw(init, a, &rng, i);
 	}
 	*t = v;
 	return TPS_OK;
@@ -77,21 +78,8 @@ static enum tps_status init_region(struct tps_tensor *t,
 	}
 	tps_rng_seed_named(&rng, init.seed, stream);
 	for (int64_t i = 0; i < n; i++) {
-		float x = 0.0f;
+		float x = draw(init, a, &rng, i);
 		bool inside = true;
-		switch (init.method) {
-		case TPS_INIT_ARANGE: x = (float)(i + 1); break;
-		case TPS_INIT_ONES: x = 1.0f; break;
-		case TPS_INIT_ZEROS: break;
-		case TPS_INIT_TORCH:
-		case TPS_INIT_UNIFORM: x = tps_rng_uniform(&rng, a); break;
-		case TPS_INIT_NORMAL: x = tps_rng_normal(&rng, a); break;
-		case TPS_INIT_TOKENS:
-			x = (float)(((tps_rng_next(&rng) >> 32) *
-				     (uint64_t)a) >>
-				    32);
-			break;
-		}
 		for (int d = 0; d < shape->ndim; d++) {
 			inside = inside && idx[d] >= offset[d] &&
 				 idx[d] < offset[d] + length[d];

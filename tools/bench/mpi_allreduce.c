@@ -14,6 +14,7 @@
  *   mpirun --oversubscribe -np 8 build/tools/bench/mpi_allreduce [MIB] [REPEATS]
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,14 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
+/* A positive count of at most 2^20, or 0 for anything else. */
+static int64_t positive(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	return end != s && *end == '\0' && v > 0 && v <= (1 << 20) ? v : 0;
+}
+
 /* The addend of rank r, element i: distinct per rank, exact in float32
  * sums of few terms only by chance (so orders can differ). */
 static float addend(int r, int64_t i)
@@ -52,8 +61,8 @@ int main(int argc, char **argv)
 	struct tps_error err = {0};
 	struct tps_mesh mesh;
 	struct tps_tensor *locals;
-	int64_t mib = argc > 1 ? atoll(argv[1]) : 16;
-	int repeats = argc > 2 ? atoi(argv[2]) : 10;
+	int64_t mib = argc > 1 ? positive(argv[1]) : 16;
+	int repeats = argc > 2 ? (int)positive(argv[2]) : 10;
 	int64_t n = mib * 1024 * 1024 / (int64_t)sizeof(float);
 	double *t_tps, *t_mpi;
 	float *in, *out;
@@ -67,7 +76,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mpi_allreduce: %s\n", err.message);
 		return 2;
 	}
-	if (repeats < 1 || n < 1 ||
+	if (repeats < 1 || n < 1 || n > INT32_MAX ||
 	    tps_mesh_init(&mesh, 1, &b.processes, names, &err) != TPS_OK ||
 	    tps_backend_place(&b, b.processes, &err) != TPS_OK) {
 		fprintf(stderr, "mpi_allreduce: bad arguments\n");
