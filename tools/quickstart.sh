@@ -152,7 +152,7 @@ oom)
 	# build whose allocator fails on demand (docs/reliability.md).
 	build build-fault --werror --buildtype=debug -Dtests=disabled \
 		-Dfault_injection=true -Db_sanitize=address,undefined \
-		-Db_lundef=false
+		-Db_lundef=false -Dmpi=disabled
 	meson test -C build-fault oom --print-errorlogs
 	;;
 esac
