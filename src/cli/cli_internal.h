@@ -58,6 +58,12 @@ int tps_cli_picture(int argc, char **argv, FILE *out, FILE *err);
 /* tpsim timeline TRACE [-o FILE] */
 int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err);
 
+/* Publishes an output written straight into o->f (`timeline`, `view`),
+ * as tps_outfile_commit does; write_errno is errno as the writing left
+ * it (set to 0 before), which names a write that failed. */
+enum tps_status tps_cli_commit_stream(struct tps_outfile *o, int write_errno,
+				      struct tps_error *err);
+
 /*
  * Publishes a finished output of len bytes through the one output writer
  * (outfile.h), as `tpsim run -o` writes its trace: to stdout_stream when

@@ -1,9 +1,10 @@
 /*
  * What the verbs' outputs share: the signal handling that removes a
  * temporary output (tps_cli_install_signals), and tps_cli_publish, the
- * outputs made whole in memory first (`tpsim picture`, `timeline`,
- * `view`). All of them, `tpsim run`'s trace too, go through the one
- * writer of outfile.h.
+ * outputs made whole in memory first (`tpsim picture`, `diff`, `plot`).
+ * `timeline` and `view` write into the output's temporary file as they
+ * go. All of them, `tpsim run`'s trace too, go through the one writer of
+ * outfile.h.
  */
 #include "cli_internal.h"
 #include "cli.h"
@@ -73,4 +74,20 @@ enum tps_status tps_cli_publish(const char *path, const char *data, size_t len,
 {
 	return tps_outfile_write_all(path, stdout_stream, noun, data, len,
 				     &input, 1, &pending, err);
+}
+
+enum tps_status tps_cli_commit_stream(struct tps_outfile *o, int write_errno,
+				      struct tps_error *err)
+{
+	if (ferror(o->f)) {
+		/* The write's own errno (ENOSPC, EFBIG): a flush at commit
+		 * would find nothing left to write, and no cause. */
+		char name[256];
+		int e = write_errno ? write_errno : EIO;
+		tps_outfile_name(o, name, sizeof name);
+		tps_outfile_discard(o);
+		return tps_error_set(err, TPS_ERR_IO, "%s: %s", name,
+				     strerror(e));
+	}
+	return tps_outfile_commit(o, err);
 }

@@ -6,6 +6,7 @@
 #include "cli_internal.h"
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,9 +55,7 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 	cJSON *trace = NULL;
 	struct tps_timeline tl = {0};
 	struct tps_error e = {0};
-	char *json = NULL;
-	size_t json_len = 0;
-	FILE *mem;
+	struct tps_outfile o = {0};
 	int rc = timeline_options(argc, argv, &a, err);
 
 	if (rc != TPS_EXIT_OK) {
@@ -67,28 +66,22 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	/* Written whole into memory first: nothing is published unless all
-	 * of it was made. */
-	mem = open_memstream(&json, &json_len);
-	if (!mem) {
-		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
+	/* Written as it is made, into the output's temporary file
+	 * (outfile.h): its size never sits in memory, and nothing is
+	 * published unless all of it was written. */
+	if (tps_outfile_open(&o, a.output, out, "timeline", &a.trace, 1,
+			     tps_cli_pending(), &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	tps_timeline_write_json(mem, &tl);
-	if ((ferror(mem) != 0) + (fclose(mem) != 0)) {
-		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
-		rc = tps_cli_trouble(err, &e);
-		goto out;
-	}
-	if (tps_cli_publish(a.output, json, json_len, "timeline", out, a.trace,
-			    &e) != TPS_OK) {
+	errno = 0;
+	tps_timeline_write_json(o.f, &tl);
+	if (tps_cli_commit_stream(&o, errno, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
 	rc = TPS_EXIT_OK;
 out:
-	free(json);
 	tps_timeline_free(&tl);
 	cJSON_Delete(trace);
 	return rc;

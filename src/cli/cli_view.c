@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,11 +54,10 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct view_args a = {NULL, NULL};
 	struct tps_error e = {0};
+	struct tps_outfile o = {0};
 	cJSON *tree = NULL;
-	char *text = NULL, *page = NULL;
-	size_t text_len = 0, page_len = 0;
-	FILE *mem = NULL;
-	bool written = false;
+	char *text = NULL;
+	size_t text_len = 0;
 	int rc = view_options(argc, argv, &a, err);
 
 	if (rc != TPS_EXIT_OK) {
@@ -71,27 +71,22 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 	}
 	cJSON_Delete(tree);
 	tree = NULL;
-	mem = open_memstream(&page, &page_len);
-	if (mem) {
-		tps_view_write(mem, text, text_len);
-		/* fclose, whatever ferror says: it owns the stream. */
-		written = !ferror(mem);
-		written = fclose(mem) == 0 && written;
-	}
-	if (!written) {
-		/* open_memstream's stream fails only for want of memory. */
-		tps_error_set(&e, TPS_ERR_NOMEM, "out of memory");
+	/* Written as it is made, into the output's temporary file
+	 * (outfile.h): the page never sits in memory beside the trace, and
+	 * nothing is published unless all of it was written. */
+	if (tps_outfile_open(&o, a.output, out, "HTML", &a.trace, 1,
+			     tps_cli_pending(), &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	if (tps_cli_publish(a.output, page, page_len, "HTML", out, a.trace,
-			    &e) != TPS_OK) {
+	errno = 0;
+	tps_view_write(o.f, text, text_len);
+	if (tps_cli_commit_stream(&o, errno, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
 	rc = TPS_EXIT_OK;
 out:
-	free(page);
 	free(text);
 	cJSON_Delete(tree);
 	return rc;

@@ -38,7 +38,7 @@ configs="$here/mlp2_h4096_b32_tp2.json $here/mlp2_h4096_b32_tp4.json
 $here/mlp2_h4096_b32_tp8.json $here/mlp4_h1024_b64_tp8.json
 $here/mlp4_h1024_b64_tp8_train.json $here/seed_2x4.json
 $here/mlp4_h1024_b64_tp8_full.json $work/params_16MiB.json
-$here/llama_block_d2048_tp4_train.json
+$here/llama_block_d2048_tp4_train.json $here/gpt2_small_block_tp4_train.json
 $root/examples/gpt3_175b/config.json $root/examples/gpt3_175b/config_sp.json"
 
 # A config's name in the table: its file name, with its directory for the
