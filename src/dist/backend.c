@@ -222,11 +222,11 @@ enum tps_status tps_backend_share(const struct tps_mesh *mesh, double *values,
 			}
 		}
 	}
-	st = agree(mesh->backend, st, err);
-	if (st == TPS_OK) {
-		st = tps_backend_fetch(mesh, one, tps_backend_need_all, NULL,
-				       TPS_TRAFFIC_ASSEMBLE, err);
-	}
+	/* The fetch agrees on st; a process that failed here agrees
+	 * instead, at the same point. */
+	st = st == TPS_OK ? tps_backend_fetch(mesh, one, tps_backend_need_all,
+					      NULL, TPS_TRAFFIC_ASSEMBLE, err)
+			  : agree(mesh->backend, st, err);
 	for (int r = 0; one && r < mesh->world_size; r++) {
 		if (st == TPS_OK) {
 			memcpy(&values[r], one[r].data, sizeof values[r]);

@@ -68,12 +68,12 @@ static bool group_needs(const void *ctx, const struct tps_mesh *mesh, int p,
 	return false;
 }
 
-/* Starts a collective on locals; under a backend, with fetch, the
- * buffers of the groups of this process's ranks are fetched first (the
- * reductions move their addends themselves: ordered_scatter). */
+/* Starts a collective on locals. Under a backend, the buffers of the
+ * groups of this process's ranks are fetched first, but for a reduction,
+ * which moves its addends itself (run->ordered: ordered_scatter). */
 static enum tps_status run_begin(struct comm_run *run,
 				 const struct tps_mesh *mesh, unsigned mask,
-				 struct tps_tensor *locals, bool fetch,
+				 struct tps_tensor *locals, bool reduction,
 				 struct tps_error *err)
 {
 	enum tps_status st;
@@ -93,9 +93,11 @@ static enum tps_status run_begin(struct comm_run *run,
 		/* Every process still reaches the exchange. */
 		return tps_backend_agree(mesh, st, err);
 	}
-	st = fetch ? tps_backend_fetch(mesh, locals, group_needs, run,
-				       TPS_TRAFFIC_COLLECTIVE, err)
-		   : TPS_OK;
+	run->ordered = reduction && mesh->backend &&
+		       !tps_mesh_locals_meta(mesh, locals);
+	st = reduction ? TPS_OK
+		       : tps_backend_fetch(mesh, locals, group_needs, run,
+					   TPS_TRAFFIC_COLLECTIVE, err);
 	if (st != TPS_OK) {
 		free(run->members);
 		free(run->out);
@@ -347,7 +349,7 @@ enum tps_status tps_comm_all_gather(const struct tps_mesh *mesh, unsigned mask,
 {
 	struct comm_run run;
 	struct tps_tensor *parts = NULL;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -527,13 +529,11 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 				    struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
-	bool ordered = mesh->backend && !tps_mesh_locals_meta(mesh, locals);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
 	if (st != TPS_OK) {
 		return st;
 	}
-	run.ordered = ordered;
-	if (ordered) {
+	if (run.ordered) {
 		st = ordered_scatter(&run, locals, st, err);
 	}
 	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
@@ -545,7 +545,7 @@ enum tps_status tps_comm_all_reduce(const struct tps_mesh *mesh, unsigned mask,
 		note_bytes(&run, 2 * (int64_t)(run.n - 1) *
 					 ((total + run.n - 1) / run.n) * 4);
 	}
-	if (ordered) {
+	if (run.ordered) {
 		st = ordered_gather(&run, st, err);
 	}
 	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
@@ -571,13 +571,11 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 	int64_t block, struct tps_comm_report *report, struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
-	bool ordered = mesh->backend && !tps_mesh_locals_meta(mesh, locals);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
 	struct tps_tensor *full = NULL; /* per group: the reduction */
 	if (st != TPS_OK) {
 		return st;
 	}
-	run.ordered = ordered;
 	full = calloc((size_t)run.groups, sizeof *full);
 	if (!full) {
 		st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
@@ -585,7 +583,7 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 	/* The whole reduction moves as all_reduce's does, then each member
 	 * keeps its chunk along tensor_dim (a chunk of a dim other than the
 	 * first is not a contiguous run of the buffer). */
-	if (ordered) {
+	if (run.ordered) {
 		st = ordered_scatter(&run, locals, st, err);
 	}
 	for (int g = 0; g < run.groups && st == TPS_OK; g++) {
@@ -604,7 +602,7 @@ enum tps_status tps_comm_reduce_scatter_blocks(
 			tps_tensor_move(&full[g], &run.out[run.members[0]]);
 		}
 	}
-	if (ordered) {
+	if (run.ordered) {
 		run.full = full;
 		st = ordered_gather(&run, st, err);
 	}
@@ -638,7 +636,7 @@ enum tps_status tps_comm_broadcast(const struct tps_mesh *mesh, unsigned mask,
 				   struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -672,7 +670,7 @@ enum tps_status tps_comm_scatter_blocks(const struct tps_mesh *mesh,
 					struct tps_error *err)
 {
 	struct comm_run run;
-	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -723,7 +721,7 @@ enum tps_status tps_comm_all_to_all_blocks(
 {
 	struct comm_run run;
 	struct tps_tensor *blocks = NULL; /* n x n: blocks[j * n + i] i -> j */
-	enum tps_status st = run_begin(&run, mesh, mask, locals, true, err);
+	enum tps_status st = run_begin(&run, mesh, mask, locals, false, err);
 	if (st != TPS_OK) {
 		return st;
 	}

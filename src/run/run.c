@@ -192,7 +192,6 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	if (st == TPS_OK && writer) {
 		st = tps_trace_write_params(trace, &model, err);
 	} else if (st == TPS_OK && !model.meta &&
-		   !tps_model_keeps_params(&model.spec[0]) &&
 		   !ms->mesh.backend->writer_keeps_params) {
 		/* Process 0 makes each parameter whole from the shards,
 		 * ours among them (tps_trace_write_params). */
