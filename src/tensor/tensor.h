@@ -169,6 +169,21 @@ void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 		      int64_t n, int64_t k, bool trans_a, bool trans_b);
 
 /*
+ * The same with leading dimensions, as BLAS's sgemm takes them: row i of
+ * C starts at c + i * ldc, row r of A as stored (m rows, or k when
+ * trans_a) at a + r * lda, row r of B as stored at b + r * ldb; each at
+ * least its stored row length. So a block of a bigger row-major matrix (a
+ * head's columns of q, a rank's columns of a weight) is an operand in
+ * place. The same sums in the same order: strides change no bit.
+ */
+void tps_matmul_ld(float *c, int64_t ldc, const float *a, int64_t lda,
+		   const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+		   bool trans_a, bool trans_b);
+void tps_matmul_naive_ld(float *c, int64_t ldc, const float *a, int64_t lda,
+			 const float *b, int64_t ldb, int64_t m, int64_t n,
+			 int64_t k, bool trans_a, bool trans_b);
+
+/*
  * tps_matmul on the pool's threads: C is cut into blocks of rows or of
  * columns, each computed by one thread as an ordinary tps_matmul, so every
  * element's sum is the same as tps_matmul's (same order, one thread). NULL
@@ -177,6 +192,11 @@ void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
 		   const float *b, int64_t m, int64_t n, int64_t k,
 		   bool trans_a, bool trans_b);
+/* tps_matmul_on with leading dimensions (tps_matmul_ld). */
+void tps_matmul_on_ld(struct tps_pool *pool, float *c, int64_t ldc,
+		      const float *a, int64_t lda, const float *b, int64_t ldb,
+		      int64_t m, int64_t n, int64_t k, bool trans_a,
+		      bool trans_b);
 
 /*
  * The GEMM's variants, for tests and benchmarks. Index i is 0..count-1 in
@@ -213,6 +233,9 @@ void tps_matmul_variant_use(int i);
 void tps_matmul_variant(int i, float *c, const float *a, const float *b,
 			int64_t m, int64_t n, int64_t k, bool trans_a,
 			bool trans_b);
+void tps_matmul_variant_ld(int i, float *c, int64_t ldc, const float *a,
+			   int64_t lda, const float *b, int64_t ldb, int64_t m,
+			   int64_t n, int64_t k, bool trans_a, bool trans_b);
 
 /* A variant's blocking, so tests can reach every edge of it, in terms of
  * the kernels' D = X Y (D is C, or C^T for a batch-sized m; see

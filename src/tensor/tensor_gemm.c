@@ -115,8 +115,16 @@ void tps_matmul_variant(int i, float *c, const float *a, const float *b,
 			int64_t m, int64_t n, int64_t k, bool trans_a,
 			bool trans_b)
 {
+	tps_matmul_variant_ld(i, c, n, a, trans_a ? m : k, b, trans_b ? k : n,
+			      m, n, k, trans_a, trans_b);
+}
+
+void tps_matmul_variant_ld(int i, float *c, int64_t ldc, const float *a,
+			   int64_t lda, const float *b, int64_t ldb, int64_t m,
+			   int64_t n, int64_t k, bool trans_a, bool trans_b)
+{
 	assert(tps_matmul_variant_supported(i));
-	variants[i].run(c, a, b, m, n, k, trans_a, trans_b);
+	variants[i].run(c, ldc, a, lda, b, ldb, m, n, k, trans_a, trans_b);
 }
 
 void tps_matmul_variant_blocking(int i, struct tps_matmul_blocking *blocking)
@@ -128,22 +136,40 @@ void tps_matmul_variant_blocking(int i, struct tps_matmul_blocking *blocking)
 void tps_matmul(float *c, const float *a, const float *b, int64_t m, int64_t n,
 		int64_t k, bool trans_a, bool trans_b)
 {
-	variants[tps_matmul_variant_active()].run(c, a, b, m, n, k, trans_a,
-						  trans_b);
+	tps_matmul_ld(c, n, a, trans_a ? m : k, b, trans_b ? k : n, m, n, k,
+		      trans_a, trans_b);
+}
+
+void tps_matmul_ld(float *c, int64_t ldc, const float *a, int64_t lda,
+		   const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k,
+		   bool trans_a, bool trans_b)
+{
+	variants[tps_matmul_variant_active()].run(c, ldc, a, lda, b, ldb, m, n,
+						  k, trans_a, trans_b);
 }
 
 void tps_matmul_naive(float *c, const float *a, const float *b, int64_t m,
 		      int64_t n, int64_t k, bool trans_a, bool trans_b)
 {
+	tps_matmul_naive_ld(c, n, a, trans_a ? m : k, b, trans_b ? k : n, m, n,
+			    k, trans_a, trans_b);
+}
+
+void tps_matmul_naive_ld(float *c, int64_t ldc, const float *a, int64_t lda,
+			 const float *b, int64_t ldb, int64_t m, int64_t n,
+			 int64_t k, bool trans_a, bool trans_b)
+{
 	for (int64_t i = 0; i < m; i++) {
 		for (int64_t j = 0; j < n; j++) {
 			float s = 0.0f;
 			for (int64_t p = 0; p < k; p++) {
-				float x = trans_a ? a[p * m + i] : a[i * k + p];
-				float y = trans_b ? b[j * k + p] : b[p * n + j];
+				float x = trans_a ? a[p * lda + i]
+						  : a[i * lda + p];
+				float y = trans_b ? b[j * ldb + p]
+						  : b[p * ldb + j];
 				s += x * y;
 			}
-			c[i * n + j] = s;
+			c[i * ldc + j] = s;
 		}
 	}
 }

@@ -10,18 +10,15 @@
 
 /* One variant's tps_matmul: the same contract and arguments. Only the
  * variants meson built (TPS_GEMM_HAVE_<ISA>) are defined. */
-typedef void tps_gemm_run_fn(float *c, const float *a, const float *b,
-			     int64_t m, int64_t n, int64_t k, bool trans_a,
-			     bool trans_b);
+typedef void tps_gemm_run_fn(float *c, int64_t ldc, const float *a, int64_t lda,
+			     const float *b, int64_t ldb, int64_t m, int64_t n,
+			     int64_t k, bool trans_a, bool trans_b);
 
-void tps_gemm_run_generic(float *c, const float *a, const float *b, int64_t m,
-			  int64_t n, int64_t k, bool trans_a, bool trans_b);
+tps_gemm_run_fn tps_gemm_run_generic;
 void tps_gemm_blocking_generic(struct tps_matmul_blocking *blocking);
-void tps_gemm_run_avx2(float *c, const float *a, const float *b, int64_t m,
-		       int64_t n, int64_t k, bool trans_a, bool trans_b);
+tps_gemm_run_fn tps_gemm_run_avx2;
 void tps_gemm_blocking_avx2(struct tps_matmul_blocking *blocking);
-void tps_gemm_run_avx512(float *c, const float *a, const float *b, int64_t m,
-			 int64_t n, int64_t k, bool trans_a, bool trans_b);
+tps_gemm_run_fn tps_gemm_run_avx512;
 void tps_gemm_blocking_avx512(struct tps_matmul_blocking *blocking);
 
 #endif

@@ -605,8 +605,9 @@ static float *align64(float *p)
 	return (float *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
-void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
-			   int64_t n, int64_t k, bool trans_a, bool trans_b)
+void GEMM_FN(tps_gemm_run)(float *c, int64_t ldc, const float *a, int64_t lda,
+			   const float *b, int64_t ldb, int64_t m, int64_t n,
+			   int64_t k, bool trans_a, bool trans_b)
 {
 	struct gemm_op op;
 	int64_t kc, floats, dbuf_floats = 0;
@@ -617,7 +618,9 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 		return;
 	}
 	if (k == 0) {
-		memset(c, 0, (size_t)(m * n) * sizeof *c); /* +0.0f, as naive */
+		for (int64_t i = 0; i < m; i++) { /* +0.0f, as naive */
+			memset(c + i * ldc, 0, (size_t)n * sizeof *c);
+		}
 		return;
 	}
 	/* A handful of rows times B's rows: along them, unpacked. Else
@@ -633,13 +636,13 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 			.n = n,
 			.k = k,
 			.x = a,
-			.xrs = trans_a ? 1 : k,
-			.xps = trans_a ? m : 1,
+			.xrs = trans_a ? 1 : lda,
+			.xps = trans_a ? lda : 1,
 			.y = b,
-			.yps = trans_b ? 1 : n,
-			.ycs = trans_b ? k : 1,
+			.yps = trans_b ? 1 : ldb,
+			.ycs = trans_b ? ldb : 1,
 			.d = c,
-			.drs = n,
+			.drs = ldc,
 			.dcs = 1,
 		};
 	} else {
@@ -650,14 +653,14 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 			.n = m,
 			.k = k,
 			.x = b,
-			.xrs = trans_b ? k : 1,
-			.xps = trans_b ? 1 : n,
+			.xrs = trans_b ? ldb : 1,
+			.xps = trans_b ? 1 : ldb,
 			.y = a,
-			.yps = trans_a ? m : 1,
-			.ycs = trans_a ? 1 : k,
+			.yps = trans_a ? lda : 1,
+			.ycs = trans_a ? 1 : lda,
 			.d = c,
 			.drs = 1,
-			.dcs = n,
+			.dcs = ldc,
 		};
 	}
 
@@ -680,7 +683,8 @@ void GEMM_FN(tps_gemm_run)(float *c, const float *a, const float *b, int64_t m,
 	 * reference loop still gives the same bits. */
 	mem = malloc((size_t)floats * sizeof *mem);
 	if (!mem) {
-		tps_matmul_naive(c, a, b, m, n, k, trans_a, trans_b);
+		tps_matmul_naive_ld(c, ldc, a, lda, b, ldb, m, n, k, trans_a,
+				    trans_b);
 		return;
 	}
 	/* The tile of the edges; its padding lanes are computed, never

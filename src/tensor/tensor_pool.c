@@ -1,25 +1,19 @@
 /*
  * tps_matmul_on: one matmul cut into blocks of C that the pool's threads
- * compute at once. Each block is an ordinary tps_matmul on contiguous
- * operands, so every C[i][j] is still summed over k in ascending order by
- * one thread: the bytes do not depend on the cut or the thread count.
+ * compute at once. Each block is an ordinary tps_matmul_ld on sub-blocks
+ * of the operands, in place (leading dimensions), so every C[i][j] is
+ * still summed over k in ascending order by one thread: the bytes do not
+ * depend on the cut or the thread count.
  *
- * The cut follows the operand that can be sliced without a copy:
- *   rows of C    when A's rows are contiguous (trans_a false): A[i0:i1]
- *                and C[i0:i1] are plain sub-arrays; every block reads B.
+ *   rows of C    rows i0..i1 of C from rows i0..i1 of op(A): A's rows
+ *                (trans_a false) or its columns (trans_a: dW = dy^T x);
+ *                every block reads all of B.
  *   columns of C when A has few rows (a batch: the simulator's usual
  *                case, 32 rows by a 4096-wide W), so that each block
- *                reads only its part of the weight B: for y = x W^T
- *                (trans_b) the rows W[j0:j1] in place, for dx = dy W
- *                the columns W[:, j0:j1] copied out; the block of C is
- *                copied into place.
- *   rows of C    for dW = dy^T x (trans_a): rows i0..i1 of C need columns
- *                i0..i1 of dy, copied out first (dy is small: rows x out).
+ *                reads only its part of the weight B: its rows j0..j1
+ *                for y = x W^T (trans_b), its columns for dx = dy W.
  */
 #include "tensor.h"
-
-#include <stdlib.h>
-#include <string.h>
 
 /* Below this many multiply-adds a matmul is not worth waking threads. */
 #define MIN_PARALLEL_WORK ((int64_t)1 << 18)
@@ -27,6 +21,7 @@
 struct matmul_job {
 	float *c;
 	const float *a, *b;
+	int64_t ldc, lda, ldb;
 	int64_t m, n, k;
 	bool trans_a, trans_b;
 	bool by_columns;
@@ -44,78 +39,18 @@ static void piece(int64_t n, int64_t blocks, int64_t block, int64_t align,
 	*len = (hi * align < n ? hi * align : n) - *start;
 }
 
-/* C[i0:i0+mi, j0:j0+nj] by the naive loop, in place, when a block's
- * copy cannot be allocated: slower, not wrong (same sums, same order). */
-static void naive_block(const struct matmul_job *job, int64_t i0, int64_t mi,
-			int64_t j0, int64_t nj)
-{
-	for (int64_t i = i0; i < i0 + mi; i++) {
-		for (int64_t j = j0; j < j0 + nj; j++) {
-			float sum = 0.0f;
-			for (int64_t p = 0; p < job->k; p++) {
-				float x = job->trans_a ? job->a[p * job->m + i]
-						       : job->a[i * job->k + p];
-				float y = job->trans_b ? job->b[j * job->k + p]
-						       : job->b[p * job->n + j];
-				sum += x * y;
-			}
-			job->c[i * job->n + j] = sum;
-		}
-	}
-}
-
 static void rows_block(const struct matmul_job *job, int64_t i0, int64_t mi)
 {
-	if (!job->trans_a) {
-		tps_matmul(job->c + i0 * job->n, job->a + i0 * job->k, job->b,
-			   mi, job->n, job->k, false, job->trans_b);
-		return;
-	}
-	/* A is (k, m): its columns i0..i0+mi, as a (k, mi) copy. */
-	float *a = malloc((size_t)(job->k * mi) * sizeof *a + 1);
-	if (!a) {
-		naive_block(job, i0, mi, 0, job->n);
-		return;
-	}
-	for (int64_t p = 0; p < job->k; p++) {
-		memcpy(a + p * mi, job->a + p * job->m + i0,
-		       (size_t)mi * sizeof *a);
-	}
-	tps_matmul(job->c + i0 * job->n, a, job->b, mi, job->n, job->k, true,
-		   job->trans_b);
-	free(a);
+	const float *a = job->a + (job->trans_a ? i0 : i0 * job->lda);
+	tps_matmul_ld(job->c + i0 * job->ldc, job->ldc, a, job->lda, job->b,
+		      job->ldb, mi, job->n, job->k, job->trans_a, job->trans_b);
 }
 
 static void columns_block(const struct matmul_job *job, int64_t j0, int64_t nj)
 {
-	/* C[:, j0:j0+nj] = A op(B)[:, j0:j0+nj], computed into a (m, nj)
-	 * block. With trans_b, op(B)'s columns are B's rows j0.., in place;
-	 * otherwise B's columns j0.. are copied out as a (k, nj) block. */
-	float *c = malloc((size_t)(job->m * nj) * sizeof *c + 1);
-	float *b = job->trans_b ? NULL
-				: malloc((size_t)(job->k * nj) * sizeof *b + 1);
-	if (!c || (!job->trans_b && !b)) {
-		free(c);
-		free(b);
-		naive_block(job, 0, job->m, j0, nj);
-		return;
-	}
-	if (job->trans_b) {
-		tps_matmul(c, job->a, job->b + j0 * job->k, job->m, nj, job->k,
-			   false, true);
-	} else {
-		for (int64_t p = 0; p < job->k; p++) {
-			memcpy(b + p * nj, job->b + p * job->n + j0,
-			       (size_t)nj * sizeof *b);
-		}
-		tps_matmul(c, job->a, b, job->m, nj, job->k, false, false);
-		free(b);
-	}
-	for (int64_t i = 0; i < job->m; i++) {
-		memcpy(job->c + i * job->n + j0, c + i * nj,
-		       (size_t)nj * sizeof *c);
-	}
-	free(c);
+	const float *b = job->b + (job->trans_b ? j0 * job->ldb : j0);
+	tps_matmul_ld(job->c + j0, job->ldc, job->a, job->lda, b, job->ldb,
+		      job->m, nj, job->k, job->trans_a, job->trans_b);
 }
 
 static void run_block(void *opaque, int64_t block)
@@ -139,14 +74,25 @@ void tps_matmul_on(struct tps_pool *pool, float *c, const float *a,
 		   const float *b, int64_t m, int64_t n, int64_t k,
 		   bool trans_a, bool trans_b)
 {
-	struct matmul_job job = {c, a, b, m, n, k, trans_a, trans_b, false, 0};
+	tps_matmul_on_ld(pool, c, n, a, trans_a ? m : k, b, trans_b ? k : n, m,
+			 n, k, trans_a, trans_b);
+}
+
+void tps_matmul_on_ld(struct tps_pool *pool, float *c, int64_t ldc,
+		      const float *a, int64_t lda, const float *b, int64_t ldb,
+		      int64_t m, int64_t n, int64_t k, bool trans_a,
+		      bool trans_b)
+{
+	struct matmul_job job = {c, a, b,	ldc,	 lda,	ldb, m,
+				 n, k, trans_a, trans_b, false, 0};
 	/* Inside a pool item (a rank's matmul while the ranks share the
 	 * pool) the blocks would run one after another: no cut at all. */
 	int threads = tps_pool_threads_here(pool);
 
 	if (threads == 1 || m * n * k < MIN_PARALLEL_WORK ||
 	    (trans_a && trans_b)) {
-		tps_matmul(c, a, b, m, n, k, trans_a, trans_b);
+		tps_matmul_ld(c, ldc, a, lda, b, ldb, m, n, k, trans_a,
+			      trans_b);
 		return;
 	}
 	/* Columns when the rows are few (a batch): cut by rows, every

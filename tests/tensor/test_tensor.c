@@ -660,6 +660,104 @@ START_TEST(matmul_every_variant_is_bit_identical_across_block_edges)
 }
 END_TEST
 
+/* Copies the (rows, cols) matrix src into rows of ld floats, the
+ * padding NaN: an operand stored inside a bigger matrix. */
+static float *padded(const float *src, int64_t rows, int64_t cols, int64_t ld)
+{
+	float *p = malloc((size_t)(rows * ld + 1) * sizeof *p);
+	ck_assert_ptr_nonnull(p);
+	for (int64_t i = 0; i < rows * ld; i++) {
+		p[i] = NAN;
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		memcpy(p + r * ld, src + r * cols, (size_t)cols * sizeof *p);
+	}
+	return p;
+}
+
+START_TEST(matmul_with_leading_dims_is_bit_identical_to_naive)
+{
+	/* Each operand a block of a wider matrix (its padding NaN, which
+	 * must never be read) and C a block of a wider one (its padding
+	 * must be left as it was), for every variant, every transpose, the
+	 * pool's cuts and shapes past the blocks: the bits of the
+	 * contiguous product. */
+	static const struct mnk shapes[] = {
+		{1, 1, 1},     {3, 5, 7},      {32, 300, 97}, {5, 301, 203},
+		{129, 71, 53}, {17, 33, 1100}, {300, 70, 33}, {9, 40, 0},
+		{256, 64, 64}, {64, 256, 256}};
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 23);
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+		const int64_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+		for (int flags = 0; flags < 4; flags++) {
+			bool ta = flags & 1, tb = flags & 2;
+			int64_t ar = ta ? k : m, ac = ta ? m : k;
+			int64_t br = tb ? n : k, bc = tb ? k : n;
+			int64_t lda = ac + 3, ldb = bc + 17, ldc = n + 5;
+			float *a = random_floats(&rng, m * k);
+			float *b = random_floats(&rng, k * n);
+			float *pa = padded(a, ar, ac, lda);
+			float *pb = padded(b, br, bc, ldb);
+			float *want = malloc((size_t)(m * n + 1) * 4);
+			float *got = malloc((size_t)(m * ldc + 1) * 4);
+			ck_assert_ptr_nonnull(want);
+			ck_assert_ptr_nonnull(got);
+			tps_matmul_naive(want, a, b, m, n, k, ta, tb);
+			for (int v = -2; v < tps_matmul_variant_count(); v++) {
+				struct tps_pool *pool = NULL;
+				if (v >= 0 &&
+				    !tps_matmul_variant_supported(v)) {
+					continue;
+				}
+				memset(got, 0x7f, (size_t)(m * ldc) * 4);
+				if (v == -2) {
+					tps_matmul_naive_ld(got, ldc, pa, lda,
+							    pb, ldb, m, n, k,
+							    ta, tb);
+				} else if (v == -1) {
+					ck_assert_int_eq(
+						tps_pool_new(&pool, 3, NULL),
+						TPS_OK);
+					tps_matmul_on_ld(pool, got, ldc, pa,
+							 lda, pb, ldb, m, n, k,
+							 ta, tb);
+					tps_pool_free(pool);
+				} else {
+					tps_matmul_variant_ld(v, got, ldc, pa,
+							      lda, pb, ldb, m,
+							      n, k, ta, tb);
+				}
+				for (int64_t i = 0; i < m; i++) {
+					const unsigned char *pad =
+						(const unsigned char
+							 *)(got + i * ldc + n);
+					ck_assert_msg(
+						memcmp(got + i * ldc,
+						       want + i * n,
+						       (size_t)n * 4) == 0,
+						"variant %d trans %d%d m %lld "
+						"n %lld k %lld row %lld",
+						v, ta, tb, (long long)m,
+						(long long)n, (long long)k,
+						(long long)i);
+					for (int64_t e = 0; e < (ldc - n) * 4;
+					     e++) {
+						ck_assert_int_eq(pad[e], 0x7f);
+					}
+				}
+			}
+			free(a);
+			free(b);
+			free(pa);
+			free(pb);
+			free(want);
+			free(got);
+		}
+	}
+}
+END_TEST
+
 START_TEST(matmul_every_variant_matches_naive_on_infinities)
 {
 	/* inf * 0 and inf - inf make NaNs; every variant makes the same
@@ -1096,6 +1194,8 @@ static Suite *tensor_suite(void)
 	tcase_add_test(
 		variants,
 		matmul_every_variant_is_bit_identical_across_block_edges);
+	tcase_add_test(variants,
+		       matmul_with_leading_dims_is_bit_identical_to_naive);
 	tcase_add_test(variants,
 		       matmul_every_variant_matches_naive_on_infinities);
 	tcase_add_test(variants, matmul_test_data_tells_summation_orders_apart);
