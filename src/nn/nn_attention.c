@@ -69,13 +69,13 @@ static int64_t head_dim(const struct tps_module_spec *s)
  * shape) = softmax(q_h k_g^T / sqrt(d)) v_g per query head h, g = h / (Fq
  * / Fk) its kv head (grouped-query attention; g = h when Fq = Fk). With
  * probs (NULL: not kept), the probabilities p too, (..., S, (Fq / d) S):
- * probs_shape's. */
-static enum tps_status core_forward(struct tps_tensor *out,
-				    struct tps_tensor *probs,
-				    const struct tps_tensor *q,
-				    const struct tps_tensor *k,
-				    const struct tps_tensor *v, int64_t d,
-				    bool causal, struct tps_error *err);
+ * probs_shape's. The heads run on pool's threads (NULL: the caller's);
+ * each is computed alike on any thread, so the bytes do not depend on it. */
+static enum tps_status
+core_forward(struct tps_tensor *out, struct tps_tensor *probs,
+	     const struct tps_tensor *q, const struct tps_tensor *k,
+	     const struct tps_tensor *v, int64_t d, bool causal,
+	     struct tps_pool *pool, struct tps_error *err);
 
 /* The shape of the probabilities of q (..., S, Fq) with heads of d: (...,
  * S, (Fq / d) S), row i of head h at columns [h S, (h + 1) S). */
@@ -87,21 +87,41 @@ static struct tps_shape probs_shape(const struct tps_shape *q, int64_t d)
 	return sh;
 }
 
-/* Softmax probabilities of one head's query row i: p[0..S); q's rows
- * are Fq floats apart, k's Fk. */
-static void row_probs(const float *q, const float *k, int64_t S, int64_t Fq,
-		      int64_t Fk, int64_t d, int64_t i, bool causal,
-		      float scale, float *p)
+/* One (batch, head) of the core: where its q, k, v (and da, dq, dk, dv:
+ * the same layouts) start, rows Fq or Fk floats apart. */
+struct head_at {
+	int64_t base;  /* into q's layout */
+	int64_t kbase; /* into k's */
+};
+
+static struct head_at head_at(int64_t S, int64_t Fq, int64_t Fk, int64_t d,
+			      int64_t b, int64_t h)
+{
+	struct head_at at = {b * S * Fq + h * d,
+			     b * S * Fk + h / (Fq / Fk) * d};
+	return at;
+}
+
+/* One head's scores q_h k_g^T, (S, S), into sp: every s_ij is the sum
+ * over c ascending of q_ic k_jc (the GEMM's order), the causal mask's
+ * too (computed, then not used). */
+static void head_scores(float *sp, const float *q, const float *k, int64_t S,
+			int64_t Fq, int64_t Fk, int64_t d)
+{
+	tps_matmul_ld(sp, S, q, Fq, k, Fk, S, S, d, false, true);
+}
+
+/* Turns the scores row i (S floats) into its softmax probabilities in
+ * place: p_ij = exp(s_ij scale - max) / sum over j <= last (double, in
+ * order), 0 past the causal mask's last column. */
+static void row_softmax(float *p, int64_t S, int64_t i, bool causal,
+			float scale)
 {
 	int64_t last = causal ? i : S - 1;
 	float max = -INFINITY;
 	double sum = 0.0;
 	for (int64_t j = 0; j <= last; j++) {
-		float s = 0.0f;
-		for (int64_t c = 0; c < d; c++) {
-			s += q[i * Fq + c] * k[j * Fk + c];
-		}
-		p[j] = s * scale;
+		p[j] = p[j] * scale;
 		max = p[j] > max ? p[j] : max;
 	}
 	for (int64_t j = 0; j <= last; j++) {
@@ -113,20 +133,74 @@ static void row_probs(const float *q, const float *k, int64_t S, int64_t Fq,
 	}
 }
 
-static enum tps_status core_forward(struct tps_tensor *out,
-				    struct tps_tensor *probs,
-				    const struct tps_tensor *q,
-				    const struct tps_tensor *k,
-				    const struct tps_tensor *v, int64_t d,
-				    bool causal, struct tps_error *err)
+/* One head's probabilities, (S, S), into p: scores, then softmax. */
+static void head_probs(float *p, const float *q, const float *k, int64_t S,
+		       int64_t Fq, int64_t Fk, int64_t d, bool causal,
+		       float scale)
+{
+	head_scores(p, q, k, S, Fq, Fk, d);
+	for (int64_t i = 0; i < S; i++) {
+		row_softmax(p + i * S, S, i, causal, scale);
+	}
+}
+
+struct core_fwd_job {
+	struct tps_tensor *out, *probs;
+	const struct tps_tensor *q, *k, *v;
+	int64_t S, F, Fk, d;
+	bool causal;
+	float scale;
+};
+
+/* Item b * heads + h: head h of batch b, a = p v_g into out's columns. */
+static enum tps_status core_forward_head(void *opaque, int64_t item,
+					 struct tps_error *err)
+{
+	const struct core_fwd_job *job = opaque;
+	const int64_t S = job->S, F = job->F, Fk = job->Fk, d = job->d;
+	const int64_t heads = F / d, b = item / heads, h = item % heads;
+	const struct head_at at = head_at(S, F, Fk, d, b, h);
+	float *p = malloc((size_t)(S * S) * sizeof *p);
+	if (!p) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	head_probs(p, job->q->data + at.base, job->k->data + at.kbase, S, F, Fk,
+		   d, job->causal, job->scale);
+	if (job->probs) {
+		for (int64_t i = 0; i < S; i++) {
+			memcpy(job->probs->data + (b * S + i) * heads * S +
+				       h * S,
+			       p + i * S, (size_t)S * sizeof *p);
+		}
+	}
+	/* a_ic = sum over j ascending of p_ij v_jc */
+	tps_matmul_ld(job->out->data + at.base, F, p, S,
+		      job->v->data + at.kbase, Fk, S, d, S, false, false);
+	free(p);
+	return TPS_OK;
+}
+
+static enum tps_status
+core_forward(struct tps_tensor *out, struct tps_tensor *probs,
+	     const struct tps_tensor *q, const struct tps_tensor *k,
+	     const struct tps_tensor *v, int64_t d, bool causal,
+	     struct tps_pool *pool, struct tps_error *err)
 {
 	const struct tps_shape *sh = &q->shape;
 	int64_t F = sh->dim[sh->ndim - 1], S = sh->dim[sh->ndim - 2];
 	int64_t Fk = k->shape.dim[k->shape.ndim - 1];
 	int64_t batches = S > 0 && F > 0 ? tps_tensor_numel(q) / (S * F) : 0;
-	int64_t HS = F / d * S; /* a row of probs */
-	float scale = 1.0f / sqrtf((float)d);
-	float *p = NULL;
+	struct core_fwd_job job = {out,
+				   probs,
+				   q,
+				   k,
+				   v,
+				   S,
+				   F,
+				   Fk,
+				   d,
+				   causal,
+				   1.0f / sqrtf((float)d)};
 	enum tps_status st = tps_tensor_init_like(out, sh, q, err);
 	if (st == TPS_OK && probs) {
 		struct tps_shape ps = probs_shape(sh, d);
@@ -138,36 +212,96 @@ static enum tps_status core_forward(struct tps_tensor *out,
 	if (st != TPS_OK || !out->data || F == 0 || Fk == 0 || S == 0) {
 		return st;
 	}
-	p = malloc((size_t)S * sizeof *p);
-	if (!p) {
+	st = tps_pool_try(pool, batches * (F / d), core_forward_head, &job,
+			  err);
+	if (st != TPS_OK) {
 		tps_tensor_free(out);
 		if (probs) {
 			tps_tensor_free(probs);
 		}
+	}
+	return st;
+}
+
+struct core_bwd_job {
+	struct tps_tensor *grads; /* dq, dk, dv */
+	const struct tps_tensor *da, *q, *k, *v, *probs;
+	int64_t S, F, Fk, d;
+	bool causal;
+	float scale;
+};
+
+/* dst[r * ld + c] = first ? src : dst + src (src (S, d) contiguous),
+ * each times scale (1: as is). */
+static void put_head(float *dst, int64_t ld, const float *src, int64_t S,
+		     int64_t d, float scale, bool scaled, bool first)
+{
+	for (int64_t r = 0; r < S; r++) {
+		for (int64_t c = 0; c < d; c++) {
+			float v = scaled ? src[r * d + c] * scale
+					 : src[r * d + c];
+			dst[r * ld + c] = first ? v : dst[r * ld + c] + v;
+		}
+	}
+}
+
+/* Item b * kv_heads + g: every query head of kv head g in batch b, in
+ * head order; the first sets dk and dv, the others add to them. */
+static enum tps_status core_backward_group(void *opaque, int64_t item,
+					   struct tps_error *err)
+{
+	const struct core_bwd_job *job = opaque;
+	const int64_t S = job->S, F = job->F, Fk = job->Fk, d = job->d;
+	const int64_t heads = F / d, group = F / Fk, kv_heads = Fk / d;
+	const int64_t b = item / kv_heads, g = item % kv_heads;
+	float *p = malloc((size_t)(2 * S * S + S * d) * sizeof *p);
+	float *dp = p + S * S, *tmp = dp + S * S;
+	if (!p) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
-	for (int64_t b = 0; b < batches; b++) {
-		for (int64_t h = 0; h < F / d; h++) {
-			int64_t base = b * S * F + h * d;
-			int64_t kbase = b * S * Fk + h / (F / Fk) * d;
+	for (int64_t h = g * group; h < (g + 1) * group && h < heads; h++) {
+		const struct head_at at = head_at(S, F, Fk, d, b, h);
+		const bool first = h == g * group;
+		const float *qb = job->q->data + at.base;
+		const float *kb = job->k->data + at.kbase;
+		const float *vb = job->v->data + at.kbase;
+		const float *ga = job->da->data + at.base;
+		float *dq = job->grads[0].data + at.base;
+		float *dk = job->grads[1].data + at.kbase;
+		float *dv = job->grads[2].data + at.kbase;
+		if (job->probs) {
 			for (int64_t i = 0; i < S; i++) {
-				row_probs(q->data + base, k->data + kbase, S, F,
-					  Fk, d, i, causal, scale, p);
-				if (probs) {
-					memcpy(probs->data + (b * S + i) * HS +
-						       h * S,
-					       p, (size_t)S * sizeof *p);
-				}
-				for (int64_t c = 0; c < d; c++) {
-					float a = 0.0f;
-					for (int64_t j = 0; j < S; j++) {
-						a += p[j] * v->data[kbase +
-								    j * Fk + c];
-					}
-					out->data[base + i * F + c] = a;
-				}
+				memcpy(p + i * S,
+				       job->probs->data +
+					       (b * S + i) * heads * S + h * S,
+				       (size_t)S * sizeof *p);
+			}
+		} else {
+			head_probs(p, qb, kb, S, F, Fk, d, job->causal,
+				   job->scale);
+		}
+		/* dv_jc = sum over i of p_ij da_ic */
+		tps_matmul_ld(tmp, d, p, S, ga, F, S, d, S, true, false);
+		put_head(dv, Fk, tmp, S, d, 1.0f, false, first);
+		/* dp_ij = sum over c of da_ic v_jc; ds_ij = p_ij (dp_ij -
+		 * rowdot_i), rowdot in double, in order; ds replaces p */
+		tps_matmul_ld(dp, S, ga, F, vb, Fk, S, S, d, false, true);
+		for (int64_t i = 0; i < S; i++) {
+			double rowdot = 0.0;
+			for (int64_t j = 0; j < S; j++) {
+				rowdot += (double)p[i * S + j] * dp[i * S + j];
+			}
+			for (int64_t j = 0; j < S; j++) {
+				p[i * S + j] =
+					(float)(p[i * S + j] *
+						(dp[i * S + j] - rowdot));
 			}
 		}
+		/* dq = (ds k) / sqrt(d), dk = (ds^T q) / sqrt(d) */
+		tps_matmul_ld(tmp, d, p, S, kb, Fk, S, d, S, false, false);
+		put_head(dq, F, tmp, S, d, job->scale, true, true);
+		tps_matmul_ld(tmp, d, p, S, qb, F, S, d, S, true, false);
+		put_head(dk, Fk, tmp, S, d, job->scale, true, first);
 	}
 	free(p);
 	return TPS_OK;
@@ -176,19 +310,22 @@ static enum tps_status core_forward(struct tps_tensor *out,
 /* dq (q's shape), dk, dv (k's) from da and the saved q, k, v, and the
  * probabilities forward kept (probs; NULL: recomputed from q and k, the
  * same floats): a kv head's gradients are the sum over its query heads,
- * in head order. */
+ * in head order. The kv heads run on pool's threads (NULL: the
+ * caller's). */
 static enum tps_status
 core_backward(struct tps_tensor grads[3], const struct tps_tensor *da,
 	      const struct tps_tensor *q, const struct tps_tensor *k,
 	      const struct tps_tensor *v, const struct tps_tensor *probs,
-	      int64_t d, bool causal, struct tps_error *err)
+	      int64_t d, bool causal, struct tps_pool *pool,
+	      struct tps_error *err)
 {
 	const struct tps_shape *sh = &q->shape;
 	int64_t F = sh->dim[sh->ndim - 1], S = sh->dim[sh->ndim - 2];
 	int64_t Fk = k->shape.dim[k->shape.ndim - 1];
 	int64_t batches = S > 0 && F > 0 ? tps_tensor_numel(q) / (S * F) : 0;
-	float scale = 1.0f / sqrtf((float)d);
-	float *p = NULL, *dp = NULL;
+	struct core_bwd_job job = {
+		grads, da, q,  k, v,	  probs,
+		S,     F,  Fk, d, causal, 1.0f / sqrtf((float)d)};
 	enum tps_status st = TPS_OK;
 
 	for (int i = 0; i < 3 && st == TPS_OK; i++) {
@@ -196,96 +333,9 @@ core_backward(struct tps_tensor grads[3], const struct tps_tensor *da,
 					  q, err);
 	}
 	if (st == TPS_OK && grads[0].data && S > 0 && Fk > 0) {
-		p = malloc((size_t)(S * S) * sizeof *p);
-		dp = malloc((size_t)S * sizeof *dp);
-		if (!p || !dp) {
-			st = tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
-		}
+		st = tps_pool_try(pool, batches * (Fk / d), core_backward_group,
+				  &job, err);
 	}
-	for (int64_t b = 0; st == TPS_OK && p && b < batches; b++) {
-		for (int64_t h = 0; h < F / d; h++) {
-			int64_t base = b * S * F + h * d;
-			int64_t kbase = b * S * Fk + h / (F / Fk) * d;
-			/* The first query head of its kv head's group sets dk
-			 * and dv, the others add to them. */
-			bool first = h % (F / Fk) == 0;
-			const float *qb = q->data + base, *kb = k->data + kbase;
-			const float *vb = v->data + kbase;
-			const float *g = da->data + base;
-			float *dq = grads[0].data + base;
-			float *dk = grads[1].data + kbase;
-			float *dv = grads[2].data + kbase;
-			for (int64_t i = 0; i < S; i++) {
-				if (probs) {
-					memcpy(p + i * S,
-					       probs->data +
-						       (b * S + i) *
-							       (F / d * S) +
-						       h * S,
-					       (size_t)S * sizeof *p);
-				} else {
-					row_probs(qb, kb, S, F, Fk, d, i,
-						  causal, scale, p + i * S);
-				}
-			}
-			/* dv_jc = sum over i of p_ij da_ic */
-			for (int64_t j = 0; j < S; j++) {
-				for (int64_t c = 0; c < d; c++) {
-					float acc = 0.0f;
-					for (int64_t i = 0; i < S; i++) {
-						acc += p[i * S + j] *
-						       g[i * F + c];
-					}
-					dv[j * Fk + c] =
-						first ? acc
-						      : dv[j * Fk + c] + acc;
-				}
-			}
-			for (int64_t i = 0; i < S; i++) {
-				double rowdot = 0.0;
-				for (int64_t j = 0; j < S; j++) {
-					float acc = 0.0f;
-					for (int64_t c = 0; c < d; c++) {
-						acc += g[i * F + c] *
-						       vb[j * Fk + c];
-					}
-					dp[j] = acc;
-					rowdot += (double)p[i * S + j] * acc;
-				}
-				/* ds_ij = p_ij (dp_ij - rowdot), reused as p */
-				for (int64_t j = 0; j < S; j++) {
-					p[i * S + j] =
-						(float)(p[i * S + j] *
-							(dp[j] - rowdot));
-				}
-			}
-			for (int64_t i = 0; i < S; i++) {
-				for (int64_t c = 0; c < d; c++) {
-					float acc = 0.0f;
-					for (int64_t j = 0; j < S; j++) {
-						acc += p[i * S + j] *
-						       kb[j * Fk + c];
-					}
-					dq[i * F + c] = acc * scale;
-				}
-			}
-			for (int64_t j = 0; j < S; j++) {
-				for (int64_t c = 0; c < d; c++) {
-					float acc = 0.0f;
-					for (int64_t i = 0; i < S; i++) {
-						acc += p[i * S + j] *
-						       qb[i * F + c];
-					}
-					dk[j * Fk + c] =
-						first ? acc * scale
-						      : dk[j * Fk + c] +
-								acc * scale;
-				}
-			}
-		}
-	}
-	free(p);
-	free(dp);
 	if (st != TPS_OK) {
 		for (int i = 0; i < 3; i++) {
 			tps_tensor_free(&grads[i]);
@@ -358,7 +408,7 @@ static enum tps_status core_rank(void *opaque, int r, struct tps_tensor *out,
 	return core_forward(out, job->probs ? &job->probs[r] : NULL,
 			    &job->qkv[Q].locals[r], &job->qkv[K].locals[r],
 			    &job->qkv[V].locals[r], head_dim(s), s->causal,
-			    err);
+			    NULL, err);
 }
 
 /* The probabilities' layout, from q's (..., S, H d): (..., S, H S), a
@@ -573,7 +623,7 @@ static enum tps_status core_backward_rank(void *opaque, int r,
 			     &job->m->saved_more[K].locals[r],
 			     &job->m->saved_more[V].locals[r],
 			     probs->locals ? &probs->locals[r] : NULL,
-			     head_dim(s), s->causal, err);
+			     head_dim(s), s->causal, NULL, err);
 }
 
 /* Selective recompute: the core's forward run again from the kept q, k
@@ -773,7 +823,7 @@ static enum tps_status attention_reference_forward(struct tps_module *m,
 	}
 	if (st == TPS_OK) {
 		st = core_forward(&a, NULL, &qkv[Q], &qkv[K], &qkv[V],
-				  head_dim(s), s->causal, err);
+				  head_dim(s), s->causal, pool, err);
 	}
 	if (st == TPS_OK && a.data) {
 		/* Stored as the ranks store their heads' event. */
@@ -811,7 +861,7 @@ static enum tps_status attention_reference_backward(struct tps_module *m,
 	if (st == TPS_OK) {
 		st = core_backward(grads, &da, &m->ref_saved_more[Q],
 				   &m->ref_saved_more[K], &m->ref_saved_more[V],
-				   NULL, head_dim(s), s->causal, err);
+				   NULL, head_dim(s), s->causal, pool, err);
 	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		if (grads[i].data) {
@@ -931,7 +981,7 @@ static enum tps_status attention_bound_forward(struct tps_module *m,
 	}
 	if (st == TPS_OK) {
 		st = core_forward(&a, NULL, &qkv[Q], &qkv[K], &qkv[V],
-				  head_dim(s), s->causal, err);
+				  head_dim(s), s->causal, bc->pool, err);
 	}
 	if (st == TPS_OK && none_of3(eqkv)) {
 		tps_bound_none_like(&ea, none_of3(eqkv));
@@ -1047,7 +1097,7 @@ static enum tps_status attention_bound_backward(struct tps_module *m,
 	if (st == TPS_OK) {
 		st = core_backward(grads, &da, &m->ref_saved_more[Q],
 				   &m->ref_saved_more[K], &m->ref_saved_more[V],
-				   NULL, head_dim(s), s->causal, err);
+				   NULL, head_dim(s), s->causal, bc->pool, err);
 	}
 	for (int i = Q; i <= V && st == TPS_OK; i++) {
 		/* "<attn>.q.out.grad", as the ranks' events name it
