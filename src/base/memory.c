@@ -131,3 +131,17 @@ void tps_memory_tune_process(void)
 #endif
 	cJSON_InitHooks(&hooks);
 }
+
+const void *tps_memory_zeros(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void tps_memory_zeros_free(const void *p, size_t bytes)
+{
+	if (p) {
+		munmap((void *)(uintptr_t)p, bytes);
+	}
+}

@@ -20,6 +20,12 @@ void *tps_memory_calloc(size_t n, size_t size);
 /* malloc, likewise (for cJSON's nodes: cJSON_InitHooks). */
 void *tps_memory_malloc(size_t size);
 
+/* bytes of read-only zeros that hold no memory (a private mapping the
+ * kernel backs with its zero page; a write faults), or NULL. Freed with
+ * tps_memory_zeros_free(p, bytes). */
+const void *tps_memory_zeros(size_t bytes);
+void tps_memory_zeros_free(const void *p, size_t bytes);
+
 /*
  * The bytes of tensor values a run holds now and the most it has held
  * (`tpsim run --stats`'s "tensors at peak"), one account per run: two runs

@@ -336,6 +336,7 @@ struct distribute_job {
 	const struct tps_mesh *mesh;
 	const struct tps_tensor *global;
 	const struct tps_placement *placements;
+	bool shared; /* locals view global where they can */
 };
 
 static enum tps_status distribute_rank(void *opaque, int r,
@@ -356,7 +357,6 @@ static enum tps_status distribute_rank(void *opaque, int r,
 			tps_shape_make(job->global->shape.ndim, length);
 		return tps_tensor_init_meta(out, &shape, err);
 	}
-	st = tps_tensor_region(out, job->global, offset, length, err);
 	tps_mesh_coord_of(mesh, r, coord);
 	for (int i = 0; i < mesh->ndim; i++) {
 		if (job->placements[i].kind == TPS_PLACEMENT_PARTIAL &&
@@ -364,6 +364,11 @@ static enum tps_status distribute_rank(void *opaque, int r,
 			zero = true;
 		}
 	}
+	if (job->shared && !zero) {
+		return tps_tensor_view_region(out, job->global, offset, length,
+					      err);
+	}
+	st = tps_tensor_region(out, job->global, offset, length, err);
 	if (st == TPS_OK && zero) {
 		tps_tensor_scale(out, 0.0f);
 	}
@@ -376,7 +381,22 @@ enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
 				       const struct tps_placement *placements,
 				       struct tps_error *err)
 {
-	struct distribute_job job = {mesh, global, placements};
+	struct distribute_job job = {mesh, global, placements, false};
+	enum tps_status st = tps_dtensor_check_placements(mesh, &global->shape,
+							  placements, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	return tps_dtensor_map(dt, mesh, &global->shape, placements,
+			       distribute_rank, &job, err);
+}
+
+enum tps_status tps_dtensor_distribute_shared(
+	struct tps_dtensor *dt, const struct tps_mesh *mesh,
+	const struct tps_tensor *global, const struct tps_placement *placements,
+	struct tps_error *err)
+{
+	struct distribute_job job = {mesh, global, placements, true};
 	enum tps_status st = tps_dtensor_check_placements(mesh, &global->shape,
 							  placements, err);
 	if (st != TPS_OK) {

@@ -154,6 +154,15 @@ enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
 				       const struct tps_placement *placements,
 				       struct tps_error *err);
 
+/* tps_dtensor_distribute, each local a view of global's values where
+ * its region is contiguous and not zeroed (tps_tensor_view_region), so a
+ * colwise shard or a replica costs no memory: for values nobody writes
+ * (an inference run's parameters), and global must outlive *dt. */
+enum tps_status tps_dtensor_distribute_shared(
+	struct tps_dtensor *dt, const struct tps_mesh *mesh,
+	const struct tps_tensor *global, const struct tps_placement *placements,
+	struct tps_error *err);
+
 /* Takes ownership of `locals` (world_size tensors). Never fails. */
 void tps_dtensor_wrap(struct tps_dtensor *dt, const struct tps_mesh *mesh,
 		      const struct tps_shape *global,

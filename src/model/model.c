@@ -294,6 +294,14 @@ static struct tps_init_spec param_init(struct tps_init_spec init,
 
 /* Makes one parameter's global value and distributes it: shard or
  * replicate on tp as the module says, replicate on every other mesh dim. */
+/* Whether the ranks' parameters are views of the global ones (colwise
+ * shards and replicas; tps_dtensor_distribute_shared): when nothing
+ * writes them, in an inference run, and the process holds every rank. */
+static bool shares_params(const struct tps_model_spec *spec)
+{
+	return spec->mode != TPS_MODE_TRAINING && !spec->mesh.backend;
+}
+
 static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 				  struct tps_param *p, const char *module,
 				  const struct tps_param_spec *ps,
@@ -353,7 +361,10 @@ static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 				      tps_tensor_numel(&p->global),
 				      spec->dtypes.of[TPS_ROLE_PARAMS]);
 	}
-	if (st == TPS_OK) {
+	if (st == TPS_OK && shares_params(spec)) {
+		st = tps_dtensor_distribute_shared(&p->value, &spec->mesh,
+						   &p->global, placements, err);
+	} else if (st == TPS_OK) {
 		st = tps_dtensor_distribute(&p->value, &spec->mesh, &p->global,
 					    placements, err);
 	}

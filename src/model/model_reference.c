@@ -507,11 +507,15 @@ enum tps_status tps_model_run_reference(struct tps_model *model,
 	struct tps_bound edinput = {0};
 	enum tps_status st = tps_model_outcome_init(&o, model, err);
 
-	/* The parameters are given: exact. */
+	/* The parameters are given: exact. Without training they stay so,
+	 * and their bounds are read-only zeros that hold no memory. */
 	for (int i = 0; st == TPS_OK && i < model->n_params; i++) {
 		struct tps_param *p = &model->params[i];
 		tps_bound_free(&p->ref_bound);
-		st = tps_bound_zero(&p->ref_bound, &p->global.shape, err);
+		st = training ? tps_bound_zero(&p->ref_bound, &p->global.shape,
+					       err)
+			      : tps_bound_zero_view(&p->ref_bound,
+						    &p->global.shape, err);
 	}
 	for (int step = 0; step < steps && st == TPS_OK; step++) {
 		struct tps_bound_ctx bc =

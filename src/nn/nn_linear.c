@@ -826,21 +826,13 @@ static enum tps_status linear_reference_backward(struct tps_module *m,
 /* ---- error bounds (docs/numerics.md, "linear") ------------------------ */
 
 /* One of the matmuls of a linear: c = a W^T (forward), dy W (input) or
- * dy^T x (weight), on pool. */
+ * dy^T x (weight), on pool, on the magnitudes of the operands abs names
+ * (TPS_ABS_A, TPS_ABS_B; tensor.h). */
 typedef enum tps_status (*matmul_fn)(struct tps_tensor *c,
 				     const struct tps_tensor *a,
-				     const struct tps_tensor *b,
+				     const struct tps_tensor *b, unsigned abs,
 				     struct tps_pool *pool,
 				     struct tps_error *err);
-
-static enum tps_status forward_matmul(struct tps_tensor *c,
-				      const struct tps_tensor *a,
-				      const struct tps_tensor *b,
-				      struct tps_pool *pool,
-				      struct tps_error *err)
-{
-	return tps_tensor_linear(c, a, b, NULL, pool, err);
-}
 
 /* What one matmul's bound is made of: C = op(A, B) (+ a bias row), each
  * element a sum of products. */
@@ -898,28 +890,30 @@ static enum tps_status matmul_bound(const struct matmul_bound *mb,
 	enum tps_status st;
 	int64_t n;
 
+	/* |A| and |B| (a weight, mostly) are taken by the matmul itself
+	 * where they are plain magnitudes, so |W| is never whole. */
 	if (exact_in) {
 		/* e_C = g P, P = op(|A|, |B|) + |bias|: 0 where exact. */
-		st = tps_bound_magnitude(&a, mb->a, NULL, 0.0f, err);
-		if (st == TPS_OK) {
-			st = tps_bound_magnitude(&b, mb->b, NULL, 0.0f, err);
-		}
+		st = mb->op(&e.e, mb->a, mb->b, TPS_ABS_A | TPS_ABS_B, pool,
+			    err);
 	} else {
+		bool exact_b = tps_bound_is_zero(mb->eb);
 		st = tps_bound_combine(&a, gf, mb->a, g2,
 				       tps_bound_is_zero(mb->ea) ? NULL
 								 : &mb->ea->e,
 				       err);
-		if (st == TPS_OK) {
+		if (st == TPS_OK && !exact_b) {
 			st = magnitude(&b, mb->b, mb->eb, 2.0f, err);
 		}
-	}
-	if (st == TPS_OK) {
-		st = mb->op(&e.e, &a, &b, pool, err);
+		if (st == TPS_OK) {
+			st = mb->op(&e.e, &a, exact_b ? mb->b : &b,
+				    exact_b ? TPS_ABS_B : 0, pool, err);
+		}
 	}
 	if (st == TPS_OK && !exact_in && !tps_bound_is_zero(mb->eb)) {
 		st = magnitude(&c, mb->a, mb->ea, 1.0f, err);
 		if (st == TPS_OK) {
-			st = mb->op(&d, &c, &mb->eb->e, pool, err);
+			st = mb->op(&d, &c, &mb->eb->e, 0, pool, err);
 		}
 		if (st == TPS_OK) {
 			tps_tensor_add(&e.e, &d);
@@ -985,18 +979,18 @@ static enum tps_status linear_bound_forward(struct tps_module *m,
 		ex, &m->params[WEIGHT].ref_bound,
 		s->bias ? &m->params[BIAS].ref_bound : NULL};
 	const struct tps_bound *none = tps_bound_first_none(inputs, 3);
-	struct matmul_bound mb = {
-		forward_matmul,
-		s->in_features + (s->bias ? (split ? bc->tp : 1) : 0),
-		bc->u_acc,
-		1.0,
-		split,
-		x,
-		&m->params[WEIGHT].global,
-		s->bias ? &m->params[BIAS].global : NULL,
-		ex,
-		&m->params[WEIGHT].ref_bound,
-		s->bias ? &m->params[BIAS].ref_bound : NULL};
+	struct matmul_bound mb = {tps_tensor_linear_abs,
+				  s->in_features +
+					  (s->bias ? (split ? bc->tp : 1) : 0),
+				  bc->u_acc,
+				  1.0,
+				  split,
+				  x,
+				  &m->params[WEIGHT].global,
+				  s->bias ? &m->params[BIAS].global : NULL,
+				  ex,
+				  &m->params[WEIGHT].ref_bound,
+				  s->bias ? &m->params[BIAS].ref_bound : NULL};
 	struct tps_tensor out = {0};
 	struct tps_bound e = {0};
 	enum tps_status st = linear_reference_forward(m, bc->pool, x, &out, err);
@@ -1072,7 +1066,7 @@ static enum tps_status linear_bound_backward(struct tps_module *m,
 	const struct tps_bound *wgrad_in[2] = {edy, &m->ref_saved_bound};
 	const struct tps_bound *dx_in[2] = {edy, &w->ref_bound};
 	const struct tps_bound *none;
-	struct matmul_bound dw = {tps_tensor_linear_backward_weight,
+	struct matmul_bound dw = {tps_tensor_linear_backward_weight_abs,
 				  rows,
 				  bc->u_acc,
 				  bc->grad_scale,
@@ -1083,7 +1077,7 @@ static enum tps_status linear_bound_backward(struct tps_module *m,
 				  edy,
 				  &m->ref_saved_bound,
 				  NULL};
-	struct matmul_bound din = {tps_tensor_linear_backward_input,
+	struct matmul_bound din = {tps_tensor_linear_backward_input_abs,
 				   s->out_features,
 				   bc->u_acc,
 				   bc->grad_scale,

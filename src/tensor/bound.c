@@ -46,6 +46,20 @@ enum tps_status tps_bound_zero(struct tps_bound *b,
 	return TPS_OK;
 }
 
+enum tps_status tps_bound_zero_view(struct tps_bound *b,
+				    const struct tps_shape *shape,
+				    struct tps_error *err)
+{
+	struct tps_tensor e;
+	enum tps_status st = tps_tensor_init_zero_view(&e, shape, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	b->e = e;
+	b->none[0] = '\0';
+	return TPS_OK;
+}
+
 void tps_bound_set_none(struct tps_bound *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -126,6 +140,9 @@ bool tps_bound_is_zero(const struct tps_bound *b)
 	int64_t n = tps_tensor_numel(&b->e);
 	if (tps_bound_is_none(b) || b->e.meta) {
 		return false;
+	}
+	if (b->e.storage == TPS_STORAGE_ZEROS) {
+		return true; /* read-only zeros: no need to look */
 	}
 	for (int64_t i = 0; i < n; i++) {
 		if (b->e.data[i] != 0.0f) {

@@ -65,6 +65,12 @@ float tps_bound_up(double v);
 enum tps_status tps_bound_zero(struct tps_bound *b,
 			       const struct tps_shape *shape,
 			       struct tps_error *err);
+/* tps_bound_zero as read-only zeros that hold no memory
+ * (tps_tensor_init_zero_view): for a bound that is never written, an
+ * inference run's parameters'. */
+enum tps_status tps_bound_zero_view(struct tps_bound *b,
+				    const struct tps_shape *shape,
+				    struct tps_error *err);
 /* Makes *b "no bound", freeing its tensor, the reason formatted (cut to
  * TPS_BOUND_REASON_MAX - 1 bytes). */
 void tps_bound_set_none(struct tps_bound *b, const char *fmt, ...)

@@ -107,6 +107,14 @@ static float *alloc_zeroed(int64_t numel)
 
 static void release(struct tps_tensor *t)
 {
+	if (t->storage == TPS_STORAGE_ZEROS && t->data) {
+		tps_memory_zeros_free(t->data, (size_t)tps_tensor_numel(t) *
+						       sizeof(float));
+		return;
+	}
+	if (t->storage == TPS_STORAGE_VIEW) {
+		return; /* another tensor's values */
+	}
 	if (t->data) {
 		/* Released from the run's account (memory.h). */
 		tps_memory_account_charge(-tps_tensor_numel(t) *
@@ -144,6 +152,7 @@ static enum tps_status init_values(struct tps_tensor *t,
 	t->shape = *shape;
 	t->data = data;
 	t->meta = false;
+	t->storage = TPS_STORAGE_OWN;
 	return TPS_OK;
 }
 
@@ -175,6 +184,7 @@ enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
 	t->shape = *shape;
 	t->data = NULL;
 	t->meta = true;
+	t->storage = TPS_STORAGE_OWN;
 	return TPS_OK;
 }
 
@@ -338,6 +348,74 @@ enum tps_status tps_tensor_region(struct tps_tensor *out,
 	return TPS_OK;
 }
 
+enum tps_status tps_tensor_view_region(struct tps_tensor *out,
+				       const struct tps_tensor *src,
+				       const int64_t *offset,
+				       const int64_t *length,
+				       struct tps_error *err)
+{
+	const struct tps_shape *sh = &src->shape;
+	int c = sh->ndim - 1;
+	int64_t start = 0;
+	/* Contiguous when the dims after the last cut one (c) are whole and
+	 * those before it of length 1. */
+	while (c >= 0 && length[c] == sh->dim[c]) {
+		c--;
+	}
+	for (int e = 0; e < c; e++) {
+		if (length[e] != 1) {
+			return tps_tensor_region(out, src, offset, length, err);
+		}
+	}
+	if (src->meta || !src->data || src->storage == TPS_STORAGE_ZEROS) {
+		return tps_tensor_region(out, src, offset, length, err);
+	}
+	for (int e = 0; e < sh->ndim; e++) {
+		start = start * sh->dim[e] + offset[e];
+	}
+	*out = (struct tps_tensor){.shape = *sh,
+				   .data = src->data + start,
+				   .storage = TPS_STORAGE_VIEW};
+	for (int e = 0; e < sh->ndim; e++) {
+		out->shape.dim[e] = length[e];
+	}
+	if (tps_tensor_numel(out) == 0) {
+		out->data = NULL; /* as an empty tensor of its own */
+		out->storage = TPS_STORAGE_OWN;
+	}
+	return TPS_OK;
+}
+
+enum tps_status tps_tensor_init_zero_view(struct tps_tensor *t,
+					  const struct tps_shape *shape,
+					  struct tps_error *err)
+{
+	int64_t numel;
+	const void *data;
+	enum tps_status st = tps_shape_numel(shape, &numel, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	if (numel == 0) {
+		return tps_tensor_init(t, shape, err);
+	}
+	data = tps_memory_zeros((size_t)numel * sizeof(float));
+	if (!data) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	/* data is read-only: the struct's pointer is not, but the storage
+	 * kind says so (and the mapping enforces it). */
+	*t = (struct tps_tensor){.shape = *shape,
+				 .data = (float *)(uintptr_t)data,
+				 .storage = TPS_STORAGE_ZEROS};
+	return TPS_OK;
+}
+
+bool tps_tensor_is_view(const struct tps_tensor *t)
+{
+	return t->storage != TPS_STORAGE_OWN;
+}
+
 enum tps_status tps_tensor_concat(struct tps_tensor *out,
 				  const struct tps_tensor *parts, int n,
 				  int dim, struct tps_error *err)
@@ -393,31 +471,112 @@ static void rows_and_last(const struct tps_tensor *t, int64_t *rows,
 	}
 }
 
+/* |v| as the bounds take it (tps_bound_magnitude's 1 |v|: the same bits,
+ * NaNs too). */
+static float magnitude(float v)
+{
+	return 1.0f * fabsf(v);
+}
+
+/* Columns of op(B) per block when B is taken by magnitude: about 4 MiB of
+ * |B| at a time, whole register panels. */
+static int64_t abs_block_columns(int64_t n, int64_t k)
+{
+	int64_t cols = ((int64_t)1 << 20) / (k > 0 ? k : 1);
+	cols = cols < 64 ? 64 : cols / 64 * 64;
+	return cols < n ? cols : n;
+}
+
+/*
+ * c (m, n) = op(|A| or A) op(|B| or B) per abs (TPS_ABS_A, TPS_ABS_B):
+ * |A| whole, as a tensor of its own; |B| a block of nb columns of op(B)
+ * at a time, each block's product written into C's columns in place
+ * (leading dimensions). Every C[i][j] is still one sum over all of k in
+ * ascending order, so the bits are those of the product of the
+ * magnitudes' tensors.
+ */
+static enum tps_status matmul_abs(float *c, const float *a, const float *b,
+				  int64_t m, int64_t n, int64_t k, bool trans_a,
+				  bool trans_b, unsigned abs,
+				  struct tps_pool *pool, struct tps_error *err)
+{
+	struct tps_tensor ta = {0}, tb = {0};
+	int64_t nb = abs & TPS_ABS_B ? abs_block_columns(n, k) : n;
+	int64_t dims[1] = {m * k};
+	struct tps_shape sh = tps_shape_make(1, dims);
+	enum tps_status st = TPS_OK;
+
+	if (abs & TPS_ABS_A) {
+		st = init_values(&ta, &sh, false, err);
+		for (int64_t i = 0; st == TPS_OK && i < m * k; i++) {
+			ta.data[i] = magnitude(a[i]);
+		}
+		a = ta.data;
+	}
+	if (st == TPS_OK && (abs & TPS_ABS_B)) {
+		dims[0] = nb * k;
+		sh = tps_shape_make(1, dims);
+		st = init_values(&tb, &sh, false, err);
+	}
+	for (int64_t j0 = 0; st == TPS_OK && j0 < n; j0 += nb) {
+		int64_t nj = n - j0 < nb ? n - j0 : nb;
+		const float *bj = trans_b ? b + j0 * k : b + j0;
+		int64_t ldb = trans_b ? k : n;
+		if (abs & TPS_ABS_B) {
+			/* op(B)'s columns j0..: B's rows (trans_b, nj x k) or
+			 * its columns (k x nj), packed. */
+			for (int64_t r = 0; trans_b && r < nj * k; r++) {
+				tb.data[r] = magnitude(bj[r]);
+			}
+			for (int64_t p = 0; !trans_b && p < k; p++) {
+				for (int64_t q = 0; q < nj; q++) {
+					tb.data[p * nj + q] =
+						magnitude(bj[p * n + q]);
+				}
+			}
+			bj = tb.data;
+			ldb = trans_b ? k : nj;
+		}
+		tps_matmul_on_ld(pool, c + j0, n, a, trans_a ? m : k, bj, ldb,
+				 m, nj, k, trans_a, trans_b);
+	}
+	tps_tensor_free(&ta);
+	tps_tensor_free(&tb);
+	return st;
+}
+
 /* *out = a new tensor of `shape` (meta when `like` is) holding
- * op(A) op(B) of the (m, k) x (k, n) product, per tps_matmul. */
+ * op(A) op(B) of the (m, k) x (k, n) product, per tps_matmul, on the
+ * magnitudes of the operands abs names. */
 static enum tps_status
 matmul_into(struct tps_tensor *out, const struct tps_shape *shape,
 	    const struct tps_tensor *like, const float *a, const float *b,
 	    int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
-	    struct tps_pool *pool, struct tps_error *err)
+	    unsigned abs, struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_tensor t;
 	enum tps_status st = init_for_overwrite(&t, shape, like, err);
 	if (st != TPS_OK) {
 		return st;
 	}
-	if (t.data) {
+	if (t.data && abs) {
+		st = matmul_abs(t.data, a, b, m, n, k, trans_a, trans_b, abs,
+				pool, err);
+	} else if (t.data) {
 		tps_matmul_on(pool, t.data, a, b, m, n, k, trans_a, trans_b);
+	}
+	if (st != TPS_OK) {
+		tps_tensor_free(&t);
+		return st;
 	}
 	*out = t;
 	return TPS_OK;
 }
 
-enum tps_status tps_tensor_linear(struct tps_tensor *y,
-				  const struct tps_tensor *x,
-				  const struct tps_tensor *w,
-				  const struct tps_tensor *b,
-				  struct tps_pool *pool, struct tps_error *err)
+static enum tps_status linear(struct tps_tensor *y, const struct tps_tensor *x,
+			      const struct tps_tensor *w,
+			      const struct tps_tensor *b, unsigned abs,
+			      struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_shape shape;
 	struct tps_tensor t;
@@ -440,7 +599,7 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	shape.dim[shape.ndim - 1] = n;
 	/* (rows, k) (n, k)^T: k order the input features. */
 	st = matmul_into(&t, &shape, x, x->data, w->data, rows, n, k, false,
-			 true, pool, err);
+			 true, abs, pool, err);
 	if (st == TPS_OK && b) {
 		tps_tensor_add_bias(&t, b, 1.0f);
 	}
@@ -450,11 +609,28 @@ enum tps_status tps_tensor_linear(struct tps_tensor *y,
 	return st;
 }
 
-enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
-						 const struct tps_tensor *dy,
-						 const struct tps_tensor *w,
-						 struct tps_pool *pool,
-						 struct tps_error *err)
+enum tps_status tps_tensor_linear(struct tps_tensor *y,
+				  const struct tps_tensor *x,
+				  const struct tps_tensor *w,
+				  const struct tps_tensor *b,
+				  struct tps_pool *pool, struct tps_error *err)
+{
+	return linear(y, x, w, b, 0, pool, err);
+}
+
+enum tps_status tps_tensor_linear_abs(struct tps_tensor *y,
+				      const struct tps_tensor *x,
+				      const struct tps_tensor *w, unsigned abs,
+				      struct tps_pool *pool,
+				      struct tps_error *err)
+{
+	return linear(y, x, w, NULL, abs, pool, err);
+}
+
+enum tps_status tps_tensor_linear_backward_input_abs(
+	struct tps_tensor *dx, const struct tps_tensor *dy,
+	const struct tps_tensor *w, unsigned abs, struct tps_pool *pool,
+	struct tps_error *err)
 {
 	struct tps_shape shape;
 	int64_t rows, n, k;
@@ -474,14 +650,22 @@ enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
 	shape.dim[shape.ndim - 1] = k;
 	/* (rows, n) (n, k): k order n, the output features. */
 	return matmul_into(dx, &shape, dy, dy->data, w->data, rows, k, n, false,
-			   false, pool, err);
+			   false, abs, pool, err);
 }
 
-enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
-						  const struct tps_tensor *dy,
-						  const struct tps_tensor *x,
-						  struct tps_pool *pool,
-						  struct tps_error *err)
+enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
+						 const struct tps_tensor *dy,
+						 const struct tps_tensor *w,
+						 struct tps_pool *pool,
+						 struct tps_error *err)
+{
+	return tps_tensor_linear_backward_input_abs(dx, dy, w, 0, pool, err);
+}
+
+enum tps_status tps_tensor_linear_backward_weight_abs(
+	struct tps_tensor *dw, const struct tps_tensor *dy,
+	const struct tps_tensor *x, unsigned abs, struct tps_pool *pool,
+	struct tps_error *err)
 {
 	int64_t rows, xrows, n, k, dims[2];
 	struct tps_shape shape;
@@ -505,7 +689,16 @@ enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 	shape = tps_shape_make(2, dims);
 	/* (rows, n)^T (rows, k): k order the rows, in row order. */
 	return matmul_into(dw, &shape, dy, dy->data, x->data, n, k, rows, true,
-			   false, pool, err);
+			   false, abs, pool, err);
+}
+
+enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
+						  const struct tps_tensor *dy,
+						  const struct tps_tensor *x,
+						  struct tps_pool *pool,
+						  struct tps_error *err)
+{
+	return tps_tensor_linear_backward_weight_abs(dw, dy, x, 0, pool, err);
 }
 
 enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
@@ -538,6 +731,7 @@ void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
 {
 	int64_t n = b->shape.dim[0];
 	int64_t rows;
+	assert(!tps_tensor_is_view(y)); /* never written */
 	assert(b->shape.ndim == 1 && y->shape.ndim >= 1 &&
 	       y->shape.dim[y->shape.ndim - 1] == n);
 	if (n == 0 || !y->data) {
@@ -558,6 +752,7 @@ void tps_tensor_add_bias(struct tps_tensor *y, const struct tps_tensor *b,
 void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
 {
 	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
+	assert(!tps_tensor_is_view(dst));		   /* never written */
 	assert(tps_shape_equal(&dst->shape, &src->shape));
 	for (int64_t i = 0; i < n; i++) {
 		dst->data[i] += src->data[i];
@@ -567,6 +762,7 @@ void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
 void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
 {
 	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
+	assert(!tps_tensor_is_view(dst));		   /* never written */
 	assert(tps_shape_equal(&dst->shape, &src->shape));
 	for (int64_t i = 0; i < n; i++) {
 		if (src->data[i] > dst->data[i]) {
@@ -578,6 +774,7 @@ void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
 void tps_tensor_scale(struct tps_tensor *t, float scale)
 {
 	int64_t n = t->data ? tps_tensor_numel(t) : 0; /* 0: meta */
+	assert(!tps_tensor_is_view(t));		       /* never written */
 	for (int64_t i = 0; i < n; i++) {
 		t->data[i] *= scale;
 	}

@@ -46,6 +46,17 @@ struct tps_tensor {
 	 * engine can count a run's collectives and flops at any size
 	 * (`tpsim comm`). */
 	bool meta;
+	/* Where data lives: the tensor's own block (freed with it, charged
+	 * to the run's account), a block of another tensor's (a view:
+	 * tps_tensor_view_region; that tensor must outlive it), or a
+	 * read-only mapping of zeros that holds no memory
+	 * (tps_tensor_init_zero_view). Views and zero views are never
+	 * written: the in-place ops assert it, and a write to zeros faults. */
+	enum tps_storage {
+		TPS_STORAGE_OWN = 0,
+		TPS_STORAGE_VIEW,
+		TPS_STORAGE_ZEROS
+	} storage;
 };
 
 /* Builds a shape from ndim sizes. Asserts ndim <= TPS_MAX_DIMS. */
@@ -124,6 +135,32 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 				  const struct tps_tensor *src, int dim,
 				  int64_t start, int64_t length,
 				  struct tps_error *err);
+/*
+ * tps_tensor_region without a copy where the region is one contiguous
+ * stretch of src (whole in the dims after its last cut one, of length 1
+ * before it; or all of src): out is then a view of src's values (shares them,
+ * never writes them), else a copy. Parameters' shards and replicas are views of
+ * the global parameter this way (issue 22): the reference and the ranks read
+ * the same memory.
+ */
+enum tps_status tps_tensor_view_region(struct tps_tensor *out,
+				       const struct tps_tensor *src,
+				       const int64_t *offset,
+				       const int64_t *length,
+				       struct tps_error *err);
+/*
+ * A tensor of shape whose values are all +0.0f and hold no memory: a
+ * private read-only mapping that the kernel backs with its zero page
+ * until someone writes, which faults. For a value that is 0 and stays 0
+ * (an inference run's parameters' error bounds), so that it costs neither
+ * memory nor a first touch. Not charged to the run's account.
+ */
+enum tps_status tps_tensor_init_zero_view(struct tps_tensor *t,
+					  const struct tps_shape *shape,
+					  struct tps_error *err);
+/* Whether t's values are shared or read-only (a view or zero view). */
+bool tps_tensor_is_view(const struct tps_tensor *t);
+
 /* out = concatenation of parts[0..n) along dim (other dims must agree). */
 enum tps_status tps_tensor_concat(struct tps_tensor *out,
 				  const struct tps_tensor *parts, int n,
@@ -282,6 +319,28 @@ enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
 						  const struct tps_tensor *x,
 						  struct tps_pool *pool,
 						  struct tps_error *err);
+/*
+ * The same three products on the magnitudes of the operands `abs` names
+ * (TPS_ABS_A: the first, x or dy; TPS_ABS_B: the second, W or x), as the
+ * error bounds take them (op(|A|, |B|), bound.h): the bits of the plain
+ * call on tensors of |values| (tps_bound_magnitude's), but a second
+ * operand taken by magnitude is read a block of columns at a time, so
+ * |W| is never whole in memory. No bias.
+ */
+enum { TPS_ABS_A = 1u, TPS_ABS_B = 2u };
+enum tps_status tps_tensor_linear_abs(struct tps_tensor *y,
+				      const struct tps_tensor *x,
+				      const struct tps_tensor *w, unsigned abs,
+				      struct tps_pool *pool,
+				      struct tps_error *err);
+enum tps_status tps_tensor_linear_backward_input_abs(
+	struct tps_tensor *dx, const struct tps_tensor *dy,
+	const struct tps_tensor *w, unsigned abs, struct tps_pool *pool,
+	struct tps_error *err);
+enum tps_status tps_tensor_linear_backward_weight_abs(
+	struct tps_tensor *dw, const struct tps_tensor *dy,
+	const struct tps_tensor *x, unsigned abs, struct tps_pool *pool,
+	struct tps_error *err);
 enum tps_status tps_tensor_sum_rows(struct tps_tensor *db,
 				    const struct tps_tensor *dy,
 				    struct tps_error *err);

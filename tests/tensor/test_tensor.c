@@ -758,6 +758,170 @@ START_TEST(matmul_with_leading_dims_is_bit_identical_to_naive)
 }
 END_TEST
 
+START_TEST(view_region_shares_a_contiguous_block_and_copies_the_rest)
+{
+	/* (3, 4, 5): a block of whole rows of dim 1 within one index of
+	 * dim 0 is contiguous (a view into src); a block of dim 2, or of
+	 * dim 1 across two of dim 0, is not (a copy). Both hold
+	 * tps_tensor_region's values; freeing a view leaves src whole. */
+	int64_t dims[3] = {3, 4, 5};
+	struct tps_shape sh = tps_shape_make(3, dims);
+	struct tps_tensor src, v, c, want;
+	static const int64_t cases[][6] = {/* offset, length; whether a view */
+					   {1, 1, 0, 1, 2, 5},
+					   {0, 0, 0, 3, 4, 5},
+					   {0, 0, 1, 3, 4, 2},
+					   {0, 1, 0, 2, 2, 5},
+					   {2, 0, 0, 1, 4, 5}};
+	static const bool views[] = {true, true, false, false, true};
+	ck_assert_int_eq(tps_tensor_init(&src, &sh, NULL), TPS_OK);
+	for (int i = 0; i < 60; i++) {
+		src.data[i] = (float)i;
+	}
+	for (int t = 0; t < 5; t++) {
+		ck_assert_int_eq(tps_tensor_view_region(&v, &src, cases[t],
+							cases[t] + 3, NULL),
+				 TPS_OK);
+		ck_assert_int_eq(tps_tensor_region(&want, &src, cases[t],
+						   cases[t] + 3, NULL),
+				 TPS_OK);
+		ck_assert(tps_shape_equal(&v.shape, &want.shape));
+		ck_assert_int_eq(tps_tensor_is_view(&v), views[t]);
+		ck_assert(memcmp(v.data, want.data,
+				 (size_t)tps_tensor_numel(&want) * 4) == 0);
+		if (views[t]) {
+			ck_assert(v.data >= src.data && v.data < src.data + 60);
+		}
+		ck_assert_int_eq(tps_tensor_copy(&c, &v, NULL), TPS_OK);
+		ck_assert(!tps_tensor_is_view(&c));
+		tps_tensor_free(&v);
+		tps_tensor_free(&c);
+		tps_tensor_free(&want);
+		ck_assert_float_eq(src.data[59], 59.0f);
+	}
+	tps_tensor_free(&src);
+}
+END_TEST
+
+START_TEST(zero_view_reads_zeros_and_holds_no_account)
+{
+	/* 64 MiB of zeros that a run's account does not see; freed. */
+	int64_t dims[2] = {4096, 4096};
+	struct tps_shape sh = tps_shape_make(2, dims);
+	struct tps_memory_account acc;
+	struct tps_tensor z;
+	int64_t live, peak;
+	double sum = 0.0;
+	tps_memory_account_init(&acc);
+	tps_memory_account_bind(&acc);
+	ck_assert_int_eq(tps_tensor_init_zero_view(&z, &sh, NULL), TPS_OK);
+	ck_assert(tps_tensor_is_view(&z));
+	for (int64_t i = 0; i < 4096 * 4096; i += 997) {
+		sum += z.data[i];
+	}
+	ck_assert(sum == 0.0 && z.data[4096 * 4096 - 1] == 0.0f);
+	tps_memory_account_read(&acc, &live, &peak);
+	ck_assert_int_eq(peak, 0);
+	tps_tensor_free(&z);
+	ck_assert_ptr_null(z.data);
+	tps_memory_account_bind(NULL);
+}
+END_TEST
+
+/* t with every value's magnitude, as a new tensor. */
+static struct tps_tensor magnitudes(const struct tps_tensor *t)
+{
+	struct tps_tensor m;
+	ck_assert_int_eq(tps_tensor_copy(&m, t, NULL), TPS_OK);
+	for (int64_t i = 0; i < tps_tensor_numel(&m); i++) {
+		m.data[i] = 1.0f * fabsf(m.data[i]);
+	}
+	return m;
+}
+
+START_TEST(linear_abs_is_bit_identical_to_linear_on_magnitudes)
+{
+	/* x (3, k), W (n, k) with k = 16384: |W| goes in blocks of 64 of
+	 * its rows (forward) or columns (input), n = 200 over four blocks,
+	 * the last short; dW of dy (3, n) and x, both by magnitude. Each
+	 * against the plain call on the magnitudes' tensors, bit for bit,
+	 * with a pool of 2 and without. */
+	int64_t xd[2] = {3, 16384}, wd[2] = {200, 16384}, yd[2] = {3, 200};
+	struct tps_shape xs = tps_shape_make(2, xd), ws = tps_shape_make(2, wd);
+	struct tps_shape ys = tps_shape_make(2, yd);
+	struct tps_tensor x, w, dy, ax, aw, ady, got, want;
+	struct tps_pool *pool = NULL;
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 5);
+	ck_assert_int_eq(tps_tensor_init(&x, &xs, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_init(&w, &ws, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_init(&dy, &ys, NULL), TPS_OK);
+	for (int64_t i = 0; i < 3 * 16384; i++) {
+		x.data[i] = tps_rng_uniform(&rng, 1.0f);
+	}
+	for (int64_t i = 0; i < 200 * 16384; i++) {
+		w.data[i] = tps_rng_uniform(&rng, 1.0f);
+	}
+	for (int64_t i = 0; i < 3 * 200; i++) {
+		dy.data[i] = tps_rng_uniform(&rng, 1.0f);
+	}
+	ax = magnitudes(&x);
+	aw = magnitudes(&w);
+	ady = magnitudes(&dy);
+	ck_assert_int_eq(tps_pool_new(&pool, 2, NULL), TPS_OK);
+	for (int threads = 0; threads < 2; threads++) {
+		struct tps_pool *p = threads ? pool : NULL;
+		for (unsigned abs = 1; abs <= 3; abs++) {
+			const struct tps_tensor *a1 =
+				abs & TPS_ABS_A ? &ax : &x;
+			const struct tps_tensor *b1 =
+				abs & TPS_ABS_B ? &aw : &w;
+			const struct tps_tensor *d1 =
+				abs & TPS_ABS_A ? &ady : &dy;
+			const struct tps_tensor *x2 =
+				abs & TPS_ABS_B ? &ax : &x;
+			ck_assert_int_eq(tps_tensor_linear_abs(&got, &x, &w,
+							       abs, p, NULL),
+					 TPS_OK);
+			ck_assert_int_eq(
+				tps_tensor_linear(&want, a1, b1, NULL, p, NULL),
+				TPS_OK);
+			ck_assert(memcmp(got.data, want.data, 3 * 200 * 4) ==
+				  0);
+			tps_tensor_free(&got);
+			tps_tensor_free(&want);
+			ck_assert_int_eq(tps_tensor_linear_backward_input_abs(
+						 &got, &dy, &w, abs, p, NULL),
+					 TPS_OK);
+			ck_assert_int_eq(tps_tensor_linear_backward_input(
+						 &want, d1, b1, p, NULL),
+					 TPS_OK);
+			ck_assert(memcmp(got.data, want.data, 3 * 16384 * 4) ==
+				  0);
+			tps_tensor_free(&got);
+			tps_tensor_free(&want);
+			ck_assert_int_eq(tps_tensor_linear_backward_weight_abs(
+						 &got, &dy, &x, abs, p, NULL),
+					 TPS_OK);
+			ck_assert_int_eq(tps_tensor_linear_backward_weight(
+						 &want, d1, x2, p, NULL),
+					 TPS_OK);
+			ck_assert(memcmp(got.data, want.data,
+					 200 * 16384 * 4) == 0);
+			tps_tensor_free(&got);
+			tps_tensor_free(&want);
+		}
+	}
+	tps_pool_free(pool);
+	tps_tensor_free(&x);
+	tps_tensor_free(&w);
+	tps_tensor_free(&dy);
+	tps_tensor_free(&ax);
+	tps_tensor_free(&aw);
+	tps_tensor_free(&ady);
+}
+END_TEST
+
 START_TEST(matmul_every_variant_matches_naive_on_infinities)
 {
 	/* inf * 0 and inf - inf make NaNs; every variant makes the same
@@ -1189,6 +1353,12 @@ static Suite *tensor_suite(void)
 		gemm, matmul_on_a_pool_is_bit_identical_for_every_thread_count);
 	tcase_add_test(gemm, matmul_naive_computes_each_transpose);
 	tcase_add_test(gemm, linear_refuses_mismatched_shapes);
+	tcase_add_test(gemm,
+		       linear_abs_is_bit_identical_to_linear_on_magnitudes);
+	tcase_add_test(
+		gemm,
+		view_region_shares_a_contiguous_block_and_copies_the_rest);
+	tcase_add_test(gemm, zero_view_reads_zeros_and_holds_no_account);
 	tcase_add_test(variants,
 		       matmul_every_variant_is_bit_identical_to_naive);
 	tcase_add_test(
