@@ -69,6 +69,40 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 				      struct tps_error *err);
 
 /*
+ * Packed number arrays. A config's explicit values can be millions of
+ * numbers, and a cJSON node each (64 bytes) is eight times their double.
+ * Parsed with a pack key, every non-empty array that holds numbers only,
+ * anywhere inside the root object's member of that name, is one cJSON
+ * array node without children: its valuestring holds its doubles (the
+ * values a node each would have had) and valueint their count, and
+ * cJSON_Delete frees them with it. Arrays holding anything else (a string,
+ * an array) are as before, so their readers report what they always did.
+ * cJSON's own functions see a packed array as empty: read it with the
+ * functions below; cJSON_Duplicate and cJSON_Print must not meet it.
+ */
+
+/* tps_json_parse_strict, with the arrays under root[pack_key] packed
+ * (pack_key NULL: none, as tps_json_parse_strict). */
+enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
+					     size_t len, const char *pack_key,
+					     cJSON **out,
+					     struct tps_error *err);
+/* Whether v is a packed array. */
+bool tps_json_is_packed(const cJSON *v);
+/* A packed array's doubles (tps_json_array_size of them). */
+const double *tps_json_packed_values(const cJSON *v);
+/* Elements of an array or members of an object, packed or not
+ * (cJSON_GetArraySize). */
+int tps_json_array_size(const cJSON *v);
+/* Makes *item the number node element i of a packed array would have been
+ * (valueint saturated as cJSON_CreateNumber does; no key, no siblings).
+ * It borrows nothing: it lives as long as the caller's variable. */
+void tps_json_packed_item(const cJSON *array, int i, cJSON *item);
+/* A deep copy of v, packed arrays included (cJSON_Duplicate(v, true));
+ * NULL when out of memory. The caller frees it with cJSON_Delete(). */
+cJSON *tps_json_duplicate(const cJSON *v);
+
+/*
  * The RFC 8259 number at the start of `text` (len bytes), for numbers that
  * come from elsewhere than a JSON document (the command line's --set): the
  * parser's own grammar and conversion, so that such a value reads exactly
@@ -86,6 +120,11 @@ bool tps_json_scan_number(const char *text, size_t len, size_t *used,
 /* tps_json_read_file followed by tps_json_parse_strict. */
 enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
 			      struct tps_error *err);
+/* tps_json_read_file followed by tps_json_parse_strict_packed; the text
+ * is freed before returning. */
+enum tps_status tps_json_load_packed(const char *path, size_t max_bytes,
+				     const char *pack_key, cJSON **out,
+				     struct tps_error *err);
 
 /*
  * JSON Pointer building (RFC 6901), for error messages.
@@ -133,8 +172,8 @@ enum tps_file_kind tps_json_file_kind(const cJSON *root,
 
 /* Writes s as a JSON string literal (control characters escaped). */
 void tps_json_write_string(FILE *out, const char *s);
-/* Writes a cJSON value (a string, number, bool, array or object)
- * compactly, numbers as the shortest round-trip decimal (numfmt.h). */
+/* Writes a cJSON value (a string, number, bool, array, packed or not, or
+ * object) compactly, numbers as the shortest round-trip decimal (numfmt.h). */
 void tps_json_write_value(FILE *out, const cJSON *value);
 
 #endif

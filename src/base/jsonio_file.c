@@ -177,6 +177,13 @@ out:
 enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
 			      struct tps_error *err)
 {
+	return tps_json_load_packed(path, max_bytes, NULL, out, err);
+}
+
+enum tps_status tps_json_load_packed(const char *path, size_t max_bytes,
+				     const char *pack_key, cJSON **out,
+				     struct tps_error *err)
+{
 	enum tps_status st;
 	char *buf = NULL;
 	size_t len = 0;
@@ -186,8 +193,9 @@ enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
 	if (st != TPS_OK) {
 		return st;
 	}
-	st = tps_json_parse_strict(strcmp(path, "-") == 0 ? STDIN_NAME : path,
-				   buf, len, out, err);
+	st = tps_json_parse_strict_packed(strcmp(path, "-") == 0 ? STDIN_NAME
+								 : path,
+					  buf, len, pack_key, out, err);
 	free(buf);
 	return st;
 }

@@ -4,6 +4,7 @@
  *   jsonio_escape.c   escaping user text for messages
  *   jsonio_file.c     reading files with limits; tps_json_load
  *   jsonio_parse.c    the strict parser (tps_json_parse_strict)
+ *   jsonio_packed.c   reading and copying packed number arrays
  */
 #ifndef TPSIM_JSONIO_INTERNAL_H
 #define TPSIM_JSONIO_INTERNAL_H

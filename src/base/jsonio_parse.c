@@ -16,13 +16,17 @@
  * The tree is the one cJSON_Parse builds from the same text (the same
  * types, strings, keys and order, valueint as cJSON_CreateNumber saturates
  * it, valueint 1 on true), except that numbers are read whole, however long
- * (number_value).
+ * (number_value), and that arrays under the pack key are packed (jsonio.h).
+ * An array there collects its numbers in its frame's buffer, and becomes
+ * packed when it closes; the first element that is not a number turns the
+ * numbers so far into nodes (unpack), and the array reads on as any other.
  */
 #include "jsonio_internal.h"
 
 #include <assert.h>
 #include <float.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -49,6 +53,9 @@ struct frame {
 	size_t *slots;	  /* objects: hash set of record index + 1, 0 empty */
 	size_t nslots;	  /* a power of two, or 0 */
 	cJSON *node;	  /* the container being filled (owned by root) */
+	bool packing;	  /* arrays: numbers only so far, under the pack key */
+	double *vals;	  /* arrays, packing: the numbers (cJSON_malloc) */
+	size_t nvals, vals_cap;
 };
 
 struct scanner {
@@ -66,6 +73,7 @@ struct scanner {
 	struct key_rec *recs;
 	size_t nrecs, recs_cap;
 	cJSON *root; /* the tree so far; NULL before the first value */
+	const char *pack_key; /* NULL: nothing is packed */
 	struct tps_error *err;
 };
 
@@ -190,6 +198,28 @@ static enum tps_status tree_nomem_error(struct scanner *sc)
 			     sc->name);
 }
 
+/* A packing array's numbers so far become its nodes: an element that is
+ * not a number came. */
+static enum tps_status unpack(struct scanner *sc, struct frame *f)
+{
+	enum tps_status st = TPS_OK;
+
+	for (size_t i = 0; i < f->nvals && st == TPS_OK; i++) {
+		cJSON *item = cJSON_CreateNumber(f->vals[i]);
+
+		if (!item || !cJSON_AddItemToArray(f->node, item)) {
+			cJSON_Delete(item);
+			st = tree_nomem_error(sc);
+		}
+	}
+	cJSON_free(f->vals);
+	f->vals = NULL;
+	f->nvals = 0;
+	f->vals_cap = 0;
+	f->packing = false;
+	return st;
+}
+
 /*
  * Puts a new value (NULL if its allocation failed) into the open container,
  * under the current key in an object, or makes it the root. The tree owns
@@ -197,7 +227,7 @@ static enum tps_status tree_nomem_error(struct scanner *sc)
  */
 static enum tps_status attach(struct scanner *sc, cJSON *item)
 {
-	const struct frame *f;
+	struct frame *f;
 	bool added;
 
 	if (!item) {
@@ -208,6 +238,10 @@ static enum tps_status attach(struct scanner *sc, cJSON *item)
 		return TPS_OK;
 	}
 	f = &sc->frames[sc->depth - 1];
+	if (f->packing && unpack(sc, f) != TPS_OK) {
+		cJSON_Delete(item);
+		return TPS_ERR_NOMEM;
+	}
 	/* Both append in O(1): cJSON keeps the last child in child->prev. */
 	if (f->kind == FRAME_ARRAY) {
 		added = cJSON_AddItemToArray(f->node, item);
@@ -657,6 +691,37 @@ static bool fast_number(const unsigned char *s, size_t n, double *out)
 	return true;
 }
 
+/* A number value: into the packing array's buffer, or a node of its own. */
+static enum tps_status attach_number(struct scanner *sc, double d)
+{
+	struct frame *f = sc->depth ? &sc->frames[sc->depth - 1] : NULL;
+
+	if (!f || !f->packing || f->nvals >= INT_MAX) {
+		/* cJSON_CreateNumber saturates valueint as cJSON's parser
+		 * does. */
+		return attach(sc, cJSON_CreateNumber(d));
+	}
+	if (f->nvals == f->vals_cap) {
+		/* cJSON_malloc, so that cJSON_Delete frees it (jsonio.h); it
+		 * has no realloc. */
+		size_t cap = f->vals_cap ? f->vals_cap * 2 : 16, bytes;
+		double *bigger;
+
+		if (__builtin_mul_overflow(cap, sizeof *bigger, &bytes) ||
+		    !(bigger = cJSON_malloc(bytes))) {
+			return tree_nomem_error(sc);
+		}
+		if (f->nvals) {
+			memcpy(bigger, f->vals, f->nvals * sizeof *bigger);
+		}
+		cJSON_free(f->vals);
+		f->vals = bigger;
+		f->vals_cap = cap;
+	}
+	f->vals[f->nvals++] = d;
+	return TPS_OK;
+}
+
 /*
  * Converts the number text at s[start], n bytes that match the grammar, and
  * attaches it. Unless the fast path takes it, strtod reads it whole, however
@@ -675,7 +740,7 @@ static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
 	double d;
 
 	if (fast_number(sc->s + start, n, &d)) {
-		return attach(sc, cJSON_CreateNumber(d));
+		return attach_number(sc, d);
 	}
 	if (n >= sizeof small) {
 		if (!key_put(sc, sc->s + start, n) || !key_put(sc, "", 1)) {
@@ -689,8 +754,7 @@ static enum tps_status number_value(struct scanner *sc, size_t start, size_t n)
 	d = strtod(text, &end);
 	assert(end == text + n);
 	sc->keys_len = mark;
-	/* cJSON_CreateNumber saturates valueint as cJSON's parser does. */
-	return attach(sc, cJSON_CreateNumber(d));
+	return attach_number(sc, d);
 }
 
 /* Why a text is not an RFC 8259 number, or NUMBER_OK. */
@@ -960,6 +1024,11 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 	enum tps_status st;
 	struct frame *f;
 	cJSON *node;
+	/* Anywhere under root[pack_key], root being an object. */
+	bool pack = k == FRAME_ARRAY && sc->pack_key && sc->depth > 0 &&
+		    sc->frames[0].kind == FRAME_OBJECT &&
+		    sc->frames[0].in_child &&
+		    strcmp(sc->keys + sc->frames[0].key_off, sc->pack_key) == 0;
 
 	if (sc->depth == TPS_JSON_MAX_DEPTH) {
 		size_t line, col;
@@ -979,6 +1048,7 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 	memset(f, 0, sizeof *f);
 	f->kind = k;
 	f->node = node;
+	f->packing = pack;
 	f->first_rec = sc->nrecs;
 	f->keys_mark = sc->keys_len;
 	sc->pos++;
@@ -993,6 +1063,22 @@ static void close_container(struct scanner *sc)
 		free(f->slots);
 		sc->nrecs = f->first_rec;
 		sc->keys_len = f->keys_mark;
+	}
+	if (f->packing && f->nvals) {
+		double *fit = NULL;
+
+		/* Doubling left up to half the buffer spare. */
+		if (f->nvals < f->vals_cap) {
+			fit = cJSON_malloc(f->nvals * sizeof *fit);
+		}
+		if (fit) {
+			memcpy(fit, f->vals, f->nvals * sizeof *fit);
+			cJSON_free(f->vals);
+			f->vals = fit;
+		}
+		f->node->valuestring = (char *)f->vals;
+		f->node->valueint = (int)f->nvals;
+		f->vals = NULL;
 	}
 	sc->pos++;
 }
@@ -1161,6 +1247,7 @@ static void scanner_free(struct scanner *sc)
 		if (f->kind == FRAME_OBJECT) {
 			free(f->slots);
 		}
+		cJSON_free(f->vals);
 	}
 	free(sc->keys);
 	free(sc->recs);
@@ -1169,6 +1256,13 @@ static void scanner_free(struct scanner *sc)
 enum tps_status tps_json_parse_strict(const char *name, const char *text,
 				      size_t len, cJSON **out,
 				      struct tps_error *err)
+{
+	return tps_json_parse_strict_packed(name, text, len, NULL, out, err);
+}
+
+enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
+					     size_t len, const char *pack_key,
+					     cJSON **out, struct tps_error *err)
 {
 	struct scanner sc;
 	char shown[256];
@@ -1185,6 +1279,7 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 	sc.raw_name = name;
 	sc.s = (const unsigned char *)text;
 	sc.len = len;
+	sc.pack_key = pack_key;
 	sc.err = err;
 
 	/* strtod takes its decimal point from LC_NUMERIC; JSON's is '.'

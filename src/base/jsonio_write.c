@@ -36,7 +36,19 @@ void tps_json_write_value(FILE *out, const cJSON *v)
 	const cJSON *c;
 	bool first = true;
 
-	if (cJSON_IsString(v)) {
+	if (tps_json_is_packed(v)) {
+		const double *d = tps_json_packed_values(v);
+
+		fputc('[', out);
+		for (int i = 0; i < v->valueint; i++) {
+			if (i) {
+				fputc(',', out);
+			}
+			tps_format_double(d[i], buf);
+			fputs(buf, out);
+		}
+		fputc(']', out);
+	} else if (cJSON_IsString(v)) {
 		tps_json_write_string(out, v->valuestring);
 	} else if (cJSON_IsNumber(v)) {
 		tps_format_double(v->valuedouble, buf);

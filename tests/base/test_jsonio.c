@@ -1223,6 +1223,255 @@ START_TEST(parse_strict_fails_cleanly_when_out_of_memory)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Packed number arrays                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Parses a NUL-terminated text with pack key "params"; it must parse. */
+static cJSON *parse_packed(const char *in)
+{
+	struct tps_error err = {0};
+	cJSON *tree = NULL;
+
+	ck_assert_msg(tps_json_parse_strict_packed("t.json", in, strlen(in),
+						   "params", &tree,
+						   &err) == TPS_OK,
+		      "%s", err.message);
+	return tree;
+}
+
+/* tps_json_write_value's text (caller frees). */
+static char *written(const cJSON *v)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert_ptr_nonnull(f);
+	tps_json_write_value(f, v);
+	ck_assert_int_eq(fclose(f), 0);
+	return text;
+}
+
+/* Every number of `packed` (a packed tree) as the node of `plain` (the
+ * same text parsed without packing) holds it: the same double, bit for
+ * bit, the same valueint; *n_packed counts packed arrays. */
+static void expect_same_numbers(const cJSON *packed, const cJSON *plain,
+				int *n_packed)
+{
+	if (tps_json_is_packed(packed)) {
+		const double *d = tps_json_packed_values(packed);
+		const cJSON *item = plain->child;
+
+		ck_assert_int_eq(tps_json_array_size(packed),
+				 cJSON_GetArraySize(plain));
+		for (int i = 0; i < tps_json_array_size(packed); i++) {
+			cJSON one;
+
+			ck_assert(cJSON_IsNumber(item));
+			ck_assert(memcmp(&d[i], &item->valuedouble,
+					 sizeof d[i]) == 0);
+			tps_json_packed_item(packed, i, &one);
+			ck_assert(cJSON_IsNumber(&one));
+			ck_assert(memcmp(&one.valuedouble, &item->valuedouble,
+					 sizeof d[i]) == 0);
+			ck_assert_int_eq(one.valueint, item->valueint);
+			item = item->next;
+		}
+		(*n_packed)++;
+		return;
+	}
+	ck_assert_int_eq(packed->type, plain->type);
+	ck_assert_int_eq(tps_json_array_size(packed),
+			 tps_json_array_size(plain));
+	if (cJSON_IsNumber(packed)) {
+		ck_assert(memcmp(&packed->valuedouble, &plain->valuedouble,
+				 sizeof packed->valuedouble) == 0);
+	}
+	for (const cJSON *a = packed->child, *b = plain->child; a;
+	     a = a->next, b = b->next) {
+		expect_same_numbers(a, b, n_packed);
+	}
+}
+
+static const struct packed_case {
+	const char *in;
+	int n_packed;  /* arrays packed */
+	bool infinite; /* holds +-inf, which cannot be written */
+} packed_cases[] = {
+	/* Every kind of number, long ones and ones past the largest double
+	 * included; valueint saturates. */
+	{"{\"params\":{\"w\":[0,-0,1,2.5,-3e-7,1e10,-1e10,3.99,-2.5,1e400,"
+	 "-1e400,4.9e-324,0.1000000000000000055511151231257827021181583404"
+	 "541015625,123456789012345678901234567890]}}",
+	 1, true},
+	{"{\"params\":{\"w\":[0,-0,1,2.5,-3e-7,1e10,-1e10,3.99,-2.5,"
+	 "1.7976931348623157e308,4.9e-324,123456789012345678901234567890]}}",
+	 1, false},
+	/* Rows are packed, the array of rows is not. */
+	{"{\"params\":{\"w\":[[1,2],[3,4],[5]],\"b\":[7]}}", 4, false},
+	/* Any depth under the key; the key's own value too. */
+	{"{\"params\":{\"a\":{\"b\":[[[1]],[2,3]]}},\"x\":1}", 2, false},
+	{"{\"params\":[1,2,3]}", 1, false},
+	/* Anything but a number: an array as any other. */
+	{"{\"params\":{\"w\":[1,\"x\",2],\"v\":[1,2,true],\"u\":[1,[2],3],"
+	 "\"e\":[],\"o\":[{\"a\":1}]}}",
+	 1, false},
+	/* Not under the root's "params": nothing packed. */
+	{"{\"input\":[1,2],\"a\":{\"params\":[1,2]},\"params2\":[1]}", 0,
+	 false},
+	{"[[1,2],{\"params\":[1]}]", 0, false},
+	{"[1,2,3]", 0, false},
+	{"7", 0, false},
+};
+
+START_TEST(packed_arrays_hold_the_numbers_a_node_each_would)
+{
+	const struct packed_case *pc = &packed_cases[_i];
+	cJSON *packed = parse_packed(pc->in), *plain = NULL, *copy;
+	struct tps_error err = {0};
+	char *a, *b, *c;
+	int n = 0;
+
+	ck_assert_int_eq(parse_copy(pc->in, strlen(pc->in), &plain, &err),
+			 TPS_OK);
+	expect_same_numbers(packed, plain, &n);
+	ck_assert_int_eq(n, pc->n_packed);
+	/* Written and copied as they would be unpacked. */
+	copy = tps_json_duplicate(packed);
+	ck_assert_ptr_nonnull(copy);
+	n = 0;
+	expect_same_numbers(copy, plain, &n);
+	ck_assert_int_eq(n, pc->n_packed);
+	if (!pc->infinite) {
+		a = written(packed);
+		b = written(plain);
+		c = written(copy);
+		ck_assert_str_eq(a, b);
+		ck_assert_str_eq(c, b);
+		free(a);
+		free(b);
+		free(c);
+	}
+	cJSON_Delete(copy);
+	cJSON_Delete(packed);
+	cJSON_Delete(plain);
+}
+END_TEST
+
+/* Syntax errors inside a packed array: the message of the unpacked
+ * parse, pointer and all, and nothing leaked (valgrind, ASan). */
+static const char *const packed_bad[] = {
+	"{\"params\":{\"w\":[[1,2],[3,01]]}}",
+	"{\"params\":{\"w\":[[1,2],[3,null]]}}",
+	"{\"params\":{\"w\":[[1,2],[3,1.]]}}",
+	"{\"params\":{\"w\":[[1,2],[3,4]",
+	"{\"params\":{\"w\":[[1,2],[3,4,]]}}",
+	"{\"params\":{\"w\":[[1,2],[3,4 5]]}}",
+	"{\"params\":{\"w\":[1,2,\"\\x\"]}}",
+	"{\"params\":{\"w\":[1,2],\"w\":[3]}}",
+	"{\"params\":{\"w\":[1,2,tru]}}",
+	"{\"params\":{\"w\":[1,2]}} x",
+};
+
+START_TEST(packed_array_errors_are_those_of_the_unpacked_parse)
+{
+	const char *in = packed_bad[_i];
+	struct tps_error packed_err = {0}, plain_err = {0};
+	cJSON *tree = NULL;
+
+	ck_assert_int_eq(parse_copy(in, strlen(in), &tree, &plain_err),
+			 TPS_ERR_INPUT);
+	ck_assert_int_eq(tps_json_parse_strict_packed("t.json", in, strlen(in),
+						      "params", &tree,
+						      &packed_err),
+			 TPS_ERR_INPUT);
+	ck_assert_ptr_null(tree);
+	ck_assert_str_eq(packed_err.message, plain_err.message);
+}
+END_TEST
+
+/* A row of a big weight: packing grows its buffer by doubling; lengths
+ * around each doubling, and one long row. */
+START_TEST(packed_arrays_of_every_length_keep_every_number)
+{
+	static const int lengths[] = {1,  2,  15, 16,	17,   31,
+				      32, 33, 64, 1000, 1024, 100000};
+
+	for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+		int n = lengths[k];
+		size_t cap = 64 + (size_t)n * 24, used;
+		char *in = malloc(cap);
+		cJSON *tree, *w;
+
+		ck_assert_ptr_nonnull(in);
+		used = (size_t)snprintf(in, cap, "{\"params\":{\"w\":[");
+		for (int i = 0; i < n; i++) {
+			used += (size_t)snprintf(in + used, cap - used,
+						 "%s%d.25", i ? "," : "", i);
+		}
+		snprintf(in + used, cap - used, "]}}");
+		tree = parse_packed(in);
+		w = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(tree, "params"), "w");
+		ck_assert(tps_json_is_packed(w));
+		ck_assert_int_eq(tps_json_array_size(w), n);
+		for (int i = 0; i < n; i++) {
+			ck_assert(tps_json_packed_values(w)[i] == i + 0.25);
+		}
+		cJSON_Delete(tree);
+		free(in);
+	}
+}
+END_TEST
+
+START_TEST(packed_parse_fails_cleanly_when_out_of_memory)
+{
+	/* Packed, unpacked at its "x", and packed again after a nested
+	 * array. */
+	static const char in[] = "{\"params\":{\"w\":[[1,2,3],[4,5]],"
+				 "\"v\":[1,2,\"x\",3],\"k\":\"s\"}}";
+	long k;
+
+	for (k = 0;; k++) {
+		struct tps_error err = {0};
+		cJSON sentinel;
+		cJSON *tree = &sentinel;
+		enum tps_status st;
+
+		hook_budget = k;
+		hook_live = 0;
+		st = tps_json_parse_strict_packed("t.json", in, sizeof in - 1,
+						  "params", &tree, &err);
+		if (st == TPS_OK) {
+			cJSON *copy;
+
+			ck_assert_int_eq(
+				tps_json_array_size(
+					cJSON_GetObjectItem(tree->child, "v")),
+				4);
+			/* The copy fails as cleanly. */
+			for (long j = 0;; j++) {
+				hook_budget = j;
+				copy = tps_json_duplicate(tree);
+				if (copy) {
+					break;
+				}
+			}
+			hook_budget = -1;
+			cJSON_Delete(copy);
+			cJSON_Delete(tree);
+			ck_assert_int_eq(hook_live, 0);
+			break;
+		}
+		ck_assert_int_eq(st, TPS_ERR_NOMEM);
+		ck_assert_ptr_eq(tree, &sentinel);
+		ck_assert_int_eq(hook_live, 0);
+	}
+	printf("packed: out of memory at each of %ld allocations: clean\n", k);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Reading files                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -1780,6 +2029,17 @@ static Suite *jsonio_suite(void)
 	tc = tcase_create("out_of_memory");
 	tcase_add_checked_fixture(tc, setup_hooks, teardown_hooks);
 	tcase_add_test(tc, parse_strict_fails_cleanly_when_out_of_memory);
+	tcase_add_test(tc, packed_parse_fails_cleanly_when_out_of_memory);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("packed");
+	tcase_add_loop_test(
+		tc, packed_arrays_hold_the_numbers_a_node_each_would, 0,
+		(int)(sizeof packed_cases / sizeof packed_cases[0]));
+	tcase_add_loop_test(tc,
+			    packed_array_errors_are_those_of_the_unpacked_parse,
+			    0, (int)(sizeof packed_bad / sizeof packed_bad[0]));
+	tcase_add_test(tc, packed_arrays_of_every_length_keep_every_number);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("read_file");
