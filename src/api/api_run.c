@@ -77,7 +77,9 @@ make_config(char *text, size_t len, const char *name, bool from_file,
 	c->from_file = from_file;
 	st = copy_vars(c, vars, n_vars, &err);
 	if (st == TPS_OK) {
-		st = tps_json_parse_strict(name, c->text, c->len, &root, &err);
+		st = tps_json_parse_strict_packed(name, c->text, c->len,
+						  TPS_CONFIG_PACK_KEY, &root,
+						  &err);
 	}
 	if (st == TPS_OK) {
 		st = tps_config_parse_with(root, name, c->vars, c->n_vars,

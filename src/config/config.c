@@ -794,7 +794,8 @@ enum tps_status tps_config_load_with(const char *path,
 {
 	cJSON *root = NULL;
 	enum tps_status st =
-		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &root, err);
+		tps_json_load_packed(path, TPS_JSON_MAX_INPUT_BYTES,
+				     TPS_CONFIG_PACK_KEY, &root, err);
 	if (st == TPS_OK) {
 		st = parse_config(root, root, path, overrides, n_overrides,
 				  spec, err);

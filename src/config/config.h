@@ -69,9 +69,15 @@ struct tps_run_spec {
 	bool no_reference;
 };
 
+/* The key whose arrays a config's text is parsed with packed
+ * (tps_json_parse_strict_packed): explicit values, read straight into
+ * tensors, without a cJSON node per number. */
+#define TPS_CONFIG_PACK_KEY "params"
+
 /*
- * Validates a parsed config. `file` names it in messages. On success *spec
- * is filled (free with tps_run_spec_free). On error: TPS_ERR_INPUT,
+ * Validates a parsed config, its "params" packed or not (TPS_CONFIG_PACK_KEY;
+ * the same spec, the same messages). `file` names it in messages. On success
+ * *spec is filled (free with tps_run_spec_free). On error: TPS_ERR_INPUT,
  * TPS_ERR_LIMIT or TPS_ERR_UNSUPPORTED with the message above, *spec
  * untouched.
  */
@@ -91,7 +97,8 @@ enum tps_status tps_config_parse_with(const cJSON *root, const char *file,
 				      struct tps_run_spec *spec,
 				      struct tps_error *err);
 
-/* Reads (strictly, at most 16 MiB; "-" is stdin) and parses a config file. */
+/* Reads (strictly, at most 16 MiB; "-" is stdin; TPS_CONFIG_PACK_KEY
+ * packed) and parses a config file. */
 enum tps_status tps_config_load(const char *path, struct tps_run_spec *spec,
 				struct tps_error *err);
 enum tps_status tps_config_load_with(const char *path,

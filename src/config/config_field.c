@@ -483,6 +483,17 @@ void cfg_each_item(struct cfg *c, const cJSON *array, cfg_item_fn *fn,
 {
 	const cJSON *item;
 	int i = 0;
+	if (tps_json_is_packed(array)) {
+		/* Each element as the node it would have been. */
+		for (; i < tps_json_array_size(array) && cfg_ok(c); i++) {
+			cJSON number;
+			size_t saved = push_index(c, (size_t)i);
+			tps_json_packed_item(array, i, &number);
+			fn(c, &number, i, ctx);
+			pop(c, saved);
+		}
+		return;
+	}
 	cJSON_ArrayForEach(item, array)
 	{
 		size_t saved;

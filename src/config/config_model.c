@@ -2059,22 +2059,40 @@ static void read_values_item(struct cfg *c, const cJSON *item, int index,
 	x->d--;
 }
 
+static bool is_float32(double d)
+{
+	return isfinite(d) && fabs(d) <= FLT_MAX;
+}
+
 static bool is_float32_value(const cJSON *v)
 {
-	return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
-	       fabs(v->valuedouble) <= FLT_MAX;
+	return cJSON_IsNumber(v) && is_float32(v->valuedouble);
 }
 
 /*
  * The innermost dim, where nearly all the values are: when every element
- * of the array `row` is a float32 value, reads them all (into data, if
- * any) and returns true, without building each element's pointer. Else
- * returns false having read nothing: the caller reads the row element by
- * element, which reports the first bad one at its own pointer.
+ * of the array `row` (packed or not) is a float32 value, reads them all
+ * (into data, if any) and returns true, without building each element's
+ * pointer. Else returns false having read nothing: the caller reads the
+ * row element by element, which reports the first bad one at its own
+ * pointer.
  */
 static bool read_good_row(const cJSON *row, struct values_ctx *x)
 {
 	const cJSON *item;
+	if (tps_json_is_packed(row)) {
+		const double *d = tps_json_packed_values(row);
+		int n = tps_json_array_size(row);
+		for (int i = 0; i < n; i++) {
+			if (!is_float32(d[i])) {
+				return false;
+			}
+		}
+		for (int i = 0; x->data && i < n; i++) {
+			x->data[x->pos++] = (float)d[i];
+		}
+		return true;
+	}
 	cJSON_ArrayForEach(item, row)
 	{
 		if (!is_float32_value(item)) {
@@ -2108,11 +2126,11 @@ static void read_values(struct cfg *c, const cJSON *v, void *ctx)
 		return;
 	}
 	if (cfg_expect(c, v, cJSON_IsArray, "an array") &&
-	    cJSON_GetArraySize(v) != x->shape->dim[x->d]) {
+	    tps_json_array_size(v) != x->shape->dim[x->d]) {
 		cfg_fail(c, TPS_ERR_INPUT,
 			 "expected %lld elements (dim %d of %s shape), got %d",
 			 (long long)x->shape->dim[x->d], x->d, x->owner,
-			 cJSON_GetArraySize(v));
+			 tps_json_array_size(v));
 	}
 	if (cfg_ok(c) && x->d + 1 == x->shape->ndim && read_good_row(v, x)) {
 		return;

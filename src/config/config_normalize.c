@@ -287,7 +287,7 @@ static void put_input(struct builder *b, cJSON *n,
 	}
 	if (s->input_explicit) {
 		/* As given: checked, and keeping their digits. */
-		put(b, o, "values", cJSON_Duplicate(values, true));
+		put(b, o, "values", tps_json_duplicate(values));
 	} else {
 		put_string(b, o, "init",
 			   tps_init_method_names[s->input_init.method]);
@@ -376,7 +376,7 @@ static void put_training(struct builder *b, cJSON *n,
 	if (s->loss != TPS_LOSS_SUM) {
 		o = put_object(b, n, "target");
 		if (s->target_explicit) {
-			put(b, o, "values", cJSON_Duplicate(values, true));
+			put(b, o, "values", tps_json_duplicate(values));
 		} else {
 			put_string(
 				b, o, "init",
@@ -464,7 +464,7 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 		put(&b, n, "params",
 		    spare ? cJSON_DetachItemFromObjectCaseSensitive(spare,
 								    "params")
-			  : cJSON_Duplicate(params, true));
+			  : tps_json_duplicate(params));
 	}
 	put_string(&b, n, "uneven", tps_uneven_names[s->uneven]);
 	put_string(&b, n, "sampler", tps_sampler_names[s->sampler]);

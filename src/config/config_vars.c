@@ -313,7 +313,7 @@ static void copy_into(struct cfg *c, const cJSON *v, struct copy_ctx *x)
 	/* "vars" is read before substitution: its strings are errors
 	 * already, and its copy needs no evaluation. */
 	bool verbatim = x->root && strcmp(v->string, "vars") == 0;
-	cJSON *copy = verbatim ? cJSON_Duplicate(v, true)
+	cJSON *copy = verbatim ? tps_json_duplicate(v)
 			       : copy_value(c, v, x->run, false);
 	bool added = false;
 
@@ -352,7 +352,10 @@ static cJSON *copy_value(struct cfg *c, const cJSON *v,
 	cJSON *copy = NULL;
 	double d;
 
-	if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+	if (tps_json_is_packed(v)) {
+		/* Numbers only: no expression in it. */
+		copy = tps_json_duplicate(v);
+	} else if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
 		x.into = cJSON_IsObject(v) ? cJSON_CreateObject()
 					   : cJSON_CreateArray();
 		if (!x.into) {

@@ -380,8 +380,9 @@ static enum tps_status load_config(const struct tps_run_options *opts,
 		return tps_config_load_with(opts->config_path, opts->overrides,
 					    opts->n_overrides, spec, err);
 	}
-	st = tps_json_parse_strict(opts->config_path, opts->config_text,
-				   opts->config_len, &root, err);
+	st = tps_json_parse_strict_packed(opts->config_path, opts->config_text,
+					  opts->config_len, TPS_CONFIG_PACK_KEY,
+					  &root, err);
 	if (st == TPS_OK) {
 		st = tps_config_parse_with(root, opts->config_path,
 					   opts->overrides, opts->n_overrides,

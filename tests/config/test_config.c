@@ -45,6 +45,30 @@ static enum tps_status parse_json(const char *squoted, cJSON **root,
 	return st;
 }
 
+/* parse_json as a config is read: "params" packed (jsonio.h). */
+static enum tps_status parse_json_packed(const char *squoted, cJSON **root,
+					 struct tps_error *err)
+{
+	char *text = dq(squoted);
+	enum tps_status st = tps_json_parse_strict_packed(
+		"cfg.json", text, strlen(text), TPS_CONFIG_PACK_KEY, root, err);
+	free(text);
+	return st;
+}
+
+/* tps_json_write_value's text, as the trace echoes v (caller frees). */
+static char *written_text(const cJSON *v)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert_ptr_nonnull(f);
+	tps_json_write_value(f, v);
+	ck_assert_int_eq(fclose(f), 0);
+	return text;
+}
+
 /* Both steps; the config must be accepted. */
 static void parse_ok(const char *squoted, struct tps_run_spec *spec)
 {
@@ -3454,6 +3478,110 @@ START_TEST(params_bad_value_in_a_row_is_reported_at_its_pointer)
 }
 END_TEST
 
+/* Every bad config, its "params" packed as a config file's are: the same
+ * status and the same message, word for word, as unpacked. */
+static void expect_packed_message(const struct bad_config *bc, int row)
+{
+	struct tps_error plain_err = {0}, packed_err = {0};
+	struct tps_run_spec spec = {0};
+	enum tps_status plain_st, packed_st;
+	cJSON *root = NULL;
+
+	plain_st = parse_json(bc->json, &root, &plain_err);
+	if (plain_st == TPS_OK) {
+		plain_st =
+			tps_config_parse(root, "cfg.json", &spec, &plain_err);
+		cJSON_Delete(root);
+		root = NULL;
+		ck_assert_int_ne(plain_st, TPS_OK);
+	}
+	packed_st = parse_json_packed(bc->json, &root, &packed_err);
+	if (packed_st == TPS_OK) {
+		packed_st =
+			tps_config_parse(root, "cfg.json", &spec, &packed_err);
+		cJSON_Delete(root);
+	}
+	ck_assert_msg(packed_st == plain_st, "row %d: status %d, unpacked %d",
+		      row, (int)packed_st, (int)plain_st);
+	ck_assert_msg(strcmp(packed_err.message, plain_err.message) == 0,
+		      "row %d: packed \"%s\", unpacked \"%s\"", row,
+		      packed_err.message, plain_err.message);
+}
+
+START_TEST(packed_bad_config_gives_the_unpacked_message)
+{
+	expect_packed_message(&bad_configs[_i], _i);
+}
+END_TEST
+
+START_TEST(packed_bad_weight_row_gives_the_unpacked_message)
+{
+	expect_packed_message(&bad_weight_rows[_i], _i);
+}
+END_TEST
+
+/* Good configs with "params": packed or not, the same override values, bit
+ * for bit, and the same normalised config as the trace writes it. */
+START_TEST(packed_params_give_the_same_spec_and_normalized_config)
+{
+	static const char *const configs[] = {
+		HDR "'model':[{'name':'fc1','type':'linear','in_features':3,"
+		    "'out_features':2}],'input':{'shape':[1,3]},"
+		    "'params':{'fc1.weight':[[1,2.5,-3],[0.1,1e-3,65504]],"
+		    "'fc1.bias':[-0.5,3.4e38]}}",
+		BASE ",'params':{'fc1.bias':[0,0.5,0,0,1,1,1,-2.25],"
+		     "'fc1.weight':" EIGHT_ROWS_OF("[1,2,3,4]") "}}",
+		/* With an expression: read from the substituted copy. */
+		HDR MODEL ",'input':{'shape':['$b',4]},'vars':{'b':2},"
+			  "'params':{'fc1.bias':[0,0.5,0,0,1,1,1,-2.25]}}",
+	};
+
+	for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+		struct tps_run_spec plain = {0}, packed = {0};
+		struct tps_error err = {0};
+		cJSON *root = NULL, *entry;
+		char *a, *b;
+
+		ck_assert_int_eq(parse_json(configs[i], &root, &err), TPS_OK);
+		ck_assert_msg(tps_config_parse(root, "cfg.json", &plain,
+					       &err) == TPS_OK,
+			      "%s", err.message);
+		cJSON_Delete(root);
+		ck_assert_int_eq(parse_json_packed(configs[i], &root, &err),
+				 TPS_OK);
+		/* A bias, or a weight's rows. */
+		entry = cJSON_GetObjectItemCaseSensitive(root, "params")->child;
+		ck_assert(tps_json_is_packed(entry) ||
+			  tps_json_is_packed(entry->child));
+		ck_assert_msg(tps_config_parse(root, "cfg.json", &packed,
+					       &err) == TPS_OK,
+			      "%s", err.message);
+		cJSON_Delete(root);
+		ck_assert_int_eq(packed.model.n_overrides,
+				 plain.model.n_overrides);
+		for (int k = 0; k < plain.model.n_overrides; k++) {
+			const struct tps_tensor *p =
+				&plain.model.overrides[k].value;
+			const struct tps_tensor *q =
+				&packed.model.overrides[k].value;
+			int64_t n = 0;
+			ck_assert(tps_shape_equal(&p->shape, &q->shape));
+			ck_assert_int_eq(tps_shape_numel(&p->shape, &n, NULL),
+					 TPS_OK);
+			ck_assert(memcmp(p->data, q->data,
+					 (size_t)n * sizeof *p->data) == 0);
+		}
+		a = written_text(plain.normalized);
+		b = written_text(packed.normalized);
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		tps_run_spec_free(&plain);
+		tps_run_spec_free(&packed);
+	}
+}
+END_TEST
+
 /* A repeat of a module (a residual, whose body is named under each copy),
  * a repeat of a list holding a repeat, and a transformer_block repeated
  * "$n" times. */
@@ -4448,13 +4576,17 @@ START_TEST(load_keeps_params_in_normalized_config)
 			tps_config_parse(root, "cfg.json", &parsed, &err),
 			TPS_OK);
 		ck_assert(cJSON_Compare(root, before, true));
-		ck_assert(cJSON_Compare(
-			cJSON_GetObjectItemCaseSensitive(loaded.normalized,
-							 "params"),
-			cJSON_GetObjectItemCaseSensitive(root, "params"),
-			true));
-		a = normalized_text(&loaded);
-		b = normalized_text(&parsed);
+		/* Loaded, they are packed: compared as the trace writes
+		 * them. */
+		a = written_text(cJSON_GetObjectItemCaseSensitive(
+			loaded.normalized, "params"));
+		b = written_text(
+			cJSON_GetObjectItemCaseSensitive(root, "params"));
+		ck_assert_str_eq(a, b);
+		free(a);
+		free(b);
+		a = written_text(loaded.normalized);
+		b = written_text(parsed.normalized);
 		ck_assert_str_eq(a, b);
 		free(a);
 		free(b);
@@ -4614,6 +4746,16 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(
 		tc, params_bad_value_in_a_row_is_reported_at_its_pointer, 0,
 		(int)(sizeof bad_weight_rows / sizeof bad_weight_rows[0]));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("packed_params");
+	tcase_add_loop_test(tc, packed_bad_config_gives_the_unpacked_message, 0,
+			    N_BAD_CONFIGS);
+	tcase_add_loop_test(
+		tc, packed_bad_weight_row_gives_the_unpacked_message, 0,
+		(int)(sizeof bad_weight_rows / sizeof bad_weight_rows[0]));
+	tcase_add_test(tc,
+		       packed_params_give_the_same_spec_and_normalized_config);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("normalized");
