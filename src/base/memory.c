@@ -74,6 +74,13 @@ void *tps_memory_malloc(size_t size)
 	return advised(malloc(size), size);
 }
 
+void tps_memory_release_free(void)
+{
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
+}
+
 /* The account of the run this thread works for (memory.h). Per thread, so
  * concurrent runs never share one. */
 static _Thread_local struct tps_memory_account *bound_account;

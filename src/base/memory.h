@@ -19,6 +19,12 @@
 void *tps_memory_calloc(size_t n, size_t size);
 /* malloc, likewise (for cJSON's nodes: cJSON_InitHooks). */
 void *tps_memory_malloc(size_t size);
+/* Hands the heap's free pages back to the kernel (glibc's malloc_trim;
+ * elsewhere nothing), after freeing big blocks that nothing reuses soon
+ * (a config's text and its explicit values, once echoed): the heap keeps
+ * what is freed (tps_memory_tune_process), and the tensors made next need
+ * not fit in those holes, which would stay resident for the whole run. */
+void tps_memory_release_free(void);
 
 /* bytes of read-only zeros that hold no memory (a private mapping the
  * kernel backs with its zero page; a write faults), or NULL. Freed with

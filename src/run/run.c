@@ -134,7 +134,7 @@ enum tps_status tps_run_meta_inputs(const struct tps_model_spec *ms,
 }
 
 /* The simulation proper, writing into an open trace. */
-static enum tps_status simulate(const struct tps_run_spec *spec,
+static enum tps_status simulate(struct tps_run_spec *spec,
 				struct tps_trace *trace, bool keep_losses,
 				const struct tps_run_element_sink *elements,
 				struct tps_run_summary *summary,
@@ -160,8 +160,27 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 	const char *warnings[TPS_RUN_MAX_WARNINGS];
 	bool with_target =
 		ms->mode == TPS_MODE_TRAINING && ms->loss != TPS_LOSS_SUM;
-	enum tps_status st = symbolic ? tps_model_init_meta(&model, ms, err)
-				      : tps_model_init(&model, ms, err);
+	enum tps_status st = TPS_OK;
+	cJSON *echoed;
+
+	if (writer) {
+		st = tps_trace_begin(trace, spec->normalized, err);
+	}
+	/* The config's explicit values are echoed, and spec->model holds
+	 * them as tensors: their doubles, as many as the model's floats, go
+	 * before the model is made, and their pages (and the config text's)
+	 * with them rather than stay resident under the model's. */
+	echoed = cJSON_DetachItemFromObjectCaseSensitive(spec->normalized,
+							 "params");
+	if (echoed) {
+		cJSON_Delete(echoed);
+		tps_memory_release_free();
+	}
+	lap(&t0, &stats->trace_s);
+	if (st == TPS_OK) {
+		st = symbolic ? tps_model_init_meta(&model, ms, err)
+			      : tps_model_init(&model, ms, err);
+	}
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -182,9 +201,6 @@ static enum tps_status simulate(const struct tps_run_spec *spec,
 		st = tps_model_make_target(ms, &target, err);
 	}
 	lap(&t0, &stats->init_s);
-	if (st == TPS_OK && writer) {
-		st = tps_trace_begin(trace, spec->normalized, err);
-	}
 	if (st == TPS_OK && writer) {
 		st = tps_trace_write_warnings(trace, warnings,
 					      summary->n_warnings, err);
