@@ -458,8 +458,9 @@ cJSON *cfg_normalize(const cJSON *root, cJSON *spare,
 	put_number(&b, o, "seed", (double)s->param_init.seed);
 	if (params) {
 		/* As given: the values are checked, and keep their digits.
-		 * Explicit values can be a million nodes: a tree about to be
-		 * deleted gives them up rather than have them copied. */
+		 * Explicit values can be a million numbers (packed, when
+		 * read from a config's text): a tree about to be deleted
+		 * gives them up rather than have them copied. */
 		assert(!spare || spare == root);
 		put(&b, n, "params",
 		    spare ? cJSON_DetachItemFromObjectCaseSensitive(spare,
