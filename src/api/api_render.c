@@ -160,14 +160,8 @@ static enum tps_status render_timeline(FILE *out, const void *arg,
 				       struct tps_error *err)
 {
 	const struct tpsim_trace *trace = arg;
-	struct tps_timeline tl = {0};
-	enum tps_status st =
-		tps_timeline_build(&tl, trace->tree, trace->name, err);
-	if (st == TPS_OK) {
-		tps_timeline_write_json(out, &tl);
-	}
-	tps_timeline_free(&tl);
-	return st;
+	/* On error tps_api_write_rendered hands over nothing. */
+	return tps_timeline_stream_json(out, trace->tree, trace->name, err);
 }
 
 enum tpsim_status tpsim_timeline(const struct tpsim_trace *trace,

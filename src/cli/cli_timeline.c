@@ -53,7 +53,6 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct timeline_args a = {NULL, NULL};
 	cJSON *trace = NULL;
-	struct tps_timeline tl = {0};
 	struct tps_error e = {0};
 	struct tps_outfile o = {0};
 	int rc = timeline_options(argc, argv, &a, err);
@@ -61,28 +60,27 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 	if (rc != TPS_EXIT_OK) {
 		return rc;
 	}
-	if (tps_trace_read(a.trace, &trace, NULL, NULL, &e) != TPS_OK ||
-	    tps_timeline_build(&tl, trace, a.trace, &e) != TPS_OK) {
+	if (tps_trace_read(a.trace, &trace, NULL, NULL, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
-	/* Written as it is made, into the output's temporary file
-	 * (outfile.h): its size never sits in memory, and nothing is
-	 * published unless all of it was written. */
+	/* Laid out and written as it is made, into the output's temporary
+	 * file (outfile.h): neither its slices nor its size sit in memory,
+	 * and nothing is published unless all of it was made and written. */
 	if (tps_outfile_open(&o, a.output, out, "timeline", &a.trace, 1,
 			     tps_cli_pending(), &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
 	errno = 0;
-	tps_timeline_write_json(o.f, &tl);
-	if (tps_cli_commit_stream(&o, errno, &e) != TPS_OK) {
+	if (tps_timeline_stream_json(o.f, trace, a.trace, &e) != TPS_OK ||
+	    tps_cli_commit_stream(&o, errno, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
 	rc = TPS_EXIT_OK;
 out:
-	tps_timeline_free(&tl);
+	tps_outfile_discard(&o); /* a no-op once committed */
 	cJSON_Delete(trace);
 	return rc;
 }

@@ -33,6 +33,7 @@ struct builder {
 	struct tps_json_path p;
 	struct tps_timeline tl;
 	size_t cap_slices;
+	FILE *out;	/* not NULL: slices are written here, not kept */
 	int64_t *clock; /* per rank, ns */
 	int *group_of;	/* per rank: its group in the current collective */
 	int64_t *flops; /* per rank: the current compute event's */
@@ -437,9 +438,18 @@ static enum tps_status advance_clock(struct builder *b, int r, int64_t start,
 	return TPS_OK;
 }
 
+static void write_slice(FILE *out, const struct tps_timeline *tl,
+			const struct tps_timeline_slice *s);
+
 static enum tps_status add_slice(struct builder *b,
 				 const struct tps_timeline_slice *s)
 {
+	if (b->out) {
+		fputs(",\n", b->out); /* after the metadata: a step has one */
+		write_slice(b->out, &b->tl, s);
+		b->tl.n_slices++;
+		return TPS_OK;
+	}
 	if (b->tl.n_slices == b->cap_slices) {
 		size_t cap = b->cap_slices ? 2 * b->cap_slices : 1024;
 		struct tps_timeline_slice *grown =
@@ -1012,84 +1022,148 @@ static enum tps_status lay_event(struct builder *b, const cJSON *ev)
 	return st;
 }
 
+static void write_head(FILE *out, const struct tps_timeline *tl);
+static void write_tail(FILE *out, const struct tps_timeline *tl);
+
+/* The highest "step" + 1 over the events: what lay_event makes n_steps
+ * when every event lays out. */
+static int count_steps(const cJSON *events)
+{
+	const cJSON *ev;
+	int n = 0;
+	cJSON_ArrayForEach(ev, events)
+	{
+		int64_t v;
+		if (cJSON_IsObject(ev) &&
+		    whole_in(member(ev, "step"), 0, 1e6, &v) && v >= n) {
+			n = (int)v + 1;
+		}
+	}
+	return n;
+}
+
+/*
+ * Lays out b->trace into b->tl. With b->out, writes it there too: each
+ * slice as it is laid out, after metadata that needs n_steps first
+ * (count_steps); a pipeline's trace keeps its slices and is written at
+ * the end, as its operations, written before them, are known only then.
+ */
+static enum tps_status build(struct builder *b)
+{
+	const cJSON *events = member(b->trace, "events"), *ev;
+	FILE *out = b->out;
+	size_t world, i = 0;
+	enum tps_status st;
+
+	b->out = NULL;
+	b->cur_step = -1;
+	st = read_mesh(b);
+	if (st == TPS_OK) {
+		st = read_cost(b);
+	}
+	if (st == TPS_OK) {
+		st = read_pipeline(b);
+	}
+	if (st == TPS_OK && b->tl.pp_dim >= 0 && cJSON_IsArray(events)) {
+		st = find_ops(b, events);
+	}
+	if (st == TPS_OK && !cJSON_IsArray(events)) {
+		tps_json_path_init(&b->p);
+		tps_json_path_push_key(&b->p, "events");
+		st = fail(b, TPS_ERR_INPUT, "expected an array of events");
+	}
+	if (st != TPS_OK) {
+		return st;
+	}
+	world = (size_t)b->tl.mesh.world_size;
+	b->tl.events = calloc((size_t)cJSON_GetArraySize(events) + 1,
+			      sizeof *b->tl.events);
+	b->clock = calloc(world, sizeof *b->clock);
+	b->group_of = calloc(world, sizeof *b->group_of);
+	b->flops = calloc(world, sizeof *b->flops);
+	if (!b->tl.events || !b->clock || !b->group_of || !b->flops) {
+		return no_memory(b);
+	}
+	if (out && b->tl.pp_dim < 0) {
+		b->out = out;
+		b->tl.n_steps = count_steps(events);
+		write_head(out, &b->tl);
+	}
+	cJSON_ArrayForEach(ev, events)
+	{
+		tps_json_path_init(&b->p);
+		tps_json_path_push_key(&b->p, "events");
+		tps_json_path_push_index(&b->p, i++);
+		st = lay_event(b, ev);
+		if (st != TPS_OK) {
+			return st;
+		}
+	}
+	if (b->tl.pp_dim >= 0) {
+		st = make_ops(b);
+	}
+	if (st == TPS_OK && out) {
+		if (b->out) {
+			write_tail(out, &b->tl);
+		} else {
+			tps_timeline_write_json(out, &b->tl);
+		}
+	}
+	return st;
+}
+
+/* Frees the builder's scratch: all but b->tl. */
+static void builder_free(struct builder *b)
+{
+	free(b->stage_of);
+	free(b->op_at);
+	free(b->keys);
+	free(b->step_end);
+	free(b->base);
+	free(b->clock);
+	free(b->group_of);
+	free(b->flops);
+	for (int m = 0; m < b->n_mods; m++) {
+		free(b->mods[m].per_rank);
+	}
+	free(b->mods);
+}
+
 enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
 				   const char *trace_name,
 				   struct tps_error *err)
 {
 	struct builder b = {0};
-	const cJSON *events = member(trace, "events"), *ev;
-	size_t world, i = 0;
 	enum tps_status st;
 
 	b.trace = trace;
 	b.name = trace_name;
 	b.err = err;
-	b.cur_step = -1;
-	st = read_mesh(&b);
-	if (st == TPS_OK) {
-		st = read_cost(&b);
-	}
-	if (st == TPS_OK) {
-		st = read_pipeline(&b);
-	}
-	if (st == TPS_OK && b.tl.pp_dim >= 0 &&
-	    cJSON_IsArray(member(trace, "events"))) {
-		st = find_ops(&b, member(trace, "events"));
-	}
-	if (st != TPS_OK) {
-		free(b.stage_of);
-		free(b.op_at);
-		free(b.keys);
-		free(b.step_end);
-		free(b.base);
-		tps_timeline_free(&b.tl);
-		return st;
-	}
-	tps_json_path_init(&b.p);
-	tps_json_path_push_key(&b.p, "events");
-	if (!cJSON_IsArray(events)) {
-		return fail(&b, TPS_ERR_INPUT, "expected an array of events");
-	}
-	world = (size_t)b.tl.mesh.world_size;
-	b.tl.events = calloc((size_t)cJSON_GetArraySize(events) + 1,
-			     sizeof *b.tl.events);
-	b.clock = calloc(world, sizeof *b.clock);
-	b.group_of = calloc(world, sizeof *b.group_of);
-	b.flops = calloc(world, sizeof *b.flops);
-	if (!b.tl.events || !b.clock || !b.group_of || !b.flops) {
-		st = no_memory(&b);
-	}
-	cJSON_ArrayForEach(ev, events)
-	{
-		if (st != TPS_OK) {
-			break;
-		}
-		tps_json_path_init(&b.p);
-		tps_json_path_push_key(&b.p, "events");
-		tps_json_path_push_index(&b.p, i++);
-		st = lay_event(&b, ev);
-	}
-	if (st == TPS_OK && b.tl.pp_dim >= 0) {
-		st = make_ops(&b);
-	}
-	free(b.stage_of);
-	free(b.op_at);
-	free(b.keys);
-	free(b.step_end);
-	free(b.base);
-	free(b.clock);
-	free(b.group_of);
-	free(b.flops);
-	for (int m = 0; m < b.n_mods; m++) {
-		free(b.mods[m].per_rank);
-	}
-	free(b.mods);
+	st = build(&b);
+	builder_free(&b);
 	if (st != TPS_OK) {
 		tps_timeline_free(&b.tl);
 		return st;
 	}
 	*tl = b.tl;
 	return TPS_OK;
+}
+
+enum tps_status tps_timeline_stream_json(FILE *out, const cJSON *trace,
+					 const char *trace_name,
+					 struct tps_error *err)
+{
+	struct builder b = {0};
+	enum tps_status st;
+
+	b.trace = trace;
+	b.name = trace_name;
+	b.err = err;
+	b.out = out;
+	st = build(&b);
+	builder_free(&b);
+	tps_timeline_free(&b.tl);
+	return st;
 }
 
 void tps_timeline_free(struct tps_timeline *tl)
@@ -1290,19 +1364,22 @@ static void write_pipeline(FILE *out, const struct tps_timeline *tl)
 	fputs("]}", out);
 }
 
-void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
+/* {"traceEvents":[ up to the slices: the metadata, a pipeline's
+ * operations. */
+static void write_head(FILE *out, const struct tps_timeline *tl)
 {
-	char num[TPS_NUMFMT_MAX];
 	fputs("{\"traceEvents\":[\n", out);
 	write_metadata(out, tl);
 	for (size_t i = 0; i < tl->n_ops; i++) {
 		fputs(",\n", out);
 		write_op(out, &tl->ops[i]);
 	}
-	for (size_t i = 0; i < tl->n_slices; i++) {
-		fputs(",\n", out); /* after the metadata: a step has slices */
-		write_slice(out, tl, &tl->slices[i]);
-	}
+}
+
+/* After the slices: the end of traceEvents, and the rest. */
+static void write_tail(FILE *out, const struct tps_timeline *tl)
+{
+	char num[TPS_NUMFMT_MAX];
 	fputs("\n],\n", out);
 	fputs("\"displayTimeUnit\":\"ns\",\n", out);
 	fputs("\"otherData\":{\"generator\":\"tpsim " TPS_VERSION "\"", out);
@@ -1326,4 +1403,14 @@ void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
 	}
 	tps_format_double(tl->cost.tflops, num);
 	fprintf(out, "},\"device\":{\"TFLOPS\":%s}}\n}\n", num);
+}
+
+void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl)
+{
+	write_head(out, tl);
+	for (size_t i = 0; i < tl->n_slices; i++) {
+		fputs(",\n", out); /* after the metadata: a step has slices */
+		write_slice(out, tl, &tl->slices[i]);
+	}
+	write_tail(out, tl);
 }

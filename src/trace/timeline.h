@@ -144,6 +144,19 @@ enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
  */
 void tps_timeline_write_json(FILE *out, const struct tps_timeline *tl);
 
+/*
+ * tps_timeline_build then tps_timeline_write_json, the same bytes, without
+ * keeping the slices (one per rank per event: GPT-3 175B's 4.2M on 512
+ * ranks would take 235 MB): each is written to out as it is laid out. A
+ * pipeline's trace, whose operations are written before its slices, is
+ * built whole first. Errors as tps_timeline_build's; on error out may
+ * hold part of a timeline, for the caller to discard. Write errors are
+ * the caller's to detect on out.
+ */
+enum tps_status tps_timeline_stream_json(FILE *out, const cJSON *trace,
+					 const char *trace_name,
+					 struct tps_error *err);
+
 /* Frees what tl owns; NULL is a no-op. */
 void tps_timeline_free(struct tps_timeline *tl);
 

@@ -883,6 +883,85 @@ START_TEST(pipeline_timeline_measures_the_bubble_of_each_schedule)
 }
 END_TEST
 
+/* tps_timeline_build then tps_timeline_write_json into memory; the
+ * status, and on success the bytes (free). */
+static enum tps_status built_then_written(const cJSON *trace, char **text,
+					  size_t *len, struct tps_error *e)
+{
+	struct tps_timeline tl = {0};
+	enum tps_status st = tps_timeline_build(&tl, trace, "t.json", e);
+	FILE *f = open_memstream(text, len);
+	ck_assert_ptr_nonnull(f);
+	if (st == TPS_OK) {
+		tps_timeline_write_json(f, &tl);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+	tps_timeline_free(&tl);
+	return st;
+}
+
+/* tps_timeline_stream_json into memory, as built_then_written. */
+static enum tps_status streamed(const cJSON *trace, char **text, size_t *len,
+				struct tps_error *e)
+{
+	FILE *f = open_memstream(text, len);
+	enum tps_status st;
+	ck_assert_ptr_nonnull(f);
+	st = tps_timeline_stream_json(f, trace, "t.json", e);
+	ck_assert_int_eq(fclose(f), 0);
+	return st;
+}
+
+/* Loop: each fixture of structure_configs, then a pipeline's trace, then a
+ * trace the timeline refuses at its last collective. */
+START_TEST(timeline_streamed_is_byte_identical_to_built_then_written)
+{
+	const char *dir = tu_tempdir();
+	int n = (int)(sizeof structure_configs / sizeof structure_configs[0]);
+	char *a = NULL, *b = NULL;
+	size_t a_len = 0, b_len = 0;
+	struct tps_error ea = {0}, eb = {0};
+	enum tps_status sa, sb;
+	cJSON *trace;
+
+	if (_i < n) {
+		trace = load(
+			trace_of(dir, structure_configs[_i], "t.json", NULL));
+	} else {
+		trace = pipeline_trace(dir, 4, 8, "1f1b", 1);
+	}
+	if (_i == n + 1) {
+		/* Two groups share rank 0: found after slices were written. */
+		cJSON *ev, *last = NULL;
+		cJSON_ArrayForEach(ev, get(trace, "events"))
+		{
+			if (get(ev, "groups") && get(ev, "step")) {
+				last = ev;
+			}
+		}
+		ck_assert_ptr_nonnull(last);
+		cJSON_ReplaceItemInObject(last, "groups",
+					  cJSON_Parse("[[0],[0]]"));
+	}
+	sa = built_then_written(trace, &a, &a_len, &ea);
+	sb = streamed(trace, &b, &b_len, &eb);
+	ck_assert_int_eq(sb, sa);
+	if (_i == n + 1) {
+		ck_assert_int_eq(sa, TPS_ERR_INPUT);
+		ck_assert_str_eq(eb.message, ea.message);
+	} else {
+		ck_assert_msg(sa == TPS_OK, "%s", ea.message);
+		ck_assert_uint_gt(a_len, 0);
+		ck_assert_uint_eq(b_len, a_len);
+		ck_assert(memcmp(a, b, a_len) == 0);
+	}
+	free(a);
+	free(b);
+	cJSON_Delete(trace);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *timeline_suite(void)
 {
 	Suite *s = suite_create("timeline");
@@ -905,6 +984,11 @@ static Suite *timeline_suite(void)
 	tcase_add_loop_test(
 		model, pipeline_timeline_measures_the_bubble_of_each_schedule,
 		0, 4);
+	tcase_add_loop_test(
+		structure,
+		timeline_streamed_is_byte_identical_to_built_then_written, 0,
+		(int)(sizeof structure_configs / sizeof structure_configs[0]) +
+			2);
 	tcase_add_test(cli_tc, timeline_is_byte_identical_across_runs);
 	tcase_add_test(cli_tc, timeline_refuses_bad_arguments_with_one_line);
 	tcase_add_test(
