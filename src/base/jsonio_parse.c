@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <locale.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -75,7 +76,131 @@ struct scanner {
 	cJSON *root; /* the tree so far; NULL before the first value */
 	const char *pack_key; /* NULL: nothing is packed */
 	struct tps_error *err;
+	/* Not NULL: every node, key and string is carved from here
+	 * (tps_json_parse_arena), and the tree is freed with it. */
+	struct tps_json_arena *arena;
 };
+
+/*
+ * A bump allocator: blocks of at least ARENA_BLOCK bytes, never freed one
+ * by one. A cJSON node is 64 bytes here, where malloc takes 80 for it (its
+ * header, and 16-byte chunks): GPT-3 175B's symbolic trace has 1.2 million
+ * nodes, mostly its collectives' ranks.
+ */
+#define ARENA_BLOCK ((size_t)1 << 20)
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+struct tps_json_arena {
+	struct arena_block *top; /* the one being filled; then older ones */
+};
+
+/* size bytes, zeroed, at a multiple of align (a power of two, at most
+ * max_align_t's); NULL when out of memory. */
+static void *arena_alloc(struct tps_json_arena *a, size_t size, size_t align)
+{
+	struct arena_block *b = a->top;
+	size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
+	void *p;
+
+	if (!b || at > b->cap || b->cap - at < size) {
+		size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+		b = malloc(sizeof *b + cap);
+		if (!b) {
+			return NULL;
+		}
+		b->next = a->top;
+		b->cap = cap;
+		a->top = b;
+		at = 0;
+	}
+	p = (char *)b->data + at;
+	b->used = at + size;
+	memset(p, 0, size);
+	return p;
+}
+
+static char *arena_strdup(struct tps_json_arena *a, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *copy = arena_alloc(a, n, 1);
+	if (copy) {
+		memcpy(copy, s, n);
+	}
+	return copy;
+}
+
+void tps_json_arena_free(struct tps_json_arena *arena)
+{
+	if (!arena) {
+		return;
+	}
+	while (arena->top) {
+		struct arena_block *b = arena->top;
+		arena->top = b->next;
+		free(b);
+	}
+	free(arena);
+}
+
+/*
+ * A new node of `type` as cJSON_Create* makes it: valueint saturated as
+ * cJSON_CreateNumber does, a string's own copy of text. NULL when out of
+ * memory. In the arena, strings and keys are marked as not the node's
+ * (cJSON_IsReference, cJSON_StringIsConst): cJSON frees neither.
+ */
+static cJSON *new_node(struct scanner *sc, int type, double number,
+		       const char *text)
+{
+	cJSON *item;
+
+	if (!sc->arena) {
+		switch (type) {
+		case cJSON_Number: return cJSON_CreateNumber(number);
+		case cJSON_String: return cJSON_CreateString(text);
+		case cJSON_Array: return cJSON_CreateArray();
+		case cJSON_Object: return cJSON_CreateObject();
+		default: return cJSON_CreateBool(type == cJSON_True);
+		}
+	}
+	item = arena_alloc(sc->arena, sizeof *item, _Alignof(cJSON));
+	if (!item) {
+		return NULL;
+	}
+	item->type = type;
+	if (type == cJSON_Number) {
+		item->valuedouble = number;
+		item->valueint = number >= INT_MAX   ? INT_MAX
+				 : number <= INT_MIN ? INT_MIN
+						     : (int)number;
+	} else if (type == cJSON_String) {
+		item->type |= cJSON_IsReference;
+		item->valuestring = arena_strdup(sc->arena, text);
+		if (!item->valuestring) {
+			return NULL;
+		}
+	}
+	return item;
+}
+
+/* Appends item to the children of parent, as cJSON_AddItemToArray does
+ * (the last child in child->prev). */
+static void arena_append(cJSON *parent, cJSON *item)
+{
+	cJSON *first = parent->child;
+	if (!first) {
+		parent->child = item;
+		item->prev = item;
+	} else {
+		first->prev->next = item;
+		item->prev = first->prev;
+		first->prev = item;
+	}
+}
 
 /* Makes room for one more item in *buf (holding `used` of *cap). */
 static bool grow(void **buf, size_t *cap, size_t used, size_t item)
@@ -241,6 +366,18 @@ static enum tps_status attach(struct scanner *sc, cJSON *item)
 	if (f->packing && unpack(sc, f) != TPS_OK) {
 		cJSON_Delete(item);
 		return TPS_ERR_NOMEM;
+	}
+	if (sc->arena) {
+		if (f->kind == FRAME_OBJECT) {
+			item->string =
+				arena_strdup(sc->arena, sc->keys + f->key_off);
+			if (!item->string) {
+				return tree_nomem_error(sc);
+			}
+			item->type |= cJSON_StringIsConst;
+		}
+		arena_append(f->node, item);
+		return TPS_OK;
 	}
 	/* Both append in O(1): cJSON keeps the last child in child->prev. */
 	if (f->kind == FRAME_ARRAY) {
@@ -610,7 +747,7 @@ static enum tps_status scan_string_value(struct scanner *sc)
 
 	st = scan_string(sc, &len);
 	if (st == TPS_OK) {
-		st = attach(sc, cJSON_CreateString(sc->keys + mark));
+		st = attach(sc, new_node(sc, cJSON_String, 0, sc->keys + mark));
 	}
 	sc->keys_len = mark;
 	return st;
@@ -697,9 +834,8 @@ static enum tps_status attach_number(struct scanner *sc, double d)
 	struct frame *f = sc->depth ? &sc->frames[sc->depth - 1] : NULL;
 
 	if (!f || !f->packing || f->nvals >= INT_MAX) {
-		/* cJSON_CreateNumber saturates valueint as cJSON's parser
-		 * does. */
-		return attach(sc, cJSON_CreateNumber(d));
+		/* valueint saturated as cJSON's parser does (new_node). */
+		return attach(sc, new_node(sc, cJSON_Number, d, NULL));
 	}
 	if (f->nvals == f->vals_cap) {
 		/* cJSON_malloc, so that cJSON_Delete frees it (jsonio.h); it
@@ -902,7 +1038,7 @@ out:
 
 static enum tps_status attach_bool(struct scanner *sc, bool value)
 {
-	cJSON *item = cJSON_CreateBool(value);
+	cJSON *item = new_node(sc, value ? cJSON_True : cJSON_False, 0, NULL);
 
 	/* cJSON's parser sets valueint 1 on true; cJSON_CreateBool does not. */
 	if (item && value) {
@@ -1039,7 +1175,8 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 				 "column %zu)",
 				 TPS_JSON_MAX_DEPTH, line, col);
 	}
-	node = k == FRAME_ARRAY ? cJSON_CreateArray() : cJSON_CreateObject();
+	node = new_node(sc, k == FRAME_ARRAY ? cJSON_Array : cJSON_Object, 0,
+			NULL);
 	st = attach(sc, node);
 	if (st != TPS_OK) {
 		return st;
@@ -1253,23 +1390,18 @@ static void scanner_free(struct scanner *sc)
 	free(sc->recs);
 }
 
-enum tps_status tps_json_parse_strict(const char *name, const char *text,
-				      size_t len, cJSON **out,
-				      struct tps_error *err)
-{
-	return tps_json_parse_strict_packed(name, text, len, NULL, out, err);
-}
-
-enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
-					     size_t len, const char *pack_key,
-					     cJSON **out, struct tps_error *err)
+/* tps_json_parse_strict, the arrays under root[pack_key] packed (NULL:
+ * none), into arena when it is not NULL (never both). */
+static enum tps_status parse(const char *name, const char *text, size_t len,
+			     const char *pack_key, struct tps_json_arena *arena,
+			     cJSON **out, struct tps_error *err)
 {
 	struct scanner sc;
 	char shown[256];
 	enum tps_status st;
 	locale_t c_numeric, saved;
 
-	assert(name && out && (text || len == 0));
+	assert(name && out && (text || len == 0) && !(pack_key && arena));
 	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
 		text += 3;
 		len -= 3;
@@ -1281,6 +1413,7 @@ enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
 	sc.len = len;
 	sc.pack_key = pack_key;
 	sc.err = err;
+	sc.arena = arena;
 
 	/* strtod takes its decimal point from LC_NUMERIC; JSON's is '.'
 	 * whatever locale the program runs in. uselocale is per thread. */
@@ -1299,7 +1432,45 @@ enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
 	*out = sc.root;
 	sc.root = NULL;
 out:
-	cJSON_Delete(sc.root);
+	if (!arena) {
+		cJSON_Delete(sc.root);
+	}
 	scanner_free(&sc);
 	return st;
+}
+
+enum tps_status tps_json_parse_strict(const char *name, const char *text,
+				      size_t len, cJSON **out,
+				      struct tps_error *err)
+{
+	return parse(name, text, len, NULL, NULL, out, err);
+}
+
+enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
+					     size_t len, const char *pack_key,
+					     cJSON **out, struct tps_error *err)
+{
+	return parse(name, text, len, pack_key, NULL, out, err);
+}
+
+enum tps_status tps_json_parse_arena(const char *name, const char *text,
+				     size_t len, struct tps_json_arena **arena,
+				     const cJSON **out, struct tps_error *err)
+{
+	struct tps_json_arena *a = calloc(1, sizeof *a);
+	cJSON *root = NULL;
+	enum tps_status st;
+
+	assert(arena && out);
+	if (!a) {
+		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
+	}
+	st = parse(name, text, len, NULL, a, &root, err);
+	if (st != TPS_OK) {
+		tps_json_arena_free(a);
+		return st;
+	}
+	*arena = a;
+	*out = root;
+	return TPS_OK;
 }

@@ -52,7 +52,8 @@ static int timeline_options(int argc, char **argv, struct timeline_args *a,
 int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct timeline_args a = {NULL, NULL};
-	cJSON *trace = NULL;
+	struct tps_json_arena *arena = NULL;
+	const cJSON *trace = NULL;
 	struct tps_error e = {0};
 	struct tps_outfile o = {0};
 	int rc = timeline_options(argc, argv, &a, err);
@@ -60,7 +61,8 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 	if (rc != TPS_EXIT_OK) {
 		return rc;
 	}
-	if (tps_trace_read(a.trace, &trace, NULL, NULL, &e) != TPS_OK) {
+	/* Only read: its tree in an arena, the smaller one. */
+	if (tps_trace_read_arena(a.trace, &arena, &trace, &e) != TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}
@@ -81,6 +83,6 @@ int tps_cli_timeline(int argc, char **argv, FILE *out, FILE *err)
 	rc = TPS_EXIT_OK;
 out:
 	tps_outfile_discard(&o); /* a no-op once committed */
-	cJSON_Delete(trace);
+	tps_json_arena_free(arena);
 	return rc;
 }

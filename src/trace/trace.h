@@ -221,6 +221,17 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 			       size_t *text_len, struct tps_error *err);
 
 /*
+ * tps_trace_read, its tree in an arena (jsonio.h, tps_json_parse_arena):
+ * read-only, in about 4/5 of the memory, for a verb that only reads a
+ * large trace (`tpsim timeline`). On success *arena (tps_json_arena_free)
+ * and *tree, its root; errors as tps_trace_read's, outputs untouched.
+ */
+struct tps_json_arena;
+enum tps_status tps_trace_read_arena(const char *path,
+				     struct tps_json_arena **arena,
+				     const cJSON **tree, struct tps_error *err);
+
+/*
  * A trace's tensors (trace_global.c), for the verbs that compare traces
  * (tpsim diff, tpsim plot). The trace must have passed tps_trace_read.
  *

@@ -1139,3 +1139,29 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 	}
 	return TPS_OK;
 }
+
+enum tps_status tps_trace_read_arena(const char *path,
+				     struct tps_json_arena **arena,
+				     const cJSON **tree, struct tps_error *err)
+{
+	char *bytes = NULL;
+	size_t len = 0;
+	struct tps_json_arena *a = NULL;
+	const cJSON *root = NULL;
+	enum tps_status st = tps_json_read_file(path, TPS_JSON_MAX_TRACE_BYTES,
+						&bytes, &len, err);
+	if (st == TPS_OK) {
+		st = tps_json_parse_arena(path, bytes, len, &a, &root, err);
+	}
+	free(bytes);
+	if (st == TPS_OK) {
+		st = tps_trace_validate(root, path, err);
+	}
+	if (st != TPS_OK) {
+		tps_json_arena_free(a);
+		return st;
+	}
+	*arena = a;
+	*tree = root;
+	return TPS_OK;
+}

@@ -1014,11 +1014,12 @@ END_TEST
 
 /* The same document, laid out as cJSON lays it out: types, valueint, the
  * bits of valuedouble, strings, keys, order, and the last child in
- * child->prev (cJSON's O(1) append relies on it). */
-static void expect_same_tree(const cJSON *a, const cJSON *b)
+ * child->prev (cJSON's O(1) append relies on it); a's type may also have
+ * `flags` (an arena's tree: cJSON frees none of its strings). */
+static void expect_same_tree_but(const cJSON *a, const cJSON *b, int flags)
 {
 	for (; a && b; a = a->next, b = b->next) {
-		ck_assert_int_eq(a->type, b->type);
+		ck_assert_int_eq(a->type & ~flags, b->type);
 		ck_assert_int_eq(a->valueint, b->valueint);
 		ck_assert_msg(memcmp(&a->valuedouble, &b->valuedouble,
 				     sizeof a->valuedouble) == 0,
@@ -1040,11 +1041,16 @@ static void expect_same_tree(const cJSON *a, const cJSON *b)
 				last = last->next;
 			}
 			ck_assert_ptr_eq(a->child->prev, last);
-			expect_same_tree(a->child, b->child);
+			expect_same_tree_but(a->child, b->child, flags);
 		}
 	}
 	ck_assert_ptr_null(a);
 	ck_assert_ptr_null(b);
+}
+
+static void expect_same_tree(const cJSON *a, const cJSON *b)
+{
+	expect_same_tree_but(a, b, 0);
 }
 
 static void expect_tree_of_cjson(const char *in, size_t len)
@@ -1084,6 +1090,49 @@ END_TEST
 START_TEST(parse_strict_builds_the_tree_cjson_builds_at_int_limits)
 {
 	expect_tree_of_cjson(cjson_tree_cases[_i].in, cjson_tree_cases[_i].len);
+}
+END_TEST
+
+/* The arena's tree is tps_json_parse_strict's, but that cJSON frees
+ * none of its strings; its errors are the same. Loop: good_cases, then
+ * cjson_tree_cases, then bad_cases. */
+START_TEST(parse_arena_builds_the_tree_parse_strict_builds)
+{
+	const int n_good = (int)(sizeof good_cases / sizeof good_cases[0]);
+	const int n_cjson =
+		(int)(sizeof cjson_tree_cases / sizeof cjson_tree_cases[0]);
+	const char *in;
+	size_t len;
+	struct tps_error err = {0}, arena_err = {0};
+	cJSON *tree = NULL;
+	const cJSON *arena_tree = NULL;
+	struct tps_json_arena *arena = NULL;
+	enum tps_status st, arena_st;
+	if (_i < n_good) {
+		in = good_cases[_i].in;
+		len = good_cases[_i].len;
+	} else if (_i < n_good + n_cjson) {
+		in = cjson_tree_cases[_i - n_good].in;
+		len = cjson_tree_cases[_i - n_good].len;
+	} else {
+		in = bad_cases[_i - n_good - n_cjson].in;
+		len = bad_cases[_i - n_good - n_cjson].len;
+	}
+	st = tps_json_parse_strict("t.json", in, len, &tree, &err);
+	arena_st = tps_json_parse_arena("t.json", in, len, &arena, &arena_tree,
+					&arena_err);
+	ck_assert_int_eq(arena_st, st);
+	if (st == TPS_OK) {
+		ck_assert_ptr_nonnull(arena);
+		expect_same_tree_but(arena_tree, tree,
+				     cJSON_IsReference | cJSON_StringIsConst);
+	} else {
+		ck_assert_ptr_null(arena);
+		ck_assert_ptr_null(arena_tree);
+		ck_assert_str_eq(arena_err.message, err.message);
+	}
+	tps_json_arena_free(arena);
+	cJSON_Delete(tree);
 }
 END_TEST
 
@@ -2024,6 +2073,11 @@ static Suite *jsonio_suite(void)
 		tc, parse_strict_builds_the_tree_cjson_builds_at_int_limits, 0,
 		(int)(sizeof cjson_tree_cases / sizeof cjson_tree_cases[0]));
 	tcase_add_test(tc, parse_strict_reads_big_arrays);
+	tcase_add_loop_test(
+		tc, parse_arena_builds_the_tree_parse_strict_builds, 0,
+		(int)(sizeof good_cases / sizeof good_cases[0] +
+		      sizeof cjson_tree_cases / sizeof cjson_tree_cases[0] +
+		      sizeof bad_cases / sizeof bad_cases[0]));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("out_of_memory");
