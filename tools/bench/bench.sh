@@ -86,8 +86,10 @@ while [ "$round" -lt "$rounds" ]; do
 			/stats: tp steps \/ reference:/ { ratio = $7 }
 			/tensors at peak/ {
 				for (i = 1; i <= NF; i++)
+					# "312 bytes," or "452 MiB (474169344
+					# bytes)"
 					if ($i == "peak" && $(i - 1) == "at")
-						tensors = $(i + 3)
+						tensors = $(i + 2) ~ /^bytes/ ? $(i + 1) : $(i + 3)
 				gsub("[(]", "", tensors)
 			}
 			END {
