@@ -2,7 +2,7 @@
  * The attention core's bounds and softmax's (nn_bounds.h;
  * docs/numerics.md, "Softmax" and "Attention").
  *
- * Per head and query row i, as nn_attention.c computes it (row_probs):
+ * Per head and query row i, as nn_attention.c computes it (head_probs):
  *
  *   s_j = fl(fl(sum_c fl(q_c k_jc)) scale)   scale = fl(1 / fl(sqrt(d)))
  *   p_j = fl(exp(s_j - max) / sum_k exp(s_k - max))   (double inside)

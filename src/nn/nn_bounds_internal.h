@@ -70,7 +70,7 @@ bool tps_bound_integral(const float *x, int64_t n);
  * One softmax row as the code computes it: from n float scores s (the
  * entries past `last` masked out), p_j = exp(s_j - max) / sum_k exp(s_k -
  * max) with the exponentials and the sum in double (nn_attention.c's
- * row_probs, nn_loss.c's softmax_stats). Fills, for j <= last:
+ * head_probs, nn_loss.c's softmax_stats). Fills, for j <= last:
  *
  *   p[j]      the probability (double, the exact one's stand-in)
  *   rel[j]    the relative error of the evaluated exp(s_j - max), the
