@@ -375,13 +375,13 @@ static enum tps_status distribute_rank(void *opaque, int r,
 	return st;
 }
 
-enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
-				       const struct tps_mesh *mesh,
-				       const struct tps_tensor *global,
-				       const struct tps_placement *placements,
-				       struct tps_error *err)
+static enum tps_status distribute(struct tps_dtensor *dt,
+				  const struct tps_mesh *mesh,
+				  const struct tps_tensor *global,
+				  const struct tps_placement *placements,
+				  bool shared, struct tps_error *err)
 {
-	struct distribute_job job = {mesh, global, placements, false};
+	struct distribute_job job = {mesh, global, placements, shared};
 	enum tps_status st = tps_dtensor_check_placements(mesh, &global->shape,
 							  placements, err);
 	if (st != TPS_OK) {
@@ -391,19 +391,21 @@ enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
 			       distribute_rank, &job, err);
 }
 
+enum tps_status tps_dtensor_distribute(struct tps_dtensor *dt,
+				       const struct tps_mesh *mesh,
+				       const struct tps_tensor *global,
+				       const struct tps_placement *placements,
+				       struct tps_error *err)
+{
+	return distribute(dt, mesh, global, placements, false, err);
+}
+
 enum tps_status tps_dtensor_distribute_shared(
 	struct tps_dtensor *dt, const struct tps_mesh *mesh,
 	const struct tps_tensor *global, const struct tps_placement *placements,
 	struct tps_error *err)
 {
-	struct distribute_job job = {mesh, global, placements, true};
-	enum tps_status st = tps_dtensor_check_placements(mesh, &global->shape,
-							  placements, err);
-	if (st != TPS_OK) {
-		return st;
-	}
-	return tps_dtensor_map(dt, mesh, &global->shape, placements,
-			       distribute_rank, &job, err);
+	return distribute(dt, mesh, global, placements, true, err);
 }
 
 /* dst[region] += src, where src has the region's shape. */

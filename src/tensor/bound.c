@@ -32,12 +32,15 @@ float tps_bound_up(double v)
 	return f;
 }
 
-enum tps_status tps_bound_zero(struct tps_bound *b,
-			       const struct tps_shape *shape,
-			       struct tps_error *err)
+/* *b = zeros of shape, made by init (owned or read-only). */
+static enum tps_status
+zero_by(struct tps_bound *b, const struct tps_shape *shape,
+	enum tps_status (*init)(struct tps_tensor *, const struct tps_shape *,
+				struct tps_error *),
+	struct tps_error *err)
 {
 	struct tps_tensor e;
-	enum tps_status st = tps_tensor_init(&e, shape, err);
+	enum tps_status st = init(&e, shape, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -46,18 +49,18 @@ enum tps_status tps_bound_zero(struct tps_bound *b,
 	return TPS_OK;
 }
 
+enum tps_status tps_bound_zero(struct tps_bound *b,
+			       const struct tps_shape *shape,
+			       struct tps_error *err)
+{
+	return zero_by(b, shape, tps_tensor_init, err);
+}
+
 enum tps_status tps_bound_zero_view(struct tps_bound *b,
 				    const struct tps_shape *shape,
 				    struct tps_error *err)
 {
-	struct tps_tensor e;
-	enum tps_status st = tps_tensor_init_zero_view(&e, shape, err);
-	if (st != TPS_OK) {
-		return st;
-	}
-	b->e = e;
-	b->none[0] = '\0';
-	return TPS_OK;
+	return zero_by(b, shape, tps_tensor_init_zero_view, err);
 }
 
 void tps_bound_set_none(struct tps_bound *b, const char *fmt, ...)
