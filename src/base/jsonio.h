@@ -87,7 +87,35 @@ enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
 					     size_t len, const char *pack_key,
 					     cJSON **out,
 					     struct tps_error *err);
-/* Whether v is a packed array. */
+/*
+ * tps_json_parse_strict_packed for a reader that only checks the numbers
+ * (tpsim view's trace, whose full values can be tens of millions): every
+ * array of numbers only under a member named key, at any depth, is packed
+ * without its numbers. It holds their count (tps_json_array_size) and its
+ * first non-finite one (tps_json_counted_first_bad); tps_json_packed_values
+ * and tps_json_packed_item must not meet it. An array that turns out to
+ * hold something else gets stand-in nodes for the numbers before it: 0,
+ * but its first number and its first non-finite one as they were.
+ */
+enum tps_status tps_json_parse_counted(const char *name, const char *text,
+				       size_t len, const char *key, cJSON **out,
+				       struct tps_error *err);
+/* A counted array's record (its valuestring; its valuedouble is
+ * TPS_JSON_COUNTED, which no other array's is). */
+#define TPS_JSON_COUNTED (-1.0)
+struct tps_json_counted {
+	double first_value; /* element 0 */
+	int64_t first_bad;  /* -1: every number is finite */
+	double bad_value;
+};
+/* Whether v is a packed array without its numbers. */
+bool tps_json_is_counted(const cJSON *v);
+/* A counted array's first non-finite number's index (-1: none), and its
+ * value in *value. */
+int64_t tps_json_counted_first_bad(const cJSON *v, double *value);
+/* A counted array's element 0. */
+double tps_json_counted_first(const cJSON *v);
+/* Whether v is a packed array (with its numbers, or counted). */
 bool tps_json_is_packed(const cJSON *v);
 /* A packed array's doubles (tps_json_array_size of them). */
 const double *tps_json_packed_values(const cJSON *v);

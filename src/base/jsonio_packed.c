@@ -14,9 +14,30 @@ bool tps_json_is_packed(const cJSON *v)
 	return cJSON_IsArray(v) && v->valuestring != NULL;
 }
 
+bool tps_json_is_counted(const cJSON *v)
+{
+	return tps_json_is_packed(v) && v->valuedouble == TPS_JSON_COUNTED;
+}
+
+int64_t tps_json_counted_first_bad(const cJSON *v, double *value)
+{
+	const struct tps_json_counted *c;
+	assert(tps_json_is_counted(v));
+	c = (const struct tps_json_counted *)(const void *)v->valuestring;
+	*value = c->bad_value;
+	return c->first_bad;
+}
+
+double tps_json_counted_first(const cJSON *v)
+{
+	assert(tps_json_is_counted(v));
+	return ((const struct tps_json_counted *)(const void *)v->valuestring)
+		->first_value;
+}
+
 const double *tps_json_packed_values(const cJSON *v)
 {
-	assert(tps_json_is_packed(v));
+	assert(tps_json_is_packed(v) && !tps_json_is_counted(v));
 	return (const double *)(const void *)v->valuestring;
 }
 
@@ -47,7 +68,9 @@ void tps_json_packed_item(const cJSON *array, int i, cJSON *item)
 /* A packed copy of the packed array v, with v's key. */
 static cJSON *duplicate_packed(const cJSON *v)
 {
-	size_t n = (size_t)v->valueint, bytes = n * sizeof(double);
+	size_t n = (size_t)v->valueint;
+	size_t bytes = tps_json_is_counted(v) ? sizeof(struct tps_json_counted)
+					      : n * sizeof(double);
 	cJSON *copy = cJSON_CreateArray();
 	char *vals = copy ? cJSON_malloc(bytes) : NULL;
 
@@ -58,6 +81,7 @@ static cJSON *duplicate_packed(const cJSON *v)
 	memcpy(vals, v->valuestring, bytes);
 	copy->valuestring = vals;
 	copy->valueint = v->valueint;
+	copy->valuedouble = v->valuedouble;
 	if (v->string) {
 		size_t len = strlen(v->string) + 1;
 

@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <locale.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -57,6 +58,11 @@ struct frame {
 	bool packing;	  /* arrays: numbers only so far, under the pack key */
 	double *vals;	  /* arrays, packing: the numbers (cJSON_malloc) */
 	size_t nvals, vals_cap;
+	/* arrays, counting (no vals): the first number, and the first
+	 * non-finite one (-1: none) */
+	double first_value;
+	int64_t bad_index;
+	double bad_value;
 };
 
 struct scanner {
@@ -75,6 +81,10 @@ struct scanner {
 	size_t nrecs, recs_cap;
 	cJSON *root; /* the tree so far; NULL before the first value */
 	const char *pack_key; /* NULL: nothing is packed */
+	/* Packed arrays hold their count and first non-finite number, not
+	 * their numbers, and lie under pack_key at any depth
+	 * (tps_json_parse_counted). */
+	bool counting;
 	struct tps_error *err;
 	/* Not NULL: every node, key and string is carved from here
 	 * (tps_json_parse_arena), and the tree is freed with it. */
@@ -324,13 +334,19 @@ static enum tps_status tree_nomem_error(struct scanner *sc)
 }
 
 /* A packing array's numbers so far become its nodes: an element that is
- * not a number came. */
+ * not a number came. A counting array's are stand-ins: 0, but its first
+ * number and its first non-finite one as they were, which is all a reader
+ * that only checks them can tell apart. */
 static enum tps_status unpack(struct scanner *sc, struct frame *f)
 {
 	enum tps_status st = TPS_OK;
 
 	for (size_t i = 0; i < f->nvals && st == TPS_OK; i++) {
-		cJSON *item = cJSON_CreateNumber(f->vals[i]);
+		double d = !sc->counting		? f->vals[i]
+			   : (int64_t)i == f->bad_index ? f->bad_value
+			   : i == 0			? f->first_value
+							: 0.0;
+		cJSON *item = cJSON_CreateNumber(d);
 
 		if (!item || !cJSON_AddItemToArray(f->node, item)) {
 			cJSON_Delete(item);
@@ -837,6 +853,17 @@ static enum tps_status attach_number(struct scanner *sc, double d)
 		/* valueint saturated as cJSON's parser does (new_node). */
 		return attach(sc, new_node(sc, cJSON_Number, d, NULL));
 	}
+	if (sc->counting) {
+		if (f->nvals == 0) {
+			f->first_value = d;
+		}
+		if (f->bad_index < 0 && !isfinite(d)) {
+			f->bad_index = (int64_t)f->nvals;
+			f->bad_value = d;
+		}
+		f->nvals++;
+		return TPS_OK;
+	}
 	if (f->nvals == f->vals_cap) {
 		/* cJSON_malloc, so that cJSON_Delete frees it (jsonio.h); it
 		 * has no realloc. */
@@ -1160,11 +1187,19 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 	enum tps_status st;
 	struct frame *f;
 	cJSON *node;
-	/* Anywhere under root[pack_key], root being an object. */
+	/* Anywhere under root[pack_key], root being an object; counting,
+	 * under any member named pack_key. */
 	bool pack = k == FRAME_ARRAY && sc->pack_key && sc->depth > 0 &&
 		    sc->frames[0].kind == FRAME_OBJECT &&
 		    sc->frames[0].in_child &&
 		    strcmp(sc->keys + sc->frames[0].key_off, sc->pack_key) == 0;
+
+	for (size_t i = 1;
+	     k == FRAME_ARRAY && sc->counting && !pack && i < sc->depth; i++) {
+		const struct frame *o = &sc->frames[i];
+		pack = o->kind == FRAME_OBJECT && o->in_child &&
+		       strcmp(sc->keys + o->key_off, sc->pack_key) == 0;
+	}
 
 	if (sc->depth == TPS_JSON_MAX_DEPTH) {
 		size_t line, col;
@@ -1186,22 +1221,37 @@ static enum tps_status open_container(struct scanner *sc, enum frame_kind k)
 	f->kind = k;
 	f->node = node;
 	f->packing = pack;
+	f->bad_index = -1;
 	f->first_rec = sc->nrecs;
 	f->keys_mark = sc->keys_len;
 	sc->pos++;
 	return TPS_OK;
 }
 
-static void close_container(struct scanner *sc)
+static enum tps_status close_container(struct scanner *sc)
 {
 	struct frame *f = &sc->frames[--sc->depth];
+	enum tps_status st = TPS_OK;
 
 	if (f->kind == FRAME_OBJECT) {
 		free(f->slots);
 		sc->nrecs = f->first_rec;
 		sc->keys_len = f->keys_mark;
 	}
-	if (f->packing && f->nvals) {
+	if (f->packing && f->nvals && sc->counting) {
+		struct tps_json_counted *c = cJSON_malloc(sizeof *c);
+		if (!c) {
+			/* Counted as empty would be wrong: fail the parse. */
+			st = tree_nomem_error(sc);
+		} else {
+			c->first_value = f->first_value;
+			c->first_bad = f->bad_index;
+			c->bad_value = f->bad_value;
+			f->node->valuestring = (char *)c;
+			f->node->valueint = (int)f->nvals;
+			f->node->valuedouble = TPS_JSON_COUNTED;
+		}
+	} else if (f->packing && f->nvals) {
 		double *fit = NULL;
 
 		/* Doubling left up to half the buffer spare. */
@@ -1218,6 +1268,7 @@ static void close_container(struct scanner *sc)
 		f->vals = NULL;
 	}
 	sc->pos++;
+	return st;
 }
 
 enum scan_state {
@@ -1284,7 +1335,7 @@ static enum tps_status scan_value_start(struct scanner *sc,
 		skip_ws(sc);
 		if (sc->pos < sc->len &&
 		    sc->s[sc->pos] == (c == '[' ? ']' : '}')) {
-			close_container(sc);
+			return close_container(sc);
 		} else if (c == '[') {
 			sc->frames[sc->depth - 1].in_child = true;
 			*next = ST_VALUE;
@@ -1341,9 +1392,8 @@ static enum tps_status scan_after_value(struct scanner *sc,
 		return TPS_OK;
 	}
 	if (c == (f->kind == FRAME_ARRAY ? ']' : '}')) {
-		close_container(sc);
 		*next = ST_AFTER_VALUE;
-		return TPS_OK;
+		return close_container(sc);
 	}
 	return unexpected(sc,
 			  f->kind == FRAME_ARRAY ? "',' or ']'" : "',' or '}'");
@@ -1393,8 +1443,9 @@ static void scanner_free(struct scanner *sc)
 /* tps_json_parse_strict, the arrays under root[pack_key] packed (NULL:
  * none), into arena when it is not NULL (never both). */
 static enum tps_status parse(const char *name, const char *text, size_t len,
-			     const char *pack_key, struct tps_json_arena *arena,
-			     cJSON **out, struct tps_error *err)
+			     const char *pack_key, bool counting,
+			     struct tps_json_arena *arena, cJSON **out,
+			     struct tps_error *err)
 {
 	struct scanner sc;
 	char shown[256];
@@ -1412,6 +1463,7 @@ static enum tps_status parse(const char *name, const char *text, size_t len,
 	sc.s = (const unsigned char *)text;
 	sc.len = len;
 	sc.pack_key = pack_key;
+	sc.counting = counting;
 	sc.err = err;
 	sc.arena = arena;
 
@@ -1443,14 +1495,21 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 				      size_t len, cJSON **out,
 				      struct tps_error *err)
 {
-	return parse(name, text, len, NULL, NULL, out, err);
+	return parse(name, text, len, NULL, false, NULL, out, err);
 }
 
 enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
 					     size_t len, const char *pack_key,
 					     cJSON **out, struct tps_error *err)
 {
-	return parse(name, text, len, pack_key, NULL, out, err);
+	return parse(name, text, len, pack_key, false, NULL, out, err);
+}
+
+enum tps_status tps_json_parse_counted(const char *name, const char *text,
+				       size_t len, const char *key, cJSON **out,
+				       struct tps_error *err)
+{
+	return parse(name, text, len, key, true, NULL, out, err);
 }
 
 enum tps_status tps_json_parse_arena(const char *name, const char *text,
@@ -1465,7 +1524,7 @@ enum tps_status tps_json_parse_arena(const char *name, const char *text,
 	if (!a) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
-	st = parse(name, text, len, NULL, a, &root, err);
+	st = parse(name, text, len, NULL, false, a, &root, err);
 	if (st != TPS_OK) {
 		tps_json_arena_free(a);
 		return st;

@@ -63,9 +63,11 @@ int tps_cli_view(int argc, char **argv, FILE *out, FILE *err)
 	if (rc != TPS_EXIT_OK) {
 		return rc;
 	}
-	/* Parsed only to refuse what is not a trace; the page embeds the
-	 * file's bytes, not a re-printing of them. */
-	if (tps_trace_read(a.trace, &tree, &text, &text_len, &e) != TPS_OK) {
+	/* Parsed only to refuse what is not a trace, its values counted
+	 * rather than kept; the page embeds the file's bytes, not a
+	 * re-printing of them. */
+	if (tps_trace_read_counted(a.trace, &tree, &text, &text_len, &e) !=
+	    TPS_OK) {
 		rc = tps_cli_trouble(err, &e);
 		goto out;
 	}

@@ -221,6 +221,17 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 			       size_t *text_len, struct tps_error *err);
 
 /*
+ * tps_trace_read for a verb that only checks that the file is a trace
+ * (`tpsim view`): the numbers of its "values" are counted, not kept
+ * (jsonio.h, tps_json_parse_counted), so the tree is small beside the
+ * text whatever the values mode. The same errors as tps_trace_read's;
+ * the tree's values must not be read. text is required.
+ */
+enum tps_status tps_trace_read_counted(const char *path, cJSON **tree,
+				       char **text, size_t *text_len,
+				       struct tps_error *err);
+
+/*
  * tps_trace_read, its tree in an arena (jsonio.h, tps_json_parse_arena):
  * read-only, in about 4/5 of the memory, for a verb that only reads a
  * large trace (`tpsim timeline`). On success *arena (tps_json_arena_free)

@@ -336,6 +336,48 @@ static const char *level_noun(int d, int ndim)
 	return d == ndim - 1 ? "values" : d == ndim - 2 ? "rows" : "arrays";
 }
 
+static enum tps_status read_nested(struct reader *r, const cJSON *v,
+				   const struct tps_shape *s, int d);
+
+/* A packed array of numbers (jsonio.h) at depth d of shape s, its size
+ * checked: the first element that read_nested would refuse, as a node of
+ * its own, is refused with its message (a number where an array belongs
+ * at the first element, else the first non-finite one). */
+static enum tps_status read_packed(struct reader *r, const cJSON *v,
+				   const struct tps_shape *s, int d)
+{
+	int64_t first = d + 1 == s->ndim ? -1 : 0;
+	double value = 0.0;
+	size_t at = r->p.len;
+	enum tps_status st;
+	cJSON item;
+
+	if (first < 0 && tps_json_is_counted(v)) {
+		first = tps_json_counted_first_bad(v, &value);
+	} else if (first < 0) {
+		const double *vals = tps_json_packed_values(v);
+		for (int i = 0; first < 0 && i < tps_json_array_size(v); i++) {
+			if (!isfinite(vals[i])) {
+				first = i;
+				value = vals[i];
+			}
+		}
+	} else {
+		value = tps_json_is_counted(v) ? tps_json_counted_first(v)
+					       : tps_json_packed_values(v)[0];
+	}
+	if (first < 0) {
+		return TPS_OK;
+	}
+	memset(&item, 0, sizeof item);
+	item.type = cJSON_Number;
+	item.valuedouble = value;
+	tps_json_path_push_index(&r->p, (size_t)first);
+	st = read_nested(r, &item, s, d + 1);
+	tps_json_path_pop(&r->p, at);
+	return st;
+}
+
 /* v, at depth d of a tensor of shape s (numel > 0): nested arrays in the
  * shape, finite numbers at the bottom. */
 static enum tps_status read_nested(struct reader *r, const cJSON *v,
@@ -351,15 +393,18 @@ static enum tps_status read_nested(struct reader *r, const cJSON *v,
 		}
 		return TPS_OK;
 	}
-	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != s->dim[d]) {
+	if (!cJSON_IsArray(v) || tps_json_array_size(v) != s->dim[d]) {
 		if (cJSON_IsArray(v)) {
-			snprintf(got, sizeof got, "%d", cJSON_GetArraySize(v));
+			snprintf(got, sizeof got, "%d", tps_json_array_size(v));
 		} else {
 			describe(v, got, sizeof got);
 		}
 		return bad(r, "expected %lld %s (shape %s), got %s",
 			   (long long)s->dim[d], level_noun(d, s->ndim),
 			   tps_shape_format(s, shape, sizeof shape), got);
+	}
+	if (tps_json_is_packed(v)) {
+		return read_packed(r, v, s, d);
 	}
 	cJSON_ArrayForEach(e, v)
 	{
@@ -1137,6 +1182,33 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 	} else {
 		free(bytes);
 	}
+	return TPS_OK;
+}
+
+enum tps_status tps_trace_read_counted(const char *path, cJSON **tree,
+				       char **text, size_t *text_len,
+				       struct tps_error *err)
+{
+	char *bytes = NULL;
+	size_t len = 0;
+	cJSON *root = NULL;
+	enum tps_status st = tps_json_read_file(path, TPS_JSON_MAX_TRACE_BYTES,
+						&bytes, &len, err);
+	if (st == TPS_OK) {
+		st = tps_json_parse_counted(path, bytes, len, "values", &root,
+					    err);
+	}
+	if (st == TPS_OK) {
+		st = tps_trace_validate(root, path, err);
+	}
+	if (st != TPS_OK) {
+		cJSON_Delete(root);
+		free(bytes);
+		return st;
+	}
+	*tree = root;
+	*text = bytes;
+	*text_len = len;
 	return TPS_OK;
 }
 

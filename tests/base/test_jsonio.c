@@ -1520,6 +1520,118 @@ START_TEST(packed_parse_fails_cleanly_when_out_of_memory)
 }
 END_TEST
 
+/* Counted arrays: under "values" at any depth, rows of numbers hold their
+ * count, first number and first non-finite one; rows of rows, arrays
+ * elsewhere and empty arrays are as the plain parse makes them. */
+START_TEST(counted_arrays_hold_count_first_and_first_non_finite)
+{
+	static const char in[] =
+		"{\"a\":{\"values\":[[1,2,3],[4,1e999,-1e999]],"
+		"\"shape\":[2,3]},\"values\":[5,6],\"x\":[7,8],"
+		"\"b\":[{\"values\":[]}],\"c\":{\"values\":[9,\"s\",1e999]}}";
+	struct tps_error err = {0};
+	cJSON *tree = NULL, *a, *rows, *row, *v;
+	double value = 0.0;
+
+	ck_assert_int_eq(tps_json_parse_counted("t.json", in, sizeof in - 1,
+						"values", &tree, &err),
+			 TPS_OK);
+	a = cJSON_GetObjectItemCaseSensitive(tree, "a");
+	rows = cJSON_GetObjectItemCaseSensitive(a, "values");
+	ck_assert(!tps_json_is_packed(rows));
+	ck_assert_int_eq(cJSON_GetArraySize(rows), 2);
+	row = cJSON_GetArrayItem(rows, 0);
+	ck_assert(tps_json_is_counted(row));
+	ck_assert_int_eq(tps_json_array_size(row), 3);
+	ck_assert(tps_json_counted_first(row) == 1.0);
+	ck_assert_int_eq(tps_json_counted_first_bad(row, &value), -1);
+	row = cJSON_GetArrayItem(rows, 1);
+	ck_assert_int_eq(tps_json_counted_first_bad(row, &value), 1);
+	ck_assert(isinf(value) && value > 0);
+	ck_assert(!tps_json_is_packed(
+		cJSON_GetObjectItemCaseSensitive(a, "shape")));
+	v = cJSON_GetObjectItemCaseSensitive(tree, "values");
+	ck_assert(tps_json_is_counted(v));
+	ck_assert_int_eq(tps_json_array_size(v), 2);
+	ck_assert(!tps_json_is_packed(
+		cJSON_GetObjectItemCaseSensitive(tree, "x")));
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tree, "b"),
+				   0),
+		"values");
+	ck_assert(cJSON_IsArray(v) && !tps_json_is_packed(v) && !v->child);
+	/* A string came: stand-ins for the numbers before it (the first as
+	 * it was), the rest as parsed. */
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(tree, "c"), "values");
+	ck_assert(!tps_json_is_packed(v));
+	ck_assert_int_eq(cJSON_GetArraySize(v), 3);
+	ck_assert(cJSON_GetArrayItem(v, 0)->valuedouble == 9.0);
+	ck_assert(cJSON_IsString(cJSON_GetArrayItem(v, 1)));
+	ck_assert(isinf(cJSON_GetArrayItem(v, 2)->valuedouble));
+	/* A copy is counted alike. */
+	{
+		cJSON *copy = tps_json_duplicate(tree);
+		cJSON *r1 = cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(copy, "a"),
+				"values"),
+			1);
+		ck_assert(tps_json_is_counted(r1));
+		ck_assert_int_eq(tps_json_counted_first_bad(r1, &value), 1);
+		cJSON_Delete(copy);
+	}
+	cJSON_Delete(tree);
+}
+END_TEST
+
+/* Syntax errors inside counted arrays: the plain parse's messages. */
+START_TEST(counted_array_errors_are_those_of_the_plain_parse)
+{
+	const char *in = packed_bad[_i];
+	struct tps_error counted_err = {0}, plain_err = {0};
+	cJSON *tree = NULL;
+
+	ck_assert_int_eq(parse_copy(in, strlen(in), &tree, &plain_err),
+			 TPS_ERR_INPUT);
+	ck_assert_int_eq(tps_json_parse_counted("t.json", in, strlen(in), "w",
+						&tree, &counted_err),
+			 TPS_ERR_INPUT);
+	ck_assert_ptr_null(tree);
+	ck_assert_str_eq(counted_err.message, plain_err.message);
+}
+END_TEST
+
+START_TEST(counted_parse_fails_cleanly_when_out_of_memory)
+{
+	static const char in[] = "{\"e\":[{\"values\":[[1,2,3],[4,5]]},"
+				 "{\"values\":[1,2,\"x\",3]}],\"k\":\"s\"}";
+	long k;
+
+	for (k = 0;; k++) {
+		struct tps_error err = {0};
+		cJSON sentinel;
+		cJSON *tree = &sentinel;
+		enum tps_status st;
+
+		hook_budget = k;
+		hook_live = 0;
+		st = tps_json_parse_counted("t.json", in, sizeof in - 1,
+					    "values", &tree, &err);
+		if (st == TPS_OK) {
+			hook_budget = -1;
+			cJSON_Delete(tree);
+			ck_assert_int_eq(hook_live, 0);
+			break;
+		}
+		ck_assert_int_eq(st, TPS_ERR_NOMEM);
+		ck_assert_ptr_eq(tree, &sentinel);
+		ck_assert_int_eq(hook_live, 0);
+	}
+	printf("counted: out of memory at each of %ld allocations: clean\n", k);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Reading files                                                            */
 /* ------------------------------------------------------------------------ */
@@ -2084,6 +2196,7 @@ static Suite *jsonio_suite(void)
 	tcase_add_checked_fixture(tc, setup_hooks, teardown_hooks);
 	tcase_add_test(tc, parse_strict_fails_cleanly_when_out_of_memory);
 	tcase_add_test(tc, packed_parse_fails_cleanly_when_out_of_memory);
+	tcase_add_test(tc, counted_parse_fails_cleanly_when_out_of_memory);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("packed");
@@ -2094,6 +2207,11 @@ static Suite *jsonio_suite(void)
 			    packed_array_errors_are_those_of_the_unpacked_parse,
 			    0, (int)(sizeof packed_bad / sizeof packed_bad[0]));
 	tcase_add_test(tc, packed_arrays_of_every_length_keep_every_number);
+	tcase_add_test(tc,
+		       counted_arrays_hold_count_first_and_first_non_finite);
+	tcase_add_loop_test(tc,
+			    counted_array_errors_are_those_of_the_plain_parse,
+			    0, (int)(sizeof packed_bad / sizeof packed_bad[0]));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("read_file");

@@ -950,6 +950,26 @@ START_TEST(malformed_traces_are_refused_at_their_pointer_by_every_reader)
 		 1,
 		 "/events/3/ranks/0/values: expected 2 rows (shape (2, 2)), "
 		 "got \"30\""},
+		/* The same through a row of numbers only (view counts such
+		 * rows, jsonio.h): numbers where rows belong, one out of
+		 * range past others, and as the first of its row. */
+		{{{"\"values\":[[30,70],[70,174]]}", "\"values\":[30,70]}"}},
+		 1,
+		 "/events/3/ranks/0/values/0: expected 2 values (shape (2, "
+		 "2)), "
+		 "got 30"},
+		{{{"\"values\":[[30,70],[70,174]]}",
+		   "\"values\":[[30,1e999],[70,174]]}"}},
+		 1,
+		 "/events/3/ranks/0/values/0/1: expected a number, got a "
+		 "number "
+		 "out of range"},
+		{{{"\"values\":[[30,70],[70,174]]}",
+		   "\"values\":[[30,70],[-1e999,174]]}"}},
+		 1,
+		 "/events/3/ranks/0/values/1/0: expected a number, got a "
+		 "number "
+		 "out of range"},
 		{{{"\"shape\":[2,2],\"values\":[[5,17],[17,61]]",
 		   "\"shape\":[1,1],\"values\":[[30,1]]"}},
 		 1,
