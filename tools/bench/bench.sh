@@ -18,8 +18,8 @@
 # tensor bytes, the worst tp/ref of the MLPs, the GPT-2-small block step's
 # GFLOP/s over the GEMM's (tools/bench/gemm_rate, same threads), the 16 MiB
 # params config's RSS over its tensors, and the peak RSS of `timeline` of
-# GPT-3 175B and of `view` of two full traces (53 MB: mlp2_h832_b64_tp8_full;
-# 150 MB). Then the GEMM against
+# GPT-3 175B and of `view` of two full traces (53 MB: the viewer's
+# tools/viewer/mlp4_h544_b64_tp8_full.json; 150 MB). Then the GEMM against
 # single-thread OpenBLAS (tools/bench/gemm.sh), when the build has it.
 # Needs /usr/bin/time (Debian package "time").
 set -eu
@@ -212,8 +212,9 @@ rm -f "$work/timeline.json" "$work/gpt3.json"
 awk -v k="$kib" -v b="$size" 'BEGIN {
 	printf "  timeline of GPT-3 175B on 512 ranks (%.0f MB): peak RSS " \
 		"%.0f MB (aim < 100)\n", b / 1e6, k * 1024 / 1e6 }'
-for cfg in mlp2_h832_b64_tp8_full mlp4_h1024_b64_tp8_full; do
-	"$tpsim" run "$here/$cfg.json" -o "$work/full.json" 2>/dev/null || true
+for cfg in "$root/tools/viewer/mlp4_h544_b64_tp8_full.json" \
+	"$here/mlp4_h1024_b64_tp8_full.json"; do
+	"$tpsim" run "$cfg" -o "$work/full.json" 2>/dev/null || true
 	kib=$(peak_kib "$tpsim" view "$work/full.json" -o "$work/page.html")
 	size=$(wc -c <"$work/full.json")
 	rm -f "$work/page.html" "$work/full.json"
