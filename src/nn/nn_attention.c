@@ -102,13 +102,15 @@ static struct head_at head_at(int64_t S, int64_t Fq, int64_t Fk, int64_t d,
 	return at;
 }
 
-/* One head's scores q_h k_g^T, (S, S), into sp: every s_ij is the sum
- * over c ascending of q_ic k_jc (the GEMM's order), the causal mask's
- * too (computed, then not used). */
-static void head_scores(float *sp, const float *q, const float *k, int64_t S,
-			int64_t Fq, int64_t Fk, int64_t d)
+/* Scores q_h k_g^T of `rows` query rows from q (rows Fq floats apart)
+ * against all S keys, (rows, S), into sp: every s_ij is the sum over c
+ * ascending of q_ic k_jc (the GEMM's order), the causal mask's too
+ * (computed, then not used). */
+static void head_scores(float *sp, const float *q, const float *k,
+			int64_t rows, int64_t S, int64_t Fq, int64_t Fk,
+			int64_t d)
 {
-	tps_matmul_ld(sp, S, q, Fq, k, Fk, S, S, d, false, true);
+	tps_matmul_ld(sp, S, q, Fq, k, Fk, rows, S, d, false, true);
 }
 
 /* Turns the scores row i (S floats) into its softmax probabilities in
@@ -138,7 +140,7 @@ static void head_probs(float *p, const float *q, const float *k, int64_t S,
 		       int64_t Fq, int64_t Fk, int64_t d, bool causal,
 		       float scale)
 {
-	head_scores(p, q, k, S, Fq, Fk, d);
+	head_scores(p, q, k, S, S, Fq, Fk, d);
 	for (int64_t i = 0; i < S; i++) {
 		row_softmax(p + i * S, S, i, causal, scale);
 	}
@@ -152,30 +154,46 @@ struct core_fwd_job {
 	float scale;
 };
 
-/* Item b * heads + h: head h of batch b, a = p v_g into out's columns. */
+/* Query rows per block of the forward: about 64 KiB of probabilities at a
+ * time, so a long sequence never holds a whole head's (S, S). */
+static int64_t rows_per_block(int64_t S)
+{
+	int64_t rows = ((int64_t)1 << 14) / (S > 0 ? S : 1);
+	return rows < 1 ? 1 : rows > S ? S : rows;
+}
+
+/* Item b * heads + h: head h of batch b, a = p v_g into out's columns,
+ * a block of query rows at a time (each row's sums are whole in it). */
 static enum tps_status core_forward_head(void *opaque, int64_t item,
 					 struct tps_error *err)
 {
 	const struct core_fwd_job *job = opaque;
 	const int64_t S = job->S, F = job->F, Fk = job->Fk, d = job->d;
 	const int64_t heads = F / d, b = item / heads, h = item % heads;
+	const int64_t R = rows_per_block(S);
 	const struct head_at at = head_at(S, F, Fk, d, b, h);
-	float *p = malloc((size_t)(S * S) * sizeof *p);
+	float *p = malloc((size_t)(R * S) * sizeof *p);
 	if (!p) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
-	head_probs(p, job->q->data + at.base, job->k->data + at.kbase, S, F, Fk,
-		   d, job->causal, job->scale);
-	if (job->probs) {
-		for (int64_t i = 0; i < S; i++) {
-			memcpy(job->probs->data + (b * S + i) * heads * S +
-				       h * S,
+	for (int64_t i0 = 0; i0 < S; i0 += R) {
+		const int64_t rows = S - i0 < R ? S - i0 : R;
+		head_scores(p, job->q->data + at.base + i0 * F,
+			    job->k->data + at.kbase, rows, S, F, Fk, d);
+		for (int64_t i = 0; i < rows; i++) {
+			row_softmax(p + i * S, S, i0 + i, job->causal,
+				    job->scale);
+		}
+		for (int64_t i = 0; job->probs && i < rows; i++) {
+			memcpy(job->probs->data +
+				       (b * S + i0 + i) * heads * S + h * S,
 			       p + i * S, (size_t)S * sizeof *p);
 		}
+		/* a_ic = sum over j ascending of p_ij v_jc */
+		tps_matmul_ld(job->out->data + at.base + i0 * F, F, p, S,
+			      job->v->data + at.kbase, Fk, rows, d, S, false,
+			      false);
 	}
-	/* a_ic = sum over j ascending of p_ij v_jc */
-	tps_matmul_ld(job->out->data + at.base, F, p, S,
-		      job->v->data + at.kbase, Fk, S, d, S, false, false);
 	free(p);
 	return TPS_OK;
 }
