@@ -1129,29 +1129,11 @@ static void builder_free(struct builder *b)
 	free(b->mods);
 }
 
-enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
-				   const char *trace_name,
-				   struct tps_error *err)
-{
-	struct builder b = {0};
-	enum tps_status st;
-
-	b.trace = trace;
-	b.name = trace_name;
-	b.err = err;
-	st = build(&b);
-	builder_free(&b);
-	if (st != TPS_OK) {
-		tps_timeline_free(&b.tl);
-		return st;
-	}
-	*tl = b.tl;
-	return TPS_OK;
-}
-
-enum tps_status tps_timeline_stream_json(FILE *out, const cJSON *trace,
-					 const char *trace_name,
-					 struct tps_error *err)
+/* Lays trace out, writing its slices to out as they come (out NULL:
+ * keeping them, in *tl). On error *tl is untouched. */
+static enum tps_status lay_out(struct tps_timeline *tl, FILE *out,
+			       const cJSON *trace, const char *trace_name,
+			       struct tps_error *err)
 {
 	struct builder b = {0};
 	enum tps_status st;
@@ -1162,8 +1144,26 @@ enum tps_status tps_timeline_stream_json(FILE *out, const cJSON *trace,
 	b.out = out;
 	st = build(&b);
 	builder_free(&b);
-	tps_timeline_free(&b.tl);
-	return st;
+	if (st != TPS_OK || !tl) {
+		tps_timeline_free(&b.tl);
+		return st;
+	}
+	*tl = b.tl;
+	return TPS_OK;
+}
+
+enum tps_status tps_timeline_build(struct tps_timeline *tl, const cJSON *trace,
+				   const char *trace_name,
+				   struct tps_error *err)
+{
+	return lay_out(tl, NULL, trace, trace_name, err);
+}
+
+enum tps_status tps_timeline_stream_json(FILE *out, const cJSON *trace,
+					 const char *trace_name,
+					 struct tps_error *err)
+{
+	return lay_out(NULL, out, trace, trace_name, err);
 }
 
 void tps_timeline_free(struct tps_timeline *tl)

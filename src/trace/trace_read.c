@@ -1156,8 +1156,11 @@ enum tps_status tps_trace_validate(const cJSON *trace, const char *name,
 	return st;
 }
 
-enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
-			       size_t *text_len, struct tps_error *err)
+/* tps_trace_read, its "values" counted rather than kept when counted
+ * (tps_trace_read_counted). */
+static enum tps_status read_trace(const char *path, bool counted, cJSON **tree,
+				  char **text, size_t *text_len,
+				  struct tps_error *err)
 {
 	char *bytes = NULL;
 	size_t len = 0;
@@ -1165,7 +1168,10 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 	enum tps_status st = tps_json_read_file(path, TPS_JSON_MAX_TRACE_BYTES,
 						&bytes, &len, err);
 	if (st == TPS_OK) {
-		st = tps_json_parse_strict(path, bytes, len, &root, err);
+		st = counted ? tps_json_parse_counted(path, bytes, len,
+						      "values", &root, err)
+			     : tps_json_parse_strict(path, bytes, len, &root,
+						     err);
 	}
 	if (st == TPS_OK) {
 		st = tps_trace_validate(root, path, err);
@@ -1185,31 +1191,17 @@ enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
 	return TPS_OK;
 }
 
+enum tps_status tps_trace_read(const char *path, cJSON **tree, char **text,
+			       size_t *text_len, struct tps_error *err)
+{
+	return read_trace(path, false, tree, text, text_len, err);
+}
+
 enum tps_status tps_trace_read_counted(const char *path, cJSON **tree,
 				       char **text, size_t *text_len,
 				       struct tps_error *err)
 {
-	char *bytes = NULL;
-	size_t len = 0;
-	cJSON *root = NULL;
-	enum tps_status st = tps_json_read_file(path, TPS_JSON_MAX_TRACE_BYTES,
-						&bytes, &len, err);
-	if (st == TPS_OK) {
-		st = tps_json_parse_counted(path, bytes, len, "values", &root,
-					    err);
-	}
-	if (st == TPS_OK) {
-		st = tps_trace_validate(root, path, err);
-	}
-	if (st != TPS_OK) {
-		cJSON_Delete(root);
-		free(bytes);
-		return st;
-	}
-	*tree = root;
-	*text = bytes;
-	*text_len = len;
-	return TPS_OK;
+	return read_trace(path, true, tree, text, text_len, err);
 }
 
 enum tps_status tps_trace_read_arena(const char *path,
