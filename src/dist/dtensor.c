@@ -420,7 +420,7 @@ static void add_at(struct tps_tensor *dst, const struct tps_tensor *src,
 		for (int d = 0; d < nd; d++) {
 			flat = flat * dst->shape.dim[d] + offset[d] + idx[d];
 		}
-		dst->data[flat] += src->data[e];
+		dst->data[flat] += src->data[tps_tensor_offset(src, e)];
 		for (int d = nd - 1; d >= 0; d--) {
 			if (++idx[d] < src->shape.dim[d]) {
 				break;

@@ -225,10 +225,12 @@ enum tps_status tps_run_compare_outcomes_each(
 	for (int i = 0; i < b->steps; i++) {
 		int64_t one = 1;
 		struct tps_shape s = tps_shape_make(1, &one);
-		struct tps_tensor la = {s, &a->loss[i], false,
-					TPS_STORAGE_VIEW};
-		struct tps_tensor lb = {s, &b->loss[i], false,
-					TPS_STORAGE_VIEW};
+		struct tps_tensor la = {.shape = s,
+					.data = &a->loss[i],
+					.storage = TPS_STORAGE_VIEW};
+		struct tps_tensor lb = {.shape = s,
+					.data = &b->loss[i],
+					.storage = TPS_STORAGE_VIEW};
 		c.t[k].section = "loss";
 		c.t[k].index = i;
 		snprintf(c.t[k].name, sizeof c.t[k].name, "loss");

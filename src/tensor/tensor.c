@@ -149,10 +149,7 @@ static enum tps_status init_values(struct tps_tensor *t,
 		 * this thread works for (memory.h), not to the process. */
 		tps_memory_account_charge(numel * (int64_t)sizeof(float));
 	}
-	t->shape = *shape;
-	t->data = data;
-	t->meta = false;
-	t->storage = TPS_STORAGE_OWN;
+	*t = (struct tps_tensor){.shape = *shape, .data = data};
 	return TPS_OK;
 }
 
@@ -181,10 +178,7 @@ enum tps_status tps_tensor_init_meta(struct tps_tensor *t,
 				tps_shape_format(shape, buf, sizeof buf));
 		}
 	}
-	t->shape = *shape;
-	t->data = NULL;
-	t->meta = true;
-	t->storage = TPS_STORAGE_OWN;
+	*t = (struct tps_tensor){.shape = *shape, .meta = true};
 	return TPS_OK;
 }
 
@@ -198,13 +192,25 @@ enum tps_status tps_tensor_init_like(struct tps_tensor *t,
 }
 
 /* tps_tensor_init_like for a result the caller writes in full. */
+/* init_for_overwrite for the ops that read a strided `like` row by row
+ * (copies and regions). */
+static enum tps_status init_for_copy(struct tps_tensor *t,
+				     const struct tps_shape *shape,
+				     const struct tps_tensor *like,
+				     struct tps_error *err)
+{
+	return like->meta ? tps_tensor_init_meta(t, shape, err)
+			  : init_values(t, shape, false, err);
+}
+
 static enum tps_status init_for_overwrite(struct tps_tensor *t,
 					  const struct tps_shape *shape,
 					  const struct tps_tensor *like,
 					  struct tps_error *err)
 {
-	return like->meta ? tps_tensor_init_meta(t, shape, err)
-			  : init_values(t, shape, false, err);
+	/* Every op but the copies reads its operands as contiguous. */
+	assert(like->row_stride == 0);
+	return init_for_copy(t, shape, like, err);
 }
 
 void tps_tensor_free(struct tps_tensor *t)
@@ -230,16 +236,42 @@ enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
-	enum tps_status st = init_for_overwrite(&t, &src->shape, src, err);
+	enum tps_status st = init_for_copy(&t, &src->shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
-	if (t.data) {
+	if (t.data && src->row_stride) {
+		int64_t last = src->shape.dim[src->shape.ndim - 1];
+		int64_t rows = tps_tensor_numel(src) / last;
+		for (int64_t r = 0; r < rows; r++) {
+			memcpy(t.data + r * last,
+			       src->data + r * src->row_stride,
+			       (size_t)last * sizeof(float));
+		}
+	} else if (t.data) {
 		memcpy(t.data, src->data,
 		       (size_t)tps_tensor_numel(src) * sizeof(float));
 	}
 	*dst = t;
 	return TPS_OK;
+}
+
+int64_t tps_tensor_row_stride(const struct tps_tensor *t)
+{
+	if (t->row_stride) {
+		return t->row_stride;
+	}
+	return t->shape.ndim ? t->shape.dim[t->shape.ndim - 1] : 1;
+}
+
+int64_t tps_tensor_offset(const struct tps_tensor *t, int64_t i)
+{
+	int64_t last;
+	if (!t->row_stride) {
+		return i;
+	}
+	last = t->shape.dim[t->shape.ndim - 1];
+	return i / last * t->row_stride + i % last;
 }
 
 void tps_tensor_move(struct tps_tensor *dst, struct tps_tensor *src)
@@ -276,6 +308,15 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 	assert(dim >= 0 && dim < src->shape.ndim);
 	assert(start >= 0 && length >= 0 &&
 	       start + length <= src->shape.dim[dim]);
+	if (src->row_stride) {
+		int64_t offset[TPS_MAX_DIMS] = {0}, len[TPS_MAX_DIMS];
+		for (int d = 0; d < src->shape.ndim; d++) {
+			len[d] = src->shape.dim[d];
+		}
+		offset[dim] = start;
+		len[dim] = length;
+		return tps_tensor_region(out, src, offset, len, err);
+	}
 	shape.dim[dim] = length;
 	st = init_for_overwrite(&t, &shape, src, err);
 	if (st != TPS_OK) {
@@ -297,23 +338,21 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 
 /* Copies the box of src at offset, of sizes length, into dst (contiguous,
  * of sizes length): one memcpy per run of the last dim, dims d.. */
-static void copy_box(float *dst, const float *src, const struct tps_shape *s,
-		     const int64_t *offset, const int64_t *length, int d,
-		     int64_t *copied)
+/* stride[d]: floats from one index of dim d to the next in src, whose
+ * last dim's rows are row_stride apart. */
+static void copy_box(float *dst, const float *src, const int64_t *stride,
+		     int ndim, const int64_t *offset, const int64_t *length,
+		     int d, int64_t *copied)
 {
-	int64_t stride = 1;
-	for (int i = d + 1; i < s->ndim; i++) {
-		stride *= s->dim[i];
-	}
-	if (d == s->ndim - 1) {
+	if (d == ndim - 1) {
 		memcpy(dst + *copied, src + offset[d],
 		       (size_t)length[d] * sizeof(float));
 		*copied += length[d];
 		return;
 	}
 	for (int64_t i = 0; i < length[d]; i++) {
-		copy_box(dst, src + (offset[d] + i) * stride, s, offset, length,
-			 d + 1, copied);
+		copy_box(dst, src + (offset[d] + i) * stride[d], stride, ndim,
+			 offset, length, d + 1, copied);
 	}
 }
 
@@ -327,12 +366,18 @@ enum tps_status tps_tensor_region(struct tps_tensor *out,
 	int64_t copied = 0;
 	enum tps_status st;
 
-	for (int d = 0; d < shape.ndim; d++) {
+	int64_t stride[TPS_MAX_DIMS];
+
+	for (int d = shape.ndim - 1; d >= 0; d--) {
 		assert(offset[d] >= 0 && length[d] >= 0 &&
 		       offset[d] + length[d] <= src->shape.dim[d]);
 		shape.dim[d] = length[d];
+		stride[d] = d == shape.ndim - 1 ? 1
+			    : d == shape.ndim - 2
+				    ? tps_tensor_row_stride(src)
+				    : stride[d + 1] * src->shape.dim[d + 1];
 	}
-	st = init_for_overwrite(&t, &shape, src, err);
+	st = init_for_copy(&t, &shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
@@ -340,12 +385,30 @@ enum tps_status tps_tensor_region(struct tps_tensor *out,
 		if (shape.ndim == 0) {
 			t.data[0] = src->data[0];
 		} else {
-			copy_box(t.data, src->data, &src->shape, offset, length,
-				 0, &copied);
+			copy_box(t.data, src->data, stride, shape.ndim, offset,
+				 length, 0, &copied);
 		}
 	}
 	*out = t;
 	return TPS_OK;
+}
+
+/* Whether the box of `length` in the first n dims of sh is one contiguous
+ * stretch of them: whole in the dims after its last cut one, of length 1
+ * before it. */
+static bool contiguous_box(const struct tps_shape *sh, const int64_t *length,
+			   int n)
+{
+	int c = n - 1;
+	while (c >= 0 && length[c] == sh->dim[c]) {
+		c--;
+	}
+	for (int e = 0; e < c; e++) {
+		if (length[e] != 1) {
+			return false;
+		}
+	}
+	return true;
 }
 
 enum tps_status tps_tensor_view_region(struct tps_tensor *out,
@@ -355,33 +418,38 @@ enum tps_status tps_tensor_view_region(struct tps_tensor *out,
 				       struct tps_error *err)
 {
 	const struct tps_shape *sh = &src->shape;
-	int c = sh->ndim - 1;
-	int64_t start = 0;
-	/* Contiguous when the dims after the last cut one (c) are whole and
-	 * those before it of length 1. */
-	while (c >= 0 && length[c] == sh->dim[c]) {
-		c--;
-	}
-	for (int e = 0; e < c; e++) {
-		if (length[e] != 1) {
-			return tps_tensor_region(out, src, offset, length, err);
-		}
-	}
+	int last = sh->ndim - 1;
+	int64_t start = 0, row_stride = 0;
+	bool strided = false;
+
+	assert(src->row_stride == 0);
 	if (src->meta || !src->data || src->storage == TPS_STORAGE_ZEROS) {
 		return tps_tensor_region(out, src, offset, length, err);
+	}
+	/* Contiguous when the dims after the last cut one are whole and
+	 * those before it of length 1; evenly spaced rows when that holds
+	 * of the dims before the last, and the last is cut. */
+	if (!contiguous_box(sh, length, sh->ndim)) {
+		strided = last >= 1 && contiguous_box(sh, length, last);
+		if (!strided) {
+			return tps_tensor_region(out, src, offset, length, err);
+		}
+		row_stride = sh->dim[last];
+		assert(row_stride <= INT32_MAX);
 	}
 	for (int e = 0; e < sh->ndim; e++) {
 		start = start * sh->dim[e] + offset[e];
 	}
 	*out = (struct tps_tensor){.shape = *sh,
 				   .data = src->data + start,
-				   .storage = TPS_STORAGE_VIEW};
+				   .storage = TPS_STORAGE_VIEW,
+				   .row_stride = (int32_t)row_stride};
 	for (int e = 0; e < sh->ndim; e++) {
 		out->shape.dim[e] = length[e];
 	}
 	if (tps_tensor_numel(out) == 0) {
-		out->data = NULL; /* as an empty tensor of its own */
-		out->storage = TPS_STORAGE_OWN;
+		/* as an empty tensor of its own */
+		*out = (struct tps_tensor){.shape = out->shape};
 	}
 	return TPS_OK;
 }
@@ -496,8 +564,8 @@ static int64_t abs_block_columns(int64_t n, int64_t k)
  * magnitudes' tensors.
  */
 static enum tps_status matmul_abs(float *c, const float *a, const float *b,
-				  int64_t m, int64_t n, int64_t k, bool trans_a,
-				  bool trans_b, unsigned abs,
+				  int64_t ldb, int64_t m, int64_t n, int64_t k,
+				  bool trans_a, bool trans_b, unsigned abs,
 				  struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_tensor ta = {0}, tb = {0};
@@ -520,24 +588,27 @@ static enum tps_status matmul_abs(float *c, const float *a, const float *b,
 	}
 	for (int64_t j0 = 0; st == TPS_OK && j0 < n; j0 += nb) {
 		int64_t nj = n - j0 < nb ? n - j0 : nb;
-		const float *bj = trans_b ? b + j0 * k : b + j0;
-		int64_t ldb = trans_b ? k : n;
+		const float *bj = trans_b ? b + j0 * ldb : b + j0;
+		int64_t ldbj = ldb;
 		if (abs & TPS_ABS_B) {
 			/* op(B)'s columns j0..: B's rows (trans_b, nj x k) or
 			 * its columns (k x nj), packed. */
-			for (int64_t r = 0; trans_b && r < nj * k; r++) {
-				tb.data[r] = magnitude(bj[r]);
+			for (int64_t q = 0; trans_b && q < nj; q++) {
+				for (int64_t p = 0; p < k; p++) {
+					tb.data[q * k + p] =
+						magnitude(bj[q * ldb + p]);
+				}
 			}
 			for (int64_t p = 0; !trans_b && p < k; p++) {
 				for (int64_t q = 0; q < nj; q++) {
 					tb.data[p * nj + q] =
-						magnitude(bj[p * n + q]);
+						magnitude(bj[p * ldb + q]);
 				}
 			}
 			bj = tb.data;
-			ldb = trans_b ? k : nj;
+			ldbj = trans_b ? k : nj;
 		}
-		tps_matmul_on_ld(pool, c + j0, n, a, trans_a ? m : k, bj, ldb,
+		tps_matmul_on_ld(pool, c + j0, n, a, trans_a ? m : k, bj, ldbj,
 				 m, nj, k, trans_a, trans_b);
 	}
 	tps_tensor_free(&ta);
@@ -547,23 +618,30 @@ static enum tps_status matmul_abs(float *c, const float *a, const float *b,
 
 /* *out = a new tensor of `shape` (meta when `like` is) holding
  * op(A) op(B) of the (m, k) x (k, n) product, per tps_matmul, on the
- * magnitudes of the operands abs names. */
-static enum tps_status
-matmul_into(struct tps_tensor *out, const struct tps_shape *shape,
-	    const struct tps_tensor *like, const float *a, const float *b,
-	    int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
-	    unsigned abs, struct tps_pool *pool, struct tps_error *err)
+ * magnitudes of the operands abs names. B's rows are ldb floats apart
+ * (0: packed, k or n), so a strided view's values are read in place. */
+static enum tps_status matmul_into(struct tps_tensor *out,
+				   const struct tps_shape *shape,
+				   const struct tps_tensor *like,
+				   const float *a, const float *b, int64_t ldb,
+				   int64_t m, int64_t n, int64_t k,
+				   bool trans_a, bool trans_b, unsigned abs,
+				   struct tps_pool *pool, struct tps_error *err)
 {
 	struct tps_tensor t;
 	enum tps_status st = init_for_overwrite(&t, shape, like, err);
 	if (st != TPS_OK) {
 		return st;
 	}
+	if (ldb == 0) {
+		ldb = trans_b ? k : n;
+	}
 	if (t.data && abs) {
-		st = matmul_abs(t.data, a, b, m, n, k, trans_a, trans_b, abs,
-				pool, err);
+		st = matmul_abs(t.data, a, b, ldb, m, n, k, trans_a, trans_b,
+				abs, pool, err);
 	} else if (t.data) {
-		tps_matmul_on(pool, t.data, a, b, m, n, k, trans_a, trans_b);
+		tps_matmul_on_ld(pool, t.data, n, a, trans_a ? m : k, b, ldb, m,
+				 n, k, trans_a, trans_b);
 	}
 	if (st != TPS_OK) {
 		tps_tensor_free(&t);
@@ -598,8 +676,10 @@ static enum tps_status linear(struct tps_tensor *y, const struct tps_tensor *x,
 	shape = x->shape;
 	shape.dim[shape.ndim - 1] = n;
 	/* (rows, k) (n, k)^T: k order the input features. */
-	st = matmul_into(&t, &shape, x, x->data, w->data, rows, n, k, false,
-			 true, abs, pool, err);
+	/* W (n, k), maybe a strided view (a rowwise shard): read in place. */
+	st = matmul_into(&t, &shape, x, x->data, w->data,
+			 tps_tensor_row_stride(w), rows, n, k, false, true, abs,
+			 pool, err);
 	if (st == TPS_OK && b) {
 		tps_tensor_add_bias(&t, b, 1.0f);
 	}
@@ -649,8 +729,9 @@ enum tps_status tps_tensor_linear_backward_input_abs(
 	shape = dy->shape;
 	shape.dim[shape.ndim - 1] = k;
 	/* (rows, n) (n, k): k order n, the output features. */
-	return matmul_into(dx, &shape, dy, dy->data, w->data, rows, k, n, false,
-			   false, abs, pool, err);
+	return matmul_into(dx, &shape, dy, dy->data, w->data,
+			   tps_tensor_row_stride(w), rows, k, n, false, false,
+			   abs, pool, err);
 }
 
 enum tps_status tps_tensor_linear_backward_input(struct tps_tensor *dx,
@@ -688,8 +769,9 @@ enum tps_status tps_tensor_linear_backward_weight_abs(
 	dims[1] = k;
 	shape = tps_shape_make(2, dims);
 	/* (rows, n)^T (rows, k): k order the rows, in row order. */
-	return matmul_into(dw, &shape, dy, dy->data, x->data, n, k, rows, true,
-			   false, abs, pool, err);
+	assert(x->row_stride == 0);
+	return matmul_into(dw, &shape, dy, dy->data, x->data, 0, n, k, rows,
+			   true, false, abs, pool, err);
 }
 
 enum tps_status tps_tensor_linear_backward_weight(struct tps_tensor *dw,
@@ -754,6 +836,7 @@ void tps_tensor_add(struct tps_tensor *dst, const struct tps_tensor *src)
 	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
 	assert(!tps_tensor_is_view(dst));		   /* never written */
 	assert(tps_shape_equal(&dst->shape, &src->shape));
+	assert(src->row_stride == 0);
 	for (int64_t i = 0; i < n; i++) {
 		dst->data[i] += src->data[i];
 	}
@@ -764,6 +847,7 @@ void tps_tensor_max(struct tps_tensor *dst, const struct tps_tensor *src)
 	int64_t n = dst->data ? tps_tensor_numel(dst) : 0; /* 0: meta */
 	assert(!tps_tensor_is_view(dst));		   /* never written */
 	assert(tps_shape_equal(&dst->shape, &src->shape));
+	assert(src->row_stride == 0);
 	for (int64_t i = 0; i < n; i++) {
 		if (src->data[i] > dst->data[i]) {
 			dst->data[i] = src->data[i];
@@ -986,12 +1070,17 @@ enum tps_status tps_tensor_rope(struct tps_tensor *out,
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
 {
 	int64_t n = t->meta ? 0 : tps_tensor_numel(t);
-	for (int64_t i = 0; i < n; i++) {
-		if (!isfinite(t->data[i])) {
-			if (first_bad) {
-				*first_bad = i;
+	/* Row by row: a strided view's rows are row_stride apart. */
+	int64_t len = t->row_stride ? t->shape.dim[t->shape.ndim - 1] : n;
+	for (int64_t i0 = 0; i0 < n; i0 += len) {
+		const float *row = t->data + tps_tensor_offset(t, i0);
+		for (int64_t j = 0; j < len; j++) {
+			if (!isfinite(row[j])) {
+				if (first_bad) {
+					*first_bad = i0 + j;
+				}
+				return false;
 			}
-			return false;
 		}
 	}
 	return true;

@@ -1,7 +1,9 @@
 /*
  * tpsim tensors: dense, row-major, contiguous float32 arrays of 0..4 dims.
  *
- * A struct tps_tensor owns its data (tps_tensor_init / tps_tensor_free).
+ * A struct tps_tensor owns its data (tps_tensor_init / tps_tensor_free),
+ * or is a view of another's (tps_tensor_view_region), which may be strided:
+ * its rows of the last dim row_stride floats apart.
  * An empty tensor (a dim of size 0, e.g. the (0, 4) shard of an uneven
  * split) keeps its full shape and has data == NULL.
  *
@@ -51,13 +53,21 @@ struct tps_tensor {
 	 * tps_tensor_view_region; that tensor must outlive it), or a
 	 * read-only mapping of zeros that holds no memory
 	 * (tps_tensor_init_zero_view). Views and zero views are never
-	 * written: the in-place ops assert it, and a write to zeros faults. */
-	enum tps_storage {
-		TPS_STORAGE_OWN = 0,
-		TPS_STORAGE_VIEW,
-		TPS_STORAGE_ZEROS
-	} storage;
+	 * written: the in-place ops assert it, and a write to zeros faults.
+	 * An enum tps_storage in one byte, and row_stride in four: a
+	 * symbolic GPT-3 run holds millions of tensors, 56 bytes each. */
+	uint8_t storage;
+	/* 0: contiguous. Else a view whose rows (of the last dim) are
+	 * row_stride floats apart, the rows themselves evenly spaced: a
+	 * column block of a wider matrix, such as a rowwise shard(1) of a
+	 * weight (tps_tensor_view_region). Only what reads through
+	 * tps_tensor_row_stride takes one: the GEMM's operands, copies,
+	 * regions, the trace's values and summaries (tensor.c asserts the
+	 * rest is given contiguous tensors). Fits: a strided view has two
+	 * rows or more of at most TPS_MAX_ELEMENTS / 2 floats. */
+	int32_t row_stride;
 };
+enum tps_storage { TPS_STORAGE_OWN = 0, TPS_STORAGE_VIEW, TPS_STORAGE_ZEROS };
 
 /* Builds a shape from ndim sizes. Asserts ndim <= TPS_MAX_DIMS. */
 struct tps_shape tps_shape_make(int ndim, const int64_t *dims);
@@ -138,10 +148,12 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 /*
  * tps_tensor_region without a copy where the region is one contiguous
  * stretch of src (whole in the dims after its last cut one, of length 1
- * before it; or all of src): out is then a view of src's values (shares them,
- * never writes them), else a copy. Parameters' shards and replicas are views of
- * the global parameter this way (issue 22): the reference and the ranks read
- * the same memory.
+ * before it; or all of src), or evenly spaced rows of it (a cut in the
+ * last dim alone, the rows before it one contiguous stretch: a strided
+ * view, row_stride the last dim of src): out is then a view of src's values
+ * (shares them, never writes them), else a copy. Parameters' shards and
+ * replicas are views of the global parameter this way (issue 22): the
+ * reference and the ranks read the same memory. src is contiguous.
  */
 enum tps_status tps_tensor_view_region(struct tps_tensor *out,
 				       const struct tps_tensor *src,
@@ -160,6 +172,11 @@ enum tps_status tps_tensor_init_zero_view(struct tps_tensor *t,
 					  struct tps_error *err);
 /* Whether t's values are shared or read-only (a view or zero view). */
 bool tps_tensor_is_view(const struct tps_tensor *t);
+/* Floats from the start of one row (of the last dim) to the next: the
+ * last dim's size, or a strided view's row_stride. Element i of t is at
+ * data[tps_tensor_offset(t, i)]. */
+int64_t tps_tensor_row_stride(const struct tps_tensor *t);
+int64_t tps_tensor_offset(const struct tps_tensor *t, int64_t i);
 
 /* out = concatenation of parts[0..n) along dim (other dims must agree). */
 enum tps_status tps_tensor_concat(struct tps_tensor *out,

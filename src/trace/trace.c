@@ -205,7 +205,7 @@ static void write_nested(struct value_writer *w, const struct tps_tensor *t,
 	int64_t n = t->shape.dim[d];
 	writer_put(w, '[');
 	if (d == t->shape.ndim - 1) {
-		const float *v = t->data + *pos;
+		const float *v = t->data + tps_tensor_offset(t, *pos);
 		for (int64_t i = 0; i < n; i++) {
 			if (w->used + TPS_NUMFMT_MAX + 1 > sizeof w->block) {
 				writer_flush(w);
@@ -239,16 +239,26 @@ static uint64_t hash_values(const struct tps_tensor *v)
 	XXH3_state_t state;
 
 	memcpy(&first, &one, 1);
-	if (first == 1 || n == 0) {
+	if ((first == 1 && !v->row_stride) || n == 0) {
 		return XXH3_64bits(v->data, (size_t)n * sizeof(float));
 	}
 	XXH3_64bits_reset(&state);
+	if (first == 1) {
+		/* A strided view's rows, in order: the same hash. */
+		int64_t len = v->shape.dim[v->shape.ndim - 1];
+		for (int64_t i = 0; i < n; i += len) {
+			XXH3_64bits_update(&state,
+					   v->data + tps_tensor_offset(v, i),
+					   (size_t)len * sizeof(float));
+		}
+		return XXH3_64bits_digest(&state);
+	}
 	for (int64_t i = 0; i < n; i += 1024) {
 		unsigned char le[4096];
 		int64_t m = n - i < 1024 ? n - i : 1024;
 		for (int64_t k = 0; k < m; k++) {
 			uint32_t bits;
-			memcpy(&bits, &v->data[i + k], 4);
+			memcpy(&bits, &v->data[tps_tensor_offset(v, i + k)], 4);
 			for (int b = 0; b < 4; b++) {
 				le[4 * k + b] =
 					(unsigned char)(bits >> (8 * b));
@@ -281,12 +291,18 @@ static void find_facts(const struct tps_tensor *v, bool summary,
 	if (n > 0) {
 		float lo = v->data[0], hi = v->data[0];
 		/* The sum in ascending element order: the mean is part of
-		 * the trace's bytes. */
+		 * the trace's bytes. Row by row: a strided view's rows are
+		 * row_stride apart. */
 		double sum = 0.0;
-		for (int64_t i = 0; i < n; i++) {
-			lo = v->data[i] < lo ? v->data[i] : lo;
-			hi = v->data[i] > hi ? v->data[i] : hi;
-			sum += v->data[i];
+		int64_t len =
+			v->row_stride ? v->shape.dim[v->shape.ndim - 1] : n;
+		for (int64_t i0 = 0; i0 < n; i0 += len) {
+			const float *row = v->data + tps_tensor_offset(v, i0);
+			for (int64_t j = 0; j < len; j++) {
+				lo = row[j] < lo ? row[j] : lo;
+				hi = row[j] > hi ? row[j] : hi;
+				sum += row[j];
+			}
 		}
 		/* Finite floats cannot overflow a double sum (2^31 x 2^128 <
 		 * 2^1024): the sum is finite exactly when every value is. */
@@ -613,8 +629,11 @@ static enum tps_status check_finite(const struct tps_trace *t,
 				err, TPS_ERR_NUMERIC,
 				"%s in %s on rank %d (element %lld) at event "
 				"seq %lld (%s %s %s)",
-				isnan(v->data[bad]) ? "NaN" : "Inf", ev->tensor,
-				r, (long long)bad, (long long)t->next_seq,
+				isnan(v->data[tps_tensor_offset(v, bad)])
+					? "NaN"
+					: "Inf",
+				ev->tensor, r, (long long)bad,
+				(long long)t->next_seq,
 				tps_phase_names[ev->phase], ev->module, ev->op);
 		}
 	}

@@ -761,24 +761,27 @@ END_TEST
 START_TEST(view_region_shares_a_contiguous_block_and_copies_the_rest)
 {
 	/* (3, 4, 5): a block of whole rows of dim 1 within one index of
-	 * dim 0 is contiguous (a view into src); a block of dim 2, or of
-	 * dim 1 across two of dim 0, is not (a copy). Both hold
-	 * tps_tensor_region's values; freeing a view leaves src whole. */
+	 * dim 0 is contiguous (a view into src); a cut of dim 2 alone whose
+	 * rows are one stretch of (3, 4) is evenly spaced rows (a strided
+	 * view, rows 5 apart); a block of dim 1 across two of dim 0 is
+	 * neither (a copy), nor is a cut of dim 2 within it. All hold
+	 * tps_tensor_region's values, element i at tps_tensor_offset;
+	 * freeing a view leaves src whole. */
 	int64_t dims[3] = {3, 4, 5};
 	struct tps_shape sh = tps_shape_make(3, dims);
 	struct tps_tensor src, v, c, want;
-	static const int64_t cases[][6] = {/* offset, length; whether a view */
-					   {1, 1, 0, 1, 2, 5},
-					   {0, 0, 0, 3, 4, 5},
-					   {0, 0, 1, 3, 4, 2},
-					   {0, 1, 0, 2, 2, 5},
-					   {2, 0, 0, 1, 4, 5}};
-	static const bool views[] = {true, true, false, false, true};
+	static const int64_t cases[][6] = {
+		/* offset, length */
+		{1, 1, 0, 1, 2, 5}, {0, 0, 0, 3, 4, 5}, {0, 0, 1, 3, 4, 2},
+		{0, 1, 0, 2, 2, 5}, {2, 0, 0, 1, 4, 5}, {1, 1, 2, 1, 3, 3},
+		{0, 1, 1, 2, 2, 2}, {1, 2, 4, 1, 1, 1}};
+	/* 0: a copy; 1: a contiguous view; 2: a strided view */
+	static const int kinds[] = {1, 1, 2, 0, 1, 2, 0, 1};
 	ck_assert_int_eq(tps_tensor_init(&src, &sh, NULL), TPS_OK);
 	for (int i = 0; i < 60; i++) {
 		src.data[i] = (float)i;
 	}
-	for (int t = 0; t < 5; t++) {
+	for (int t = 0; t < 8; t++) {
 		ck_assert_int_eq(tps_tensor_view_region(&v, &src, cases[t],
 							cases[t] + 3, NULL),
 				 TPS_OK);
@@ -786,20 +789,110 @@ START_TEST(view_region_shares_a_contiguous_block_and_copies_the_rest)
 						   cases[t] + 3, NULL),
 				 TPS_OK);
 		ck_assert(tps_shape_equal(&v.shape, &want.shape));
-		ck_assert_int_eq(tps_tensor_is_view(&v), views[t]);
-		ck_assert(memcmp(v.data, want.data,
-				 (size_t)tps_tensor_numel(&want) * 4) == 0);
-		if (views[t]) {
+		ck_assert_msg(tps_tensor_is_view(&v) == (kinds[t] > 0),
+			      "case %d", t);
+		ck_assert_int_eq(v.row_stride, kinds[t] == 2 ? 5 : 0);
+		ck_assert_int_eq(tps_tensor_row_stride(&v),
+				 kinds[t] == 2 ? 5 : cases[t][5]);
+		for (int64_t i = 0; i < tps_tensor_numel(&want); i++) {
+			ck_assert_float_eq(v.data[tps_tensor_offset(&v, i)],
+					   want.data[i]);
+		}
+		if (kinds[t]) {
 			ck_assert(v.data >= src.data && v.data < src.data + 60);
 		}
 		ck_assert_int_eq(tps_tensor_copy(&c, &v, NULL), TPS_OK);
-		ck_assert(!tps_tensor_is_view(&c));
+		ck_assert(!tps_tensor_is_view(&c) && c.row_stride == 0);
+		ck_assert(memcmp(c.data, want.data,
+				 (size_t)tps_tensor_numel(&want) * 4) == 0);
 		tps_tensor_free(&v);
 		tps_tensor_free(&c);
 		tps_tensor_free(&want);
 		ck_assert_float_eq(src.data[59], 59.0f);
 	}
 	tps_tensor_free(&src);
+}
+END_TEST
+
+START_TEST(strided_view_reads_as_its_copy)
+{
+	/* W (7, 10) and its column block W[:, 3:7], a strided view (rows 10
+	 * apart) of a rowwise shard(1)'s kind: every op that takes one
+	 * gives the bits it gives on the block's copy. The columns around
+	 * the block are NaN, so a read outside it shows. */
+	int64_t wd[2] = {7, 10}, xd[3] = {2, 3, 4}, dyd[2] = {5, 7};
+	int64_t off[2] = {0, 3}, len[2] = {7, 4};
+	struct tps_shape wsh = tps_shape_make(2, wd);
+	struct tps_shape xsh = tps_shape_make(3, xd);
+	struct tps_shape dysh = tps_shape_make(2, dyd);
+	struct tps_tensor w, view, copy, x, dy, a, b;
+	int64_t bad = -1;
+	ck_assert_int_eq(tps_tensor_init(&w, &wsh, NULL), TPS_OK);
+	for (int i = 0; i < 70; i++) {
+		int col = i % 10;
+		w.data[i] =
+			col >= 3 && col < 7 ? (float)(i * 37 % 11) - 5.0f : NAN;
+	}
+	ck_assert_int_eq(tps_tensor_view_region(&view, &w, off, len, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(view.row_stride, 10);
+	ck_assert_int_eq(tps_tensor_copy(&copy, &view, NULL), TPS_OK);
+	ck_assert(tps_tensor_all_finite(&view, &bad));
+	ck_assert_int_eq(bad, -1);
+	ck_assert_int_eq(tps_tensor_init(&x, &xsh, NULL), TPS_OK);
+	for (int i = 0; i < 24; i++) {
+		x.data[i] = (float)(i % 5) * 0.25f - 0.5f;
+	}
+	ck_assert_int_eq(tps_tensor_init(&dy, &dysh, NULL), TPS_OK);
+	for (int i = 0; i < 35; i++) {
+		dy.data[i] = (float)(i % 3) - 1.0f;
+	}
+	/* y = x W^T, its |W| form, and dx = dy W */
+	ck_assert_int_eq(tps_tensor_linear(&a, &x, &view, NULL, NULL, NULL),
+			 TPS_OK);
+	ck_assert_int_eq(tps_tensor_linear(&b, &x, &copy, NULL, NULL, NULL),
+			 TPS_OK);
+	ck_assert(memcmp(a.data, b.data, 2 * 3 * 7 * 4) == 0);
+	tps_tensor_free(&a);
+	tps_tensor_free(&b);
+	ck_assert_int_eq(
+		tps_tensor_linear_abs(&a, &x, &view, TPS_ABS_B, NULL, NULL),
+		TPS_OK);
+	ck_assert_int_eq(
+		tps_tensor_linear_abs(&b, &x, &copy, TPS_ABS_B, NULL, NULL),
+		TPS_OK);
+	ck_assert(memcmp(a.data, b.data, 2 * 3 * 7 * 4) == 0);
+	tps_tensor_free(&a);
+	tps_tensor_free(&b);
+	ck_assert_int_eq(
+		tps_tensor_linear_backward_input(&a, &dy, &view, NULL, NULL),
+		TPS_OK);
+	ck_assert_int_eq(
+		tps_tensor_linear_backward_input(&b, &dy, &copy, NULL, NULL),
+		TPS_OK);
+	ck_assert(memcmp(a.data, b.data, 5 * 4 * 4) == 0);
+	tps_tensor_free(&a);
+	tps_tensor_free(&b);
+	/* narrow of the view: its columns 1..2, and its rows 2..5 */
+	ck_assert_int_eq(tps_tensor_narrow(&a, &view, 1, 1, 2, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_narrow(&b, &copy, 1, 1, 2, NULL), TPS_OK);
+	ck_assert(memcmp(a.data, b.data, 7 * 2 * 4) == 0);
+	tps_tensor_free(&a);
+	tps_tensor_free(&b);
+	ck_assert_int_eq(tps_tensor_narrow(&a, &view, 0, 2, 3, NULL), TPS_OK);
+	ck_assert_int_eq(tps_tensor_narrow(&b, &copy, 0, 2, 3, NULL), TPS_OK);
+	ck_assert(memcmp(a.data, b.data, 3 * 4 * 4) == 0);
+	tps_tensor_free(&a);
+	tps_tensor_free(&b);
+	/* a non-finite value is found at its element index, not offset */
+	w.data[5 * 10 + 4] = INFINITY;
+	ck_assert(!tps_tensor_all_finite(&view, &bad));
+	ck_assert_int_eq(bad, 5 * 4 + 1);
+	tps_tensor_free(&view);
+	tps_tensor_free(&copy);
+	tps_tensor_free(&x);
+	tps_tensor_free(&dy);
+	tps_tensor_free(&w);
 }
 END_TEST
 
@@ -1358,6 +1451,7 @@ static Suite *tensor_suite(void)
 	tcase_add_test(
 		gemm,
 		view_region_shares_a_contiguous_block_and_copies_the_rest);
+	tcase_add_test(gemm, strided_view_reads_as_its_copy);
 	tcase_add_test(gemm, zero_view_reads_zeros_and_holds_no_account);
 	tcase_add_test(variants,
 		       matmul_every_variant_is_bit_identical_to_naive);
