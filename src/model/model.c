@@ -45,8 +45,13 @@ enum tps_status tps_model_init_tensor(struct tps_tensor *t,
 	}
 	n = tps_tensor_numel(&v);
 	tps_rng_seed_named(&rng, init.seed, stream);
-	for (int64_t i = 0; i < n; i++) {
-		v.data[i] = draw(init, a, &rng, i);
+	if (init.method == TPS_INIT_UNIFORM || init.method == TPS_INIT_TORCH) {
+		/* draw()'s values, the generator inlined. */
+		tps_rng_uniform_fill(&rng, a, v.data, n);
+	} else {
+		for (int64_t i = 0; i < n; i++) {
+			v.data[i] = draw(init, a, &rng, i);
+		}
 	}
 	*t = v;
 	return TPS_OK;

@@ -83,6 +83,13 @@ float tps_rng_uniform(struct tps_rng *rng, float a)
 	return (float)((2.0 * u - 1.0) * (double)a);
 }
 
+void tps_rng_uniform_fill(struct tps_rng *rng, float a, float *out, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		out[i] = tps_rng_uniform(rng, a);
+	}
+}
+
 float tps_rng_normal(struct tps_rng *rng, float sigma)
 {
 	/* 1 - u is in (0, 1], so the log is finite. */

@@ -25,6 +25,9 @@ uint64_t tps_rng_next(struct tps_rng *rng);
 float tps_rng_unit(struct tps_rng *rng);
 /* U(-a, a): (2u - 1) a, computed in double and rounded once. */
 float tps_rng_uniform(struct tps_rng *rng, float a);
+/* out[0..n) = n calls of tps_rng_uniform in order, the same values; one
+ * call, so the generator inlines (a parameter's 16 million draws). */
+void tps_rng_uniform_fill(struct tps_rng *rng, float a, float *out, int64_t n);
 /* N(0, sigma^2) by Box-Muller (one value per call, in double). */
 float tps_rng_normal(struct tps_rng *rng, float sigma);
 
