@@ -191,7 +191,6 @@ enum tps_status tps_tensor_init_like(struct tps_tensor *t,
 			  : tps_tensor_init(t, shape, err);
 }
 
-/* tps_tensor_init_like for a result the caller writes in full. */
 /* init_for_overwrite for the ops that read a strided `like` row by row
  * (copies and regions). */
 static enum tps_status init_for_copy(struct tps_tensor *t,
@@ -203,6 +202,7 @@ static enum tps_status init_for_copy(struct tps_tensor *t,
 			  : init_values(t, shape, false, err);
 }
 
+/* tps_tensor_init_like for a result the caller writes in full. */
 static enum tps_status init_for_overwrite(struct tps_tensor *t,
 					  const struct tps_shape *shape,
 					  const struct tps_tensor *like,
@@ -337,9 +337,9 @@ enum tps_status tps_tensor_narrow(struct tps_tensor *out,
 }
 
 /* Copies the box of src at offset, of sizes length, into dst (contiguous,
- * of sizes length): one memcpy per run of the last dim, dims d.. */
-/* stride[d]: floats from one index of dim d to the next in src, whose
- * last dim's rows are row_stride apart. */
+ * of sizes length): one memcpy per run of the last dim, dims d..
+ * stride[d]: floats from one index of dim d to the next in src (for the
+ * last but one dim, a strided view's row_stride). */
 static void copy_box(float *dst, const float *src, const int64_t *stride,
 		     int ndim, const int64_t *offset, const int64_t *length,
 		     int d, int64_t *copied)
