@@ -1005,8 +1005,9 @@ static enum tps_status attention_bound_forward(struct tps_module *m,
 		tps_bound_none_like(&ea, none_of3(eqkv));
 	} else if (st == TPS_OK) {
 		struct tps_bound_attention att = {
-			&qkv[Q],     &qkv[K],	  &qkv[V],    &eqkv[Q].e,
-			&eqkv[K].e, &eqkv[V].e, head_dim(s), s->causal};
+			&qkv[Q],     &qkv[K],	 &qkv[V],
+			&eqkv[Q].e,  &eqkv[K].e, &eqkv[V].e,
+			head_dim(s), s->causal,	 bc->pool};
 		st = tps_bound_attention_forward(&att, &dt, &ea.e, err);
 	}
 	if (st == TPS_OK) {
@@ -1099,15 +1100,15 @@ static enum tps_status attention_bound_backward(struct tps_module *m,
 			tps_bound_none_like(&eg[i], none);
 		}
 	} else if (st == TPS_OK) {
-		struct tps_bound_attention att = {
-			&m->ref_saved_more[Q],
-			&m->ref_saved_more[K],
-			&m->ref_saved_more[V],
-			&m->ref_saved_more_bound[Q].e,
-			&m->ref_saved_more_bound[K].e,
-			&m->ref_saved_more_bound[V].e,
-			head_dim(s),
-			s->causal};
+		struct tps_bound_attention att = {&m->ref_saved_more[Q],
+						  &m->ref_saved_more[K],
+						  &m->ref_saved_more[V],
+						  &m->ref_saved_more_bound[Q].e,
+						  &m->ref_saved_more_bound[K].e,
+						  &m->ref_saved_more_bound[V].e,
+						  head_dim(s),
+						  s->causal,
+						  bc->pool};
 		st = tps_bound_attention_backward(&att, &da, &eda.e, &dt,
 						  &eg[Q].e, &eg[K].e, &eg[V].e,
 						  err);

@@ -131,6 +131,9 @@ struct tps_bound_attention {
 	const struct tps_tensor *e_q, *e_k, *e_v;
 	int64_t head_dim;
 	bool causal;
+	/* Heads (kv-head groups in backward) at once; NULL: one by one.
+	 * Each head's bound is the same either way. */
+	struct tps_pool *pool;
 };
 
 /*

@@ -285,42 +285,60 @@ static void head_forward(struct scratch *w, const struct tps_bound_units *un,
 	}
 }
 
+/* What every head's (kv group's, in backward) bound needs: the units, the
+ * sizes, the outputs (da and e_da too in backward). */
+struct heads_job {
+	const struct tps_bound_attention *att;
+	struct tps_bound_units un;
+	int64_t S, F, Fk, group;
+	const struct tps_tensor *da, *e_da;
+	struct tps_tensor *out;
+};
+
+/* Item (b, hd) of the forward: one head's bounds, with its own scratch.
+ * Heads write disjoint columns, so they run at once. */
+static enum tps_status forward_head(void *opaque, int64_t item,
+				    struct tps_error *err)
+{
+	const struct heads_job *job = opaque;
+	int64_t heads = job->F / job->att->head_dim;
+	int64_t b = item / heads, hd = item % heads;
+	struct scratch w;
+	struct head h;
+	enum tps_status st = scratch_init(&w, job->S, err);
+	if (st != TPS_OK) {
+		return st;
+	}
+	head_init(&h, job->att, b, hd);
+	head_forward(&w, &job->un, &h,
+		     job->out[0].data + b * job->S * job->F +
+			     hd * job->att->head_dim);
+	scratch_free(&w);
+	return TPS_OK;
+}
+
 enum tps_status
 tps_bound_attention_forward(const struct tps_bound_attention *att,
 			    const struct tps_bound_dtypes *dt,
 			    struct tps_tensor *e_a, struct tps_error *err)
 {
 	const struct tps_shape *sh = &att->q->shape;
-	struct tps_bound_units un;
 	struct tps_tensor out = {0};
-	struct scratch w = {0};
-	int64_t S, F, batches;
+	struct heads_job job = {.att = att, .out = &out};
 	enum tps_status st = check(att, err);
 
 	if (st == TPS_OK) {
 		st = tps_tensor_init_like(&out, sh, att->q, err);
 	}
-	if (st != TPS_OK || !out.data) {
-		goto out;
+	if (st == TPS_OK && out.data) {
+		job.S = sh->dim[sh->ndim - 2];
+		job.F = sh->dim[sh->ndim - 1];
+		tps_bound_units_init(&job.un, dt);
+		st = tps_pool_try(att->pool,
+				  tps_tensor_numel(att->q) / (job.S * job.F) *
+					  (job.F / att->head_dim),
+				  forward_head, &job, err);
 	}
-	S = sh->dim[sh->ndim - 2];
-	F = sh->dim[sh->ndim - 1];
-	batches = tps_tensor_numel(att->q) / (S * F);
-	st = scratch_init(&w, S, err);
-	if (st != TPS_OK) {
-		goto out;
-	}
-	tps_bound_units_init(&un, dt);
-	for (int64_t b = 0; b < batches; b++) {
-		for (int64_t hd = 0; hd < F / att->head_dim; hd++) {
-			int64_t base = b * S * F + hd * att->head_dim;
-			struct head h;
-			head_init(&h, att, b, hd);
-			head_forward(&w, &un, &h, out.data + base);
-		}
-	}
-out:
-	scratch_free(&w);
 	if (st != TPS_OK) {
 		tps_tensor_free(&out);
 		return st;
@@ -520,6 +538,54 @@ static void group_columns(const struct tps_bound_units *un,
 	}
 }
 
+/* Item (b, kv head) of the backward: the bounds of its group's query
+ * heads in order, each adding into the group's dk and dv sums, with its
+ * own scratch and sums. Groups write disjoint columns of dq, dk and dv,
+ * so they run at once. */
+static enum tps_status backward_group(void *opaque, int64_t item,
+				      struct tps_error *err)
+{
+	const struct heads_job *job = opaque;
+	int64_t S = job->S, F = job->F, Fk = job->Fk, group = job->group;
+	int64_t kv_heads = Fk / job->att->head_dim;
+	int64_t b = item / kv_heads, kv = item % kv_heads;
+	int64_t kbase = b * S * Fk + kv * job->att->head_dim;
+	struct column_sums cs = {0};
+	struct scratch w;
+	enum tps_status st = scratch_init(&w, S, err);
+	if (st == TPS_OK) {
+		st = columns_init(&cs, S * job->att->head_dim, err);
+	}
+	for (int64_t hd = kv * group; st == TPS_OK && hd < (kv + 1) * group;
+	     hd++) {
+		int64_t base = b * S * F + hd * job->att->head_dim;
+		const float *da = job->da->data + base;
+		const float *e_da = job->e_da->data + base;
+		struct head h;
+		head_init(&h, job->att, b, hd);
+		columns_zero(&cs, S * h.d, false);
+		if (hd % group == 0) {
+			columns_zero(&cs, S * h.d, true);
+		}
+		for (int64_t i = 0; i < S; i++) {
+			int64_t last = h.causal ? i : S - 1;
+			row_scores(&w, &job->un, &h, i, last);
+			row_ds(&w, &job->un, &h, da, e_da, i, last);
+			row_backward(&w, &job->un, &h, da, e_da, i, last, &cs,
+				     job->out[0].data + base);
+		}
+		head_columns(&job->un, &h, &cs);
+		if (hd % group == group - 1) {
+			group_columns(&job->un, &h, &cs, group,
+				      job->out[1].data + kbase,
+				      job->out[2].data + kbase);
+		}
+	}
+	scratch_free(&w);
+	columns_free(&cs);
+	return st;
+}
+
 enum tps_status tps_bound_attention_backward(
 	const struct tps_bound_attention *att, const struct tps_tensor *da,
 	const struct tps_tensor *e_da, const struct tps_bound_dtypes *dt,
@@ -528,10 +594,7 @@ enum tps_status tps_bound_attention_backward(
 {
 	const struct tps_shape *sh = &att->q->shape;
 	struct tps_tensor out[3] = {0};
-	struct tps_bound_units un;
-	struct column_sums cs = {0};
-	struct scratch w = {0};
-	int64_t S, F, Fk, group, batches;
+	struct heads_job job = {.att = att, .da = da, .e_da = e_da, .out = out};
 	enum tps_status st = check(att, err);
 
 	if (st == TPS_OK && !tps_shape_equal(&da->shape, sh)) {
@@ -544,52 +607,17 @@ enum tps_status tps_bound_attention_backward(
 		st = tps_tensor_init_like(&out[i], i ? &att->k->shape : sh,
 					  da->meta ? da : att->q, err);
 	}
-	if (st != TPS_OK || !out[0].data) {
-		goto out;
+	if (st == TPS_OK && out[0].data) {
+		job.S = sh->dim[sh->ndim - 2];
+		job.F = sh->dim[sh->ndim - 1];
+		job.Fk = att->k->shape.dim[att->k->shape.ndim - 1];
+		job.group = job.F / job.Fk;
+		tps_bound_units_init(&job.un, dt);
+		st = tps_pool_try(att->pool,
+				  tps_tensor_numel(att->q) / (job.S * job.F) *
+					  (job.Fk / att->head_dim),
+				  backward_group, &job, err);
 	}
-	S = sh->dim[sh->ndim - 2];
-	F = sh->dim[sh->ndim - 1];
-	batches = tps_tensor_numel(att->q) / (S * F);
-	st = scratch_init(&w, S, err);
-	if (st == TPS_OK) {
-		st = columns_init(&cs, S * att->head_dim, err);
-	}
-	if (st != TPS_OK) {
-		goto out;
-	}
-	tps_bound_units_init(&un, dt);
-	Fk = att->k->shape.dim[att->k->shape.ndim - 1];
-	group = F / Fk;
-	for (int64_t b = 0; b < batches; b++) {
-		for (int64_t hd = 0; hd < F / att->head_dim; hd++) {
-			int64_t base = b * S * F + hd * att->head_dim;
-			int64_t kbase = b * S * Fk + hd / group * att->head_dim;
-			struct head h;
-			head_init(&h, att, b, hd);
-			columns_zero(&cs, S * h.d, false);
-			if (hd % group == 0) {
-				columns_zero(&cs, S * h.d, true);
-			}
-			for (int64_t i = 0; i < S; i++) {
-				int64_t last = h.causal ? i : S - 1;
-				row_scores(&w, &un, &h, i, last);
-				row_ds(&w, &un, &h, da->data + base,
-				       e_da->data + base, i, last);
-				row_backward(&w, &un, &h, da->data + base,
-					     e_da->data + base, i, last, &cs,
-					     out[0].data + base);
-			}
-			head_columns(&un, &h, &cs);
-			if (hd % group == group - 1) {
-				group_columns(&un, &h, &cs, group,
-					      out[1].data + kbase,
-					      out[2].data + kbase);
-			}
-		}
-	}
-out:
-	scratch_free(&w);
-	columns_free(&cs);
 	if (st != TPS_OK) {
 		for (int i = 0; i < 3; i++) {
 			tps_tensor_free(&out[i]);

@@ -28,6 +28,7 @@
 #include "jsonio.h"
 #include "nn_bounds.h"
 #include "nn_bounds_internal.h"
+#include "pool.h"
 #include "rng.h"
 #include "tensor.h"
 
@@ -1110,8 +1111,8 @@ static void att_bound(const void *opaque, const float *in, const float *e_in,
 		t[i] = tensor_of(in + at[i], 3, shape);
 		t[4 + i] = tensor_of(e_in + at[i], 3, shape);
 	}
-	struct tps_bound_attention att = {&t[0], &t[1], &t[2], &t[4],
-					  &t[5], &t[6], c->d,  c->causal};
+	struct tps_bound_attention att = {&t[0], &t[1], &t[2],	   &t[4], &t[5],
+					  &t[6], c->d,	c->causal, NULL};
 	if (!c->backward) {
 		struct tps_tensor ea;
 		ck_assert_int_eq(
@@ -1717,7 +1718,8 @@ START_TEST(meta_operands_make_meta_bounds)
 	ck_assert(tps_shape_equal(&edw.shape, &ws));
 	tps_tensor_free(&edx);
 	tps_tensor_free(&edw);
-	struct tps_bound_attention att = {&q, &q, &q, &q, &q, &q, 2, true};
+	struct tps_bound_attention att = {&q, &q, &q,	&q,  &q,
+					  &q, 2,  true, NULL};
 	ck_assert_int_eq(tps_bound_attention_backward(&att, &q, &q, &dt, &edq,
 						      &edk, &edv, &err),
 			 TPS_OK);
@@ -1904,8 +1906,9 @@ static enum tps_status call_bad(const struct bad_operand *c, struct operands *o,
 					  .eps = 1e-5,
 					  .row_parts = 1,
 					  .rms = true};
-	struct tps_bound_attention att = {&o->q,  &o->q,  &o->q,       &o->eq,
-					  &o->eq, &o->eq, o->head_dim, false};
+	struct tps_bound_attention att = {&o->q,       &o->q,  &o->q,
+					  &o->eq,      &o->eq, &o->eq,
+					  o->head_dim, false,  NULL};
 	struct tps_bound_cross_entropy ce = {&o->y, &o->ey, &o->target,
 					     o->scale, 1};
 	double e;
@@ -2463,8 +2466,8 @@ START_TEST(issue17_attention_key_bias_gradient_is_all_rounding)
 	actual_errors(&e[1], k, k, m.k, 3, dims);
 	actual_errors(&e[2], v, v, m.v, 3, dims);
 	actual_errors(&e[3], da, da, m.da, 3, dims);
-	struct tps_bound_attention att = {&t[0], &t[1], &t[2], &e[0],
-					  &e[1], &e[2], 2,     false};
+	struct tps_bound_attention att = {&t[0], &t[1], &t[2], &e[0], &e[1],
+					  &e[2], 2,	false, NULL};
 	ck_assert_int_eq(tps_bound_attention_backward(&att, &t[3], &e[3], &dt,
 						      &edq, &edk, &edv, &err),
 			 TPS_OK);
@@ -2513,6 +2516,88 @@ START_TEST(issue17_attention_key_bias_gradient_is_all_rounding)
 }
 END_TEST
 
+START_TEST(attention_bounds_on_a_pool_are_bit_identical)
+{
+	/* Heads (forward) and kv-head groups (backward) on a pool of 2 and
+	 * 3 threads give the bounds one thread gives, bit for bit: causal
+	 * or not, grouped-query (4 heads over 2 kv heads) or not, 2
+	 * batches. */
+	int64_t B = 2, S = 9, F = 16, d = 4;
+	struct tps_rng rng;
+	tps_rng_seed(&rng, 17);
+	for (int kv = 0; kv < 2; kv++) {
+		int64_t Fk = kv ? F / 2 : F;
+		int64_t qd[3] = {B, S, F}, kd[3] = {B, S, Fk};
+		struct tps_shape qs = tps_shape_make(3, qd);
+		struct tps_shape ks = tps_shape_make(3, kd);
+		struct tps_tensor t[8];
+		struct tps_bound_dtypes dt = {TPS_DTYPE_F32, TPS_DTYPE_F32,
+					      TPS_DTYPE_F32};
+		for (int i = 0; i < 8; i++) {
+			bool key = i % 4 == 1 || i % 4 == 2;
+			ck_assert_int_eq(
+				tps_tensor_init(&t[i], key ? &ks : &qs, NULL),
+				TPS_OK);
+			for (int64_t j = 0; j < tps_tensor_numel(&t[i]); j++) {
+				t[i].data[j] =
+					i < 4 ? tps_rng_normal(&rng, 1.0f)
+					      : 1e-6f * tps_rng_unit(&rng);
+			}
+		}
+		for (int causal = 0; causal < 2; causal++) {
+			struct tps_tensor want[4], got[4];
+			struct tps_bound_attention att = {
+				&t[0], &t[1], &t[2],	   &t[4], &t[5],
+				&t[6], d,     causal == 1, NULL};
+			ck_assert_int_eq(tps_bound_attention_forward(
+						 &att, &dt, &want[0], NULL),
+					 TPS_OK);
+			ck_assert_int_eq(tps_bound_attention_backward(
+						 &att, &t[3], &t[7], &dt,
+						 &want[1], &want[2], &want[3],
+						 NULL),
+					 TPS_OK);
+			for (int threads = 2; threads <= 3; threads++) {
+				struct tps_pool *pool;
+				ck_assert_int_eq(
+					tps_pool_new(&pool, threads, NULL),
+					TPS_OK);
+				att.pool = pool;
+				ck_assert_int_eq(
+					tps_bound_attention_forward(
+						&att, &dt, &got[0], NULL),
+					TPS_OK);
+				ck_assert_int_eq(tps_bound_attention_backward(
+							 &att, &t[3], &t[7],
+							 &dt, &got[1], &got[2],
+							 &got[3], NULL),
+						 TPS_OK);
+				for (int o = 0; o < 4; o++) {
+					ck_assert_msg(
+						memcmp(got[o].data,
+						       want[o].data,
+						       (size_t)tps_tensor_numel(
+							       &want[o]) *
+							       4) == 0,
+						"kv %d causal %d threads %d "
+						"output %d",
+						kv, causal, threads, o);
+					tps_tensor_free(&got[o]);
+				}
+				att.pool = NULL;
+				tps_pool_free(pool);
+			}
+			for (int o = 0; o < 4; o++) {
+				tps_tensor_free(&want[o]);
+			}
+		}
+		for (int i = 0; i < 8; i++) {
+			tps_tensor_free(&t[i]);
+		}
+	}
+}
+END_TEST
+
 static Suite *nn_bounds_suite(void)
 {
 	Suite *s = suite_create("nn_bounds");
@@ -2535,6 +2620,7 @@ static Suite *nn_bounds_suite(void)
 	TCase *edges = tcase_create("edges");
 	tcase_add_test(edges, integer_sums_below_the_limits_have_bound_zero);
 	tcase_add_test(edges, meta_operands_make_meta_bounds);
+	tcase_add_test(edges, attention_bounds_on_a_pool_are_bit_identical);
 	tcase_add_test(edges, bad_operands_are_refused_and_outputs_untouched);
 	suite_add_tcase(s, edges);
 	TCase *issue = tcase_create("issue17");
