@@ -258,6 +258,37 @@ static void master_rounding_bound(const struct tps_tensor *m,
 	}
 }
 
+/* One parameter's tps_optim_bound_step, in chunks of elements on the
+ * pool: each element's bound depends on that element alone. */
+struct bound_step_job {
+	const struct tps_optimizer_spec *opt;
+	int64_t t, n;
+	const float *p, *grad, *egrad;
+	const float *state[2];
+	float *ep, *estate[2];
+	double u;
+	enum tps_dtype state_dtype;
+};
+
+#define BOUND_STEP_CHUNK ((int64_t)1 << 16)
+
+static void bound_step_chunk(void *opaque, int64_t item)
+{
+	const struct bound_step_job *j = opaque;
+	int64_t i0 = item * BOUND_STEP_CHUNK;
+	int64_t len =
+		j->n - i0 < BOUND_STEP_CHUNK ? j->n - i0 : BOUND_STEP_CHUNK;
+	const float *state[2];
+	float *estate[2];
+	for (int k = 0; k < 2; k++) {
+		state[k] = j->state[k] ? j->state[k] + i0 : NULL;
+		estate[k] = j->estate[k] ? j->estate[k] + i0 : NULL;
+	}
+	tps_optim_bound_step(j->opt, j->t, j->p + i0, j->grad + i0, state, len,
+			     j->u, j->state_dtype, j->ep + i0, j->egrad + i0,
+			     estate);
+}
+
 /* The bounds of one update, then the update; each parameter's bound
  * after it is reported as "<param>" (optimizer phase). */
 static enum tps_status optimizer(struct tps_model *model,
@@ -327,12 +358,22 @@ static enum tps_status optimizer(struct tps_model *model,
 			for (int k = 0; k < states; k++) {
 				estate[k] = p->ref_state_bound[k].e.data;
 			}
-			tps_optim_bound_step(
-				opt, step + 1, work->data, p->ref_grad.data,
-				(const float *const *)state, n, u,
-				dt->of[TPS_ROLE_OPTIMIZER_STATE],
-				ework->e.data, p->ref_grad_bound.e.data,
-				estate);
+			struct bound_step_job job = {
+				opt,
+				step + 1,
+				n,
+				work->data,
+				p->ref_grad.data,
+				p->ref_grad_bound.e.data,
+				{state[0], state[1]},
+				ework->e.data,
+				{estate[0], estate[1]},
+				u,
+				dt->of[TPS_ROLE_OPTIMIZER_STATE]};
+			tps_pool_for(bc->pool,
+				     (n + BOUND_STEP_CHUNK - 1) /
+					     BOUND_STEP_CHUNK,
+				     bound_step_chunk, &job);
 			/* The state's bound outgrowing float32 takes the
 			 * parameter's with it. */
 			for (int k = 0; k < states; k++) {
