@@ -162,11 +162,20 @@ void tps_json_arena_free(struct tps_json_arena *arena);
 bool tps_json_scan_number(const char *text, size_t len, size_t *used,
 			  double *out);
 
-/* tps_json_read_file followed by tps_json_parse_strict. */
+/*
+ * tps_json_read_file followed by tps_json_parse_strict: the same checks,
+ * limits and messages. A regular file is mapped rather than read, and its
+ * pages are handed back as the parser moves past them, so that a big
+ * file's text is never resident whole beside its tree (a 16 MiB config's
+ * explicit params: docs/performance.md); standard input, an empty file or
+ * one that cannot be mapped is read whole. A file cut short by another
+ * process while it is parsed ends the process with SIGBUS, as any mapped
+ * file does.
+ */
 enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
 			      struct tps_error *err);
-/* tps_json_read_file followed by tps_json_parse_strict_packed; the text
- * is freed before returning. */
+/* tps_json_load, parsed with tps_json_parse_strict_packed; no text is
+ * left when it returns. */
 enum tps_status tps_json_load_packed(const char *path, size_t max_bytes,
 				     const char *pack_key, cJSON **out,
 				     struct tps_error *err);

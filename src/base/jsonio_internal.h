@@ -33,4 +33,18 @@ static inline size_t tps_json_utf8_unit_len(const unsigned char *s)
 	return n;
 }
 
+/*
+ * tps_json_parse_strict_packed, telling consumed(ctx, upto) from time to
+ * time (about every TPS_JSON_CONSUMED_STEP bytes) that it will read no
+ * byte before upto again, but to count an error's line and column from
+ * the start of the text (jsonio_file.c drops the pages of a mapped file
+ * behind it). The tree holds no pointer into the text.
+ */
+#define TPS_JSON_CONSUMED_STEP ((size_t)256 << 10)
+enum tps_status
+tps_json_parse_releasing(const char *name, const char *text, size_t len,
+			 const char *pack_key,
+			 void (*consumed)(void *ctx, const char *upto),
+			 void *ctx, cJSON **out, struct tps_error *err);
+
 #endif

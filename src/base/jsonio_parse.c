@@ -89,6 +89,11 @@ struct scanner {
 	/* Not NULL: every node, key and string is carved from here
 	 * (tps_json_parse_arena), and the tree is freed with it. */
 	struct tps_json_arena *arena;
+	/* Not NULL: told where the text read for good ends
+	 * (tps_json_parse_releasing), once pos reaches next_consumed. */
+	void (*consumed)(void *ctx, const char *upto);
+	void *consumed_ctx;
+	size_t next_consumed;
 };
 
 /*
@@ -1410,6 +1415,14 @@ static enum tps_status scan_document(struct scanner *sc)
 		return scan_fail(sc, "empty input (expected a JSON value)");
 	}
 	while (!done && st == TPS_OK) {
+		/* Between tokens: nothing before pos is read again, but for
+		 * an error's line and column (every error from here on is
+		 * at pos or after it). */
+		if (sc->consumed && sc->pos >= sc->next_consumed) {
+			sc->consumed(sc->consumed_ctx,
+				     (const char *)sc->s + sc->pos);
+			sc->next_consumed = sc->pos + TPS_JSON_CONSUMED_STEP;
+		}
 		switch (state) {
 		case ST_VALUE: st = scan_value_start(sc, &state); break;
 		case ST_FIRST_KEY:
@@ -1440,13 +1453,23 @@ static void scanner_free(struct scanner *sc)
 	free(sc->recs);
 }
 
-/* tps_json_parse_strict, the arrays under root[pack_key] packed (NULL:
- * none), into arena when it is not NULL (never both). */
+/* What parse() is told besides the text: the pack key (NULL: nothing is
+ * packed), counting (tps_json_parse_counted), an arena (never with a pack
+ * key) and whom to tell of the text consumed (NULL: nobody). */
+struct parse_opts {
+	const char *pack_key;
+	bool counting;
+	struct tps_json_arena *arena;
+	void (*consumed)(void *ctx, const char *upto);
+	void *consumed_ctx;
+};
+
 static enum tps_status parse(const char *name, const char *text, size_t len,
-			     const char *pack_key, bool counting,
-			     struct tps_json_arena *arena, cJSON **out,
+			     const struct parse_opts *o, cJSON **out,
 			     struct tps_error *err)
 {
+	const char *pack_key = o->pack_key;
+	struct tps_json_arena *arena = o->arena;
 	struct scanner sc;
 	char shown[256];
 	enum tps_status st;
@@ -1463,9 +1486,12 @@ static enum tps_status parse(const char *name, const char *text, size_t len,
 	sc.s = (const unsigned char *)text;
 	sc.len = len;
 	sc.pack_key = pack_key;
-	sc.counting = counting;
+	sc.counting = o->counting;
 	sc.err = err;
 	sc.arena = arena;
+	sc.consumed = o->consumed;
+	sc.consumed_ctx = o->consumed_ctx;
+	sc.next_consumed = TPS_JSON_CONSUMED_STEP;
 
 	/* strtod takes its decimal point from LC_NUMERIC; JSON's is '.'
 	 * whatever locale the program runs in. uselocale is per thread. */
@@ -1495,21 +1521,40 @@ enum tps_status tps_json_parse_strict(const char *name, const char *text,
 				      size_t len, cJSON **out,
 				      struct tps_error *err)
 {
-	return parse(name, text, len, NULL, false, NULL, out, err);
+	const struct parse_opts o = {0};
+
+	return parse(name, text, len, &o, out, err);
 }
 
 enum tps_status tps_json_parse_strict_packed(const char *name, const char *text,
 					     size_t len, const char *pack_key,
 					     cJSON **out, struct tps_error *err)
 {
-	return parse(name, text, len, pack_key, false, NULL, out, err);
+	const struct parse_opts o = {.pack_key = pack_key};
+
+	return parse(name, text, len, &o, out, err);
+}
+
+enum tps_status
+tps_json_parse_releasing(const char *name, const char *text, size_t len,
+			 const char *pack_key,
+			 void (*consumed)(void *ctx, const char *upto),
+			 void *ctx, cJSON **out, struct tps_error *err)
+{
+	const struct parse_opts o = {.pack_key = pack_key,
+				     .consumed = consumed,
+				     .consumed_ctx = ctx};
+
+	return parse(name, text, len, &o, out, err);
 }
 
 enum tps_status tps_json_parse_counted(const char *name, const char *text,
 				       size_t len, const char *key, cJSON **out,
 				       struct tps_error *err)
 {
-	return parse(name, text, len, key, true, NULL, out, err);
+	const struct parse_opts o = {.pack_key = key, .counting = true};
+
+	return parse(name, text, len, &o, out, err);
 }
 
 enum tps_status tps_json_parse_arena(const char *name, const char *text,
@@ -1517,6 +1562,7 @@ enum tps_status tps_json_parse_arena(const char *name, const char *text,
 				     const cJSON **out, struct tps_error *err)
 {
 	struct tps_json_arena *a = calloc(1, sizeof *a);
+	struct parse_opts o = {0};
 	cJSON *root = NULL;
 	enum tps_status st;
 
@@ -1524,7 +1570,8 @@ enum tps_status tps_json_parse_arena(const char *name, const char *text,
 	if (!a) {
 		return tps_error_set(err, TPS_ERR_NOMEM, "out of memory");
 	}
-	st = parse(name, text, len, NULL, false, a, &root, err);
+	o.arena = a;
+	st = parse(name, text, len, &o, &root, err);
 	if (st != TPS_OK) {
 		tps_json_arena_free(a);
 		return st;

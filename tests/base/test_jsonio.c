@@ -1,5 +1,6 @@
 /* Tests for the strict JSON reader (src/jsonio_*.c). */
 #include "jsonio.h"
+#include "jsonio_internal.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -1963,6 +1964,299 @@ START_TEST(load_names_stdin)
 }
 END_TEST
 
+/*
+ * A config-like text of about `bytes` bytes, most of it a params block of
+ * rows of numbers in every form the grammar has (integers, fractions,
+ * exponents, negatives), between members with strings and escapes, so a
+ * mapped load crosses many TPS_JSON_CONSUMED_STEPs inside packed arrays,
+ * strings and keys alike. `tail` ends the root object ("" for none).
+ * Caller frees; *len gets its length.
+ */
+static char *big_text(size_t bytes, const char *tail, size_t *len)
+{
+	static const char *const forms[] = {"%d",     "-%d.25", "%de-7",
+					    "0.%09d", "-%dE+3", "1.5e%d"};
+	size_t cap = bytes + 4096, n = 0;
+	char *t = malloc(cap);
+	unsigned x = 12345;
+	int row = 0;
+
+	ck_assert_ptr_nonnull(t);
+	n += (size_t)snprintf(t + n, cap - n,
+			      "{\"tpsim\": 1, \"name\": \"caf\\u00e9 \xC3\xA9"
+			      "\\n\",\n \"params\": {\"fc1.weight\": [\n");
+	while (n < bytes) {
+		n += (size_t)snprintf(t + n, cap - n, "%s  [",
+				      row ? ",\n" : "");
+		for (int c = 0; c < 64; c++) {
+			x = x * 1103515245u + 12345u;
+			n += (size_t)snprintf(t + n, cap - n, c ? ", " : "");
+			n += (size_t)snprintf(t + n, cap - n,
+					      forms[(x >> 8) % 6],
+					      (int)((x >> 12) % 300));
+		}
+		n += (size_t)snprintf(t + n, cap - n, "]");
+		row++;
+	}
+	n += (size_t)snprintf(t + n, cap - n,
+			      "\n ]},\n \"after\": {\"k\\\"ey\": [\"s\", true]}"
+			      "%s}\n",
+			      tail);
+	ck_assert_uint_lt(n, cap);
+	*len = n;
+	return t;
+}
+
+/* The same tree, packed alike, with the same numbers bit for bit. */
+static void expect_same_packed(const cJSON *a, const cJSON *b)
+{
+	ck_assert_int_eq(a->type, b->type);
+	ck_assert_int_eq(tps_json_is_packed(a), tps_json_is_packed(b));
+	ck_assert_int_eq(tps_json_array_size(a), tps_json_array_size(b));
+	if (tps_json_is_packed(a)) {
+		ck_assert(memcmp(tps_json_packed_values(a),
+				 tps_json_packed_values(b),
+				 (size_t)tps_json_array_size(a) *
+					 sizeof(double)) == 0);
+		return;
+	}
+	if (cJSON_IsNumber(a)) {
+		ck_assert(memcmp(&a->valuedouble, &b->valuedouble,
+				 sizeof a->valuedouble) == 0);
+	}
+	if (cJSON_IsString(a)) {
+		ck_assert_str_eq(a->valuestring, b->valuestring);
+	}
+	if (a->string || b->string) {
+		ck_assert_str_eq(a->string, b->string);
+	}
+	for (a = a->child, b = b->child; a && b; a = a->next, b = b->next) {
+		expect_same_packed(a, b);
+	}
+	ck_assert_ptr_eq(a, b);
+}
+
+/* Both trees write the same text and are the same tree. */
+static void expect_same_written(const cJSON *a, const cJSON *b)
+{
+	char *ta = written(a), *tb = written(b);
+
+	ck_assert_str_eq(ta, tb);
+	expect_same_packed(a, b);
+	free(ta);
+	free(tb);
+}
+
+START_TEST(load_maps_file_into_the_tree_that_parse_builds)
+{
+	struct tps_error err = {0};
+	const char *path = tmp_path("big.json");
+	cJSON *mapped = NULL, *parsed = NULL;
+	size_t len;
+	char *text = big_text((size_t)3 << 20, "", &len);
+
+	tu_write_file(path, text, len);
+	/* Packed, as a config is read, and plain. */
+	ck_assert_msg(tps_json_load_packed(path, TPS_JSON_MAX_INPUT_BYTES,
+					   "params", &mapped, &err) == TPS_OK,
+		      "%s", err.message);
+	ck_assert_int_eq(tps_json_parse_strict_packed(path, text, len, "params",
+						      &parsed, &err),
+			 TPS_OK);
+	ck_assert(tps_json_is_packed(cJSON_GetArrayItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(mapped, "params"),
+				    "fc1.weight"),
+		0)));
+	expect_same_written(mapped, parsed);
+	cJSON_Delete(mapped);
+	cJSON_Delete(parsed);
+	mapped = parsed = NULL;
+	ck_assert_int_eq(
+		tps_json_load(path, TPS_JSON_MAX_INPUT_BYTES, &mapped, &err),
+		TPS_OK);
+	ck_assert_int_eq(tps_json_parse_strict(path, text, len, &parsed, &err),
+			 TPS_OK);
+	expect_same_written(mapped, parsed);
+	cJSON_Delete(mapped);
+	cJSON_Delete(parsed);
+	free(text);
+}
+END_TEST
+
+/* What the parser said it was done with, in a text it may not read again:
+ * each call overwrites the bytes newly behind it. */
+struct consumed_log {
+	char *text;
+	size_t len;
+	size_t upto; /* the last offset told */
+	int calls;
+	bool backwards;
+};
+
+static void poison_consumed(void *ctx, const char *upto)
+{
+	struct consumed_log *log = ctx;
+	size_t at = (size_t)(upto - log->text);
+
+	ck_assert(upto >= log->text && at <= log->len);
+	if (at < log->upto) {
+		log->backwards = true;
+		return;
+	}
+	/* A control character: read again inside a string it is an error,
+	 * anywhere else a syntax error, and it is no digit. */
+	memset(log->text + log->upto, '\x01', at - log->upto);
+	log->upto = at;
+	log->calls++;
+}
+
+START_TEST(parse_releasing_never_reads_what_it_said_it_was_done_with)
+{
+	struct tps_error err = {0};
+	struct consumed_log log = {0};
+	cJSON *released = NULL, *parsed = NULL;
+	size_t len;
+	char *text = big_text((size_t)2 << 20, "", &len);
+
+	ck_assert_int_eq(tps_json_parse_strict_packed("t.json", text, len,
+						      "params", &parsed, &err),
+			 TPS_OK);
+	log.text = text;
+	log.len = len;
+	ck_assert_msg(tps_json_parse_releasing("t.json", text, len, "params",
+					       poison_consumed, &log, &released,
+					       &err) == TPS_OK,
+		      "%s", err.message);
+	expect_same_written(released, parsed);
+	ck_assert(!log.backwards);
+	/* Told about every step of the way, not once at the end. */
+	ck_assert_int_ge(log.calls, (int)(len / TPS_JSON_CONSUMED_STEP) - 1);
+	ck_assert_uint_ge(log.upto, len - TPS_JSON_CONSUMED_STEP);
+	cJSON_Delete(released);
+	cJSON_Delete(parsed);
+	free(text);
+}
+END_TEST
+
+/* Errors past the dropped text: the same message as the parse of the text
+ * in memory (file, pointer, and a line and column counted from the
+ * start, through the pages read again). */
+static const struct {
+	const char *tail;
+	const char *want; /* part of the message, after the file name */
+} late_errors[] = {
+	{", \"after\": 2", ": /after: duplicate key \"after\""},
+	{", \"x\": [1, 2,]", ": /x/2: invalid JSON at line "},
+	{", \"x\": {\"y\": nul}", ": /x/y: invalid JSON at line "},
+	{", \"x\": \"\x01\"", ": /x: invalid JSON at line "},
+	{", \"x\": [1, 2", ": /x: unexpected end of input at line "},
+};
+
+START_TEST(load_names_file_pointer_line_and_column_after_dropped_text)
+{
+	struct tps_error mapped_err = {0}, parsed_err = {0};
+	const char *path = tmp_path("late.json");
+	cJSON *tree = NULL;
+	size_t len;
+	char *text, want[2 * PATH_MAX + 128];
+
+	text = big_text((size_t)1 << 20, late_errors[_i].tail, &len);
+	if (strstr(late_errors[_i].tail, "[1, 2") &&
+	    !strstr(late_errors[_i].tail, "]")) {
+		/* Cut after the "2": the end comes inside the array. */
+		len = (size_t)(strstr(text, "[1, 2") - text) + 5;
+	}
+	tu_write_file(path, text, len);
+	ck_assert_int_eq(tps_json_load_packed(path, TPS_JSON_MAX_INPUT_BYTES,
+					      "params", &tree, &mapped_err),
+			 TPS_ERR_INPUT);
+	ck_assert_ptr_null(tree);
+	ck_assert_int_eq(tps_json_parse_strict_packed(path, text, len, "params",
+						      &tree, &parsed_err),
+			 TPS_ERR_INPUT);
+	ck_assert_str_eq(mapped_err.message, parsed_err.message);
+	snprintf(want, sizeof want, "%s%s", path, late_errors[_i].want);
+	ck_assert_msg(strncmp(mapped_err.message, want, strlen(want)) == 0,
+		      "%s", mapped_err.message);
+	/* The error is past the first megabyte of text, many lines in. */
+	ck_assert_ptr_null(strstr(mapped_err.message, "at line 1,"));
+	free(text);
+}
+END_TEST
+
+/* A mapping ends where the file does: a file of exactly one page whose
+ * last byte ends a number (or is cut inside a value) is read to its last
+ * byte and not one past it. */
+START_TEST(load_reads_a_file_that_ends_at_a_page_boundary)
+{
+	struct tps_error err = {0};
+	const char *path = tmp_path("page.json");
+	long page = sysconf(_SC_PAGESIZE);
+	char *text, want[2 * PATH_MAX + 128];
+	cJSON *tree = NULL;
+
+	ck_assert_int_gt(page, 16);
+	text = malloc((size_t)page);
+	ck_assert_ptr_nonnull(text);
+	memset(text, ' ', (size_t)page);
+	memcpy(text + page - 9, "123456789", 9);
+	tu_write_file(path, text, (size_t)page);
+	ck_assert_int_eq(tps_json_load_packed(path, TPS_JSON_MAX_INPUT_BYTES,
+					      "params", &tree, &err),
+			 TPS_OK);
+	ck_assert(cJSON_IsNumber(tree) && tree->valuedouble == 123456789.0);
+	cJSON_Delete(tree);
+	tree = NULL;
+	memset(text, ' ', (size_t)page);
+	memcpy(text + page - 4, "[1e1", 4);
+	tu_write_file(path, text, (size_t)page);
+	ck_assert_int_eq(tps_json_load_packed(path, TPS_JSON_MAX_INPUT_BYTES,
+					      "params", &tree, &err),
+			 TPS_ERR_INPUT);
+	snprintf(want, sizeof want,
+		 "%s: (root): unexpected end of input at line 1, column %ld",
+		 path, page + 1);
+	ck_assert_str_eq(err.message, want);
+	ck_assert_ptr_null(tree);
+	free(text);
+}
+END_TEST
+
+START_TEST(load_refuses_file_over_limit_and_reads_empty_file)
+{
+	struct tps_error err = {0};
+	char want[2 * PATH_MAX + 128];
+	const char *path = tmp_path("limit.json");
+	cJSON *tree = NULL;
+
+	tu_write_file(path, "[1, 2, 3, 4, 5, 6]", 18);
+	ck_assert_int_eq(tps_json_load_packed(path, 17, "params", &tree, &err),
+			 TPS_ERR_LIMIT);
+	snprintf(want, sizeof want,
+		 "%s: file is 18 bytes, over the limit of 17 bytes", path);
+	ck_assert_str_eq(err.message, want);
+	ck_assert_ptr_null(tree);
+	ck_assert_int_eq(tps_json_load_packed(path, 18, "params", &tree, &err),
+			 TPS_OK);
+	ck_assert_int_eq(cJSON_GetArraySize(tree), 6);
+	cJSON_Delete(tree);
+	tree = NULL;
+	/* Nothing to map: read, and refused as the parser refuses "". */
+	tu_write_file(path, "", 0);
+	ck_assert_int_eq(tps_json_load_packed(path, 18, "params", &tree, &err),
+			 TPS_ERR_INPUT);
+	snprintf(want, sizeof want,
+		 "%s: (root): empty input (expected a JSON value)", path);
+	ck_assert_str_eq(err.message, want);
+	ck_assert_ptr_null(tree);
+	ck_assert_int_eq(
+		tps_json_load_packed(tmpdir, 18, "params", &tree, &err),
+		TPS_ERR_IO);
+	ck_assert_ptr_nonnull(
+		strstr(err.message, ": not a regular file (a directory)"));
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* JSON Pointer helpers                                                     */
 /* ------------------------------------------------------------------------ */
@@ -2236,6 +2530,14 @@ static Suite *jsonio_suite(void)
 	tcase_add_test(tc, load_names_file_in_parse_errors);
 	tcase_add_test(tc, load_passes_read_errors_through);
 	tcase_add_test(tc, load_names_stdin);
+	tcase_add_test(tc, load_maps_file_into_the_tree_that_parse_builds);
+	tcase_add_test(
+		tc, parse_releasing_never_reads_what_it_said_it_was_done_with);
+	tcase_add_loop_test(
+		tc, load_names_file_pointer_line_and_column_after_dropped_text,
+		0, (int)(sizeof late_errors / sizeof late_errors[0]));
+	tcase_add_test(tc, load_reads_a_file_that_ends_at_a_page_boundary);
+	tcase_add_test(tc, load_refuses_file_over_limit_and_reads_empty_file);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("path");
