@@ -164,14 +164,22 @@ bool tps_json_scan_number(const char *text, size_t len, size_t *used,
 
 /*
  * tps_json_read_file followed by tps_json_parse_strict: the same checks,
- * limits and messages. A regular file is mapped rather than read, and its
- * pages are handed back as the parser moves past them, so that a big
- * file's text is never resident whole beside its tree (a 16 MiB config's
- * explicit params: docs/performance.md); standard input, an empty file or
- * one that cannot be mapped is read whole. A file cut short by another
- * process while it is parsed ends the process with SIGBUS, as any mapped
- * file does.
+ * limits and messages. Once tps_json_load_maps_files(true), a regular file
+ * is mapped rather than read, and its pages are handed back as the parser
+ * moves past them, so that a big file's text is never resident whole
+ * beside its tree (a 16 MiB config's explicit params:
+ * docs/performance.md); standard input, an empty file or one that cannot
+ * be mapped is read whole.
  */
+/*
+ * Whether tps_json_load maps regular files (default: no, it reads them).
+ * A mapped file cut short by another process while it is parsed raises
+ * SIGBUS, which only a process's owner can turn into an error: `tpsim`'s
+ * main() turns mapping on with its handler in place
+ * (tps_cli_install_signals); a host of the library keeps reading. Call
+ * before any thread loads.
+ */
+void tps_json_load_maps_files(bool on);
 enum tps_status tps_json_load(const char *path, size_t max_bytes, cJSON **out,
 			      struct tps_error *err);
 /* tps_json_load, parsed with tps_json_parse_strict_packed; no text is

@@ -2,7 +2,8 @@
  * Reading input files whole, with the size limit checked before reading
  * (docs/design.md section 8); tps_json_load reads and parses.
  *
- * tps_json_load maps a regular file rather than read it: the parser tells
+ * tps_json_load maps a regular file rather than read it, when the process
+ * asks (tps_json_load_maps_files: `tpsim` does): the parser tells
  * as it goes which text it is done with (tps_json_parse_releasing), and
  * those pages are dropped, so a big config's text is never resident all at
  * once beside the tree it becomes. A private read-only mapping of a file
@@ -232,6 +233,13 @@ enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
 	return st;
 }
 
+static bool maps_files; /* tps_json_load_maps_files */
+
+void tps_json_load_maps_files(bool on)
+{
+	maps_files = on;
+}
+
 /* A file's text mapped read-only, and how much of its start has been
  * handed back to the kernel. */
 struct mapped_text {
@@ -271,7 +279,8 @@ static bool parse_mapped(struct input *in, const char *name,
 	struct mapped_text m = {0};
 	void *map;
 
-	if (in->is_stdin || !S_ISREG(in->sb.st_mode) || in->sb.st_size <= 0) {
+	if (!maps_files || in->is_stdin || !S_ISREG(in->sb.st_mode) ||
+	    in->sb.st_size <= 0) {
 		return false;
 	}
 	m.len = (size_t)in->sb.st_size;

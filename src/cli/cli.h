@@ -29,6 +29,10 @@ int tps_cli_main(int argc, char **argv, FILE *out, FILE *err);
  *    instead of the kernel killing the process mid-file.
  *  - SIGTERM, SIGINT and SIGHUP remove the temporary output being written,
  *    if any, then kill the process with the signal's default action.
+ *  - SIGBUS (a mapped input file cut short while it is parsed) removes it
+ *    too, says so in one line and exits 2; with that handler in place,
+ *    tps_json_load maps files (tps_json_load_maps_files), so that a big
+ *    config's text is never resident whole.
  * Not called by the test suites, which run tps_cli_main in-process.
  */
 void tps_cli_install_signals(void);

@@ -8,6 +8,7 @@
  */
 #include "cli_internal.h"
 #include "cli.h"
+#include "jsonio.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -43,10 +44,30 @@ static void remove_pending_and_die(int sig)
 	errno = saved;
 }
 
+/*
+ * SIGBUS: a file tps_json_load mapped (jsonio.h) was cut short by another
+ * process while it was parsed. One line and exit 2, as for any input that
+ * cannot be read, the temporary output removed; write, unlink and _exit
+ * are async-signal-safe.
+ */
+static void input_cut_short(int sig)
+{
+	static const char msg[] =
+		"tpsim: an input file was cut short while it was read "
+		"(SIGBUS)\n";
+	(void)sig;
+	if (pending.armed) {
+		atomic_signal_fence(memory_order_seq_cst);
+		unlink(pending.path);
+	}
+	(void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+	_exit(TPS_EXIT_TROUBLE);
+}
+
 void tps_cli_install_signals(void)
 {
 	static const int fatal[] = {SIGTERM, SIGINT, SIGHUP};
-	struct sigaction sa;
+	struct sigaction sa, bus;
 
 	signal(SIGXFSZ, SIG_IGN);
 	memset(&sa, 0, sizeof sa);
@@ -65,6 +86,13 @@ void tps_cli_install_signals(void)
 			continue;
 		}
 		sigaction(fatal[i], &sa, NULL);
+	}
+	memset(&bus, 0, sizeof bus);
+	bus.sa_handler = input_cut_short;
+	sigemptyset(&bus.sa_mask);
+	if (sigaction(SIGBUS, &bus, NULL) == 0) {
+		/* Only with the handler in place (cli.h). */
+		tps_json_load_maps_files(true);
 	}
 }
 

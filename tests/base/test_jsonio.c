@@ -2425,6 +2425,34 @@ END_TEST
 
 /* ------------------------------------------------------------------------ */
 
+static void setup_tmp_mapped(void)
+{
+	setup_tmp();
+	tps_json_load_maps_files(true);
+}
+
+static void teardown_tmp_mapped(void)
+{
+	tps_json_load_maps_files(false);
+	teardown_tmp();
+}
+
+static void add_load_tests(TCase *tc)
+{
+	tcase_add_test(tc, load_parses_file);
+	tcase_add_test(tc, load_names_file_in_parse_errors);
+	tcase_add_test(tc, load_passes_read_errors_through);
+	tcase_add_test(tc, load_names_stdin);
+	tcase_add_test(tc, load_maps_file_into_the_tree_that_parse_builds);
+	tcase_add_test(
+		tc, parse_releasing_never_reads_what_it_said_it_was_done_with);
+	tcase_add_loop_test(
+		tc, load_names_file_pointer_line_and_column_after_dropped_text,
+		0, (int)(sizeof late_errors / sizeof late_errors[0]));
+	tcase_add_test(tc, load_reads_a_file_that_ends_at_a_page_boundary);
+	tcase_add_test(tc, load_refuses_file_over_limit_and_reads_empty_file);
+}
+
 static Suite *jsonio_suite(void)
 {
 	Suite *s = suite_create("jsonio");
@@ -2524,20 +2552,15 @@ static Suite *jsonio_suite(void)
 	tcase_add_test(tc, read_file_checks_size_of_stdin_file);
 	suite_add_tcase(s, tc);
 
+	/* tps_json_load reading files (the library's default) and mapping
+	 * them (tpsim's): the same trees, messages and limits. */
 	tc = tcase_create("load");
 	tcase_add_checked_fixture(tc, setup_tmp, teardown_tmp);
-	tcase_add_test(tc, load_parses_file);
-	tcase_add_test(tc, load_names_file_in_parse_errors);
-	tcase_add_test(tc, load_passes_read_errors_through);
-	tcase_add_test(tc, load_names_stdin);
-	tcase_add_test(tc, load_maps_file_into_the_tree_that_parse_builds);
-	tcase_add_test(
-		tc, parse_releasing_never_reads_what_it_said_it_was_done_with);
-	tcase_add_loop_test(
-		tc, load_names_file_pointer_line_and_column_after_dropped_text,
-		0, (int)(sizeof late_errors / sizeof late_errors[0]));
-	tcase_add_test(tc, load_reads_a_file_that_ends_at_a_page_boundary);
-	tcase_add_test(tc, load_refuses_file_over_limit_and_reads_empty_file);
+	add_load_tests(tc);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("load_mapped");
+	tcase_add_checked_fixture(tc, setup_tmp_mapped, teardown_tmp_mapped);
+	add_load_tests(tc);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("path");

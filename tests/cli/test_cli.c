@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -4721,6 +4722,51 @@ START_TEST(mesh_json_is_strict_json)
 }
 END_TEST
 
+START_TEST(a_mapped_input_cut_short_is_one_line_and_exit_2)
+{
+	/* A child with tpsim's signal dispositions maps a two-page file,
+	 * cuts it to nothing and reads its second page: the genuine SIGBUS
+	 * a config truncated while tps_json_load parses it would raise. It
+	 * must end as any unreadable input does, one line and exit 2. */
+	const char *dir = tu_tempdir();
+	char path[512], err_path[512], *text;
+	int status = 0;
+	pid_t pid;
+	snprintf(path, sizeof path, "%s/cut.json", dir);
+	snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		long page = sysconf(_SC_PAGESIZE);
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		volatile const char *map;
+		if (fd < 0 || err_fd < 0 || dup2(err_fd, STDERR_FILENO) < 0 ||
+		    ftruncate(fd, 2 * page) != 0) {
+			_exit(99);
+		}
+		tps_cli_install_signals();
+		map = mmap(NULL, (size_t)(2 * page), PROT_READ, MAP_PRIVATE, fd,
+			   0);
+		if (map == MAP_FAILED || ftruncate(fd, 0) != 0) {
+			_exit(98);
+		}
+		(void)map[page];
+		_exit(0); /* not reached: the read faults */
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), TPS_EXIT_TROUBLE);
+	text = tu_read_file(err_path, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_str_eq(text, "tpsim: an input file was cut short while it "
+			       "was read (SIGBUS)\n");
+	free(text);
+	tu_rmtree(dir);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -4732,6 +4778,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(usage, help_and_version_go_to_stdout);
 	tcase_add_test(usage, usage_errors_are_one_line_and_a_hint);
 	tcase_add_test(usage, set_values_are_json_numbers);
+	tcase_add_test(usage, a_mapped_input_cut_short_is_one_line_and_exit_2);
 	tcase_add_test(run, run_writes_trace_and_one_line_summary);
 	tcase_add_test(run, run_reads_the_config_from_stdin);
 	tcase_add_test(run, run_without_reference_says_so_and_compares_nothing);

@@ -4,7 +4,8 @@
  * prints wall and CPU seconds and MB/s (MB = 10^6 bytes of FILE).
  *
  * Meson builds it as build/tools/bench/time_config_load; it tunes the
- * process's memory as tpsim's main() does (tps_memory_tune_process).
+ * process's memory and maps its input as tpsim's main() does
+ * (tps_memory_tune_process, tps_json_load_maps_files).
  *   tools/bench/make_params_config.sh >/tmp/params.json
  *   build/tools/bench/time_config_load /tmp/params.json json    # tps_json_load
  *   build/tools/bench/time_config_load /tmp/params.json config  #
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
 	bool json;
 
 	tps_memory_tune_process();
+	tps_json_load_maps_files(true);
 	if (argc != 3 ||
 	    (strcmp(argv[2], "json") != 0 && strcmp(argv[2], "config") != 0)) {
 		fprintf(stderr, "usage: time_config_load FILE json|config\n");
