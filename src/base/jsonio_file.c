@@ -18,6 +18,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -233,11 +234,14 @@ enum tps_status tps_json_read_file(const char *path, size_t max_bytes,
 	return st;
 }
 
-static bool maps_files; /* tps_json_load_maps_files */
+/* tps_json_load_maps_files: the process's choice, as the GEMM variant is
+ * (docs/architecture.md, "No process-wide state"); speed and memory only,
+ * the same trees either way. */
+static atomic_bool maps_files;
 
 void tps_json_load_maps_files(bool on)
 {
-	maps_files = on;
+	atomic_store_explicit(&maps_files, on, memory_order_relaxed);
 }
 
 /* A file's text mapped read-only, and how much of its start has been
@@ -279,8 +283,8 @@ static bool parse_mapped(struct input *in, const char *name,
 	struct mapped_text m = {0};
 	void *map;
 
-	if (!maps_files || in->is_stdin || !S_ISREG(in->sb.st_mode) ||
-	    in->sb.st_size <= 0) {
+	if (!atomic_load_explicit(&maps_files, memory_order_relaxed) ||
+	    in->is_stdin || !S_ISREG(in->sb.st_mode) || in->sb.st_size <= 0) {
 		return false;
 	}
 	m.len = (size_t)in->sb.st_size;
