@@ -297,15 +297,17 @@ static struct tps_init_spec param_init(struct tps_init_spec init,
 	return init;
 }
 
-/* Makes one parameter's global value and distributes it: shard or
- * replicate on tp as the module says, replicate on every other mesh dim. */
-/* Whether the ranks' parameters are views of the global ones (colwise
- * shards and replicas; tps_dtensor_distribute_shared): when nothing
- * writes them, in an inference run, and the process holds every rank. */
+/* Whether the ranks' parameters are views of the global ones (shards,
+ * strided or not, and replicas; tps_dtensor_distribute_shared): when
+ * nothing writes them, in an inference run, and the process holds every
+ * rank. */
 static bool shares_params(const struct tps_model_spec *spec)
 {
 	return spec->mode != TPS_MODE_TRAINING && !spec->mesh.backend;
 }
+
+/* Makes one parameter's global value and distributes it: shard or
+ * replicate on tp as the module says, replicate on every other mesh dim. */
 
 static enum tps_status make_param(const struct tps_model_spec *spec, bool meta,
 				  struct tps_param *p, const char *module,

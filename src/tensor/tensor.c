@@ -236,21 +236,16 @@ enum tps_status tps_tensor_copy(struct tps_tensor *dst,
 				struct tps_error *err)
 {
 	struct tps_tensor t;
+	int64_t n, len = tps_tensor_run_length(src);
 	enum tps_status st = init_for_copy(&t, &src->shape, src, err);
 	if (st != TPS_OK) {
 		return st;
 	}
-	if (t.data && src->row_stride) {
-		int64_t last = src->shape.dim[src->shape.ndim - 1];
-		int64_t rows = tps_tensor_numel(src) / last;
-		for (int64_t r = 0; r < rows; r++) {
-			memcpy(t.data + r * last,
-			       src->data + r * src->row_stride,
-			       (size_t)last * sizeof(float));
-		}
-	} else if (t.data) {
-		memcpy(t.data, src->data,
-		       (size_t)tps_tensor_numel(src) * sizeof(float));
+	/* A meta or empty t has no data, and nothing to copy. */
+	n = t.data ? tps_tensor_numel(src) : 0;
+	for (int64_t i = 0; i < n; i += len) {
+		memcpy(t.data + i, src->data + tps_tensor_offset(src, i),
+		       (size_t)len * sizeof(float));
 	}
 	*dst = t;
 	return TPS_OK;
@@ -262,6 +257,12 @@ int64_t tps_tensor_row_stride(const struct tps_tensor *t)
 		return t->row_stride;
 	}
 	return t->shape.ndim ? t->shape.dim[t->shape.ndim - 1] : 1;
+}
+
+int64_t tps_tensor_run_length(const struct tps_tensor *t)
+{
+	return t->row_stride ? t->shape.dim[t->shape.ndim - 1]
+			     : tps_tensor_numel(t);
 }
 
 int64_t tps_tensor_offset(const struct tps_tensor *t, int64_t i)
@@ -420,7 +421,6 @@ enum tps_status tps_tensor_view_region(struct tps_tensor *out,
 	const struct tps_shape *sh = &src->shape;
 	int last = sh->ndim - 1;
 	int64_t start = 0, row_stride = 0;
-	bool strided = false;
 
 	assert(src->row_stride == 0);
 	if (src->meta || !src->data || src->storage == TPS_STORAGE_ZEROS) {
@@ -430,8 +430,7 @@ enum tps_status tps_tensor_view_region(struct tps_tensor *out,
 	 * those before it of length 1; evenly spaced rows when that holds
 	 * of the dims before the last, and the last is cut. */
 	if (!contiguous_box(sh, length, sh->ndim)) {
-		strided = last >= 1 && contiguous_box(sh, length, last);
-		if (!strided) {
+		if (last < 1 || !contiguous_box(sh, length, last)) {
 			return tps_tensor_region(out, src, offset, length, err);
 		}
 		row_stride = sh->dim[last];
@@ -1070,8 +1069,7 @@ enum tps_status tps_tensor_rope(struct tps_tensor *out,
 bool tps_tensor_all_finite(const struct tps_tensor *t, int64_t *first_bad)
 {
 	int64_t n = t->meta ? 0 : tps_tensor_numel(t);
-	/* Row by row: a strided view's rows are row_stride apart. */
-	int64_t len = t->row_stride ? t->shape.dim[t->shape.ndim - 1] : n;
+	int64_t len = tps_tensor_run_length(t);
 	for (int64_t i0 = 0; i0 < n; i0 += len) {
 		const float *row = t->data + tps_tensor_offset(t, i0);
 		for (int64_t j = 0; j < len; j++) {

@@ -177,6 +177,10 @@ bool tps_tensor_is_view(const struct tps_tensor *t);
  * data[tps_tensor_offset(t, i)]. */
 int64_t tps_tensor_row_stride(const struct tps_tensor *t);
 int64_t tps_tensor_offset(const struct tps_tensor *t, int64_t i);
+/* Elements per contiguous run of t's values: all of them, or one row of a
+ * strided view. Reading t in element order is a loop over runs:
+ *   for (i = 0; i < numel; i += len) run = data + tps_tensor_offset(t, i) */
+int64_t tps_tensor_run_length(const struct tps_tensor *t);
 
 /* out = concatenation of parts[0..n) along dim (other dims must agree). */
 enum tps_status tps_tensor_concat(struct tps_tensor *out,

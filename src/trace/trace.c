@@ -235,17 +235,17 @@ static uint64_t hash_values(const struct tps_tensor *v)
 {
 	const uint32_t one = 1;
 	int64_t n = v->data ? tps_tensor_numel(v) : 0;
+	int64_t len = tps_tensor_run_length(v);
 	unsigned char first;
 	XXH3_state_t state;
 
 	memcpy(&first, &one, 1);
-	if ((first == 1 && !v->row_stride) || n == 0) {
+	if ((first == 1 && len == n) || n == 0) {
 		return XXH3_64bits(v->data, (size_t)n * sizeof(float));
 	}
 	XXH3_64bits_reset(&state);
 	if (first == 1) {
 		/* A strided view's rows, in order: the same hash. */
-		int64_t len = v->shape.dim[v->shape.ndim - 1];
 		for (int64_t i = 0; i < n; i += len) {
 			XXH3_64bits_update(&state,
 					   v->data + tps_tensor_offset(v, i),
@@ -291,11 +291,9 @@ static void find_facts(const struct tps_tensor *v, bool summary,
 	if (n > 0) {
 		float lo = v->data[0], hi = v->data[0];
 		/* The sum in ascending element order: the mean is part of
-		 * the trace's bytes. Row by row: a strided view's rows are
-		 * row_stride apart. */
+		 * the trace's bytes. Run by run (a strided view's rows). */
 		double sum = 0.0;
-		int64_t len =
-			v->row_stride ? v->shape.dim[v->shape.ndim - 1] : n;
+		int64_t len = tps_tensor_run_length(v);
 		for (int64_t i0 = 0; i0 < n; i0 += len) {
 			const float *row = v->data + tps_tensor_offset(v, i0);
 			for (int64_t j = 0; j < len; j++) {
